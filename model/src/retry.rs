@@ -1,0 +1,1 @@
+//! The retry policy (being built).

@@ -1,0 +1,11 @@
+//! The overcast engine: a simulated world with faults, per-node clocks and
+//! crash-prone disks, histories, checkers, the runner and its reports.
+//! It knows nothing of the system under test.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "overcast-sim needs the simulator: build with `--cfg madsim` (set in .cargo/config.toml; \
+     a RUSTFLAGS variable replaces it, so add `--cfg madsim` there too)"
+);
+
+pub mod lin;
