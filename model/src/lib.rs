@@ -8,5 +8,6 @@ compile_error!(
      a RUSTFLAGS variable replaces it, so add `--cfg madsim` there too)"
 );
 
+pub mod conditions;
 pub mod retry;
 pub mod store;
