@@ -8,4 +8,12 @@ compile_error!(
      a RUSTFLAGS variable replaces it, so add `--cfg madsim` there too)"
 );
 
+pub mod check;
+pub mod clock;
+pub mod disk;
+pub mod faults;
+pub mod history;
 pub mod lin;
+pub mod rng;
+pub mod runner;
+pub mod world;

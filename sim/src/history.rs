@@ -1,0 +1,127 @@
+//! Histories: what each client asked, when, and what it saw, with every
+//! attempt the client's SDK made; plus the world's events. Written as JSON
+//! (`{"version":1, "ops":[...], "events":[...]}`) and hashed for determinism
+//! checks.
+
+use crate::world::WorldEvent;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// The history format version written in every file.
+pub const HISTORY_VERSION: u32 = 1;
+
+/// How one attempt of an operation ended, as the client saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptResult {
+    /// The server answered with this status.
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// The server's `x-ms-retry-after-ms`, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+    },
+    /// No answer within the request timeout.
+    Timeout,
+}
+
+/// One attempt (one request on the wire) of a logical operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// When the request was sent (simulated ns).
+    pub sent_ns: u64,
+    /// The delay the SDK inserted before this attempt (0 for the first).
+    pub waited_ns: u64,
+    /// How it ended.
+    pub result: AttemptResult,
+}
+
+/// One client operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpRecord<C, R> {
+    /// Unique id, in invocation order.
+    pub id: u64,
+    /// The client (node index) that issued it.
+    pub client: usize,
+    /// The key it touches (the unit the linearizability checker splits on).
+    pub key: String,
+    /// What was asked.
+    pub call: C,
+    /// Invocation time, simulated ns.
+    pub invoke_ns: u64,
+    /// Return time; `None` when the outcome is unknown.
+    pub return_ns: Option<u64>,
+    /// What was seen; `None` when the outcome is unknown.
+    pub result: Option<R>,
+    /// Every attempt the SDK made, in order.
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
+}
+
+/// A whole history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct History<C, R> {
+    /// Always [`HISTORY_VERSION`].
+    pub version: u32,
+    /// Operations, by id.
+    pub ops: Vec<OpRecord<C, R>>,
+    /// World events (faults, heal, end).
+    #[serde(default)]
+    pub events: Vec<WorldEvent>,
+}
+
+impl<C: Serialize, R: Serialize> History<C, R> {
+    /// The history as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("history types serialise")
+    }
+
+    /// A stable hash of the whole history: two runs of one seed must agree.
+    pub fn trace_hash(&self) -> u64 {
+        crate::rng::fnv1a(serde_json::to_string(self).expect("history types serialise").as_bytes())
+    }
+}
+
+/// Collects operation records from the clients of one run.
+#[derive(Debug)]
+pub struct Recorder<C, R> {
+    ops: Arc<Mutex<Vec<OpRecord<C, R>>>>,
+}
+
+impl<C, R> Clone for Recorder<C, R> {
+    fn clone(&self) -> Self {
+        Recorder { ops: self.ops.clone() }
+    }
+}
+
+impl<C, R> Default for Recorder<C, R> {
+    fn default() -> Self {
+        Recorder { ops: Arc::new(Mutex::new(Vec::new())) }
+    }
+}
+
+impl<C: Clone, R: Clone> Recorder<C, R> {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a finished (or unknown-outcome) operation; its id is assigned here
+    /// later, by [`Recorder::finish`], in invocation order.
+    pub fn push(&self, op: OpRecord<C, R>) {
+        self.ops.lock().unwrap_or_else(|e| e.into_inner()).push(op);
+    }
+
+    /// The history: operations sorted by invocation time (then client), ids
+    /// renumbered in that order.
+    pub fn finish(&self, events: Vec<WorldEvent>) -> History<C, R> {
+        let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        ops.sort_by_key(|o| (o.invoke_ns, o.client));
+        for (i, op) in ops.iter_mut().enumerate() {
+            op.id = i as u64;
+        }
+        History { version: HISTORY_VERSION, ops, events }
+    }
+}
