@@ -1,6 +1,8 @@
 //! The system under test: a model of a cloud storage and document service.
-//! Pure state machines inside (store, retry policy, log records), a madsim
-//! server and client around them. It knows nothing of faults or checkers.
+//! Pure state machines inside (store, conditions, retry policy, log records),
+//! a madsim server and client around them. It knows nothing of faults or
+//! checkers: it reads time from a clock it is handed, draws randomness from
+//! what it is handed, and reports calls to an observer it is handed.
 
 #[cfg(not(madsim))]
 compile_error!(
@@ -8,6 +10,11 @@ compile_error!(
      a RUSTFLAGS variable replaces it, so add `--cfg madsim` there too)"
 );
 
+pub mod client;
 pub mod conditions;
+pub mod env;
 pub mod retry;
+pub mod server;
 pub mod store;
+pub mod wal;
+pub mod wire;

@@ -1,0 +1,179 @@
+//! The server node: serves the store's partitions over madsim's network, logs
+//! every mutation to the write-ahead log and acknowledges it only once synced,
+//! recovers by replaying the log after a crash, and has fault points that
+//! answer with the transient errors of SPEC §4.
+
+use crate::env::{Clock, LogDevice};
+use crate::store::{Store, StoreBugs, StoreRequest};
+use crate::wal::{self, LogRecord};
+use crate::wire::{self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
+use madsim::net::Endpoint;
+use madsim::time::sleep;
+use rand::{Rng, RngCore};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often each fault point fires, per request (0 = never).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultRates {
+    /// 429 Too Many Requests, with `x-ms-retry-after-ms` (not executed).
+    #[serde(default)]
+    pub throttle: f64,
+    /// The retry-after range of a 429, ms.
+    #[serde(default = "default_retry_after")]
+    pub retry_after_ms: (u64, u64),
+    /// 449 RetryWith, on writes only (not executed).
+    #[serde(default)]
+    pub retry_with: f64,
+    /// 503 Service Unavailable (not executed).
+    #[serde(default)]
+    pub unavailable: f64,
+    /// 410 Gone (not executed).
+    #[serde(default)]
+    pub gone: f64,
+    /// 408 Request Timeout: half the time after executing, half before.
+    #[serde(default)]
+    pub timeout: f64,
+}
+
+fn default_retry_after() -> (u64, u64) {
+    (1, 200)
+}
+
+/// A server's settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Where to listen.
+    pub bind: SocketAddr,
+    /// Containers every partition has from the start (provisioned, not logged).
+    pub containers: Vec<String>,
+    /// Fault point rates.
+    pub faults: FaultRates,
+    /// How long a log sync takes, ms range.
+    pub fsync_ms: (u64, u64),
+    /// Store bugs.
+    pub store_bugs: StoreBugs,
+    /// Seeded bug `ack_before_sync`: answer a write before its log record is synced.
+    pub ack_before_sync: bool,
+}
+
+/// What the server counts, for the run summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStats {
+    /// Requests answered by a fault point, by status.
+    pub transient: BTreeMap<u16, u64>,
+    /// Records replayed at start-ups.
+    pub replayed: u64,
+}
+
+/// The partitions' stores, rebuilt from the log.
+fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (BTreeMap<u32, Store>, u64) {
+    let mut stores: BTreeMap<u32, Store> = BTreeMap::new();
+    let records = wal::recover(log);
+    let n = records.len() as u64;
+    for r in records {
+        partition_store(&mut stores, cfg, r.partition).redo(&r.effect);
+    }
+    (stores, n)
+}
+
+fn partition_store<'a>(stores: &'a mut BTreeMap<u32, Store>, cfg: &ServerConfig, p: u32) -> &'a mut Store {
+    stores.entry(p).or_insert_with(|| {
+        let mut s = Store::new(cfg.store_bugs);
+        for c in &cfg.containers {
+            s.apply(&StoreRequest::CreateContainer { container: c.clone() }, 0);
+        }
+        s
+    })
+}
+
+/// Runs a server until the node is killed. `rng` drives the fault points and
+/// the sync latency; `stats` is shared with whoever wants the counts.
+pub async fn serve(
+    cfg: ServerConfig,
+    clock: Arc<dyn Clock>,
+    log: Arc<dyn LogDevice>,
+    mut rng: Box<dyn RngCore + Send>,
+    stats: Arc<std::sync::Mutex<ServerStats>>,
+) {
+    let (mut stores, replayed) = recover(&cfg, log.as_ref());
+    stats.lock().unwrap_or_else(|e| e.into_inner()).replayed += replayed;
+    let ep = match Endpoint::bind(cfg.bind).await {
+        Ok(ep) => ep,
+        Err(e) => {
+            tracing::error!("server cannot bind {}: {e}", cfg.bind);
+            return;
+        }
+    };
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    loop {
+        let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else { continue };
+        let Some(req) = wire::from_bytes::<WireRequest>(&buf[..len]) else { continue };
+        let f = &cfg.faults;
+        let draw: f64 = rng.gen();
+        let is_write = req.op.is_write();
+        let mut transient = None;
+        let mut acc = 0.0;
+        for (status, rate) in [
+            (429u16, f.throttle),
+            (449, if is_write { f.retry_with } else { 0.0 }),
+            (503, f.unavailable),
+            (410, f.gone),
+            (408, f.timeout),
+        ] {
+            acc += rate;
+            if transient.is_none() && draw < acc {
+                transient = Some(status);
+            }
+        }
+        let reply_transient = |status: u16, rng: &mut Box<dyn RngCore + Send>| WireReply::Transient {
+            status,
+            retry_after_ms: (status == 429).then(|| {
+                let (lo, hi) = f.retry_after_ms;
+                rng.gen_range(lo..=hi.max(lo))
+            }),
+        };
+        if let Some(status) = transient {
+            stats.lock().unwrap_or_else(|e| e.into_inner()).transient.entry(status).and_modify(|n| *n += 1).or_insert(1);
+            // A 408 may come after the request ran: its outcome is unknown to the client.
+            let execute = status == 408 && rng.gen_bool(0.5);
+            if !execute {
+                let reply = reply_transient(status, &mut rng);
+                send(&ep, from, req.req_id, reply).await;
+                continue;
+            }
+        }
+        let store = partition_store(&mut stores, &cfg, req.partition);
+        let (response, effect) = store.apply(&req.op, clock.now_ms());
+        let reply = match transient {
+            Some(status) => reply_transient(status, &mut rng),
+            None => WireReply::Store(response),
+        };
+        let Some(effect) = effect else {
+            send(&ep, from, req.req_id, reply).await;
+            continue;
+        };
+        log.append(&wal::encode(&LogRecord { partition: req.partition, effect }));
+        let (lo, hi) = cfg.fsync_ms;
+        let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
+        if cfg.ack_before_sync {
+            send(&ep, from, req.req_id, reply).await;
+            sleep(fsync).await;
+            log.sync();
+        } else {
+            sleep(fsync).await;
+            log.sync();
+            send(&ep, from, req.req_id, reply).await;
+        }
+    }
+}
+
+async fn send(ep: &Endpoint, to: SocketAddr, req_id: u64, reply: WireReply) {
+    let bytes = wire::to_bytes(&WireResponse { req_id, reply });
+    // A send to an unreachable peer is dropped by the network; nothing to do.
+    let _ = ep.send_to(to, RESPONSE_TAG, &bytes).await;
+}
