@@ -398,3 +398,86 @@ pub fn evaluate_read(c: &Conditions, current: Option<Current<'_>>) -> Result<(),
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cur(etag: &ETag, last_modified: Millis) -> Option<Current<'_>> {
+        Some(Current {
+            etag,
+            last_modified,
+        })
+    }
+
+    #[test]
+    fn etag_order_and_display_ignore_quotes_consistently() {
+        let a = ETag::quoted("0x1");
+        let b = ETag("0x1".into());
+        assert_eq!(a.cmp(&b), Ordering::Equal);
+        assert!(ETag::from_version(1) < ETag::from_version(2));
+        assert_eq!(a.to_string(), "\"0x1\"");
+        assert_eq!(ETag("\"".into()).unquoted(), "\"");
+    }
+
+    #[test]
+    fn failure_status_and_codes() {
+        use ConditionFailure::*;
+        let table = [
+            (
+                MultipleConditionHeadersNotSupported,
+                400,
+                Some("MultipleConditionHeadersNotSupported"),
+            ),
+            (UnsatisfiableCondition, 400, Some("UnsatisfiableCondition")),
+            (ConditionNotMet, 412, Some("ConditionNotMet")),
+            (NotModified, 304, None),
+            (BlobAlreadyExists, 409, Some("BlobAlreadyExists")),
+        ];
+        for (f, status, code) in table {
+            assert_eq!((f.status(), f.error_code()), (status, code));
+        }
+    }
+
+    #[test]
+    fn header_count_ignores_empty_lists() {
+        let c = Conditions {
+            if_match: Some(EtagMatch::Tags(vec![])),
+            ..Conditions::default()
+        };
+        assert!(c.is_empty());
+        assert_eq!(validate_write(&c), Ok(()));
+        assert_eq!(evaluate_write(&c, None, WriteKind::Put, false), Ok(()));
+        assert_eq!(evaluate_read(&c, None), Ok(()));
+    }
+
+    #[test]
+    fn star_on_existing_depends_on_the_write_kind() {
+        let e = ETag::from_version(1);
+        let c = Conditions::if_none_match_any();
+        assert_eq!(
+            evaluate_write(&c, cur(&e, 0), WriteKind::Put, false),
+            Err(ConditionFailure::BlobAlreadyExists)
+        );
+        assert_eq!(
+            evaluate_write(&c, cur(&e, 0), WriteKind::Other, false),
+            Err(ConditionFailure::ConditionNotMet)
+        );
+    }
+
+    #[test]
+    fn skip_if_match_only_skips_the_comparison() {
+        let e = ETag::from_version(1);
+        let c = Conditions::if_match(ETag::from_version(9));
+        assert_eq!(evaluate_write(&c, cur(&e, 0), WriteKind::Put, true), Ok(()));
+        assert_eq!(
+            evaluate_write(&c, None, WriteKind::Put, true),
+            Err(ConditionFailure::ConditionNotMet)
+        );
+        // reads are not affected by the bug (it is a write-path bug)
+        assert_eq!(
+            evaluate_read(&c, cur(&e, 0)),
+            Err(ConditionFailure::ConditionNotMet)
+        );
+    }
+}

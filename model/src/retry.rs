@@ -331,3 +331,483 @@ fn salt(jitter: f64) -> Duration {
     let max = RETRY_WITH_SALT.as_nanos() as u64;
     Duration::from_nanos(((j * max as f64) as u64).min(max - 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    fn state(kind: OpKind) -> RetryState {
+        RetryState::new(kind, RetryOptions::default(), false)
+    }
+
+    fn throttled(retry_after: Option<Duration>) -> AttemptOutcome {
+        AttemptOutcome::Response {
+            status: 429,
+            retry_after,
+        }
+    }
+
+    fn done(status: u16) -> Decision {
+        Decision::Done(FinalOutcome::Response { status })
+    }
+
+    fn retry(after: Duration) -> Decision {
+        Decision::Retry { after }
+    }
+
+    /// Feeds `outcome` until Done; returns the delays asked for and the final decision.
+    fn run_until_done(s: &mut RetryState, outcome: &AttemptOutcome) -> (Vec<Duration>, Decision) {
+        let mut delays = Vec::new();
+        for _ in 0..1_000 {
+            match s.on_attempt(outcome, 0.5) {
+                Decision::Retry { after } => delays.push(after),
+                d @ Decision::Done(_) => return (delays, d),
+            }
+        }
+        panic!("no Done after 1000 attempts");
+    }
+
+    #[test]
+    fn defaults_match_the_sdk() {
+        let o = RetryOptions::default();
+        assert_eq!(o.max_rate_limited_retries, 9);
+        assert_eq!(o.max_rate_limited_wait, secs(30));
+        assert_eq!(o.request_timeout, secs(6));
+        assert_eq!(o.max_read_timeout_retries, 3);
+        assert_eq!(o.read_timeout_retry_delay, secs(1));
+        assert_eq!(o.max_service_unavailable_retries, 1);
+        assert_eq!(o.gone_window, secs(30));
+        assert_eq!(o.retry_with_window, secs(30));
+    }
+
+    #[test]
+    fn final_statuses_are_not_retried() {
+        for kind in [OpKind::Read, OpKind::Write] {
+            for status in [
+                200, 201, 202, 204, 304, 400, 401, 403, 404, 409, 412, 413, 500, 502,
+            ] {
+                let mut s = state(kind);
+                assert_eq!(
+                    s.on_attempt(&AttemptOutcome::status(status), 0.0),
+                    done(status)
+                );
+                assert_eq!(s.attempts(), 1);
+                assert_eq!(s.cumulative_delay(), Duration::ZERO);
+            }
+        }
+    }
+
+    #[test]
+    fn done_is_sticky() {
+        let mut s = state(OpKind::Read);
+        assert_eq!(s.on_attempt(&AttemptOutcome::status(404), 0.0), done(404));
+        assert_eq!(s.on_attempt(&throttled(None), 0.0), done(404));
+        assert_eq!(s.attempts(), 1);
+        assert_eq!(s.finished(), Some(&FinalOutcome::Response { status: 404 }));
+    }
+
+    // ---- 429 (SPEC §4.2, R2, R3) ------------------------------------------------------
+
+    #[test]
+    fn throttle_delay_is_retry_after_or_five_seconds() {
+        let mut s = state(OpKind::Write);
+        assert_eq!(s.on_attempt(&throttled(Some(ms(120))), 0.3), retry(ms(120)));
+        assert_eq!(s.on_attempt(&throttled(None), 0.3), retry(secs(5)));
+        assert_eq!(
+            s.on_attempt(&throttled(Some(Duration::ZERO)), 0.3),
+            retry(secs(5))
+        );
+        assert_eq!(s.on_attempt(&AttemptOutcome::status(201), 0.3), done(201));
+        assert_eq!(s.attempts(), 4);
+        assert_eq!(s.cumulative_delay(), ms(10_120));
+        assert_eq!(s.rate_limited_delay(), ms(10_120));
+    }
+
+    #[test]
+    fn r2_at_most_ten_attempts_then_the_last_429() {
+        for kind in [OpKind::Read, OpKind::Write] {
+            let mut s = state(kind);
+            let (delays, last) = run_until_done(&mut s, &throttled(Some(ms(100))));
+            assert_eq!(delays, vec![ms(100); 9]);
+            assert_eq!(last, done(429));
+            assert_eq!(s.attempts(), 10);
+        }
+    }
+
+    #[test]
+    fn r2_cumulative_429_wait_at_most_thirty_seconds() {
+        // default 5 s: 6 retries make 30 s (≤ 30 s allowed), the 7th would make 35 s
+        let mut s = state(OpKind::Read);
+        let (delays, last) = run_until_done(&mut s, &throttled(None));
+        assert_eq!(delays, vec![secs(5); 6]);
+        assert_eq!(last, done(429));
+        assert_eq!(s.attempts(), 7);
+        assert_eq!(s.cumulative_delay(), secs(30));
+        // 29 s once, then 29 + 29 > 30
+        let mut s = state(OpKind::Read);
+        let (delays, last) = run_until_done(&mut s, &throttled(Some(secs(29))));
+        assert_eq!((delays, last), (vec![secs(29)], done(429)));
+    }
+
+    #[test]
+    fn throttle_delay_not_below_max_wait() {
+        // delay < maxWait is required: exactly 30 s is not retried
+        let mut s = state(OpKind::Read);
+        assert_eq!(s.on_attempt(&throttled(Some(secs(30))), 0.0), done(429));
+        let mut s = state(OpKind::Read);
+        assert_eq!(s.on_attempt(&throttled(Some(secs(31))), 0.0), done(429));
+        assert_eq!(s.cumulative_delay(), Duration::ZERO);
+    }
+
+    #[test]
+    fn zero_max_retries_disables_throttle_retry() {
+        let options = RetryOptions {
+            max_rate_limited_retries: 0,
+            ..RetryOptions::default()
+        };
+        let mut s = RetryState::new(OpKind::Read, options, false);
+        assert_eq!(s.on_attempt(&throttled(Some(ms(1))), 0.0), done(429));
+    }
+
+    // ---- 449 ----------------------------------------------------------------------------
+
+    #[test]
+    fn retry_with_backoff_doubles_with_salt_and_caps_at_one_second() {
+        let mut s = state(OpKind::Write);
+        let o = AttemptOutcome::status(449);
+        assert_eq!(s.on_attempt(&o, 0.9), retry(Duration::ZERO));
+        assert_eq!(s.on_attempt(&o, 0.0), retry(ms(10)));
+        assert_eq!(
+            s.on_attempt(&o, 0.5),
+            retry(ms(20) + Duration::from_micros(2_500))
+        );
+        assert_eq!(s.on_attempt(&o, 0.0), retry(ms(40)));
+        let mut last = Duration::ZERO;
+        loop {
+            match s.on_attempt(&o, 0.999_999) {
+                Decision::Retry { after } => {
+                    assert!(after <= secs(1));
+                    last = after;
+                }
+                d => {
+                    assert_eq!(d, done(449));
+                    break;
+                }
+            }
+        }
+        assert_eq!(last, secs(1));
+        assert!(s.cumulative_delay() <= secs(30));
+        assert!(s.cumulative_delay() > secs(29));
+    }
+
+    #[test]
+    fn retry_with_salt_is_below_five_ms_and_jitter_is_clamped() {
+        for jitter in [0.0, 0.25, 0.999_999_999, 1.0, 7.0, -3.0, f64::NAN] {
+            let mut s = state(OpKind::Write);
+            let o = AttemptOutcome::status(449);
+            s.on_attempt(&o, jitter);
+            let Decision::Retry { after } = s.on_attempt(&o, jitter) else {
+                panic!("449 not retried");
+            };
+            assert!(after >= ms(10) && after < ms(15), "{jitter}: {after:?}");
+        }
+    }
+
+    // ---- 503 ----------------------------------------------------------------------------
+
+    #[test]
+    fn service_unavailable_retried_once() {
+        let mut s = state(OpKind::Write);
+        let o = AttemptOutcome::status(503);
+        assert_eq!(s.on_attempt(&o, 0.0), retry(Duration::ZERO));
+        assert_eq!(s.on_attempt(&o, 0.0), done(503));
+        assert_eq!(s.attempts(), 2);
+        let mut s = state(OpKind::Read);
+        assert_eq!(s.on_attempt(&o, 0.0), retry(Duration::ZERO));
+        assert_eq!(s.on_attempt(&AttemptOutcome::status(200), 0.0), done(200));
+    }
+
+    // ---- 410 (R3: 503 after 30 s of 410s) ------------------------------------------------
+
+    #[test]
+    fn r3_gone_becomes_503_after_the_window() {
+        for kind in [OpKind::Read, OpKind::Write] {
+            let mut s = state(kind);
+            let (delays, last) = run_until_done(&mut s, &AttemptOutcome::status(410));
+            assert_eq!(
+                delays,
+                vec![Duration::ZERO, secs(1), secs(2), secs(4), secs(8), secs(15)]
+            );
+            assert_eq!(last, done(503));
+            assert_eq!(s.cumulative_delay(), secs(30));
+            assert_eq!(s.attempts(), 7);
+        }
+    }
+
+    #[test]
+    fn gone_backoff_caps_at_fifteen_seconds() {
+        let options = RetryOptions {
+            gone_window: secs(100),
+            ..RetryOptions::default()
+        };
+        let mut s = RetryState::new(OpKind::Read, options, false);
+        let (delays, last) = run_until_done(&mut s, &AttemptOutcome::status(410));
+        assert_eq!(&delays[..7], &[0, 1, 2, 4, 8, 15, 15].map(secs)[..]);
+        assert!(delays.iter().all(|d| *d <= secs(15)));
+        assert_eq!(last, done(503));
+        assert!(s.cumulative_delay() <= secs(100));
+    }
+
+    #[test]
+    fn gone_then_success() {
+        let mut s = state(OpKind::Write);
+        assert_eq!(
+            s.on_attempt(&AttemptOutcome::status(410), 0.0),
+            retry(Duration::ZERO)
+        );
+        assert_eq!(
+            s.on_attempt(&AttemptOutcome::status(410), 0.0),
+            retry(secs(1))
+        );
+        assert_eq!(s.on_attempt(&AttemptOutcome::status(201), 0.0), done(201));
+    }
+
+    // ---- timeouts and 408 (SPEC §4.3, R1) --------------------------------------------------
+
+    #[test]
+    fn read_timeouts_retried_then_timed_out() {
+        let mut s = state(OpKind::Read);
+        let (delays, last) = run_until_done(&mut s, &AttemptOutcome::Timeout);
+        assert_eq!(delays, vec![secs(1); 3]);
+        assert_eq!(last, Decision::Done(FinalOutcome::TimedOut));
+        assert_eq!(s.attempts(), 4);
+    }
+
+    #[test]
+    fn read_408s_retried_then_408_surfaced() {
+        let mut s = state(OpKind::Read);
+        let (delays, last) = run_until_done(&mut s, &AttemptOutcome::status(408));
+        assert_eq!(delays, vec![secs(1); 3]);
+        assert_eq!(last, done(408));
+    }
+
+    #[test]
+    fn read_timeout_then_success() {
+        let mut s = state(OpKind::Read);
+        assert_eq!(s.on_attempt(&AttemptOutcome::Timeout, 0.0), retry(secs(1)));
+        assert_eq!(
+            s.on_attempt(&AttemptOutcome::status(408), 0.0),
+            retry(secs(1))
+        );
+        assert_eq!(s.on_attempt(&AttemptOutcome::status(200), 0.0), done(200));
+        assert_eq!(s.cumulative_delay(), secs(2));
+    }
+
+    #[test]
+    fn r1_writes_never_resent_after_timeout_or_408() {
+        for outcome in [AttemptOutcome::Timeout, AttemptOutcome::status(408)] {
+            let mut s = state(OpKind::Write);
+            assert_eq!(
+                s.on_attempt(&outcome, 0.0),
+                Decision::Done(FinalOutcome::Unknown)
+            );
+            assert_eq!(s.attempts(), 1);
+            // also after other retries
+            let mut s = state(OpKind::Write);
+            assert_eq!(s.on_attempt(&throttled(Some(ms(10))), 0.0), retry(ms(10)));
+            assert_eq!(
+                s.on_attempt(&AttemptOutcome::status(410), 0.0),
+                retry(Duration::ZERO)
+            );
+            assert_eq!(
+                s.on_attempt(&outcome, 0.0),
+                Decision::Done(FinalOutcome::Unknown)
+            );
+        }
+    }
+
+    #[test]
+    fn bug_retry_write_after_timeout_resends_writes() {
+        let mut s = RetryState::new(OpKind::Write, RetryOptions::default(), true);
+        assert_eq!(s.on_attempt(&AttemptOutcome::Timeout, 0.0), retry(secs(1)));
+        assert_eq!(
+            s.on_attempt(&AttemptOutcome::status(408), 0.0),
+            retry(secs(1))
+        );
+        // the re-sent create finds its own first attempt: 409
+        assert_eq!(s.on_attempt(&AttemptOutcome::status(409), 0.0), done(409));
+        // when the retries run out, the outcome is still unknown
+        let mut s = RetryState::new(OpKind::Write, RetryOptions::default(), true);
+        let (delays, last) = run_until_done(&mut s, &AttemptOutcome::Timeout);
+        assert_eq!(delays.len(), 3);
+        assert_eq!(last, Decision::Done(FinalOutcome::Unknown));
+        // the bug does not touch reads
+        let mut s = RetryState::new(OpKind::Read, RetryOptions::default(), true);
+        let (delays, last) = run_until_done(&mut s, &AttemptOutcome::Timeout);
+        assert_eq!(
+            (delays.len(), last),
+            (3, Decision::Done(FinalOutcome::TimedOut))
+        );
+    }
+
+    #[test]
+    fn budgets_are_independent() {
+        let mut s = state(OpKind::Read);
+        let seq = [
+            throttled(Some(secs(10))),
+            AttemptOutcome::status(503),
+            throttled(Some(secs(10))),
+            AttemptOutcome::status(410),
+            AttemptOutcome::Timeout,
+            throttled(Some(secs(10))),
+            AttemptOutcome::status(449),
+        ];
+        for o in &seq {
+            assert!(
+                matches!(s.on_attempt(o, 0.0), Decision::Retry { .. }),
+                "{o:?}"
+            );
+        }
+        // 429 budget spent (30 s), 503 budget spent (1)
+        assert_eq!(s.on_attempt(&throttled(Some(ms(1))), 0.0), done(429));
+        assert_eq!(s.rate_limited_delay(), secs(30));
+        assert_eq!(s.cumulative_delay(), secs(31));
+        assert_eq!(s.attempts(), 8);
+    }
+
+    #[test]
+    fn wire_roundtrip_with_bincode() {
+        let mut s = state(OpKind::Write);
+        s.on_attempt(&throttled(Some(ms(7))), 0.1);
+        let back: RetryState = bincode::deserialize(&bincode::serialize(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        let o = throttled(Some(ms(7)));
+        let back: AttemptOutcome = bincode::deserialize(&bincode::serialize(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+    }
+
+    // ---- budget invariants (proptest) ------------------------------------------------------
+
+    fn arb_outcome() -> impl Strategy<Value = AttemptOutcome> {
+        prop_oneof![
+            4 => (0u64..40_000).prop_map(|ms| throttled(Some(Duration::from_millis(ms)))),
+            1 => Just(throttled(None)),
+            1 => Just(AttemptOutcome::Timeout),
+            6 => prop::sample::select(vec![
+                200u16, 201, 204, 304, 400, 404, 408, 409, 410, 412, 449, 500, 503,
+            ])
+            .prop_map(AttemptOutcome::status),
+        ]
+    }
+
+    fn arb_kind() -> impl Strategy<Value = OpKind> {
+        prop_oneof![Just(OpKind::Read), Just(OpKind::Write)]
+    }
+
+    proptest! {
+        #[test]
+        fn budget_invariants_hold(
+            kind in arb_kind(),
+            bug in any::<bool>(),
+            outcomes in prop::collection::vec(arb_outcome(), 1..40),
+            jitters in prop::collection::vec(0.0f64..1.0, 40),
+        ) {
+            let o = RetryOptions::default();
+            let mut s = RetryState::new(kind, o.clone(), bug);
+            let mut sum = Duration::ZERO;
+            let mut sum_429 = Duration::ZERO;
+            let mut retries_429 = 0u32;
+            // cycle the sequence so that every run ends in Done
+            let mut done = None;
+            for (i, outcome) in outcomes.iter().cycle().enumerate().take(10_000) {
+                let d = s.on_attempt(outcome, jitters[i % jitters.len()]);
+                prop_assert_eq!(s.attempts() as usize, i + 1);
+                match d {
+                    Decision::Retry { after } => {
+                        sum += after;
+                        let timeout = matches!(
+                            outcome,
+                            AttemptOutcome::Timeout | AttemptOutcome::Response { status: 408, .. }
+                        );
+                        // R1: no write re-sent after a timeout/408 without the bug
+                        prop_assert!(!(timeout && kind == OpKind::Write && !bug));
+                        if let AttemptOutcome::Response { status: 429, retry_after } = outcome {
+                            retries_429 += 1;
+                            sum_429 += after;
+                            // R2: each delay ≥ the server's retry-after
+                            prop_assert!(after >= retry_after.unwrap_or(Duration::ZERO));
+                        }
+                        // every retryable status has a bounded delay
+                        prop_assert!(after <= o.max_rate_limited_wait);
+                    }
+                    Decision::Done(f) => {
+                        // R3: the last server status, 503 after 410s, or the timeout outcomes
+                        let expected = match (outcome, kind) {
+                            (AttemptOutcome::Response { status: 410, .. }, _) => {
+                                FinalOutcome::Response { status: 503 }
+                            }
+                            (AttemptOutcome::Timeout, OpKind::Read) => FinalOutcome::TimedOut,
+                            (AttemptOutcome::Response { status: 408, .. }, OpKind::Read) => {
+                                FinalOutcome::Response { status: 408 }
+                            }
+                            (AttemptOutcome::Timeout, OpKind::Write)
+                            | (AttemptOutcome::Response { status: 408, .. }, OpKind::Write) => {
+                                FinalOutcome::Unknown
+                            }
+                            (AttemptOutcome::Response { status, .. }, _) => {
+                                FinalOutcome::Response { status: *status }
+                            }
+                        };
+                        prop_assert_eq!(&f, &expected);
+                        done = Some(f);
+                        break;
+                    }
+                }
+            }
+            prop_assert!(done.is_some(), "no Done after 10000 attempts");
+            // R2 budget
+            prop_assert!(retries_429 <= o.max_rate_limited_retries);
+            prop_assert!(sum_429 <= o.max_rate_limited_wait);
+            prop_assert_eq!(s.rate_limited_delay(), sum_429);
+            prop_assert_eq!(s.cumulative_delay(), sum);
+            // total attempts bounded by the sum of all budgets (+1 for the final attempt)
+            let bound = 1 + 9 + 1 + 3 + 7 + 40;
+            prop_assert!(s.attempts() <= bound, "{} attempts", s.attempts());
+            // total delay bounded by the sum of the windows
+            prop_assert!(sum <= secs(30) * 3 + o.read_timeout_retry_delay * 3);
+        }
+
+        #[test]
+        fn r2_429_only_sequences(
+            retry_afters in prop::collection::vec(prop::option::of(0u64..40_000), 1..20),
+        ) {
+            let mut s = state(OpKind::Write);
+            let mut last = None;
+            for (i, ra) in retry_afters.iter().cycle().enumerate().take(100) {
+                let ra = ra.map(Duration::from_millis);
+                match s.on_attempt(&throttled(ra), 0.5) {
+                    Decision::Retry { after } => {
+                        prop_assert!(after >= ra.unwrap_or(Duration::ZERO));
+                    }
+                    Decision::Done(f) => {
+                        prop_assert_eq!(f, FinalOutcome::Response { status: 429 });
+                        last = Some(i);
+                        break;
+                    }
+                }
+            }
+            prop_assert!(last.is_some());
+            prop_assert!(s.attempts() <= 10);
+            prop_assert!(s.cumulative_delay() <= secs(30));
+        }
+    }
+}
