@@ -1,1 +1,237 @@
-//! Linearizability checking (being built).
+//! Linearizability checking, generic over a small sequential [`Spec`].
+//!
+//! The entry point is [`check`]: it splits a history by key
+//! (P-compositionality), checks the keys in parallel (stopping at the first
+//! illegal one), and returns a [`Report`] with the verdict and, when the
+//! history is not linearizable, a small failing sub-history, the longest
+//! partial linearization and a sentence naming the operation that cannot be
+//! placed. [`Report::to_text`] and [`Report::to_html`] render it.
+//!
+//! Per key, a version-aware fast path ([`versioned`]) decides in near-linear
+//! time when the spec gives version claims ([`Spec::claim`]); otherwise, or
+//! when the claims do not settle it, an exact search runs
+//! (just-in-time linearization with merged configurations, see `search`).
+//! Time and memory budgets give [`Verdict::Unknown`], never a wrong verdict.
+//!
+//! [`kv`] holds the key-value spec of the kvhist/1 format and its parser,
+//! [`brute`] a brute-force reference checker, [`gen`] a history generator.
+
+mod bits;
+pub mod brute;
+mod explain;
+pub mod gen;
+pub mod kv;
+mod report;
+mod search;
+mod spec;
+pub mod versioned;
+
+pub use report::{Failure, OpView, Report, Step, Verdict};
+pub use spec::{Claim, Next, Spec};
+
+use search::{KOp, Limits, Outcome};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// One operation of a history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operation<I, O> {
+    /// An identifier, for reports only.
+    pub id: u64,
+    /// The client (process) that issued it, for reports only.
+    pub client: u64,
+    /// The key it touches: the unit of partitioning.
+    pub key: String,
+    /// What was asked.
+    pub input: I,
+    /// Invocation time (any clock; only the order matters).
+    pub invoke: i64,
+    /// Return time; `None` if no response was ever seen.
+    pub ret: Option<i64>,
+    /// The observed output; `None` if the outcome is unknown. An operation
+    /// with an unknown outcome may take effect at any single instant after
+    /// its invocation, or never (its `ret` is then ignored); a read-only one
+    /// ([`Spec::is_read_only`]) constrains nothing and is dropped. An
+    /// operation with an output but no `ret` must be placed somewhere after
+    /// its invocation.
+    pub output: Option<O>,
+}
+
+/// How [`check`] runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Give up (verdict Unknown) after this long. Default: none.
+    pub time_budget: Option<Duration>,
+    /// Give up (verdict Unknown) when the search's estimated memory exceeds
+    /// this many bytes. Default: 4 GiB.
+    pub memory_budget: usize,
+    /// Check keys in parallel on the rayon pool. Default: true.
+    pub parallel: bool,
+    /// Use the version-aware fast path when the spec gives claims. Default: true.
+    pub fast_path: bool,
+    /// Shrink the failing sub-history and record the longest partial
+    /// linearization for the report. Default: true.
+    pub explain: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            time_budget: None,
+            memory_budget: 4 << 30,
+            parallel: true,
+            fast_path: true,
+            explain: true,
+        }
+    }
+}
+
+/// The result of checking one key.
+enum KeyResult {
+    Ok,
+    Fail(Box<Failure>),
+    GaveUp(String),
+}
+
+/// Checks `ops` for linearizability against `spec`, key by key.
+///
+/// Deterministic except for the elapsed time and, under a time budget, where
+/// the budget runs out: when several keys fail, the first failing key in key
+/// order is reported.
+pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &Options) -> Report {
+    let start = Instant::now();
+    let deadline = opts.time_budget.map(|d| start + d);
+    let mut by_key: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, o) in ops.iter().enumerate() {
+        by_key.entry(o.key.as_str()).or_default().push(i);
+    }
+    let keys: Vec<(&str, Vec<usize>)> = by_key.into_iter().collect();
+    let first_fail = AtomicUsize::new(usize::MAX);
+    let run_key = |ki: usize| -> KeyResult {
+        let cancel = || first_fail.load(Ordering::Relaxed) < ki;
+        let r = check_key(spec, keys[ki].0, ops, &keys[ki].1, opts, deadline, &cancel);
+        if matches!(r, KeyResult::Fail(_)) {
+            first_fail.fetch_min(ki, Ordering::Relaxed);
+        }
+        r
+    };
+    let results: Vec<KeyResult> = if opts.parallel && keys.len() > 1 {
+        use rayon::prelude::*;
+        (0..keys.len()).into_par_iter().map(run_key).collect()
+    } else {
+        let mut v = Vec::with_capacity(keys.len());
+        for ki in 0..keys.len() {
+            let r = run_key(ki);
+            let stop = matches!(r, KeyResult::Fail(_));
+            v.push(r);
+            if stop {
+                break;
+            }
+        }
+        v
+    };
+    let mut verdict = Verdict::Linearizable;
+    let mut failure = None;
+    let mut unknown_reason = None;
+    let mut checked = 0;
+    for (ki, r) in results.into_iter().enumerate() {
+        match r {
+            KeyResult::Ok => checked += 1,
+            KeyResult::Fail(f) => {
+                checked += 1;
+                verdict = Verdict::NotLinearizable;
+                failure = Some(*f);
+                break;
+            }
+            KeyResult::GaveUp(why) => {
+                if unknown_reason.is_none() {
+                    unknown_reason = Some(format!("key {:?}: {why}", keys[ki].0));
+                }
+                verdict = Verdict::Unknown;
+            }
+        }
+    }
+    if verdict != Verdict::Unknown {
+        unknown_reason = None;
+    }
+    Report {
+        verdict,
+        ops: ops.len(),
+        keys: keys.len(),
+        keys_checked: checked,
+        elapsed: start.elapsed(),
+        unknown_reason,
+        failure,
+    }
+}
+
+/// The operations of one key, as the search sees them, with their indices
+/// into the history.
+fn key_ops<'a, P: Spec>(
+    spec: &P,
+    ops: &'a [Operation<P::Input, P::Output>],
+    idx: &[usize],
+) -> (Vec<KOp<'a, P::Input, P::Output>>, Vec<usize>) {
+    let mut kops = Vec::with_capacity(idx.len());
+    let mut orig = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let o = &ops[i];
+        let output = o.output.as_ref();
+        let ro = spec.is_read_only(&o.input, output);
+        if output.is_none() && ro {
+            continue; // an unusable read constrains nothing
+        }
+        let ret = match output {
+            None => None,
+            Some(_) => Some(o.ret.unwrap_or(i64::MAX)),
+        };
+        kops.push(KOp {
+            input: &o.input,
+            output,
+            call: o.invoke,
+            ret,
+            read_only: ro && output.is_some(),
+            claim: output.map_or(Claim::None, |out| spec.claim(&o.input, out)),
+        });
+        orig.push(i);
+    }
+    (kops, orig)
+}
+
+fn check_key<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    idx: &[usize],
+    opts: &Options,
+    deadline: Option<Instant>,
+    cancel: &(dyn Fn() -> bool + Sync),
+) -> KeyResult {
+    let (kops, orig) = key_ops(spec, ops, idx);
+    let init = spec.init(key);
+    let limits = Limits {
+        deadline,
+        memory: opts.memory_budget,
+        cancel: Some(cancel),
+        record_paths: false,
+    };
+    if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
+        match versioned::decide(spec, &init, &kops) {
+            versioned::Decision::Linearizable => return KeyResult::Ok,
+            versioned::Decision::Refuted(cert) => {
+                return KeyResult::Fail(Box::new(explain::from_certificate(
+                    spec, key, ops, &kops, &orig, &init, &cert, opts, deadline,
+                )));
+            }
+            versioned::Decision::Undecided => {}
+        }
+    }
+    match search::search(spec, &init, &kops, &limits) {
+        Outcome::Ok => KeyResult::Ok,
+        Outcome::GaveUp(r) => KeyResult::GaveUp(r),
+        Outcome::Fail(info) => KeyResult::Fail(Box::new(explain::from_search(
+            spec, key, ops, &kops, &orig, &init, &info, opts, deadline,
+        ))),
+    }
+}

@@ -1,0 +1,1 @@
+//! Brute-force reference checker (being built).

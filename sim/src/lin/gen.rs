@@ -1,0 +1,1 @@
+//! History generator (being built).

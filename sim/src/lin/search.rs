@@ -1,0 +1,607 @@
+//! The exact search for one key: just-in-time linearization over the
+//! time-ordered call and return events (Wing–Gong/Lowe configurations of
+//! (state, linearized pending operations), explored breadth-first and merged).
+//!
+//! Only operations that are still pending are kept in a configuration's set
+//! (a slot per pending operation), so a configuration is a state plus a few
+//! words, whatever the length of the history. On top of that:
+//! * read-only operations are placed eagerly in every configuration where
+//!   they are legal (moving a read to "now" never hurts);
+//! * a configuration that used a superset of the unknown-outcome operations
+//!   of another one with the same state is dropped (unknown operations may
+//!   take effect never);
+//! * configurations are only extended up to the returning operation (lazy);
+//! * with version claims, configurations that passed a version some pending
+//!   operation still needs are dropped, and an unclaimed write may not produce
+//!   a version that a known write claims;
+//! * the search ends when the last known operation has returned.
+
+use super::bits::{Bits, FxMap};
+use super::spec::{Claim, Spec};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One operation of one key, as the search sees it.
+#[derive(Debug)]
+pub(crate) struct KOp<'a, I, O> {
+    /// Its input.
+    pub input: &'a I,
+    /// Its output (`None`: unknown outcome).
+    pub output: Option<&'a O>,
+    /// Invocation time.
+    pub call: i64,
+    /// Return time; `None` when it never returned or its outcome is unknown.
+    pub ret: Option<i64>,
+    /// Never changes the state where legal (and has a known output).
+    pub read_only: bool,
+    /// Its version claim.
+    pub claim: Claim,
+}
+
+/// Limits of one search.
+pub(crate) struct Limits<'a> {
+    /// Give up after this instant.
+    pub deadline: Option<Instant>,
+    /// Give up when the estimated memory exceeds this many bytes.
+    pub memory: usize,
+    /// Give up when this flag is set (another key failed).
+    pub cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// Record paths (for reports; slower).
+    pub record_paths: bool,
+}
+
+/// A persistent list of placed operations, newest first.
+pub(crate) type Path<S> = Option<Arc<PathNode<S>>>;
+
+/// One placed operation and the state after it.
+#[derive(Debug)]
+pub(crate) struct PathNode<S> {
+    pub op: u32,
+    pub state: S,
+    pub len: u32,
+    pub prev: Path<S>,
+}
+
+/// Flattens a path into (op, state after) pairs, oldest first.
+pub(crate) fn path_vec<S: Clone>(p: &Path<S>) -> Vec<(usize, S)> {
+    let mut out = Vec::new();
+    let mut cur = p.as_ref();
+    while let Some(n) = cur {
+        out.push((n.op as usize, n.state.clone()));
+        cur = n.prev.as_ref();
+    }
+    out.reverse();
+    out
+}
+
+fn path_len<S>(p: &Path<S>) -> u32 {
+    p.as_ref().map_or(0, |n| n.len)
+}
+
+/// The last point where all possible linearizations agreed on one
+/// configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot<S> {
+    /// Index in the event order after which it was taken.
+    pub event: usize,
+    /// The single state.
+    pub state: S,
+    /// Pending operations already placed in it.
+    pub placed: Vec<usize>,
+}
+
+/// Why the search says "not linearizable".
+#[derive(Debug)]
+pub(crate) struct FailInfo<S> {
+    /// The operation that cannot be placed before its return.
+    pub op: usize,
+    /// Index of its return in the event order.
+    pub event: usize,
+    /// The distinct states possible just before (at most 8).
+    pub states: Vec<S>,
+    /// The longest partial linearization found (when paths are recorded).
+    pub longest: Vec<(usize, S)>,
+    /// The last single-configuration point before the failure.
+    pub snapshot: Option<Snapshot<S>>,
+}
+
+/// The outcome of one search.
+#[derive(Debug)]
+pub(crate) enum Outcome<S> {
+    /// Linearizable.
+    Ok,
+    /// Not linearizable.
+    Fail(Box<FailInfo<S>>),
+    /// A budget ran out (the reason), or the search was cancelled.
+    GaveUp(String),
+}
+
+/// A call or return event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Event {
+    pub time: i64,
+    /// 0 = call, 1 = return (calls first at equal times: closed intervals).
+    pub kind: u8,
+    pub op: u32,
+}
+
+/// The events of `ops` in processing order.
+pub(crate) fn events<I, O>(ops: &[KOp<'_, I, O>]) -> Vec<Event> {
+    let mut ev = Vec::with_capacity(ops.len() * 2);
+    for (i, o) in ops.iter().enumerate() {
+        ev.push(Event {
+            time: o.call,
+            kind: 0,
+            op: i as u32,
+        });
+        if let Some(r) = o.ret {
+            ev.push(Event {
+                time: r.max(o.call),
+                kind: 1,
+                op: i as u32,
+            });
+        }
+    }
+    ev.sort_unstable();
+    ev
+}
+
+/// Checks one key's operations from `init`.
+pub(crate) fn search<P: Spec>(
+    spec: &P,
+    init: &P::State,
+    ops: &[KOp<'_, P::Input, P::Output>],
+    limits: &Limits<'_>,
+) -> Outcome<P::State> {
+    let ev = events(ops);
+    // The number of slots: the most operations pending at once.
+    let mut live = 0usize;
+    let mut max_live = 0usize;
+    for e in &ev {
+        if e.kind == 0 {
+            live += 1;
+            max_live = max_live.max(live);
+        } else {
+            live -= 1;
+        }
+    }
+    if max_live <= 128 {
+        Search::<P, u128>::new(spec, ops, limits, max_live).run(init, &ev)
+    } else {
+        Search::<P, Box<[u64]>>::new(spec, ops, limits, max_live).run(init, &ev)
+    }
+}
+
+struct Cfg<S, B> {
+    state: S,
+    bits: B,
+    path: Path<S>,
+}
+
+/// Configurations kept as an antichain: per (state, known bits), the minimal
+/// sets of used unknown-outcome operations.
+struct Antichain<S, B> {
+    map: FxMap<(S, B), Vec<(B, u32)>>,
+}
+
+impl<S: Clone + Eq + std::hash::Hash, B: Bits> Antichain<S, B> {
+    fn new() -> Self {
+        Antichain {
+            map: FxMap::default(),
+        }
+    }
+    /// Inserts (state, bits) with index `idx`; false if dominated. Marks the
+    /// entries it dominates dead.
+    fn insert(
+        &mut self,
+        state: &S,
+        bits: &B,
+        unk: &B,
+        has_unk: bool,
+        idx: u32,
+        dead: &mut [bool],
+    ) -> bool {
+        if !has_unk {
+            let e = self.map.entry((state.clone(), bits.clone())).or_default();
+            if e.is_empty() {
+                e.push((bits.clone(), idx));
+                return true;
+            }
+            return false;
+        }
+        let k = bits.and_not(unk);
+        let u = bits.and(unk);
+        let e = self.map.entry((state.clone(), k)).or_default();
+        if e.iter().any(|(ub, _)| ub.subset_of(&u)) {
+            return false;
+        }
+        e.retain(|(ub, j)| {
+            if u.subset_of(ub) {
+                dead[*j as usize] = true;
+                false
+            } else {
+                true
+            }
+        });
+        e.push((u, idx));
+        true
+    }
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+struct Search<'s, 'o, P: Spec, B> {
+    spec: &'s P,
+    ops: &'s [KOp<'o, P::Input, P::Output>],
+    limits: &'s Limits<'s>,
+    nslots: usize,
+    slot_op: Vec<u32>,
+    /// Pending operations (slot, op), in slot order of allocation.
+    pending: Vec<(usize, u32)>,
+    /// Pending read-only operations (slot, op).
+    pending_ro: Vec<(usize, u32)>,
+    unk: B,
+    has_unk: bool,
+    versioned: bool,
+    /// Versions produced by known operations (sorted).
+    produced: Vec<u64>,
+    steps: u64,
+    best: Path<P::State>,
+}
+
+fn need(c: Claim) -> Option<u64> {
+    match c {
+        Claim::None => None,
+        Claim::At(v) => Some(v),
+        Claim::Produced(v) => Some(v.saturating_sub(1)),
+    }
+}
+
+impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
+    fn new(
+        spec: &'s P,
+        ops: &'s [KOp<'o, P::Input, P::Output>],
+        limits: &'s Limits<'s>,
+        nslots: usize,
+    ) -> Self {
+        let mut produced: Vec<u64> = ops
+            .iter()
+            .filter(|o| o.output.is_some())
+            .filter_map(|o| match o.claim {
+                Claim::Produced(v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        produced.sort_unstable();
+        let versioned = ops.iter().any(|o| o.claim != Claim::None);
+        Search {
+            spec,
+            ops,
+            limits,
+            nslots,
+            slot_op: vec![u32::MAX; nslots.max(1)],
+            pending: Vec::new(),
+            pending_ro: Vec::new(),
+            unk: B::empty(nslots),
+            has_unk: false,
+            versioned,
+            produced,
+            steps: 0,
+            best: None,
+        }
+    }
+
+    fn extend(&mut self, path: &Path<P::State>, op: u32, state: &P::State) -> Path<P::State> {
+        if !self.limits.record_paths {
+            return None;
+        }
+        let p = Some(Arc::new(PathNode {
+            op,
+            state: state.clone(),
+            len: path_len(path) + 1,
+            prev: path.clone(),
+        }));
+        if path_len(&p) > path_len(&self.best) {
+            self.best = p.clone();
+        }
+        p
+    }
+
+    /// Places every pending read-only operation legal in the state.
+    fn normalize(&mut self, c: &mut Cfg<P::State, B>) {
+        for k in 0..self.pending_ro.len() {
+            let (slot, op) = self.pending_ro[k];
+            if c.bits.get(slot) {
+                continue;
+            }
+            let o = &self.ops[op as usize];
+            self.steps += 1;
+            if self.spec.step(&c.state, o.input, o.output).is_legal() {
+                c.bits.set(slot);
+                if self.limits.record_paths {
+                    let (p, s) = (c.path.clone(), c.state.clone());
+                    c.path = self.extend(&p, op, &s);
+                }
+            }
+        }
+    }
+
+    /// A configuration that some pending known operation can no longer follow.
+    fn is_dead(&self, c: &Cfg<P::State, B>) -> bool {
+        if !self.versioned {
+            return false;
+        }
+        let Some(v) = self.spec.version_of(&c.state) else {
+            return false;
+        };
+        self.pending.iter().any(|&(slot, op)| {
+            let o = &self.ops[op as usize];
+            o.output.is_some() && !c.bits.get(slot) && need(o.claim).is_some_and(|n| n < v)
+        })
+    }
+
+    fn over_budget(&self, configs: usize) -> Option<String> {
+        if let Some(d) = self.limits.deadline {
+            if Instant::now() >= d {
+                return Some("time budget exhausted".into());
+            }
+        }
+        let per =
+            std::mem::size_of::<Cfg<P::State, B>>() * 3 + B::empty(self.nslots).bytes() * 2 + 64;
+        if configs.saturating_mul(per) > self.limits.memory {
+            return Some(format!(
+                "memory budget exhausted ({} configurations, about {} MB)",
+                configs,
+                configs * per / 1_000_000
+            ));
+        }
+        if let Some(c) = self.limits.cancel {
+            if c() {
+                return Some("cancelled".into());
+            }
+        }
+        None
+    }
+
+    fn run(mut self, init: &P::State, ev: &[Event]) -> Outcome<P::State> {
+        let mut free: std::collections::BTreeSet<usize> = (0..self.nslots).collect();
+        let mut slot_of = vec![usize::MAX; self.ops.len()];
+        let mut frontier: Vec<Cfg<P::State, B>> = vec![Cfg {
+            state: init.clone(),
+            bits: B::empty(self.nslots),
+            path: None,
+        }];
+        let mut snapshot: Option<Snapshot<P::State>> = Some(Snapshot {
+            event: usize::MAX,
+            state: init.clone(),
+            placed: Vec::new(),
+        });
+        let Some(last_ret) = ev.iter().rposition(|e| e.kind == 1) else {
+            return Outcome::Ok;
+        };
+        for (ei, e) in ev[..=last_ret].iter().enumerate() {
+            if ei % 64 == 0 {
+                if let Some(r) = self.over_budget(frontier.len()) {
+                    return Outcome::GaveUp(r);
+                }
+            }
+            let x = e.op as usize;
+            let o = &self.ops[x];
+            if e.kind == 0 {
+                let slot = match free.pop_first() {
+                    Some(s) => s,
+                    None => return Outcome::GaveUp("internal: out of slots".into()),
+                };
+                slot_of[x] = slot;
+                self.slot_op[slot] = e.op;
+                self.pending.push((slot, e.op));
+                if o.ret.is_none() {
+                    self.unk.set(slot);
+                    self.has_unk = true;
+                }
+                if o.read_only && o.output.is_some() {
+                    self.pending_ro.push((slot, e.op));
+                    for c in frontier.iter_mut() {
+                        self.steps += 1;
+                        if self.spec.step(&c.state, o.input, o.output).is_legal() {
+                            c.bits.set(slot);
+                            if self.limits.record_paths {
+                                let p = c.path.clone();
+                                let s = c.state.clone();
+                                c.path = self.extend(&p, e.op, &s);
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            // A return: every configuration must have placed x.
+            let slot = slot_of[x];
+            let next = match self.close(&frontier, slot) {
+                Ok(n) => n,
+                Err(r) => return Outcome::GaveUp(r),
+            };
+            if next.is_empty() {
+                let mut states: Vec<P::State> = Vec::new();
+                for c in &frontier {
+                    if states.len() < 8 && !states.contains(&c.state) {
+                        states.push(c.state.clone());
+                    }
+                }
+                return Outcome::Fail(Box::new(FailInfo {
+                    op: x,
+                    event: ei,
+                    states,
+                    longest: path_vec(&self.best),
+                    snapshot,
+                }));
+            }
+            frontier = next;
+            self.pending.retain(|&(s, _)| s != slot);
+            self.pending_ro.retain(|&(s, _)| s != slot);
+            free.insert(slot);
+            if frontier.len() == 1 {
+                let c = &frontier[0];
+                snapshot = Some(Snapshot {
+                    event: ei,
+                    state: c.state.clone(),
+                    placed: self
+                        .pending
+                        .iter()
+                        .filter(|(s, _)| c.bits.get(*s))
+                        .map(|&(_, op)| op as usize)
+                        .collect(),
+                });
+            }
+        }
+        Outcome::Ok
+    }
+
+    /// The configurations after operation `x` (in `slot`) returns.
+    #[allow(clippy::type_complexity)]
+    fn close(
+        &mut self,
+        frontier: &[Cfg<P::State, B>],
+        slot: usize,
+    ) -> Result<Vec<Cfg<P::State, B>>, String> {
+        let mut out: Vec<Cfg<P::State, B>> = Vec::new();
+        let mut out_dead: Vec<bool> = Vec::new();
+        let mut out_set: Antichain<P::State, B> = Antichain::new();
+        let mut queue: Vec<Cfg<P::State, B>> = Vec::new();
+        let mut queue_dead: Vec<bool> = Vec::new();
+        let mut seen: Antichain<P::State, B> = Antichain::new();
+        let unk_after = self.unk.clone();
+
+        let push_out = |c: Cfg<P::State, B>,
+                        out: &mut Vec<Cfg<P::State, B>>,
+                        out_dead: &mut Vec<bool>,
+                        out_set: &mut Antichain<P::State, B>,
+                        has_unk: bool| {
+            let mut c = c;
+            c.bits.clear(slot);
+            out_dead.push(false);
+            if out_set.insert(
+                &c.state,
+                &c.bits,
+                &unk_after,
+                has_unk,
+                out.len() as u32,
+                out_dead,
+            ) {
+                out.push(c);
+            } else {
+                out_dead.pop();
+            }
+        };
+
+        for c in frontier {
+            let c = Cfg {
+                state: c.state.clone(),
+                bits: c.bits.clone(),
+                path: c.path.clone(),
+            };
+            if c.bits.get(slot) {
+                push_out(c, &mut out, &mut out_dead, &mut out_set, self.has_unk);
+            } else {
+                queue_dead.push(false);
+                if seen.insert(
+                    &c.state,
+                    &c.bits,
+                    &self.unk,
+                    self.has_unk,
+                    queue.len() as u32,
+                    &mut queue_dead,
+                ) {
+                    queue.push(c);
+                } else {
+                    queue_dead.pop();
+                }
+            }
+        }
+        let mut qi = 0;
+        while qi < queue.len() {
+            if qi % 256 == 255 {
+                if let Some(r) = self.over_budget(queue.len() + out.len() + seen.len()) {
+                    return Err(r);
+                }
+            }
+            if queue_dead[qi] {
+                qi += 1;
+                continue;
+            }
+            let (state, bits, path) = {
+                let c = &queue[qi];
+                (c.state.clone(), c.bits.clone(), c.path.clone())
+            };
+            qi += 1;
+            let cur_version = if self.versioned {
+                self.spec.version_of(&state)
+            } else {
+                None
+            };
+            for k in 0..self.pending.len() {
+                let (s, op) = self.pending[k];
+                if bits.get(s) {
+                    continue;
+                }
+                let o = &self.ops[op as usize];
+                if o.read_only {
+                    continue; // placed by normalize when legal
+                }
+                self.steps += 1;
+                let mut nexts = Vec::new();
+                self.spec
+                    .step(&state, o.input, o.output)
+                    .for_each(|n| nexts.push(n));
+                for ns in nexts {
+                    if let Some(cv) = cur_version {
+                        if let Some(nv) = self.spec.version_of(&ns) {
+                            if nv > cv
+                                && !(o.output.is_some() && o.claim == Claim::Produced(nv))
+                                && self.produced.binary_search(&nv).is_ok()
+                            {
+                                continue;
+                            }
+                        }
+                    }
+                    let mut nb = bits.clone();
+                    nb.set(s);
+                    let np = self.extend(&path, op, &ns);
+                    let mut nc = Cfg {
+                        state: ns,
+                        bits: nb,
+                        path: np,
+                    };
+                    self.normalize(&mut nc);
+                    if self.is_dead(&nc) {
+                        continue;
+                    }
+                    if nc.bits.get(slot) {
+                        push_out(nc, &mut out, &mut out_dead, &mut out_set, self.has_unk);
+                    } else {
+                        queue_dead.push(false);
+                        if seen.insert(
+                            &nc.state,
+                            &nc.bits,
+                            &self.unk,
+                            self.has_unk,
+                            queue.len() as u32,
+                            &mut queue_dead,
+                        ) {
+                            queue.push(nc);
+                        } else {
+                            queue_dead.pop();
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out
+            .into_iter()
+            .zip(out_dead)
+            .filter(|(_, d)| !d)
+            .map(|(c, _)| c)
+            .collect())
+    }
+}

@@ -1,0 +1,149 @@
+//! The sequential specification a history is checked against, and its
+//! optional version extension.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// The states an operation may lead to from one state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next<S> {
+    /// The operation (with its observed output) is not possible in this state.
+    Illegal,
+    /// The operation is possible and leads to exactly this state.
+    One(S),
+    /// The operation is possible and may lead to any of these states
+    /// (a nondeterministic spec, or an unknown outcome that may go several ways).
+    /// An empty list means the same as [`Next::Illegal`].
+    Many(Vec<S>),
+}
+
+impl<S> Next<S> {
+    /// True unless the step is illegal.
+    pub fn is_legal(&self) -> bool {
+        match self {
+            Next::Illegal => false,
+            Next::One(_) => true,
+            Next::Many(v) => !v.is_empty(),
+        }
+    }
+
+    /// Calls `f` on every next state.
+    pub fn for_each(self, mut f: impl FnMut(S)) {
+        match self {
+            Next::Illegal => {}
+            Next::One(s) => f(s),
+            Next::Many(v) => v.into_iter().for_each(f),
+        }
+    }
+}
+
+impl<S> From<Option<S>> for Next<S> {
+    fn from(o: Option<S>) -> Self {
+        match o {
+            Some(s) => Next::One(s),
+            None => Next::Illegal,
+        }
+    }
+}
+
+/// What a completed operation says about the version of its key, for the
+/// version-aware fast path (see [`Spec::claim`]).
+///
+/// The contract a spec promises when it returns claims (and a
+/// [`Spec::version_of`]) is:
+/// * every legal step, with any output (known or unknown), either keeps the
+///   version of the state or raises it by exactly one;
+/// * an operation claiming [`Claim::At`]`(v)` is legal only in states of version
+///   `v`, and does not change the version;
+/// * an operation claiming [`Claim::Produced`]`(v)` is legal only in states of
+///   version `v - 1`, and leads to states of version `v`.
+///
+/// Under that contract the checker may decide from the claims alone; it still
+/// replays every witness through [`Spec::step`] before saying "linearizable",
+/// and falls back to the exhaustive search whenever the claims do not settle
+/// the question. A spec that breaks the contract may get wrong verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Claim {
+    /// The output says nothing about versions.
+    None,
+    /// The operation observed version `v` and left it unchanged (a read, a
+    /// failed conditional write that reports the current version).
+    At(u64),
+    /// The operation succeeded and produced version `v` (from `v - 1`).
+    Produced(u64),
+}
+
+/// A sequential specification of one independent object (one key): its
+/// initial state and what each operation does.
+///
+/// Operations with an unknown outcome are stepped with `output = None`: the
+/// step must then accept the operation in every state where it could take
+/// effect and return the states it could lead to (including "no change" where
+/// the operation would fail, e.g. a compare-and-set whose comparison does not
+/// hold).
+pub trait Spec: Sync {
+    /// The state of one key. Hashing and equality must be exact: the search
+    /// merges equal states.
+    type State: Clone + Eq + Hash + Debug + Send + Sync;
+    /// An operation's input (what was asked).
+    type Input: Debug + Send + Sync;
+    /// An operation's observed output (what was answered).
+    type Output: Debug + Send + Sync;
+
+    /// The initial state of `key`.
+    fn init(&self, key: &str) -> Self::State;
+
+    /// The states reachable from `state` by the operation `input` answering
+    /// `output` (`None`: outcome unknown).
+    fn step(
+        &self,
+        state: &Self::State,
+        input: &Self::Input,
+        output: Option<&Self::Output>,
+    ) -> Next<Self::State>;
+
+    /// True if the operation, with this output, never changes the state in any
+    /// state where it is legal (a read, a failed compare-and-set). The checker
+    /// places such operations eagerly and drops them when their output is
+    /// unknown (an answered read whose result is unusable constrains nothing).
+    /// Default: `false` (always safe, slower).
+    fn is_read_only(&self, input: &Self::Input, output: Option<&Self::Output>) -> bool {
+        let _ = (input, output);
+        false
+    }
+
+    /// Optional version extension: the version of a state, if the spec tracks
+    /// versions. Default: `None` (no version-aware fast path).
+    fn version_of(&self, state: &Self::State) -> Option<u64> {
+        let _ = state;
+        None
+    }
+
+    /// Optional version extension: what a completed operation's output says
+    /// about versions (see [`Claim`] for the contract). Default: [`Claim::None`].
+    fn claim(&self, input: &Self::Input, output: &Self::Output) -> Claim {
+        let _ = (input, output);
+        Claim::None
+    }
+
+    /// A short human description of an operation and its output, for reports.
+    /// Default: the `Debug` forms.
+    fn describe_op(&self, input: &Self::Input, output: Option<&Self::Output>) -> String {
+        match output {
+            Some(o) => format!("{input:?} -> {o:?}"),
+            None => format!("{input:?} -> ?"),
+        }
+    }
+
+    /// A short human description of a state, for reports. Default: `Debug`.
+    fn describe_state(&self, state: &Self::State) -> String {
+        format!("{state:?}")
+    }
+
+    /// In words, the state an operation with this output needs in order to be
+    /// placed (e.g. "the value \"5\""), for the failure sentence. Default: `None`.
+    fn describe_need(&self, input: &Self::Input, output: &Self::Output) -> Option<String> {
+        let _ = (input, output);
+        None
+    }
+}

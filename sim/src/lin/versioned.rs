@@ -1,0 +1,368 @@
+//! The version-aware fast path.
+//!
+//! When a spec gives version claims ([`Spec::claim`]), the order of the
+//! successful writes of a key is known from their versions, and each read
+//! names the version it saw. [`decide`] then works in O(n log n):
+//! * **refutation**: if an operation that left the key at version `v`
+//!   returned before another that needs a version below `v` was invoked, or
+//!   two known writes produced the same version, or an operation needs a
+//!   version below the initial one, no linearization exists (a
+//!   [`Certificate`]);
+//! * **witness**: otherwise it builds an order greedily (writes by version,
+//!   each at the earliest instant its interval and its predecessors allow;
+//!   reads of a version after its write; versions no known write produced
+//!   filled by writes without a claim or with an unknown outcome; other reads
+//!   in any version segment their interval overlaps where they are legal) and
+//!   replays it through [`Spec::step`]. A replayed witness proves
+//!   linearizability.
+//!
+//! Anything else is [`Decision::Undecided`], and the exact search decides.
+
+use super::search::KOp;
+use super::spec::{Claim, Spec};
+
+/// A proof, from the version claims, that a key's history is not
+/// linearizable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Certificate {
+    /// The operation (index among the key's operations) that left the key at
+    /// `version_before`, or `None` for the initial state.
+    pub earlier: Option<usize>,
+    /// The operation that needed an older version.
+    pub later: usize,
+    /// The version the key had certainly reached before `later` was invoked.
+    pub version_before: u64,
+    /// The version `later` needs.
+    pub version_needed: u64,
+}
+
+/// What the fast path found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// A witness order was found and replayed.
+    Linearizable,
+    /// The claims contradict real time.
+    Refuted(Certificate),
+    /// The claims do not settle it.
+    Undecided,
+}
+
+fn need(c: Claim) -> Option<u64> {
+    match c {
+        Claim::None => None,
+        Claim::At(v) => Some(v),
+        Claim::Produced(v) => v.checked_sub(1),
+    }
+}
+
+fn post(c: Claim) -> Option<u64> {
+    match c {
+        Claim::None => None,
+        Claim::At(v) | Claim::Produced(v) => Some(v),
+    }
+}
+
+/// Decides one key's operations from `init` using version claims, if it can.
+pub(crate) fn decide<P: Spec>(
+    spec: &P,
+    init: &P::State,
+    ops: &[KOp<'_, P::Input, P::Output>],
+) -> Decision {
+    let Some(v0) = spec.version_of(init) else {
+        return Decision::Undecided;
+    };
+    if let Some(c) = refute(v0, ops) {
+        return Decision::Refuted(c);
+    }
+    match witness(spec, init, v0, ops) {
+        Some(order) if replay(spec, init, ops, &order) => Decision::Linearizable,
+        _ => Decision::Undecided,
+    }
+}
+
+fn refute<I, O>(v0: u64, ops: &[KOp<'_, I, O>]) -> Option<Certificate> {
+    let claimed: Vec<usize> = (0..ops.len())
+        .filter(|&i| ops[i].output.is_some() && ops[i].claim != Claim::None)
+        .collect();
+    // Needs below the initial version, or a Produced(0).
+    for &i in &claimed {
+        match need(ops[i].claim) {
+            Some(n) if n < v0 => {
+                return Some(Certificate {
+                    earlier: None,
+                    later: i,
+                    version_before: v0,
+                    version_needed: n,
+                })
+            }
+            None => {
+                return Some(Certificate {
+                    earlier: None,
+                    later: i,
+                    version_before: v0,
+                    version_needed: 0,
+                })
+            }
+            _ => {}
+        }
+    }
+    // Real-time order against versions.
+    let mut by_ret = claimed.clone();
+    by_ret.sort_by_key(|&i| (ops[i].ret.unwrap_or(i64::MAX), i));
+    let mut by_call = claimed.clone();
+    by_call.sort_by_key(|&i| (ops[i].call, i));
+    let mut k = 0;
+    let mut best: Option<(u64, usize)> = None;
+    for &b in &by_call {
+        while k < by_ret.len() && ops[by_ret[k]].ret.unwrap_or(i64::MAX) < ops[b].call {
+            let a = by_ret[k];
+            if let Some(p) = post(ops[a].claim) {
+                if best.is_none_or_lt(p) {
+                    best = Some((p, a));
+                }
+            }
+            k += 1;
+        }
+        if let (Some((p, a)), Some(n)) = (best, need(ops[b].claim)) {
+            if p > n {
+                return Some(Certificate {
+                    earlier: Some(a),
+                    later: b,
+                    version_before: p,
+                    version_needed: n,
+                });
+            }
+        }
+    }
+    // Two known writes producing the same version.
+    let mut prod: Vec<(u64, usize)> = claimed
+        .iter()
+        .filter_map(|&i| match ops[i].claim {
+            Claim::Produced(v) => Some((v, i)),
+            _ => None,
+        })
+        .collect();
+    prod.sort_unstable();
+    for w in prod.windows(2) {
+        if w[0].0 == w[1].0 {
+            let (a, b) = if ops[w[0].1].call <= ops[w[1].1].call {
+                (w[0].1, w[1].1)
+            } else {
+                (w[1].1, w[0].1)
+            };
+            return Some(Certificate {
+                earlier: Some(a),
+                later: b,
+                version_before: w[0].0,
+                version_needed: w[0].0 - 1,
+            });
+        }
+    }
+    None
+}
+
+trait BestExt {
+    fn is_none_or_lt(&self, p: u64) -> bool;
+}
+impl BestExt for Option<(u64, usize)> {
+    fn is_none_or_lt(&self, p: u64) -> bool {
+        match self {
+            None => true,
+            Some((q, _)) => p > *q,
+        }
+    }
+}
+
+/// A placed operation: (point, segment version, kind: 0 = write 1 = other, op).
+type Placed = (i64, u64, u8, usize);
+
+fn first_state<P: Spec>(
+    spec: &P,
+    s: &P::State,
+    o: &KOp<'_, P::Input, P::Output>,
+    want: impl Fn(&P::State) -> bool,
+) -> Option<P::State> {
+    let mut found = None;
+    spec.step(s, o.input, o.output).for_each(|n| {
+        if found.is_none() && want(&n) {
+            found = Some(n);
+        }
+    });
+    found
+}
+
+fn witness<P: Spec>(
+    spec: &P,
+    init: &P::State,
+    v0: u64,
+    ops: &[KOp<'_, P::Input, P::Output>],
+) -> Option<Vec<Placed>> {
+    let ret = |o: &KOp<'_, P::Input, P::Output>| o.ret.unwrap_or(i64::MAX);
+    let mut producer: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+    let mut readers: std::collections::BTreeMap<u64, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    let mut floaters: Vec<usize> = Vec::new(); // may change the state, no claim
+    let mut loose: Vec<usize> = Vec::new(); // read-only, no claim
+    let mut vmax = v0;
+    for (i, o) in ops.iter().enumerate() {
+        match (o.output.is_some(), o.claim) {
+            (true, Claim::Produced(v)) => {
+                producer.insert(v, i);
+                vmax = vmax.max(v);
+            }
+            (true, Claim::At(v)) => {
+                readers.entry(v).or_default().push(i);
+                vmax = vmax.max(v);
+            }
+            _ if o.read_only => loose.push(i),
+            _ => floaters.push(i),
+        }
+    }
+    // Known floaters first (they must be placed, earliest deadline first),
+    // then unknown ones by invocation.
+    floaters.sort_by_key(|&i| (ops[i].output.is_none(), ret(&ops[i]), ops[i].call, i));
+    let mut used = vec![false; ops.len()];
+    let mut placed: Vec<Placed> = Vec::with_capacity(ops.len());
+    let mut seg_start: Vec<i64> = Vec::new(); // point of the write opening each segment
+    let mut seg_state: Vec<P::State> = Vec::new();
+    let mut state = init.clone();
+    let mut t = i64::MIN;
+    let mut v = v0;
+    loop {
+        if v > v0 {
+            // The write that opens segment v.
+            let rs: &[usize] = readers.get(&v).map_or(&[], |r| r.as_slice());
+            let ok_for_readers = |s: &P::State| {
+                spec.version_of(s) == Some(v)
+                    && rs
+                        .iter()
+                        .all(|&r| spec.step(s, ops[r].input, ops[r].output).is_legal())
+            };
+            let (w, ns) = if let Some(&w) = producer.get(&v) {
+                (w, first_state(spec, &state, &ops[w], ok_for_readers)?)
+            } else {
+                let mut pick = None;
+                for &f in &floaters {
+                    if used[f] || t.max(ops[f].call) > ret(&ops[f]) {
+                        continue;
+                    }
+                    if let Some(ns) = first_state(spec, &state, &ops[f], ok_for_readers) {
+                        pick = Some((f, ns));
+                        break;
+                    }
+                }
+                pick?
+            };
+            let p = t.max(ops[w].call);
+            if p > ret(&ops[w]) {
+                return None;
+            }
+            if used[w] {
+                return None;
+            }
+            used[w] = true;
+            state = ns;
+            t = p;
+            placed.push((p, v, 0, w));
+        }
+        seg_start.push(t);
+        seg_state.push(state.clone());
+        let mut tmax = t;
+        if let Some(rs) = readers.get(&v) {
+            for &r in rs {
+                let p = t.max(ops[r].call);
+                if p > ret(&ops[r]) || !spec.step(&state, ops[r].input, ops[r].output).is_legal() {
+                    return None;
+                }
+                used[r] = true;
+                placed.push((p, v, 1, r));
+                tmax = tmax.max(p);
+            }
+        }
+        t = tmax;
+        if v >= vmax
+            && !floaters
+                .iter()
+                .any(|&f| !used[f] && ops[f].output.is_some())
+        {
+            break;
+        }
+        v += 1;
+        if v > vmax + ops.len() as u64 + 1 {
+            return None;
+        }
+    }
+    // Claimless read-only operations: any segment their interval overlaps
+    // where they are legal.
+    for &r in &loose {
+        let o = &ops[r];
+        let mut k = seg_start
+            .partition_point(|&p| p <= o.call)
+            .saturating_sub(1);
+        let mut tries = 0;
+        let mut done = false;
+        while k < seg_start.len() && tries < 64 {
+            let lo = o.call.max(seg_start[k]);
+            let hi = ret(o).min(seg_start.get(k + 1).copied().unwrap_or(i64::MAX));
+            if lo > ret(o) {
+                break;
+            }
+            if lo <= hi && spec.step(&seg_state[k], o.input, o.output).is_legal() {
+                placed.push((lo, v0 + k as u64, 1, r));
+                used[r] = true;
+                done = true;
+                break;
+            }
+            k += 1;
+            tries += 1;
+        }
+        if !done {
+            return None;
+        }
+    }
+    if ops
+        .iter()
+        .enumerate()
+        .any(|(i, o)| o.output.is_some() && !used[i])
+    {
+        return None;
+    }
+    placed.sort_unstable();
+    Some(placed)
+}
+
+/// Replays a candidate order: every point inside its operation's interval,
+/// every step legal. Success proves linearizability.
+fn replay<P: Spec>(
+    spec: &P,
+    init: &P::State,
+    ops: &[KOp<'_, P::Input, P::Output>],
+    order: &[Placed],
+) -> bool {
+    let mut seen = vec![false; ops.len()];
+    let mut states = vec![init.clone()];
+    let mut last = i64::MIN;
+    for &(p, _, _, i) in order {
+        let o = &ops[i];
+        if seen[i] || p < o.call || p > o.ret.unwrap_or(i64::MAX) || p < last {
+            return false;
+        }
+        seen[i] = true;
+        last = p;
+        let mut next: Vec<P::State> = Vec::new();
+        for s in &states {
+            spec.step(s, o.input, o.output).for_each(|n| {
+                if !next.contains(&n) && next.len() < 64 {
+                    next.push(n);
+                }
+            });
+        }
+        if next.is_empty() {
+            return false;
+        }
+        states = next;
+    }
+    ops.iter()
+        .enumerate()
+        .all(|(i, o)| o.output.is_none() || seen[i])
+}
