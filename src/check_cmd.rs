@@ -22,6 +22,9 @@ pub struct CheckArgs {
     /// Print the full explanation of every history that is not linearizable.
     #[arg(long)]
     pub explain: bool,
+    /// Skip shrinking the failing sub-history (faster verdicts on big failures).
+    #[arg(long)]
+    pub no_explain: bool,
     /// Time budget per file, in seconds; when it runs out the verdict is "unknown".
     #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
     pub timeout: f64,
@@ -76,6 +79,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     let opts = Options {
         time_budget: Some(Duration::from_secs_f64(args.timeout.max(0.001))),
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
+        explain: !args.no_explain,
         ..Options::default()
     };
     if args.html.is_some() && args.files.len() > 1 {

@@ -1,7 +1,9 @@
 //! `overcast`: the command-line front of the harness (run, sweep, replay,
-//! bugs, check).
+//! bugs, check, bench).
 
+mod bench_cmd;
 mod check_cmd;
+mod run_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -16,8 +18,18 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run one scenario for one seed; exit 1 if a check fails.
+    Run(run_cmd::RunArgs),
+    /// Run scenarios over a range of seeds on all cores; failures are saved for replay.
+    Sweep(run_cmd::SweepArgs),
+    /// Replay a saved scenario (a failure file or a scenario file) exactly.
+    Replay(run_cmd::ReplayArgs),
+    /// Hunt every seeded bug: sweep seeds until each is caught, and report.
+    Bugs(run_cmd::BugsArgs),
     /// Check recorded histories (kvhist/1 or overcast's own) for linearizability.
     Check(check_cmd::CheckArgs),
+    /// Measure seeds per second of a scenario beside a bare-madsim run of the same message count.
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,7 +43,12 @@ fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
+        Command::Run(args) => run_cmd::run(&args),
+        Command::Sweep(args) => run_cmd::sweep(&args),
+        Command::Replay(args) => run_cmd::replay(&args),
+        Command::Bugs(args) => run_cmd::bugs(&args),
         Command::Check(args) => check_cmd::run(&args),
+        Command::Bench(args) => bench_cmd::run(&args),
     };
     ExitCode::from(code)
 }

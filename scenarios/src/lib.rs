@@ -1,3 +1,12 @@
 //! The bridge between the model and the engine: scenarios, generators,
 //! workloads, the reference specs the checkers hold the model to, and the
 //! list of seeded bugs.
+
+pub mod bridge;
+pub mod bugs;
+pub mod history;
+pub mod occ;
+pub mod run;
+pub mod saved;
+pub mod scenario;
+pub mod spec;

@@ -1,0 +1,126 @@
+//! The store's history records: what a call asked and what it saw, as they
+//! appear in overcast's history files.
+
+use overcast_model::client::{AttemptLog, CallResult};
+use overcast_model::retry::{AttemptOutcome, FinalOutcome};
+use overcast_model::store::{EtagMatch, StoreRequest};
+use overcast_sim::history::{Attempt, AttemptResult};
+use serde::{Deserialize, Serialize};
+
+/// A call to the store, flattened for the history file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// `read`, `put`, `delete` or `create_container`.
+    pub op: String,
+    /// The item id (the container for `create_container`).
+    pub item: String,
+    /// The body written (puts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// `If-Match` (an ETag or `*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_match: Option<String>,
+    /// `If-None-Match` (an ETag or `*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_none_match: Option<String>,
+}
+
+fn header(m: &Option<EtagMatch>) -> Option<String> {
+    m.as_ref().map(|m| match m {
+        EtagMatch::Any => "*".to_string(),
+        EtagMatch::Tags(tags) => tags
+            .iter()
+            .map(|t| t.0.clone())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+impl Call {
+    /// The history form of a request.
+    pub fn from_request(r: &StoreRequest) -> Call {
+        let (op, item, body, c) = match r {
+            StoreRequest::CreateContainer { container } => {
+                ("create_container", container.clone(), None, None)
+            }
+            StoreRequest::Read { key, conditions } => {
+                ("read", key.id.clone(), None, Some(conditions))
+            }
+            StoreRequest::Put {
+                key,
+                body,
+                conditions,
+            } => ("put", key.id.clone(), Some(body.clone()), Some(conditions)),
+            StoreRequest::Delete { key, conditions } => {
+                ("delete", key.id.clone(), None, Some(conditions))
+            }
+        };
+        Call {
+            op: op.into(),
+            item,
+            body,
+            if_match: c.and_then(|c| header(&c.if_match)),
+            if_none_match: c.and_then(|c| header(&c.if_none_match)),
+        }
+    }
+}
+
+/// What the caller saw (an unknown outcome is recorded as no outcome at all).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Outcome {
+    /// A status, with the item's ETag, version and body when the response had them.
+    Response {
+        /// HTTP status.
+        status: u16,
+        /// ETag (reads: current; writes: new).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        etag: Option<String>,
+        /// Version (reads: current; writes: new).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u64>,
+        /// Body (200 reads).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<String>,
+    },
+    /// A read whose timeout retries ran out.
+    TimedOut,
+}
+
+impl Outcome {
+    /// The history form of a call's result; `None` for an unknown outcome.
+    pub fn from_result(r: &CallResult) -> Option<Outcome> {
+        match &r.outcome {
+            FinalOutcome::Unknown => None,
+            FinalOutcome::TimedOut => Some(Outcome::TimedOut),
+            FinalOutcome::Response { status } => {
+                let item = r.response.as_ref().and_then(|resp| resp.item.as_ref());
+                Some(Outcome::Response {
+                    status: *status,
+                    etag: item.map(|i| i.etag.0.clone()),
+                    version: item.map(|i| i.version),
+                    body: item.and_then(|i| i.body.clone()),
+                })
+            }
+        }
+    }
+}
+
+/// The history form of an SDK attempt.
+pub fn attempt(a: &AttemptLog) -> Attempt {
+    Attempt {
+        sent_ns: a.sent_ns,
+        waited_ns: a.waited.as_nanos() as u64,
+        result: match &a.outcome {
+            AttemptOutcome::Timeout => AttemptResult::Timeout,
+            AttemptOutcome::Response {
+                status,
+                retry_after,
+            } => AttemptResult::Status {
+                status: *status,
+                retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
+            },
+        },
+    }
+}
