@@ -122,20 +122,21 @@ pub struct FaultMix {
 }
 
 impl Default for FaultMix {
-    /// Every kind on at moderate rates: 1% loss, 1–10 ms latency, 6 partitions,
-    /// 4 crashes and 4 pauses a minute, lost unsynced writes, clocks off by up
-    /// to 2 s with 200 ppm drift and a step a minute.
+    /// Every kind on: 1% loss, 1–10 ms latency, 24 partitions, 24 crashes and
+    /// 12 pauses a minute, lost unsynced writes, clocks off by up to 2 s with
+    /// 200 ppm drift and 12 steps a minute. The rates are high because a
+    /// workload's fault window is a few simulated seconds.
     fn default() -> Self {
         FaultMix {
             packet_loss: 0.01,
             latency_ms: (1, 10),
-            partitions_per_min: 6.0,
-            crashes_per_min: 4.0,
-            pauses_per_min: 4.0,
+            partitions_per_min: 24.0,
+            crashes_per_min: 24.0,
+            pauses_per_min: 12.0,
             lose_unsynced_on_crash: true,
             max_clock_offset_ms: 2_000,
             max_drift_ppm: 200,
-            clock_steps_per_min: 1.0,
+            clock_steps_per_min: 12.0,
         }
     }
 }
@@ -243,7 +244,8 @@ impl FaultMix {
         for node in &all {
             let mut skew = ClockSkew::default();
             if self.max_clock_offset_ms > 0 {
-                skew.offset_ms = rng.gen_range(-self.max_clock_offset_ms..=self.max_clock_offset_ms);
+                skew.offset_ms =
+                    rng.gen_range(-self.max_clock_offset_ms..=self.max_clock_offset_ms);
             }
             if self.max_drift_ppm > 0 {
                 skew.drift_ppm = rng.gen_range(-self.max_drift_ppm..=self.max_drift_ppm);
@@ -278,8 +280,18 @@ mod tests {
     #[test]
     fn a_plan_is_a_function_of_its_seed() {
         let mix = FaultMix::default();
-        let a = mix.plan(&mut crate::rng::stream(3, "f"), &names("server", 2), &names("client", 4), 60_000);
-        let b = mix.plan(&mut crate::rng::stream(3, "f"), &names("server", 2), &names("client", 4), 60_000);
+        let a = mix.plan(
+            &mut crate::rng::stream(3, "f"),
+            &names("server", 2),
+            &names("client", 4),
+            60_000,
+        );
+        let b = mix.plan(
+            &mut crate::rng::stream(3, "f"),
+            &names("server", 2),
+            &names("client", 4),
+            60_000,
+        );
         assert_eq!(a, b);
         assert!(a.events.iter().any(|e| e.fault.kind() == "crash"));
         assert!(a.events.windows(2).all(|w| w[0].at_ms <= w[1].at_ms) || a.events.len() < 2);
@@ -287,13 +299,23 @@ mod tests {
 
     #[test]
     fn calm_has_no_events() {
-        let p = FaultMix::calm().plan(&mut crate::rng::stream(1, "f"), &names("s", 2), &names("c", 2), 60_000);
+        let p = FaultMix::calm().plan(
+            &mut crate::rng::stream(1, "f"),
+            &names("s", 2),
+            &names("c", 2),
+            60_000,
+        );
         assert!(p.events.is_empty() && p.clocks.is_empty() && p.packet_loss == 0.0);
     }
 
     #[test]
     fn plans_round_trip_through_json() {
-        let p = FaultMix::default().plan(&mut crate::rng::stream(9, "f"), &names("s", 3), &names("c", 3), 30_000);
+        let p = FaultMix::default().plan(
+            &mut crate::rng::stream(9, "f"),
+            &names("s", 3),
+            &names("c", 3),
+            30_000,
+        );
         let text = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<FaultPlan>(&text).unwrap(), p);
         assert!(serde_json::from_str::<FaultPlan>(r#"{"latency_ms":[1,2],"bogus":1}"#).is_err());
