@@ -2,6 +2,7 @@
 //! failures with the command that replays them, and the bug hunt.
 
 use overcast_scenarios::bugs::BUGS;
+use overcast_scenarios::hunt::hunt;
 use overcast_scenarios::run::{run as run_scenario, RunResult};
 use overcast_scenarios::saved::{SavedOutcome, SavedRun};
 use overcast_scenarios::scenario::{Scenario, SCENARIOS};
@@ -410,75 +411,6 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         any_failed |= failed > 0;
     }
     u8::from(any_failed)
-}
-
-/// One bug's hunt.
-#[derive(Debug, serde::Serialize)]
-pub struct BugHunt {
-    /// The bug's name.
-    pub bug: String,
-    /// Whether a seed caught it.
-    pub found: bool,
-    /// The property that caught it.
-    pub property: Option<String>,
-    /// Seeds tried (up to and including the first failing one).
-    pub seeds: u64,
-    /// Wall seconds spent.
-    pub seconds: f64,
-    /// The first failing seed.
-    pub seed: Option<u64>,
-}
-
-/// Sweeps seeds from 0 until the bug is caught or `cap` seeds have passed.
-pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
-    let started = Instant::now();
-    let bugs = vec![bug.to_string()];
-    let opts = SweepOptions {
-        jobs,
-        progress: false,
-        stop_after_failures: Some(1),
-    };
-    let chunk = (jobs as u64 * 4).max(4);
-    let mut next = 0u64;
-    while next < cap {
-        let seeds: Vec<u64> = (next..(next + chunk).min(cap)).collect();
-        let results = sweep_seeds(
-            &seeds,
-            &opts,
-            |seed| {
-                let s = scenario_for(scenario, seed, &bugs, false).expect("known scenario and bug");
-                let r = run_scenario(&s);
-                (r.passed(), r.violations.first().map(|v| v.property.clone()))
-            },
-            |(passed, _)| !passed,
-        );
-        if let Some((seed, r)) = results
-            .iter()
-            .find(|(_, r)| r.as_ref().map_or(true, |(p, _)| !p))
-        {
-            let property = match r {
-                Ok((_, p)) => p.clone(),
-                Err(_) => Some("panic".into()),
-            };
-            return BugHunt {
-                bug: bug.into(),
-                found: true,
-                property,
-                seeds: seed + 1,
-                seconds: started.elapsed().as_secs_f64(),
-                seed: Some(*seed),
-            };
-        }
-        next += seeds.len() as u64;
-    }
-    BugHunt {
-        bug: bug.into(),
-        found: false,
-        property: None,
-        seeds: cap,
-        seconds: started.elapsed().as_secs_f64(),
-        seed: None,
-    }
 }
 
 /// `overcast bugs`.

@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod bugs;
 pub mod history;
+pub mod hunt;
 pub mod occ;
 pub mod run;
 pub mod saved;

@@ -1,0 +1,66 @@
+//! The bug hunt: for a seeded bug, sweep seeds from 0 until a check fails,
+//! and report which property caught it, after how many seeds and how long.
+
+use crate::run::run;
+use crate::scenario::Scenario;
+use overcast_sim::runner::{sweep, SweepOptions};
+use serde::Serialize;
+use std::time::Instant;
+
+/// One bug's hunt.
+#[derive(Clone, Debug, Serialize)]
+pub struct BugHunt {
+    /// The bug's name.
+    pub bug: String,
+    /// Whether a seed caught it.
+    pub found: bool,
+    /// The property that caught it (`panic` if the run panicked).
+    pub property: Option<String>,
+    /// Seeds tried, up to and including the first failing one.
+    pub seeds: u64,
+    /// Wall seconds spent.
+    pub seconds: f64,
+    /// The first failing seed.
+    pub seed: Option<u64>,
+}
+
+/// Sweeps seeds 0, 1, ... of `scenario` with `bug` on, `jobs` at a time,
+/// until a run fails or `cap` seeds have passed. Seeds are handed out in
+/// order and the lowest failing one is reported, so the result does not
+/// depend on `jobs`.
+pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
+    let started = Instant::now();
+    let opts = SweepOptions { jobs, progress: false, stop_after_failures: None };
+    let chunk = (jobs as u64 * 4).max(4);
+    let mut next = 0u64;
+    while next < cap {
+        let seeds: Vec<u64> = (next..(next + chunk).min(cap)).collect();
+        let results = sweep(
+            &seeds,
+            &opts,
+            |seed| {
+                let mut s = Scenario::named(scenario, seed).expect("a known scenario");
+                s.bugs = vec![bug.to_string()];
+                let r = run(&s);
+                (r.passed(), r.violations.first().map(|v| v.property.clone()))
+            },
+            |(passed, _)| !passed,
+        );
+        let first_failure = results.iter().find(|(_, r)| r.as_ref().map_or(true, |(passed, _)| !passed));
+        if let Some((seed, r)) = first_failure {
+            return BugHunt {
+                bug: bug.into(),
+                found: true,
+                property: match r {
+                    Ok((_, p)) => p.clone(),
+                    Err(_) => Some("panic".into()),
+                },
+                seeds: seed + 1,
+                seconds: started.elapsed().as_secs_f64(),
+                seed: Some(*seed),
+            };
+        }
+        next += seeds.len() as u64;
+    }
+    BugHunt { bug: bug.into(), found: false, property: None, seeds: cap, seconds: started.elapsed().as_secs_f64(), seed: None }
+}

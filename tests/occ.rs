@@ -1,0 +1,92 @@
+//! The `occ` scenario end to end: the unmodified model passes generated
+//! scenarios and a range of seeds, a seed replays with the same trace, and one
+//! fixed seed's trace summary is pinned as a snapshot.
+
+use overcast_scenarios::run::run;
+use overcast_scenarios::scenario::{occ_strategy, Scenario};
+use overcast_sim::runner::{run_isolated, sweep, SweepOptions};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+
+proptest! {
+    // Bounded for CI; PROPTEST_CASES raises it. Failures are not persisted to
+    // a file: a failing case prints its scenario, and `overcast replay` takes it.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_unmodified_model_passes_generated_occ_scenarios(s in occ_strategy()) {
+        let r = run_isolated(|| run(&s)).expect("the run does not panic");
+        prop_assert!(r.passed(), "scenario failed: {:?}\n{}\nscenario: {}", r.violations, r.summary(), s.to_json());
+        prop_assert_eq!(r.world.clients_finished, s.clients);
+    }
+}
+
+#[test]
+fn the_unmodified_model_passes_seeds_0_to_300() {
+    let seeds: Vec<u64> = (0..300).collect();
+    let opts = SweepOptions { progress: false, ..SweepOptions::default() };
+    let results = sweep(&seeds, &opts, |seed| run(&Scenario::occ(seed)).violations, |v| !v.is_empty());
+    for (seed, r) in results {
+        let violations = r.unwrap_or_else(|p| panic!("seed {seed} panicked: {p}"));
+        assert!(violations.is_empty(), "seed {seed}: {violations:?}");
+    }
+}
+
+#[test]
+fn a_seed_replays_with_the_same_trace_hash() {
+    for seed in [7, 8] {
+        let s = Scenario::occ(seed);
+        let a = run_isolated(|| run(&s)).unwrap();
+        let b = run_isolated(|| run(&s)).unwrap();
+        // Also on one thread, one run after the other: nothing may leak between runs.
+        let c = run_isolated(|| {
+            let _ = run(&Scenario::occ(seed + 100));
+            run(&s)
+        })
+        .unwrap();
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+        assert_eq!(a.trace_hash, c.trace_hash, "seed {seed}");
+        assert_eq!(a.history, b.history);
+    }
+    let other = run_isolated(|| run(&Scenario::occ(9))).unwrap();
+    let seven = run_isolated(|| run(&Scenario::occ(7))).unwrap();
+    assert_ne!(other.trace_hash, seven.trace_hash, "different seeds give different runs");
+}
+
+#[test]
+fn a_saved_plan_replays_exactly() {
+    let first = run_isolated(|| run(&Scenario::occ(11))).unwrap();
+    // The resolved scenario carries its fault plan: replaying it gives the same run.
+    let saved = first.scenario.clone();
+    assert!(saved.plan.is_some());
+    let again = run_isolated(move || run(&saved)).unwrap();
+    assert_eq!(first.trace_hash, again.trace_hash);
+}
+
+#[test]
+fn seed_7_trace_summary() {
+    let r = run_isolated(|| run(&Scenario::occ(7))).unwrap();
+    let ops = &r.history.ops;
+    let count = |op: &str| ops.iter().filter(|o| o.call.op == op).count();
+    let summary = format!(
+        "ops {} (read {}, put {}, delete {}), unknown {}, retries {}\nworld faults {:?}\nserver transient {:?}\nfirst ops:\n{}\nevents:\n{}\nsimulated ns {}\ntrace {:016x}\nverdict {}",
+        ops.len(),
+        count("read"),
+        count("put"),
+        count("delete"),
+        r.unknown_ops(),
+        r.retries(),
+        r.world.faults,
+        r.server.transient,
+        ops.iter().take(6).map(|o| format!("  #{} c{} {} {} {:?} -> {:?}", o.id, o.client, o.call.op, o.key, o.call.body, o.result)).collect::<Vec<_>>().join("\n"),
+        r.world.events.iter().map(|e| format!("  {:>12} {}", e.at_ns, e.what)).collect::<Vec<_>>().join("\n"),
+        r.world.sim_ns,
+        r.trace_hash,
+        if r.passed() { "pass" } else { "fail" },
+    );
+    insta::assert_snapshot!(summary);
+}
