@@ -9,11 +9,16 @@ const CAP: u64 = 200;
 
 #[test]
 fn every_seeded_bug_is_caught() {
-    let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let jobs = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
     let mut missed = Vec::new();
     for b in BUGS {
         let h = hunt(b.name, b.scenario, CAP, jobs);
-        eprintln!("{:<28} found={} property={:?} seeds={} seconds={:.2}", h.bug, h.found, h.property, h.seeds, h.seconds);
+        eprintln!(
+            "{:<28} found={} property={:?} seeds={} seconds={:.2}",
+            h.bug, h.found, h.property, h.seeds, h.seconds
+        );
         if !h.found {
             missed.push(b.name);
             continue;
@@ -25,7 +30,14 @@ fn every_seeded_bug_is_caught() {
             "retry_write_after_timeout" => &["linearizability", "R1"],
             other => panic!("no expectation written for bug {other}"),
         };
-        assert!(expected.contains(&property.as_str()), "{} was caught by {property}, expected one of {expected:?}", b.name);
+        assert!(
+            expected.contains(&property.as_str()),
+            "{} was caught by {property}, expected one of {expected:?}",
+            b.name
+        );
     }
-    assert!(missed.is_empty(), "bugs not caught within {CAP} seeds: {missed:?}");
+    assert!(
+        missed.is_empty(),
+        "bugs not caught within {CAP} seeds: {missed:?}"
+    );
 }

@@ -3,7 +3,10 @@
 use std::process::Command;
 
 fn overcast(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_overcast")).args(args).output().expect("the binary runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_overcast"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -14,7 +17,10 @@ fn overcast(args: &[&str]) -> (i32, String, String) {
 fn assert_bad_input(args: &[&str], needle: &str) {
     let (code, _out, err) = overcast(args);
     assert_eq!(code, 2, "{args:?}: stderr {err}");
-    assert!(err.contains(needle), "{args:?}: stderr {err:?} lacks {needle:?}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: stderr {err:?} lacks {needle:?}"
+    );
     assert!(!err.contains("panicked"), "{args:?}: {err}");
 }
 
@@ -28,7 +34,10 @@ fn bad_input_gets_one_line_and_exit_2() {
         p.to_string_lossy().into_owned()
     };
     assert_bad_input(&["run", "nope", "--seed", "1"], "unknown scenario 'nope'");
-    assert_bad_input(&["run", "occ", "--seed", "1", "--bug", "nope"], "unknown bug 'nope'");
+    assert_bad_input(
+        &["run", "occ", "--seed", "1", "--bug", "nope"],
+        "unknown bug 'nope'",
+    );
     assert_bad_input(&["run", "occ", "--seed", "x"], "invalid value");
     assert_bad_input(&["sweep", "occ", "--seeds", "5..2"], "is empty");
     assert_bad_input(&["sweep", "occ", "--seeds", "a..b"], "not a number");
@@ -37,12 +46,16 @@ fn bad_input_gets_one_line_and_exit_2() {
     assert_bad_input(&["replay", "/no/such/file.json"], "cannot read");
     let malformed = write("malformed.json", "{ not json");
     assert_bad_input(&["replay", &malformed], "not JSON");
-    let mut s: serde_json::Value = serde_json::from_str(&overcast_scenarios::scenario::Scenario::occ(1).to_json()).unwrap();
+    let mut s: serde_json::Value =
+        serde_json::from_str(&overcast_scenarios::scenario::Scenario::occ(1).to_json()).unwrap();
     s["extra_field"] = serde_json::json!(true);
     let unknown = write("unknown-field.json", &s.to_string());
     assert_bad_input(&["replay", &unknown], "extra_field");
     assert_bad_input(&["frobnicate"], "unrecognized subcommand");
-    for (_, _, err) in [overcast(&["run", "nope"]), overcast(&["sweep", "occ", "--seeds", "9..1"])] {
+    for (_, _, err) in [
+        overcast(&["run", "nope"]),
+        overcast(&["sweep", "occ", "--seeds", "9..1"]),
+    ] {
         assert_eq!(err.trim().lines().count(), 1, "one line: {err:?}");
     }
 }
@@ -60,6 +73,14 @@ fn a_failing_run_exits_1_and_prints_the_replay_command() {
     let (code, out, _) = overcast(&["run", "occ", "--seed", "0", "--bug", "skip_if_match"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("verdict FAIL"), "{out}");
-    assert!(out.contains("cargo run --release -- replay target/overcast/failures/occ-seed0-skip_if_match.json"), "{out}");
-    assert!(out.contains("cargo run --release -- run occ --seed 0 --bug skip_if_match"), "{out}");
+    assert!(
+        out.contains(
+            "cargo run --release -- replay target/overcast/failures/occ-seed0-skip_if_match.json"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("cargo run --release -- run occ --seed 0 --bug skip_if_match"),
+        "{out}"
+    );
 }

@@ -28,8 +28,16 @@ proptest! {
 #[test]
 fn the_unmodified_model_passes_seeds_0_to_300() {
     let seeds: Vec<u64> = (0..300).collect();
-    let opts = SweepOptions { progress: false, ..SweepOptions::default() };
-    let results = sweep(&seeds, &opts, |seed| run(&Scenario::occ(seed)).violations, |v| !v.is_empty());
+    let opts = SweepOptions {
+        progress: false,
+        ..SweepOptions::default()
+    };
+    let results = sweep(
+        &seeds,
+        &opts,
+        |seed| run(&Scenario::occ(seed)).violations,
+        |v| !v.is_empty(),
+    );
     for (seed, r) in results {
         let violations = r.unwrap_or_else(|p| panic!("seed {seed} panicked: {p}"));
         assert!(violations.is_empty(), "seed {seed}: {violations:?}");
@@ -54,7 +62,10 @@ fn a_seed_replays_with_the_same_trace_hash() {
     }
     let other = run_isolated(|| run(&Scenario::occ(9))).unwrap();
     let seven = run_isolated(|| run(&Scenario::occ(7))).unwrap();
-    assert_ne!(other.trace_hash, seven.trace_hash, "different seeds give different runs");
+    assert_ne!(
+        other.trace_hash, seven.trace_hash,
+        "different seeds give different runs"
+    );
 }
 
 #[test]

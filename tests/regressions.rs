@@ -17,9 +17,16 @@ fn every_regression_replays_with_its_recorded_outcome() {
     assert!(!files.is_empty(), "no regression files in {dir}");
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
-        let (scenario, expected) = SavedRun::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let expected = expected.unwrap_or_else(|| panic!("{}: no recorded outcome", path.display()));
+        let (scenario, expected) =
+            SavedRun::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let expected =
+            expected.unwrap_or_else(|| panic!("{}: no recorded outcome", path.display()));
         let r = run_isolated(move || run(&scenario)).expect("no panic");
-        assert_eq!(SavedOutcome::of(&r), expected, "{} replayed differently", path.display());
+        assert_eq!(
+            SavedOutcome::of(&r),
+            expected,
+            "{} replayed differently",
+            path.display()
+        );
     }
 }

@@ -5,7 +5,9 @@
 
 use crate::retry::{AttemptOutcome, Decision, FinalOutcome, OpKind, RetryOptions, RetryState};
 use crate::store::{Conditions, ItemKey, StoreRequest, StoreResponse};
-use crate::wire::{self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
+use crate::wire::{
+    self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
+};
 use madsim::net::Endpoint;
 use madsim::time::{sleep, timeout, Instant};
 use rand::{Rng, RngCore};
@@ -73,9 +75,18 @@ pub struct StoreClient {
 
 impl StoreClient {
     /// Binds the client's endpoint. `rng` draws the backoff jitter.
-    pub async fn connect(cfg: ClientConfig, rng: Box<dyn RngCore + Send>) -> std::io::Result<StoreClient> {
+    pub async fn connect(
+        cfg: ClientConfig,
+        rng: Box<dyn RngCore + Send>,
+    ) -> std::io::Result<StoreClient> {
         let ep = Endpoint::bind("0.0.0.0:0").await?;
-        Ok(StoreClient { ep, cfg, next_req: 0, rng, buf: vec![0u8; MAX_DATAGRAM] })
+        Ok(StoreClient {
+            ep,
+            cfg,
+            next_req: 0,
+            rng,
+            buf: vec![0u8; MAX_DATAGRAM],
+        })
     }
 
     fn route(&self, req: &StoreRequest) -> (u32, SocketAddr) {
@@ -85,10 +96,19 @@ impl StoreClient {
     }
 
     /// One attempt: send, then wait for the matching answer until the timeout.
-    async fn attempt(&mut self, partition: u32, to: SocketAddr, op: &StoreRequest) -> (AttemptOutcome, Option<StoreResponse>) {
+    async fn attempt(
+        &mut self,
+        partition: u32,
+        to: SocketAddr,
+        op: &StoreRequest,
+    ) -> (AttemptOutcome, Option<StoreResponse>) {
         self.next_req += 1;
         let req_id = self.next_req;
-        let bytes = wire::to_bytes(&WireRequest { req_id, partition, op: op.clone() });
+        let bytes = wire::to_bytes(&WireRequest {
+            req_id,
+            partition,
+            op: op.clone(),
+        });
         if self.ep.send_to(to, REQUEST_TAG, &bytes).await.is_err() {
             sleep(self.cfg.retry.request_timeout).await;
             return (AttemptOutcome::Timeout, None);
@@ -100,14 +120,22 @@ impl StoreClient {
                 Err(_) | Ok(Err(_)) => return (AttemptOutcome::Timeout, None),
                 Ok(Ok((len, _))) => {
                     // Late answers to earlier attempts are skipped.
-                    let Some(resp) = wire::from_bytes::<WireResponse>(&self.buf[..len]) else { continue };
+                    let Some(resp) = wire::from_bytes::<WireResponse>(&self.buf[..len]) else {
+                        continue;
+                    };
                     if resp.req_id != req_id {
                         continue;
                     }
                     return match resp.reply {
                         WireReply::Store(r) => (AttemptOutcome::status(r.status), Some(r)),
-                        WireReply::Transient { status, retry_after_ms } => (
-                            AttemptOutcome::Response { status, retry_after: retry_after_ms.map(Duration::from_millis) },
+                        WireReply::Transient {
+                            status,
+                            retry_after_ms,
+                        } => (
+                            AttemptOutcome::Response {
+                                status,
+                                retry_after: retry_after_ms.map(Duration::from_millis),
+                            },
                             None,
                         ),
                     };
@@ -118,8 +146,16 @@ impl StoreClient {
 
     /// One logical call with the SDK's retries.
     pub async fn call(&mut self, op: StoreRequest) -> CallResult {
-        let kind = if op.is_write() { OpKind::Write } else { OpKind::Read };
-        let mut state = RetryState::new(kind, self.cfg.retry.clone(), self.cfg.retry_write_after_timeout);
+        let kind = if op.is_write() {
+            OpKind::Write
+        } else {
+            OpKind::Read
+        };
+        let mut state = RetryState::new(
+            kind,
+            self.cfg.retry.clone(),
+            self.cfg.retry_write_after_timeout,
+        );
         let (partition, to) = self.route(&op);
         let invoke_ns = sim_now_ns();
         let mut attempts = Vec::new();
@@ -127,7 +163,11 @@ impl StoreClient {
         loop {
             let sent_ns = sim_now_ns();
             let (outcome, response) = self.attempt(partition, to, &op).await;
-            attempts.push(AttemptLog { sent_ns, waited, outcome: outcome.clone() });
+            attempts.push(AttemptLog {
+                sent_ns,
+                waited,
+                outcome: outcome.clone(),
+            });
             let jitter: f64 = self.rng.gen();
             match state.on_attempt(&outcome, jitter) {
                 Decision::Retry { after } => {
@@ -136,17 +176,29 @@ impl StoreClient {
                 }
                 Decision::Done(outcome) => {
                     let response = match outcome {
-                        FinalOutcome::Response { status } => response.filter(|r| r.status == status),
+                        FinalOutcome::Response { status } => {
+                            response.filter(|r| r.status == status)
+                        }
                         _ => None,
                     };
-                    return CallResult { outcome, response, attempts, invoke_ns, return_ns: sim_now_ns() };
+                    return CallResult {
+                        outcome,
+                        response,
+                        attempts,
+                        invoke_ns,
+                        return_ns: sim_now_ns(),
+                    };
                 }
             }
         }
     }
 
     /// A call whose result is also reported to `observer`.
-    pub async fn observed_call(&mut self, op: StoreRequest, observer: &mut dyn CallObserver) -> CallResult {
+    pub async fn observed_call(
+        &mut self,
+        op: StoreRequest,
+        observer: &mut dyn CallObserver,
+    ) -> CallResult {
         let result = self.call(op.clone()).await;
         observer.on_call(&op, &result);
         result
@@ -163,19 +215,31 @@ impl StoreClient {
         observer: &mut dyn CallObserver,
     ) -> RmwOutcome {
         for _ in 0..max_tries.max(1) {
-            let read = StoreRequest::Read { key: key.clone(), conditions: Conditions::default() };
+            let read = StoreRequest::Read {
+                key: key.clone(),
+                conditions: Conditions::default(),
+            };
             let r = self.observed_call(read, observer).await;
             let (body, conditions) = match (&r.outcome, &r.response) {
                 (FinalOutcome::Response { status: 200 }, Some(resp)) => match &resp.item {
-                    Some(item) => (change(item.body.as_deref()), Conditions::if_match(item.etag.clone())),
+                    Some(item) => (
+                        change(item.body.as_deref()),
+                        Conditions::if_match(item.etag.clone()),
+                    ),
                     None => return RmwOutcome::Failed(200),
                 },
                 // Absent: create it, and only if it is still absent.
-                (FinalOutcome::Response { status: 404 }, _) => (change(None), Conditions::if_none_match_any()),
+                (FinalOutcome::Response { status: 404 }, _) => {
+                    (change(None), Conditions::if_none_match_any())
+                }
                 (FinalOutcome::Response { status }, _) => return RmwOutcome::Failed(*status),
                 _ => return RmwOutcome::Unknown,
             };
-            let put = StoreRequest::Put { key: key.clone(), body, conditions };
+            let put = StoreRequest::Put {
+                key: key.clone(),
+                body,
+                conditions,
+            };
             let w = self.observed_call(put, observer).await;
             match w.outcome {
                 FinalOutcome::Response { status: 200 | 201 } => return RmwOutcome::Done,

@@ -6,7 +6,9 @@
 use crate::env::{Clock, LogDevice};
 use crate::store::{Store, StoreBugs, StoreRequest};
 use crate::wal::{self, LogRecord};
-use crate::wire::{self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
+use crate::wire::{
+    self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
+};
 use madsim::net::Endpoint;
 use madsim::time::sleep;
 use rand::{Rng, RngCore};
@@ -81,11 +83,20 @@ fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (BTreeMap<u32, Store>, u6
     (stores, n)
 }
 
-fn partition_store<'a>(stores: &'a mut BTreeMap<u32, Store>, cfg: &ServerConfig, p: u32) -> &'a mut Store {
+fn partition_store<'a>(
+    stores: &'a mut BTreeMap<u32, Store>,
+    cfg: &ServerConfig,
+    p: u32,
+) -> &'a mut Store {
     stores.entry(p).or_insert_with(|| {
         let mut s = Store::new(cfg.store_bugs);
         for c in &cfg.containers {
-            s.apply(&StoreRequest::CreateContainer { container: c.clone() }, 0);
+            s.apply(
+                &StoreRequest::CreateContainer {
+                    container: c.clone(),
+                },
+                0,
+            );
         }
         s
     })
@@ -111,8 +122,12 @@ pub async fn serve(
     };
     let mut buf = vec![0u8; MAX_DATAGRAM];
     loop {
-        let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else { continue };
-        let Some(req) = wire::from_bytes::<WireRequest>(&buf[..len]) else { continue };
+        let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else {
+            continue;
+        };
+        let Some(req) = wire::from_bytes::<WireRequest>(&buf[..len]) else {
+            continue;
+        };
         let f = &cfg.faults;
         let draw: f64 = rng.gen();
         let is_write = req.op.is_write();
@@ -130,15 +145,22 @@ pub async fn serve(
                 transient = Some(status);
             }
         }
-        let reply_transient = |status: u16, rng: &mut Box<dyn RngCore + Send>| WireReply::Transient {
-            status,
-            retry_after_ms: (status == 429).then(|| {
-                let (lo, hi) = f.retry_after_ms;
-                rng.gen_range(lo..=hi.max(lo))
-            }),
-        };
+        let reply_transient =
+            |status: u16, rng: &mut Box<dyn RngCore + Send>| WireReply::Transient {
+                status,
+                retry_after_ms: (status == 429).then(|| {
+                    let (lo, hi) = f.retry_after_ms;
+                    rng.gen_range(lo..=hi.max(lo))
+                }),
+            };
         if let Some(status) = transient {
-            stats.lock().unwrap_or_else(|e| e.into_inner()).transient.entry(status).and_modify(|n| *n += 1).or_insert(1);
+            stats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .transient
+                .entry(status)
+                .and_modify(|n| *n += 1)
+                .or_insert(1);
             // A 408 may come after the request ran: its outcome is unknown to the client.
             let execute = status == 408 && rng.gen_bool(0.5);
             if !execute {
@@ -157,7 +179,10 @@ pub async fn serve(
             send(&ep, from, req.req_id, reply).await;
             continue;
         };
-        log.append(&wal::encode(&LogRecord { partition: req.partition, effect }));
+        log.append(&wal::encode(&LogRecord {
+            partition: req.partition,
+            effect,
+        }));
         let (lo, hi) = cfg.fsync_ms;
         let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
         if cfg.ack_before_sync {

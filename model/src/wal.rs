@@ -36,11 +36,15 @@ pub fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
     while bytes.len() - at >= HEADER {
         let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
-        let Some(payload) = bytes.get(at + HEADER..at + HEADER + len) else { break };
+        let Some(payload) = bytes.get(at + HEADER..at + HEADER + len) else {
+            break;
+        };
         if crc32fast::hash(payload) != crc {
             break;
         }
-        let Ok(record) = bincode::deserialize::<LogRecord>(payload) else { break };
+        let Ok(record) = bincode::deserialize::<LogRecord>(payload) else {
+            break;
+        };
         records.push(record);
         at += HEADER + len;
     }
@@ -60,15 +64,20 @@ pub fn recover(device: &dyn LogDevice) -> Vec<LogRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Item, ItemKey};
     use crate::conditions::ETag;
+    use crate::store::{Item, ItemKey};
 
     fn record(v: u64) -> LogRecord {
         LogRecord {
             partition: 3,
             effect: Effect::ItemWritten {
                 key: ItemKey::new("c", "pk", format!("id{v}")),
-                item: Item { body: format!("body {v}"), etag: ETag::from_version(v), last_modified: 1000 * v, version: v },
+                item: Item {
+                    body: format!("body {v}"),
+                    etag: ETag::from_version(v),
+                    last_modified: 1000 * v,
+                    version: v,
+                },
             },
         }
     }

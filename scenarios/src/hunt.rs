@@ -30,7 +30,11 @@ pub struct BugHunt {
 /// depend on `jobs`.
 pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
     let started = Instant::now();
-    let opts = SweepOptions { jobs, progress: false, stop_after_failures: None };
+    let opts = SweepOptions {
+        jobs,
+        progress: false,
+        stop_after_failures: None,
+    };
     let chunk = (jobs as u64 * 4).max(4);
     let mut next = 0u64;
     while next < cap {
@@ -46,7 +50,9 @@ pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
             },
             |(passed, _)| !passed,
         );
-        let first_failure = results.iter().find(|(_, r)| r.as_ref().map_or(true, |(passed, _)| !passed));
+        let first_failure = results
+            .iter()
+            .find(|(_, r)| r.as_ref().map_or(true, |(passed, _)| !passed));
         if let Some((seed, r)) = first_failure {
             return BugHunt {
                 bug: bug.into(),
@@ -62,5 +68,12 @@ pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
         }
         next += seeds.len() as u64;
     }
-    BugHunt { bug: bug.into(), found: false, property: None, seeds: cap, seconds: started.elapsed().as_secs_f64(), seed: None }
+    BugHunt {
+        bug: bug.into(),
+        found: false,
+        property: None,
+        seeds: cap,
+        seconds: started.elapsed().as_secs_f64(),
+        seed: None,
+    }
 }

@@ -80,7 +80,11 @@ impl<C: Serialize, R: Serialize> History<C, R> {
 
     /// A stable hash of the whole history: two runs of one seed must agree.
     pub fn trace_hash(&self) -> u64 {
-        crate::rng::fnv1a(serde_json::to_string(self).expect("history types serialise").as_bytes())
+        crate::rng::fnv1a(
+            serde_json::to_string(self)
+                .expect("history types serialise")
+                .as_bytes(),
+        )
     }
 }
 
@@ -92,13 +96,17 @@ pub struct Recorder<C, R> {
 
 impl<C, R> Clone for Recorder<C, R> {
     fn clone(&self) -> Self {
-        Recorder { ops: self.ops.clone() }
+        Recorder {
+            ops: self.ops.clone(),
+        }
     }
 }
 
 impl<C, R> Default for Recorder<C, R> {
     fn default() -> Self {
-        Recorder { ops: Arc::new(Mutex::new(Vec::new())) }
+        Recorder {
+            ops: Arc::new(Mutex::new(Vec::new())),
+        }
     }
 }
 
@@ -122,6 +130,10 @@ impl<C: Clone, R: Clone> Recorder<C, R> {
         for (i, op) in ops.iter_mut().enumerate() {
             op.id = i as u64;
         }
-        History { version: HISTORY_VERSION, ops, events }
+        History {
+            version: HISTORY_VERSION,
+            ops,
+            events,
+        }
     }
 }

@@ -46,7 +46,9 @@ pub struct SweepOptions {
 impl Default for SweepOptions {
     fn default() -> Self {
         SweepOptions {
-            jobs: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            jobs: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             progress: true,
             stop_after_failures: None,
         }
@@ -56,14 +58,20 @@ impl Default for SweepOptions {
 /// Runs `run(seed)` for every seed, each on a fresh thread, `jobs` at a time.
 /// Results come back in seed order; seeds skipped after an early stop are
 /// absent. `failed` says which results count as failures.
-pub fn sweep<T, F, P>(seeds: &[u64], opts: &SweepOptions, run: F, failed: P) -> Vec<(u64, Result<T, String>)>
+pub fn sweep<T, F, P>(
+    seeds: &[u64],
+    opts: &SweepOptions,
+    run: F,
+    failed: P,
+) -> Vec<(u64, Result<T, String>)>
 where
     T: Send,
     F: Fn(u64) -> T + Sync,
     P: Fn(&T) -> bool + Sync,
 {
     let bar = if opts.progress {
-        let b = ProgressBar::with_draw_target(Some(seeds.len() as u64), ProgressDrawTarget::stderr());
+        let b =
+            ProgressBar::with_draw_target(Some(seeds.len() as u64), ProgressDrawTarget::stderr());
         b.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}  {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -78,7 +86,10 @@ where
     std::thread::scope(|s| {
         for _ in 0..opts.jobs.max(1) {
             s.spawn(|| loop {
-                if opts.stop_after_failures.is_some_and(|max| failures.load(Ordering::Relaxed) >= max) {
+                if opts
+                    .stop_after_failures
+                    .is_some_and(|max| failures.load(Ordering::Relaxed) >= max)
+                {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -89,7 +100,10 @@ where
                     bar.set_message(format!("{n} failed"));
                 }
                 bar.inc(1);
-                results.lock().unwrap_or_else(|e| e.into_inner()).push((seed, r));
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((seed, r));
             });
         }
     });
@@ -105,9 +119,18 @@ mod tests {
 
     #[test]
     fn sweep_returns_every_seed_in_order_and_catches_panics() {
-        let opts = SweepOptions { jobs: 2, progress: false, stop_after_failures: None };
+        let opts = SweepOptions {
+            jobs: 2,
+            progress: false,
+            stop_after_failures: None,
+        };
         let seeds: Vec<u64> = (0..20).collect();
-        let out = sweep(&seeds, &opts, |s| if s == 13 { panic!("boom {s}") } else { s * 2 }, |_| false);
+        let out = sweep(
+            &seeds,
+            &opts,
+            |s| if s == 13 { panic!("boom {s}") } else { s * 2 },
+            |_| false,
+        );
         assert_eq!(out.len(), 20);
         assert!(out.iter().map(|(s, _)| *s).eq(0..20));
         assert_eq!(out[13].1, Err("boom 13".to_string()));
@@ -116,7 +139,11 @@ mod tests {
 
     #[test]
     fn sweep_stops_early_after_failures() {
-        let opts = SweepOptions { jobs: 1, progress: false, stop_after_failures: Some(1) };
+        let opts = SweepOptions {
+            jobs: 1,
+            progress: false,
+            stop_after_failures: Some(1),
+        };
         let seeds: Vec<u64> = (0..100).collect();
         let out = sweep(&seeds, &opts, |s| s, |s| *s == 3);
         assert_eq!(out.len(), 4);

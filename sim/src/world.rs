@@ -43,10 +43,18 @@ impl Topology {
     }
     /// Address server `i` listens on.
     pub fn server_addr(i: usize) -> SocketAddr {
-        SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + i as u8)), SERVER_PORT)
+        SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + i as u8)),
+            SERVER_PORT,
+        )
     }
     fn client_ip(i: usize) -> IpAddr {
-        IpAddr::V4(Ipv4Addr::new(10, 0, 1 + (i / 250) as u8, 1 + (i % 250) as u8))
+        IpAddr::V4(Ipv4Addr::new(
+            10,
+            0,
+            1 + (i / 250) as u8,
+            1 + (i % 250) as u8,
+        ))
     }
     /// Names of all servers.
     pub fn server_names(&self) -> Vec<String> {
@@ -149,7 +157,8 @@ where
     let server = Arc::new(server);
     let client = Arc::new(client);
     let topo = cfg.topology;
-    let clock_of = |name: &str| NodeClock::new(cfg.plan.clocks.get(name).cloned().unwrap_or_default());
+    let clock_of =
+        |name: &str| NodeClock::new(cfg.plan.clocks.get(name).cloned().unwrap_or_default());
 
     let mut disks = Vec::new();
     let mut nodes: BTreeMap<String, NodeHandle> = BTreeMap::new();
@@ -238,7 +247,10 @@ where
         o.clients_finished = finished.load(Ordering::Relaxed);
         o.sim_ns = now_ns();
         let at_ns = o.sim_ns;
-        o.events.push(WorldEvent { at_ns, what: "end".into() });
+        o.events.push(WorldEvent {
+            at_ns,
+            what: "end".into(),
+        });
         o.torn_tails = faults.disks.iter().map(SimDisk::torn_tails).sum();
         drop(o);
         let handle = Handle::current();
@@ -315,7 +327,10 @@ impl FaultPlayer {
 
     fn record(&self, what: String, kind: Option<&str>) {
         let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        o.events.push(WorldEvent { at_ns: now_ns(), what });
+        o.events.push(WorldEvent {
+            at_ns: now_ns(),
+            what,
+        });
         if let Some(k) = kind {
             *o.faults.entry(k.to_string()).or_default() += 1;
         }
@@ -340,7 +355,12 @@ impl FaultPlayer {
             Action::Start(fault) => {
                 let kind = fault.kind();
                 match fault {
-                    Fault::Partition { from, to, one_way, for_ms } => {
+                    Fault::Partition {
+                        from,
+                        to,
+                        one_way,
+                        for_ms,
+                    } => {
                         let mut links = Vec::new();
                         for a in &from {
                             for b in &to {
@@ -352,7 +372,9 @@ impl FaultPlayer {
                         }
                         let links: Vec<_> = links
                             .into_iter()
-                            .filter(|(a, b)| a != b && self.ids.contains_key(a) && self.ids.contains_key(b))
+                            .filter(|(a, b)| {
+                                a != b && self.ids.contains_key(a) && self.ids.contains_key(b)
+                            })
                             .collect();
                         for (a, b) in &links {
                             let n = self.cut.entry((a.clone(), b.clone())).or_default();
@@ -362,11 +384,19 @@ impl FaultPlayer {
                             }
                         }
                         let arrow = if one_way { "->" } else { "<->" };
-                        self.record(format!("partition {from:?} {arrow} {to:?} for {for_ms} ms"), Some(kind));
-                        self.push(now + Duration::from_millis(for_ms), Action::EndPartition(links));
+                        self.record(
+                            format!("partition {from:?} {arrow} {to:?} for {for_ms} ms"),
+                            Some(kind),
+                        );
+                        self.push(
+                            now + Duration::from_millis(for_ms),
+                            Action::EndPartition(links),
+                        );
                     }
                     Fault::Crash { node, down_ms } => {
-                        let Some(&id) = self.ids.get(&node) else { return };
+                        let Some(&id) = self.ids.get(&node) else {
+                            return;
+                        };
                         if self.down.contains_key(&node) || self.paused.contains_key(&node) {
                             return;
                         }
@@ -380,7 +410,9 @@ impl FaultPlayer {
                         self.push(now + Duration::from_millis(down_ms), Action::Restart(node));
                     }
                     Fault::Pause { node, for_ms } => {
-                        let Some(&id) = self.ids.get(&node) else { return };
+                        let Some(&id) = self.ids.get(&node) else {
+                            return;
+                        };
                         if self.down.contains_key(&node) || self.paused.contains_key(&node) {
                             return;
                         }

@@ -17,7 +17,10 @@ pub struct RetryRules {
 impl Default for RetryRules {
     /// 9 retries, 30 s (SPEC §4.2).
     fn default() -> Self {
-        RetryRules { max_rate_limited_retries: 9, max_rate_limited_wait_ms: 30_000 }
+        RetryRules {
+            max_rate_limited_retries: 9,
+            max_rate_limited_wait_ms: 30_000,
+        }
     }
 }
 
@@ -46,13 +49,20 @@ pub struct RetryCase<'a> {
 }
 
 fn is_timeout(r: &AttemptResult) -> bool {
-    matches!(r, AttemptResult::Timeout | AttemptResult::Status { status: 408, .. })
+    matches!(
+        r,
+        AttemptResult::Timeout | AttemptResult::Status { status: 408, .. }
+    )
 }
 
 /// Judges one operation; the first broken rule, if any.
 pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation> {
     let v = |property: &str, message: String| {
-        Some(Violation { property: property.into(), message, ops: vec![case.op] })
+        Some(Violation {
+            property: property.into(),
+            message,
+            ops: vec![case.op],
+        })
     };
     let a = case.attempts;
     // R1: a non-idempotent write is never re-sent after a timeout or 408.
@@ -76,7 +86,11 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
     let mut throttled_retries = 0u32;
     let mut throttled_wait_ms = 0u64;
     for w in a.windows(2) {
-        if let AttemptResult::Status { status: 429, retry_after_ms } = w[0].result {
+        if let AttemptResult::Status {
+            status: 429,
+            retry_after_ms,
+        } = w[0].result
+        {
             throttled_retries += 1;
             let waited_ms = w[1].waited_ns / 1_000_000;
             throttled_wait_ms += waited_ms;
@@ -140,7 +154,10 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
 
 fn describe(r: &AttemptResult) -> String {
     match r {
-        AttemptResult::Status { status, retry_after_ms: Some(ms) } => format!("{status} (retry after {ms} ms)"),
+        AttemptResult::Status {
+            status,
+            retry_after_ms: Some(ms),
+        } => format!("{status} (retry after {ms} ms)"),
         AttemptResult::Status { status, .. } => status.to_string(),
         AttemptResult::Timeout => "a timeout".into(),
     }
@@ -159,21 +176,44 @@ mod tests {
     use super::*;
 
     fn at(waited_ms: u64, result: AttemptResult) -> Attempt {
-        Attempt { sent_ns: 0, waited_ns: waited_ms * 1_000_000, result }
+        Attempt {
+            sent_ns: 0,
+            waited_ns: waited_ms * 1_000_000,
+            result,
+        }
     }
     fn st(status: u16) -> AttemptResult {
-        AttemptResult::Status { status, retry_after_ms: None }
+        AttemptResult::Status {
+            status,
+            retry_after_ms: None,
+        }
     }
     fn throttled(ms: u64) -> AttemptResult {
-        AttemptResult::Status { status: 429, retry_after_ms: Some(ms) }
+        AttemptResult::Status {
+            status: 429,
+            retry_after_ms: Some(ms),
+        }
     }
     fn case(idempotent: bool, attempts: &[Attempt], surfaced: Surfaced) -> Option<Violation> {
-        check_case(&RetryRules::default(), &RetryCase { op: 1, idempotent, attempts, surfaced })
+        check_case(
+            &RetryRules::default(),
+            &RetryCase {
+                op: 1,
+                idempotent,
+                attempts,
+                surfaced,
+            },
+        )
     }
 
     #[test]
     fn a_clean_retry_sequence_passes() {
-        let a = [at(0, throttled(100)), at(100, st(449)), at(0, st(503)), at(0, st(200))];
+        let a = [
+            at(0, throttled(100)),
+            at(100, st(449)),
+            at(0, st(503)),
+            at(0, st(200)),
+        ];
         assert_eq!(case(false, &a, Surfaced::Status(200)), None);
         let r = [at(0, AttemptResult::Timeout), at(1000, st(200))];
         assert_eq!(case(true, &r, Surfaced::Status(200)), None);
@@ -184,31 +224,63 @@ mod tests {
     #[test]
     fn r1_write_resent_after_timeout() {
         let a = [at(0, AttemptResult::Timeout), at(0, st(201))];
-        assert_eq!(case(false, &a, Surfaced::Status(201)).unwrap().property, "R1");
+        assert_eq!(
+            case(false, &a, Surfaced::Status(201)).unwrap().property,
+            "R1"
+        );
         let b = [at(0, st(408)), at(0, st(201))];
-        assert_eq!(case(false, &b, Surfaced::Status(201)).unwrap().property, "R1");
+        assert_eq!(
+            case(false, &b, Surfaced::Status(201)).unwrap().property,
+            "R1"
+        );
     }
 
     #[test]
     fn r2_budget_and_retry_after() {
         let early = [at(0, throttled(500)), at(100, st(200))];
-        assert_eq!(case(true, &early, Surfaced::Status(200)).unwrap().property, "R2");
-        let many: Vec<Attempt> = (0..11).map(|i| at(if i == 0 { 0 } else { 10 }, throttled(10))).collect();
-        assert_eq!(case(true, &many, Surfaced::Status(429)).unwrap().property, "R2");
-        let long = [at(0, throttled(20_000)), at(20_000, throttled(20_000)), at(20_000, st(200))];
-        assert_eq!(case(true, &long, Surfaced::Status(200)).unwrap().property, "R2");
-        let ten: Vec<Attempt> = (0..10).map(|i| at(if i == 0 { 0 } else { 10 }, throttled(10))).collect();
+        assert_eq!(
+            case(true, &early, Surfaced::Status(200)).unwrap().property,
+            "R2"
+        );
+        let many: Vec<Attempt> = (0..11)
+            .map(|i| at(if i == 0 { 0 } else { 10 }, throttled(10)))
+            .collect();
+        assert_eq!(
+            case(true, &many, Surfaced::Status(429)).unwrap().property,
+            "R2"
+        );
+        let long = [
+            at(0, throttled(20_000)),
+            at(20_000, throttled(20_000)),
+            at(20_000, st(200)),
+        ];
+        assert_eq!(
+            case(true, &long, Surfaced::Status(200)).unwrap().property,
+            "R2"
+        );
+        let ten: Vec<Attempt> = (0..10)
+            .map(|i| at(if i == 0 { 0 } else { 10 }, throttled(10)))
+            .collect();
         assert_eq!(case(true, &ten, Surfaced::Status(429)), None);
     }
 
     #[test]
     fn r3_the_last_status_is_surfaced() {
         let a = [at(0, throttled(10)), at(10, throttled(10))];
-        assert_eq!(case(true, &a, Surfaced::Status(503)).unwrap().property, "R3");
+        assert_eq!(
+            case(true, &a, Surfaced::Status(503)).unwrap().property,
+            "R3"
+        );
         let g = [at(0, st(410)), at(0, st(410))];
         assert_eq!(case(true, &g, Surfaced::Status(503)), None);
-        assert_eq!(case(true, &g, Surfaced::Status(410)).unwrap().property, "R3");
+        assert_eq!(
+            case(true, &g, Surfaced::Status(410)).unwrap().property,
+            "R3"
+        );
         let w = [at(0, AttemptResult::Timeout)];
-        assert_eq!(case(false, &w, Surfaced::Status(408)).unwrap().property, "R3");
+        assert_eq!(
+            case(false, &w, Surfaced::Status(408)).unwrap().property,
+            "R3"
+        );
     }
 }
