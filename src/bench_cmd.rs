@@ -1,11 +1,108 @@
-//! `overcast bench` (being built).
+//! `overcast bench`: seeds per second of a scenario on all cores, beside a
+//! bare-madsim run that sends the same number of messages per seed, so the
+//! harness's overhead over the simulator is visible. Medians over rounds.
+
+use overcast_scenarios::run::run as run_scenario;
+use overcast_scenarios::scenario::{Scenario, SCENARIOS};
+use overcast_sim::floor::ping_pong;
+use overcast_sim::runner::{sweep, SweepOptions};
+use std::time::Instant;
 
 /// Arguments of `overcast bench`.
 #[derive(clap::Args, Debug)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// The scenario to measure.
+    #[arg(default_value = "occ")]
+    pub scenario: String,
+    /// Seeds per round.
+    #[arg(long, default_value_t = 200)]
+    pub seeds: u64,
+    /// Rounds (the figures are medians over rounds).
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
 
 /// Runs the benchmark; returns the exit code.
-pub fn run(_args: &BenchArgs) -> u8 {
-    eprintln!("overcast bench: not built yet");
-    2
+pub fn run(args: &BenchArgs) -> u8 {
+    let Some(template) = Scenario::named(&args.scenario, 0) else {
+        eprintln!("overcast: unknown scenario '{}' (known: {})", args.scenario, SCENARIOS.join(", "));
+        return 2;
+    };
+    if args.seeds == 0 || args.rounds == 0 {
+        eprintln!("overcast: --seeds and --rounds must be at least 1");
+        return 2;
+    }
+    let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
+    let opts = SweepOptions { jobs, progress: false, stop_after_failures: None };
+    let seeds: Vec<u64> = (0..args.seeds).collect();
+    println!(
+        "overcast bench: scenario {} ({} clients, {} ops/client, faults on), {} seeds x {} rounds, {jobs} jobs, release={}",
+        args.scenario,
+        template.clients,
+        template.ops_per_client,
+        args.seeds,
+        args.rounds,
+        !cfg!(debug_assertions)
+    );
+    // Messages per seed (one request and one answer per attempt), from a first pass.
+    let counts = sweep(
+        &seeds,
+        &opts,
+        |seed| {
+            let mut s = template.clone();
+            s.seed = seed;
+            let r = run_scenario(&s);
+            let attempts: usize = r.history.ops.iter().map(|o| o.attempts.len()).sum();
+            (attempts, r.history.ops.len())
+        },
+        |_| false,
+    );
+    let counts: Vec<(usize, usize)> = counts.into_iter().map(|(_, r)| r.unwrap_or((0, 0))).collect();
+    let messages: usize = counts.iter().map(|c| c.0 * 2).sum();
+    let ops: usize = counts.iter().map(|c| c.1).sum();
+    let (mut harness, mut bare) = (Vec::new(), Vec::new());
+    for round in 0..args.rounds {
+        let t = Instant::now();
+        sweep(
+            &seeds,
+            &opts,
+            |seed| {
+                let mut s = template.clone();
+                s.seed = seed;
+                run_scenario(&s).passed()
+            },
+            |p| !p,
+        );
+        let h = seeds.len() as f64 / t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        sweep(
+            &seeds,
+            &opts,
+            |seed| {
+                let round_trips = counts[seed as usize].0.div_ceil(template.clients.max(1));
+                ping_pong(seed, template.servers, template.clients, round_trips, 96)
+            },
+            |_| false,
+        );
+        let b = seeds.len() as f64 / t.elapsed().as_secs_f64();
+        println!("round {}: harness {h:.1} seeds/s, bare madsim {b:.1} seeds/s", round + 1);
+        harness.push(h);
+        bare.push(b);
+    }
+    let (h, b) = (median(harness), median(bare));
+    println!(
+        "median: harness {h:.1} seeds/s ({:.0} ops/s), bare madsim {b:.1} seeds/s, same messages ({:.0} per seed); harness/bare time ratio {:.2}x",
+        h * ops as f64 / seeds.len() as f64,
+        messages as f64 / seeds.len() as f64,
+        b / h
+    );
+    0
 }

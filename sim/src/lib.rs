@@ -12,6 +12,7 @@ pub mod check;
 pub mod clock;
 pub mod disk;
 pub mod faults;
+pub mod floor;
 pub mod history;
 pub mod lin;
 pub mod rng;
