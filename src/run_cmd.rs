@@ -60,6 +60,10 @@ pub struct SweepArgs {
 pub struct ReplayArgs {
     /// A saved failure (target/overcast/failures/*.json, scenarios/regressions/*.json) or a scenario file.
     pub file: PathBuf,
+    /// Write this run's outcome (verdict, property, trace hash) back into FILE,
+    /// after an intended change of behaviour.
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// Arguments of `overcast bugs`.
@@ -275,6 +279,15 @@ pub fn replay(args: &ReplayArgs) -> u8 {
     if let Some(f) = &r.lin.failure {
         println!("\n{}", r.lin.to_text());
         let _ = f;
+    }
+    if args.record {
+        return match std::fs::write(&args.file, SavedRun::of(&r).to_json()) {
+            Ok(()) => {
+                println!("recorded the outcome into {}", args.file.display());
+                0
+            }
+            Err(e) => bad_input(format!("cannot write {}: {e}", args.file.display())),
+        };
     }
     if let Some(exp) = expected {
         let now = SavedOutcome::of(&r);

@@ -10,7 +10,7 @@ pub const REQUEST_TAG: u64 = 1;
 /// Datagram tag of responses.
 pub const RESPONSE_TAG: u64 = 2;
 /// Largest datagram either side reads.
-pub const MAX_DATAGRAM: usize = 64 * 1024;
+pub const MAX_DATAGRAM: usize = 16 * 1024;
 
 /// A request: the client's id for matching the answer, the partition, the operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

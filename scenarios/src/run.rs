@@ -34,8 +34,10 @@ pub struct RunResult {
     pub lin: lin::Report,
     /// Hash of the whole history: equal for two runs of one scenario.
     pub trace_hash: u64,
-    /// Wall time of the simulation and of the checks.
+    /// Wall time of the whole run.
     pub wall: Duration,
+    /// Wall time of the checks (linearizability, E1, R1–R3) alone.
+    pub check_wall: Duration,
 }
 
 impl RunResult {
@@ -101,7 +103,7 @@ impl RunResult {
         format!(
             "ops     {} ({} unknown outcome), retries {}\n\
              faults  {} injected: {}\n\
-             time    simulated {:.1} s, wall {} ms; trace {:016x}\n\
+             time    simulated {:.1} s, wall {:.1} ms (checks {:.1} ms); trace {:016x}\n\
              checks  {}",
             self.history.ops.len(),
             self.unknown_ops(),
@@ -109,7 +111,8 @@ impl RunResult {
             self.faults_injected(),
             faults.join(" "),
             self.world.sim_ns as f64 / 1e9,
-            self.wall.as_millis(),
+            self.wall.as_secs_f64() * 1e3,
+            self.check_wall.as_secs_f64() * 1e3,
             self.trace_hash,
             checks,
         ) + &format!("\nverdict {}", if self.passed() { "PASS" } else { "FAIL" })
@@ -217,7 +220,9 @@ pub fn run(s: &Scenario) -> RunResult {
         parallel: false,
         ..lin::Options::default()
     };
+    let checks_started = Instant::now();
     let (mut violations, lin) = occ::check(s, &history, &lin_opts);
+    let check_wall = checks_started.elapsed();
     if world.clients_finished < s.clients {
         violations.push(Violation {
             property: "liveness".into(),
@@ -240,5 +245,6 @@ pub fn run(s: &Scenario) -> RunResult {
         lin,
         trace_hash,
         wall: started.elapsed(),
+        check_wall,
     }
 }

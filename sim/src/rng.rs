@@ -7,25 +7,54 @@ use rand_chacha::ChaCha8Rng;
 /// The generator for stream `name` of the run with seed `seed`.
 pub fn stream(seed: u64, name: &str) -> ChaCha8Rng {
     // FNV-1a of the name: stable across platforms and Rust versions.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let h = fnv1a(name.as_bytes());
     let mut key = [0u8; 32];
     key[..8].copy_from_slice(&seed.to_le_bytes());
     key[8..16].copy_from_slice(&h.to_le_bytes());
     ChaCha8Rng::from_seed(key)
 }
 
-/// A stable 64-bit FNV-1a hash of bytes (trace hashes, partition routing).
+/// A stable 64-bit FNV-1a hash of bytes (trace hashes).
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    let mut h = Fnv1a::default();
+    h.update(bytes);
+    h.finish()
+}
+
+/// Streaming FNV-1a: a `std::io::Write` sink, so a history can be hashed as
+/// it is serialised, without building the text.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
     }
-    h
+}
+
+impl Fnv1a {
+    /// Adds bytes.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// The hash so far.
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl std::io::Write for Fnv1a {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

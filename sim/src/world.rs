@@ -20,6 +20,10 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// How often the supervisor looks whether every client is done (simulated
+/// time; fault events themselves are played at their exact times).
+const POLL: Duration = Duration::from_millis(250);
+
 /// The port every server listens on.
 pub const SERVER_PORT: u16 = 7000;
 
@@ -232,7 +236,7 @@ where
                 break;
             }
             let next = faults.next_due().unwrap_or(deadline).min(deadline);
-            let step = next.saturating_sub(elapsed).min(Duration::from_millis(50));
+            let step = next.saturating_sub(elapsed).min(POLL);
             sleep(step.max(Duration::from_millis(1))).await;
             faults.play_due(start.elapsed());
         }
@@ -240,7 +244,7 @@ where
         // Clients finish what they started (their retries end); bounded.
         let grace = start.elapsed() + Duration::from_secs(600);
         while finished.load(Ordering::Relaxed) < clients && start.elapsed() < grace {
-            sleep(Duration::from_millis(50)).await;
+            sleep(POLL).await;
         }
         sleep(quiet).await;
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
