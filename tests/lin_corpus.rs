@@ -32,7 +32,11 @@ fn every_shared_history_gets_its_expected_verdict() {
     };
     let mut all = Vec::new();
     files(&dir, &mut all);
-    assert!(all.len() >= 120, "expected the whole corpus, found {} files", all.len());
+    assert!(
+        all.len() >= 120,
+        "expected the whole corpus, found {} files",
+        all.len()
+    );
     let opts = Options {
         time_budget: Some(Duration::from_secs(60)),
         ..Options::default()
@@ -48,11 +52,20 @@ fn every_shared_history_gets_its_expected_verdict() {
         };
         let r = check(&h.spec, &h.ops, &opts);
         if r.verdict != expected {
-            wrong.push(format!("{}: got {} expected {}", f.display(), r.verdict, expected));
+            wrong.push(format!(
+                "{}: got {} expected {}",
+                f.display(),
+                r.verdict,
+                expected
+            ));
         }
         if r.verdict == Verdict::NotLinearizable {
             let fl = r.failure.as_ref().expect("a failure report");
-            assert!(!fl.ops.is_empty() && fl.failing < fl.ops.len(), "{}", f.display());
+            assert!(
+                !fl.ops.is_empty() && fl.failing < fl.ops.len(),
+                "{}",
+                f.display()
+            );
             assert!(!fl.sentence.is_empty());
         }
     }

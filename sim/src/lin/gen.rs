@@ -1,1 +1,299 @@
-//! History generator (being built).
+//! A generator of kvhist/1-style histories that are linearizable by
+//! construction: every operation gets a hidden linearization point inside its
+//! interval, and the outputs are computed by replaying the operations in that
+//! order. Optionally one guaranteed violation is injected: a stale read late
+//! in the history.
+
+use super::kv::{KvInput, KvOutput, KvSpec, KvState, Val};
+use super::Operation;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct GenOptions {
+    /// Seed of the ChaCha stream.
+    pub seed: u64,
+    /// Number of operations.
+    pub ops: usize,
+    /// Concurrent client threads (a thread whose operation times out goes on
+    /// under a fresh client id).
+    pub clients: usize,
+    /// Number of keys (`k0`, `k1`, ...).
+    pub keys: usize,
+    /// Report versions in outputs and use `cput` (conditional put by version).
+    pub versions: bool,
+    /// Fraction of writes whose outcome is unknown (half of them take effect,
+    /// at some instant after their invocation).
+    pub unknown_writes: f64,
+    /// Fraction of reads answered without a usable result.
+    pub unknown_reads: f64,
+    /// Operation durations are drawn from this range.
+    pub duration: (i64, i64),
+    /// Pause between a thread's operations.
+    pub think: (i64, i64),
+    /// Inject one stale read late in the history (a guaranteed violation).
+    pub stale_read: bool,
+}
+
+impl Default for GenOptions {
+    /// 100 ops, 4 clients, 1 key, versions, 1% unknown writes, durations
+    /// 10..1000, think 0..100, no violation.
+    fn default() -> Self {
+        GenOptions {
+            seed: 0,
+            ops: 100,
+            clients: 4,
+            keys: 1,
+            versions: true,
+            unknown_writes: 0.01,
+            unknown_reads: 0.0,
+            duration: (10, 1000),
+            think: (0, 100),
+            stale_read: false,
+        }
+    }
+}
+
+/// A generated history.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    /// The operations, by invocation time.
+    pub ops: Vec<Operation<KvInput, KvOutput>>,
+    /// The spec to check them against.
+    pub spec: KvSpec,
+    /// The id of the injected stale read, if one was asked for and could be
+    /// placed (it needs two completed writes in sequence before a read).
+    pub stale_read: Option<u64>,
+}
+
+struct Draft {
+    client: u64,
+    key: usize,
+    input: KvInput,
+    call: i64,
+    ret: i64,
+    /// Hidden linearization point; `None`: never takes effect.
+    point: Option<i64>,
+    unknown: bool,
+    show_ret: bool,
+    output: Option<KvOutput>,
+    /// The version after it took effect (for writes that changed the state).
+    produced: Option<(Val, u64)>,
+}
+
+/// Generates a history (deterministic in `opts`).
+pub fn generate(opts: &GenOptions) -> Generated {
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let nthreads = opts.clients.max(1);
+    let mut t_next: Vec<i64> = (0..nthreads)
+        .map(|_| rng.gen_range(0..=opts.think.1.max(0)))
+        .collect();
+    let mut client_of: Vec<u64> = (0..nthreads as u64).collect();
+    let mut next_client = nthreads as u64;
+    let mut counter = 0u64;
+    let mut written: Vec<Vec<Val>> = vec![Vec::new(); opts.keys.max(1)];
+    let mut drafts: Vec<Draft> = Vec::with_capacity(opts.ops);
+    for _ in 0..opts.ops {
+        let th = (0..nthreads).min_by_key(|&i| (t_next[i], i)).unwrap_or(0);
+        let call = t_next[th];
+        let dur = rng.gen_range(opts.duration.0..=opts.duration.1.max(opts.duration.0));
+        let ret = call + dur;
+        let key = rng.gen_range(0..opts.keys.max(1));
+        counter += 1;
+        let value: Val = Val::from(counter.to_string());
+        let r: f64 = rng.gen();
+        let nwrites = written[key].len() as u64;
+        let input = if r < 0.5 {
+            KvInput::Get
+        } else if r < 0.7 || (!opts.versions && r < 0.85) {
+            KvInput::Put {
+                value: value.clone(),
+            }
+        } else if r < 0.85 || !opts.versions {
+            let w = &written[key];
+            let expect = if w.is_empty() || rng.gen_bool(0.1) {
+                None
+            } else {
+                Some(w[w.len() - 1 - rng.gen_range(0..w.len().min(3))].clone())
+            };
+            KvInput::Cas {
+                expect,
+                value: value.clone(),
+            }
+        } else {
+            let ev = nwrites.saturating_sub(rng.gen_range(0..3));
+            KvInput::Cput {
+                expect_version: ev,
+                value: value.clone(),
+            }
+        };
+        if !matches!(input, KvInput::Get) {
+            written[key].push(value);
+        }
+        let is_write = !matches!(input, KvInput::Get);
+        let unknown = if is_write {
+            rng.gen_bool(opts.unknown_writes.clamp(0.0, 1.0))
+        } else {
+            rng.gen_bool(opts.unknown_reads.clamp(0.0, 1.0))
+        };
+        let point = if unknown && is_write {
+            if rng.gen_bool(0.5) {
+                Some(call + rng.gen_range(0..=dur * 3))
+            } else {
+                None
+            }
+        } else {
+            Some(rng.gen_range(call..=ret))
+        };
+        let show_ret = !unknown || !is_write || rng.gen_bool(0.5);
+        drafts.push(Draft {
+            client: client_of[th],
+            key,
+            input,
+            call,
+            ret,
+            point,
+            unknown,
+            show_ret,
+            output: None,
+            produced: None,
+        });
+        t_next[th] = ret + 1 + rng.gen_range(opts.think.0..=opts.think.1.max(opts.think.0));
+        if unknown && is_write {
+            client_of[th] = next_client; // the client crashed; a fresh one goes on
+            next_client += 1;
+        }
+    }
+    // Replay in linearization-point order.
+    let mut order: Vec<usize> = (0..drafts.len())
+        .filter(|&i| drafts[i].point.is_some())
+        .collect();
+    order.sort_by_key(|&i| (drafts[i].point, i));
+    let mut states: Vec<KvState> = vec![
+        KvState {
+            value: None,
+            version: 0
+        };
+        opts.keys.max(1)
+    ];
+    for &i in &order {
+        let d = &mut drafts[i];
+        let s = &mut states[d.key];
+        let ver = |v: u64| opts.versions.then_some(v);
+        let output = match &d.input {
+            KvInput::Get => KvOutput::Get {
+                value: s.value.clone(),
+                version: ver(s.version),
+            },
+            KvInput::Put { value } | KvInput::Append { value } => {
+                s.value = Some(value.clone());
+                s.version += 1;
+                d.produced = Some((value.clone(), s.version));
+                KvOutput::Put {
+                    version: ver(s.version),
+                }
+            }
+            KvInput::Cas { expect, value } => {
+                let ok = *expect == s.value;
+                if ok {
+                    s.value = Some(value.clone());
+                    s.version += 1;
+                    d.produced = Some((value.clone(), s.version));
+                }
+                KvOutput::Cond {
+                    ok,
+                    version: ver(s.version),
+                }
+            }
+            KvInput::Cput {
+                expect_version,
+                value,
+            } => {
+                let ok = *expect_version == s.version;
+                if ok {
+                    s.value = Some(value.clone());
+                    s.version += 1;
+                    d.produced = Some((value.clone(), s.version));
+                }
+                KvOutput::Cond {
+                    ok,
+                    version: ver(s.version),
+                }
+            }
+        };
+        if !d.unknown {
+            d.output = Some(output);
+        }
+    }
+    let stale = if opts.stale_read {
+        inject_stale_read(&mut drafts, opts.versions)
+    } else {
+        None
+    };
+    let mut idx: Vec<usize> = (0..drafts.len()).collect();
+    idx.sort_by_key(|&i| (drafts[i].call, i));
+    let mut stale_id = None;
+    let ops = idx
+        .iter()
+        .enumerate()
+        .map(|(id, &i)| {
+            let d = &drafts[i];
+            if stale == Some(i) {
+                stale_id = Some(id as u64);
+            }
+            Operation {
+                id: id as u64,
+                client: d.client,
+                key: format!("k{}", d.key),
+                input: d.input.clone(),
+                invoke: d.call,
+                ret: d.show_ret.then_some(d.ret),
+                output: d.output.clone(),
+            }
+        })
+        .collect();
+    Generated {
+        ops,
+        spec: KvSpec {
+            init: BTreeMap::new(),
+            track_versions: opts.versions,
+        },
+        stale_read: stale_id,
+    }
+}
+
+/// Makes a completed read, as late as possible, return the value of a write
+/// w1 that a later completed write w2 certainly overwrote before the read was
+/// invoked (w1.ret < w2.call, w2.ret < read.call; values are unique).
+fn inject_stale_read(drafts: &mut [Draft], versions: bool) -> Option<usize> {
+    let mut reads: Vec<usize> = (0..drafts.len())
+        .filter(|&i| matches!(drafts[i].input, KvInput::Get) && drafts[i].output.is_some())
+        .collect();
+    reads.sort_by_key(|&i| std::cmp::Reverse((drafts[i].call, i)));
+    for g in reads {
+        let key = drafts[g].key;
+        let done = |i: usize| {
+            drafts[i].key == key && drafts[i].output.is_some() && drafts[i].produced.is_some()
+        };
+        // w2: a completed state-changing write that returned before g's call.
+        let w2s: Vec<usize> = (0..drafts.len())
+            .filter(|&i| done(i) && drafts[i].ret < drafts[g].call)
+            .collect();
+        for &w2 in w2s.iter().rev() {
+            if let Some(w1) = (0..drafts.len())
+                .filter(|&i| done(i) && drafts[i].ret < drafts[w2].call)
+                .max_by_key(|&i| (drafts[i].ret, i))
+            {
+                let (value, version) = drafts[w1].produced.clone()?;
+                drafts[g].output = Some(KvOutput::Get {
+                    value: Some(value),
+                    version: versions.then_some(version),
+                });
+                return Some(g);
+            }
+        }
+    }
+    None
+}

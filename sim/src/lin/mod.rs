@@ -94,11 +94,15 @@ enum KeyResult {
     GaveUp(String),
 }
 
+const CANCELLED: &str = "cancelled";
+
 /// Checks `ops` for linearizability against `spec`, key by key.
 ///
-/// Deterministic except for the elapsed time and, under a time budget, where
-/// the budget runs out: when several keys fail, the first failing key in key
-/// order is reported.
+/// The verdict is deterministic (except where a time budget runs out). Keys
+/// are checked in parallel when `opts.parallel`; the first key found illegal
+/// stops the others, and the failing key that comes first in key order among
+/// those that finished is reported (with several illegal keys, which one is
+/// named may depend on timing; run with `parallel: false` for a fixed choice).
 pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &Options) -> Report {
     let start = Instant::now();
     let deadline = opts.time_budget.map(|d| start + d);
@@ -109,16 +113,56 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
     let keys: Vec<(&str, Vec<usize>)> = by_key.into_iter().collect();
     let first_fail = AtomicUsize::new(usize::MAX);
     let run_key = |ki: usize| -> KeyResult {
-        let cancel = || first_fail.load(Ordering::Relaxed) < ki;
-        let r = check_key(spec, keys[ki].0, ops, &keys[ki].1, opts, deadline, &cancel);
-        if matches!(r, KeyResult::Fail(_)) {
+        let cancel = || first_fail.load(Ordering::Relaxed) != usize::MAX;
+        let failed = || {
             first_fail.fetch_min(ki, Ordering::Relaxed);
-        }
-        r
+        };
+        check_key(
+            spec,
+            keys[ki].0,
+            ops,
+            &keys[ki].1,
+            opts,
+            deadline,
+            &cancel,
+            &failed,
+        )
     };
     let results: Vec<KeyResult> = if opts.parallel && keys.len() > 1 {
-        use rayon::prelude::*;
-        (0..keys.len()).into_par_iter().map(run_key).collect()
+        // Workers take keys in key order from a shared counter, so that every
+        // core is on a different key and a quick failure stops a slow key.
+        let next = AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<KeyResult>>> = (0..keys.len())
+            .map(|_| std::sync::Mutex::new(None))
+            .collect();
+        let workers = rayon::current_num_threads().clamp(1, keys.len());
+        rayon::scope(|sc| {
+            for _ in 0..workers {
+                sc.spawn(|_| loop {
+                    let ki = next.fetch_add(1, Ordering::Relaxed);
+                    if ki >= keys.len() {
+                        break;
+                    }
+                    let r = if first_fail.load(Ordering::Relaxed) != usize::MAX {
+                        KeyResult::GaveUp(CANCELLED.into())
+                    } else {
+                        run_key(ki)
+                    };
+                    if let Ok(mut g) = slots[ki].lock() {
+                        *g = Some(r);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| KeyResult::GaveUp(CANCELLED.into()))
+            })
+            .collect()
     } else {
         let mut v = Vec::with_capacity(keys.len());
         for ki in 0..keys.len() {
@@ -140,15 +184,19 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
             KeyResult::Ok => checked += 1,
             KeyResult::Fail(f) => {
                 checked += 1;
+                if failure.is_none() {
+                    failure = Some(*f);
+                }
                 verdict = Verdict::NotLinearizable;
-                failure = Some(*f);
-                break;
             }
+            KeyResult::GaveUp(why) if failure.is_some() || why == CANCELLED => {}
             KeyResult::GaveUp(why) => {
                 if unknown_reason.is_none() {
                     unknown_reason = Some(format!("key {:?}: {why}", keys[ki].0));
                 }
-                verdict = Verdict::Unknown;
+                if verdict != Verdict::NotLinearizable {
+                    verdict = Verdict::Unknown;
+                }
             }
         }
     }
@@ -199,6 +247,7 @@ fn key_ops<'a, P: Spec>(
     (kops, orig)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn check_key<P: Spec>(
     spec: &P,
     key: &str,
@@ -207,6 +256,7 @@ fn check_key<P: Spec>(
     opts: &Options,
     deadline: Option<Instant>,
     cancel: &(dyn Fn() -> bool + Sync),
+    failed: &dyn Fn(),
 ) -> KeyResult {
     let (kops, orig) = key_ops(spec, ops, idx);
     let init = spec.init(key);
@@ -220,6 +270,7 @@ fn check_key<P: Spec>(
         match versioned::decide(spec, &init, &kops) {
             versioned::Decision::Linearizable => return KeyResult::Ok,
             versioned::Decision::Refuted(cert) => {
+                failed();
                 return KeyResult::Fail(Box::new(explain::from_certificate(
                     spec, key, ops, &kops, &orig, &init, &cert, opts, deadline,
                 )));
@@ -230,8 +281,9 @@ fn check_key<P: Spec>(
     match search::search(spec, &init, &kops, &limits) {
         Outcome::Ok => KeyResult::Ok,
         Outcome::GaveUp(r) => KeyResult::GaveUp(r),
-        Outcome::Fail(info) => KeyResult::Fail(Box::new(explain::from_search(
-            spec, key, ops, &kops, &orig, &init, &info, opts, deadline,
-        ))),
+        Outcome::Fail(info) => KeyResult::Fail(Box::new({
+            failed();
+            explain::from_search(spec, key, ops, &kops, &orig, &init, &info, opts, deadline)
+        })),
     }
 }

@@ -74,6 +74,19 @@ pub(crate) fn path_vec<S: Clone>(p: &Path<S>) -> Vec<(usize, S)> {
     out
 }
 
+const BFS_CLOSE_CAP: usize = 200_000;
+const BFS_FRONTIER_CAP: usize = 20_000;
+
+fn distinct_states<S: Clone + PartialEq, B>(frontier: &[Cfg<S, B>]) -> Vec<S> {
+    let mut states: Vec<S> = Vec::new();
+    for c in frontier {
+        if states.len() < 8 && !states.contains(&c.state) {
+            states.push(c.state.clone());
+        }
+    }
+    states
+}
+
 fn path_len<S>(p: &Path<S>) -> u32 {
     p.as_ref().map_or(0, |n| n.len)
 }
@@ -154,21 +167,26 @@ pub(crate) fn search<P: Spec>(
     limits: &Limits<'_>,
 ) -> Outcome<P::State> {
     let ev = events(ops);
-    // The number of slots: the most operations pending at once.
-    let mut live = 0usize;
-    let mut max_live = 0usize;
+    // A slot per pending operation, lowest free first.
+    let mut free: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
+    let mut next = 0usize;
+    let mut slot_of = vec![usize::MAX; ops.len()];
     for e in &ev {
         if e.kind == 0 {
-            live += 1;
-            max_live = max_live.max(live);
+            let s = free.pop_first().unwrap_or_else(|| {
+                next += 1;
+                next - 1
+            });
+            slot_of[e.op as usize] = s;
         } else {
-            live -= 1;
+            free.insert(slot_of[e.op as usize]);
         }
     }
-    if max_live <= 128 {
-        Search::<P, u128>::new(spec, ops, limits, max_live).run(init, &ev)
+    let nslots = next;
+    if nslots <= 128 {
+        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
     } else {
-        Search::<P, Box<[u64]>>::new(spec, ops, limits, max_live).run(init, &ev)
+        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
     }
 }
 
@@ -236,13 +254,15 @@ struct Search<'s, 'o, P: Spec, B> {
     ops: &'s [KOp<'o, P::Input, P::Output>],
     limits: &'s Limits<'s>,
     nslots: usize,
-    slot_op: Vec<u32>,
     /// Pending operations (slot, op), in slot order of allocation.
     pending: Vec<(usize, u32)>,
     /// Pending read-only operations (slot, op).
     pending_ro: Vec<(usize, u32)>,
     unk: B,
+    n_unk: usize,
     has_unk: bool,
+    slot_of: Vec<usize>,
+    pos: usize,
     versioned: bool,
     /// Versions produced by known operations (sorted).
     produced: Vec<u64>,
@@ -264,6 +284,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         ops: &'s [KOp<'o, P::Input, P::Output>],
         limits: &'s Limits<'s>,
         nslots: usize,
+        slot_of: Vec<usize>,
     ) -> Self {
         let mut produced: Vec<u64> = ops
             .iter()
@@ -280,11 +301,13 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             ops,
             limits,
             nslots,
-            slot_op: vec![u32::MAX; nslots.max(1)],
             pending: Vec::new(),
             pending_ro: Vec::new(),
             unk: B::empty(nslots),
+            n_unk: 0,
             has_unk: false,
+            slot_of,
+            pos: 0,
             versioned,
             produced,
             steps: 0,
@@ -358,15 +381,87 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         }
         if let Some(c) = self.limits.cancel {
             if c() {
-                return Some("cancelled".into());
+                return Some(super::CANCELLED.into());
             }
         }
         None
     }
 
+    /// Applies event `e` to the pending sets (moving the position forward).
+    fn apply(&mut self, e: Event) {
+        let op = e.op;
+        let slot = self.slot_of[op as usize];
+        let o = &self.ops[op as usize];
+        if e.kind == 0 {
+            let at = self.pending.partition_point(|&(s, _)| s < slot);
+            self.pending.insert(at, (slot, op));
+            if o.ret.is_none() {
+                self.unk.set(slot);
+                self.n_unk += 1;
+            }
+            if o.read_only {
+                let at = self.pending_ro.partition_point(|&(s, _)| s < slot);
+                self.pending_ro.insert(at, (slot, op));
+            }
+        } else {
+            self.pending.retain(|&(s, _)| s != slot);
+            self.pending_ro.retain(|&(s, _)| s != slot);
+        }
+        self.has_unk = self.n_unk > 0;
+    }
+
+    /// Undoes event `e` (moving the position backward).
+    fn undo(&mut self, e: Event) {
+        let op = e.op;
+        let slot = self.slot_of[op as usize];
+        let o = &self.ops[op as usize];
+        if e.kind == 1 {
+            let at = self.pending.partition_point(|&(s, _)| s < slot);
+            self.pending.insert(at, (slot, op));
+            if o.read_only {
+                let at = self.pending_ro.partition_point(|&(s, _)| s < slot);
+                self.pending_ro.insert(at, (slot, op));
+            }
+        } else {
+            self.pending.retain(|&(s, _)| s != slot);
+            self.pending_ro.retain(|&(s, _)| s != slot);
+            if o.ret.is_none() {
+                self.unk.clear(slot);
+                self.n_unk -= 1;
+            }
+        }
+        self.has_unk = self.n_unk > 0;
+    }
+
+    fn goto(&mut self, ev: &[Event], target: usize) {
+        while self.pos < target {
+            self.apply(ev[self.pos]);
+            self.pos += 1;
+        }
+        while self.pos > target {
+            self.pos -= 1;
+            self.undo(ev[self.pos]);
+        }
+    }
+
+    /// Places the read-only operation `op` (just called) where legal.
+    fn place_new_read(&mut self, c: &mut Cfg<P::State, B>, op: u32) {
+        let o = &self.ops[op as usize];
+        if !(o.read_only && o.output.is_some()) {
+            return;
+        }
+        let slot = self.slot_of[op as usize];
+        self.steps += 1;
+        if self.spec.step(&c.state, o.input, o.output).is_legal() {
+            c.bits.set(slot);
+            if self.limits.record_paths {
+                let (p, s) = (c.path.clone(), c.state.clone());
+                c.path = self.extend(&p, op, &s);
+            }
+        }
+    }
+
     fn run(mut self, init: &P::State, ev: &[Event]) -> Outcome<P::State> {
-        let mut free: std::collections::BTreeSet<usize> = (0..self.nslots).collect();
-        let mut slot_of = vec![usize::MAX; self.ops.len()];
         let mut frontier: Vec<Cfg<P::State, B>> = vec![Cfg {
             state: init.clone(),
             bits: B::empty(self.nslots),
@@ -380,67 +475,43 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let Some(last_ret) = ev.iter().rposition(|e| e.kind == 1) else {
             return Outcome::Ok;
         };
-        for (ei, e) in ev[..=last_ret].iter().enumerate() {
+        for (ei, &e) in ev[..=last_ret].iter().enumerate() {
             if ei % 64 == 0 {
                 if let Some(r) = self.over_budget(frontier.len()) {
                     return Outcome::GaveUp(r);
                 }
             }
             let x = e.op as usize;
-            let o = &self.ops[x];
             if e.kind == 0 {
-                let slot = match free.pop_first() {
-                    Some(s) => s,
-                    None => return Outcome::GaveUp("internal: out of slots".into()),
-                };
-                slot_of[x] = slot;
-                self.slot_op[slot] = e.op;
-                self.pending.push((slot, e.op));
-                if o.ret.is_none() {
-                    self.unk.set(slot);
-                    self.has_unk = true;
-                }
-                if o.read_only && o.output.is_some() {
-                    self.pending_ro.push((slot, e.op));
-                    for c in frontier.iter_mut() {
-                        self.steps += 1;
-                        if self.spec.step(&c.state, o.input, o.output).is_legal() {
-                            c.bits.set(slot);
-                            if self.limits.record_paths {
-                                let p = c.path.clone();
-                                let s = c.state.clone();
-                                c.path = self.extend(&p, e.op, &s);
-                            }
-                        }
-                    }
+                self.apply(e);
+                self.pos = ei + 1;
+                for c in frontier.iter_mut() {
+                    self.place_new_read(c, e.op);
                 }
                 continue;
             }
             // A return: every configuration must have placed x.
-            let slot = slot_of[x];
-            let next = match self.close(&frontier, slot) {
+            let slot = self.slot_of[x];
+            let next = match self.close(&frontier, slot, BFS_CLOSE_CAP) {
                 Ok(n) => n,
-                Err(r) => return Outcome::GaveUp(r),
+                Err(None) => return self.dfs(frontier, ev, ei, last_ret),
+                Err(Some(r)) => return Outcome::GaveUp(r),
             };
             if next.is_empty() {
-                let mut states: Vec<P::State> = Vec::new();
-                for c in &frontier {
-                    if states.len() < 8 && !states.contains(&c.state) {
-                        states.push(c.state.clone());
-                    }
-                }
                 return Outcome::Fail(Box::new(FailInfo {
                     op: x,
                     event: ei,
-                    states,
+                    states: distinct_states(&frontier),
                     longest: path_vec(&self.best),
                     snapshot,
                 }));
             }
+            self.apply(e);
+            self.pos = ei + 1;
+            if next.len() > BFS_FRONTIER_CAP {
+                return self.dfs(next, ev, ei + 1, last_ret);
+            }
             frontier = next;
-            self.pending.retain(|&(s, _)| s != slot);
-            self.pending_ro.retain(|&(s, _)| s != slot);
-            free.insert(slot);
             if frontier.len() == 1 {
                 let c = &frontier[0];
                 snapshot = Some(Snapshot {
@@ -458,13 +529,108 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         Outcome::Ok
     }
 
+    /// Depth-first search from `roots` (the configurations at event `at`),
+    /// memoising visited (event, configuration) pairs: used when the
+    /// breadth-first frontier grows too large.
+    fn dfs(
+        &mut self,
+        roots: Vec<Cfg<P::State, B>>,
+        ev: &[Event],
+        at: usize,
+        last_ret: usize,
+    ) -> Outcome<P::State> {
+        let mut stack: Vec<(usize, Cfg<P::State, B>)> =
+            roots.into_iter().rev().map(|c| (at, c)).collect();
+        let mut seen: Antichain<(u32, P::State), B> = Antichain::new();
+        let mut seen_dead: Vec<bool> = Vec::new();
+        let mut deepest: Option<(usize, Vec<P::State>)> = None;
+        let mut iter = 0u64;
+        while let Some((e0, mut cfg)) = stack.pop() {
+            iter += 1;
+            if iter % 256 == 0 {
+                if let Some(r) = self.over_budget(stack.len() + seen.len()) {
+                    return Outcome::GaveUp(r);
+                }
+            }
+            self.goto(ev, e0);
+            // Walk forward to the next return this configuration has not placed.
+            let mut choice = None;
+            while self.pos <= last_ret {
+                let e = ev[self.pos];
+                if e.kind == 0 {
+                    self.apply(e);
+                    self.pos += 1;
+                    self.place_new_read(&mut cfg, e.op);
+                    continue;
+                }
+                let slot = self.slot_of[e.op as usize];
+                if cfg.bits.get(slot) {
+                    cfg.bits.clear(slot);
+                    self.apply(e);
+                    self.pos += 1;
+                    continue;
+                }
+                choice = Some(self.pos);
+                break;
+            }
+            let Some(r) = choice else {
+                return Outcome::Ok;
+            };
+            seen_dead.push(false);
+            let key = (r as u32, cfg.state.clone());
+            if !seen.insert(
+                &key,
+                &cfg.bits,
+                &self.unk,
+                self.has_unk,
+                seen_dead.len() as u32 - 1,
+                &mut seen_dead,
+            ) {
+                continue;
+            }
+            let x = ev[r].op;
+            let slot = self.slot_of[x as usize];
+            let state = cfg.state.clone();
+            let next = match self.close(std::slice::from_ref(&cfg), slot, usize::MAX) {
+                Ok(n) => n,
+                Err(r) => {
+                    return Outcome::GaveUp(r.unwrap_or_else(|| "internal: closure cap".into()))
+                }
+            };
+            if next.is_empty() {
+                match &mut deepest {
+                    Some((d, states)) if *d == r => {
+                        if states.len() < 8 && !states.contains(&state) {
+                            states.push(state);
+                        }
+                    }
+                    Some((d, _)) if *d > r => {}
+                    _ => deepest = Some((r, vec![state])),
+                }
+                continue;
+            }
+            for c in next.into_iter().rev() {
+                stack.push((r + 1, c));
+            }
+        }
+        let (r, states) = deepest.unwrap_or((at, Vec::new()));
+        Outcome::Fail(Box::new(FailInfo {
+            op: ev[r.min(ev.len() - 1)].op as usize,
+            event: r,
+            states,
+            longest: path_vec(&self.best),
+            snapshot: None,
+        }))
+    }
+
     /// The configurations after operation `x` (in `slot`) returns.
     #[allow(clippy::type_complexity)]
     fn close(
         &mut self,
         frontier: &[Cfg<P::State, B>],
         slot: usize,
-    ) -> Result<Vec<Cfg<P::State, B>>, String> {
+        cap: usize,
+    ) -> Result<Vec<Cfg<P::State, B>>, Option<String>> {
         let mut out: Vec<Cfg<P::State, B>> = Vec::new();
         let mut out_dead: Vec<bool> = Vec::new();
         let mut out_set: Antichain<P::State, B> = Antichain::new();
@@ -523,7 +689,10 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         while qi < queue.len() {
             if qi % 256 == 255 {
                 if let Some(r) = self.over_budget(queue.len() + out.len() + seen.len()) {
-                    return Err(r);
+                    return Err(Some(r));
+                }
+                if queue.len() + out.len() > cap {
+                    return Err(None);
                 }
             }
             if queue_dead[qi] {
