@@ -24,6 +24,8 @@ enum Command {
     Sweep(run_cmd::SweepArgs),
     /// Replay a saved scenario (a failure file or a scenario file) exactly.
     Replay(run_cmd::ReplayArgs),
+    /// Shrink a failing scenario to the smallest one that still fails the same way.
+    Shrink(run_cmd::ShrinkArgs),
     /// Hunt every seeded bug: sweep seeds until each is caught, and report.
     Bugs(run_cmd::BugsArgs),
     /// Check recorded histories (kvhist/1 or overcast's own) for linearizability.
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(&args),
         Command::Sweep(args) => run_cmd::sweep(&args),
         Command::Replay(args) => run_cmd::replay(&args),
+        Command::Shrink(args) => run_cmd::shrink(&args),
         Command::Bugs(args) => run_cmd::bugs(&args),
         Command::Check(args) => check_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),

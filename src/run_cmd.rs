@@ -66,6 +66,16 @@ pub struct ReplayArgs {
     pub record: bool,
 }
 
+/// Arguments of `overcast shrink`.
+#[derive(clap::Args, Debug)]
+pub struct ShrinkArgs {
+    /// A saved failure or a failing scenario file.
+    pub file: PathBuf,
+    /// Give up after this many candidate runs.
+    #[arg(long, default_value_t = 500)]
+    pub max_tries: usize,
+}
+
 /// Arguments of `overcast bugs`.
 #[derive(clap::Args, Debug)]
 pub struct BugsArgs {
@@ -81,6 +91,9 @@ pub struct BugsArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Do not shrink the counterexamples (faster).
+    #[arg(long)]
+    pub no_shrink: bool,
 }
 
 fn bad_input(msg: impl std::fmt::Display) -> u8 {
@@ -306,6 +319,50 @@ pub fn replay(args: &ReplayArgs) -> u8 {
     u8::from(!r.passed())
 }
 
+/// `overcast shrink`.
+pub fn shrink(args: &ShrinkArgs) -> u8 {
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("cannot read {}: {e}", args.file.display())),
+    };
+    let (s, _) = match SavedRun::parse(&text) {
+        Ok(x) => x,
+        Err(e) => return bad_input(format!("{}: {e}", args.file.display())),
+    };
+    println!("{}", header(&s));
+    let started = Instant::now();
+    let shrunk = overcast_scenarios::shrink::shrink(&s, args.max_tries, |step, r| {
+        let (ops, events, clients, keys) = overcast_scenarios::shrink::size(r);
+        println!(
+            "shrink  {step}: {ops} ops, {events} fault events, {clients} clients, {keys} items"
+        );
+    });
+    let Some(shrunk) = shrunk else {
+        println!("the scenario passes: nothing to shrink");
+        return 0;
+    };
+    let (ops, events, clients, keys) = overcast_scenarios::shrink::size(&shrunk.run);
+    println!(
+        "shrunk  to {ops} ops, {events} fault events, {clients} clients, {keys} items ({} of {} candidates kept, {:.1} s)",
+        shrunk.kept,
+        shrunk.tried,
+        started.elapsed().as_secs_f64()
+    );
+    println!("{}", shrunk.run.summary());
+    if shrunk.run.lin.failure.is_some() {
+        println!("\n{}", shrunk.run.lin.to_text());
+    }
+    let path = args.file.with_extension("shrunk.json");
+    match std::fs::write(&path, SavedRun::of(&shrunk.run).to_json()) {
+        Ok(()) => {
+            println!("saved   {}", path.display());
+            println!("replay  cargo run --release -- replay {}", path.display());
+        }
+        Err(e) => eprintln!("overcast: could not write {}: {e}", path.display()),
+    }
+    1
+}
+
 struct SeedResult {
     passed: bool,
     first: Option<String>,
@@ -451,13 +508,16 @@ pub fn bugs(args: &BugsArgs) -> u8 {
     let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
     if !args.json {
         println!(
-            "{:<28} {:<6} {:<16} {:>6} {:>8}  {}",
-            "bug", "found", "property", "seeds", "seconds", "replay"
+            "{:<28} {:<6} {:<16} {:>6} {:>8} {:>7}  {}",
+            "bug", "found", "property", "seeds", "seconds", "shrunk", "replay"
         );
     }
     let mut missed = 0;
     for b in chosen {
-        let h = hunt(b.name, b.scenario, args.cap, jobs);
+        let mut h = hunt(b.name, b.scenario, args.cap, jobs);
+        if !args.no_shrink {
+            overcast_scenarios::hunt::shrink_found(&mut h, b.scenario, 200);
+        }
         missed += usize::from(!h.found);
         if args.json {
             println!(
@@ -475,12 +535,13 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 })
                 .unwrap_or_else(|| "-".into());
             println!(
-                "{:<28} {:<6} {:<16} {:>6} {:>8.2}  {}",
+                "{:<28} {:<6} {:<16} {:>6} {:>8.2} {:>7}  {}",
                 h.bug,
                 if h.found { "yes" } else { "NO" },
                 h.property.as_deref().unwrap_or("-"),
                 h.seeds,
                 h.seconds,
+                h.shrunk_ops.map_or("-".to_string(), |n| format!("{n} ops")),
                 replay
             );
         }

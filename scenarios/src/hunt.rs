@@ -22,6 +22,17 @@ pub struct BugHunt {
     pub seconds: f64,
     /// The first failing seed.
     pub seed: Option<u64>,
+    /// Operations in the shrunk counterexample (when shrinking was asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrunk_ops: Option<usize>,
+}
+
+/// Shrinks the failing run of a found bug and records its size in operations.
+pub fn shrink_found(h: &mut BugHunt, scenario: &str, max_tries: usize) {
+    let Some(seed) = h.seed else { return };
+    let Some(mut s) = Scenario::named(scenario, seed) else { return };
+    s.bugs = vec![h.bug.clone()];
+    h.shrunk_ops = crate::shrink::shrink(&s, max_tries, |_, _| {}).map(|r| r.run.history.ops.len());
 }
 
 /// Sweeps seeds 0, 1, ... of `scenario` with `bug` on, `jobs` at a time,
@@ -64,6 +75,7 @@ pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
                 seeds: seed + 1,
                 seconds: started.elapsed().as_secs_f64(),
                 seed: Some(*seed),
+                shrunk_ops: None,
             };
         }
         next += seeds.len() as u64;
@@ -75,5 +87,6 @@ pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
         seeds: cap,
         seconds: started.elapsed().as_secs_f64(),
         seed: None,
+        shrunk_ops: None,
     }
 }

@@ -10,4 +10,5 @@ pub mod occ;
 pub mod run;
 pub mod saved;
 pub mod scenario;
+pub mod shrink;
 pub mod spec;
