@@ -30,6 +30,10 @@ pub struct RunArgs {
     /// Write the history as JSON to this file.
     #[arg(long)]
     pub history: Option<PathBuf>,
+    /// Log to stderr with simulated timestamps: `info` shows faults and
+    /// restarts, `debug` every SDK attempt (a tracing filter, e.g. `overcast_model=debug`).
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
 }
 
 /// Arguments of `overcast sweep`.
@@ -64,6 +68,9 @@ pub struct ReplayArgs {
     /// after an intended change of behaviour.
     #[arg(long)]
     pub record: bool,
+    /// Log to stderr with simulated timestamps (a tracing filter, e.g. `info` or `debug`).
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
 }
 
 /// Arguments of `overcast shrink`.
@@ -253,8 +260,18 @@ fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
     }
 }
 
+fn init_log(filter: &Option<String>) -> Result<(), u8> {
+    match filter {
+        Some(f) => overcast_sim::log::init(f).map_err(bad_input),
+        None => Ok(()),
+    }
+}
+
 /// `overcast run`.
 pub fn run(args: &RunArgs) -> u8 {
+    if let Err(code) = init_log(&args.log) {
+        return code;
+    }
     let s = match scenario_for(&args.scenario, args.seed, &args.bugs, args.swarm) {
         Ok(s) => s,
         Err(e) => return bad_input(e),
@@ -272,6 +289,9 @@ pub fn run(args: &RunArgs) -> u8 {
 
 /// `overcast replay`.
 pub fn replay(args: &ReplayArgs) -> u8 {
+    if let Err(code) = init_log(&args.log) {
+        return code;
+    }
     let text = match std::fs::read_to_string(&args.file) {
         Ok(t) => t,
         Err(e) => return bad_input(format!("cannot read {}: {e}", args.file.display())),

@@ -15,6 +15,7 @@ pub mod faults;
 pub mod floor;
 pub mod history;
 pub mod lin;
+pub mod log;
 pub mod rng;
 pub mod runner;
 pub mod world;
