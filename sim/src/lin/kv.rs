@@ -560,3 +560,72 @@ fn parse_op(
         mentions,
     ))
 }
+
+/// Writes operations as a kvhist/1 document (one operation per line), with
+/// `meta.expected` when given.
+pub fn to_kvhist(spec: &KvSpec, ops: &[Operation<KvInput, KvOutput>], expected: Option<&str>) -> String {
+    use serde_json::json;
+    let s = |v: &Option<Val>| v.as_deref().map_or(Value::Null, |x| Value::String(x.to_string()));
+    let mut out = String::from("{\"format\":\"kvhist/1\",\n \"meta\":");
+    out.push_str(&match expected {
+        Some(e) => json!({ "expected": e }).to_string(),
+        None => "{}".into(),
+    });
+    let init: Map<String, Value> = spec
+        .init
+        .iter()
+        .map(|(k, st)| (k.clone(), json!({"value": s(&st.value), "version": st.version})))
+        .collect();
+    out.push_str(",\n \"init\":");
+    out.push_str(&Value::Object(init).to_string());
+    out.push_str(",\n \"ops\":[");
+    for (i, o) in ops.iter().enumerate() {
+        let mut m = Map::new();
+        m.insert("id".into(), json!(o.id));
+        m.insert("client".into(), json!(o.client));
+        m.insert("key".into(), json!(o.key));
+        let (f, value) = match &o.input {
+            KvInput::Get => ("get", None),
+            KvInput::Put { value } => ("put", Some(value)),
+            KvInput::Append { value } => ("append", Some(value)),
+            KvInput::Cas { expect, value } => {
+                m.insert("expect".into(), s(expect));
+                ("cas", Some(value))
+            }
+            KvInput::Cput { expect_version, value } => {
+                m.insert("expect_version".into(), json!(expect_version));
+                ("cput", Some(value))
+            }
+        };
+        m.insert("f".into(), json!(f));
+        if let Some(v) = value {
+            m.insert("value".into(), json!(&**v));
+        }
+        m.insert("call".into(), json!(o.invoke));
+        if let Some(r) = o.ret {
+            m.insert("ret".into(), json!(r));
+        }
+        if let Some(out_) = &o.output {
+            let mut om = Map::new();
+            let ver = match out_ {
+                KvOutput::Get { value, version } => {
+                    om.insert("value".into(), s(value));
+                    version
+                }
+                KvOutput::Put { version } => version,
+                KvOutput::Cond { ok, version } => {
+                    om.insert("ok".into(), json!(ok));
+                    version
+                }
+            };
+            if let Some(v) = ver {
+                om.insert("version".into(), json!(v));
+            }
+            m.insert("out".into(), Value::Object(om));
+        }
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        out.push_str(&Value::Object(m).to_string());
+    }
+    out.push_str("\n ]}\n");
+    out
+}
