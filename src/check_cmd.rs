@@ -33,14 +33,10 @@ pub struct CheckArgs {
     pub memory_mb: usize,
 }
 
-/// Checks a history in overcast's own format (`{"version": 1, "ops": [...]}`).
-///
-/// Placeholder: the scenarios crate will provide the store's reference spec
-/// and the conversion; until then such files are reported as an unsupported
-/// format (exit code 2).
+/// Checks a history in overcast's own format (`{"version": 1, "ops": [...]}`)
+/// against the store's reference spec (see `overcast_scenarios::check_file`).
 pub fn check_overcast_history(doc: &serde_json::Value, opts: &Options) -> Result<Report, String> {
-    let _ = (doc, opts);
-    Err("unsupported format: overcast history files (\"version\": 1) cannot be checked yet".into())
+    overcast_scenarios::check_file::check_history(doc, opts)
 }
 
 fn is_overcast_history(doc: &serde_json::Value) -> bool {

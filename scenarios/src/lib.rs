@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod bugs;
+pub mod check_file;
 pub mod history;
 pub mod hunt;
 pub mod occ;
