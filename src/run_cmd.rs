@@ -243,9 +243,8 @@ fn run_one(s: &Scenario) -> Result<RunResult, String> {
 
 fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
     println!("{}", r.summary());
-    if let Some(f) = &r.lin.failure {
+    if r.lin.failure.is_some() {
         println!("\n{}", r.lin.to_text());
-        let _ = f;
     }
     if let Some(path) = history {
         if let Err(e) = std::fs::write(path, r.history.to_json()) {
@@ -309,9 +308,8 @@ pub fn replay(args: &ReplayArgs) -> u8 {
         }
     };
     println!("{}", r.summary());
-    if let Some(f) = &r.lin.failure {
+    if r.lin.failure.is_some() {
         println!("\n{}", r.lin.to_text());
-        let _ = f;
     }
     if args.record {
         return match std::fs::write(&args.file, SavedRun::of(&r).to_json()) {
