@@ -18,6 +18,8 @@ pub(crate) trait Bits: Clone + Eq + Hash + Debug + Send + Sync {
     fn and(&self, mask: &Self) -> Self;
     /// `self & !mask`.
     fn and_not(&self, mask: &Self) -> Self;
+    /// `self | other`.
+    fn or(&self, other: &Self) -> Self;
     /// Whether `self ⊆ other`.
     fn subset_of(&self, other: &Self) -> bool;
     /// Bytes used per set (for the memory estimate).
@@ -50,6 +52,10 @@ impl Bits for u128 {
         self & !mask
     }
     #[inline]
+    fn or(&self, other: &Self) -> Self {
+        self | other
+    }
+    #[inline]
     fn subset_of(&self, other: &Self) -> bool {
         self & !other == 0
     }
@@ -79,6 +85,9 @@ impl Bits for Box<[u64]> {
     }
     fn and_not(&self, mask: &Self) -> Self {
         self.iter().zip(mask.iter()).map(|(a, b)| a & !b).collect()
+    }
+    fn or(&self, other: &Self) -> Self {
+        self.iter().zip(other.iter()).map(|(a, b)| a | b).collect()
     }
     fn subset_of(&self, other: &Self) -> bool {
         self.iter().zip(other.iter()).all(|(a, b)| a & !b == 0)

@@ -71,10 +71,13 @@ pub(crate) fn from_search<P: Spec>(
     }
     // The window: from the last point where every linearization agreed on one
     // configuration, up to the failing return.
-    let (start, settled_at, placed): (P::State, Option<usize>, Vec<usize>) = match &info.snapshot {
-        Some(s) if s.event != usize::MAX => (s.state.clone(), Some(s.event), s.placed.clone()),
-        _ => (init.clone(), None, Vec::new()),
-    };
+    let (start, settled_at, placed, of): (P::State, Option<usize>, Vec<usize>, usize) =
+        match &info.snapshot {
+            Some(s) if s.event != usize::MAX => {
+                (s.state.clone(), Some(s.event), s.placed.clone(), s.of)
+            }
+            _ => (init.clone(), None, Vec::new(), 1),
+        };
     let mut window: Vec<usize> = (0..n)
         .filter(|&o| call_pos[o] < info.event)
         .filter(|&o| match settled_at {
@@ -168,7 +171,14 @@ pub(crate) fn from_search<P: Spec>(
     Failure {
         key: key.to_string(),
         sentence,
-        start_state: spec.describe_state(&start),
+        start_state: if of > 1 {
+            format!(
+                "{} (one of {of} configurations possible at that point; every one fails)",
+                spec.describe_state(&start)
+            )
+        } else {
+            spec.describe_state(&start)
+        },
         settled_before,
         ops: views,
         failing,

@@ -297,3 +297,104 @@ fn inject_stale_read(drafts: &mut [Draft], versions: bool) -> Option<usize> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lin::kv::{parse_kvhist, to_kvhist};
+    use crate::lin::{check, Options, Verdict};
+
+    #[test]
+    fn generated_round_trips_through_kvhist() {
+        let g = generate(&GenOptions {
+            seed: 3,
+            ops: 200,
+            clients: 6,
+            keys: 3,
+            unknown_writes: 0.05,
+            unknown_reads: 0.05,
+            ..GenOptions::default()
+        });
+        let text = to_kvhist(&g.spec, &g.ops, Some("linearizable"));
+        let h = parse_kvhist(&text).expect("parse");
+        assert_eq!(h.ops, g.ops);
+        assert_eq!(h.spec.track_versions, g.spec.track_versions);
+        assert_eq!(
+            check(&h.spec, &h.ops, &Options::default()).verdict,
+            Verdict::Linearizable
+        );
+    }
+
+    /// Writes the benchmark histories as kvhist/1 files into $LIN_GEN_DIR.
+    #[test]
+    #[ignore]
+    fn write_bench_histories() {
+        let Some(dir) = std::env::var_os("LIN_GEN_DIR") else {
+            return;
+        };
+        for (name, versions, stale, ops, clients, keys) in [
+            ("k1_1000_c24_ok", false, false, 1000, 24, 1),
+            ("k1_1000_c24_bad", false, true, 1000, 24, 1),
+            ("v_100k_c32_ok", true, false, 100_000, 32, 1),
+            ("v_100k_c32_bad", true, true, 100_000, 32, 1),
+            ("k100_100k_ok", false, false, 100_000, 32, 100),
+        ] {
+            let g = generate(&GenOptions {
+                seed: 1,
+                ops,
+                clients,
+                keys,
+                versions,
+                unknown_writes: 0.01,
+                stale_read: stale,
+                ..GenOptions::default()
+            });
+            let exp = if stale {
+                "not_linearizable"
+            } else {
+                "linearizable"
+            };
+            let p = std::path::Path::new(&dir).join(format!("{name}.json"));
+            std::fs::write(p, to_kvhist(&g.spec, &g.ops, Some(exp))).expect("write");
+        }
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::lin::{check, Options};
+
+    /// Prints check times of the benchmark shapes (`cargo test --release -p
+    /// overcast-sim timing -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn print_timings() {
+        for (name, versions, stale, ops, clients, keys) in [
+            ("k100_100k_ok", false, false, 100_000, 32, 100),
+            ("k1_1000_c24_ok", false, false, 1000, 24, 1),
+            ("k1_1000_c24_bad", false, true, 1000, 24, 1),
+            ("v_100k_c32_ok", true, false, 100_000, 32, 1),
+            ("v_100k_c32_bad", true, true, 100_000, 32, 1),
+        ] {
+            let g = generate(&GenOptions {
+                seed: 1,
+                ops,
+                clients,
+                keys,
+                versions,
+                unknown_writes: 0.01,
+                stale_read: stale,
+                ..GenOptions::default()
+            });
+            let mut best = f64::MAX;
+            for _ in 0..3 {
+                let t = std::time::Instant::now();
+                let r = check(&g.spec, &g.ops, &Options::default());
+                best = best.min(t.elapsed().as_secs_f64());
+                assert_eq!(r.verdict == crate::lin::Verdict::NotLinearizable, stale);
+            }
+            println!("{name}: {:.1} ms", best * 1000.0);
+        }
+    }
+}

@@ -563,9 +563,16 @@ fn parse_op(
 
 /// Writes operations as a kvhist/1 document (one operation per line), with
 /// `meta.expected` when given.
-pub fn to_kvhist(spec: &KvSpec, ops: &[Operation<KvInput, KvOutput>], expected: Option<&str>) -> String {
+pub fn to_kvhist(
+    spec: &KvSpec,
+    ops: &[Operation<KvInput, KvOutput>],
+    expected: Option<&str>,
+) -> String {
     use serde_json::json;
-    let s = |v: &Option<Val>| v.as_deref().map_or(Value::Null, |x| Value::String(x.to_string()));
+    let s = |v: &Option<Val>| {
+        v.as_deref()
+            .map_or(Value::Null, |x| Value::String(x.to_string()))
+    };
     let mut out = String::from("{\"format\":\"kvhist/1\",\n \"meta\":");
     out.push_str(&match expected {
         Some(e) => json!({ "expected": e }).to_string(),
@@ -574,7 +581,12 @@ pub fn to_kvhist(spec: &KvSpec, ops: &[Operation<KvInput, KvOutput>], expected: 
     let init: Map<String, Value> = spec
         .init
         .iter()
-        .map(|(k, st)| (k.clone(), json!({"value": s(&st.value), "version": st.version})))
+        .map(|(k, st)| {
+            (
+                k.clone(),
+                json!({"value": s(&st.value), "version": st.version}),
+            )
+        })
         .collect();
     out.push_str(",\n \"init\":");
     out.push_str(&Value::Object(init).to_string());
@@ -592,7 +604,10 @@ pub fn to_kvhist(spec: &KvSpec, ops: &[Operation<KvInput, KvOutput>], expected: 
                 m.insert("expect".into(), s(expect));
                 ("cas", Some(value))
             }
-            KvInput::Cput { expect_version, value } => {
+            KvInput::Cput {
+                expect_version,
+                value,
+            } => {
                 m.insert("expect_version".into(), json!(expect_version));
                 ("cput", Some(value))
             }

@@ -91,12 +91,14 @@ fn path_len<S>(p: &Path<S>) -> u32 {
     p.as_ref().map_or(0, |n| n.len)
 }
 
-/// The last point where all possible linearizations agreed on one
-/// configuration.
+/// A configuration at some point before a failure: the key's operations
+/// not yet settled in it, from its state, cannot be linearized either.
 #[derive(Debug, Clone)]
 pub(crate) struct Snapshot<S> {
     /// Index in the event order after which it was taken.
     pub event: usize,
+    /// How many configurations there were (1: every linearization agreed).
+    pub of: usize,
     /// The single state.
     pub state: S,
     /// Pending operations already placed in it.
@@ -196,56 +198,142 @@ struct Cfg<S, B> {
     path: Path<S>,
 }
 
-/// Configurations kept as an antichain: per (state, known bits), the minimal
-/// sets of used unknown-outcome operations.
+/// The slots of pending operations that make one configuration better than
+/// another with the same state: read-only ones (placing them is free, so more
+/// is better) and unknown-outcome ones (they may never take effect, so fewer
+/// is better).
+#[derive(Clone)]
+struct Masks<B> {
+    unk: B,
+    ro: B,
+    free: B,
+    n_unk: usize,
+    n_ro: usize,
+}
+
+impl<B: Bits> Masks<B> {
+    fn new(n: usize) -> Self {
+        Masks {
+            unk: B::empty(n),
+            ro: B::empty(n),
+            free: B::empty(n),
+            n_unk: 0,
+            n_ro: 0,
+        }
+    }
+    fn any(&self) -> bool {
+        self.n_unk + self.n_ro > 0
+    }
+    fn set(&mut self, slot: usize, unknown: bool, read_only: bool) {
+        if unknown {
+            self.unk.set(slot);
+            self.n_unk += 1;
+        }
+        if read_only {
+            self.ro.set(slot);
+            self.n_ro += 1;
+        }
+        self.free = self.unk.or(&self.ro);
+    }
+    fn clear(&mut self, slot: usize, unknown: bool, read_only: bool) {
+        if unknown {
+            self.unk.clear(slot);
+            self.n_unk -= 1;
+        }
+        if read_only {
+            self.ro.clear(slot);
+            self.n_ro -= 1;
+        }
+        self.free = self.unk.or(&self.ro);
+    }
+}
+
+/// One antichain entry: (unknown bits, read-only bits, index).
+type Entry<B> = (B, B, u32);
+
+/// Configurations kept as an antichain: per (state, placed state-changing
+/// known operations), only configurations not dominated by another (one with
+/// a superset of placed read-only operations and a subset of used
+/// unknown-outcome operations).
 struct Antichain<S, B> {
-    map: FxMap<(S, B), Vec<(B, u32)>>,
+    /// The groups, in insertion order.
+    groups: Vec<((S, B), Vec<Entry<B>>)>,
+    /// An index of `groups`, built once there are more than a few.
+    index: Option<FxMap<(S, B), usize>>,
 }
 
 impl<S: Clone + Eq + std::hash::Hash, B: Bits> Antichain<S, B> {
     fn new() -> Self {
         Antichain {
-            map: FxMap::default(),
+            groups: Vec::new(),
+            index: None,
         }
     }
+
+    fn group(&mut self, key: (S, B)) -> &mut Vec<Entry<B>> {
+        let at = match &mut self.index {
+            Some(ix) => match ix.get(&key) {
+                Some(&i) => Some(i),
+                None => {
+                    ix.insert(key.clone(), self.groups.len());
+                    None
+                }
+            },
+            None => self.groups.iter().position(|(k, _)| *k == key),
+        };
+        let i = match at {
+            Some(i) => i,
+            None => {
+                self.groups.push((key, Vec::new()));
+                if self.index.is_none() && self.groups.len() > 8 {
+                    self.index = Some(
+                        self.groups
+                            .iter()
+                            .enumerate()
+                            .map(|(i, (k, _))| (k.clone(), i))
+                            .collect(),
+                    );
+                }
+                self.groups.len() - 1
+            }
+        };
+        &mut self.groups[i].1
+    }
+
     /// Inserts (state, bits) with index `idx`; false if dominated. Marks the
     /// entries it dominates dead.
-    fn insert(
-        &mut self,
-        state: &S,
-        bits: &B,
-        unk: &B,
-        has_unk: bool,
-        idx: u32,
-        dead: &mut [bool],
-    ) -> bool {
-        if !has_unk {
-            let e = self.map.entry((state.clone(), bits.clone())).or_default();
+    fn insert(&mut self, state: &S, bits: &B, m: &Masks<B>, idx: u32, dead: &mut [bool]) -> bool {
+        if !m.any() {
+            let e = self.group((state.clone(), bits.clone()));
             if e.is_empty() {
-                e.push((bits.clone(), idx));
+                e.push((bits.clone(), bits.clone(), idx));
                 return true;
             }
             return false;
         }
-        let k = bits.and_not(unk);
-        let u = bits.and(unk);
-        let e = self.map.entry((state.clone(), k)).or_default();
-        if e.iter().any(|(ub, _)| ub.subset_of(&u)) {
+        let k = bits.and_not(&m.free);
+        let u = bits.and(&m.unk);
+        let r = bits.and(&m.ro);
+        let e = self.group((state.clone(), k));
+        if e.iter()
+            .any(|(eu, er, _)| eu.subset_of(&u) && r.subset_of(er))
+        {
             return false;
         }
-        e.retain(|(ub, j)| {
-            if u.subset_of(ub) {
+        e.retain(|(eu, er, j)| {
+            if u.subset_of(eu) && er.subset_of(&r) {
                 dead[*j as usize] = true;
                 false
             } else {
                 true
             }
         });
-        e.push((u, idx));
+        e.push((u, r, idx));
         true
     }
+
     fn len(&self) -> usize {
-        self.map.len()
+        self.groups.len()
     }
 }
 
@@ -258,11 +346,10 @@ struct Search<'s, 'o, P: Spec, B> {
     pending: Vec<(usize, u32)>,
     /// Pending read-only operations (slot, op).
     pending_ro: Vec<(usize, u32)>,
-    unk: B,
-    n_unk: usize,
-    has_unk: bool,
+    masks: Masks<B>,
     slot_of: Vec<usize>,
     pos: usize,
+    debug: bool,
     versioned: bool,
     /// Versions produced by known operations (sorted).
     produced: Vec<u64>,
@@ -303,11 +390,10 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             nslots,
             pending: Vec::new(),
             pending_ro: Vec::new(),
-            unk: B::empty(nslots),
-            n_unk: 0,
-            has_unk: false,
+            masks: Masks::new(nslots),
             slot_of,
             pos: 0,
+            debug: std::env::var_os("OVERCAST_LIN_DEBUG").is_some(),
             versioned,
             produced,
             steps: 0,
@@ -395,10 +481,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         if e.kind == 0 {
             let at = self.pending.partition_point(|&(s, _)| s < slot);
             self.pending.insert(at, (slot, op));
-            if o.ret.is_none() {
-                self.unk.set(slot);
-                self.n_unk += 1;
-            }
+            self.masks.set(slot, o.ret.is_none(), o.read_only);
             if o.read_only {
                 let at = self.pending_ro.partition_point(|&(s, _)| s < slot);
                 self.pending_ro.insert(at, (slot, op));
@@ -406,8 +489,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         } else {
             self.pending.retain(|&(s, _)| s != slot);
             self.pending_ro.retain(|&(s, _)| s != slot);
+            self.masks.clear(slot, false, o.read_only);
         }
-        self.has_unk = self.n_unk > 0;
     }
 
     /// Undoes event `e` (moving the position backward).
@@ -422,15 +505,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 let at = self.pending_ro.partition_point(|&(s, _)| s < slot);
                 self.pending_ro.insert(at, (slot, op));
             }
+            self.masks.set(slot, false, o.read_only);
         } else {
             self.pending.retain(|&(s, _)| s != slot);
             self.pending_ro.retain(|&(s, _)| s != slot);
-            if o.ret.is_none() {
-                self.unk.clear(slot);
-                self.n_unk -= 1;
-            }
+            self.masks.clear(slot, o.ret.is_none(), o.read_only);
         }
-        self.has_unk = self.n_unk > 0;
     }
 
     fn goto(&mut self, ev: &[Event], target: usize) {
@@ -469,9 +549,13 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         }];
         let mut snapshot: Option<Snapshot<P::State>> = Some(Snapshot {
             event: usize::MAX,
+            of: 1,
             state: init.clone(),
             placed: Vec::new(),
         });
+        let mut recent: std::collections::VecDeque<Snapshot<P::State>> =
+            std::collections::VecDeque::new();
+        let mut returns = 0usize;
         let Some(last_ret) = ev.iter().rposition(|e| e.kind == 1) else {
             return Outcome::Ok;
         };
@@ -498,6 +582,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 Err(Some(r)) => return Outcome::GaveUp(r),
             };
             if next.is_empty() {
+                // The most recent exact snapshot, unless it is far back.
+                let snapshot = match (snapshot, recent.pop_front()) {
+                    (Some(s), Some(r)) if s.event != usize::MAX && s.event >= r.event => Some(s),
+                    (_, Some(r)) => Some(r),
+                    (s, None) => s,
+                };
                 return Outcome::Fail(Box::new(FailInfo {
                     op: x,
                     event: ei,
@@ -506,16 +596,30 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     snapshot,
                 }));
             }
+            if self.debug {
+                eprintln!(
+                    "ev {ei} ret {x} frontier {} -> {} pending {} steps {} ro {} unk {} states {}",
+                    frontier.len(),
+                    next.len(),
+                    self.pending.len(),
+                    self.steps,
+                    self.masks.n_ro,
+                    self.masks.n_unk,
+                    distinct_states(&next).len()
+                );
+            }
             self.apply(e);
             self.pos = ei + 1;
             if next.len() > BFS_FRONTIER_CAP {
                 return self.dfs(next, ev, ei + 1, last_ret);
             }
             frontier = next;
-            if frontier.len() == 1 {
+            returns += 1;
+            if frontier.len() == 1 || returns % 8 == 0 {
                 let c = &frontier[0];
-                snapshot = Some(Snapshot {
+                let snap = Snapshot {
                     event: ei,
+                    of: frontier.len(),
                     state: c.state.clone(),
                     placed: self
                         .pending
@@ -523,7 +627,16 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                         .filter(|(s, _)| c.bits.get(*s))
                         .map(|&(_, op)| op as usize)
                         .collect(),
-                });
+                };
+                if returns % 8 == 0 {
+                    recent.push_back(snap.clone());
+                    if recent.len() > 3 {
+                        recent.pop_front();
+                    }
+                }
+                if frontier.len() == 1 {
+                    snapshot = Some(snap);
+                }
             }
         }
         Outcome::Ok
@@ -581,8 +694,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             if !seen.insert(
                 &key,
                 &cfg.bits,
-                &self.unk,
-                self.has_unk,
+                &self.masks,
                 seen_dead.len() as u32 - 1,
                 &mut seen_dead,
             ) {
@@ -631,30 +743,33 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         slot: usize,
         cap: usize,
     ) -> Result<Vec<Cfg<P::State, B>>, Option<String>> {
+        if let [c] = frontier {
+            if c.bits.get(slot) {
+                let mut bits = c.bits.clone();
+                bits.clear(slot);
+                return Ok(vec![Cfg {
+                    state: c.state.clone(),
+                    bits,
+                    path: c.path.clone(),
+                }]);
+            }
+        }
         let mut out: Vec<Cfg<P::State, B>> = Vec::new();
         let mut out_dead: Vec<bool> = Vec::new();
         let mut out_set: Antichain<P::State, B> = Antichain::new();
         let mut queue: Vec<Cfg<P::State, B>> = Vec::new();
         let mut queue_dead: Vec<bool> = Vec::new();
         let mut seen: Antichain<P::State, B> = Antichain::new();
-        let unk_after = self.unk.clone();
+        let m = self.masks.clone();
 
         let push_out = |c: Cfg<P::State, B>,
                         out: &mut Vec<Cfg<P::State, B>>,
                         out_dead: &mut Vec<bool>,
-                        out_set: &mut Antichain<P::State, B>,
-                        has_unk: bool| {
+                        out_set: &mut Antichain<P::State, B>| {
             let mut c = c;
             c.bits.clear(slot);
             out_dead.push(false);
-            if out_set.insert(
-                &c.state,
-                &c.bits,
-                &unk_after,
-                has_unk,
-                out.len() as u32,
-                out_dead,
-            ) {
+            if out_set.insert(&c.state, &c.bits, &m, out.len() as u32, out_dead) {
                 out.push(c);
             } else {
                 out_dead.pop();
@@ -668,17 +783,10 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 path: c.path.clone(),
             };
             if c.bits.get(slot) {
-                push_out(c, &mut out, &mut out_dead, &mut out_set, self.has_unk);
+                push_out(c, &mut out, &mut out_dead, &mut out_set);
             } else {
                 queue_dead.push(false);
-                if seen.insert(
-                    &c.state,
-                    &c.bits,
-                    &self.unk,
-                    self.has_unk,
-                    queue.len() as u32,
-                    &mut queue_dead,
-                ) {
+                if seen.insert(&c.state, &c.bits, &m, queue.len() as u32, &mut queue_dead) {
                     queue.push(c);
                 } else {
                     queue_dead.pop();
@@ -747,17 +855,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                         continue;
                     }
                     if nc.bits.get(slot) {
-                        push_out(nc, &mut out, &mut out_dead, &mut out_set, self.has_unk);
+                        push_out(nc, &mut out, &mut out_dead, &mut out_set);
                     } else {
                         queue_dead.push(false);
-                        if seen.insert(
-                            &nc.state,
-                            &nc.bits,
-                            &self.unk,
-                            self.has_unk,
-                            queue.len() as u32,
-                            &mut queue_dead,
-                        ) {
+                        if seen.insert(&nc.state, &nc.bits, &m, queue.len() as u32, &mut queue_dead)
+                        {
                             queue.push(nc);
                         } else {
                             queue_dead.pop();
