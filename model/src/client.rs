@@ -5,13 +5,14 @@
 
 use crate::retry::{AttemptOutcome, Decision, FinalOutcome, OpKind, RetryOptions, RetryState};
 use crate::store::{Conditions, ItemKey, StoreRequest, StoreResponse};
-use crate::wire::{
-    self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
-};
+use crate::wire::{self, WireReply, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
 use madsim::net::Endpoint;
-use madsim::time::{sleep, timeout, Instant};
+use madsim::time::{sleep_until, Instant};
 use rand::{Rng, RngCore};
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
+use std::pin::{pin, Pin};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// A client's settings.
@@ -71,6 +72,8 @@ pub struct StoreClient {
     next_req: u64,
     rng: Box<dyn RngCore + Send>,
     buf: Vec<u8>,
+    out: Vec<u8>,
+    timers: Timers,
 }
 
 impl StoreClient {
@@ -86,6 +89,8 @@ impl StoreClient {
             next_req: 0,
             rng,
             buf: vec![0u8; MAX_DATAGRAM],
+            out: Vec::new(),
+            timers: Timers::default(),
         })
     }
 
@@ -96,56 +101,61 @@ impl StoreClient {
     }
 
     /// One attempt: send, then wait for the matching answer until the timeout.
+    /// `op` is the operation's wire encoding, made once per logical call.
     async fn attempt(
         &mut self,
         partition: u32,
         to: SocketAddr,
-        op: &StoreRequest,
+        op: &[u8],
     ) -> (AttemptOutcome, Option<StoreResponse>) {
         self.next_req += 1;
         let req_id = self.next_req;
-        let bytes = wire::to_bytes(&WireRequest {
-            req_id,
-            partition,
-            op: op.clone(),
-        });
-        if self.ep.send_to(to, REQUEST_TAG, &bytes).await.is_err() {
-            sleep(self.cfg.retry.request_timeout).await;
+        wire::encode_request(&mut self.out, req_id, partition, op);
+        let sent = self.ep.send_to(to, REQUEST_TAG, &self.out).await;
+        let deadline = Instant::now() + self.cfg.retry.request_timeout;
+        if sent.is_err() {
+            self.timers.sleep_until(deadline).await;
             return (AttemptOutcome::Timeout, None);
         }
-        let deadline = Instant::now() + self.cfg.retry.request_timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match timeout(left, self.ep.recv_from(RESPONSE_TAG, &mut self.buf)).await {
-                Err(_) | Ok(Err(_)) => return (AttemptOutcome::Timeout, None),
-                Ok(Ok((len, _))) => {
-                    // Late answers to earlier attempts are skipped.
-                    let Some(resp) = wire::from_bytes::<WireResponse>(&self.buf[..len]) else {
-                        continue;
-                    };
-                    if resp.req_id != req_id {
-                        continue;
-                    }
-                    return match resp.reply {
-                        WireReply::Store(r) => (AttemptOutcome::status(r.status), Some(r)),
-                        WireReply::Transient {
-                            status,
-                            retry_after_ms,
-                        } => (
-                            AttemptOutcome::Response {
-                                status,
-                                retry_after: retry_after_ms.map(Duration::from_millis),
-                            },
-                            None,
-                        ),
-                    };
-                }
+            let received = self
+                .timers
+                .run_until(deadline, self.ep.recv_from(RESPONSE_TAG, &mut self.buf))
+                .await;
+            let Some(Ok((len, _))) = received else {
+                return (AttemptOutcome::Timeout, None);
+            };
+            // Late answers to earlier attempts are skipped.
+            let Some(resp) = wire::from_bytes::<WireResponse>(&self.buf[..len]) else {
+                continue;
+            };
+            if resp.req_id != req_id {
+                continue;
             }
+            return match resp.reply {
+                WireReply::Store(r) => (AttemptOutcome::status(r.status), Some(r)),
+                WireReply::Transient {
+                    status,
+                    retry_after_ms,
+                } => (
+                    AttemptOutcome::Response {
+                        status,
+                        retry_after: retry_after_ms.map(Duration::from_millis),
+                    },
+                    None,
+                ),
+            };
         }
     }
 
     /// One logical call with the SDK's retries.
     pub async fn call(&mut self, op: StoreRequest) -> CallResult {
+        self.call_ref(&op).await
+    }
+
+    /// [`StoreClient::call`] on a borrowed request: it is encoded once, and
+    /// every attempt sends that encoding under its own request id.
+    async fn call_ref(&mut self, op: &StoreRequest) -> CallResult {
         let kind = if op.is_write() {
             OpKind::Write
         } else {
@@ -156,13 +166,14 @@ impl StoreClient {
             self.cfg.retry.clone(),
             self.cfg.retry_write_after_timeout,
         );
-        let (partition, to) = self.route(&op);
+        let (partition, to) = self.route(op);
+        let op_bytes = wire::to_bytes(op);
         let invoke_ns = sim_now_ns();
         let mut attempts = Vec::new();
         let mut waited = Duration::ZERO;
         loop {
             let sent_ns = sim_now_ns();
-            let (outcome, response) = self.attempt(partition, to, &op).await;
+            let (outcome, response) = self.attempt(partition, to, &op_bytes).await;
             attempts.push(AttemptLog {
                 sent_ns,
                 waited,
@@ -171,7 +182,9 @@ impl StoreClient {
             let jitter: f64 = self.rng.gen();
             match state.on_attempt(&outcome, jitter) {
                 Decision::Retry { after } => {
-                    sleep(after).await;
+                    // At least 1 ms, as madsim's `sleep`.
+                    let wait = after.max(Duration::from_millis(1));
+                    self.timers.sleep_until(Instant::now() + wait).await;
                     waited = after;
                 }
                 Decision::Done(outcome) => {
@@ -199,7 +212,7 @@ impl StoreClient {
         op: StoreRequest,
         observer: &mut dyn CallObserver,
     ) -> CallResult {
-        let result = self.call(op.clone()).await;
+        let result = self.call_ref(&op).await;
         observer.on_call(&op, &result);
         result
     }
@@ -249,6 +262,77 @@ impl StoreClient {
             }
         }
         RmwOutcome::GaveUp
+    }
+}
+
+/// The client task's timers. madsim cannot cancel a timer: every attempt's
+/// timeout would stay in the runtime's timer heap for the whole request
+/// timeout and then wake the task for nothing, and its `Sleep` adds another
+/// timer at every poll while pending. Instead the client remembers the
+/// wake-ups it has already asked for (all for one waker: the task's), and
+/// asks for a new one only when none is due between now and its deadline;
+/// woken early, it looks at the time and asks again. Every wait still ends at
+/// its deadline exactly.
+#[derive(Default)]
+struct Timers {
+    /// Pending wake-ups (simulated times, ascending) for `waker`.
+    due: Vec<Instant>,
+    waker: Option<Waker>,
+}
+
+impl Timers {
+    /// Makes sure the task is woken at `deadline` or earlier; `false` when
+    /// the deadline has passed.
+    fn arm(&mut self, deadline: Instant, cx: &mut Context<'_>) -> bool {
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            self.due.clear();
+            self.waker = Some(cx.waker().clone());
+        }
+        // A wake-up at or before `now` has fired already.
+        self.due.retain(|t| *t > now);
+        if self.due.first().is_some_and(|t| *t <= deadline) {
+            return true;
+        }
+        let mut sleep = sleep_until(deadline);
+        if Pin::new(&mut sleep).poll(cx).is_ready() {
+            return false;
+        }
+        // `sleep_until` waits at least 1 ms: record when it really wakes.
+        self.due.insert(0, sleep.deadline());
+        true
+    }
+
+    /// Sleeps until `deadline`.
+    async fn sleep_until(&mut self, deadline: Instant) {
+        poll_fn(|cx| {
+            if self.arm(deadline, cx) {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        })
+        .await
+    }
+
+    /// Runs `fut` until it finishes (`Some`) or `deadline` passes (`None`);
+    /// like `madsim::time::timeout`, `fut` is polled first.
+    async fn run_until<F: Future>(&mut self, deadline: Instant, fut: F) -> Option<F::Output> {
+        let mut fut = pin!(fut);
+        poll_fn(|cx| {
+            if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(v));
+            }
+            if self.arm(deadline, cx) {
+                Poll::Pending
+            } else {
+                Poll::Ready(None)
+            }
+        })
+        .await
     }
 }
 
