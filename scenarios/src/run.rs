@@ -214,7 +214,7 @@ pub fn run(s: &Scenario) -> RunResult {
         }
     };
     let world = run_world(&cfg, server, client);
-    let history = recorder.finish(world.events.clone());
+    let history = recorder.take_history(world.events.clone());
     let lin_opts = lin::Options {
         time_budget: Some(Duration::from_secs(20)),
         parallel: false,

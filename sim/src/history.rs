@@ -79,12 +79,12 @@ impl<C: Serialize, R: Serialize> History<C, R> {
     }
 
     /// A stable hash of the whole history: two runs of one seed must agree.
+    /// It is the FNV-1a hash of the compact JSON, hashed as it is written
+    /// rather than built as a string first.
     pub fn trace_hash(&self) -> u64 {
-        crate::rng::fnv1a(
-            serde_json::to_string(self)
-                .expect("history types serialise")
-                .as_bytes(),
-        )
+        let mut h = crate::rng::Fnv1a::default();
+        serde_json::to_writer(&mut h, self).expect("history types serialise");
+        h.finish()
     }
 }
 
@@ -125,15 +125,79 @@ impl<C: Clone, R: Clone> Recorder<C, R> {
     /// The history: operations sorted by invocation time (then client), ids
     /// renumbered in that order.
     pub fn finish(&self, events: Vec<WorldEvent>) -> History<C, R> {
-        let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        ops.sort_by_key(|o| (o.invoke_ns, o.client));
-        for (i, op) in ops.iter_mut().enumerate() {
-            op.id = i as u64;
-        }
+        let ops = self.ops.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Self::history(ops, events)
+    }
+
+    /// Like [`Recorder::finish`], but takes the operations out of the
+    /// recorder (and every clone of it) instead of copying them: for the end
+    /// of a run, when no client records any more.
+    pub fn take_history(&self, events: Vec<WorldEvent>) -> History<C, R> {
+        let ops = std::mem::take(&mut *self.ops.lock().unwrap_or_else(|e| e.into_inner()));
+        Self::history(ops, events)
+    }
+
+    fn history(ops: Vec<OpRecord<C, R>>, events: Vec<WorldEvent>) -> History<C, R> {
+        // Sorted by key and arrival (a stable sort) through a small index, so
+        // that each record moves once.
+        let mut order: Vec<(u64, usize, usize)> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.invoke_ns, o.client, i))
+            .collect();
+        order.sort_unstable();
+        let mut slots: Vec<Option<OpRecord<C, R>>> = ops.into_iter().map(Some).collect();
+        let ops = order
+            .iter()
+            .enumerate()
+            .filter_map(|(id, &(_, _, i))| {
+                let mut op = slots[i].take()?;
+                op.id = id as u64;
+                Some(op)
+            })
+            .collect();
         History {
             version: HISTORY_VERSION,
             ops,
             events,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: usize, invoke_ns: u64, call: &str) -> OpRecord<String, ()> {
+        OpRecord {
+            id: 99,
+            client,
+            key: "k".into(),
+            call: call.into(),
+            invoke_ns,
+            return_ns: None,
+            result: None,
+            attempts: vec![],
+        }
+    }
+
+    #[test]
+    fn histories_are_sorted_by_invocation_then_client_then_arrival() {
+        let r = Recorder::new();
+        for o in [
+            op(2, 30, "a"),
+            op(1, 30, "b"),
+            op(0, 10, "c"),
+            op(1, 30, "d"),
+            op(0, 5, "e"),
+        ] {
+            r.push(o);
+        }
+        let copied = r.finish(vec![]);
+        let taken = r.take_history(vec![]);
+        assert_eq!(copied, taken);
+        let calls: Vec<(u64, &str)> = taken.ops.iter().map(|o| (o.id, o.call.as_str())).collect();
+        assert_eq!(calls, [(0, "e"), (1, "c"), (2, "b"), (3, "d"), (4, "a")]);
+        assert!(r.finish(vec![]).ops.is_empty());
     }
 }
