@@ -25,6 +25,9 @@ pub struct CheckArgs {
     /// Skip shrinking the failing sub-history (faster verdicts on big failures).
     #[arg(long)]
     pub no_explain: bool,
+    /// Do not use the version-aware fast path (always search).
+    #[arg(long)]
+    pub no_fast_path: bool,
     /// Time budget per file, in seconds; when it runs out the verdict is "unknown".
     #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
     pub timeout: f64,
@@ -76,6 +79,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         time_budget: Some(Duration::from_secs_f64(args.timeout.max(0.001))),
         memory_budget: args.memory_mb.saturating_mul(1 << 20),
         explain: !args.no_explain,
+        fast_path: !args.no_fast_path,
         ..Options::default()
     };
     if args.html.is_some() && args.files.len() > 1 {

@@ -9,7 +9,10 @@ use std::path::Path;
 use std::time::Duration;
 
 fn etcd() -> Vec<KvHistory> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/histories/porcupine-etcd"));
+    let dir = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/histories/porcupine-etcd"
+    ));
     let mut files: Vec<_> = match std::fs::read_dir(dir) {
         Ok(d) => d.filter_map(|e| e.ok().map(|e| e.path())).collect(),
         Err(_) => return Vec::new(),
@@ -30,7 +33,9 @@ fn opts() -> Options {
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("lin");
-    g.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_millis(500));
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(5))
+        .warm_up_time(Duration::from_millis(500));
 
     let hs = etcd();
     if hs.is_empty() {
@@ -49,8 +54,22 @@ fn bench(c: &mut Criterion) {
     for (name, versions, stale, ops, clients, keys) in [
         ("one_key_1000_ops_24_clients_ok", false, false, 1000, 24, 1),
         ("one_key_1000_ops_24_clients_bad", false, true, 1000, 24, 1),
-        ("versions_100k_ops_one_key_32_clients_ok", true, false, 100_000, 32, 1),
-        ("versions_100k_ops_one_key_32_clients_bad", true, true, 100_000, 32, 1),
+        (
+            "versions_100k_ops_one_key_32_clients_ok",
+            true,
+            false,
+            100_000,
+            32,
+            1,
+        ),
+        (
+            "versions_100k_ops_one_key_32_clients_bad",
+            true,
+            true,
+            100_000,
+            32,
+            1,
+        ),
         ("100k_ops_100_keys_ok", false, false, 100_000, 32, 100),
     ] {
         let h = generate(&GenOptions {
@@ -63,7 +82,11 @@ fn bench(c: &mut Criterion) {
             stale_read: stale,
             ..GenOptions::default()
         });
-        let want = if stale { Verdict::NotLinearizable } else { Verdict::Linearizable };
+        let want = if stale {
+            Verdict::NotLinearizable
+        } else {
+            Verdict::Linearizable
+        };
         g.bench_function(name, |b| {
             b.iter(|| {
                 let r = check(&h.spec, &h.ops, &opts());

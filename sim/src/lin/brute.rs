@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 /// True iff every key's sub-history has a linearization. Shares nothing with
 /// the real checker but the [`Spec`].
 pub fn brute_check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>]) -> bool {
-    let mut by_key: BTreeMap<&str, Vec<&Operation<P::Input, P::Output>>> = BTreeMap::new();
+    type Ops<'a, P> = Vec<&'a Operation<<P as Spec>::Input, <P as Spec>::Output>>;
+    let mut by_key: BTreeMap<&str, Ops<'_, P>> = BTreeMap::new();
     for o in ops {
         by_key.entry(&o.key).or_default().push(o);
     }

@@ -4,7 +4,7 @@
 
 use super::report::{Failure, OpView, Step};
 use super::search::{self, FailInfo, KOp, Limits, Outcome};
-use super::spec::Spec;
+use super::spec::{Claim, Spec};
 use super::versioned::Certificate;
 use super::{Operation, Options};
 use std::time::{Duration, Instant};
@@ -71,13 +71,13 @@ pub(crate) fn from_search<P: Spec>(
     }
     // The window: from the last point where every linearization agreed on one
     // configuration, up to the failing return.
-    let (start, settled_at, placed, of): (P::State, Option<usize>, Vec<usize>, usize) =
-        match &info.snapshot {
-            Some(s) if s.event != usize::MAX => {
-                (s.state.clone(), Some(s.event), s.placed.clone(), s.of)
-            }
-            _ => (init.clone(), None, Vec::new(), 1),
-        };
+    type Start<S> = (S, Option<usize>, Vec<usize>, usize);
+    let (start, settled_at, placed, of): Start<P::State> = match &info.snapshot {
+        Some(s) if s.event != usize::MAX => {
+            (s.state.clone(), Some(s.event), s.placed.clone(), s.of)
+        }
+        _ => (init.clone(), None, Vec::new(), 1),
+    };
     let mut window: Vec<usize> = (0..n)
         .filter(|&o| call_pos[o] < info.event)
         .filter(|&o| match settled_at {
@@ -90,20 +90,18 @@ pub(crate) fn from_search<P: Spec>(
 
     let mut final_info: Option<Box<FailInfo<P::State>>> = None;
     if opts.explain {
+        let t0 = Instant::now();
         let sub: Vec<KOp<'_, P::Input, P::Output>> =
             window.iter().map(|&o| copy(&kops[o])).collect();
-        if run(
-            spec,
-            &start,
-            &sub,
-            opts,
-            soon(deadline, Duration::from_secs(2)),
-            false,
-        )
-        .is_some()
-        {
-            // Drop read-only operations that are not needed for the failure.
-            let t_end = soon(deadline, Duration::from_millis(1500));
+        let until = soon(deadline, Duration::from_secs(1));
+        if run(spec, &start, &sub, opts, until, false).is_some() {
+            // Drop read-only operations that are not needed for the failure,
+            // while a check of the window is cheap.
+            let t_end = if t0.elapsed() < Duration::from_millis(20) {
+                soon(deadline, Duration::from_millis(600))
+            } else {
+                Instant::now()
+            };
             let mut i = 0;
             let mut tries = 0;
             while i < window.len() && tries < 400 && Instant::now() < t_end {
@@ -122,25 +120,19 @@ pub(crate) fn from_search<P: Spec>(
                 }
             }
             let sub: Vec<_> = window.iter().map(|&p| copy(&kops[p])).collect();
-            final_info = run(
-                spec,
-                &start,
-                &sub,
-                opts,
-                soon(deadline, Duration::from_secs(2)),
-                true,
-            );
+            let until = soon(deadline, Duration::from_secs(1));
+            final_info = run(spec, &start, &sub, opts, until, true);
         }
     }
-    let (failing, longest, states): (usize, Vec<(usize, P::State)>, Vec<P::State>) =
-        match &final_info {
-            Some(f) => (f.op, f.longest.clone(), f.states.clone()),
-            None => (
-                window.iter().position(|&o| o == info.op).unwrap_or(0),
-                Vec::new(),
-                info.states.clone(),
-            ),
-        };
+    type Found<S> = (usize, Vec<(usize, S)>, Vec<S>);
+    let (failing, longest, states): Found<P::State> = match &final_info {
+        Some(f) => (f.op, f.longest.clone(), f.states.clone()),
+        None => (
+            window.iter().position(|&o| o == info.op).unwrap_or(0),
+            Vec::new(),
+            info.states.clone(),
+        ),
+    };
     let views: Vec<OpView> = window
         .iter()
         .map(|&o| view(spec, ops, kops, orig, o))
@@ -150,13 +142,10 @@ pub(crate) fn from_search<P: Spec>(
     let need = x
         .output
         .and_then(|out| spec.describe_need(x.input, out))
-        .map_or_else(
-            || "a state in which its output is possible".to_string(),
-            |n| n,
-        );
+        .unwrap_or_else(|| "a state in which its output is possible".to_string());
     let state_words: Vec<String> = states.iter().map(|s| spec.describe_state(s)).collect();
     let sentence = format!(
-        "operation #{} by client {} ({}, {}) cannot be placed before it returns: it needs {}, but every order of the operations before its return leaves the key in {}.",
+        "operation #{} by client {} ({}, {}) cannot be placed before it returns: it needs {}, but no order of the operations invoked before its return reaches such a state (the key is then in {}, and no pending operation leads from there to what it needs).",
         xv.id,
         xv.client,
         xv.text,
@@ -241,15 +230,49 @@ pub(crate) fn from_certificate<P: Spec>(
     deadline: Option<Instant>,
 ) -> Failure {
     if opts.explain {
-        if let Some(info) = run(
-            spec,
-            init,
-            kops,
-            opts,
-            soon(deadline, Duration::from_secs(3)),
-            false,
-        ) {
-            return from_search(spec, key, ops, kops, orig, init, &info, opts, deadline);
+        // Any sub-history holding both certificate operations, started at a
+        // version no later than the one `later` needs, fails too: search a
+        // window from a state the greedy witness reaches at that version.
+        let c = cert.version_needed;
+        if let Some(sc) = super::versioned::state_at(spec, init, kops, c) {
+            let b = &kops[cert.later];
+            let t_end = b.ret.unwrap_or(i64::MAX);
+            let mut t0 = b.call;
+            if let Some(a) = cert.earlier {
+                t0 = t0.min(kops[a].call);
+            }
+            for o in kops {
+                if o.output.is_some() && o.claim == Claim::Produced(c + 1) {
+                    t0 = t0.min(o.call);
+                }
+            }
+            let keep = |i: usize| -> bool {
+                let o = &kops[i];
+                if i == cert.later || Some(i) == cert.earlier {
+                    return true;
+                }
+                if o.call > t_end {
+                    return false;
+                }
+                let end = o.ret.unwrap_or(i64::MAX);
+                match (o.output.is_some(), o.claim) {
+                    (true, Claim::Produced(v)) => v > c && end >= t0,
+                    (true, Claim::At(v)) => v >= c && end >= t0,
+                    (true, Claim::None) => end >= t0,
+                    (false, _) => o.call >= t0,
+                }
+            };
+            let idx: Vec<usize> = (0..kops.len()).filter(|&i| keep(i)).collect();
+            let sub: Vec<KOp<'_, P::Input, P::Output>> =
+                idx.iter().map(|&i| copy(&kops[i])).collect();
+            let sub_orig: Vec<usize> = idx.iter().map(|&i| orig[i]).collect();
+            let until = soon(deadline, Duration::from_millis(800));
+            if let Some(info) = run(spec, &sc, &sub, opts, until, false) {
+                let mut f =
+                    from_search(spec, key, ops, &sub, &sub_orig, &sc, &info, opts, deadline);
+                f.settled_before += kops.len() - sub.len();
+                return f;
+            }
         }
     }
     let mut idx: Vec<usize> = cert.earlier.into_iter().chain([cert.later]).collect();

@@ -214,13 +214,19 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
     }
 }
 
+/// A key's operations as the search sees them, and their history indices.
+type KeyOps<'a, P> = (
+    Vec<KOp<'a, <P as Spec>::Input, <P as Spec>::Output>>,
+    Vec<usize>,
+);
+
 /// The operations of one key, as the search sees them, with their indices
 /// into the history.
 fn key_ops<'a, P: Spec>(
     spec: &P,
     ops: &'a [Operation<P::Input, P::Output>],
     idx: &[usize],
-) -> (Vec<KOp<'a, P::Input, P::Output>>, Vec<usize>) {
+) -> KeyOps<'a, P> {
     let mut kops = Vec::with_capacity(idx.len());
     let mut orig = Vec::with_capacity(idx.len());
     for &i in idx {
@@ -230,10 +236,7 @@ fn key_ops<'a, P: Spec>(
         if output.is_none() && ro {
             continue; // an unusable read constrains nothing
         }
-        let ret = match output {
-            None => None,
-            Some(_) => Some(o.ret.unwrap_or(i64::MAX)),
-        };
+        let ret = output.map(|_| o.ret.unwrap_or(i64::MAX));
         kops.push(KOp {
             input: &o.input,
             output,

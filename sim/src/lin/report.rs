@@ -212,7 +212,7 @@ impl Report {
         };
         let _ = write!(
             h,
-            "<h1>{}</h1><p class=\"verdict {cls}\">{}</p><p class=\"figs\">{} operations, {} keys ({} checked), {} ms</p>",
+            "<h1>{}</h1><p class=\"verdict {cls}\">{}</p><p class=\"figs\">{} operations, {} key{} ({} checked), {} ms</p>",
             esc(title),
             match self.verdict {
                 Verdict::Linearizable => "Linearizable",
@@ -221,6 +221,7 @@ impl Report {
             },
             self.ops,
             self.keys,
+            if self.keys == 1 { "" } else { "s" },
             self.keys_checked,
             self.elapsed.as_millis()
         );
@@ -240,7 +241,7 @@ impl Report {
                 f.ops.len(),
                 esc(&f.start_state),
                 if f.settled_before > 0 {
-                    format!(" (reached by every linearization after {} earlier operations)", f.settled_before)
+                    format!(", after {} earlier operations", f.settled_before)
                 } else {
                     String::new()
                 }
@@ -331,9 +332,12 @@ fn timeline(h: &mut String, f: &Failure) {
         .enumerate()
         .map(|(k, s)| (s.op, k + 1))
         .collect();
-    let step = if times.len() > 60 { 34.0 } else { 70.0 };
+    let step = (1100.0 / (times.len() as f64 + 1.5)).clamp(30.0, 70.0);
     let left = 90.0;
-    let width = left + step * (times.len() as f64 + 1.5) + 20.0;
+    let width = left
+        + step * (times.len() as f64 + 1.5)
+        + 20.0
+        + if f.ops.is_empty() { 0.0 } else { 260.0 };
     let lane_h = 46.0;
     let top = 28.0;
     let height = top + lane_h * lanes.len() as f64 + 10.0;
@@ -408,7 +412,9 @@ fn timeline(h: &mut String, f: &Failure) {
         }
         label.push_str(&o.text);
         let max_chars = ((x2 - x1 - 8.0) / 6.6).max(3.0) as usize;
-        if label.chars().count() > max_chars {
+        // The failing operation's label is never cut: it goes after its bar.
+        let outside = failing && label.chars().count() > max_chars;
+        if !outside && label.chars().count() > max_chars {
             label = label
                 .chars()
                 .take(max_chars.saturating_sub(1))
@@ -418,7 +424,7 @@ fn timeline(h: &mut String, f: &Failure) {
         let _ = write!(
             h,
             "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{}\"{}>{}</text></g>",
-            x1 + 5.0,
+            if outside { x2 + 5.0 } else { x1 + 5.0 },
             y + 19.0,
             if failing { "#8a1010" } else { "#1b1b1b" },
             if failing { " font-weight=\"bold\"" } else { "" },

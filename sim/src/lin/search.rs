@@ -250,6 +250,8 @@ impl<B: Bits> Masks<B> {
 
 /// One antichain entry: (unknown bits, read-only bits, index).
 type Entry<B> = (B, B, u32);
+/// One antichain group: its key and its entries.
+type Group<S, B> = ((S, B), Vec<Entry<B>>);
 
 /// Configurations kept as an antichain: per (state, placed state-changing
 /// known operations), only configurations not dominated by another (one with
@@ -257,7 +259,7 @@ type Entry<B> = (B, B, u32);
 /// unknown-outcome operations).
 struct Antichain<S, B> {
     /// The groups, in insertion order.
-    groups: Vec<((S, B), Vec<Entry<B>>)>,
+    groups: Vec<Group<S, B>>,
     /// An index of `groups`, built once there are more than a few.
     index: Option<FxMap<(S, B), usize>>,
 }
@@ -438,7 +440,9 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
 
     /// A configuration that some pending known operation can no longer follow.
     fn is_dead(&self, c: &Cfg<P::State, B>) -> bool {
-        if !self.versioned {
+        // Not when explaining: the failure should show at the operation
+        // that really cannot be placed.
+        if !self.versioned || self.limits.record_paths {
             return false;
         }
         let Some(v) = self.spec.version_of(&c.state) else {
@@ -560,7 +564,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             return Outcome::Ok;
         };
         for (ei, &e) in ev[..=last_ret].iter().enumerate() {
-            if ei % 64 == 0 {
+            if ei & 63 == 0 {
                 if let Some(r) = self.over_budget(frontier.len()) {
                     return Outcome::GaveUp(r);
                 }
@@ -615,7 +619,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             }
             frontier = next;
             returns += 1;
-            if frontier.len() == 1 || returns % 8 == 0 {
+            if frontier.len() == 1 || returns & 7 == 0 {
                 let c = &frontier[0];
                 let snap = Snapshot {
                     event: ei,
@@ -628,7 +632,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                         .map(|&(_, op)| op as usize)
                         .collect(),
                 };
-                if returns % 8 == 0 {
+                if returns & 7 == 0 {
                     recent.push_back(snap.clone());
                     if recent.len() > 3 {
                         recent.pop_front();
@@ -660,7 +664,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let mut iter = 0u64;
         while let Some((e0, mut cfg)) = stack.pop() {
             iter += 1;
-            if iter % 256 == 0 {
+            if iter & 255 == 0 {
                 if let Some(r) = self.over_budget(stack.len() + seen.len()) {
                     return Outcome::GaveUp(r);
                 }
@@ -795,7 +799,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         }
         let mut qi = 0;
         while qi < queue.len() {
-            if qi % 256 == 255 {
+            if qi & 255 == 255 {
                 if let Some(r) = self.over_budget(queue.len() + out.len() + seen.len()) {
                     return Err(Some(r));
                 }

@@ -74,7 +74,7 @@ pub(crate) fn decide<P: Spec>(
     if let Some(c) = refute(v0, ops) {
         return Decision::Refuted(c);
     }
-    match witness(spec, init, v0, ops) {
+    match witness(spec, init, v0, ops, None) {
         Some(order) if replay(spec, init, ops, &order) => Decision::Linearizable,
         _ => Decision::Undecided,
     }
@@ -191,11 +191,26 @@ fn first_state<P: Spec>(
     found
 }
 
+/// A state the greedy witness reaches at version `c` (just after the write
+/// that produced it), if it gets that far.
+pub(crate) fn state_at<P: Spec>(
+    spec: &P,
+    init: &P::State,
+    ops: &[KOp<'_, P::Input, P::Output>],
+    c: u64,
+) -> Option<P::State> {
+    let v0 = spec.version_of(init)?;
+    let mut out = None;
+    let _ = witness(spec, init, v0, ops, Some((c, &mut out)));
+    out
+}
+
 fn witness<P: Spec>(
     spec: &P,
     init: &P::State,
     v0: u64,
     ops: &[KOp<'_, P::Input, P::Output>],
+    mut stop: Option<(u64, &mut Option<P::State>)>,
 ) -> Option<Vec<Placed>> {
     let ret = |o: &KOp<'_, P::Input, P::Output>| o.ret.unwrap_or(i64::MAX);
     let mut producer: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
@@ -264,6 +279,12 @@ fn witness<P: Spec>(
             state = ns;
             t = p;
             placed.push((p, v, 0, w));
+        }
+        if let Some((c, out)) = &mut stop {
+            if v == *c {
+                **out = Some(state.clone());
+                return None;
+            }
         }
         seg_start.push(t);
         seg_state.push(state.clone());
