@@ -13,11 +13,17 @@ use overcast_sim::lin::{self, Report};
 pub fn check_history(doc: &serde_json::Value, opts: &lin::Options) -> Result<Report, String> {
     let version = doc.get("version").and_then(|v| v.as_u64());
     if version != Some(u64::from(HISTORY_VERSION)) {
-        return Err(format!("not an overcast history: \"version\" must be {HISTORY_VERSION}"));
+        return Err(format!(
+            "not an overcast history: \"version\" must be {HISTORY_VERSION}"
+        ));
     }
-    let history: History<Call, Outcome> =
-        serde_json::from_value(doc.clone()).map_err(|e| format!("not a valid overcast history: {e}"))?;
-    if let Some(o) = history.ops.iter().find(|o| o.return_ns.is_some_and(|r| r < o.invoke_ns)) {
+    let history: History<Call, Outcome> = serde_json::from_value(doc.clone())
+        .map_err(|e| format!("not a valid overcast history: {e}"))?;
+    if let Some(o) = history
+        .ops
+        .iter()
+        .find(|o| o.return_ns.is_some_and(|r| r < o.invoke_ns))
+    {
         return Err(format!("op {} returns before it is invoked", o.id));
     }
     let (ops, _) = to_lin_ops(&history);
@@ -46,14 +52,23 @@ mod tests {
         let bad = run(&s);
         assert!(!bad.passed());
         let doc: serde_json::Value = serde_json::from_str(&bad.history.to_json()).unwrap();
-        assert_eq!(check_history(&doc, &lin::Options::default()).unwrap().verdict, lin::Verdict::NotLinearizable);
+        assert_eq!(
+            check_history(&doc, &lin::Options::default())
+                .unwrap()
+                .verdict,
+            lin::Verdict::NotLinearizable
+        );
     }
 
     #[test]
     fn malformed_histories_are_refused_in_words() {
         let bad = serde_json::json!({"version": 1, "ops": [{"id": 0}]});
-        assert!(check_history(&bad, &lin::Options::default()).unwrap_err().contains("not a valid overcast history"));
+        assert!(check_history(&bad, &lin::Options::default())
+            .unwrap_err()
+            .contains("not a valid overcast history"));
         let v2 = serde_json::json!({"version": 2, "ops": []});
-        assert!(check_history(&v2, &lin::Options::default()).unwrap_err().contains("must be 1"));
+        assert!(check_history(&v2, &lin::Options::default())
+            .unwrap_err()
+            .contains("must be 1"));
     }
 }

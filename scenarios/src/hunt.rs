@@ -30,7 +30,9 @@ pub struct BugHunt {
 /// Shrinks the failing run of a found bug and records its size in operations.
 pub fn shrink_found(h: &mut BugHunt, scenario: &str, max_tries: usize) {
     let Some(seed) = h.seed else { return };
-    let Some(mut s) = Scenario::named(scenario, seed) else { return };
+    let Some(mut s) = Scenario::named(scenario, seed) else {
+        return;
+    };
     s.bugs = vec![h.bug.clone()];
     h.shrunk_ops = crate::shrink::shrink(&s, max_tries, |_, _| {}).map(|r| r.run.history.ops.len());
 }

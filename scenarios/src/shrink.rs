@@ -43,18 +43,47 @@ fn halve(n: usize, min: usize) -> Option<usize> {
 /// The reductions, most powerful first. Each takes an index for the ones
 /// that remove one element of a list.
 const REDUCTIONS: &[(&str, Reduction)] = &[
-    ("halve the clients", |s, i| once(i, || halve(s.clients, 1).map(|c| Scenario { clients: c, ..s.clone() }))),
-    ("one client fewer", |s, i| once(i, || (s.clients > 1).then(|| Scenario { clients: s.clients - 1, ..s.clone() }))),
+    ("halve the clients", |s, i| {
+        once(i, || {
+            halve(s.clients, 1).map(|c| Scenario {
+                clients: c,
+                ..s.clone()
+            })
+        })
+    }),
+    ("one client fewer", |s, i| {
+        once(i, || {
+            (s.clients > 1).then(|| Scenario {
+                clients: s.clients - 1,
+                ..s.clone()
+            })
+        })
+    }),
     ("halve the operations", |s, i| {
-        once(i, || halve(s.ops_per_client, 1).map(|n| Scenario { ops_per_client: n, ..s.clone() }))
+        once(i, || {
+            halve(s.ops_per_client, 1).map(|n| Scenario {
+                ops_per_client: n,
+                ..s.clone()
+            })
+        })
     }),
     ("a tenth fewer operations", |s, i| {
         once(i, || {
             let fewer = s.ops_per_client - (s.ops_per_client / 10).max(1);
-            (s.ops_per_client > 1).then(|| Scenario { ops_per_client: fewer, ..s.clone() })
+            (s.ops_per_client > 1).then(|| Scenario {
+                ops_per_client: fewer,
+                ..s.clone()
+            })
         })
     }),
-    ("halve the items", |s, i| once(i, || halve(s.keys, 1).map(|k| Scenario { keys: k, ..s.clone() }))),
+    ("halve the items", |s, i| {
+        once(i, || {
+            halve(s.keys, 1).map(|k| Scenario {
+                keys: k,
+                ..s.clone()
+            })
+        })
+    }),
     ("drop a fault event", |s, i| {
         let plan = s.plan.as_ref()?;
         (i < plan.events.len()).then(|| {
@@ -97,7 +126,14 @@ const REDUCTIONS: &[(&str, Reduction)] = &[
             })
         })
     }),
-    ("one server fewer", |s, i| once(i, || (s.servers > 1).then(|| Scenario { servers: s.servers - 1, ..s.clone() }))),
+    ("one server fewer", |s, i| {
+        once(i, || {
+            (s.servers > 1).then(|| Scenario {
+                servers: s.servers - 1,
+                ..s.clone()
+            })
+        })
+    }),
 ];
 
 /// The size a shrink minimises: operations first, then fault events, clients and items.

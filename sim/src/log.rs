@@ -25,7 +25,8 @@ impl FormatTime for SimTime {
 /// Installs the logger. `filter` is an `EnvFilter` directive such as `info`
 /// or `overcast_model=debug`; madsim's own lines are kept at `warn`.
 pub fn init(filter: &str) -> Result<(), String> {
-    let filter = EnvFilter::try_new(format!("madsim=warn,{filter}")).map_err(|e| format!("bad log filter '{filter}': {e}"))?;
+    let filter = EnvFilter::try_new(format!("madsim=warn,{filter}"))
+        .map_err(|e| format!("bad log filter '{filter}': {e}"))?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_timer(SimTime)
