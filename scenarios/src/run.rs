@@ -166,7 +166,9 @@ pub fn run(s: &Scenario) -> RunResult {
         quiet: Duration::from_millis(s.quiet_ms),
     };
     let stats = Arc::new(Mutex::new(ServerStats::default()));
-    let recorder: Recorder<Call, Outcome> = Recorder::new();
+    // Room for every call: read–modify–writes make two or more per operation.
+    let recorder: Recorder<Call, Outcome> =
+        Recorder::with_capacity(s.clients * s.ops_per_client * 2);
 
     let server_scenario = s.clone();
     let server_stats = stats.clone();

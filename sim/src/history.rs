@@ -114,6 +114,14 @@ impl<C: Clone, R: Clone> Recorder<C, R> {
         Self::default()
     }
 
+    /// An empty recorder with room for `ops` operations (no regrowth of a
+    /// large vector while the clients run).
+    pub fn with_capacity(ops: usize) -> Self {
+        Recorder {
+            ops: Arc::new(Mutex::new(Vec::with_capacity(ops))),
+        }
+    }
+
     /// Adds a finished (or unknown-outcome) operation; its id is assigned here
     /// later, by [`Recorder::finish`], in invocation order.
     pub fn push(&self, op: OpRecord<C, R>) {
@@ -135,25 +143,33 @@ impl<C: Clone, R: Clone> Recorder<C, R> {
         Self::history(ops, events)
     }
 
-    fn history(ops: Vec<OpRecord<C, R>>, events: Vec<WorldEvent>) -> History<C, R> {
-        // Sorted by key and arrival (a stable sort) through a small index, so
-        // that each record moves once.
+    fn history(mut ops: Vec<OpRecord<C, R>>, events: Vec<WorldEvent>) -> History<C, R> {
+        // Sorted by key and arrival (a stable sort) through a small index,
+        // then permuted in place: records are large, and a second vector of
+        // them would be fresh memory (page faults) on every run.
         let mut order: Vec<(u64, usize, usize)> = ops
             .iter()
             .enumerate()
             .map(|(i, o)| (o.invoke_ns, o.client, i))
             .collect();
         order.sort_unstable();
-        let mut slots: Vec<Option<OpRecord<C, R>>> = ops.into_iter().map(Some).collect();
-        let ops = order
-            .iter()
-            .enumerate()
-            .filter_map(|(id, &(_, _, i))| {
-                let mut op = slots[i].take()?;
-                op.id = id as u64;
-                Some(op)
-            })
-            .collect();
+        // Position `j` receives the record now at `order[j].2`: follow each cycle.
+        let mut done = vec![false; ops.len()];
+        for start in 0..ops.len() {
+            let mut at = start;
+            while !done[at] {
+                done[at] = true;
+                let from = order[at].2;
+                if from == start {
+                    break;
+                }
+                ops.swap(at, from);
+                at = from;
+            }
+        }
+        for (i, op) in ops.iter_mut().enumerate() {
+            op.id = i as u64;
+        }
         History {
             version: HISTORY_VERSION,
             ops,
@@ -508,5 +524,22 @@ mod tests {
         let calls: Vec<(u64, &str)> = taken.ops.iter().map(|o| (o.id, o.call.as_str())).collect();
         assert_eq!(calls, [(0, "e"), (1, "c"), (2, "b"), (3, "d"), (4, "a")]);
         assert!(r.finish(vec![]).ops.is_empty());
+    }
+
+    #[test]
+    fn the_in_place_order_is_the_stable_sort() {
+        let ops: Vec<_> = (0..200u64)
+            .map(|i| op((i * 7 % 3) as usize, i * 37 % 61, &i.to_string()))
+            .collect();
+        let r = Recorder::with_capacity(1);
+        for o in ops.clone() {
+            r.push(o);
+        }
+        let mut expected = ops;
+        expected.sort_by_key(|o| (o.invoke_ns, o.client));
+        for (i, o) in expected.iter_mut().enumerate() {
+            o.id = i as u64;
+        }
+        assert_eq!(r.take_history(vec![]).ops, expected);
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 /// std's `HashMap` seeds and madsim's per-thread state are deterministic only
 /// on a fresh thread, which costs ~0.1 ms: cheap beside a run.
 pub fn run_isolated<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    keep_freed_memory();
     std::thread::scope(|s| {
         let handle = std::thread::Builder::new()
             .name("overcast-run".into())
@@ -19,6 +20,31 @@ pub fn run_isolated<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> 
             .map_err(|e| format!("could not start a thread: {e}"))?;
         handle.join().map_err(|p| panic_message(&*p))
     })
+}
+
+/// Makes glibc's allocator keep freed memory for reuse. A run's thread gets a
+/// malloc arena that later runs' threads reuse; by default glibc gives the
+/// arena's free memory back to the kernel (and serves blocks of a few
+/// hundred KB from fresh mappings), so every run faulted its memory in again
+/// (~250 page faults a run). Allocation results, and so runs, are the same.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            extern "C" {
+                fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+            }
+            const M_TRIM_THRESHOLD: std::ffi::c_int = -1;
+            const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+            // SAFETY: mallopt only sets allocator parameters; these two
+            // values are in range (the mmap threshold is at most 32 MB).
+            unsafe {
+                mallopt(M_TRIM_THRESHOLD, 256 << 20);
+                mallopt(M_MMAP_THRESHOLD, 4 << 20);
+            }
+        });
+    }
 }
 
 /// The text of a panic payload.
