@@ -234,7 +234,8 @@ pub(crate) fn from_certificate<P: Spec>(
         // version no later than the one `later` needs, fails too: search a
         // window from a state the greedy witness reaches at that version.
         let c = cert.version_needed;
-        if let Some(sc) = super::versioned::state_at(spec, init, kops, c) {
+        if let Some(at) = super::versioned::state_at(spec, init, kops, c) {
+            let sc = at.state;
             let b = &kops[cert.later];
             let t_end = b.ret.unwrap_or(i64::MAX);
             let mut t0 = b.call;
@@ -246,6 +247,7 @@ pub(crate) fn from_certificate<P: Spec>(
                     t0 = t0.min(o.call);
                 }
             }
+            let horizon = t0.saturating_sub(t_end.saturating_sub(t0).saturating_mul(4));
             let keep = |i: usize| -> bool {
                 let o = &kops[i];
                 if i == cert.later || Some(i) == cert.earlier {
@@ -256,10 +258,13 @@ pub(crate) fn from_certificate<P: Spec>(
                 }
                 let end = o.ret.unwrap_or(i64::MAX);
                 match (o.output.is_some(), o.claim) {
-                    (true, Claim::Produced(v)) => v > c && end >= t0,
-                    (true, Claim::At(v)) => v >= c && end >= t0,
-                    (true, Claim::None) => end >= t0,
-                    (false, _) => o.call >= t0,
+                    (true, Claim::Produced(v)) => v > c,
+                    (true, Claim::At(v)) => v >= c,
+                    (true, Claim::None) => end >= t0 && !at.used[i],
+                    // Unknown outcomes not used to reach version c may
+                    // still take effect (the recent ones are shown; leaving
+                    // optional operations out keeps the window failing).
+                    (false, _) => !at.used[i] && o.call >= horizon,
                 }
             };
             let idx: Vec<usize> = (0..kops.len()).filter(|&i| keep(i)).collect();

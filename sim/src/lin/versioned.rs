@@ -191,6 +191,14 @@ fn first_state<P: Spec>(
     found
 }
 
+/// Where the greedy witness stands at version `c`.
+pub(crate) struct AtVersion<S> {
+    /// The state just after the write that produced version `c`.
+    pub state: S,
+    /// The operations it placed so far.
+    pub used: Vec<bool>,
+}
+
 /// A state the greedy witness reaches at version `c` (just after the write
 /// that produced it), if it gets that far.
 pub(crate) fn state_at<P: Spec>(
@@ -198,7 +206,7 @@ pub(crate) fn state_at<P: Spec>(
     init: &P::State,
     ops: &[KOp<'_, P::Input, P::Output>],
     c: u64,
-) -> Option<P::State> {
+) -> Option<AtVersion<P::State>> {
     let v0 = spec.version_of(init)?;
     let mut out = None;
     let _ = witness(spec, init, v0, ops, Some((c, &mut out)));
@@ -210,7 +218,7 @@ fn witness<P: Spec>(
     init: &P::State,
     v0: u64,
     ops: &[KOp<'_, P::Input, P::Output>],
-    mut stop: Option<(u64, &mut Option<P::State>)>,
+    mut stop: Option<(u64, &mut Option<AtVersion<P::State>>)>,
 ) -> Option<Vec<Placed>> {
     let ret = |o: &KOp<'_, P::Input, P::Output>| o.ret.unwrap_or(i64::MAX);
     let mut producer: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
@@ -282,7 +290,10 @@ fn witness<P: Spec>(
         }
         if let Some((c, out)) = &mut stop {
             if v == *c {
-                **out = Some(state.clone());
+                **out = Some(AtVersion {
+                    state: state.clone(),
+                    used: used.clone(),
+                });
                 return None;
             }
         }
