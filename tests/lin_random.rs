@@ -211,7 +211,7 @@ fn verdict_of(spec: &KvSpec, ops: &[Op], fast: bool) -> Verdict {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(4000)))]
+    #![proptest_config(ProptestConfig::with_cases(cases(20000)))]
 
     #[test]
     fn agrees_with_brute_force(seed in any::<u64>()) {
