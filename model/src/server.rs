@@ -121,6 +121,9 @@ pub async fn serve(
         }
     };
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    // Reused for every answer and log record.
+    let mut out = Vec::new();
+    let mut record = Vec::new();
     loop {
         let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else {
             continue;
@@ -165,7 +168,7 @@ pub async fn serve(
             let execute = status == 408 && rng.gen_bool(0.5);
             if !execute {
                 let reply = reply_transient(status, &mut rng);
-                send(&ep, from, req.req_id, reply).await;
+                send(&ep, from, req.req_id, reply, &mut out).await;
                 continue;
             }
         }
@@ -176,29 +179,33 @@ pub async fn serve(
             None => WireReply::Store(response),
         };
         let Some(effect) = effect else {
-            send(&ep, from, req.req_id, reply).await;
+            send(&ep, from, req.req_id, reply, &mut out).await;
             continue;
         };
-        log.append(&wal::encode(&LogRecord {
-            partition: req.partition,
-            effect,
-        }));
+        wal::encode_into(
+            &mut record,
+            &LogRecord {
+                partition: req.partition,
+                effect,
+            },
+        );
+        log.append(&record);
         let (lo, hi) = cfg.fsync_ms;
         let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
         if cfg.ack_before_sync {
-            send(&ep, from, req.req_id, reply).await;
+            send(&ep, from, req.req_id, reply, &mut out).await;
             sleep(fsync).await;
             log.sync();
         } else {
             sleep(fsync).await;
             log.sync();
-            send(&ep, from, req.req_id, reply).await;
+            send(&ep, from, req.req_id, reply, &mut out).await;
         }
     }
 }
 
-async fn send(ep: &Endpoint, to: SocketAddr, req_id: u64, reply: WireReply) {
-    let bytes = wire::to_bytes(&WireResponse { req_id, reply });
+async fn send(ep: &Endpoint, to: SocketAddr, req_id: u64, reply: WireReply, out: &mut Vec<u8>) {
+    wire::to_bytes_into(out, &WireResponse { req_id, reply });
     // A send to an unreachable peer is dropped by the network; nothing to do.
-    let _ = ep.send_to(to, RESPONSE_TAG, &bytes).await;
+    let _ = ep.send_to(to, RESPONSE_TAG, out).await;
 }

@@ -20,12 +20,20 @@ pub struct LogRecord {
 
 /// Frames a record for appending.
 pub fn encode(record: &LogRecord) -> Vec<u8> {
-    let payload = bincode::serialize(record).expect("log records serialise");
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    let mut out = Vec::new();
+    encode_into(&mut out, record);
     out
+}
+
+/// [`encode`] into `out` (cleared first), reusing its memory.
+pub fn encode_into(out: &mut Vec<u8>, record: &LogRecord) {
+    out.clear();
+    out.extend_from_slice(&[0; HEADER]);
+    bincode::serialize_into(&mut *out, record).expect("log records serialise");
+    let len = (out.len() - HEADER) as u32;
+    let crc = crc32fast::hash(&out[HEADER..]);
+    out[..4].copy_from_slice(&len.to_le_bytes());
+    out[4..HEADER].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Decodes every whole, intact record; returns them and the length of the
@@ -80,6 +88,18 @@ mod tests {
                 },
             },
         }
+    }
+
+    #[test]
+    fn encoding_in_place_gives_the_same_frame() {
+        let payload = bincode::serialize(&record(4)).expect("serialises");
+        let mut frame = (payload.len() as u32).to_le_bytes().to_vec();
+        frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        frame.extend_from_slice(&payload);
+        let mut out = vec![1, 2, 3];
+        encode_into(&mut out, &record(4));
+        assert_eq!(out, frame);
+        assert_eq!(encode(&record(4)), frame);
     }
 
     #[test]

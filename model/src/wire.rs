@@ -52,6 +52,12 @@ pub fn to_bytes<T: Serialize>(msg: &T) -> Vec<u8> {
     bincode::serialize(msg).expect("wire types serialise")
 }
 
+/// Serialises a wire message into `out` (cleared first), reusing its memory.
+pub fn to_bytes_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
+    out.clear();
+    bincode::serialize_into(&mut *out, msg).expect("wire types serialise");
+}
+
 /// Writes into `out` (cleared first) the encoding of a [`WireRequest`] whose
 /// operation is already encoded as `op` (by [`to_bytes`]): the same bytes as
 /// `to_bytes(&WireRequest { req_id, partition, op })`, without encoding the
