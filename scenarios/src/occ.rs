@@ -294,7 +294,7 @@ pub fn to_lin_ops(
                 }
                 (ItemOp::Read, 404) => ItemResult::Absent,
                 (ItemOp::Read, _) => continue,
-                (_, 200 | 201 | 202) => ItemResult::Ok(*version),
+                (_, 200..=202) => ItemResult::Ok(*version),
                 (_, 412) => ItemResult::PreconditionFailed,
                 (_, 409) => ItemResult::Conflict,
                 (ItemOp::Delete, 404) => ItemResult::NotFound,
