@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub enum ItemOp {
     /// Read the item.
     Read,
+    /// Read with `If-None-Match` on the ETag of this version: 304 if the item
+    /// is still at it (SPEC §1.1.4, E6).
+    ReadIfNoneMatch(u64),
     /// Unconditional upsert: last writer wins.
     Put(String),
     /// Upsert with `If-None-Match: *`: only if absent.
@@ -31,6 +34,8 @@ pub enum ItemResult {
     Absent,
     /// Read: 200 with this body and version.
     Present(String, u64),
+    /// Conditional read: 304, the item is still at the version named.
+    NotModified,
     /// Write: 2xx, with the new version if the response carried one.
     Ok(Option<u64>),
     /// 412: a condition did not hold.
@@ -52,7 +57,7 @@ impl ItemSpec {
     /// Whether the op's condition holds in `s` (so a write would apply).
     fn applies(op: &ItemOp, s: &ItemState) -> bool {
         match op {
-            ItemOp::Read => false,
+            ItemOp::Read | ItemOp::ReadIfNoneMatch(_) => false,
             ItemOp::Put(_) => true,
             ItemOp::Create(_) => s.0.is_none(),
             ItemOp::PutIfVersion(v, _) | ItemOp::DeleteIfVersion(v) => s.0.is_some() && s.1 == *v,
@@ -67,15 +72,16 @@ impl ItemSpec {
                 (Some(b.clone()), s.1 + 1)
             }
             ItemOp::Delete | ItemOp::DeleteIfVersion(_) => (None, s.1 + 1),
-            ItemOp::Read => s.clone(),
+            ItemOp::Read | ItemOp::ReadIfNoneMatch(_) => s.clone(),
         }
     }
 
     /// The answer the op gets in `s` when it does not apply.
     fn refusal(op: &ItemOp, s: &ItemState) -> ItemResult {
         match (op, &s.0) {
-            (ItemOp::Read, None) => ItemResult::Absent,
-            (ItemOp::Read, Some(b)) => ItemResult::Present(b.clone(), s.1),
+            (ItemOp::ReadIfNoneMatch(v), Some(_)) if s.1 == *v => ItemResult::NotModified,
+            (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), None) => ItemResult::Absent,
+            (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), Some(b)) => ItemResult::Present(b.clone(), s.1),
             (ItemOp::Create(_), _) => ItemResult::Conflict,
             (ItemOp::Delete, _) => ItemResult::NotFound,
             _ => ItemResult::PreconditionFailed,
@@ -111,17 +117,18 @@ impl Spec for ItemSpec {
     }
 
     fn is_read_only(&self, op: &ItemOp, out: Option<&ItemResult>) -> bool {
-        matches!(op, ItemOp::Read) || out.is_some_and(|r| !matches!(r, ItemResult::Ok(_)))
+        matches!(op, ItemOp::Read | ItemOp::ReadIfNoneMatch(_)) || out.is_some_and(|r| !matches!(r, ItemResult::Ok(_)))
     }
 
     fn version_of(&self, s: &ItemState) -> Option<u64> {
         Some(s.1)
     }
 
-    fn claim(&self, _op: &ItemOp, out: &ItemResult) -> Claim {
-        match out {
-            ItemResult::Present(_, v) => Claim::At(*v),
-            ItemResult::Ok(Some(v)) => Claim::Produced(*v),
+    fn claim(&self, op: &ItemOp, out: &ItemResult) -> Claim {
+        match (op, out) {
+            (ItemOp::ReadIfNoneMatch(v), ItemResult::NotModified) => Claim::At(*v),
+            (_, ItemResult::Present(_, v)) => Claim::At(*v),
+            (_, ItemResult::Ok(Some(v))) => Claim::Produced(*v),
             _ => Claim::None,
         }
     }
@@ -129,6 +136,7 @@ impl Spec for ItemSpec {
     fn describe_op(&self, op: &ItemOp, out: Option<&ItemResult>) -> String {
         let call = match op {
             ItemOp::Read => "read".to_string(),
+            ItemOp::ReadIfNoneMatch(v) => format!("read If-None-Match v{v}"),
             ItemOp::Put(b) => format!("put {b:?}"),
             ItemOp::Create(b) => format!("create {b:?} (If-None-Match: *)"),
             ItemOp::PutIfVersion(v, b) => format!("put {b:?} If-Match v{v}"),
@@ -138,6 +146,7 @@ impl Spec for ItemSpec {
         let seen = match out {
             None => "unknown".to_string(),
             Some(ItemResult::Absent) => "404 absent".to_string(),
+            Some(ItemResult::NotModified) => "304 not modified".to_string(),
             Some(ItemResult::Present(b, v)) => format!("{b:?} v{v}"),
             Some(ItemResult::Ok(Some(v))) => format!("ok v{v}"),
             Some(ItemResult::Ok(None)) => "ok".to_string(),
@@ -159,6 +168,8 @@ impl Spec for ItemSpec {
         Some(match (op, out) {
             (_, ItemResult::Present(b, v)) => format!("the item to hold {b:?} at v{v}"),
             (_, ItemResult::Absent) => "the item to be absent".into(),
+            (ItemOp::ReadIfNoneMatch(v), ItemResult::NotModified) => format!("the item to be at v{v}"),
+            (_, ItemResult::NotModified) => "the item unchanged".into(),
             (_, ItemResult::Ok(Some(v))) => format!(
                 "the item at v{}{}",
                 v.saturating_sub(1),
@@ -272,6 +283,20 @@ mod tests {
             check(&ItemSpec, &bad, &Options::default()).verdict,
             Verdict::NotLinearizable
         );
+    }
+
+    #[test]
+    fn a_conditional_read_is_304_only_at_the_version_named() {
+        let h = vec![
+            op(0, 0, ItemOp::Create("a".into()), 0, Some(1), Some(ItemResult::Ok(Some(1)))),
+            op(1, 1, ItemOp::ReadIfNoneMatch(1), 2, Some(3), Some(ItemResult::NotModified)),
+            op(2, 0, ItemOp::Put("b".into()), 4, Some(5), Some(ItemResult::Ok(Some(2)))),
+            op(3, 1, ItemOp::ReadIfNoneMatch(1), 6, Some(7), Some(ItemResult::Present("b".into(), 2))),
+        ];
+        assert_eq!(check(&ItemSpec, &h, &Options::default()).verdict, Verdict::Linearizable);
+        let mut stale = h.clone();
+        stale[3].output = Some(ItemResult::NotModified);
+        assert_eq!(check(&ItemSpec, &stale, &Options::default()).verdict, Verdict::NotLinearizable);
     }
 
     #[test]
