@@ -200,9 +200,10 @@ fn small_history(seed: u64) -> (KvSpec, Vec<Op>) {
     (spec, ops)
 }
 
-fn verdict_of(spec: &KvSpec, ops: &[Op], fast: bool) -> Verdict {
+fn verdict_of(spec: &KvSpec, ops: &[Op], fast: bool, frontier_cap: usize) -> Verdict {
     let opts = Options {
         fast_path: fast,
+        frontier_cap,
         parallel: false,
         time_budget: Some(Duration::from_secs(10)),
         ..Options::default()
@@ -217,8 +218,9 @@ proptest! {
     fn agrees_with_brute_force(seed in any::<u64>()) {
         let (spec, ops) = small_history(seed);
         let expected = if brute_check(&spec, &ops) { Verdict::Linearizable } else { Verdict::NotLinearizable };
-        prop_assert_eq!(verdict_of(&spec, &ops, true), expected, "seed {} ops {:#?}", seed, ops);
-        prop_assert_eq!(verdict_of(&spec, &ops, false), expected, "no fast path; seed {} ops {:#?}", seed, ops);
+        prop_assert_eq!(verdict_of(&spec, &ops, true, 20_000), expected, "seed {} ops {:#?}", seed, ops);
+        prop_assert_eq!(verdict_of(&spec, &ops, false, 20_000), expected, "no fast path; seed {} ops {:#?}", seed, ops);
+        prop_assert_eq!(verdict_of(&spec, &ops, false, 0), expected, "depth-first; seed {} ops {:#?}", seed, ops);
     }
 }
 

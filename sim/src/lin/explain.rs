@@ -38,6 +38,7 @@ fn run<P: Spec>(
         memory: opts.memory_budget,
         cancel: None,
         record_paths: paths,
+        frontier_cap: opts.frontier_cap,
     };
     match search::search(spec, init, ops, &limits) {
         Outcome::Fail(f) => Some(f),

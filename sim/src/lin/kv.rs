@@ -644,3 +644,134 @@ pub fn to_kvhist(
     out.push_str("\n ]}\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const DOC: &str = r#"{"format":"kvhist/1","init":{"x":{"value":"0","version":2}},"ops":[
+        {"id":0,"client":0,"key":"x","f":"put","value":"1","call":0,"ret":10,"out":{"version":3}},
+        {"id":1,"client":1,"key":"x","f":"cas","expect":null,"value":"2","call":1,"ret":9,"out":{"ok":false}},
+        {"id":2,"client":2,"key":"x","f":"cput","expect_version":3,"value":"3","call":11},
+        {"id":3,"client":3,"key":"y","f":"get","call":12,"ret":13,"out":{"value":null,"version":0}}]}"#;
+
+    #[test]
+    fn parses_the_format() {
+        let h = parse_kvhist(DOC).expect("parse");
+        assert_eq!(h.ops.len(), 4);
+        assert!(h.spec.track_versions);
+        assert_eq!(h.spec.init("x").version, 2);
+        assert_eq!(h.ops[2].output, None);
+        assert_eq!(h.ops[2].ret, None);
+        assert_eq!(
+            h.spec
+                .claim(&h.ops[0].input, h.ops[0].output.as_ref().unwrap()),
+            Claim::Produced(3)
+        );
+        assert!(h
+            .spec
+            .is_read_only(&h.ops[1].input, h.ops[1].output.as_ref()));
+    }
+
+    #[test]
+    fn steps_follow_the_semantics() {
+        let spec = KvSpec {
+            init: BTreeMap::new(),
+            track_versions: true,
+        };
+        let s0 = spec.init("k");
+        let v = |x: &str| Val::from(x);
+        let put = KvInput::Put { value: v("a") };
+        let Next::One(s1) = spec.step(&s0, &put, Some(&KvOutput::Put { version: Some(1) })) else {
+            panic!("put must apply");
+        };
+        assert_eq!(s1.version, 1);
+        assert!(!spec
+            .step(&s0, &put, Some(&KvOutput::Put { version: Some(2) }))
+            .is_legal());
+        let cas = KvInput::Cas {
+            expect: Some(v("a")),
+            value: v("b"),
+        };
+        assert!(spec
+            .step(
+                &s1,
+                &cas,
+                Some(&KvOutput::Cond {
+                    ok: true,
+                    version: None
+                })
+            )
+            .is_legal());
+        assert!(!spec
+            .step(
+                &s0,
+                &cas,
+                Some(&KvOutput::Cond {
+                    ok: true,
+                    version: None
+                })
+            )
+            .is_legal());
+        // An unknown cas applies only where its comparison holds.
+        assert_eq!(spec.step(&s0, &cas, None), Next::One(s0.clone()));
+        let cput = KvInput::Cput {
+            expect_version: 0,
+            value: v("c"),
+        };
+        assert!(spec
+            .step(
+                &s0,
+                &cput,
+                Some(&KvOutput::Cond {
+                    ok: true,
+                    version: Some(1)
+                })
+            )
+            .is_legal());
+        assert!(!spec
+            .step(
+                &s1,
+                &cput,
+                Some(&KvOutput::Cond {
+                    ok: true,
+                    version: None
+                })
+            )
+            .is_legal());
+    }
+
+    #[test]
+    fn errors_are_one_line() {
+        for bad in [
+            "",
+            "{",
+            "[]",
+            "{\"ops\":[{}]}",
+            "{\"ops\":[{\"client\":-1}]}",
+            "{\"ops\":5}",
+        ] {
+            let e = parse_kvhist(bad).expect_err(bad);
+            assert!(!e.contains('\n') && !e.is_empty(), "{e:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn never_panics_on_mangled_input(cut in 0usize..600, at in 0usize..600, junk in "[\\[\\]{}\",:a-z0-9 -]{0,6}") {
+            let mut s: String = DOC.chars().take(cut.max(1)).collect();
+            let at = at.min(s.len());
+            if s.is_char_boundary(at) {
+                s.insert_str(at, &junk);
+            }
+            let _ = parse_kvhist(&s);
+            let mut t = DOC.to_string();
+            if t.is_char_boundary(at.min(t.len())) {
+                t.insert_str(at.min(t.len()), &junk);
+            }
+            let _ = parse_kvhist(&t);
+        }
+    }
+}

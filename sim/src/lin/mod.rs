@@ -30,7 +30,6 @@ pub use report::{Failure, OpView, Report, Step, Verdict};
 pub use spec::{Claim, Next, Spec};
 
 use search::{KOp, Limits, Outcome};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -73,6 +72,11 @@ pub struct Options {
     /// Shrink the failing sub-history and record the longest partial
     /// linearization for the report. Default: true.
     pub explain: bool,
+    /// The search goes breadth-first (exact, memory-bounded by the
+    /// frontier) and continues depth-first from the frontier when it holds
+    /// more configurations than this (finds a linearization sooner when the
+    /// state space is wide). Default: 20 000.
+    pub frontier_cap: usize,
 }
 
 impl Default for Options {
@@ -83,6 +87,7 @@ impl Default for Options {
             parallel: true,
             fast_path: true,
             explain: true,
+            frontier_cap: 20_000,
         }
     }
 }
@@ -106,11 +111,18 @@ const CANCELLED: &str = "cancelled";
 pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &Options) -> Report {
     let start = Instant::now();
     let deadline = opts.time_budget.map(|d| start + d);
-    let mut by_key: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    // Group by key (a hash map for speed; sorted afterwards, so the order
+    // never depends on hashing).
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut keys: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, o) in ops.iter().enumerate() {
-        by_key.entry(o.key.as_str()).or_default().push(i);
+        let k = *at.entry(o.key.as_str()).or_insert_with(|| {
+            keys.push((o.key.as_str(), Vec::new()));
+            keys.len() - 1
+        });
+        keys[k].1.push(i);
     }
-    let keys: Vec<(&str, Vec<usize>)> = by_key.into_iter().collect();
+    keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let first_fail = AtomicUsize::new(usize::MAX);
     let run_key = |ki: usize| -> KeyResult {
         let cancel = || first_fail.load(Ordering::Relaxed) != usize::MAX;
@@ -268,6 +280,7 @@ fn check_key<P: Spec>(
         memory: opts.memory_budget,
         cancel: Some(cancel),
         record_paths: false,
+        frontier_cap: opts.frontier_cap,
     };
     if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
         match versioned::decide(spec, &init, &kops) {

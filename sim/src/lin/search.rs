@@ -17,7 +17,7 @@
 //! * the search ends when the last known operation has returned.
 
 use super::bits::{Bits, FxMap};
-use super::spec::{Claim, Spec};
+use super::spec::{Claim, Next, Spec};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -48,6 +48,9 @@ pub(crate) struct Limits<'a> {
     pub cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// Record paths (for reports; slower).
     pub record_paths: bool,
+    /// Continue depth-first once the breadth-first frontier holds more
+    /// configurations than this.
+    pub frontier_cap: usize,
 }
 
 /// A persistent list of placed operations, newest first.
@@ -73,9 +76,6 @@ pub(crate) fn path_vec<S: Clone>(p: &Path<S>) -> Vec<(usize, S)> {
     out.reverse();
     out
 }
-
-const BFS_CLOSE_CAP: usize = 200_000;
-const BFS_FRONTIER_CAP: usize = 20_000;
 
 fn distinct_states<S: Clone + PartialEq, B>(frontier: &[Cfg<S, B>]) -> Vec<S> {
     let mut states: Vec<S> = Vec::new();
@@ -580,11 +580,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             }
             // A return: every configuration must have placed x.
             let slot = self.slot_of[x];
-            let next = match self.close(&frontier, slot, BFS_CLOSE_CAP) {
-                Ok(n) => n,
-                Err(None) => return self.dfs(frontier, ev, ei, last_ret),
-                Err(Some(r)) => return Outcome::GaveUp(r),
-            };
+            let next =
+                match self.close(&frontier, slot, self.limits.frontier_cap.saturating_mul(10)) {
+                    Ok(n) => n,
+                    Err(None) => return self.dfs(frontier, ev, ei, last_ret),
+                    Err(Some(r)) => return Outcome::GaveUp(r),
+                };
             if next.is_empty() {
                 // The most recent exact snapshot, unless it is far back.
                 let snapshot = match (snapshot, recent.pop_front()) {
@@ -614,7 +615,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             }
             self.apply(e);
             self.pos = ei + 1;
-            if next.len() > BFS_FRONTIER_CAP {
+            if next.len() > self.limits.frontier_cap {
                 return self.dfs(next, ev, ei + 1, last_ret);
             }
             frontier = next;
@@ -831,10 +832,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     continue; // placed by normalize when legal
                 }
                 self.steps += 1;
-                let mut nexts = Vec::new();
-                self.spec
-                    .step(&state, o.input, o.output)
-                    .for_each(|n| nexts.push(n));
+                let nexts = match self.spec.step(&state, o.input, o.output) {
+                    Next::Illegal => continue,
+                    Next::One(n) => vec![n],
+                    Next::Many(v) => v,
+                };
                 for ns in nexts {
                     if let Some(cv) = cur_version {
                         if let Some(nv) = self.spec.version_of(&ns) {
