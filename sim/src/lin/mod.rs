@@ -15,6 +15,21 @@
 //!
 //! [`kv`] holds the key-value spec of the kvhist/1 format and its parser,
 //! [`brute`] a brute-force reference checker, [`gen`] a history generator.
+//!
+//! ```ignore
+//! use overcast_sim::lin::{check, kv, Options, Verdict};
+//! let h = kv::parse_kvhist(&std::fs::read_to_string("history.json")?)?;
+//! let report = check(&h.spec, &h.ops, &Options::default());
+//! if report.verdict == Verdict::NotLinearizable {
+//!     print!("{}", report.to_text());
+//!     std::fs::write("report.html", report.to_html("history.json"))?;
+//! }
+//! ```
+//!
+//! A spec of one's own implements [`Spec`] (`init`, `step`, and optionally
+//! `is_read_only`, and `version_of` + `claim` for the version-aware fast
+//! path); operations are [`Operation`]s whose `output: None` means an
+//! unknown outcome.
 
 mod bits;
 pub mod brute;
