@@ -15,7 +15,11 @@ use overcast_sim::check::Violation;
 use overcast_sim::history::{History, OpRecord, Recorder};
 use overcast_sim::lin::{self, Operation};
 use rand::Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
+
+/// std's SipHash with its fixed default keys: the same hashes in every run.
+type FixedState = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// The container every item lives in.
 pub const CONTAINER: &str = "docs";
@@ -227,7 +231,9 @@ pub fn check(
 pub fn to_lin_ops(
     history: &History<Call, Outcome>,
 ) -> (Vec<Operation<ItemOp, ItemResult>>, Option<Violation>) {
-    let mut version_of: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    // Looked up, never iterated: a hash map with a fixed (deterministic)
+    // hasher. ETags share a long prefix, which makes ordered lookups slow.
+    let mut version_of: HashMap<(&str, &str), (u64, u64), FixedState> = HashMap::default();
     let mut e1 = None;
     let mut produced = Vec::new();
     for o in &history.ops {
