@@ -302,7 +302,9 @@ impl Timers {
             return false;
         }
         // `sleep_until` waits at least 1 ms: record when it really wakes.
-        self.due.insert(0, sleep.deadline());
+        let at = sleep.deadline();
+        let i = self.due.partition_point(|t| *t < at);
+        self.due.insert(i, at);
         true
     }
 
@@ -347,4 +349,46 @@ pub enum RmwOutcome {
     Failed(u16),
     /// A call's outcome is unknown (timeout).
     Unknown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use madsim::runtime::Runtime;
+    use madsim::time::sleep;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn every_wait_ends_at_its_deadline() {
+        let rt = Runtime::with_seed_and_config(1, madsim::Config::default());
+        rt.block_on(async {
+            let mut t = Timers::default();
+            let ends_at = |d: Instant| {
+                let now = Instant::now();
+                assert!(now >= d && now < d + ms(1), "{:?} late", now - d);
+            };
+            // A wait that nothing answers times out at its deadline.
+            let d = Instant::now() + ms(6000);
+            assert!(t.run_until(d, std::future::pending::<()>()).await.is_none());
+            ends_at(d);
+            // An answer before the deadline; its wake-up stays pending.
+            let long = Instant::now() + ms(6000);
+            assert!(t.run_until(long, sleep(ms(10))).await.is_some());
+            // A shorter wait than the pending wake-up gets its own.
+            let d = Instant::now() + ms(5);
+            t.sleep_until(d).await;
+            ends_at(d);
+            // A longer one is woken by the pending wake-up first, then by its own.
+            let d = long + ms(1000);
+            assert!(t.run_until(d, std::future::pending::<()>()).await.is_none());
+            ends_at(d);
+            // A deadline already passed ends at once.
+            let now = Instant::now();
+            t.sleep_until(now).await;
+            assert_eq!(Instant::now(), now);
+        });
+    }
 }
