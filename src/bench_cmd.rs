@@ -33,7 +33,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Runs the benchmark; returns the exit code.
 pub fn run(args: &BenchArgs) -> u8 {
     let Some(template) = Scenario::named(&args.scenario, 0) else {
-        eprintln!("overcast: unknown scenario '{}' (known: {})", args.scenario, SCENARIOS.join(", "));
+        eprintln!(
+            "overcast: unknown scenario '{}' (known: {})",
+            args.scenario,
+            SCENARIOS.join(", ")
+        );
         return 2;
     };
     if args.seeds == 0 || args.rounds == 0 {
@@ -41,7 +45,11 @@ pub fn run(args: &BenchArgs) -> u8 {
         return 2;
     }
     let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
-    let opts = SweepOptions { jobs, progress: false, stop_after_failures: None };
+    let opts = SweepOptions {
+        jobs,
+        progress: false,
+        stop_after_failures: None,
+    };
     let seeds: Vec<u64> = (0..args.seeds).collect();
     println!(
         "overcast bench: scenario {} ({} clients, {} ops/client, faults on), {} seeds x {} rounds, {jobs} jobs, release={}",
@@ -65,7 +73,10 @@ pub fn run(args: &BenchArgs) -> u8 {
         },
         |_| false,
     );
-    let counts: Vec<(usize, usize)> = counts.into_iter().map(|(_, r)| r.unwrap_or((0, 0))).collect();
+    let counts: Vec<(usize, usize)> = counts
+        .into_iter()
+        .map(|(_, r)| r.unwrap_or((0, 0)))
+        .collect();
     let messages: usize = counts.iter().map(|c| c.0 * 2).sum();
     let ops: usize = counts.iter().map(|c| c.1).sum();
     let (mut harness, mut bare) = (Vec::new(), Vec::new());
@@ -93,7 +104,10 @@ pub fn run(args: &BenchArgs) -> u8 {
             |_| false,
         );
         let b = seeds.len() as f64 / t.elapsed().as_secs_f64();
-        println!("round {}: harness {h:.1} seeds/s, bare madsim {b:.1} seeds/s", round + 1);
+        println!(
+            "round {}: harness {h:.1} seeds/s, bare madsim {b:.1} seeds/s",
+            round + 1
+        );
         harness.push(h);
         bare.push(b);
     }

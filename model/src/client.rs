@@ -174,6 +174,11 @@ impl StoreClient {
         loop {
             let sent_ns = sim_now_ns();
             let (outcome, response) = self.attempt(partition, to, &op_bytes).await;
+            tracing::debug!(
+                "{} attempt {}: {outcome:?}",
+                describe(op),
+                attempts.len() + 1
+            );
             attempts.push(AttemptLog {
                 sent_ns,
                 waited,
@@ -263,6 +268,37 @@ impl StoreClient {
         }
         RmwOutcome::GaveUp
     }
+}
+
+/// A short form of a request for logs, e.g. `put docs/k3 If-Match "0x8D..2"`.
+pub fn describe(op: &StoreRequest) -> String {
+    let (verb, key, c) = match op {
+        StoreRequest::CreateContainer { container } => {
+            return format!("create container {container}")
+        }
+        StoreRequest::Read { key, conditions } => ("read", key, conditions),
+        StoreRequest::Put {
+            key, conditions, ..
+        } => ("put", key, conditions),
+        StoreRequest::Delete { key, conditions } => ("delete", key, conditions),
+    };
+    let mut out = format!("{verb} {}/{}", key.container, key.id);
+    for (name, m) in [
+        ("If-Match", &c.if_match),
+        ("If-None-Match", &c.if_none_match),
+    ] {
+        match m {
+            Some(crate::store::EtagMatch::Any) => out += &format!(" {name}: *"),
+            Some(crate::store::EtagMatch::Tags(t)) => {
+                out += &format!(
+                    " {name}: {}",
+                    t.iter().map(|e| e.0.as_str()).collect::<Vec<_>>().join(",")
+                )
+            }
+            None => {}
+        }
+    }
+    out
 }
 
 /// The client task's timers. madsim cannot cancel a timer: every attempt's

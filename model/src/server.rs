@@ -112,6 +112,7 @@ pub async fn serve(
     stats: Arc<std::sync::Mutex<ServerStats>>,
 ) {
     let (mut stores, replayed) = recover(&cfg, log.as_ref());
+    tracing::info!("server {} up: replayed {replayed} log records", cfg.bind);
     stats.lock().unwrap_or_else(|e| e.into_inner()).replayed += replayed;
     let ep = match Endpoint::bind(cfg.bind).await {
         Ok(ep) => ep,

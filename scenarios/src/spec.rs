@@ -81,7 +81,9 @@ impl ItemSpec {
         match (op, &s.0) {
             (ItemOp::ReadIfNoneMatch(v), Some(_)) if s.1 == *v => ItemResult::NotModified,
             (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), None) => ItemResult::Absent,
-            (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), Some(b)) => ItemResult::Present(b.clone(), s.1),
+            (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), Some(b)) => {
+                ItemResult::Present(b.clone(), s.1)
+            }
             (ItemOp::Create(_), _) => ItemResult::Conflict,
             (ItemOp::Delete, _) => ItemResult::NotFound,
             _ => ItemResult::PreconditionFailed,
@@ -117,7 +119,8 @@ impl Spec for ItemSpec {
     }
 
     fn is_read_only(&self, op: &ItemOp, out: Option<&ItemResult>) -> bool {
-        matches!(op, ItemOp::Read | ItemOp::ReadIfNoneMatch(_)) || out.is_some_and(|r| !matches!(r, ItemResult::Ok(_)))
+        matches!(op, ItemOp::Read | ItemOp::ReadIfNoneMatch(_))
+            || out.is_some_and(|r| !matches!(r, ItemResult::Ok(_)))
     }
 
     fn version_of(&self, s: &ItemState) -> Option<u64> {
@@ -168,7 +171,9 @@ impl Spec for ItemSpec {
         Some(match (op, out) {
             (_, ItemResult::Present(b, v)) => format!("the item to hold {b:?} at v{v}"),
             (_, ItemResult::Absent) => "the item to be absent".into(),
-            (ItemOp::ReadIfNoneMatch(v), ItemResult::NotModified) => format!("the item to be at v{v}"),
+            (ItemOp::ReadIfNoneMatch(v), ItemResult::NotModified) => {
+                format!("the item to be at v{v}")
+            }
             (_, ItemResult::NotModified) => "the item unchanged".into(),
             (_, ItemResult::Ok(Some(v))) => format!(
                 "the item at v{}{}",
@@ -288,15 +293,49 @@ mod tests {
     #[test]
     fn a_conditional_read_is_304_only_at_the_version_named() {
         let h = vec![
-            op(0, 0, ItemOp::Create("a".into()), 0, Some(1), Some(ItemResult::Ok(Some(1)))),
-            op(1, 1, ItemOp::ReadIfNoneMatch(1), 2, Some(3), Some(ItemResult::NotModified)),
-            op(2, 0, ItemOp::Put("b".into()), 4, Some(5), Some(ItemResult::Ok(Some(2)))),
-            op(3, 1, ItemOp::ReadIfNoneMatch(1), 6, Some(7), Some(ItemResult::Present("b".into(), 2))),
+            op(
+                0,
+                0,
+                ItemOp::Create("a".into()),
+                0,
+                Some(1),
+                Some(ItemResult::Ok(Some(1))),
+            ),
+            op(
+                1,
+                1,
+                ItemOp::ReadIfNoneMatch(1),
+                2,
+                Some(3),
+                Some(ItemResult::NotModified),
+            ),
+            op(
+                2,
+                0,
+                ItemOp::Put("b".into()),
+                4,
+                Some(5),
+                Some(ItemResult::Ok(Some(2))),
+            ),
+            op(
+                3,
+                1,
+                ItemOp::ReadIfNoneMatch(1),
+                6,
+                Some(7),
+                Some(ItemResult::Present("b".into(), 2)),
+            ),
         ];
-        assert_eq!(check(&ItemSpec, &h, &Options::default()).verdict, Verdict::Linearizable);
+        assert_eq!(
+            check(&ItemSpec, &h, &Options::default()).verdict,
+            Verdict::Linearizable
+        );
         let mut stale = h.clone();
         stale[3].output = Some(ItemResult::NotModified);
-        assert_eq!(check(&ItemSpec, &stale, &Options::default()).verdict, Verdict::NotLinearizable);
+        assert_eq!(
+            check(&ItemSpec, &stale, &Options::default()).verdict,
+            Verdict::NotLinearizable
+        );
     }
 
     #[test]

@@ -11,9 +11,16 @@ use std::sync::Arc;
 /// Runs `clients` clients that each send `round_trips` requests of
 /// `payload` bytes, one at a time, to one of `servers` echo servers, and
 /// wait for each answer. Returns the number of messages delivered.
-pub fn ping_pong(seed: u64, servers: usize, clients: usize, round_trips: usize, payload: usize) -> usize {
+pub fn ping_pong(
+    seed: u64,
+    servers: usize,
+    clients: usize,
+    round_trips: usize,
+    payload: usize,
+) -> usize {
     let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    let server_addr = |i: usize| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 9, 0, 1 + i as u8)), 9000);
+    let server_addr =
+        |i: usize| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 9, 0, 1 + i as u8)), 9000);
     let mut ids = Vec::new();
     for i in 0..servers.max(1) {
         let node = rt

@@ -330,6 +330,7 @@ impl FaultPlayer {
     }
 
     fn record(&self, what: String, kind: Option<&str>) {
+        tracing::info!("world: {what}");
         let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
         o.events.push(WorldEvent {
             at_ns: now_ns(),
