@@ -26,8 +26,8 @@ proptest! {
 }
 
 #[test]
-fn the_unmodified_model_passes_seeds_0_to_300() {
-    let seeds: Vec<u64> = (0..300).collect();
+fn the_unmodified_model_passes_seeds_0_to_500() {
+    let seeds: Vec<u64> = (0..500).collect();
     let opts = SweepOptions {
         progress: false,
         ..SweepOptions::default()

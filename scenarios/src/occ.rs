@@ -101,6 +101,7 @@ pub async fn client_workload(
         m.create,
         m.read_modify_write,
         m.conditional_delete,
+        m.conditional_read,
     ];
     let total: u32 = weights.iter().sum();
     for n in 0..s.ops_per_client {
@@ -168,13 +169,23 @@ pub async fn client_workload(
                     .await;
                 tracing::trace!(?outcome, "read-modify-write");
             }
-            _ => {
+            4 => {
                 let conditions = match obs.etags.get(&id) {
                     Some(e) => Conditions::if_match(e.clone()),
                     None => Conditions::none(),
                 };
                 client
                     .observed_call(StoreRequest::Delete { key, conditions }, &mut obs)
+                    .await;
+            }
+            _ => {
+                // 304 if the item is still at the version this client last saw.
+                let conditions = match obs.etags.get(&id) {
+                    Some(e) => Conditions::if_none_match(e.clone()),
+                    None => Conditions::none(),
+                };
+                client
+                    .observed_call(StoreRequest::Read { key, conditions }, &mut obs)
                     .await;
             }
         }
@@ -267,7 +278,13 @@ pub fn to_lin_ops(
                 .and_then(|e| version_of.get(&(o.key.as_str(), e.as_str())).map(|v| v.0))
         };
         let input = match o.call.op.as_str() {
-            "read" => ItemOp::Read,
+            "read" => match &o.call.if_none_match {
+                None => ItemOp::Read,
+                Some(_) => match version(&o.call.if_none_match) {
+                    Some(v) => ItemOp::ReadIfNoneMatch(v),
+                    None => continue,
+                },
+            },
             "put" => match (&o.call.if_match, &o.call.if_none_match, &o.call.body) {
                 (None, None, Some(b)) => ItemOp::Put(b.clone()),
                 (None, Some(star), Some(b)) if star == "*" => ItemOp::Create(b.clone()),
@@ -298,8 +315,12 @@ pub fn to_lin_ops(
                 (ItemOp::Read, 200) => {
                     ItemResult::Present(body.clone().unwrap_or_default(), version.unwrap_or(0))
                 }
-                (ItemOp::Read, 404) => ItemResult::Absent,
-                (ItemOp::Read, _) => continue,
+                (ItemOp::ReadIfNoneMatch(_), 200) => {
+                    ItemResult::Present(body.clone().unwrap_or_default(), version.unwrap_or(0))
+                }
+                (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), 404) => ItemResult::Absent,
+                (ItemOp::ReadIfNoneMatch(_), 304) => ItemResult::NotModified,
+                (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), _) => continue,
                 (_, 200..=202) => ItemResult::Ok(*version),
                 (_, 412) => ItemResult::PreconditionFailed,
                 (_, 409) => ItemResult::Conflict,

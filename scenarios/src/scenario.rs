@@ -28,16 +28,20 @@ pub struct OpMix {
     pub read_modify_write: u32,
     /// Deletes with `If-Match` on the last ETag the client saw (plain delete if none).
     pub conditional_delete: u32,
+    /// Reads with `If-None-Match` on the last ETag the client saw (304 if unchanged).
+    #[serde(default)]
+    pub conditional_read: u32,
 }
 
 impl Default for OpMix {
     fn default() -> Self {
         OpMix {
-            read: 30,
+            read: 20,
             blind_write: 15,
             create: 15,
             read_modify_write: 30,
             conditional_delete: 10,
+            conditional_read: 10,
         }
     }
 }
@@ -175,7 +179,14 @@ impl Scenario {
             return Err("hot_key_percent must be at most 100".into());
         }
         let m = &self.mix;
-        if m.read + m.blind_write + m.create + m.read_modify_write + m.conditional_delete == 0 {
+        if m.read
+            + m.blind_write
+            + m.create
+            + m.read_modify_write
+            + m.conditional_delete
+            + m.conditional_read
+            == 0
+        {
             return Err("the op mix has no weight".into());
         }
         if self.fsync_ms.0 > self.fsync_ms.1 || self.faults.latency_ms.0 > self.faults.latency_ms.1
