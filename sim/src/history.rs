@@ -79,10 +79,12 @@ impl<C: Serialize, R: Serialize> History<C, R> {
     }
 
     /// A stable hash of the whole history: two runs of one seed must agree.
-    /// It hashes the history's serde structure directly (see `trace`), which
-    /// costs far less than writing and hashing its JSON.
+    /// It is the 64-bit FNV-1a of the history's compact JSON (what
+    /// `serde_json::to_string` gives), streamed without building the text.
     pub fn trace_hash(&self) -> u64 {
-        trace::hash(self)
+        let mut h = crate::rng::Fnv1a::default();
+        serde_json::to_writer(&mut h, self).expect("history types serialise");
+        h.finish()
     }
 }
 
@@ -178,316 +180,6 @@ impl<C: Clone, R: Clone> Recorder<C, R> {
     }
 }
 
-/// The trace hash: a [`serde::Serializer`] that mixes a value's structure
-/// into a 64-bit hash word by word, without building any text. Stable across
-/// platforms (integers as little-endian words, strings as their length and
-/// bytes, struct fields with their names so that skipped fields are told
-/// apart, enum variants by index, sequences and maps by length).
-mod trace {
-    use serde::ser::{self, Serialize};
-    use std::fmt;
-
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    /// Stands for a field left out (`skip_serializing_if`), so that the
-    /// fields after it keep their places.
-    const SKIPPED: u64 = 0x5ced_5ced_5ced_5ced;
-
-    /// Hashes `value`.
-    pub fn hash<T: Serialize + ?Sized>(value: &T) -> u64 {
-        let mut h = Hasher(0x243f_6a88_85a3_08d3);
-        let Ok(()) = value.serialize(&mut h);
-        // splitmix64's finaliser.
-        let mut z = h.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    struct Hasher(u64);
-
-    /// Hashing cannot fail.
-    #[derive(Debug)]
-    pub enum Never {}
-
-    impl fmt::Display for Never {
-        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match *self {}
-        }
-    }
-    impl std::error::Error for Never {}
-    impl ser::Error for Never {
-        fn custom<T: fmt::Display>(msg: T) -> Self {
-            panic!("trace hash: {msg}")
-        }
-    }
-
-    impl Hasher {
-        fn word(&mut self, w: u64) {
-            self.0 = (self.0.rotate_left(26) ^ w).wrapping_mul(K);
-        }
-        fn bytes(&mut self, b: &[u8]) {
-            self.word(b.len() as u64);
-            let mut chunks = b.chunks_exact(8);
-            for c in &mut chunks {
-                self.word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-            }
-            let rest = chunks.remainder();
-            if !rest.is_empty() {
-                let mut last = [0u8; 8];
-                last[..rest.len()].copy_from_slice(rest);
-                self.word(u64::from_le_bytes(last));
-            }
-        }
-    }
-
-    type R = Result<(), Never>;
-
-    impl ser::Serializer for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        type SerializeSeq = Self;
-        type SerializeTuple = Self;
-        type SerializeTupleStruct = Self;
-        type SerializeTupleVariant = Self;
-        type SerializeMap = Self;
-        type SerializeStruct = Self;
-        type SerializeStructVariant = Self;
-
-        fn serialize_bool(self, v: bool) -> R {
-            self.word(v as u64);
-            Ok(())
-        }
-        fn serialize_i8(self, v: i8) -> R {
-            self.serialize_i64(v.into())
-        }
-        fn serialize_i16(self, v: i16) -> R {
-            self.serialize_i64(v.into())
-        }
-        fn serialize_i32(self, v: i32) -> R {
-            self.serialize_i64(v.into())
-        }
-        fn serialize_i64(self, v: i64) -> R {
-            self.word(v as u64);
-            Ok(())
-        }
-        fn serialize_i128(self, v: i128) -> R {
-            self.bytes(&v.to_le_bytes());
-            Ok(())
-        }
-        fn serialize_u8(self, v: u8) -> R {
-            self.serialize_u64(v.into())
-        }
-        fn serialize_u16(self, v: u16) -> R {
-            self.serialize_u64(v.into())
-        }
-        fn serialize_u32(self, v: u32) -> R {
-            self.serialize_u64(v.into())
-        }
-        fn serialize_u64(self, v: u64) -> R {
-            self.word(v);
-            Ok(())
-        }
-        fn serialize_u128(self, v: u128) -> R {
-            self.bytes(&v.to_le_bytes());
-            Ok(())
-        }
-        fn serialize_f32(self, v: f32) -> R {
-            self.serialize_f64(v.into())
-        }
-        fn serialize_f64(self, v: f64) -> R {
-            self.word(v.to_bits());
-            Ok(())
-        }
-        fn serialize_char(self, v: char) -> R {
-            self.word(v.into());
-            Ok(())
-        }
-        fn serialize_str(self, v: &str) -> R {
-            self.bytes(v.as_bytes());
-            Ok(())
-        }
-        fn serialize_bytes(self, v: &[u8]) -> R {
-            self.bytes(v);
-            Ok(())
-        }
-        fn serialize_none(self) -> R {
-            self.word(0);
-            Ok(())
-        }
-        fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> R {
-            self.word(1);
-            value.serialize(self)
-        }
-        fn serialize_unit(self) -> R {
-            Ok(())
-        }
-        fn serialize_unit_struct(self, _: &'static str) -> R {
-            Ok(())
-        }
-        fn serialize_unit_variant(self, _: &'static str, index: u32, _: &'static str) -> R {
-            self.word(index.into());
-            Ok(())
-        }
-        fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> R {
-            value.serialize(self)
-        }
-        fn serialize_newtype_variant<T: Serialize + ?Sized>(
-            self,
-            _: &'static str,
-            index: u32,
-            _: &'static str,
-            value: &T,
-        ) -> R {
-            self.word(index.into());
-            value.serialize(self)
-        }
-        fn serialize_seq(self, len: Option<usize>) -> Result<Self, Never> {
-            self.word(len.map_or(u64::MAX, |n| n as u64));
-            Ok(self)
-        }
-        fn serialize_tuple(self, _: usize) -> Result<Self, Never> {
-            Ok(self)
-        }
-        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, Never> {
-            Ok(self)
-        }
-        fn serialize_tuple_variant(
-            self,
-            _: &'static str,
-            index: u32,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self, Never> {
-            self.word(index.into());
-            Ok(self)
-        }
-        fn serialize_map(self, len: Option<usize>) -> Result<Self, Never> {
-            self.word(len.map_or(u64::MAX, |n| n as u64));
-            Ok(self)
-        }
-        fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Never> {
-            Ok(self)
-        }
-        fn serialize_struct_variant(
-            self,
-            _: &'static str,
-            index: u32,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self, Never> {
-            self.word(index.into());
-            Ok(self)
-        }
-    }
-
-    impl ser::SerializeSeq for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
-            value.serialize(&mut **self)
-        }
-        fn end(self) -> R {
-            Ok(())
-        }
-    }
-    impl ser::SerializeTuple for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
-            value.serialize(&mut **self)
-        }
-        fn end(self) -> R {
-            Ok(())
-        }
-    }
-    impl ser::SerializeTupleStruct for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
-            value.serialize(&mut **self)
-        }
-        fn end(self) -> R {
-            Ok(())
-        }
-    }
-    impl ser::SerializeTupleVariant for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
-            value.serialize(&mut **self)
-        }
-        fn end(self) -> R {
-            Ok(())
-        }
-    }
-    impl ser::SerializeMap for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> R {
-            key.serialize(&mut **self)
-        }
-        fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
-            value.serialize(&mut **self)
-        }
-        fn end(self) -> R {
-            Ok(())
-        }
-    }
-    impl ser::SerializeStruct for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, value: &T) -> R {
-            value.serialize(&mut **self)
-        }
-        fn skip_field(&mut self, _: &'static str) -> R {
-            self.word(SKIPPED);
-            Ok(())
-        }
-        fn end(self) -> R {
-            Ok(())
-        }
-    }
-    impl ser::SerializeStructVariant for &mut Hasher {
-        type Ok = ();
-        type Error = Never;
-        fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, value: &T) -> R {
-            value.serialize(&mut **self)
-        }
-        fn skip_field(&mut self, _: &'static str) -> R {
-            self.word(SKIPPED);
-            Ok(())
-        }
-        fn end(self) -> R {
-            Ok(())
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::hash;
-        use serde::Serialize;
-
-        #[derive(Serialize)]
-        struct S {
-            #[serde(skip_serializing_if = "Option::is_none")]
-            a: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            b: Option<u64>,
-            s: String,
-        }
-
-        #[test]
-        fn equal_values_agree_and_different_ones_differ() {
-            let v = |a, b, s: &str| hash(&S { a, b, s: s.into() });
-            assert_eq!(v(Some(1), None, "x"), v(Some(1), None, "x"));
-            assert_ne!(v(Some(1), None, "x"), v(None, Some(1), "x"));
-            assert_ne!(v(None, None, "abcdefgh"), v(None, None, "abcdefgh\0"));
-            assert_ne!(hash(&vec!["ab", "c"]), hash(&vec!["a", "bc"]));
-            // A fixed value: saved runs record trace hashes.
-            assert_eq!(v(Some(7), None, "trace"), 0x3e99_ffa4_7568_9ba1);
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -504,6 +196,16 @@ mod tests {
             result: None,
             attempts: vec![],
         }
+    }
+
+    #[test]
+    fn the_trace_hash_is_the_fnv_of_the_compact_json() {
+        let h = History { version: HISTORY_VERSION, ops: vec![op(1, 5, "x")], events: vec![] };
+        let text = serde_json::to_string(&h).unwrap();
+        assert_eq!(h.trace_hash(), crate::rng::fnv1a(text.as_bytes()));
+        let mut other = h.clone();
+        other.ops[0].invoke_ns = 6;
+        assert_ne!(h.trace_hash(), other.trace_hash());
     }
 
     #[test]
