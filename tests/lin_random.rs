@@ -328,3 +328,46 @@ fn generated_histories_large_versioned() {
     assert!(gen_case(20_000, 32, 1, true, 0.01, 7));
     assert!(gen_case(20_000, 16, 100, false, 0.01, 8));
 }
+
+#[test]
+fn generated_histories_with_versionless_puts() {
+    // Puts whose output omits the version must be fitted into the version
+    // order by the fast path (or decided by the search).
+    for (seed, ops, clients) in [(1, 200, 4), (2, 1000, 8), (3, 3000, 16)] {
+        for stale in [false, true] {
+            let g = generate(&GenOptions {
+                seed,
+                ops,
+                clients,
+                versions: true,
+                unknown_writes: 0.01,
+                versionless_puts: 0.3,
+                stale_read: stale,
+                ..GenOptions::default()
+            });
+            let r = check(
+                &g.spec,
+                &g.ops,
+                &Options {
+                    time_budget: Some(Duration::from_secs(20)),
+                    ..Options::default()
+                },
+            );
+            let want = if stale && g.stale_read.is_some() {
+                Verdict::NotLinearizable
+            } else {
+                Verdict::Linearizable
+            };
+            assert_eq!(
+                r.verdict,
+                want,
+                "seed {seed} ops {ops} stale {stale}: {}",
+                r.to_text()
+            );
+            eprintln!(
+                "versionless puts: {ops} ops, stale {stale}: {} ms",
+                r.elapsed.as_millis()
+            );
+        }
+    }
+}

@@ -87,6 +87,7 @@ mod tests {
                 duration: (1, 30),
                 think: (0, 10),
                 stale_read: seed % 2 == 1,
+                versionless_puts: 0.3,
             });
             let want = brute_check(&g.spec, &g.ops);
             bad += usize::from(!want);

@@ -35,6 +35,9 @@ pub struct GenOptions {
     pub think: (i64, i64),
     /// Inject one stale read late in the history (a guaranteed violation).
     pub stale_read: bool,
+    /// With versions: fraction of acknowledged puts whose output omits the
+    /// version (their place in the version order must then be inferred).
+    pub versionless_puts: f64,
 }
 
 impl Default for GenOptions {
@@ -52,6 +55,7 @@ impl Default for GenOptions {
             duration: (10, 1000),
             think: (0, 100),
             stale_read: false,
+            versionless_puts: 0.0,
         }
     }
 }
@@ -224,7 +228,12 @@ pub fn generate(opts: &GenOptions) -> Generated {
             }
         };
         if !d.unknown {
-            d.output = Some(output);
+            d.output = Some(match output {
+                KvOutput::Put { .. } if rng.gen_bool(opts.versionless_puts.clamp(0.0, 1.0)) => {
+                    KvOutput::Put { version: None }
+                }
+                o => o,
+            });
         }
     }
     let stale = if opts.stale_read {

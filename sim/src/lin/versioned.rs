@@ -20,6 +20,7 @@
 
 use super::search::KOp;
 use super::spec::{Claim, Spec};
+use std::collections::BTreeSet;
 
 /// A proof, from the version claims, that a key's history is not
 /// linearizable.
@@ -173,6 +174,13 @@ impl BestExt for Option<(u64, usize)> {
     }
 }
 
+fn none_or(w: Option<usize>, f: impl FnOnce(usize) -> bool) -> bool {
+    match w {
+        None => true,
+        Some(w) => f(w),
+    }
+}
+
 /// A placed operation: (point, segment version, kind: 0 = write 1 = other, op).
 type Placed = (i64, u64, u8, usize);
 
@@ -241,52 +249,194 @@ fn witness<P: Spec>(
             _ => floaters.push(i),
         }
     }
-    // Known floaters first (they must be placed, earliest deadline first),
-    // then unknown ones by invocation.
-    floaters.sort_by_key(|&i| (ops[i].output.is_none(), ret(&ops[i]), ops[i].call, i));
+    // Writes without a claim fill the versions no known write produced:
+    // known ones must be placed (earliest deadline first), unknown ones may.
+    let mut mand: BTreeSet<(i64, i64, usize)> = BTreeSet::new();
+    let mut opt: BTreeSet<(i64, usize)> = BTreeSet::new();
+    for &f in &floaters {
+        if ops[f].output.is_some() {
+            mand.insert((ret(&ops[f]), ops[f].call, f));
+        } else {
+            opt.insert((ops[f].call, f));
+        }
+    }
+    let vlimit = vmax + mand.len() as u64 + 1;
     let mut used = vec![false; ops.len()];
+    let mut log: Vec<usize> = Vec::new();
     let mut placed: Vec<Placed> = Vec::with_capacity(ops.len());
     let mut seg_start: Vec<i64> = Vec::new(); // point of the write opening each segment
     let mut seg_state: Vec<P::State> = Vec::new();
     let mut state = init.clone();
     let mut t = i64::MIN;
     let mut v = v0;
+    // Choice points at versions filled by a write without a claim.
+    struct Frame<S> {
+        v: u64,
+        t: i64,
+        placed: usize,
+        log: usize,
+        segs: usize,
+        cands: Vec<(usize, S)>,
+        next: usize,
+    }
+    let mut stack: Vec<Frame<P::State>> = Vec::new();
+    let mut backtracks = 0usize;
+    let mut force_fail = false;
     loop {
-        if v > v0 {
-            // The write that opens segment v.
+        let mut failed = std::mem::take(&mut force_fail);
+        if v > v0 && !failed {
+            // The write that opens segment v: it must suit the readers of v
+            // and let the known producer of v + 1 follow.
             let rs: &[usize] = readers.get(&v).map_or(&[], |r| r.as_slice());
-            let ok_for_readers = |s: &P::State| {
+            let next_w = producer.get(&(v + 1)).copied();
+            let fits = |s: &P::State| {
                 spec.version_of(s) == Some(v)
                     && rs
                         .iter()
                         .all(|&r| spec.step(s, ops[r].input, ops[r].output).is_legal())
+                    && none_or(next_w, |w| {
+                        spec.step(s, ops[w].input, ops[w].output).is_legal()
+                    })
             };
-            let (w, ns) = if let Some(&w) = producer.get(&v) {
-                (w, first_state(spec, &state, &ops[w], ok_for_readers)?)
-            } else {
-                let mut pick = None;
-                for &f in &floaters {
-                    if used[f] || t.max(ops[f].call) > ret(&ops[f]) {
-                        continue;
+            if let Some(&w) = producer.get(&v) {
+                let p = t.max(ops[w].call);
+                match first_state(spec, &state, &ops[w], fits) {
+                    Some(ns) if p <= ret(&ops[w]) && !used[w] => {
+                        used[w] = true;
+                        log.push(w);
+                        state = ns;
+                        t = p;
+                        placed.push((p, v, 0, w));
                     }
-                    if let Some(ns) = first_state(spec, &state, &ops[f], ok_for_readers) {
-                        pick = Some((f, ns));
-                        break;
+                    _ => failed = true,
+                }
+            } else {
+                let mut cands: Vec<(usize, P::State)> = Vec::new();
+                let mut late: Vec<(i64, usize, P::State)> = Vec::new();
+                for &(_, call, f) in mand.iter().take(256) {
+                    if let Some(ns) = first_state(spec, &state, &ops[f], fits) {
+                        if call <= t {
+                            if cands.len() < 4 {
+                                cands.push((f, ns));
+                            }
+                        } else if late.len() < 4 {
+                            late.push((call, f, ns));
+                        }
                     }
                 }
-                pick?
-            };
-            let p = t.max(ops[w].call);
-            if p > ret(&ops[w]) {
-                return None;
+                let mut k = 0;
+                for &(call, f) in opt.iter() {
+                    if let Some(ns) = first_state(spec, &state, &ops[f], fits) {
+                        if call <= t {
+                            cands.push((f, ns));
+                            k += 1;
+                            if k >= 4 {
+                                break;
+                            }
+                        } else {
+                            late.push((call, f, ns));
+                            break;
+                        }
+                    }
+                }
+                // Writes invoked after the cursor would push it: last, the
+                // earliest first; except known ones that cannot wait for the
+                // next free version (the known writes and reads before it
+                // start later than their deadline): first.
+                let mut bound = i64::MIN;
+                let mut u = v;
+                while u < v + 64 {
+                    for &r in readers.get(&u).map_or(&[][..], |r| r.as_slice()) {
+                        bound = bound.max(ops[r].call);
+                    }
+                    u += 1;
+                    match producer.get(&u) {
+                        Some(&w) => bound = bound.max(ops[w].call),
+                        None => break,
+                    }
+                }
+                late.sort_by_key(|x| (x.0, x.1));
+                let (urgent, late): (Vec<_>, Vec<_>) = late
+                    .into_iter()
+                    .partition(|(_, f, _)| ops[*f].output.is_some() && ret(&ops[*f]) < bound);
+                let mut all: Vec<(usize, P::State)> =
+                    urgent.into_iter().map(|(_, f, ns)| (f, ns)).collect();
+                all.append(&mut cands);
+                all.extend(late.into_iter().map(|(_, f, ns)| (f, ns)));
+                let cands = all;
+                if cands.is_empty() {
+                    // Backjump: undo the latest choice that took a write
+                    // which would fit here.
+                    let mut target = None;
+                    for (fi, fr) in stack.iter().enumerate().rev() {
+                        let (f, _) = &fr.cands[fr.next.saturating_sub(1)];
+                        if fr.next > 0
+                            && t.max(ops[*f].call) <= ret(&ops[*f])
+                            && first_state(spec, &state, &ops[*f], fits).is_some()
+                        {
+                            target = Some(fi);
+                            break;
+                        }
+                    }
+                    if let Some(fi) = target {
+                        stack.truncate(fi + 1);
+                    }
+                    failed = true;
+                } else {
+                    stack.push(Frame {
+                        v,
+                        t,
+                        placed: placed.len(),
+                        log: log.len(),
+                        segs: seg_start.len(),
+                        cands,
+                        next: 0,
+                    });
+                    failed = true; // take the first candidate below
+                }
             }
-            if used[w] {
-                return None;
+        }
+        if failed {
+            // Take the next candidate of the latest choice point.
+            loop {
+                let top = stack.last_mut()?;
+                if top.next >= top.cands.len() {
+                    stack.pop();
+                    continue;
+                }
+                backtracks += 1;
+                if backtracks > 2_000 {
+                    return None;
+                }
+                v = top.v;
+                t = top.t;
+                placed.truncate(top.placed);
+                seg_start.truncate(top.segs);
+                seg_state.truncate(top.segs);
+                while log.len() > top.log {
+                    if let Some(i) = log.pop() {
+                        used[i] = false;
+                        if floaters.binary_search(&i).is_ok() {
+                            if ops[i].output.is_some() {
+                                mand.insert((ret(&ops[i]), ops[i].call, i));
+                            } else {
+                                opt.insert((ops[i].call, i));
+                            }
+                        }
+                    }
+                }
+                let (f, ns) = top.cands[top.next].clone();
+                top.next += 1;
+                let p = t.max(ops[f].call);
+                used[f] = true;
+                log.push(f);
+                mand.remove(&(ret(&ops[f]), ops[f].call, f));
+                opt.remove(&(ops[f].call, f));
+                state = ns;
+                t = p;
+                placed.push((p, v, 0, f));
+                break;
             }
-            used[w] = true;
-            state = ns;
-            t = p;
-            placed.push((p, v, 0, w));
         }
         if let Some((c, out)) = &mut stop {
             if v == *c {
@@ -300,29 +450,41 @@ fn witness<P: Spec>(
         seg_start.push(t);
         seg_state.push(state.clone());
         let mut tmax = t;
+        let mut bad = false;
         if let Some(rs) = readers.get(&v) {
             for &r in rs {
                 let p = t.max(ops[r].call);
                 if p > ret(&ops[r]) || !spec.step(&state, ops[r].input, ops[r].output).is_legal() {
-                    return None;
+                    bad = true;
+                    break;
                 }
                 used[r] = true;
+                log.push(r);
                 placed.push((p, v, 1, r));
                 tmax = tmax.max(p);
             }
         }
         t = tmax;
-        if v >= vmax
-            && !floaters
-                .iter()
-                .any(|&f| !used[f] && ops[f].output.is_some())
-        {
+        // A known write without a claim whose deadline passed can no longer be placed.
+        if bad || mand.first().is_some_and(|&(r, _, _)| r < t) || v > vlimit {
+            // Backtrack at the next iteration; when a known write missed its
+            // deadline, straight to the latest choice that could have taken it.
+            if let Some(&(_, _, f)) = mand.first().filter(|&&(r, _, _)| r < t && !bad) {
+                if let Some(fi) = stack.iter().rposition(|fr| {
+                    fr.cands[fr.next.min(fr.cands.len())..]
+                        .iter()
+                        .any(|(g, _)| *g == f)
+                }) {
+                    stack.truncate(fi + 1);
+                }
+            }
+            force_fail = true;
+            continue;
+        }
+        if v >= vmax && mand.is_empty() {
             break;
         }
         v += 1;
-        if v > vmax + ops.len() as u64 + 1 {
-            return None;
-        }
     }
     // Claimless read-only operations: any segment their interval overlaps
     // where they are legal.
