@@ -526,8 +526,8 @@ pub fn bugs(args: &BugsArgs) -> u8 {
     let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
     if !args.json {
         println!(
-            "{:<28} {:<6} {:<16} {:>6} {:>8} {:>7}  {}",
-            "bug", "found", "property", "seeds", "seconds", "shrunk", "replay"
+            "{:<28} {:<6} {:<16} {:>6} {:>8} {:>7}  replay",
+            "bug", "found", "property", "seeds", "seconds", "shrunk"
         );
     }
     let mut missed = 0;
