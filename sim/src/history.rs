@@ -180,7 +180,6 @@ impl<C: Clone, R: Clone> Recorder<C, R> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +199,11 @@ mod tests {
 
     #[test]
     fn the_trace_hash_is_the_fnv_of_the_compact_json() {
-        let h = History { version: HISTORY_VERSION, ops: vec![op(1, 5, "x")], events: vec![] };
+        let h = History {
+            version: HISTORY_VERSION,
+            ops: vec![op(1, 5, "x")],
+            events: vec![],
+        };
         let text = serde_json::to_string(&h).unwrap();
         assert_eq!(h.trace_hash(), crate::rng::fnv1a(text.as_bytes()));
         let mut other = h.clone();
