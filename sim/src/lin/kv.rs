@@ -196,6 +196,21 @@ impl Spec for KvSpec {
         }
     }
 
+    fn is_legal(&self, s: &KvState, input: &KvInput, output: Option<&KvOutput>) -> bool {
+        match (input, output) {
+            (KvInput::Get, Some(KvOutput::Get { value, version })) => {
+                *value == s.value && self.version_ok(*version, s)
+            }
+            (KvInput::Cas { expect, .. }, Some(KvOutput::Cond { ok: false, version })) => {
+                *expect != s.value && self.version_ok(*version, s)
+            }
+            (KvInput::Cput { expect_version, .. }, Some(KvOutput::Cond { ok: false, version })) => {
+                *expect_version != s.version && self.version_ok(*version, s)
+            }
+            _ => self.step(s, input, output).is_legal(),
+        }
+    }
+
     fn is_read_only(&self, input: &KvInput, output: Option<&KvOutput>) -> bool {
         match input {
             KvInput::Get => true,

@@ -428,7 +428,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             }
             let o = &self.ops[op as usize];
             self.steps += 1;
-            if self.spec.step(&c.state, o.input, o.output).is_legal() {
+            if self.spec.is_legal(&c.state, o.input, o.output) {
                 c.bits.set(slot);
                 if self.limits.record_paths {
                     let (p, s) = (c.path.clone(), c.state.clone());
@@ -536,7 +536,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         }
         let slot = self.slot_of[op as usize];
         self.steps += 1;
-        if self.spec.step(&c.state, o.input, o.output).is_legal() {
+        if self.spec.is_legal(&c.state, o.input, o.output) {
             c.bits.set(slot);
             if self.limits.record_paths {
                 let (p, s) = (c.path.clone(), c.state.clone());

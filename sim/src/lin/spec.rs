@@ -102,6 +102,18 @@ pub trait Spec: Sync {
         output: Option<&Self::Output>,
     ) -> Next<Self::State>;
 
+    /// Whether the operation is possible in `state` (used for read-only
+    /// operations, very often). Default: `step(..).is_legal()`; override to
+    /// skip building the next state.
+    fn is_legal(
+        &self,
+        state: &Self::State,
+        input: &Self::Input,
+        output: Option<&Self::Output>,
+    ) -> bool {
+        self.step(state, input, output).is_legal()
+    }
+
     /// True if the operation, with this output, never changes the state in any
     /// state where it is legal (a read, a failed compare-and-set). The checker
     /// places such operations eagerly and drops them when their output is
