@@ -333,7 +333,12 @@ fn generated_histories_large_versioned() {
 fn generated_histories_with_versionless_puts() {
     // Puts whose output omits the version must be fitted into the version
     // order by the fast path (or decided by the search).
-    for (seed, ops, clients) in [(1, 200, 4), (2, 1000, 8), (3, 3000, 16)] {
+    for (seed, ops, clients, versionless) in [
+        (1, 200, 4, 0.3),
+        (2, 1000, 8, 0.3),
+        (3, 3000, 16, 0.3),
+        (4, 20_000, 32, 0.1),
+    ] {
         for stale in [false, true] {
             let g = generate(&GenOptions {
                 seed,
@@ -341,7 +346,7 @@ fn generated_histories_with_versionless_puts() {
                 clients,
                 versions: true,
                 unknown_writes: 0.01,
-                versionless_puts: 0.3,
+                versionless_puts: versionless,
                 stale_read: stale,
                 ..GenOptions::default()
             });

@@ -385,6 +385,8 @@ mod timing {
             ("k1_1000_c24_bad", false, true, 1000, 24, 1),
             ("v_100k_c32_ok", true, false, 100_000, 32, 1),
             ("v_100k_c32_bad", true, true, 100_000, 32, 1),
+            ("vl_20k_c32_ok", true, false, 20_000, 32, 1),
+            ("vl_100k_c32_ok", true, false, 100_000, 32, 1),
         ] {
             let only = std::env::var("LIN_TIMING").unwrap_or_default();
             if !name.contains(&only) {
@@ -398,12 +400,20 @@ mod timing {
                 versions,
                 unknown_writes: 0.01,
                 stale_read: stale,
+                versionless_puts: if name.starts_with("vl") { 0.1 } else { 0.0 },
                 ..GenOptions::default()
             });
             let mut best = f64::MAX;
-            for _ in 0..20 {
+            for _ in 0..3 {
                 let t = std::time::Instant::now();
-                let r = check(&g.spec, &g.ops, &Options::default());
+                let r = check(
+                    &g.spec,
+                    &g.ops,
+                    &Options {
+                        time_budget: Some(std::time::Duration::from_secs(10)),
+                        ..Options::default()
+                    },
+                );
                 best = best.min(t.elapsed().as_secs_f64());
                 assert_eq!(r.verdict == crate::lin::Verdict::NotLinearizable, stale);
             }

@@ -405,7 +405,7 @@ fn witness<P: Spec>(
                     continue;
                 }
                 backtracks += 1;
-                if backtracks > 2_000 {
+                if backtracks > 1_000 + 4 * floaters.len() {
                     return None;
                 }
                 v = top.v;
