@@ -132,6 +132,8 @@ impl Spec for ItemSpec {
             (ItemOp::ReadIfNoneMatch(v), ItemResult::NotModified) => Claim::At(*v),
             (_, ItemResult::Present(_, v)) => Claim::At(*v),
             (_, ItemResult::Ok(Some(v))) => Claim::Produced(*v),
+            // A conditional delete succeeds only at version v and leaves v + 1.
+            (ItemOp::DeleteIfVersion(v), ItemResult::Ok(None)) => Claim::Produced(v + 1),
             _ => Claim::None,
         }
     }
