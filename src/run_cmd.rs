@@ -210,7 +210,11 @@ fn save_failure(r: &RunResult) -> std::io::Result<PathBuf> {
         stem += &format!("-{b}");
     }
     let path = dir.join(format!("{stem}.json"));
-    std::fs::write(&path, SavedRun::of(r).to_json())?;
+    let saved = SavedRun {
+        replay: Some(format!("cargo run --release -- replay {}", path.display())),
+        ..SavedRun::of(r)
+    };
+    std::fs::write(&path, saved.to_json())?;
     std::fs::write(
         dir.join(format!("{stem}.history.json")),
         r.history.to_json(),

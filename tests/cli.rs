@@ -82,5 +82,14 @@ fn a_failing_run_exits_1_and_prints_the_replay_command() {
     assert!(
         out.contains("cargo run --release -- run occ --seed 0 --bug skip_if_match"),
         "{out}"
+    ); // The saved file carries the scenario, the outcome and its own replay command.
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("target/overcast/failures/occ-seed0-skip_if_match.json").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        saved["replay"],
+        "cargo run --release -- replay target/overcast/failures/occ-seed0-skip_if_match.json"
     );
+    assert_eq!(saved["outcome"]["property"], "linearizability");
 }

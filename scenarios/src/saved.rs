@@ -41,6 +41,9 @@ pub struct SavedRun {
     /// The violations, in words (for people; not compared on replay).
     #[serde(default)]
     pub violations: Vec<String>,
+    /// The command that replays this file (for people; not compared on replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
 }
 
 impl SavedRun {
@@ -50,6 +53,7 @@ impl SavedRun {
             scenario: r.scenario.clone(),
             outcome: SavedOutcome::of(r),
             violations: r.violations.iter().map(|v| v.to_string()).collect(),
+            replay: None,
         }
     }
 
