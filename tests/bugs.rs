@@ -28,6 +28,7 @@ fn every_seeded_bug_is_caught() {
             "skip_if_match" | "ack_before_sync" => &["linearizability"],
             "etag_reuse" => &["linearizability", "E1"],
             "retry_write_after_timeout" => &["linearizability", "R1"],
+            "ignore_retry_after" => &["R2"],
             other => panic!("no expectation written for bug {other}"),
         };
         assert!(
@@ -51,6 +52,7 @@ fn each_checker_catches_its_bug() {
     for (bug, property) in [
         ("etag_reuse", "E1"),
         ("retry_write_after_timeout", "R1"),
+        ("ignore_retry_after", "R2"),
         ("skip_if_match", "linearizability"),
         ("ack_before_sync", "linearizability"),
     ] {

@@ -26,6 +26,9 @@ pub struct ClientConfig {
     pub retry: RetryOptions,
     /// Seeded bug `retry_write_after_timeout`: re-send a write after a timeout.
     pub retry_write_after_timeout: bool,
+    /// Seeded bug `ignore_retry_after`: retry a 429 at once instead of
+    /// waiting for the server's `x-ms-retry-after-ms`.
+    pub ignore_retry_after: bool,
 }
 
 /// One attempt as the SDK saw it.
@@ -187,10 +190,18 @@ impl StoreClient {
             let jitter: f64 = self.rng.gen();
             match state.on_attempt(&outcome, jitter) {
                 Decision::Retry { after } => {
-                    // At least 1 ms, as madsim's `sleep`.
+                    let throttled = matches!(outcome, AttemptOutcome::Response { status: 429, .. });
+                    let after = if self.cfg.ignore_retry_after && throttled {
+                        Duration::ZERO
+                    } else {
+                        after
+                    };
+                    // At least 1 ms, as madsim's `sleep`. The log records what
+                    // was really waited, which is what R2 judges.
+                    let started = Instant::now();
                     let wait = after.max(Duration::from_millis(1));
-                    self.timers.sleep_until(Instant::now() + wait).await;
-                    waited = after;
+                    self.timers.sleep_until(started + wait).await;
+                    waited = started.elapsed();
                 }
                 Decision::Done(outcome) => {
                     let response = match outcome {

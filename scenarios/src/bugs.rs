@@ -28,6 +28,11 @@ pub const BUGS: &[BugInfo] = &[
         scenario: "occ",
     },
     BugInfo {
+        name: "ignore_retry_after",
+        what: "the client retries a throttled (429) request at once instead of after the server's retry-after",
+        scenario: "occ",
+    },
+    BugInfo {
         name: "ack_before_sync",
         what: "the server acknowledges a write before its log record is durable, so a crash can lose it",
         scenario: "occ",
@@ -48,6 +53,8 @@ pub struct BugSwitches {
     pub ack_before_sync: bool,
     /// Client: retry writes after a timeout.
     pub retry_write_after_timeout: bool,
+    /// Client: retry 429s without waiting.
+    pub ignore_retry_after: bool,
 }
 
 /// Turns bug names into switches; an unknown name is an error naming the known ones.
@@ -59,6 +66,7 @@ pub fn switches(names: &[String]) -> Result<BugSwitches, String> {
             "etag_reuse" => s.store.etag_reuse = true,
             "ack_before_sync" => s.ack_before_sync = true,
             "retry_write_after_timeout" => s.retry_write_after_timeout = true,
+            "ignore_retry_after" => s.ignore_retry_after = true,
             other => {
                 let known: Vec<&str> = BUGS.iter().map(|b| b.name).collect();
                 return Err(format!(

@@ -205,6 +205,7 @@ pub fn run(s: &Scenario) -> RunResult {
                 partitions: s.partitions,
                 retry: s.retry.clone(),
                 retry_write_after_timeout: switches.retry_write_after_timeout,
+                ignore_retry_after: switches.ignore_retry_after,
             };
             let rng = stream(env.seed, &format!("client-{}-sdk", env.index));
             let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
