@@ -240,16 +240,21 @@ fn report_failure(r: &RunResult) {
     println!("rerun   {}", run_command(&r.scenario));
 }
 
+/// The run's summary, and the linearizability explanation when there is one.
+fn print_summary(r: &RunResult) {
+    println!("{}", r.summary());
+    if r.lin.failure.is_some() {
+        println!("\n{}", r.lin.to_text());
+    }
+}
+
 fn run_one(s: &Scenario) -> Result<RunResult, String> {
     let s = s.clone();
     run_isolated(move || run_scenario(&s)).map_err(|p| format!("the run panicked: {p}"))
 }
 
 fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
-    println!("{}", r.summary());
-    if r.lin.failure.is_some() {
-        println!("\n{}", r.lin.to_text());
-    }
+    print_summary(r);
     if let Some(path) = history {
         if let Err(e) = std::fs::write(path, r.history.to_json()) {
             eprintln!("overcast: could not write {}: {e}", path.display());
@@ -290,18 +295,22 @@ pub fn run(args: &RunArgs) -> u8 {
     }
 }
 
+/// Reads a saved run or scenario file; on failure, says why in one line and
+/// gives the exit code for bad input.
+fn load_saved(file: &Path) -> Result<(Scenario, Option<SavedOutcome>), u8> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+    SavedRun::parse(&text).map_err(|e| bad_input(format!("{}: {e}", file.display())))
+}
+
 /// `overcast replay`.
 pub fn replay(args: &ReplayArgs) -> u8 {
     if let Err(code) = init_log(&args.log) {
         return code;
     }
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) => return bad_input(format!("cannot read {}: {e}", args.file.display())),
-    };
-    let (s, expected) = match SavedRun::parse(&text) {
+    let (s, expected) = match load_saved(&args.file) {
         Ok(x) => x,
-        Err(e) => return bad_input(format!("{}: {e}", args.file.display())),
+        Err(code) => return code,
     };
     println!("{}", header(&s));
     let r = match run_one(&s) {
@@ -311,10 +320,7 @@ pub fn replay(args: &ReplayArgs) -> u8 {
             return 1;
         }
     };
-    println!("{}", r.summary());
-    if r.lin.failure.is_some() {
-        println!("\n{}", r.lin.to_text());
-    }
+    print_summary(&r);
     if args.record {
         return match std::fs::write(&args.file, SavedRun::of(&r).to_json()) {
             Ok(()) => {
@@ -343,13 +349,9 @@ pub fn replay(args: &ReplayArgs) -> u8 {
 
 /// `overcast shrink`.
 pub fn shrink(args: &ShrinkArgs) -> u8 {
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) => return bad_input(format!("cannot read {}: {e}", args.file.display())),
-    };
-    let (s, _) = match SavedRun::parse(&text) {
+    let (s, _) = match load_saved(&args.file) {
         Ok(x) => x,
-        Err(e) => return bad_input(format!("{}: {e}", args.file.display())),
+        Err(code) => return code,
     };
     println!("{}", header(&s));
     let started = Instant::now();
@@ -370,10 +372,7 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
         shrunk.tried,
         started.elapsed().as_secs_f64()
     );
-    println!("{}", shrunk.run.summary());
-    if shrunk.run.lin.failure.is_some() {
-        println!("\n{}", shrunk.run.lin.to_text());
-    }
+    print_summary(&shrunk.run);
     let path = args.file.with_extension("shrunk.json");
     match std::fs::write(&path, SavedRun::of(&shrunk.run).to_json()) {
         Ok(()) => {
