@@ -2,7 +2,7 @@
 //! `cargo bench -p overcast-sim --bench lin`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use overcast_sim::lin::gen::{generate, GenOptions};
+use overcast_sim::lin::gen::{bench_cases, generate};
 use overcast_sim::lin::kv::{parse_kvhist, KvHistory};
 use overcast_sim::lin::{check, Options, Verdict};
 use std::path::Path;
@@ -51,37 +51,9 @@ fn bench(c: &mut Criterion) {
         });
     }
 
-    for (name, versions, stale, ops, clients, keys) in [
-        ("one_key_1000_ops_24_clients_ok", false, false, 1000, 24, 1),
-        ("one_key_1000_ops_24_clients_bad", false, true, 1000, 24, 1),
-        (
-            "versions_100k_ops_one_key_32_clients_ok",
-            true,
-            false,
-            100_000,
-            32,
-            1,
-        ),
-        (
-            "versions_100k_ops_one_key_32_clients_bad",
-            true,
-            true,
-            100_000,
-            32,
-            1,
-        ),
-        ("100k_ops_100_keys_ok", false, false, 100_000, 32, 100),
-    ] {
-        let h = generate(&GenOptions {
-            seed: 1,
-            ops,
-            clients,
-            keys,
-            versions,
-            unknown_writes: 0.01,
-            stale_read: stale,
-            ..GenOptions::default()
-        });
+    for (name, gen_opts) in bench_cases() {
+        let stale = gen_opts.stale_read;
+        let h = generate(&gen_opts);
         let want = if stale {
             Verdict::NotLinearizable
         } else {

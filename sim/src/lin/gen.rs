@@ -307,6 +307,48 @@ fn inject_stale_read(drafts: &mut [Draft], versions: bool) -> Option<usize> {
     None
 }
 
+/// The history shapes of the checker's performance targets, by name: the
+/// criterion bench (`sim/benches/lin.rs`) and the kvhist writer in the tests
+/// both take them from here.
+pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
+    [
+        ("one_key_1000_ops_24_clients_ok", false, false, 1000, 24, 1),
+        ("one_key_1000_ops_24_clients_bad", false, true, 1000, 24, 1),
+        (
+            "versions_100k_ops_one_key_32_clients_ok",
+            true,
+            false,
+            100_000,
+            32,
+            1,
+        ),
+        (
+            "versions_100k_ops_one_key_32_clients_bad",
+            true,
+            true,
+            100_000,
+            32,
+            1,
+        ),
+        ("100k_ops_100_keys_ok", false, false, 100_000, 32, 100),
+    ]
+    .into_iter()
+    .map(|(name, versions, stale_read, ops, clients, keys)| {
+        let opts = GenOptions {
+            seed: 1,
+            ops,
+            clients,
+            keys,
+            versions,
+            unknown_writes: 0.01,
+            stale_read,
+            ..GenOptions::default()
+        };
+        (name, opts)
+    })
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,23 +383,9 @@ mod tests {
         let Some(dir) = std::env::var_os("LIN_GEN_DIR") else {
             return;
         };
-        for (name, versions, stale, ops, clients, keys) in [
-            ("k1_1000_c24_ok", false, false, 1000, 24, 1),
-            ("k1_1000_c24_bad", false, true, 1000, 24, 1),
-            ("v_100k_c32_ok", true, false, 100_000, 32, 1),
-            ("v_100k_c32_bad", true, true, 100_000, 32, 1),
-            ("k100_100k_ok", false, false, 100_000, 32, 100),
-        ] {
-            let g = generate(&GenOptions {
-                seed: 1,
-                ops,
-                clients,
-                keys,
-                versions,
-                unknown_writes: 0.01,
-                stale_read: stale,
-                ..GenOptions::default()
-            });
+        for (name, opts) in bench_cases() {
+            let stale = opts.stale_read;
+            let g = generate(&opts);
             let exp = if stale {
                 "not_linearizable"
             } else {
@@ -365,59 +393,6 @@ mod tests {
             };
             let p = std::path::Path::new(&dir).join(format!("{name}.json"));
             std::fs::write(p, to_kvhist(&g.spec, &g.ops, Some(exp))).expect("write");
-        }
-    }
-}
-
-#[cfg(test)]
-mod timing {
-    use super::*;
-    use crate::lin::{check, Options};
-
-    /// Prints check times of the benchmark shapes (`cargo test --release -p
-    /// overcast-sim timing -- --ignored --nocapture`).
-    #[test]
-    #[ignore]
-    fn print_timings() {
-        for (name, versions, stale, ops, clients, keys) in [
-            ("k100_100k_ok", false, false, 100_000, 32, 100),
-            ("k1_1000_c24_ok", false, false, 1000, 24, 1),
-            ("k1_1000_c24_bad", false, true, 1000, 24, 1),
-            ("v_100k_c32_ok", true, false, 100_000, 32, 1),
-            ("v_100k_c32_bad", true, true, 100_000, 32, 1),
-            ("vl_20k_c32_ok", true, false, 20_000, 32, 1),
-            ("vl_100k_c32_ok", true, false, 100_000, 32, 1),
-        ] {
-            let only = std::env::var("LIN_TIMING").unwrap_or_default();
-            if !name.contains(&only) {
-                continue;
-            }
-            let g = generate(&GenOptions {
-                seed: 1,
-                ops,
-                clients,
-                keys,
-                versions,
-                unknown_writes: 0.01,
-                stale_read: stale,
-                versionless_puts: if name.starts_with("vl") { 0.1 } else { 0.0 },
-                ..GenOptions::default()
-            });
-            let mut best = f64::MAX;
-            for _ in 0..3 {
-                let t = std::time::Instant::now();
-                let r = check(
-                    &g.spec,
-                    &g.ops,
-                    &Options {
-                        time_budget: Some(std::time::Duration::from_secs(10)),
-                        ..Options::default()
-                    },
-                );
-                best = best.min(t.elapsed().as_secs_f64());
-                assert_eq!(r.verdict == crate::lin::Verdict::NotLinearizable, stale);
-            }
-            println!("{name}: {:.1} ms", best * 1000.0);
         }
     }
 }
