@@ -199,23 +199,12 @@ pub fn generate(opts: &GenOptions) -> Generated {
                     version: ver(s.version),
                 }
             }
-            KvInput::Cas { expect, value } => {
-                let ok = *expect == s.value;
-                if ok {
-                    s.value = Some(value.clone());
-                    s.version += 1;
-                    d.produced = Some((value.clone(), s.version));
-                }
-                KvOutput::Cond {
-                    ok,
-                    version: ver(s.version),
-                }
-            }
-            KvInput::Cput {
-                expect_version,
-                value,
-            } => {
-                let ok = *expect_version == s.version;
+            KvInput::Cas { value, .. } | KvInput::Cput { value, .. } => {
+                let ok = match &d.input {
+                    KvInput::Cas { expect, .. } => *expect == s.value,
+                    KvInput::Cput { expect_version, .. } => *expect_version == s.version,
+                    _ => unreachable!("matched above"),
+                };
                 if ok {
                     s.value = Some(value.clone());
                     s.version += 1;
