@@ -2,8 +2,9 @@
 //! bare-madsim run that sends the same number of messages per seed, so the
 //! harness's overhead over the simulator is visible. Medians over rounds.
 
-use overcast_scenarios::run::run as run_scenario;
-use overcast_scenarios::scenario::{Scenario, SCENARIOS};
+use overcast_scenarios::registry;
+use overcast_scenarios::run::run_with;
+use overcast_scenarios::scenario::Scenario;
 use overcast_sim::floor::ping_pong;
 use overcast_sim::runner::{sweep, SweepOptions};
 use std::time::Instant;
@@ -32,14 +33,27 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs the benchmark; returns the exit code.
 pub fn run(args: &BenchArgs) -> u8 {
-    let Some(template) = Scenario::named(&args.scenario, 0) else {
-        eprintln!(
-            "overcast: unknown scenario '{}' (known: {})",
-            args.scenario,
-            SCENARIOS.join(", ")
-        );
-        return 2;
+    let def = match registry::find(&args.scenario) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("overcast: {e}");
+            return 2;
+        }
     };
+    let template = Scenario::new(def, 0);
+    let topology = def
+        .topology(&template.params)
+        .expect("default parameters are valid");
+    // The floor's two sides: the nodes that serve and the awaited ones that drive.
+    let count = |awaited: bool| -> usize {
+        topology
+            .roles
+            .iter()
+            .filter(|r| r.awaited == awaited)
+            .map(|r| r.count)
+            .sum()
+    };
+    let (servers, clients) = (count(false), count(true));
     if args.seeds == 0 || args.rounds == 0 {
         eprintln!("overcast: --seeds and --rounds must be at least 1");
         return 2;
@@ -52,10 +66,10 @@ pub fn run(args: &BenchArgs) -> u8 {
     };
     let seeds: Vec<u64> = (0..args.seeds).collect();
     println!(
-        "overcast bench: scenario {} ({} clients, {} ops/client, faults on), {} seeds x {} rounds, {jobs} jobs, release={}",
+        "overcast bench: scenario {} ({} serving and {} driving nodes, default faults), {} seeds x {} rounds, {jobs} jobs, release={}",
         args.scenario,
-        template.clients,
-        template.ops_per_client,
+        servers,
+        clients,
         args.seeds,
         args.rounds,
         !cfg!(debug_assertions)
@@ -67,9 +81,8 @@ pub fn run(args: &BenchArgs) -> u8 {
         |seed| {
             let mut s = template.clone();
             s.seed = seed;
-            let r = run_scenario(&s);
-            let attempts: usize = r.history.ops.iter().map(|o| o.attempts.len()).sum();
-            (attempts, r.history.ops.len())
+            let r = run_with(def, &s);
+            (r.history.ops() + r.history.retries(), r.history.ops())
         },
         |_| false,
     );
@@ -88,7 +101,7 @@ pub fn run(args: &BenchArgs) -> u8 {
             |seed| {
                 let mut s = template.clone();
                 s.seed = seed;
-                run_scenario(&s).passed()
+                run_with(def, &s).passed()
             },
             |p| !p,
         );
@@ -98,8 +111,8 @@ pub fn run(args: &BenchArgs) -> u8 {
             &seeds,
             &opts,
             |seed| {
-                let round_trips = counts[seed as usize].0.div_ceil(template.clients.max(1));
-                ping_pong(seed, template.servers, template.clients, round_trips, 96)
+                let round_trips = counts[seed as usize].0.div_ceil(clients.max(1));
+                ping_pong(seed, servers.max(1), clients.max(1), round_trips, 96)
             },
             |_| false,
         );

@@ -1,22 +1,25 @@
-//! `overcast run`, `sweep`, `replay` and `bugs`: running scenarios, saving
-//! failures with the command that replays them, and the bug hunt.
+//! `overcast run`, `sweep`, `replay`, `shrink` and `bugs`: parsing their
+//! arguments and printing what the scenarios crate runs. Exit codes: 0 pass,
+//! 1 violation, 2 bad input, 3 liveness, 4 undecided, 5 harness error.
 
 use overcast_scenarios::bugs::BUGS;
 use overcast_scenarios::hunt::hunt;
-use overcast_scenarios::run::{run as run_scenario, RunResult};
-use overcast_scenarios::saved::{SavedOutcome, SavedRun};
-use overcast_scenarios::scenario::{Scenario, SCENARIOS};
-use overcast_sim::runner::{run_isolated, sweep as sweep_seeds, SweepOptions};
+use overcast_scenarios::registry::{self, DynScenario, SCENARIOS};
+use overcast_scenarios::run::{run_isolated_with, RunResult};
+use overcast_scenarios::saved::{
+    replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun, FAILURE_DIR,
+};
+use overcast_scenarios::scenario::Scenario;
+use overcast_scenarios::sweep::sweep as sweep_scenario;
+use overcast_sim::check::Outcome;
+use overcast_sim::runner::SweepOptions;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// Where failing scenarios are saved.
-pub const FAILURE_DIR: &str = "target/overcast/failures";
 
 /// Arguments of `overcast run`.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The scenario (known: occ).
+    /// The scenario (`overcast bugs --list` and the README list them; `occ`).
     pub scenario: String,
     /// The seed.
     #[arg(long, default_value_t = 0)]
@@ -137,49 +140,35 @@ pub fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
     Ok((lo..hi).collect())
 }
 
-fn scenario_for(name: &str, seed: u64, bugs: &[String], swarm: bool) -> Result<Scenario, String> {
-    let mut s = Scenario::named(name, seed).ok_or_else(|| {
-        format!(
-            "unknown scenario '{name}' (known: {})",
-            SCENARIOS.join(", ")
-        )
-    })?;
+fn scenario_for(
+    name: &str,
+    seed: u64,
+    bugs: &[String],
+    swarm: bool,
+) -> Result<(&'static dyn DynScenario, Scenario), String> {
+    let def = registry::find(name)?;
+    let mut s = Scenario::new(def, seed);
     s.bugs = bugs.to_vec();
     s.swarm = swarm;
-    s.validate()?;
-    Ok(s)
+    s.validate_with(def)?;
+    Ok((def, s))
 }
 
-/// The command line that runs `s` again from its name and seed.
-fn run_command(s: &Scenario) -> String {
-    let mut cmd = format!("cargo run --release -- run {} --seed {}", s.name, s.seed);
-    for b in &s.bugs {
-        cmd += &format!(" --bug {b}");
-    }
-    if s.swarm {
-        cmd += " --swarm";
-    }
-    cmd
-}
-
-fn header(s: &Scenario) -> String {
-    let plan = overcast_scenarios::run::resolve_plan(s);
+fn header(def: &dyn DynScenario, s: &Scenario) -> String {
+    let plan = overcast_scenarios::run::resolved(def, s)
+        .ok()
+        .and_then(|r| r.plan)
+        .unwrap_or_else(overcast_sim::faults::FaultPlan::none);
     format!(
-        "overcast: scenario {} seed {}\n\
-         options servers={} clients={} partitions={} keys={} hot_key={}% ops/client={} rmw_tries={} swarm={} bugs=[{}]\n\
-         faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms\n\
-         server  429={} 449={} 503={} 410={} 408={} fsync={}..{} ms; request timeout {} ms",
+        "overcast: scenario {} seed {} ({})\n\
+         options swarm={} bugs=[{}] {}\n\
+         faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms",
         s.name,
         s.seed,
-        s.servers,
-        s.clients,
-        s.partitions,
-        s.keys,
-        s.hot_key_percent,
-        s.ops_per_client,
-        s.rmw_max_tries,
+        def.describe(),
         s.swarm,
         s.bugs.join(","),
+        def.header(&s.params),
         plan.packet_loss,
         plan.latency_ms.0,
         plan.latency_ms.1,
@@ -187,70 +176,29 @@ fn header(s: &Scenario) -> String {
         plan.clocks.len(),
         plan.lose_unsynced_on_crash,
         s.fault_window_ms,
-        s.server_faults.throttle,
-        s.server_faults.retry_with,
-        s.server_faults.unavailable,
-        s.server_faults.gone,
-        s.server_faults.timeout,
-        s.fsync_ms.0,
-        s.fsync_ms.1,
-        s.retry.request_timeout.as_millis(),
     )
 }
 
-/// Saves a failing run and its linearizability report; returns the failure file.
-fn save_failure(r: &RunResult) -> std::io::Result<PathBuf> {
-    let dir = Path::new(FAILURE_DIR);
-    std::fs::create_dir_all(dir)?;
-    let mut stem = format!("{}-seed{}", r.scenario.name, r.scenario.seed);
-    if r.scenario.swarm {
-        stem += "-swarm";
-    }
-    for b in &r.scenario.bugs {
-        stem += &format!("-{b}");
-    }
-    let path = dir.join(format!("{stem}.json"));
-    let saved = SavedRun {
-        replay: Some(format!("cargo run --release -- replay {}", path.display())),
-        ..SavedRun::of(r)
-    };
-    std::fs::write(&path, saved.to_json())?;
-    std::fs::write(
-        dir.join(format!("{stem}.history.json")),
-        r.history.to_json(),
-    )?;
-    if r.lin.failure.is_some() {
-        let title = format!("overcast {} seed {}", r.scenario.name, r.scenario.seed);
-        std::fs::write(dir.join(format!("{stem}.html")), r.lin.to_html(&title))?;
-    }
-    Ok(path)
-}
-
 fn report_failure(r: &RunResult) {
-    match save_failure(r) {
-        Ok(path) => {
-            println!("saved   {}", path.display());
-            if r.lin.failure.is_some() {
-                println!("report  {}", path.with_extension("html").display());
+    match save_failure(r, Path::new(FAILURE_DIR)) {
+        Ok(files) => {
+            println!("saved   {}", files.run.display());
+            if let Some(html) = &files.html {
+                println!("report  {}", html.display());
             }
-            println!("replay  cargo run --release -- replay {}", path.display());
+            println!("replay  {}", replay_command(&files.run));
         }
         Err(e) => eprintln!("overcast: could not save the failure under {FAILURE_DIR}: {e}"),
     }
     println!("rerun   {}", run_command(&r.scenario));
 }
 
-/// The run's summary, and the linearizability explanation when there is one.
+/// The run's summary, and the checkers' explanations when there are any.
 fn print_summary(r: &RunResult) {
     println!("{}", r.summary());
-    if r.lin.failure.is_some() {
-        println!("\n{}", r.lin.to_text());
+    for e in r.explanations() {
+        println!("\n{e}");
     }
-}
-
-fn run_one(s: &Scenario) -> Result<RunResult, String> {
-    let s = s.clone();
-    run_isolated(move || run_scenario(&s)).map_err(|p| format!("the run panicked: {p}"))
 }
 
 fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
@@ -260,12 +208,10 @@ fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
             eprintln!("overcast: could not write {}: {e}", path.display());
         }
     }
-    if r.passed() {
-        0
-    } else {
+    if !r.passed() {
         report_failure(r);
-        1
     }
+    r.outcome.exit_code()
 }
 
 fn init_log(filter: &Option<String>) -> Result<(), u8> {
@@ -280,27 +226,26 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Err(code) = init_log(&args.log) {
         return code;
     }
-    let s = match scenario_for(&args.scenario, args.seed, &args.bugs, args.swarm) {
-        Ok(s) => s,
+    let (def, s) = match scenario_for(&args.scenario, args.seed, &args.bugs, args.swarm) {
+        Ok(x) => x,
         Err(e) => return bad_input(e),
     };
-    println!("{}", header(&s));
-    match run_one(&s) {
-        Ok(r) => print_run(&r, args.history.as_deref()),
-        Err(e) => {
-            println!("verdict FAIL: {e}");
-            println!("rerun   {}", run_command(&s));
-            1
-        }
-    }
+    println!("{}", header(def, &s));
+    print_run(&run_isolated_with(def, &s), args.history.as_deref())
 }
 
 /// Reads a saved run or scenario file; on failure, says why in one line and
-/// gives the exit code for bad input.
-fn load_saved(file: &Path) -> Result<(Scenario, Option<SavedOutcome>), u8> {
+/// gives the exit code for bad input. A migrated file's note goes to stderr.
+fn load_saved(file: &Path) -> Result<(&'static dyn DynScenario, Loaded), u8> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
-    SavedRun::parse(&text).map_err(|e| bad_input(format!("{}: {e}", file.display())))
+    let loaded =
+        SavedRun::parse(&text).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+    if let Some(note) = &loaded.note {
+        eprintln!("overcast: {}: {note}", file.display());
+    }
+    let def = registry::find(&loaded.scenario.name).map_err(bad_input)?;
+    Ok((def, loaded))
 }
 
 /// `overcast replay`.
@@ -308,18 +253,13 @@ pub fn replay(args: &ReplayArgs) -> u8 {
     if let Err(code) = init_log(&args.log) {
         return code;
     }
-    let (s, expected) = match load_saved(&args.file) {
+    let (def, loaded) = match load_saved(&args.file) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    println!("{}", header(&s));
-    let r = match run_one(&s) {
-        Ok(r) => r,
-        Err(e) => {
-            println!("verdict FAIL: {e}");
-            return 1;
-        }
-    };
+    let s = loaded.scenario;
+    println!("{}", header(def, &s));
+    let r = run_isolated_with(def, &s);
     print_summary(&r);
     if args.record {
         return match std::fs::write(&args.file, SavedRun::of(&r).to_json()) {
@@ -330,44 +270,48 @@ pub fn replay(args: &ReplayArgs) -> u8 {
             Err(e) => bad_input(format!("cannot write {}: {e}", args.file.display())),
         };
     }
-    if let Some(exp) = expected {
+    if let Some(exp) = loaded.outcome {
         let now = SavedOutcome::of(&r);
-        if now == exp {
+        if !exp.reproduced_by(&now) {
+            println!(
+                "replay  DIFFERS from the saved outcome: saved {:?} property={:?}, now {:?} property={:?}",
+                exp.outcome, exp.property, now.outcome, now.property
+            );
+        } else if now.trace_hash != exp.trace_hash {
+            println!(
+                "replay  reproduced the saved outcome; the trace changed ({} then, {} now: the model or workload changed since it was saved)",
+                exp.trace_hash, now.trace_hash
+            );
+        } else {
             println!(
                 "replay  reproduced the saved outcome exactly (trace {})",
                 now.trace_hash
             );
-        } else {
-            println!(
-                "replay  DIFFERS from the saved outcome: saved passed={} property={:?} trace={}, now passed={} property={:?} trace={}",
-                exp.passed, exp.property, exp.trace_hash, now.passed, now.property, now.trace_hash
-            );
         }
     }
-    u8::from(!r.passed())
+    r.outcome.exit_code()
 }
 
 /// `overcast shrink`.
 pub fn shrink(args: &ShrinkArgs) -> u8 {
-    let (s, _) = match load_saved(&args.file) {
+    let (def, loaded) = match load_saved(&args.file) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    println!("{}", header(&s));
+    let s = loaded.scenario;
+    println!("{}", header(def, &s));
     let started = Instant::now();
-    let shrunk = overcast_scenarios::shrink::shrink(&s, args.max_tries, |step, r| {
-        let (ops, events, clients, keys) = overcast_scenarios::shrink::size(r);
-        println!(
-            "shrink  {step}: {ops} ops, {events} fault events, {clients} clients, {keys} items"
-        );
+    let shrunk = overcast_scenarios::shrink::shrink(def, &s, args.max_tries, |step, r| {
+        let (ops, events) = overcast_scenarios::shrink::size(r);
+        println!("shrink  {step}: {ops} ops, {events} fault events");
     });
     let Some(shrunk) = shrunk else {
         println!("the scenario passes: nothing to shrink");
         return 0;
     };
-    let (ops, events, clients, keys) = overcast_scenarios::shrink::size(&shrunk.run);
+    let (ops, events) = overcast_scenarios::shrink::size(&shrunk.run);
     println!(
-        "shrunk  to {ops} ops, {events} fault events, {clients} clients, {keys} items ({} of {} candidates kept, {:.1} s)",
+        "shrunk  to {ops} ops, {events} fault events ({} of {} candidates kept, {:.1} s)",
         shrunk.kept,
         shrunk.tried,
         started.elapsed().as_secs_f64()
@@ -377,33 +321,11 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     match std::fs::write(&path, SavedRun::of(&shrunk.run).to_json()) {
         Ok(()) => {
             println!("saved   {}", path.display());
-            println!("replay  cargo run --release -- replay {}", path.display());
+            println!("replay  {}", replay_command(&path));
         }
         Err(e) => eprintln!("overcast: could not write {}: {e}", path.display()),
     }
-    1
-}
-
-struct SeedResult {
-    passed: bool,
-    first: Option<String>,
-    ops: usize,
-    unknown: usize,
-    retries: usize,
-    faults: u64,
-    failed_run: Option<Box<RunResult>>,
-}
-
-fn summarise(r: RunResult, keep_failure: bool) -> SeedResult {
-    SeedResult {
-        passed: r.passed(),
-        first: r.violations.first().map(|v| v.to_string()),
-        ops: r.history.ops.len(),
-        unknown: r.unknown_ops(),
-        retries: r.retries(),
-        faults: r.faults_injected(),
-        failed_run: (!r.passed() && keep_failure).then(|| Box::new(r)),
-    }
+    shrunk.run.outcome.exit_code()
 }
 
 /// `overcast sweep`.
@@ -413,21 +335,24 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Err(e) => return bad_input(e),
     };
     let names: Vec<&str> = if args.scenario == "all" {
-        SCENARIOS.to_vec()
+        SCENARIOS.iter().map(|d| d.name()).collect()
     } else {
         vec![args.scenario.as_str()]
     };
+    let mut defs = Vec::new();
     for name in &names {
-        if let Err(e) = scenario_for(name, 0, &args.bugs, args.swarm) {
-            return bad_input(e);
+        match scenario_for(name, 0, &args.bugs, args.swarm) {
+            Ok((def, _)) => defs.push(def),
+            Err(e) => return bad_input(e),
         }
     }
     let opts = SweepOptions {
         jobs: args.jobs.unwrap_or(SweepOptions::default().jobs).max(1),
         ..SweepOptions::default()
     };
-    let mut any_failed = false;
-    for name in names {
+    let mut worst = Outcome::Passed;
+    for def in defs {
+        let name = def.name();
         let first = seeds[0];
         let last = seeds[seeds.len() - 1];
         println!(
@@ -439,69 +364,55 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             args.bugs.join(",")
         );
         let started = Instant::now();
-        let make =
-            |seed: u64| scenario_for(name, seed, &args.bugs, args.swarm).expect("validated above");
-        let results = sweep_seeds(
-            &seeds,
-            &opts,
-            |seed| {
-                let s = make(seed);
-                let r = run_scenario(&s);
-                let hash = r.trace_hash;
-                let mut out = summarise(r, true);
-                if args.check_determinism {
-                    // The second run shares the thread with the first: a stronger test.
-                    let again = run_scenario(&s).trace_hash;
-                    if again != hash {
-                        out.passed = false;
-                        out.first = Some(format!(
-                            "[determinism] seed {seed}: two runs gave trace hashes {hash:016x} and {again:016x}"
-                        ));
-                    }
-                }
-                out
-            },
-            |r| !r.passed,
-        );
+        let make = |seed: u64| {
+            scenario_for(name, seed, &args.bugs, args.swarm)
+                .expect("validated above")
+                .1
+        };
+        let results = sweep_scenario(def, &seeds, &opts, make, args.check_determinism);
         let secs = started.elapsed().as_secs_f64();
-        let (mut passed, mut failed) = (0usize, 0usize);
+        let mut counts = std::collections::BTreeMap::<Outcome, usize>::new();
         let (mut ops, mut unknown, mut retries, mut faults) = (0usize, 0usize, 0usize, 0u64);
-        for (seed, r) in &results {
-            match r {
-                Ok(r) => {
-                    ops += r.ops;
-                    unknown += r.unknown;
-                    retries += r.retries;
-                    faults += r.faults;
-                    if r.passed {
-                        passed += 1;
-                        continue;
-                    }
-                    failed += 1;
-                    println!(
-                        "FAIL seed {seed}: {}",
-                        r.first.as_deref().unwrap_or("failed")
-                    );
-                    match &r.failed_run {
-                        Some(run) => report_failure(run),
-                        None => println!("rerun   {}", run_command(&make(*seed))),
-                    }
-                }
-                Err(panic) => {
-                    failed += 1;
-                    println!("FAIL seed {seed}: the run panicked: {panic}");
-                    println!("rerun   {}", run_command(&make(*seed)));
-                }
+        for r in &results {
+            ops += r.ops;
+            unknown += r.unknown;
+            retries += r.retries;
+            faults += r.faults;
+            *counts.entry(r.outcome).or_default() += 1;
+            worst = worst.min(r.outcome);
+            if r.outcome == Outcome::Passed {
+                continue;
+            }
+            println!(
+                "{} seed {}: {}",
+                r.outcome.word(),
+                r.seed,
+                r.problem.as_deref().unwrap_or("failed")
+            );
+            match &r.failed_run {
+                Some(run) => report_failure(run),
+                None => println!("rerun   {}", run_command(&make(r.seed))),
             }
         }
+        let tally: Vec<String> = [
+            (Outcome::Passed, "passed"),
+            (Outcome::Violation, "violations"),
+            (Outcome::Liveness, "liveness failures"),
+            (Outcome::Undecided, "undecided"),
+            (Outcome::HarnessError, "harness errors"),
+        ]
+        .iter()
+        .filter(|(o, _)| *o == Outcome::Passed || counts.contains_key(o))
+        .map(|(o, word)| format!("{} {word}", counts.get(o).copied().unwrap_or(0)))
+        .collect();
         println!(
-            "{name}: {} seeds in {secs:.1} s ({:.0} seeds/s): {passed} passed, {failed} failed; ops {ops}, unknown outcomes {unknown}, retries {retries}, faults injected {faults}",
+            "{name}: {} seeds in {secs:.1} s ({:.0} seeds/s): {}; ops {ops}, unknown outcomes {unknown}, retries {retries}, faults injected {faults}",
             results.len(),
             results.len() as f64 / secs.max(1e-9),
+            tally.join(", "),
         );
-        any_failed |= failed > 0;
     }
-    u8::from(any_failed)
+    worst.exit_code()
 }
 
 /// `overcast bugs`.
@@ -514,10 +425,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
             match overcast_scenarios::bugs::find(name) {
                 Some(b) => v.push(b),
                 None => {
-                    return bad_input(format!(
-                        "unknown bug '{name}' (known: {})",
-                        BUGS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
-                    ))
+                    return bad_input(registry::unknown("bug", name, BUGS.iter().map(|b| b.name)))
                 }
             }
         }
@@ -535,9 +443,13 @@ pub fn bugs(args: &BugsArgs) -> u8 {
     }
     let mut missed = 0;
     for b in chosen {
-        let mut h = hunt(b.name, b.scenario, args.cap, jobs);
+        let def = match registry::find(b.scenarios[0]) {
+            Ok(d) => d,
+            Err(e) => return bad_input(e),
+        };
+        let mut h = hunt(b.name, def, args.cap, jobs);
         if !args.no_shrink {
-            overcast_scenarios::hunt::shrink_found(&mut h, b.scenario, 200);
+            overcast_scenarios::hunt::shrink_found(&mut h, def, 200);
         }
         missed += usize::from(!h.found);
         if args.json {
@@ -551,7 +463,8 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 .map(|s| {
                     format!(
                         "cargo run --release -- run {} --seed {s} --bug {}",
-                        b.scenario, b.name
+                        def.name(),
+                        b.name
                     )
                 })
                 .unwrap_or_else(|| "-".into());

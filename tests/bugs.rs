@@ -1,20 +1,25 @@
-//! The bug hunt: every seeded bug is caught within its cap, by the property
-//! it breaks. This is the test that proves the harness can fail.
+//! The bug hunt: every seeded bug of the table is caught within its cap, by
+//! one of the properties its row names. This is the test that proves the
+//! harness can fail.
 
 use overcast_scenarios::bugs::BUGS;
 use overcast_scenarios::hunt::hunt;
+use overcast_scenarios::registry::find;
+use overcast_scenarios::run::run_with;
+use overcast_scenarios::scenario::Scenario;
 
 /// Seeds each bug may take before the hunt counts as failed.
 const CAP: u64 = 200;
 
 #[test]
-fn every_seeded_bug_is_caught() {
+fn every_seeded_bug_is_caught_by_a_property_its_row_names() {
     let jobs = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
     let mut missed = Vec::new();
     for b in BUGS {
-        let h = hunt(b.name, b.scenario, CAP, jobs);
+        let def = find(b.scenarios[0]).expect("a registered scenario");
+        let h = hunt(b.name, def, CAP, jobs);
         eprintln!(
             "{:<28} found={} property={:?} seeds={} seconds={:.2}",
             h.bug, h.found, h.property, h.seeds, h.seconds
@@ -24,17 +29,11 @@ fn every_seeded_bug_is_caught() {
             continue;
         }
         let property = h.property.unwrap_or_default();
-        let expected: &[&str] = match b.name {
-            "skip_if_match" | "ack_before_sync" => &["linearizability"],
-            "etag_reuse" => &["linearizability", "E1"],
-            "retry_write_after_timeout" => &["linearizability", "R1"],
-            "ignore_retry_after" => &["R2"],
-            other => panic!("no expectation written for bug {other}"),
-        };
         assert!(
-            expected.contains(&property.as_str()),
-            "{} was caught by {property}, expected one of {expected:?}",
-            b.name
+            b.caught_by.contains(&property.as_str()),
+            "{} was caught by {property}, expected one of {:?}",
+            b.name,
+            b.caught_by
         );
     }
     assert!(
@@ -47,8 +46,7 @@ fn every_seeded_bug_is_caught() {
 /// reported first: the run lists every broken property.
 #[test]
 fn each_checker_catches_its_bug() {
-    use overcast_scenarios::run::run;
-    use overcast_scenarios::scenario::Scenario;
+    let occ = find("occ").unwrap();
     for (bug, property) in [
         ("etag_reuse", "E1"),
         ("retry_write_after_timeout", "R1"),
@@ -57,15 +55,18 @@ fn each_checker_catches_its_bug() {
         ("ack_before_sync", "linearizability"),
     ] {
         let caught = (0..200).any(|seed| {
-            let mut s = Scenario::occ(seed);
+            let mut s = Scenario::new(occ, seed);
             s.bugs = vec![bug.to_string()];
-            run(&s).violations.iter().any(|v| v.property == property)
+            run_with(occ, &s)
+                .violations()
+                .iter()
+                .any(|v| v.property == property)
         });
         assert!(caught, "{property} never caught {bug} in 200 seeds");
     }
     // And none of them fires on the unmodified model.
     for seed in 0..50 {
-        let r = run(&Scenario::occ(seed));
-        assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+        let r = run_with(occ, &Scenario::new(occ, seed));
+        assert!(r.passed(), "seed {seed}: {}", r.summary());
     }
 }

@@ -46,8 +46,12 @@ fn bad_input_gets_one_line_and_exit_2() {
     assert_bad_input(&["replay", "/no/such/file.json"], "cannot read");
     let malformed = write("malformed.json", "{ not json");
     assert_bad_input(&["replay", &malformed], "not JSON");
-    let mut s: serde_json::Value =
-        serde_json::from_str(&overcast_scenarios::scenario::Scenario::occ(1).to_json()).unwrap();
+    let mut s: serde_json::Value = serde_json::from_str(
+        &overcast_scenarios::scenario::Scenario::named("occ", 1)
+            .unwrap()
+            .to_json(),
+    )
+    .unwrap();
     s["extra_field"] = serde_json::json!(true);
     let unknown = write("unknown-field.json", &s.to_string());
     assert_bad_input(&["replay", &unknown], "extra_field");
@@ -72,7 +76,7 @@ fn run_prints_its_seed_first_and_passes() {
 fn a_failing_run_exits_1_and_prints_the_replay_command() {
     let (code, out, _) = overcast(&["run", "occ", "--seed", "0", "--bug", "skip_if_match"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("verdict FAIL"), "{out}");
+    assert!(out.contains("verdict VIOLATION"), "{out}");
     assert!(
         out.contains(
             "cargo run --release -- replay target/overcast/failures/occ-seed0-skip_if_match.json"

@@ -2,9 +2,19 @@
 //! scenarios and a range of seeds, a seed replays with the same trace, and one
 //! fixed seed's trace summary is pinned as a snapshot.
 
-use overcast_scenarios::run::run;
-use overcast_scenarios::scenario::{occ_strategy, Scenario};
+use overcast_scenarios::occ::check::OccHistory;
+use overcast_scenarios::registry::{find, DynScenario};
+use overcast_scenarios::run::{run, run_isolated_with};
+use overcast_scenarios::scenario::Scenario;
 use overcast_sim::runner::{run_isolated, sweep, SweepOptions};
+
+fn occ() -> &'static dyn DynScenario {
+    find("occ").expect("occ is registered")
+}
+
+fn occ_seed(seed: u64) -> Scenario {
+    Scenario::new(occ(), seed)
+}
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -18,10 +28,10 @@ proptest! {
     })]
 
     #[test]
-    fn the_unmodified_model_passes_generated_occ_scenarios(s in occ_strategy()) {
-        let r = run_isolated(|| run(&s)).expect("the run does not panic");
-        prop_assert!(r.passed(), "scenario failed: {:?}\n{}\nscenario: {}", r.violations, r.summary(), s.to_json());
-        prop_assert_eq!(r.world.clients_finished, s.clients);
+    fn the_unmodified_model_passes_generated_occ_scenarios(s in occ().strategy()) {
+        let r = run_isolated_with(occ(), &s);
+        prop_assert!(r.passed(), "scenario failed:\n{}\nscenario: {}", r.summary(), s.to_json());
+        prop_assert!(r.world.unfinished.is_empty());
     }
 }
 
@@ -35,33 +45,36 @@ fn the_unmodified_model_passes_seeds_0_to_500() {
     let results = sweep(
         &seeds,
         &opts,
-        |seed| run(&Scenario::occ(seed)).violations,
-        |v| !v.is_empty(),
+        |seed| {
+            let r = run(&occ_seed(seed));
+            (r.passed(), r.summary())
+        },
+        |r| !r.0,
     );
     for (seed, r) in results {
-        let violations = r.unwrap_or_else(|p| panic!("seed {seed} panicked: {p}"));
-        assert!(violations.is_empty(), "seed {seed}: {violations:?}");
+        let (passed, summary) = r.unwrap_or_else(|p| panic!("seed {seed} panicked: {p}"));
+        assert!(passed, "seed {seed}: {summary}");
     }
 }
 
 #[test]
 fn a_seed_replays_with_the_same_trace_hash() {
     for seed in [7, 8] {
-        let s = Scenario::occ(seed);
+        let s = occ_seed(seed);
         let a = run_isolated(|| run(&s)).unwrap();
         let b = run_isolated(|| run(&s)).unwrap();
         // Also on one thread, one run after the other: nothing may leak between runs.
         let c = run_isolated(|| {
-            let _ = run(&Scenario::occ(seed + 100));
+            let _ = run(&occ_seed(seed + 100));
             run(&s)
         })
         .unwrap();
         assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
         assert_eq!(a.trace_hash, c.trace_hash, "seed {seed}");
-        assert_eq!(a.history, b.history);
+        assert_eq!(a.history.to_json(), b.history.to_json());
     }
-    let other = run_isolated(|| run(&Scenario::occ(9))).unwrap();
-    let seven = run_isolated(|| run(&Scenario::occ(7))).unwrap();
+    let other = run_isolated(|| run(&occ_seed(9))).unwrap();
+    let seven = run_isolated(|| run(&occ_seed(7))).unwrap();
     assert_ne!(
         other.trace_hash, seven.trace_hash,
         "different seeds give different runs"
@@ -70,7 +83,7 @@ fn a_seed_replays_with_the_same_trace_hash() {
 
 #[test]
 fn a_saved_plan_replays_exactly() {
-    let first = run_isolated(|| run(&Scenario::occ(11))).unwrap();
+    let first = run_isolated(|| run(&occ_seed(11))).unwrap();
     // The resolved scenario carries its fault plan: replaying it gives the same run.
     let saved = first.scenario.clone();
     assert!(saved.plan.is_some());
@@ -80,8 +93,9 @@ fn a_saved_plan_replays_exactly() {
 
 #[test]
 fn seed_7_trace_summary() {
-    let r = run_isolated(|| run(&Scenario::occ(7))).unwrap();
-    let ops = &r.history.ops;
+    let r = run_isolated(|| run(&occ_seed(7))).unwrap();
+    let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
+    let ops = &history.ops;
     let count = |op: &str| ops.iter().filter(|o| o.call.op == op).count();
     let summary = format!(
         "ops {} (read {}, put {}, delete {}), unknown {}, retries {}\nworld faults {:?}\nserver transient {:?}\nfirst ops:\n{}\nevents:\n{}\nsimulated ns {}\ntrace {:016x}\nverdict {}",
@@ -89,10 +103,10 @@ fn seed_7_trace_summary() {
         count("read"),
         count("put"),
         count("delete"),
-        r.unknown_ops(),
-        r.retries(),
+        r.history.unknown_ops(),
+        r.history.retries(),
         r.world.faults,
-        r.server.transient,
+        r.counters,
         ops.iter().take(6).map(|o| format!("  #{} c{} {} {} {:?} -> {:?}", o.id, o.client, o.call.op, o.key, o.call.body, o.result)).collect::<Vec<_>>().join("\n"),
         r.world.events.iter().map(|e| format!("  {:>12} {}", e.at_ns, e.what)).collect::<Vec<_>>().join("\n"),
         r.world.sim_ns,

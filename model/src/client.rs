@@ -59,6 +59,10 @@ pub struct CallResult {
 
 /// Receives every call the client makes, as it finishes.
 pub trait CallObserver {
+    /// A logical call is about to be sent, at `invoke_ns` (the `invoke_ns` its
+    /// result will carry). A node that crashes mid-call never reaches
+    /// [`CallObserver::on_call`]: this is how an observer learns of the call.
+    fn on_invoke(&mut self, _request: &StoreRequest, _invoke_ns: u64) {}
     /// One logical call and its result.
     fn on_call(&mut self, request: &StoreRequest, result: &CallResult);
 }
@@ -228,6 +232,7 @@ impl StoreClient {
         op: StoreRequest,
         observer: &mut dyn CallObserver,
     ) -> CallResult {
+        observer.on_invoke(&op, sim_now_ns());
         let result = self.call_ref(&op).await;
         observer.on_call(&op, &result);
         result

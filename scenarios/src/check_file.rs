@@ -2,9 +2,9 @@
 //! and failures write) for linearizability against the item spec, as
 //! `overcast check` does for kvhist/1 files.
 
-use crate::history::{Call, Outcome};
-use crate::occ::to_lin_ops;
-use crate::spec::ItemSpec;
+use crate::occ::check::to_lin_ops;
+use crate::occ::history::{Call, Outcome};
+use crate::occ::spec::ItemSpec;
 use overcast_sim::history::{History, HISTORY_VERSION};
 use overcast_sim::lin::{self, Report};
 
@@ -41,14 +41,14 @@ mod tests {
 
     #[test]
     fn a_recorded_history_checks_the_same_from_its_file() {
-        let mut s = Scenario::occ(0);
-        s.ops_per_client = 20;
+        let mut s = Scenario::named("occ", 0).unwrap();
+        s.params["ops_per_client"] = 20.into();
         let good = run(&s);
         let doc: serde_json::Value = serde_json::from_str(&good.history.to_json()).unwrap();
         let r = check_history(&doc, &lin::Options::default()).unwrap();
         assert_eq!(r.verdict, lin::Verdict::Linearizable);
         s.bugs = vec!["skip_if_match".into()];
-        s.ops_per_client = 100;
+        s.params["ops_per_client"] = 100.into();
         let bad = run(&s);
         assert!(!bad.passed());
         let doc: serde_json::Value = serde_json::from_str(&bad.history.to_json()).unwrap();

@@ -1,8 +1,10 @@
 //! The bug hunt: for a seeded bug, sweep seeds from 0 until a check fails,
 //! and report which property caught it, after how many seeds and how long.
 
-use crate::run::run;
+use crate::registry::DynScenario;
+use crate::run::run_with;
 use crate::scenario::Scenario;
+use overcast_sim::check::Outcome;
 use overcast_sim::runner::{sweep, SweepOptions};
 use serde::Serialize;
 use std::time::Instant;
@@ -12,8 +14,10 @@ use std::time::Instant;
 pub struct BugHunt {
     /// The bug's name.
     pub bug: String,
-    /// Whether a seed caught it.
+    /// Whether a seed caught it (a violation or a liveness failure).
     pub found: bool,
+    /// How the first run that did not pass ended (`None` if every seed passed).
+    pub outcome: Option<Outcome>,
     /// The property that caught it (`panic` if the run panicked).
     pub property: Option<String>,
     /// Seeds tried, up to and including the first failing one.
@@ -28,20 +32,19 @@ pub struct BugHunt {
 }
 
 /// Shrinks the failing run of a found bug and records its size in operations.
-pub fn shrink_found(h: &mut BugHunt, scenario: &str, max_tries: usize) {
+pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: usize) {
     let Some(seed) = h.seed else { return };
-    let Some(mut s) = Scenario::named(scenario, seed) else {
-        return;
-    };
+    let mut s = Scenario::new(def, seed);
     s.bugs = vec![h.bug.clone()];
-    h.shrunk_ops = crate::shrink::shrink(&s, max_tries, |_, _| {}).map(|r| r.run.history.ops.len());
+    h.shrunk_ops =
+        crate::shrink::shrink(def, &s, max_tries, |_, _| {}).map(|r| r.run.history.ops());
 }
 
-/// Sweeps seeds 0, 1, ... of `scenario` with `bug` on, `jobs` at a time,
+/// Sweeps seeds 0, 1, ... of the scenario `def` with `bug` on, `jobs` at a time,
 /// until a run fails or `cap` seeds have passed. Seeds are handed out in
 /// order and the lowest failing one is reported, so the result does not
 /// depend on `jobs`.
-pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
+pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt {
     let started = Instant::now();
     let opts = SweepOptions {
         jobs,
@@ -56,24 +59,26 @@ pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
             &seeds,
             &opts,
             |seed| {
-                let mut s = Scenario::named(scenario, seed).expect("a known scenario");
+                let mut s = Scenario::new(def, seed);
                 s.bugs = vec![bug.to_string()];
-                let r = run(&s);
-                (r.passed(), r.violations.first().map(|v| v.property.clone()))
+                let r = run_with(def, &s);
+                (r.outcome, r.first_property())
             },
-            |(passed, _)| !passed,
+            |(outcome, _)| *outcome != Outcome::Passed,
         );
         let first_failure = results
             .iter()
-            .find(|(_, r)| r.as_ref().map_or(true, |(passed, _)| !passed));
+            .find(|(_, r)| r.as_ref().map_or(true, |(o, _)| *o != Outcome::Passed));
         if let Some((seed, r)) = first_failure {
+            let (outcome, property) = match r {
+                Ok((o, p)) => (*o, p.clone()),
+                Err(_) => (Outcome::HarnessError, Some("panic".into())),
+            };
             return BugHunt {
                 bug: bug.into(),
-                found: true,
-                property: match r {
-                    Ok((_, p)) => p.clone(),
-                    Err(_) => Some("panic".into()),
-                },
+                found: matches!(outcome, Outcome::Violation | Outcome::Liveness),
+                outcome: Some(outcome),
+                property,
                 seeds: seed + 1,
                 seconds: started.elapsed().as_secs_f64(),
                 seed: Some(*seed),
@@ -85,6 +90,7 @@ pub fn hunt(bug: &str, scenario: &str, cap: u64, jobs: usize) -> BugHunt {
     BugHunt {
         bug: bug.into(),
         found: false,
+        outcome: None,
         property: None,
         seeds: cap,
         seconds: started.elapsed().as_secs_f64(),

@@ -5,11 +5,11 @@
 pub mod bridge;
 pub mod bugs;
 pub mod check_file;
-pub mod history;
 pub mod hunt;
 pub mod occ;
+pub mod registry;
 pub mod run;
 pub mod saved;
 pub mod scenario;
 pub mod shrink;
-pub mod spec;
+pub mod sweep;

@@ -1,72 +1,146 @@
-//! Running a scenario: resolve its fault plan, build the world, drive the
-//! workload, record the history, check it, and summarise.
+//! Running a scenario: resolve its fault plan, build the world from the
+//! scenario's topology, run its node programs, check the history with its
+//! checkers, and summarise. Works for any [`DynScenario`].
 
-use crate::bridge::{ClockAdapter, DiskAdapter};
-use crate::bugs;
-use crate::history::{Call, Outcome};
-use crate::occ;
+use crate::registry::{self, CheckRecord, DynScenario, RunHistory};
 use crate::scenario::Scenario;
-use overcast_model::client::{ClientConfig, StoreClient};
-use overcast_model::server::{serve, ServerConfig, ServerStats};
-use overcast_sim::check::Violation;
+use overcast_sim::check::{Checked, Outcome, Verdict, Violation, LIVENESS};
 use overcast_sim::faults::{FaultMix, FaultPlan};
-use overcast_sim::history::{History, Recorder};
-use overcast_sim::lin;
 use overcast_sim::rng::stream;
-use overcast_sim::world::{run_world, ClientEnv, ServerEnv, Topology, WorldConfig, WorldOutcome};
-use std::sync::{Arc, Mutex};
+use overcast_sim::world::{Topology, WorldConfig, WorldOutcome};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Everything one run produced.
-#[derive(Debug)]
 pub struct RunResult {
     /// The scenario, with the fault plan it actually ran (saved with failures).
     pub scenario: Scenario,
     /// The recorded history.
-    pub history: History<Call, Outcome>,
+    pub history: Box<dyn RunHistory>,
     /// What the world did.
     pub world: WorldOutcome,
-    /// Server counts, summed over servers.
-    pub server: ServerStats,
-    /// Broken properties, most important first; empty when every check holds.
-    pub violations: Vec<Violation>,
-    /// The linearizability report (with the failing sub-history when there is one).
-    pub lin: lin::Report,
+    /// The model's own counters of injected faults (server fault points).
+    pub counters: BTreeMap<String, u64>,
+    /// Each checker's result, in the scenario's order, then liveness.
+    pub checks: Vec<CheckRecord>,
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// What went wrong when the harness itself failed (a panic).
+    pub harness_error: Option<String>,
     /// Hash of the whole history: equal for two runs of one scenario.
     pub trace_hash: u64,
     /// Wall time of the whole run.
     pub wall: Duration,
-    /// Wall time of the checks (linearizability, E1, R1–R3) alone.
+    /// Wall time of the checks alone.
     pub check_wall: Duration,
+}
+
+impl std::fmt::Debug for RunResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunResult")
+            .field("scenario", &self.scenario.name)
+            .field("seed", &self.scenario.seed)
+            .field("outcome", &self.outcome)
+            .field("violations", &self.violations())
+            .finish()
+    }
 }
 
 impl RunResult {
     /// True when every check held.
     pub fn passed(&self) -> bool {
-        self.violations.is_empty()
+        self.outcome == Outcome::Passed
     }
 
-    /// Operations whose outcome is unknown.
-    pub fn unknown_ops(&self) -> usize {
-        self.history
-            .ops
+    /// Every broken property, in checker order.
+    pub fn violations(&self) -> Vec<&Violation> {
+        self.checks
             .iter()
-            .filter(|o| o.result.is_none())
-            .count()
+            .flat_map(|c| c.checked.verdict().violations())
+            .collect()
     }
 
-    /// Attempts beyond the first of each operation.
-    pub fn retries(&self) -> usize {
-        self.history
-            .ops
-            .iter()
-            .map(|o| o.attempts.len().saturating_sub(1))
-            .sum()
+    /// The property that names the run's outcome: the first violation of a
+    /// safety property, else the liveness one, else the first undecided
+    /// checker's, else `harness` for a harness error; `None` for a pass.
+    pub fn first_property(&self) -> Option<String> {
+        match self.outcome {
+            Outcome::Passed => None,
+            Outcome::HarnessError => Some("harness".into()),
+            Outcome::Violation => self
+                .violations()
+                .into_iter()
+                .find(|v| v.property != LIVENESS)
+                .map(|v| v.property.clone()),
+            Outcome::Liveness => Some(LIVENESS.into()),
+            Outcome::Undecided => self
+                .checks
+                .iter()
+                .find(|c| matches!(c.checked.verdict(), Verdict::Undecided { .. }))
+                .map(|c| c.properties[0].to_string()),
+        }
     }
 
-    /// Faults injected: world faults plus server fault points.
+    /// The line that says why the run did not pass.
+    pub fn first_problem(&self) -> Option<String> {
+        if let Some(e) = &self.harness_error {
+            return Some(format!("[harness] {e}"));
+        }
+        let first = self.first_property()?;
+        for c in &self.checks {
+            match c.checked.verdict() {
+                Verdict::Broken { violations } => {
+                    if let Some(v) = violations.iter().find(|v| v.property == first) {
+                        return Some(v.to_string());
+                    }
+                }
+                Verdict::Undecided { reason } if c.properties[0] == first => {
+                    return Some(format!("[{first}] undecided: {reason}"));
+                }
+                _ => {}
+            }
+        }
+        Some(format!("[{first}]"))
+    }
+
+    /// Faults injected: world faults plus the model's fault points.
     pub fn faults_injected(&self) -> u64 {
-        self.world.faults.values().sum::<u64>() + self.server.transient.values().sum::<u64>()
+        self.world.faults.values().sum::<u64>() + self.counters.values().sum::<u64>()
+    }
+
+    /// The explanations checkers gave (e.g. the linearizability counterexample).
+    pub fn explanations(&self) -> Vec<&str> {
+        self.checks
+            .iter()
+            .filter_map(|c| c.checked.explanation.as_deref())
+            .collect()
+    }
+
+    /// The first HTML report a checker drew.
+    pub fn html(&self) -> Option<&str> {
+        self.checks.iter().find_map(|c| c.checked.html.as_deref())
+    }
+
+    /// The `checks` line: each checker by its properties, with its verdict.
+    pub fn checks_line(&self) -> String {
+        self.checks
+            .iter()
+            .map(|c| {
+                let name = property_range(c.properties);
+                let note = if c.checked.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", c.checked.note)
+                };
+                let verdict = match c.checked.verdict() {
+                    Verdict::Held => "held".to_string(),
+                    Verdict::Broken { violations } => format!("BROKEN ×{}", violations.len()),
+                    Verdict::Undecided { .. } => "UNDECIDED".to_string(),
+                };
+                format!("{name} {verdict}{note}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// A few lines for the terminal.
@@ -78,54 +152,68 @@ impl RunResult {
             .iter()
             .map(|(k, n)| format!("{k}×{n}"))
             .collect();
-        faults.extend(
-            self.server
-                .transient
-                .iter()
-                .map(|(k, n)| format!("{k}×{n}")),
-        );
+        faults.extend(self.counters.iter().map(|(k, n)| format!("{k}×{n}")));
         if faults.is_empty() {
             faults.push("none".into());
         }
-        let checks = if self.passed() {
-            format!(
-                "linearizability {} ({} items), E1 ok, R1–R3 ok",
-                self.lin.verdict.as_str(),
-                self.lin.keys
-            )
-        } else {
-            self.violations
-                .iter()
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>()
-                .join("\n        ")
-        };
-        format!(
+        let mut problems: Vec<String> = Vec::new();
+        if let Some(e) = &self.harness_error {
+            problems.push(format!("[harness] {e}"));
+        }
+        for c in &self.checks {
+            match c.checked.verdict() {
+                Verdict::Broken { violations } => {
+                    problems.extend(violations.iter().map(|v| v.to_string()))
+                }
+                Verdict::Undecided { reason } => {
+                    problems.push(format!("[{}] undecided: {reason}", c.properties[0]))
+                }
+                Verdict::Held => {}
+            }
+        }
+        let mut out = format!(
             "ops     {} ({} unknown outcome), retries {}\n\
              faults  {} injected: {}\n\
              time    simulated {:.1} s, wall {:.1} ms (checks {:.1} ms); trace {:016x}\n\
              checks  {}",
-            self.history.ops.len(),
-            self.unknown_ops(),
-            self.retries(),
+            self.history.ops(),
+            self.history.unknown_ops(),
+            self.history.retries(),
             self.faults_injected(),
             faults.join(" "),
             self.world.sim_ns as f64 / 1e9,
             self.wall.as_secs_f64() * 1e3,
             self.check_wall.as_secs_f64() * 1e3,
             self.trace_hash,
-            checks,
-        ) + &format!("\nverdict {}", if self.passed() { "PASS" } else { "FAIL" })
-            + &if s.bugs.is_empty() {
-                String::new()
-            } else {
-                format!(" (bugs on: {})", s.bugs.join(", "))
-            }
+            self.checks_line(),
+        );
+        for p in problems {
+            out += &format!("\n        {p}");
+        }
+        out += &format!("\nverdict {}", self.outcome.word());
+        if !s.bugs.is_empty() {
+            out += &format!(" (bugs on: {})", s.bugs.join(", "));
+        }
+        out
+    }
+}
+
+/// `R1`, `R2`, `R3` → `R1–R3`; other lists joined with `/`.
+fn property_range(props: &[&str]) -> String {
+    match props {
+        [one] => one.to_string(),
+        [first, .., last]
+            if props.iter().all(|p| p.len() >= 2 && p[..1] == first[..1])
+                && first[1..].parse::<u32>().is_ok() =>
+        {
+            format!("{first}–{last}")
+        }
+        _ => props.join("/"),
     }
 }
 
 /// The fault plan a scenario runs: its explicit plan, or one drawn from its seed.
-pub fn resolve_plan(s: &Scenario) -> FaultPlan {
+pub fn resolve_plan(s: &Scenario, topology: &Topology) -> FaultPlan {
     if let Some(plan) = &s.plan {
         return plan.clone();
     }
@@ -134,120 +222,133 @@ pub fn resolve_plan(s: &Scenario) -> FaultPlan {
     } else {
         s.faults.clone()
     };
-    let topo = Topology {
-        servers: s.servers,
-        clients: s.clients,
-    };
     mix.plan(
         &mut stream(s.seed, "fault-plan"),
-        &topo.server_names(),
-        &topo.client_names(),
+        &topology.crashable_names(),
+        &topology.steady_names(),
         s.fault_window_ms,
     )
 }
 
-/// Runs a scenario on the current thread (use the runner for a fresh one).
-/// The scenario must be valid ([`Scenario::validate`]).
-pub fn run(s: &Scenario) -> RunResult {
-    let started = Instant::now();
-    let switches = bugs::switches(&s.bugs).unwrap_or_default();
-    let plan = resolve_plan(s);
-    let mut resolved = s.clone();
-    resolved.plan = Some(plan.clone());
-    let topo = Topology {
-        servers: s.servers,
-        clients: s.clients,
-    };
-    let cfg = WorldConfig {
+/// The world configuration of a scenario whose plan is resolved.
+pub fn world_config(s: &Scenario, topology: Topology) -> WorldConfig {
+    let plan = s.plan.clone().unwrap_or_else(|| resolve_plan(s, &topology));
+    WorldConfig {
         seed: s.seed,
-        topology: topo,
+        topology,
         plan,
         deadline: Duration::from_millis(s.deadline_ms),
         quiet: Duration::from_millis(s.quiet_ms),
-    };
-    let stats = Arc::new(Mutex::new(ServerStats::default()));
-    // Room for every call: read–modify–writes make two or more per operation.
-    let recorder: Recorder<Call, Outcome> =
-        Recorder::with_capacity(s.clients * s.ops_per_client * 2);
+    }
+}
 
-    let server_scenario = s.clone();
-    let server_stats = stats.clone();
-    let server = move |env: ServerEnv| {
-        let s = &server_scenario;
-        let cfg = ServerConfig {
-            bind: Topology::server_addr(env.index),
-            containers: vec![occ::CONTAINER.to_string()],
-            faults: s.server_faults.clone(),
-            fsync_ms: s.fsync_ms,
-            store_bugs: switches.store,
-            ack_before_sync: switches.ack_before_sync,
-        };
-        let rng = stream(
-            env.seed,
-            &format!("server-{}-{}", env.index, env.incarnation),
-        );
-        serve(
-            cfg,
-            Arc::new(ClockAdapter(env.clock)),
-            Arc::new(DiskAdapter(env.disk)),
-            Box::new(rng),
-            server_stats.clone(),
-        )
-    };
-    let client_scenario = s.clone();
-    let client_recorder = recorder.clone();
-    let client = move |env: ClientEnv| {
-        let s = client_scenario.clone();
-        let recorder = client_recorder.clone();
-        async move {
-            let cfg = ClientConfig {
-                servers: env.servers.clone(),
-                partitions: s.partitions,
-                retry: s.retry.clone(),
-                retry_write_after_timeout: switches.retry_write_after_timeout,
-                ignore_retry_after: switches.ignore_retry_after,
-            };
-            let rng = stream(env.seed, &format!("client-{}-sdk", env.index));
-            let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
-                tracing::error!("client {} could not bind", env.index);
-                return;
-            };
-            let deadline_ns = env.deadline.as_nanos() as u64;
-            occ::client_workload(s, env.index, &mut client, recorder, deadline_ns).await;
+/// `s` with its fault plan drawn (unchanged if it has one).
+pub fn resolved(def: &dyn DynScenario, s: &Scenario) -> Result<Scenario, String> {
+    let mut r = s.clone();
+    if r.plan.is_none() {
+        r.plan = Some(resolve_plan(s, &def.topology(&s.params)?));
+    }
+    Ok(r)
+}
+
+/// The liveness check: every awaited node finished after every fault was healed.
+fn liveness(world: &WorldOutcome) -> CheckRecord {
+    let verdict = if world.unfinished.is_empty() {
+        Verdict::Held
+    } else {
+        Verdict::Broken {
+            violations: vec![Violation {
+                property: LIVENESS.into(),
+                message: format!(
+                    "{} never finished their work after every fault was healed",
+                    world.unfinished.join(", ")
+                ),
+                ops: vec![],
+            }],
         }
     };
-    let world = run_world(&cfg, server, client);
-    let history = recorder.take_history(world.events.clone());
-    let lin_opts = lin::Options {
-        time_budget: Some(Duration::from_secs(20)),
-        parallel: false,
-        ..lin::Options::default()
-    };
-    let checks_started = Instant::now();
-    let (mut violations, lin) = occ::check(s, &history, &lin_opts);
-    let check_wall = checks_started.elapsed();
-    if world.clients_finished < s.clients {
-        violations.push(Violation {
-            property: "liveness".into(),
-            message: format!(
-                "{} of {} clients never finished their workload after every fault was healed",
-                s.clients - world.clients_finished,
-                s.clients
-            ),
-            ops: vec![],
-        });
+    CheckRecord {
+        properties: &[LIVENESS],
+        checked: Checked::new(verdict),
     }
-    let server = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let trace_hash = history.trace_hash();
+}
+
+/// Runs a registered scenario on the current thread (use
+/// [`overcast_sim::runner::run_isolated`] for a fresh one). A scenario that
+/// names no registered scenario or does not validate ends as a harness error.
+pub fn run(s: &Scenario) -> RunResult {
+    match registry::find(&s.name) {
+        Ok(def) => run_with(def, s),
+        Err(e) => harness_failure(s, e, Duration::ZERO),
+    }
+}
+
+/// Runs `s` with the scenario definition `def` (registered or not).
+pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
+    let started = Instant::now();
+    let resolved = match resolved(def, s) {
+        Ok(r) => r,
+        Err(e) => return harness_failure(s, e, started.elapsed()),
+    };
+    let executed = match def.execute(&resolved) {
+        Ok(x) => x,
+        Err(e) => return harness_failure(&resolved, e, started.elapsed()),
+    };
+    let mut checks = executed.checks;
+    checks.push(liveness(&executed.world));
+    let outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+    let trace_hash = executed.history.trace_hash();
     RunResult {
         scenario: resolved,
-        history,
-        world,
-        server,
-        violations,
-        lin,
+        history: executed.history,
+        world: executed.world,
+        counters: executed.counters,
+        checks,
+        outcome,
+        harness_error: None,
         trace_hash,
         wall: started.elapsed(),
-        check_wall,
+        check_wall: executed.check_wall,
+    }
+}
+
+/// The result of a run the harness could not carry out (or that panicked).
+pub fn harness_failure(s: &Scenario, error: String, wall: Duration) -> RunResult {
+    RunResult {
+        scenario: s.clone(),
+        history: Box::new(overcast_sim::history::History::<(), ()> {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops: vec![],
+            events: vec![],
+            node_events: vec![],
+        }),
+        world: WorldOutcome::default(),
+        counters: BTreeMap::new(),
+        checks: vec![],
+        outcome: Outcome::HarnessError,
+        harness_error: Some(error),
+        trace_hash: 0,
+        wall,
+        check_wall: Duration::ZERO,
+    }
+}
+
+/// Runs `s` with `def` on a fresh thread; a panic becomes a harness error.
+pub fn run_isolated_with(def: &'static dyn DynScenario, s: &Scenario) -> RunResult {
+    let started = Instant::now();
+    let s2 = s.clone();
+    overcast_sim::runner::run_isolated(move || run_with(def, &s2))
+        .unwrap_or_else(|p| harness_failure(s, format!("the run panicked: {p}"), started.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn property_lists_read_as_ranges_when_they_are_one() {
+        assert_eq!(property_range(&["R1", "R2", "R3"]), "R1–R3");
+        assert_eq!(property_range(&["E1"]), "E1");
+        assert_eq!(property_range(&["L1", "X"]), "L1/X");
     }
 }

@@ -1,21 +1,28 @@
 //! Saved runs: a scenario (with the fault plan it ran) and the outcome it
 //! had, so that `replay` and the regression suite can run it again and say
-//! whether it still does the same.
+//! whether it still does the same; where failures are saved, under which
+//! names, and the commands that replay them.
 
 use crate::run::RunResult;
 use crate::scenario::Scenario;
+use overcast_sim::check::Outcome;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where failing runs are saved.
+pub const FAILURE_DIR: &str = "target/overcast/failures";
 
 /// What a run ended in.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SavedOutcome {
-    /// Every check held.
-    pub passed: bool,
-    /// The first broken property, if any.
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The property that named the outcome, if it did not pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub property: Option<String>,
-    /// The history's trace hash, hex.
+    /// The history's trace hash, hex. Information: a replay reports a changed
+    /// hash but judges only the outcome and the property.
     pub trace_hash: String,
 }
 
@@ -23,10 +30,16 @@ impl SavedOutcome {
     /// The outcome of a run.
     pub fn of(r: &RunResult) -> SavedOutcome {
         SavedOutcome {
-            passed: r.passed(),
-            property: r.violations.first().map(|v| v.property.clone()),
+            outcome: r.outcome,
+            property: r.first_property(),
             trace_hash: format!("{:016x}", r.trace_hash),
         }
+    }
+
+    /// Whether `now` reproduces this outcome (the same outcome and property;
+    /// the trace hash is not compared).
+    pub fn reproduced_by(&self, now: &SavedOutcome) -> bool {
+        self.outcome == now.outcome && self.property == now.property
     }
 }
 
@@ -46,33 +59,140 @@ pub struct SavedRun {
     pub replay: Option<String>,
 }
 
+/// A loaded file: the scenario, the outcome it recorded (none for a bare
+/// scenario file), and a note for the user when it was migrated.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The recorded outcome.
+    pub outcome: Option<SavedOutcome>,
+    /// Set when an older format was read.
+    pub note: Option<String>,
+}
+
 impl SavedRun {
     /// A saved form of a run.
     pub fn of(r: &RunResult) -> SavedRun {
         SavedRun {
             scenario: r.scenario.clone(),
             outcome: SavedOutcome::of(r),
-            violations: r.violations.iter().map(|v| v.to_string()).collect(),
+            violations: r
+                .first_problem()
+                .into_iter()
+                .chain(r.violations().into_iter().skip(1).map(|v| v.to_string()))
+                .collect(),
             replay: None,
         }
     }
 
-    /// Reads a saved run, or a bare scenario file (which then has no outcome to compare).
-    pub fn parse(text: &str) -> Result<(Scenario, Option<SavedOutcome>), String> {
-        let value: serde_json::Value =
+    /// Reads a saved run, or a bare scenario file (which then has no outcome
+    /// to compare). Older formats are migrated, with a note.
+    pub fn parse(text: &str) -> Result<Loaded, String> {
+        let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        if value.get("scenario").is_some() {
-            let saved: SavedRun =
-                serde_json::from_value(value).map_err(|e| format!("not a saved run: {e}"))?;
-            saved.scenario.validate()?;
-            Ok((saved.scenario, Some(saved.outcome)))
-        } else {
-            Ok((Scenario::from_json(text)?, None))
+        let Some(scenario) = value.get_mut("scenario").map(serde_json::Value::take) else {
+            let (scenario, note) = Scenario::from_value(value)?;
+            return Ok(Loaded {
+                scenario,
+                outcome: None,
+                note,
+            });
+        };
+        let (scenario, mut note) = Scenario::from_value(scenario)?;
+        let mut outcome = value
+            .get_mut("outcome")
+            .map(serde_json::Value::take)
+            .ok_or("not a saved run: missing field `outcome`")?;
+        // Format 1 recorded `passed: bool`; a failure then was a violation.
+        if let Some(passed) = outcome.get("passed").and_then(|p| p.as_bool()) {
+            let o = outcome.as_object_mut().expect("an object has fields");
+            o.remove("passed");
+            let word = if passed { "passed" } else { "violation" };
+            o.insert("outcome".into(), word.into());
+            note.get_or_insert_with(|| {
+                "outcome format 1 read as format 2 (`overcast replay --record FILE` rewrites the file)".into()
+            });
         }
+        let outcome: SavedOutcome = serde_json::from_value(outcome)
+            .map_err(|e| format!("not a saved run: outcome: {e}"))?;
+        Ok(Loaded {
+            scenario,
+            outcome: Some(outcome),
+            note,
+        })
     }
 
     /// The saved run as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("saved runs serialise")
     }
+}
+
+/// The command line that runs `s` again from its name and seed.
+pub fn run_command(s: &Scenario) -> String {
+    let mut cmd = format!("cargo run --release -- run {} --seed {}", s.name, s.seed);
+    for b in &s.bugs {
+        cmd += &format!(" --bug {b}");
+    }
+    if s.swarm {
+        cmd += " --swarm";
+    }
+    cmd
+}
+
+/// The command line that replays a saved file.
+pub fn replay_command(path: &Path) -> String {
+    format!("cargo run --release -- replay {}", path.display())
+}
+
+/// The file stem a failure of `s` is saved under: `occ-seed7-swarm-skip_if_match`.
+pub fn failure_stem(s: &Scenario) -> String {
+    let mut stem = format!("{}-seed{}", s.name, s.seed);
+    if s.swarm {
+        stem += "-swarm";
+    }
+    for b in &s.bugs {
+        stem += &format!("-{b}");
+    }
+    stem
+}
+
+/// The files a saved failure was written to.
+#[derive(Clone, Debug)]
+pub struct SavedFiles {
+    /// The saved run (replayable).
+    pub run: PathBuf,
+    /// The recorded history.
+    pub history: PathBuf,
+    /// The HTML report, when a checker drew one.
+    pub html: Option<PathBuf>,
+}
+
+/// Saves a run that did not pass under `dir`: the saved run (with its replay
+/// command), its history, and the HTML report when there is one.
+pub fn save_failure(r: &RunResult, dir: &Path) -> std::io::Result<SavedFiles> {
+    std::fs::create_dir_all(dir)?;
+    let stem = failure_stem(&r.scenario);
+    let path = dir.join(format!("{stem}.json"));
+    let saved = SavedRun {
+        replay: Some(replay_command(&path)),
+        ..SavedRun::of(r)
+    };
+    std::fs::write(&path, saved.to_json())?;
+    let history = dir.join(format!("{stem}.history.json"));
+    std::fs::write(&history, r.history.to_json())?;
+    let html = match r.html() {
+        Some(page) => {
+            let p = dir.join(format!("{stem}.html"));
+            std::fs::write(&p, page)?;
+            Some(p)
+        }
+        None => None,
+    };
+    Ok(SavedFiles {
+        run: path,
+        history,
+        html,
+    })
 }

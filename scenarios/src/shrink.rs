@@ -5,9 +5,9 @@
 //! Every candidate carries an explicit fault plan, so removing a fault event
 //! never reshuffles the others.
 
-use crate::run::{resolve_plan, run, RunResult};
+use crate::registry::DynScenario;
+use crate::run::{resolved, run_isolated_with, RunResult};
 use crate::scenario::Scenario;
-use overcast_sim::runner::run_isolated;
 
 /// The result of a shrink.
 #[derive(Debug)]
@@ -22,68 +22,12 @@ pub struct Shrunk {
     pub kept: usize,
 }
 
-/// The `i`-th candidate of a reduction applied to `s`, or `None` when there
-/// is no such candidate. Reductions of one thing (fewer clients) have only
-/// candidate 0; reductions of a list (drop fault event `i`) have one per element.
-type Reduction = fn(&Scenario, usize) -> Option<Scenario>;
+/// A reduction of the envelope (faults), common to every scenario: the
+/// `i`-th candidate, or `None`.
+type EnvelopeReduction = fn(&Scenario, usize) -> Option<Scenario>;
 
-/// Makes a single-candidate reduction answer only for index 0.
-fn once(i: usize, f: impl FnOnce() -> Option<Scenario>) -> Option<Scenario> {
-    if i == 0 {
-        f()
-    } else {
-        None
-    }
-}
-
-fn halve(n: usize, min: usize) -> Option<usize> {
-    (n > min).then(|| (n / 2).max(min))
-}
-
-/// The reductions, most powerful first. Each takes an index for the ones
-/// that remove one element of a list.
-const REDUCTIONS: &[(&str, Reduction)] = &[
-    ("halve the clients", |s, i| {
-        once(i, || {
-            halve(s.clients, 1).map(|c| Scenario {
-                clients: c,
-                ..s.clone()
-            })
-        })
-    }),
-    ("one client fewer", |s, i| {
-        once(i, || {
-            (s.clients > 1).then(|| Scenario {
-                clients: s.clients - 1,
-                ..s.clone()
-            })
-        })
-    }),
-    ("halve the operations", |s, i| {
-        once(i, || {
-            halve(s.ops_per_client, 1).map(|n| Scenario {
-                ops_per_client: n,
-                ..s.clone()
-            })
-        })
-    }),
-    ("a tenth fewer operations", |s, i| {
-        once(i, || {
-            let fewer = s.ops_per_client - (s.ops_per_client / 10).max(1);
-            (s.ops_per_client > 1).then(|| Scenario {
-                ops_per_client: fewer,
-                ..s.clone()
-            })
-        })
-    }),
-    ("halve the items", |s, i| {
-        once(i, || {
-            halve(s.keys, 1).map(|k| Scenario {
-                keys: k,
-                ..s.clone()
-            })
-        })
-    }),
+/// The envelope's reductions, tried after the scenario's own.
+const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
     ("drop a fault event", |s, i| {
         let plan = s.plan.as_ref()?;
         (i < plan.events.len()).then(|| {
@@ -93,101 +37,83 @@ const REDUCTIONS: &[(&str, Reduction)] = &[
         })
     }),
     ("no packet loss", |s, i| {
-        once(i, || {
-            let plan = s.plan.as_ref()?;
-            (plan.packet_loss > 0.0).then(|| {
-                let mut t = s.clone();
-                t.plan.as_mut().expect("checked").packet_loss = 0.0;
-                t
-            })
+        let plan = s.plan.as_ref()?;
+        (i == 0 && plan.packet_loss > 0.0).then(|| {
+            let mut t = s.clone();
+            t.plan.as_mut().expect("checked").packet_loss = 0.0;
+            t
         })
     }),
     ("perfect clocks", |s, i| {
-        once(i, || {
-            let plan = s.plan.as_ref()?;
-            (!plan.clocks.is_empty()).then(|| {
-                let mut t = s.clone();
-                t.plan.as_mut().expect("checked").clocks.clear();
-                t
-            })
-        })
-    }),
-    ("no server fault points", |s, i| {
-        once(i, || {
-            let f = &s.server_faults;
-            (f.throttle + f.retry_with + f.unavailable + f.gone + f.timeout > 0.0).then(|| {
-                let mut t = s.clone();
-                t.server_faults.throttle = 0.0;
-                t.server_faults.retry_with = 0.0;
-                t.server_faults.unavailable = 0.0;
-                t.server_faults.gone = 0.0;
-                t.server_faults.timeout = 0.0;
-                t
-            })
-        })
-    }),
-    ("one server fewer", |s, i| {
-        once(i, || {
-            (s.servers > 1).then(|| Scenario {
-                servers: s.servers - 1,
-                ..s.clone()
-            })
+        let plan = s.plan.as_ref()?;
+        (i == 0 && !plan.clocks.is_empty()).then(|| {
+            let mut t = s.clone();
+            t.plan.as_mut().expect("checked").clocks.clear();
+            t
         })
     }),
 ];
 
-/// The size a shrink minimises: operations first, then fault events, clients and items.
-pub fn size(r: &RunResult) -> (usize, usize, usize, usize) {
+/// The `i`-th candidate of reduction `r` (the scenario's own first, then the envelope's).
+fn candidate(def: &dyn DynScenario, s: &Scenario, r: usize, i: usize) -> Option<Scenario> {
+    let own = def.reduction_names().len();
+    if r < own {
+        let params = def.reduce(&s.params, r, i)?;
+        Some(Scenario {
+            params,
+            ..s.clone()
+        })
+    } else {
+        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i)
+    }
+}
+
+fn reduction_name(def: &dyn DynScenario, r: usize) -> &'static str {
+    let names = def.reduction_names();
+    names
+        .get(r)
+        .copied()
+        .unwrap_or_else(|| ENVELOPE_REDUCTIONS[r - names.len()].0)
+}
+
+/// The size a shrink minimises: operations first, then fault events.
+pub fn size(r: &RunResult) -> (usize, usize) {
     let events = r.scenario.plan.as_ref().map_or(0, |p| p.events.len());
-    (
-        r.history.ops.len(),
-        events,
-        r.scenario.clients,
-        r.scenario.keys,
-    )
+    (r.history.ops(), events)
 }
 
 /// Shrinks `s`, which must fail, keeping the first violated property.
 /// `progress` is told about every kept step. Returns `None` if `s` passes.
 pub fn shrink(
+    def: &'static dyn DynScenario,
     s: &Scenario,
     max_tries: usize,
     mut progress: impl FnMut(&str, &RunResult),
 ) -> Option<Shrunk> {
-    let mut best_s = s.clone();
-    best_s.plan = Some(resolve_plan(s));
-    let first = run_isolated({
-        let b = best_s.clone();
-        move || run(&b)
-    })
-    .ok()?;
-    let property = first.violations.first()?.property.clone();
+    let mut best_s = resolved(def, s).ok()?;
+    let first = run_isolated_with(def, &best_s);
+    let property = first.first_property()?;
     let mut best = first;
+    let reductions = def.reduction_names().len() + ENVELOPE_REDUCTIONS.len();
     let (mut tried, mut kept) = (0, 0);
     'outer: loop {
-        for (name, reduce) in REDUCTIONS {
+        for r in 0..reductions {
             let mut i = 0;
-            while let Some(candidate) = reduce(&best_s, i) {
+            while let Some(c) = candidate(def, &best_s, r, i) {
                 if tried >= max_tries {
                     break 'outer;
                 }
                 tried += 1;
-                let c = candidate.clone();
-                let same_failure = run_isolated(move || run(&c)).ok().filter(|r| {
-                    r.violations.first().is_some_and(|v| v.property == property)
-                        && size(r) < size(&best)
-                });
-                match same_failure {
-                    Some(r) => {
-                        kept += 1;
-                        progress(name, &r);
-                        best = r;
-                        best_s = candidate;
-                        // Restart from the most powerful reduction on the smaller scenario.
-                        continue 'outer;
-                    }
-                    None => i += 1,
+                let run = run_isolated_with(def, &c);
+                if run.first_property().as_ref() == Some(&property) && size(&run) < size(&best) {
+                    kept += 1;
+                    progress(reduction_name(def, r), &run);
+                    best = run;
+                    best_s = c;
+                    // Restart from the most powerful reduction on the smaller scenario.
+                    continue 'outer;
                 }
+                i += 1;
             }
         }
         break;
@@ -203,40 +129,36 @@ pub fn shrink(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::find;
 
     #[test]
     fn a_seeded_bug_shrinks_to_a_smaller_failure_with_the_same_property() {
-        let mut s = Scenario::occ(0);
+        let def = find("occ").unwrap();
+        let mut s = Scenario::new(def, 0);
         s.bugs = vec!["skip_if_match".into()];
-        let before = run_isolated({
-            let s = s.clone();
-            move || run(&s)
-        })
-        .unwrap();
+        let before = run_isolated_with(def, &s);
         assert!(!before.passed());
-        let shrunk = shrink(&s, 300, |_, _| {}).expect("it fails");
+        let shrunk = shrink(def, &s, 300, |_, _| {}).expect("it fails");
         assert!(
             size(&shrunk.run) < size(&before),
             "{:?} vs {:?}",
             size(&shrunk.run),
             size(&before)
         );
-        assert_eq!(
-            shrunk.run.violations[0].property,
-            before.violations[0].property
-        );
+        assert_eq!(shrunk.run.first_property(), before.first_property());
         assert!(
-            shrunk.run.history.ops.len() * 4 < before.history.ops.len(),
+            shrunk.run.history.ops() * 4 < before.history.ops(),
             "shrunk to {} ops",
-            shrunk.run.history.ops.len()
+            shrunk.run.history.ops()
         );
         // The shrunk scenario replays to the same failure.
-        let again = run_isolated(move || run(&shrunk.scenario)).unwrap();
+        let again = run_isolated_with(def, &shrunk.scenario);
         assert_eq!(again.trace_hash, shrunk.run.trace_hash);
     }
 
     #[test]
     fn a_passing_scenario_does_not_shrink() {
-        assert!(shrink(&Scenario::occ(7), 10, |_, _| {}).is_none());
+        let def = find("occ").unwrap();
+        assert!(shrink(def, &Scenario::new(def, 7), 10, |_, _| {}).is_none());
     }
 }

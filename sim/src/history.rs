@@ -59,10 +59,27 @@ pub struct OpRecord<C, R> {
     pub attempts: Vec<Attempt>,
 }
 
-/// A whole history.
+/// Something a node saw or did that is not an operation: a lease granted as
+/// the server saw it, a holder's belief, a delivery, a checkpoint. `E` is the
+/// scenario's own event type. Both the true time and the node's own clock
+/// reading are kept, so checkers can compare belief with truth.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct History<C, R> {
+pub struct NodeEvent<E> {
+    /// The node (its incarnation name: `client-3#1` after a restart).
+    pub node: String,
+    /// True simulated time, ns since the start.
+    pub at_ns: u64,
+    /// The node's own clock reading at that instant, ms since the Unix epoch.
+    pub local_ms: u64,
+    /// What happened.
+    pub event: E,
+}
+
+/// A whole history. `E` is the scenario's event type (none by default).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct History<C, R, E = ()> {
     /// Always [`HISTORY_VERSION`].
     pub version: u32,
     /// Operations, by id.
@@ -70,9 +87,12 @@ pub struct History<C, R> {
     /// World events (faults, heal, end).
     #[serde(default)]
     pub events: Vec<WorldEvent>,
+    /// The nodes' typed events, in the order they happened.
+    #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
+    pub node_events: Vec<NodeEvent<E>>,
 }
 
-impl<C: Serialize, R: Serialize> History<C, R> {
+impl<C: Serialize, R: Serialize, E: Serialize> History<C, R, E> {
     /// The history as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("history types serialise")
@@ -88,64 +108,130 @@ impl<C: Serialize, R: Serialize> History<C, R> {
     }
 }
 
-/// Collects operation records from the clients of one run.
+/// What a recorder holds while the run goes on.
 #[derive(Debug)]
-pub struct Recorder<C, R> {
-    ops: Arc<Mutex<Vec<OpRecord<C, R>>>>,
+struct Recorded<C, R, E> {
+    ops: Vec<OpRecord<C, R>>,
+    node_events: Vec<NodeEvent<E>>,
 }
 
-impl<C, R> Clone for Recorder<C, R> {
+/// Collects operation records and node events from the nodes of one run.
+#[derive(Debug)]
+pub struct Recorder<C, R, E = ()> {
+    inner: Arc<Mutex<Recorded<C, R, E>>>,
+}
+
+/// A slot for an operation that has begun: [`Recorder::complete`] fills in
+/// its outcome. A slot never completed (its node crashed) stays an
+/// operation with an unknown outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot(usize);
+
+impl<C, R, E> Clone for Recorder<C, R, E> {
     fn clone(&self) -> Self {
         Recorder {
-            ops: self.ops.clone(),
+            inner: self.inner.clone(),
         }
     }
 }
 
-impl<C, R> Default for Recorder<C, R> {
+impl<C, R, E> Default for Recorder<C, R, E> {
     fn default() -> Self {
-        Recorder {
-            ops: Arc::new(Mutex::new(Vec::new())),
-        }
+        Self::with_capacity(0)
     }
 }
 
-impl<C: Clone, R: Clone> Recorder<C, R> {
+impl<C, R, E> Recorder<C, R, E> {
+    /// An empty recorder with room for `ops` operations (no regrowth of a
+    /// large vector while the clients run).
+    pub fn with_capacity(ops: usize) -> Self {
+        Recorder {
+            inner: Arc::new(Mutex::new(Recorded {
+                ops: Vec::with_capacity(ops),
+                node_events: Vec::new(),
+            })),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorded<C, R, E>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// An empty recorder.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// An empty recorder with room for `ops` operations (no regrowth of a
-    /// large vector while the clients run).
-    pub fn with_capacity(ops: usize) -> Self {
-        Recorder {
-            ops: Arc::new(Mutex::new(Vec::with_capacity(ops))),
+    /// Adds a finished (or unknown-outcome) operation; its id is assigned
+    /// when the history is made, in invocation order.
+    pub fn push(&self, op: OpRecord<C, R>) {
+        self.lock().ops.push(op);
+    }
+
+    /// Adds an operation that has been invoked but not answered yet (its
+    /// `return_ns` and `result` are ignored and start as unknown).
+    pub fn begin(&self, mut op: OpRecord<C, R>) -> Slot {
+        op.return_ns = None;
+        op.result = None;
+        let mut g = self.lock();
+        g.ops.push(op);
+        Slot(g.ops.len() - 1)
+    }
+
+    /// Fills in the outcome of a begun operation (`result: None` keeps it unknown).
+    pub fn complete(
+        &self,
+        slot: Slot,
+        return_ns: Option<u64>,
+        result: Option<R>,
+        attempts: Vec<Attempt>,
+    ) {
+        let mut g = self.lock();
+        if let Some(op) = g.ops.get_mut(slot.0) {
+            op.return_ns = if result.is_some() { return_ns } else { None };
+            op.result = result;
+            op.attempts = attempts;
         }
     }
 
-    /// Adds a finished (or unknown-outcome) operation; its id is assigned here
-    /// later, by [`Recorder::finish`], in invocation order.
-    pub fn push(&self, op: OpRecord<C, R>) {
-        self.ops.lock().unwrap_or_else(|e| e.into_inner()).push(op);
+    /// Records a node event at the current simulated time.
+    pub fn event(&self, node: impl Into<String>, local_ms: u64, event: E) {
+        let at_ns = crate::world::now_ns();
+        self.lock().node_events.push(NodeEvent {
+            node: node.into(),
+            at_ns,
+            local_ms,
+            event,
+        });
     }
+}
 
+impl<C: Clone, R: Clone, E: Clone> Recorder<C, R, E> {
     /// The history: operations sorted by invocation time (then client), ids
     /// renumbered in that order.
-    pub fn finish(&self, events: Vec<WorldEvent>) -> History<C, R> {
-        let ops = self.ops.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        Self::history(ops, events)
+    pub fn finish(&self, events: Vec<WorldEvent>) -> History<C, R, E> {
+        let g = self.lock();
+        let (ops, node_events) = (g.ops.clone(), g.node_events.clone());
+        drop(g);
+        Self::history(ops, node_events, events)
     }
 
     /// Like [`Recorder::finish`], but takes the operations out of the
     /// recorder (and every clone of it) instead of copying them: for the end
-    /// of a run, when no client records any more.
-    pub fn take_history(&self, events: Vec<WorldEvent>) -> History<C, R> {
-        let ops = std::mem::take(&mut *self.ops.lock().unwrap_or_else(|e| e.into_inner()));
-        Self::history(ops, events)
+    /// of a run, when no node records any more.
+    pub fn take_history(&self, events: Vec<WorldEvent>) -> History<C, R, E> {
+        let mut g = self.lock();
+        let ops = std::mem::take(&mut g.ops);
+        let node_events = std::mem::take(&mut g.node_events);
+        drop(g);
+        Self::history(ops, node_events, events)
     }
 
-    fn history(mut ops: Vec<OpRecord<C, R>>, events: Vec<WorldEvent>) -> History<C, R> {
+    fn history(
+        mut ops: Vec<OpRecord<C, R>>,
+        node_events: Vec<NodeEvent<E>>,
+        events: Vec<WorldEvent>,
+    ) -> History<C, R, E> {
         // Sorted by key and arrival (a stable sort) through a small index,
         // then permuted in place: records are large, and a second vector of
         // them would be fresh memory (page faults) on every run.
@@ -176,6 +262,7 @@ impl<C: Clone, R: Clone> Recorder<C, R> {
             version: HISTORY_VERSION,
             ops,
             events,
+            node_events,
         }
     }
 }
@@ -199,10 +286,11 @@ mod tests {
 
     #[test]
     fn the_trace_hash_is_the_fnv_of_the_compact_json() {
-        let h = History {
+        let h: History<String, ()> = History {
             version: HISTORY_VERSION,
             ops: vec![op(1, 5, "x")],
             events: vec![],
+            node_events: vec![],
         };
         let text = serde_json::to_string(&h).unwrap();
         assert_eq!(h.trace_hash(), crate::rng::fnv1a(text.as_bytes()));
@@ -213,7 +301,7 @@ mod tests {
 
     #[test]
     fn histories_are_sorted_by_invocation_then_client_then_arrival() {
-        let r = Recorder::new();
+        let r: Recorder<String, ()> = Recorder::new();
         for o in [
             op(2, 30, "a"),
             op(1, 30, "b"),
@@ -236,7 +324,7 @@ mod tests {
         let ops: Vec<_> = (0..200u64)
             .map(|i| op((i * 7 % 3) as usize, i * 37 % 61, &i.to_string()))
             .collect();
-        let r = Recorder::with_capacity(1);
+        let r: Recorder<String, ()> = Recorder::with_capacity(1);
         for o in ops.clone() {
             r.push(o);
         }
@@ -246,5 +334,35 @@ mod tests {
             o.id = i as u64;
         }
         assert_eq!(r.take_history(vec![]).ops, expected);
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    #[test]
+    fn a_begun_operation_never_completed_stays_unknown_and_a_completed_one_is_filled_in() {
+        let r: Recorder<&str, u8, &str> = Recorder::new();
+        let op = |invoke_ns| OpRecord {
+            id: 0,
+            client: 0,
+            key: "k".into(),
+            call: "put",
+            invoke_ns,
+            return_ns: Some(1),
+            result: Some(1),
+            attempts: vec![],
+        };
+        let crashed = r.begin(op(10));
+        let answered = r.begin(op(20));
+        r.complete(answered, Some(30), Some(7), vec![]);
+        let _ = crashed;
+        r.event("client-0", 5, "believes");
+        let h = r.take_history(vec![]);
+        assert_eq!((h.ops[0].return_ns, h.ops[0].result), (None, None));
+        assert_eq!((h.ops[1].return_ns, h.ops[1].result), (Some(30), Some(7)));
+        assert_eq!(h.node_events.len(), 1);
+        assert_eq!(h.node_events[0].event, "believes");
     }
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,49 +24,124 @@ use std::time::Duration;
 /// time; fault events themselves are played at their exact times).
 const POLL: Duration = Duration::from_millis(250);
 
-/// The port every server listens on.
-pub const SERVER_PORT: u16 = 7000;
+/// The port every node listens on.
+pub const NODE_PORT: u16 = 7000;
 
-/// How many nodes of each role the world has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One kind of node in the world, e.g. `server`, `client`, or a role a
+/// scenario defines (a processor host, a connector, a lease holder).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Role {
+    /// The role's name; its nodes are `NAME-0`, `NAME-1`, ...
+    pub name: String,
+    /// How many nodes have it.
+    pub count: usize,
+    /// Whether each node has a disk that outlives its crashes.
+    pub disk: bool,
+    /// Whether the fault plan may crash and pause its nodes.
+    pub crashable: bool,
+    /// Whether the world waits for its nodes' programs to finish (a workload)
+    /// or runs them until the end (a service).
+    pub awaited: bool,
+}
+
+impl Role {
+    /// A role with `count` nodes: no disk, not crashable, not awaited.
+    pub fn new(name: impl Into<String>, count: usize) -> Role {
+        Role {
+            name: name.into(),
+            count,
+            disk: false,
+            crashable: false,
+            awaited: false,
+        }
+    }
+    /// Its nodes have disks.
+    pub fn with_disk(mut self) -> Role {
+        self.disk = true;
+        self
+    }
+    /// Its nodes may crash and pause.
+    pub fn crashable(mut self) -> Role {
+        self.crashable = true;
+        self
+    }
+    /// The world waits for its nodes' programs to finish.
+    pub fn awaited(mut self) -> Role {
+        self.awaited = true;
+        self
+    }
+}
+
+/// The nodes of the world, by role. Role `k`'s node `i` is named
+/// `ROLE-i` and has the address `10.k.(i / 250).(1 + i % 250)`, port
+/// [`NODE_PORT`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {
-    /// Server nodes, named `server-0`, `server-1`, ...
-    pub servers: usize,
-    /// Client nodes, named `client-0`, ...
-    pub clients: usize,
+    /// The roles, in the order their nodes are created.
+    pub roles: Vec<Role>,
 }
 
 impl Topology {
-    /// Name of server `i`.
-    pub fn server_name(i: usize) -> String {
-        format!("server-{i}")
+    /// A topology of these roles.
+    pub fn new(roles: Vec<Role>) -> Topology {
+        Topology { roles }
     }
-    /// Name of client `i`.
-    pub fn client_name(i: usize) -> String {
-        format!("client-{i}")
+
+    /// The name of node `i` of `role`.
+    pub fn node_name(role: &str, i: usize) -> String {
+        format!("{role}-{i}")
     }
-    /// Address server `i` listens on.
-    pub fn server_addr(i: usize) -> SocketAddr {
-        SocketAddr::new(
-            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + i as u8)),
-            SERVER_PORT,
-        )
+
+    fn role_index(&self, role: &str) -> Option<usize> {
+        self.roles.iter().position(|r| r.name == role)
     }
-    fn client_ip(i: usize) -> IpAddr {
-        IpAddr::V4(Ipv4Addr::new(
-            10,
-            0,
-            1 + (i / 250) as u8,
-            1 + (i % 250) as u8,
+
+    /// The role called `name`.
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.roles.iter().find(|r| r.name == name)
+    }
+
+    /// The address of node `i` of `role`; `None` for an unknown role.
+    pub fn addr(&self, role: &str, i: usize) -> Option<SocketAddr> {
+        let k = self.role_index(role)?;
+        Some(SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::new(
+                10,
+                k as u8,
+                (i / 250) as u8,
+                1 + (i % 250) as u8,
+            )),
+            NODE_PORT,
         ))
     }
-    /// Names of all servers.
-    pub fn server_names(&self) -> Vec<String> {
-        (0..self.servers).map(Self::server_name).collect()
+
+    /// The addresses of every node of `role`, by index (empty for an unknown role).
+    pub fn addrs(&self, role: &str) -> Vec<SocketAddr> {
+        let n = self.role(role).map_or(0, |r| r.count);
+        (0..n).filter_map(|i| self.addr(role, i)).collect()
     }
-    /// Names of all clients.
-    pub fn client_names(&self) -> Vec<String> {
-        (0..self.clients).map(Self::client_name).collect()
+
+    /// Every node name, in creation order.
+    pub fn node_names(&self) -> Vec<String> {
+        self.names(|_| true)
+    }
+
+    /// The names of the nodes the fault plan may crash and pause.
+    pub fn crashable_names(&self) -> Vec<String> {
+        self.names(|r| r.crashable)
+    }
+
+    /// The names of the other nodes.
+    pub fn steady_names(&self) -> Vec<String> {
+        self.names(|r| !r.crashable)
+    }
+
+    fn names(&self, keep: impl Fn(&Role) -> bool) -> Vec<String> {
+        self.roles
+            .iter()
+            .filter(|r| keep(r))
+            .flat_map(|r| (0..r.count).map(move |i| Self::node_name(&r.name, i)))
+            .collect()
     }
 }
 
@@ -79,40 +154,53 @@ pub struct WorldConfig {
     pub topology: Topology,
     /// Faults to play.
     pub plan: FaultPlan,
-    /// Clients stop starting new operations after this much simulated time.
+    /// Awaited nodes stop starting new work after this much simulated time.
     pub deadline: Duration,
     /// After healing, how long the world runs without faults before the end.
     pub quiet: Duration,
 }
 
-/// What a server node's main future is handed, anew at every (re)start.
+/// What a node's program is handed, anew at every (re)start.
 #[derive(Clone, Debug)]
-pub struct ServerEnv {
-    /// Server index.
+pub struct NodeEnv {
+    /// The node's role.
+    pub role: String,
+    /// Its index within the role.
     pub index: usize,
+    /// Its name, `ROLE-INDEX`.
+    pub name: String,
     /// The node's clock.
     pub clock: NodeClock,
-    /// The node's disk, which outlives crashes.
-    pub disk: SimDisk,
+    /// The node's disk (for roles with disks), which outlives crashes.
+    pub disk: Option<SimDisk>,
     /// 0 on first start, +1 on each restart.
     pub incarnation: u32,
     /// The run's seed (for the node's own random streams).
     pub seed: u64,
+    /// Start no new work once simulated time passes this.
+    pub deadline: Duration,
+    /// Every node's address.
+    pub topology: Arc<Topology>,
 }
 
-/// What a client node's workload is handed.
-#[derive(Clone, Debug)]
-pub struct ClientEnv {
-    /// Client index.
-    pub index: usize,
-    /// The node's clock.
-    pub clock: NodeClock,
-    /// Addresses of the servers, by index.
-    pub servers: Vec<SocketAddr>,
-    /// Start no new operation once simulated time passes this.
-    pub deadline: Duration,
-    /// The run's seed.
-    pub seed: u64,
+impl NodeEnv {
+    /// This node's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.topology
+            .addr(&self.role, self.index)
+            .expect("a node's own role is in the topology")
+    }
+
+    /// A name for this node's incarnation, unique in the run: `client-3`
+    /// first, `client-3#1` after its first restart. A restarted node is a
+    /// new process: histories give it a new identity.
+    pub fn incarnation_name(&self) -> String {
+        if self.incarnation == 0 {
+            self.name.clone()
+        } else {
+            format!("{}#{}", self.name, self.incarnation)
+        }
+    }
 }
 
 /// One thing the world did, for the trace and the report.
@@ -133,106 +221,116 @@ pub struct WorldOutcome {
     pub events: Vec<WorldEvent>,
     /// Simulated time at the end.
     pub sim_ns: u64,
-    /// Clients whose workload finished (all of them unless a run hung).
-    pub clients_finished: usize,
+    /// Awaited nodes whose program never finished (empty unless a run hung).
+    pub unfinished: Vec<String>,
     /// Crashes that tore a disk's unsynced tail.
     pub torn_tails: u64,
 }
 
-fn now_ns() -> u64 {
-    madsim::time::TimeHandle::current().elapsed().as_nanos() as u64
+/// Simulated ns since the start of the run (0 outside a simulation).
+pub fn now_ns() -> u64 {
+    madsim::time::TimeHandle::try_current()
+        .map(|t| t.elapsed().as_nanos() as u64)
+        .unwrap_or(0)
 }
 
-/// Runs one world on the current thread. `server` is the main future of a
-/// server node (it runs until killed and is started again on restart);
-/// `client` is a client's workload (the world waits for all of them).
-pub fn run_world<S, SF, C, CF>(cfg: &WorldConfig, server: S, client: C) -> WorldOutcome
+/// Runs one world on the current thread. `program` is the main future of
+/// every node, told by its [`NodeEnv`] which node it is; it is started again
+/// on each restart. The world plays the fault plan until every awaited
+/// node's program has finished or the deadline passes, heals every fault,
+/// waits (bounded) for the awaited programs to finish, runs the quiet
+/// phase, and kills every node.
+pub fn run_world<P, F>(cfg: &WorldConfig, program: P) -> WorldOutcome
 where
-    S: Fn(ServerEnv) -> SF + Send + Sync + 'static,
-    SF: Future<Output = ()> + 'static,
-    C: Fn(ClientEnv) -> CF + Send + Sync + 'static,
-    CF: Future<Output = ()> + 'static,
+    P: Fn(NodeEnv) -> F + Send + Sync + 'static,
+    F: Future<Output = ()> + 'static,
 {
     let mut config = madsim::Config::default();
     config.net.packet_loss_rate = cfg.plan.packet_loss;
     let (lo, hi) = cfg.plan.latency_ms;
     config.net.send_latency = Duration::from_millis(lo)..Duration::from_millis(hi.max(lo + 1));
     let rt = Runtime::with_seed_and_config(cfg.seed, config);
-    let server = Arc::new(server);
-    let client = Arc::new(client);
-    let topo = cfg.topology;
+    let program = Arc::new(program);
+    let topo = Arc::new(cfg.topology.clone());
     let clock_of =
         |name: &str| NodeClock::new(cfg.plan.clocks.get(name).cloned().unwrap_or_default());
 
-    let mut disks = Vec::new();
+    let mut disks: BTreeMap<String, SimDisk> = BTreeMap::new();
     let mut nodes: BTreeMap<String, NodeHandle> = BTreeMap::new();
-    for i in 0..topo.servers {
-        let disk = SimDisk::new();
-        disks.push(disk.clone());
-        let incarnations = Arc::new(AtomicU32::new(0));
-        let env = ServerEnv {
-            index: i,
-            clock: clock_of(&Topology::server_name(i)),
-            disk,
-            incarnation: 0,
-            seed: cfg.seed,
-        };
-        let server = server.clone();
-        let node = rt
-            .create_node()
-            .name(Topology::server_name(i))
-            .ip(Topology::server_addr(i).ip())
-            .init(move || {
-                let mut env = env.clone();
-                env.incarnation = incarnations.fetch_add(1, Ordering::Relaxed);
-                server(env)
-            })
-            .build();
-        nodes.insert(Topology::server_name(i), node);
-    }
-    let finished = Arc::new(AtomicUsize::new(0));
-    let servers: Vec<SocketAddr> = (0..topo.servers).map(Topology::server_addr).collect();
-    for i in 0..topo.clients {
-        let env = ClientEnv {
-            index: i,
-            clock: clock_of(&Topology::client_name(i)),
-            servers: servers.clone(),
-            deadline: cfg.deadline,
-            seed: cfg.seed,
-        };
-        let client = client.clone();
-        let finished = finished.clone();
-        let node = rt
-            .create_node()
-            .name(Topology::client_name(i))
-            .ip(Topology::client_ip(i))
-            .init(move || {
-                let work = client(env.clone());
-                let finished = finished.clone();
-                async move {
-                    work.await;
-                    finished.fetch_add(1, Ordering::Relaxed);
-                    std::future::pending::<()>().await;
-                }
-            })
-            .build();
-        nodes.insert(Topology::client_name(i), node);
+    // One flag per awaited node: set when its current incarnation's program ends.
+    let mut awaited: Vec<(String, Arc<AtomicBool>)> = Vec::new();
+    for role in &topo.roles {
+        for i in 0..role.count {
+            let name = Topology::node_name(&role.name, i);
+            let disk = role.disk.then(SimDisk::new);
+            if let Some(d) = &disk {
+                disks.insert(name.clone(), d.clone());
+            }
+            let done = Arc::new(AtomicBool::new(false));
+            if role.awaited {
+                awaited.push((name.clone(), done.clone()));
+            }
+            let incarnations = Arc::new(AtomicU32::new(0));
+            let env = NodeEnv {
+                role: role.name.clone(),
+                index: i,
+                name: name.clone(),
+                clock: clock_of(&name),
+                disk,
+                incarnation: 0,
+                seed: cfg.seed,
+                deadline: cfg.deadline,
+                topology: topo.clone(),
+            };
+            let program = program.clone();
+            let is_awaited = role.awaited;
+            let ip = topo
+                .addr(&role.name, i)
+                .expect("the role is in the topology")
+                .ip();
+            let node = rt
+                .create_node()
+                .name(name.clone())
+                .ip(ip)
+                .init(move || {
+                    let mut env = env.clone();
+                    env.incarnation = incarnations.fetch_add(1, Ordering::Relaxed);
+                    let work = program(env);
+                    let done = done.clone();
+                    done.store(false, Ordering::Relaxed);
+                    async move {
+                        work.await;
+                        if is_awaited {
+                            done.store(true, Ordering::Relaxed);
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                })
+                .build();
+            nodes.insert(name, node);
+        }
     }
 
     let ids: BTreeMap<String, NodeId> = nodes.iter().map(|(n, h)| (n.clone(), h.id())).collect();
     let outcome = Arc::new(Mutex::new(WorldOutcome::default()));
     let plan = cfg.plan.clone();
     let (deadline, quiet, seed) = (cfg.deadline, cfg.quiet, cfg.seed);
-    let clients = topo.clients;
     let out = outcome.clone();
     rt.block_on(async move {
         let start = Instant::now();
+        let unfinished = || -> Vec<String> {
+            awaited
+                .iter()
+                .filter(|(_, d)| !d.load(Ordering::Relaxed))
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let all_done = || awaited.iter().all(|(_, d)| d.load(Ordering::Relaxed));
         let mut faults = FaultPlayer::new(ids.clone(), disks, plan, seed, out.clone());
-        // Play faults until the deadline or until every client is done.
+        // Play faults until the deadline or until every awaited node is done.
         loop {
-            let done = finished.load(Ordering::Relaxed) == clients;
             let elapsed = start.elapsed();
-            if done || elapsed >= deadline {
+            if all_done() || elapsed >= deadline {
                 break;
             }
             let next = faults.next_due().unwrap_or(deadline).min(deadline);
@@ -241,21 +339,21 @@ where
             faults.play_due(start.elapsed());
         }
         faults.heal_all();
-        // Clients finish what they started (their retries end); bounded.
+        // Awaited nodes finish what they started (their retries end); bounded.
         let grace = start.elapsed() + Duration::from_secs(600);
-        while finished.load(Ordering::Relaxed) < clients && start.elapsed() < grace {
+        while !all_done() && start.elapsed() < grace {
             sleep(POLL).await;
         }
         sleep(quiet).await;
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
-        o.clients_finished = finished.load(Ordering::Relaxed);
+        o.unfinished = unfinished();
         o.sim_ns = now_ns();
         let at_ns = o.sim_ns;
         o.events.push(WorldEvent {
             at_ns,
             what: "end".into(),
         });
-        o.torn_tails = faults.disks.iter().map(SimDisk::torn_tails).sum();
+        o.torn_tails = faults.disks.values().map(SimDisk::torn_tails).sum();
         drop(o);
         let handle = Handle::current();
         for id in ids.values() {
@@ -281,7 +379,7 @@ enum Action {
 /// overlapping partitions so that healing one does not heal the other.
 struct FaultPlayer {
     ids: BTreeMap<String, NodeId>,
-    disks: Vec<SimDisk>,
+    disks: BTreeMap<String, SimDisk>,
     lose_unsynced: bool,
     queue: Vec<(Duration, u64, Action)>,
     seq: u64,
@@ -295,7 +393,7 @@ struct FaultPlayer {
 impl FaultPlayer {
     fn new(
         ids: BTreeMap<String, NodeId>,
-        disks: Vec<SimDisk>,
+        disks: BTreeMap<String, SimDisk>,
         plan: FaultPlan,
         seed: u64,
         out: Arc<Mutex<WorldOutcome>>,
@@ -349,8 +447,7 @@ impl FaultPlayer {
     }
 
     fn disk_of(&self, node: &str) -> Option<&SimDisk> {
-        let i: usize = node.strip_prefix("server-")?.parse().ok()?;
-        self.disks.get(i)
+        self.disks.get(node)
     }
 
     fn apply(&mut self, now: Duration, action: Action) {

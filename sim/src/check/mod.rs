@@ -1,15 +1,23 @@
-//! Checkers that judge a history. Each violation names the property it breaks
-//! (the SPEC ids: E1, R1, ...) and says in words what went wrong.
+//! Checkers that judge a history, and the outcome of a run. Each violation
+//! names the property it breaks (the SPEC ids: E1, L1, CF3, ...) and says in
+//! words what went wrong; a checker that could not decide says so, and that
+//! is never a pass.
+//!
+//! A checker is one value implementing [`Checker`] for the history type of
+//! the scenario that uses it; a scenario lists its checkers, and the run's
+//! summary line is built from that list. Generic checkers live here
+//! (linearizability is `overcast_lin`, re-exported as [`crate::lin`]; ETag
+//! freshness is [`fresh`]); checkers that encode one service's rules live
+//! beside the scenario that owns those rules.
 
 pub mod fresh;
-pub mod retry;
 
 use serde::{Deserialize, Serialize};
 
 /// One broken property.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
-    /// The property id, e.g. `E1`, `R1`, `linearizability`.
+    /// The property id, e.g. `E1`, `R1`, `linearizability`, `liveness`.
     pub property: String,
     /// What went wrong, in one or a few sentences.
     pub message: String,
@@ -21,5 +29,201 @@ pub struct Violation {
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "[{}] {}", self.property, self.message)
+    }
+}
+
+/// What one checker concluded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every property it judges holds.
+    Held,
+    /// These properties are broken.
+    Broken {
+        /// The violations, most important first (never empty).
+        violations: Vec<Violation>,
+    },
+    /// It could not decide (a budget ran out): not a pass.
+    Undecided {
+        /// Why, in words (which budget, how far it got).
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// `Held` when `violations` is empty, `Broken` otherwise.
+    pub fn from_violations(violations: Vec<Violation>) -> Verdict {
+        if violations.is_empty() {
+            Verdict::Held
+        } else {
+            Verdict::Broken { violations }
+        }
+    }
+
+    /// The violations (none unless broken).
+    pub fn violations(&self) -> &[Violation] {
+        match self {
+            Verdict::Broken { violations } => violations,
+            _ => &[],
+        }
+    }
+}
+
+/// What a checker hands back: its verdict, a short note for the summary line
+/// (e.g. "8 items"), and optionally a longer explanation and an HTML report
+/// for a person.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// The verdict (`None` is read as held; see [`Checked::verdict`]).
+    verdict: Option<Verdict>,
+    /// A few words for the summary line, e.g. "8 items".
+    pub note: String,
+    /// A longer explanation printed after the summary when the check fails.
+    pub explanation: Option<String>,
+    /// A self-contained HTML page drawing the counterexample.
+    pub html: Option<String>,
+}
+
+impl Checked {
+    /// A result with this verdict and nothing else.
+    pub fn new(verdict: Verdict) -> Checked {
+        Checked {
+            verdict: Some(verdict),
+            ..Checked::default()
+        }
+    }
+
+    /// The verdict.
+    pub fn verdict(&self) -> &Verdict {
+        self.verdict.as_ref().unwrap_or(&Verdict::Held)
+    }
+
+    /// With a note for the summary line.
+    pub fn with_note(mut self, note: impl Into<String>) -> Checked {
+        self.note = note.into();
+        self
+    }
+}
+
+/// One checker: the properties it judges (SPEC ids), and a check of a
+/// history of type `H`. A check must be deterministic: budgets count steps,
+/// never wall time, so the same history always gets the same verdict.
+pub trait Checker<H: ?Sized>: Send + Sync {
+    /// The properties it judges, e.g. `["R1", "R2", "R3"]`; the first one
+    /// names the checker in the summary line.
+    fn properties(&self) -> &'static [&'static str];
+    /// Judges a history.
+    fn check(&self, history: &H) -> Checked;
+}
+
+/// How a run ended. Each kind has its own exit code ([`Outcome::exit_code`]);
+/// when several apply, the first in this list wins (a broken safety property
+/// outranks a liveness failure, which outranks an undecided check).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The harness itself failed (a panic, a broken invariant of the harness).
+    HarnessError,
+    /// A safety property is broken.
+    Violation,
+    /// Something never completed after every fault was healed.
+    Liveness,
+    /// A checker could not decide (never a pass).
+    Undecided,
+    /// Every check held.
+    Passed,
+}
+
+/// The property name liveness failures carry.
+pub const LIVENESS: &str = "liveness";
+
+impl Outcome {
+    /// The exit code of a command whose worst run ended so: 0 passed,
+    /// 1 violation, 3 liveness, 4 undecided, 5 harness error (2 is bad input).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Passed => 0,
+            Outcome::Violation => 1,
+            Outcome::Liveness => 3,
+            Outcome::Undecided => 4,
+            Outcome::HarnessError => 5,
+        }
+    }
+
+    /// A word for the verdict line: `PASS`, `VIOLATION`, `LIVENESS`, `UNDECIDED`, `HARNESS ERROR`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Passed => "PASS",
+            Outcome::Violation => "VIOLATION",
+            Outcome::Liveness => "LIVENESS",
+            Outcome::Undecided => "UNDECIDED",
+            Outcome::HarnessError => "HARNESS ERROR",
+        }
+    }
+
+    /// The outcome of a set of checker verdicts (no panic happened).
+    pub fn of<'a>(verdicts: impl IntoIterator<Item = &'a Verdict>) -> Outcome {
+        let mut worst = Outcome::Passed;
+        for v in verdicts {
+            let o = match v {
+                Verdict::Held => Outcome::Passed,
+                Verdict::Undecided { .. } => Outcome::Undecided,
+                Verdict::Broken { violations } => {
+                    if violations.iter().all(|v| v.property == LIVENESS) {
+                        Outcome::Liveness
+                    } else {
+                        Outcome::Violation
+                    }
+                }
+            };
+            worst = worst.min(o);
+        }
+        worst
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broken(p: &str) -> Verdict {
+        Verdict::Broken {
+            violations: vec![Violation {
+                property: p.into(),
+                message: "x".into(),
+                ops: vec![],
+            }],
+        }
+    }
+
+    #[test]
+    fn the_worst_verdict_decides_the_outcome_and_undecided_is_never_a_pass() {
+        let undecided = Verdict::Undecided {
+            reason: "budget".into(),
+        };
+        assert_eq!(Outcome::of([&Verdict::Held]), Outcome::Passed);
+        assert_eq!(
+            Outcome::of([&Verdict::Held, &undecided]),
+            Outcome::Undecided
+        );
+        assert_eq!(
+            Outcome::of([&broken(LIVENESS), &undecided]),
+            Outcome::Liveness
+        );
+        assert_eq!(
+            Outcome::of([&broken(LIVENESS), &broken("E1"), &undecided]),
+            Outcome::Violation
+        );
+        let codes: Vec<u8> = [
+            Outcome::Passed,
+            Outcome::Violation,
+            Outcome::Liveness,
+            Outcome::Undecided,
+            Outcome::HarnessError,
+        ]
+        .iter()
+        .map(|o| o.exit_code())
+        .collect();
+        assert_eq!(codes, [0, 1, 3, 4, 5]);
     }
 }

@@ -2,8 +2,8 @@
 //! operation: no blind re-send of a non-idempotent write after a timeout, the
 //! 429 budget and the server's retry-after honoured, the right status surfaced.
 
-use super::Violation;
-use crate::history::{Attempt, AttemptResult};
+use overcast_sim::check::Violation;
+use overcast_sim::history::{Attempt, AttemptResult};
 
 /// The SDK's documented budget for throttled requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,234 @@
+//! The checks of `occ`: linearizability of every item against the
+//! reference spec (E2–E5), ETag freshness (E1), and retry discipline
+//! (R1–R3, [`super::retry`]), each a [`Checker`] of the run's history.
+
+use super::history::{Call, Outcome};
+use super::retry::{check_retries, RetryCase, RetryRules, Surfaced};
+use super::spec::{ItemOp, ItemResult, ItemSpec};
+use overcast_model::retry::RetryOptions;
+use overcast_sim::check::fresh::check_fresh;
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::history::History;
+use overcast_sim::lin::{self, Operation};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// std's SipHash with its fixed default keys: the same hashes in every run.
+type FixedState = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
+/// The history `occ` records.
+pub type OccHistory = History<Call, Outcome>;
+
+/// Linearizability of every item against [`ItemSpec`].
+pub struct Linearizability {
+    /// The checker's options (budgets count steps in a run).
+    pub options: lin::Options,
+    /// A title for the HTML report.
+    pub title: String,
+}
+
+impl Checker<OccHistory> for Linearizability {
+    fn properties(&self) -> &'static [&'static str] {
+        &["linearizability"]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let (ops, _) = to_lin_ops(history);
+        let report = lin::check(&ItemSpec, &ops, &self.options);
+        let verdict = match report.verdict {
+            lin::Verdict::Linearizable => Verdict::Held,
+            lin::Verdict::Unknown => Verdict::Undecided {
+                reason: format!(
+                    "the linearizability search gave up: {}",
+                    report
+                        .unknown_reason
+                        .as_deref()
+                        .unwrap_or("budget exhausted")
+                ),
+            },
+            lin::Verdict::NotLinearizable => Verdict::Broken {
+                violations: vec![Violation {
+                    property: "linearizability".into(),
+                    message: match &report.failure {
+                        Some(f) => format!("item {}: {}", f.key, f.sentence),
+                        None => "not linearizable".into(),
+                    },
+                    ops: report
+                        .failure
+                        .as_ref()
+                        .map(|f| f.ops.iter().map(|o| o.id).collect())
+                        .unwrap_or_default(),
+                }],
+            },
+        };
+        let mut checked = Checked::new(verdict).with_note(format!("{} items", report.keys));
+        if report.failure.is_some() {
+            checked.explanation = Some(report.to_text());
+            checked.html = Some(report.to_html(&self.title));
+        }
+        checked
+    }
+}
+
+/// E1: every successful write's ETag is new for its item, and one ETag
+/// always names one version.
+pub struct EtagFreshness;
+
+impl Checker<OccHistory> for EtagFreshness {
+    fn properties(&self) -> &'static [&'static str] {
+        &["E1"]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let (_, e1) = etag_versions(history);
+        Checked::new(Verdict::from_violations(e1.into_iter().collect()))
+    }
+}
+
+/// R1–R3, from each operation's attempt log.
+pub struct RetryDiscipline {
+    /// The SDK's budgets the run used.
+    pub retry: RetryOptions,
+}
+
+impl Checker<OccHistory> for RetryDiscipline {
+    fn properties(&self) -> &'static [&'static str] {
+        &["R1", "R2", "R3"]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let rules = RetryRules {
+            max_rate_limited_retries: self.retry.max_rate_limited_retries,
+            max_rate_limited_wait_ms: self.retry.max_rate_limited_wait.as_millis() as u64,
+        };
+        let cases = history.ops.iter().map(|o| RetryCase {
+            op: o.id,
+            idempotent: o.call.op == "read",
+            attempts: &o.attempts,
+            surfaced: match &o.result {
+                None => Surfaced::Unknown,
+                Some(Outcome::TimedOut) => Surfaced::TimedOut,
+                Some(Outcome::Response { status, .. }) => Surfaced::Status(*status),
+            },
+        });
+        Checked::new(Verdict::from_violations(
+            check_retries(&rules, cases).into_iter().collect(),
+        ))
+    }
+}
+
+/// The version each (item, ETag) names, from the successful responses that
+/// carried both: looked up, never iterated (a fixed hasher; ETags share a
+/// long prefix, which makes ordered lookups slow).
+type VersionMap<'a> = HashMap<(&'a str, &'a str), (u64, u64), FixedState>;
+
+/// The ETag-to-version map and E1 (freshness and one version per ETag).
+fn etag_versions(history: &OccHistory) -> (VersionMap<'_>, Option<Violation>) {
+    let mut version_of: VersionMap<'_> = HashMap::default();
+    let mut e1 = None;
+    let mut produced = Vec::new();
+    for o in &history.ops {
+        if let Some(Outcome::Response {
+            status: 200 | 201,
+            etag: Some(e),
+            version: Some(v),
+            ..
+        }) = &o.result
+        {
+            if o.call.op == "put" {
+                produced.push((o.key.as_str(), e.as_str(), o.id));
+            }
+            let (first_v, first_op) = *version_of
+                .entry((o.key.as_str(), e.as_str()))
+                .or_insert((*v, o.id));
+            if first_v != *v && e1.is_none() {
+                e1 = Some(Violation {
+                    property: "E1".into(),
+                    message: format!("item {}: the ETag {e} named version {first_v} (op {first_op}) and version {v} (op {})", o.key, o.id),
+                    ops: vec![first_op, o.id],
+                });
+            }
+        }
+    }
+    (version_of, check_fresh("E1", produced).or(e1))
+}
+
+/// Turns the history into the checker's operations (ETags replaced by the
+/// versions they name), and checks E1 on the way: every successful write's
+/// ETag is new for its item, and one ETag always names one version.
+pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, Option<Violation>) {
+    let (version_of, e1) = etag_versions(history);
+    let mut ops = Vec::new();
+    for o in &history.ops {
+        let version = |etag: &Option<String>| {
+            etag.as_ref()
+                .and_then(|e| version_of.get(&(o.key.as_str(), e.as_str())).map(|v| v.0))
+        };
+        let input = match o.call.op.as_str() {
+            "read" => match &o.call.if_none_match {
+                None => ItemOp::Read,
+                Some(_) => match version(&o.call.if_none_match) {
+                    Some(v) => ItemOp::ReadIfNoneMatch(v),
+                    None => continue,
+                },
+            },
+            "put" => match (&o.call.if_match, &o.call.if_none_match, &o.call.body) {
+                (None, None, Some(b)) => ItemOp::Put(b.clone()),
+                (None, Some(star), Some(b)) if star == "*" => ItemOp::Create(b.clone()),
+                (Some(_), None, Some(b)) => match version(&o.call.if_match) {
+                    Some(v) => ItemOp::PutIfVersion(v, b.clone()),
+                    None => continue,
+                },
+                _ => continue,
+            },
+            "delete" => match &o.call.if_match {
+                None => ItemOp::Delete,
+                Some(_) => match version(&o.call.if_match) {
+                    Some(v) => ItemOp::DeleteIfVersion(v),
+                    None => continue,
+                },
+            },
+            _ => continue,
+        };
+        let output = match &o.result {
+            None => None,
+            Some(Outcome::TimedOut) => continue,
+            Some(Outcome::Response {
+                status,
+                body,
+                version,
+                ..
+            }) => Some(match (&input, status) {
+                (ItemOp::Read, 200) => {
+                    ItemResult::Present(body.clone().unwrap_or_default(), version.unwrap_or(0))
+                }
+                (ItemOp::ReadIfNoneMatch(_), 200) => {
+                    ItemResult::Present(body.clone().unwrap_or_default(), version.unwrap_or(0))
+                }
+                (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), 404) => ItemResult::Absent,
+                (ItemOp::ReadIfNoneMatch(_), 304) => ItemResult::NotModified,
+                (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), _) => continue,
+                (_, 200..=202) => ItemResult::Ok(*version),
+                (_, 412) => ItemResult::PreconditionFailed,
+                (_, 409) => ItemResult::Conflict,
+                (ItemOp::Delete, 404) => ItemResult::NotFound,
+                // 429, 449, 503 (and 410 surfaced as 503): rejected, not executed.
+                _ => continue,
+            }),
+        };
+        ops.push(Operation {
+            id: o.id,
+            client: o.client as u64,
+            key: o.key.clone(),
+            input,
+            invoke: o.invoke_ns as i64,
+            ret: if output.is_some() {
+                o.return_ns.map(|r| r as i64)
+            } else {
+                None
+            },
+            output,
+        });
+    }
+    (ops, e1)
+}

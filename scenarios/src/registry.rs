@@ -1,0 +1,347 @@
+//! The scenario registry: the [`ScenarioDef`] trait a scenario implements,
+//! its type-erased form [`DynScenario`] that the runner, the shrinker, the
+//! bug hunt and the CLI use, and [`SCENARIOS`], the one static list.
+//!
+//! Adding a scenario is one folder (`scenarios/src/<name>/`) with a type
+//! implementing [`ScenarioDef`], and one line in [`SCENARIOS`]. Nothing else
+//! names a scenario: `run`, `sweep`, `replay`, `shrink`, `bugs`, `bench` and
+//! `check` work for every registered one. A scenario defined elsewhere (a
+//! test's toy) works the same through the functions that take a
+//! `&dyn DynScenario`.
+
+use crate::bugs::BugInfo;
+use crate::scenario::Scenario;
+use overcast_sim::check::{Checked, Checker};
+use overcast_sim::faults::FaultMix;
+use overcast_sim::history::History;
+use overcast_sim::world::{NodeEnv, Topology, WorldOutcome};
+use proptest::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+
+/// The scenarios `run`, `sweep`, `bugs` and `bench` know by name.
+pub static SCENARIOS: &[&dyn DynScenario] = &[&crate::occ::Occ];
+
+/// The registered scenario called `name`, or the one-line error naming the known ones.
+pub fn find(name: &str) -> Result<&'static dyn DynScenario, String> {
+    SCENARIOS
+        .iter()
+        .copied()
+        .find(|d| d.name() == name)
+        .ok_or_else(|| unknown("scenario", name, SCENARIOS.iter().map(|d| d.name())))
+}
+
+/// The one message for an unknown name: "unknown KIND 'NAME' (known: a, b)".
+pub fn unknown<'a>(kind: &str, name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    format!(
+        "unknown {kind} '{name}' (known: {})",
+        known.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// The envelope settings a scenario starts from (the seed, bugs and swarm
+/// switch come from the command line).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunDefaults {
+    /// The fault mix.
+    pub faults: FaultMix,
+    /// Fault events are drawn over this many simulated ms from the start.
+    pub fault_window_ms: u64,
+    /// Awaited nodes start no new work after this, ms.
+    pub deadline_ms: u64,
+    /// Quiet phase after healing, ms.
+    pub quiet_ms: u64,
+}
+
+/// What a scenario's node programs are handed besides the node's own [`NodeEnv`].
+#[derive(Clone, Debug)]
+pub struct RunCtx {
+    /// The run's seed.
+    pub seed: u64,
+    /// Seeded bugs switched on, by name (validated against the scenario's bugs).
+    pub bugs: Vec<String>,
+}
+
+/// A node's main future.
+pub type NodeFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// A node program: called anew for every (re)start of every node.
+pub type NodeProgram = Box<dyn Fn(NodeEnv) -> NodeFuture + Send + Sync>;
+
+/// What the world collects at the end: the history and the model's own
+/// counters of injected faults (e.g. server fault points by status).
+pub type Collect<H> = Box<dyn FnOnce(&WorldOutcome) -> (H, BTreeMap<String, u64>)>;
+
+/// A scenario deployed for one run: its node programs and how to collect
+/// what they recorded once the world has ended.
+pub struct Deployment<H> {
+    /// The program of every node (it looks at `env.role`).
+    pub program: NodeProgram,
+    /// Called once after the world run.
+    pub collect: Collect<H>,
+}
+
+/// A shrink step on a scenario's parameters: the `i`-th candidate, or `None`
+/// when there is no such candidate (single reductions answer only `i == 0`).
+pub type Reduction<P> = (&'static str, fn(&P, usize) -> Option<P>);
+
+/// The history a run records, as the generic layer sees it.
+pub trait RunHistory: Send + 'static {
+    /// Pretty JSON (the `.history.json` file).
+    fn to_json(&self) -> String;
+    /// The trace hash (equal for two runs of one scenario).
+    fn trace_hash(&self) -> u64;
+    /// Operations recorded.
+    fn ops(&self) -> usize;
+    /// Operations whose outcome is unknown.
+    fn unknown_ops(&self) -> usize;
+    /// Attempts beyond the first of each operation.
+    fn retries(&self) -> usize;
+    /// The history as time-ordered lines (`TIME WHO: WHAT`), for saying
+    /// where two runs that should agree diverge.
+    fn trace_lines(&self) -> Vec<(u64, String)>;
+}
+
+impl<C, R, E> RunHistory for History<C, R, E>
+where
+    C: Serialize + Clone + Send + 'static,
+    R: Serialize + Clone + Send + 'static,
+    E: Serialize + Clone + Send + 'static,
+{
+    fn to_json(&self) -> String {
+        History::to_json(self)
+    }
+    fn trace_hash(&self) -> u64 {
+        History::trace_hash(self)
+    }
+    fn ops(&self) -> usize {
+        self.ops.len()
+    }
+    fn unknown_ops(&self) -> usize {
+        self.ops.iter().filter(|o| o.result.is_none()).count()
+    }
+    fn retries(&self) -> usize {
+        self.ops
+            .iter()
+            .map(|o| o.attempts.len().saturating_sub(1))
+            .sum()
+    }
+    fn trace_lines(&self) -> Vec<(u64, String)> {
+        let json = |v: &dyn erased::Json| v.compact();
+        let mut lines: Vec<(u64, String)> = Vec::new();
+        for o in &self.ops {
+            lines.push((
+                o.invoke_ns,
+                format!("client {} op {}: {}", o.client, o.id, json(o)),
+            ));
+        }
+        for e in &self.events {
+            lines.push((e.at_ns, format!("world: {}", e.what)));
+        }
+        for e in &self.node_events {
+            lines.push((e.at_ns, format!("{}: {}", e.node, json(&e.event))));
+        }
+        lines.sort_by_key(|l| l.0);
+        lines
+    }
+}
+
+/// Compact JSON of any serialisable value, behind a trait object.
+mod erased {
+    /// A value that can be written as compact JSON.
+    pub trait Json {
+        /// The compact JSON text.
+        fn compact(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn compact(&self) -> String {
+            serde_json::to_string(self).unwrap_or_else(|e| format!("<{e}>"))
+        }
+    }
+}
+
+/// A scenario: its parameters, topology, node programs, checkers, seeded
+/// bugs and shrink reductions.
+pub trait ScenarioDef: Send + Sync + 'static {
+    /// Its own parameters (serde; unknown fields must be rejected with
+    /// `#[serde(deny_unknown_fields)]`).
+    type Params: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Send + Sync + 'static;
+    /// The history its nodes record.
+    type History: RunHistory;
+
+    /// The name used on the command line and in files.
+    fn name(&self) -> &'static str;
+    /// One line for the run header and `--help`.
+    fn describe(&self) -> &'static str;
+    /// The default parameters for `seed`.
+    fn params(&self, seed: u64) -> Self::Params;
+    /// The default envelope settings (faults, durations).
+    fn defaults(&self) -> RunDefaults;
+    /// Generated parameters, shrinking towards small ones.
+    fn strategy(&self) -> BoxedStrategy<Self::Params>;
+    /// Checks that the values make sense; one line when they do not.
+    fn validate(&self, p: &Self::Params) -> Result<(), String>;
+    /// The parameters in one line for the run header.
+    fn header(&self, p: &Self::Params) -> String;
+    /// The nodes.
+    fn topology(&self, p: &Self::Params) -> Topology;
+    /// The seeded bugs that belong to it. Default: the rows of
+    /// [`crate::bugs::BUGS`] that name this scenario.
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::BUGS
+            .iter()
+            .filter(|b| b.scenarios.contains(&self.name()))
+            .collect()
+    }
+    /// Its node programs for one run.
+    fn deploy(&self, p: &Self::Params, ctx: &RunCtx) -> Deployment<Self::History>;
+    /// Its checkers, in the order the summary lists them.
+    fn checkers(&self, p: &Self::Params) -> Vec<Box<dyn Checker<Self::History>>>;
+    /// Its shrink reductions on parameters, most powerful first.
+    fn reductions(&self) -> Vec<Reduction<Self::Params>>;
+}
+
+/// One checker's result in a run.
+#[derive(Clone, Debug)]
+pub struct CheckRecord {
+    /// The properties it judges; the first names it.
+    pub properties: &'static [&'static str],
+    /// What it found.
+    pub checked: Checked,
+}
+
+/// What running a scenario's world and checks gives the generic layer.
+pub struct Executed {
+    /// The history.
+    pub history: Box<dyn RunHistory>,
+    /// What the world did.
+    pub world: WorldOutcome,
+    /// The model's own counters of injected faults.
+    pub counters: BTreeMap<String, u64>,
+    /// Each checker's result, in order.
+    pub checks: Vec<CheckRecord>,
+    /// Wall time of the checks alone.
+    pub check_wall: std::time::Duration,
+}
+
+/// A scenario with its parameters as JSON: what the runner, the shrinker,
+/// the bug hunt and the CLI work with. Every [`ScenarioDef`] is one.
+pub trait DynScenario: Send + Sync {
+    /// [`ScenarioDef::name`].
+    fn name(&self) -> &'static str;
+    /// [`ScenarioDef::describe`].
+    fn describe(&self) -> &'static str;
+    /// The default parameters for `seed`, as JSON.
+    fn default_params(&self, seed: u64) -> serde_json::Value;
+    /// [`ScenarioDef::defaults`].
+    fn defaults(&self) -> RunDefaults;
+    /// Parses and validates parameters; one line when they are wrong.
+    fn check_params(&self, params: &serde_json::Value) -> Result<(), String>;
+    /// The parameters in one line for the run header.
+    fn header(&self, params: &serde_json::Value) -> String;
+    /// The nodes for these parameters.
+    fn topology(&self, params: &serde_json::Value) -> Result<Topology, String>;
+    /// [`ScenarioDef::bugs`].
+    fn bugs(&self) -> Vec<&'static BugInfo>;
+    /// Runs the world for `s` (whose plan is resolved) and checks its history.
+    fn execute(&self, s: &Scenario) -> Result<Executed, String>;
+    /// The names of its reductions.
+    fn reduction_names(&self) -> Vec<&'static str>;
+    /// The `i`-th candidate of reduction `r` on these parameters.
+    fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value>;
+    /// Generated scenarios (parameters, seed and swarm switch).
+    fn strategy(&'static self) -> BoxedStrategy<Scenario>;
+}
+
+fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, String> {
+    T::deserialize(v).map_err(|e| format!("the parameters of scenario '{name}' are not valid: {e}"))
+}
+
+fn to_value<T: Serialize>(t: &T) -> serde_json::Value {
+    serde_json::to_value(t).expect("parameters serialise")
+}
+
+impl<D: ScenarioDef> DynScenario for D {
+    fn name(&self) -> &'static str {
+        ScenarioDef::name(self)
+    }
+    fn describe(&self) -> &'static str {
+        ScenarioDef::describe(self)
+    }
+    fn default_params(&self, seed: u64) -> serde_json::Value {
+        to_value(&self.params(seed))
+    }
+    fn defaults(&self) -> RunDefaults {
+        ScenarioDef::defaults(self)
+    }
+    fn check_params(&self, params: &serde_json::Value) -> Result<(), String> {
+        let p: D::Params = parse(ScenarioDef::name(self), params)?;
+        self.validate(&p)
+    }
+    fn header(&self, params: &serde_json::Value) -> String {
+        match parse::<D::Params>(ScenarioDef::name(self), params) {
+            Ok(p) => ScenarioDef::header(self, &p),
+            Err(e) => e,
+        }
+    }
+    fn topology(&self, params: &serde_json::Value) -> Result<Topology, String> {
+        Ok(ScenarioDef::topology(
+            self,
+            &parse(ScenarioDef::name(self), params)?,
+        ))
+    }
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        ScenarioDef::bugs(self)
+    }
+    fn execute(&self, s: &Scenario) -> Result<Executed, String> {
+        let p: D::Params = parse(ScenarioDef::name(self), &s.params)?;
+        let ctx = RunCtx {
+            seed: s.seed,
+            bugs: s.bugs.clone(),
+        };
+        let topology = ScenarioDef::topology(self, &p);
+        let cfg = crate::run::world_config(s, topology);
+        let deployment = self.deploy(&p, &ctx);
+        let program = deployment.program;
+        let world = overcast_sim::world::run_world(&cfg, program);
+        let (history, counters) = (deployment.collect)(&world);
+        let started = std::time::Instant::now();
+        let checks = self
+            .checkers(&p)
+            .iter()
+            .map(|c| CheckRecord {
+                properties: c.properties(),
+                checked: c.check(&history),
+            })
+            .collect();
+        Ok(Executed {
+            history: Box::new(history),
+            world,
+            counters,
+            checks,
+            check_wall: started.elapsed(),
+        })
+    }
+    fn reduction_names(&self) -> Vec<&'static str> {
+        self.reductions().iter().map(|r| r.0).collect()
+    }
+    fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value> {
+        let p: D::Params = parse(ScenarioDef::name(self), params).ok()?;
+        let reductions = self.reductions();
+        (reductions.get(r)?.1)(&p, i).map(|q| to_value(&q))
+    }
+    fn strategy(&'static self) -> BoxedStrategy<Scenario> {
+        (ScenarioDef::strategy(self), any::<u64>(), any::<bool>())
+            .prop_map(move |(p, seed, swarm)| {
+                let mut s = Scenario::new(self, seed);
+                s.params = to_value(&p);
+                s.swarm = swarm;
+                s
+            })
+            .boxed()
+    }
+}
