@@ -1,8 +1,7 @@
 //! The seeded bugs: realistic mistakes the model can be switched into, each
 //! off by default, each of which the harness must find.
 
-use overcast_model::store::StoreBugs;
-use serde::{Deserialize, Serialize};
+use overcast_model::bugs::ModelBugs;
 
 /// A named bug.
 #[derive(Clone, Copy, Debug)]
@@ -44,36 +43,17 @@ pub const BUGS: &[BugInfo] = &[
     },
 ];
 
-/// The switches of every bug, as the model takes them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BugSwitches {
-    /// Store bugs.
-    pub store: StoreBugs,
-    /// Server: ack before the log is synced.
-    pub ack_before_sync: bool,
-    /// Client: retry writes after a timeout.
-    pub retry_write_after_timeout: bool,
-    /// Client: retry 429s without waiting.
-    pub ignore_retry_after: bool,
-}
-
-/// Turns bug names into switches; an unknown name is an error naming the known ones.
-pub fn switches(names: &[String]) -> Result<BugSwitches, String> {
-    let mut s = BugSwitches::default();
+/// Turns bug names into the model's switches; an unknown name is an error
+/// naming the known ones.
+pub fn switches(names: &[String]) -> Result<ModelBugs, String> {
+    let mut s = ModelBugs::default();
     for name in names {
-        match name.as_str() {
-            "skip_if_match" => s.store.skip_if_match = true,
-            "etag_reuse" => s.store.etag_reuse = true,
-            "ack_before_sync" => s.ack_before_sync = true,
-            "retry_write_after_timeout" => s.retry_write_after_timeout = true,
-            "ignore_retry_after" => s.ignore_retry_after = true,
-            other => {
-                let known: Vec<&str> = BUGS.iter().map(|b| b.name).collect();
-                return Err(format!(
-                    "unknown bug '{other}' (known: {})",
-                    known.join(", ")
-                ));
-            }
+        if !s.set(name) {
+            let known: Vec<&str> = BUGS.iter().map(|b| b.name).collect();
+            return Err(format!(
+                "unknown bug '{name}' (known: {})",
+                known.join(", ")
+            ));
         }
     }
     Ok(s)
@@ -93,7 +73,7 @@ mod tests {
         for b in BUGS {
             assert_ne!(
                 switches(&[b.name.to_string()]).unwrap(),
-                BugSwitches::default(),
+                ModelBugs::default(),
                 "{}",
                 b.name
             );

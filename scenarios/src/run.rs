@@ -179,8 +179,7 @@ pub fn run(s: &Scenario) -> RunResult {
             containers: vec![occ::CONTAINER.to_string()],
             faults: s.server_faults.clone(),
             fsync_ms: s.fsync_ms,
-            store_bugs: switches.store,
-            ack_before_sync: switches.ack_before_sync,
+            bugs: switches,
         };
         let rng = stream(
             env.seed,
@@ -204,8 +203,7 @@ pub fn run(s: &Scenario) -> RunResult {
                 servers: env.servers.clone(),
                 partitions: s.partitions,
                 retry: s.retry.clone(),
-                retry_write_after_timeout: switches.retry_write_after_timeout,
-                ignore_retry_after: switches.ignore_retry_after,
+                bugs: switches,
             };
             let rng = stream(env.seed, &format!("client-{}-sdk", env.index));
             let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
