@@ -1,8 +1,11 @@
-//! The client SDK: typed calls to the store, routed by partition key, each
-//! attempt bounded by the request timeout, retried exactly as the retry
-//! policy says (SPEC §4), and every attempt reported to an observer.
+//! The client SDK: calls to any service of a partition ([`StoreClient::request`]),
+//! routed by partition key, each attempt bounded by the request timeout,
+//! retried exactly as the retry policy says (SPEC §4), and every attempt
+//! reported to an observer; typed calls to the store on top of it.
 //! Also the read–modify–write helper of the optimistic concurrency guide.
 
+use crate::bugs::ModelBugs;
+use crate::partition::{Request, Response};
 use crate::retry::{AttemptOutcome, Decision, FinalOutcome, OpKind, RetryOptions, RetryState};
 use crate::store::{Conditions, ItemKey, StoreRequest, StoreResponse};
 use crate::wire::{self, WireReply, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
@@ -24,11 +27,9 @@ pub struct ClientConfig {
     pub partitions: u32,
     /// Retry budgets and the request timeout.
     pub retry: RetryOptions,
-    /// Seeded bug `retry_write_after_timeout`: re-send a write after a timeout.
-    pub retry_write_after_timeout: bool,
-    /// Seeded bug `ignore_retry_after`: retry a 429 at once instead of
-    /// waiting for the server's `x-ms-retry-after-ms`.
-    pub ignore_retry_after: bool,
+    /// The seeded bugs: the client reads `retry_write_after_timeout` and
+    /// `ignore_retry_after`.
+    pub bugs: ModelBugs,
 }
 
 /// One attempt as the SDK saw it.
@@ -42,13 +43,14 @@ pub struct AttemptLog {
     pub outcome: AttemptOutcome,
 }
 
-/// The result of one logical call.
+/// The result of one logical call: `R` is the service's response type (the
+/// store's for the typed store calls, [`Response`] for [`StoreClient::request`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallResult {
+pub struct CallResult<R = StoreResponse> {
     /// What the caller is told.
     pub outcome: FinalOutcome,
-    /// The store's response, when the final outcome is one (not for transient statuses).
-    pub response: Option<StoreResponse>,
+    /// The service's response, when the final outcome is one (not for transient statuses).
+    pub response: Option<R>,
     /// Every attempt.
     pub attempts: Vec<AttemptLog>,
     /// Simulated ns at the call's start and end.
@@ -101,9 +103,8 @@ impl StoreClient {
         })
     }
 
-    fn route(&self, req: &StoreRequest) -> (u32, SocketAddr) {
-        let pk = req.key().map(|k| k.partition_key.as_str()).unwrap_or("");
-        let p = wire::partition_of(pk, self.cfg.partitions);
+    fn route(&self, req: &Request) -> (u32, SocketAddr) {
+        let p = wire::partition_of(req.partition_key(), self.cfg.partitions);
         (p, self.cfg.servers[p as usize % self.cfg.servers.len()])
     }
 
@@ -114,7 +115,7 @@ impl StoreClient {
         partition: u32,
         to: SocketAddr,
         op: &[u8],
-    ) -> (AttemptOutcome, Option<StoreResponse>) {
+    ) -> (AttemptOutcome, Option<Response>) {
         self.next_req += 1;
         let req_id = self.next_req;
         wire::encode_request(&mut self.out, req_id, partition, op);
@@ -140,7 +141,7 @@ impl StoreClient {
                 continue;
             }
             return match resp.reply {
-                WireReply::Store(r) => (AttemptOutcome::status(r.status), Some(r)),
+                WireReply::Ok(r) => (AttemptOutcome::status(r.status()), Some(r)),
                 WireReply::Transient {
                     status,
                     retry_after_ms,
@@ -160,9 +161,22 @@ impl StoreClient {
         self.call_ref(&op).await
     }
 
-    /// [`StoreClient::call`] on a borrowed request: it is encoded once, and
-    /// every attempt sends that encoding under its own request id.
+    /// [`StoreClient::call`] on a borrowed request.
     async fn call_ref(&mut self, op: &StoreRequest) -> CallResult {
+        let r = self.request(&Request::Store(op.clone())).await;
+        CallResult {
+            outcome: r.outcome,
+            response: r.response.and_then(Response::into_store),
+            attempts: r.attempts,
+            invoke_ns: r.invoke_ns,
+            return_ns: r.return_ns,
+        }
+    }
+
+    /// One logical call to any service with the SDK's retries. The request is
+    /// encoded once, and every attempt sends that encoding under its own
+    /// request id.
+    pub async fn request(&mut self, op: &Request) -> CallResult<Response> {
         let kind = if op.is_write() {
             OpKind::Write
         } else {
@@ -171,7 +185,7 @@ impl StoreClient {
         let mut state = RetryState::new(
             kind,
             self.cfg.retry.clone(),
-            self.cfg.retry_write_after_timeout,
+            self.cfg.bugs.retry_write_after_timeout,
         );
         let (partition, to) = self.route(op);
         let op_bytes = wire::to_bytes(op);
@@ -183,7 +197,7 @@ impl StoreClient {
             let (outcome, response) = self.attempt(partition, to, &op_bytes).await;
             tracing::debug!(
                 "{} attempt {}: {outcome:?}",
-                describe(op),
+                describe_request(op),
                 attempts.len() + 1
             );
             attempts.push(AttemptLog {
@@ -195,7 +209,7 @@ impl StoreClient {
             match state.on_attempt(&outcome, jitter) {
                 Decision::Retry { after } => {
                     let throttled = matches!(outcome, AttemptOutcome::Response { status: 429, .. });
-                    let after = if self.cfg.ignore_retry_after && throttled {
+                    let after = if self.cfg.bugs.ignore_retry_after && throttled {
                         Duration::ZERO
                     } else {
                         after
@@ -210,7 +224,7 @@ impl StoreClient {
                 Decision::Done(outcome) => {
                     let response = match outcome {
                         FinalOutcome::Response { status } => {
-                            response.filter(|r| r.status == status)
+                            response.filter(|r| r.status() == status)
                         }
                         _ => None,
                     };
@@ -283,6 +297,13 @@ impl StoreClient {
             }
         }
         RmwOutcome::GaveUp
+    }
+}
+
+/// [`describe`] for a request of any service.
+fn describe_request(req: &Request) -> String {
+    match req {
+        Request::Store(op) => describe(op),
     }
 }
 

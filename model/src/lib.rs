@@ -1,6 +1,7 @@
 //! The system under test: a model of a cloud storage and document service.
 //! Pure state machines inside (store, conditions, retry policy, log records),
-//! a madsim server and client around them. It knows nothing of faults or
+//! held per partition behind one request/response/effect shape, with one set
+//! of seeded bugs; a madsim server and client around them. It knows nothing of faults or
 //! checkers: it reads time from a clock it is handed, draws randomness from
 //! what it is handed, and reports calls to an observer it is handed.
 
@@ -10,9 +11,11 @@ compile_error!(
      a RUSTFLAGS variable replaces it, so add `--cfg madsim` there too)"
 );
 
+pub mod bugs;
 pub mod client;
 pub mod conditions;
 pub mod env;
+pub mod partition;
 pub mod retry;
 pub mod server;
 pub mod store;

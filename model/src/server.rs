@@ -1,10 +1,14 @@
-//! The server node: serves the store's partitions over madsim's network, logs
-//! every mutation to the write-ahead log and acknowledges it only once synced,
-//! recovers by replaying the log after a crash, and has fault points that
-//! answer with the transient errors of SPEC §4.
+//! The server node: serves its partitions over madsim's network (each request
+//! is dispatched by kind through [`Partition::apply`], so the loop is the same
+//! for every service), logs every effect to the write-ahead log and
+//! acknowledges it only once synced, recovers by replaying the log after a
+//! crash, and has fault points that answer with the transient errors of SPEC §4.
+//!
+//! [`Partition::apply`]: crate::partition::Partition::apply
 
+use crate::bugs::ModelBugs;
 use crate::env::{Clock, LogDevice};
-use crate::store::{Store, StoreBugs, StoreRequest};
+use crate::partition::Partitions;
 use crate::wal::{self, LogRecord};
 use crate::wire::{
     self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
@@ -57,10 +61,9 @@ pub struct ServerConfig {
     pub faults: FaultRates,
     /// How long a log sync takes, ms range.
     pub fsync_ms: (u64, u64),
-    /// Store bugs.
-    pub store_bugs: StoreBugs,
-    /// Seeded bug `ack_before_sync`: answer a write before its log record is synced.
-    pub ack_before_sync: bool,
+    /// The seeded bugs: the server reads `ack_before_sync` and hands the set
+    /// to its partitions.
+    pub bugs: ModelBugs,
 }
 
 /// What the server counts, for the run summary.
@@ -72,34 +75,12 @@ pub struct ServerStats {
     pub replayed: u64,
 }
 
-/// The partitions' stores, rebuilt from the log.
-fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (BTreeMap<u32, Store>, u64) {
-    let mut stores: BTreeMap<u32, Store> = BTreeMap::new();
+/// The partitions, rebuilt from the log, and the number of records replayed.
+fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (Partitions, u64) {
+    let mut partitions = Partitions::new(cfg.bugs, cfg.containers.clone());
     let records = wal::recover(log);
-    let n = records.len() as u64;
-    for r in records {
-        partition_store(&mut stores, cfg, r.partition).redo(&r.effect);
-    }
-    (stores, n)
-}
-
-fn partition_store<'a>(
-    stores: &'a mut BTreeMap<u32, Store>,
-    cfg: &ServerConfig,
-    p: u32,
-) -> &'a mut Store {
-    stores.entry(p).or_insert_with(|| {
-        let mut s = Store::new(cfg.store_bugs);
-        for c in &cfg.containers {
-            s.apply(
-                &StoreRequest::CreateContainer {
-                    container: c.clone(),
-                },
-                0,
-            );
-        }
-        s
-    })
+    partitions.redo_all(&records);
+    (partitions, records.len() as u64)
 }
 
 /// Runs a server until the node is killed. `rng` drives the fault points and
@@ -111,7 +92,7 @@ pub async fn serve(
     mut rng: Box<dyn RngCore + Send>,
     stats: Arc<std::sync::Mutex<ServerStats>>,
 ) {
-    let (mut stores, replayed) = recover(&cfg, log.as_ref());
+    let (mut partitions, replayed) = recover(&cfg, log.as_ref());
     tracing::info!("server {} up: replayed {replayed} log records", cfg.bind);
     stats.lock().unwrap_or_else(|e| e.into_inner()).replayed += replayed;
     let ep = match Endpoint::bind(cfg.bind).await {
@@ -173,11 +154,12 @@ pub async fn serve(
                 continue;
             }
         }
-        let store = partition_store(&mut stores, &cfg, req.partition);
-        let (response, effect) = store.apply(&req.op, clock.now_ms());
+        let partition = partitions.get_mut(req.partition);
+        let (response, effect) = partition.apply(&req.op, clock.now_ms());
+        let lsn = partition.lsn();
         let reply = match transient {
             Some(status) => reply_transient(status, &mut rng),
-            None => WireReply::Store(response),
+            None => WireReply::Ok(response),
         };
         let Some(effect) = effect else {
             send(&ep, from, req.req_id, reply, &mut out).await;
@@ -187,13 +169,14 @@ pub async fn serve(
             &mut record,
             &LogRecord {
                 partition: req.partition,
+                lsn,
                 effect,
             },
         );
         log.append(&record);
         let (lo, hi) = cfg.fsync_ms;
         let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
-        if cfg.ack_before_sync {
+        if cfg.bugs.ack_before_sync {
             send(&ep, from, req.req_id, reply, &mut out).await;
             sleep(fsync).await;
             log.sync();

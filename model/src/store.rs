@@ -9,6 +9,7 @@
 //! 4. a missing item (404 `BlobNotFound`, for reads and deletes);
 //! 5. apply: a new version, ETag and Last-Modified.
 
+use crate::bugs::ModelBugs;
 use crate::conditions::{self, ConditionFailure, Current, WriteKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -212,17 +213,6 @@ pub enum Effect {
     },
 }
 
-/// Seeded bugs of the store, each off by default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoreBugs {
-    /// `If-Match` always passes on Put and Delete of an existing item (an absent item
-    /// still fails `If-Match` with 412). Breaks E2/E3 (lost updates).
-    pub skip_if_match: bool,
-    /// Delete forgets the tombstone, so a re-created item starts again at version 1
-    /// and gets an ETag it had before. Breaks E1.
-    pub etag_reuse: bool,
-}
-
 /// One slot of the store: a live item, or the tombstone of a deleted one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum Slot {
@@ -249,14 +239,15 @@ impl Slot {
 /// The object store state machine.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Store {
-    bugs: StoreBugs,
+    bugs: ModelBugs,
     containers: BTreeSet<String>,
     slots: BTreeMap<ItemKey, Slot>,
 }
 
 impl Store {
-    /// An empty store (no containers) with the given bugs switched on.
-    pub fn new(bugs: StoreBugs) -> Store {
+    /// An empty store (no containers) with the given bugs switched on (it
+    /// reads `skip_if_match` and `etag_reuse`).
+    pub fn new(bugs: ModelBugs) -> Store {
         Store {
             bugs,
             containers: BTreeSet::new(),
@@ -265,7 +256,7 @@ impl Store {
     }
 
     /// The bugs this store was built with.
-    pub fn bugs(&self) -> StoreBugs {
+    pub fn bugs(&self) -> ModelBugs {
         self.bugs
     }
 
@@ -451,7 +442,7 @@ mod tests {
         ItemKey::new(C, "pk", id)
     }
 
-    fn store_with(bugs: StoreBugs) -> Store {
+    fn store_with(bugs: ModelBugs) -> Store {
         let mut s = Store::new(bugs);
         let (r, e) = s.apply(
             &StoreRequest::CreateContainer {
@@ -465,7 +456,7 @@ mod tests {
     }
 
     fn store() -> Store {
-        store_with(StoreBugs::default())
+        store_with(ModelBugs::default())
     }
 
     fn put(s: &mut Store, id: &str, body: &str, c: Conditions, now: Millis) -> StoreResponse {
@@ -566,7 +557,7 @@ mod tests {
 
     #[test]
     fn container_create_and_missing_container() {
-        let mut s = Store::new(StoreBugs::default());
+        let mut s = Store::new(ModelBugs::default());
         let k = key("a");
         for req in [
             StoreRequest::Read {
@@ -724,7 +715,7 @@ mod tests {
             assert_status(&delete(&mut s, "a", c.clone(), 20_000), 400, MULTI);
             assert_status(&put(&mut s, "zz", "x", c.clone(), 20_000), 400, MULTI);
             assert_status(&delete(&mut s, "zz", c.clone(), 20_000), 400, MULTI);
-            let mut empty = Store::new(StoreBugs::default());
+            let mut empty = Store::new(ModelBugs::default());
             let (r, e) = empty.apply(
                 &StoreRequest::Put {
                     key: key("a"),
@@ -735,7 +726,7 @@ mod tests {
             );
             assert_status(&r, 400, MULTI);
             assert!(e.is_none());
-            assert_eq!(empty, Store::new(StoreBugs::default()));
+            assert_eq!(empty, Store::new(ModelBugs::default()));
         }
         // nothing changed
         assert_eq!(s.item(&key("a")).unwrap().etag, etag);
@@ -1180,7 +1171,7 @@ mod tests {
         };
         assert_status(&read(&mut s, "a", c.clone(), 20_000), 400, MULTI);
         assert_status(&read(&mut s, "zz", c.clone(), 20_000), 400, MULTI);
-        let mut empty = Store::new(StoreBugs::default());
+        let mut empty = Store::new(ModelBugs::default());
         assert_status(&read(&mut empty, "a", c, 1), 400, MULTI);
     }
 
@@ -1202,7 +1193,7 @@ mod tests {
 
     /// Runs put / put / delete / re-create / put / delete / re-create on one key and
     /// returns the ETags of every successful put.
-    fn etag_history(bugs: StoreBugs) -> Vec<ETag> {
+    fn etag_history(bugs: ModelBugs) -> Vec<ETag> {
         let mut s = store_with(bugs);
         let mut seen = Vec::new();
         let mut now = 1_000;
@@ -1225,16 +1216,16 @@ mod tests {
 
     #[test]
     fn e1_fresh_etags_across_delete_and_recreate() {
-        let seen = etag_history(StoreBugs::default());
+        let seen = etag_history(ModelBugs::default());
         let distinct: BTreeSet<_> = seen.iter().cloned().collect();
         assert_eq!(distinct.len(), seen.len(), "{seen:?}");
     }
 
     #[test]
     fn bug_etag_reuse_breaks_e1() {
-        let seen = etag_history(StoreBugs {
+        let seen = etag_history(ModelBugs {
             etag_reuse: true,
-            ..StoreBugs::default()
+            ..ModelBugs::default()
         });
         let distinct: BTreeSet<_> = seen.iter().cloned().collect();
         assert!(distinct.len() < seen.len(), "{seen:?}");
@@ -1244,9 +1235,9 @@ mod tests {
 
     #[test]
     fn bug_etag_reuse_forgets_the_tombstone() {
-        let mut s = store_with(StoreBugs {
+        let mut s = store_with(ModelBugs {
             etag_reuse: true,
-            ..StoreBugs::default()
+            ..ModelBugs::default()
         });
         put(&mut s, "a", "x", Conditions::none(), 1);
         let before = s.clone();
@@ -1271,7 +1262,7 @@ mod tests {
     }
 
     /// N writers holding the same ETag: exactly one succeeds, the rest get 412.
-    fn cas_race(bugs: StoreBugs) -> usize {
+    fn cas_race(bugs: ModelBugs) -> usize {
         let mut s2 = store_with(bugs);
         let r = put(&mut s2, "a", "v1", Conditions::none(), 10_500);
         let etag = r.item.unwrap().etag;
@@ -1295,14 +1286,14 @@ mod tests {
 
     #[test]
     fn e2_cas_at_most_one_writer_wins() {
-        assert_eq!(cas_race(StoreBugs::default()), 1);
+        assert_eq!(cas_race(ModelBugs::default()), 1);
     }
 
     #[test]
     fn bug_skip_if_match_breaks_e2() {
-        let bugs = StoreBugs {
+        let bugs = ModelBugs {
             skip_if_match: true,
-            ..StoreBugs::default()
+            ..ModelBugs::default()
         };
         assert_eq!(cas_race(bugs), 5);
         // delete with a stale ETag succeeds too
@@ -1500,10 +1491,11 @@ mod tests {
         ]
     }
 
-    fn arb_bugs() -> impl Strategy<Value = StoreBugs> {
-        (any::<bool>(), any::<bool>()).prop_map(|(skip_if_match, etag_reuse)| StoreBugs {
+    fn arb_bugs() -> impl Strategy<Value = ModelBugs> {
+        (any::<bool>(), any::<bool>()).prop_map(|(skip_if_match, etag_reuse)| ModelBugs {
             skip_if_match,
             etag_reuse,
+            ..ModelBugs::default()
         })
     }
 
@@ -1538,7 +1530,7 @@ mod tests {
         fn e1_versions_and_etags_never_repeat_without_the_bug(
             ops in prop::collection::vec((arb_request(), 0u64..1_500), 0..60),
         ) {
-            let mut s = Store::new(StoreBugs { skip_if_match: true, etag_reuse: false });
+            let mut s = Store::new(ModelBugs { skip_if_match: true, ..ModelBugs::default() });
             let mut seen: BTreeMap<ItemKey, BTreeSet<ETag>> = BTreeMap::new();
             let mut last: BTreeMap<ItemKey, u64> = BTreeMap::new();
             let mut now = 0;

@@ -1,10 +1,11 @@
-//! The write-ahead log: each mutation's effect framed as
+//! The write-ahead log: each mutation's effect (of any service) framed as
 //! `[payload length: u32 LE][crc32 of payload: u32 LE][payload]`, payload the
-//! bincode of `(partition, Effect)`. Recovery reads records up to the first
-//! incomplete or corrupt one (a torn tail) and cuts the device there.
+//! bincode of a [`LogRecord`] `(partition, lsn, effect)`. Recovery reads records
+//! up to the first incomplete or corrupt one (a torn tail) and cuts the device
+//! there.
 
 use crate::env::LogDevice;
-use crate::store::Effect;
+use crate::partition::Effect;
 use serde::{Deserialize, Serialize};
 
 const HEADER: usize = 8;
@@ -14,6 +15,9 @@ const HEADER: usize = 8;
 pub struct LogRecord {
     /// The partition the effect belongs to.
     pub partition: u32,
+    /// The effect's log position in its partition: 1, 2, 3... in log order
+    /// (see [`crate::partition::Partition::lsn`]).
+    pub lsn: u64,
     /// What changed.
     pub effect: Effect,
 }
@@ -73,12 +77,13 @@ pub fn recover(device: &dyn LogDevice) -> Vec<LogRecord> {
 mod tests {
     use super::*;
     use crate::conditions::ETag;
-    use crate::store::{Item, ItemKey};
+    use crate::store::{self, Item, ItemKey};
 
     fn record(v: u64) -> LogRecord {
         LogRecord {
             partition: 3,
-            effect: Effect::ItemWritten {
+            lsn: v,
+            effect: Effect::Store(store::Effect::ItemWritten {
                 key: ItemKey::new("c", "pk", format!("id{v}")),
                 item: Item {
                     body: format!("body {v}"),
@@ -86,7 +91,7 @@ mod tests {
                     last_modified: 1000 * v,
                     version: v,
                 },
-            },
+            }),
         }
     }
 

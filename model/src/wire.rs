@@ -1,8 +1,10 @@
 //! The wire format between the client SDK and the server: serde types sent as
 //! bincode in madsim datagrams (madsim's own RPC passes values without
-//! serialising them, so we serialise ourselves to exercise the format).
+//! serialising them, so we serialise ourselves to exercise the format). The
+//! operation is a [`Request`] of any service and the answer a [`Response`], so
+//! a new service needs no change here.
 
-use crate::store::{StoreRequest, StoreResponse};
+use crate::partition::{Request, Response};
 use serde::{Deserialize, Serialize};
 
 /// Datagram tag of requests.
@@ -20,14 +22,14 @@ pub struct WireRequest {
     /// The partition the key routes to.
     pub partition: u32,
     /// The operation.
-    pub op: StoreRequest,
+    pub op: Request,
 }
 
 /// The server's answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WireReply {
-    /// The store executed the request.
-    Store(StoreResponse),
+    /// The partition executed the request: the service's answer.
+    Ok(Response),
     /// A transient error from a fault point: 429 (with retry-after), 449, 503 and
     /// 410 mean "not executed"; 408 means "may or may not have been executed".
     Transient {
@@ -85,15 +87,15 @@ pub fn partition_of(partition_key: &str, partitions: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Conditions, ItemKey};
+    use crate::store::{Conditions, ItemKey, StoreRequest};
 
     #[test]
     fn a_request_encoded_from_its_operation_bytes_is_the_whole_encoding() {
-        let op = StoreRequest::Put {
+        let op = Request::Store(StoreRequest::Put {
             key: ItemKey::new("docs", "k1", "k1"),
             body: "c1.2".into(),
             conditions: Conditions::if_none_match_any(),
-        };
+        });
         let whole = to_bytes(&WireRequest {
             req_id: 0x0102_0304_0506_0708,
             partition: 3,

@@ -3,7 +3,7 @@
 //! table: `overcast bugs`, the bug hunt test and scenario validation read
 //! it; a scenario's bugs are the rows that name it.
 
-use serde::{Deserialize, Serialize};
+use overcast_model::bugs::ModelBugs;
 
 /// A named bug: one row of the table.
 #[derive(Clone, Copy, Debug)]
@@ -64,34 +64,14 @@ pub fn find(name: &str) -> Option<&'static BugInfo> {
     BUGS.iter().find(|b| b.name == name)
 }
 
-/// The switches of the model's bugs, as the model takes them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BugSwitches {
-    /// Store bugs.
-    pub store: overcast_model::store::StoreBugs,
-    /// Server: ack before the log is synced.
-    pub ack_before_sync: bool,
-    /// Client: retry writes after a timeout.
-    pub retry_write_after_timeout: bool,
-    /// Client: retry 429s without waiting.
-    pub ignore_retry_after: bool,
-}
-
-/// Turns bug names into the model's switches; names the model does not know
-/// (a scenario's own bugs) are left to the scenario.
-pub fn switches(names: &[String]) -> BugSwitches {
-    let mut s = BugSwitches::default();
+/// The model's bug set with the named bugs switched on; names the model
+/// does not know (a scenario's own bugs) are left to the scenario.
+pub fn model_bugs(names: &[String]) -> ModelBugs {
+    let mut bugs = ModelBugs::default();
     for name in names {
-        match name.as_str() {
-            "skip_if_match" => s.store.skip_if_match = true,
-            "etag_reuse" => s.store.etag_reuse = true,
-            "ack_before_sync" => s.ack_before_sync = true,
-            "retry_write_after_timeout" => s.retry_write_after_timeout = true,
-            "ignore_retry_after" => s.ignore_retry_after = true,
-            _ => {}
-        }
+        bugs.set(name);
     }
-    s
+    bugs
 }
 
 #[cfg(test)]
@@ -101,10 +81,9 @@ mod tests {
     #[test]
     fn every_listed_bug_has_a_switch_a_scenario_and_a_property() {
         for b in BUGS {
-            assert_ne!(
-                switches(&[b.name.to_string()]),
-                BugSwitches::default(),
-                "{}",
+            assert!(
+                ModelBugs::default().set(b.name),
+                "{}: the model has no switch of that name",
                 b.name
             );
             assert!(

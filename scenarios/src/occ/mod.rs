@@ -246,7 +246,7 @@ impl ScenarioDef for Occ {
     }
 
     fn deploy(&self, p: &OccParams, ctx: &RunCtx) -> Deployment<OccHistory> {
-        let switches = crate::bugs::switches(&ctx.bugs);
+        let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
         // Room for every call: read–modify–writes make two or more per operation.
         let recorder: Recorder<Call, Outcome> =
@@ -264,8 +264,7 @@ impl ScenarioDef for Occ {
                     containers: vec![CONTAINER.to_string()],
                     faults: p.server_faults.clone(),
                     fsync_ms: p.fsync_ms,
-                    store_bugs: switches.store,
-                    ack_before_sync: switches.ack_before_sync,
+                    bugs,
                 };
                 let rng = stream(
                     env.seed,
@@ -285,8 +284,7 @@ impl ScenarioDef for Occ {
                         servers: env.topology.addrs("server"),
                         partitions: p.partitions,
                         retry: p.retry.clone(),
-                        retry_write_after_timeout: switches.retry_write_after_timeout,
-                        ignore_retry_after: switches.ignore_retry_after,
+                        bugs,
                     };
                     let rng = stream(env.seed, &format!("client-{}-sdk", env.index));
                     let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {

@@ -1,0 +1,120 @@
+//! The model's seeded bugs: one switch set, [`ModelBugs`], handed whole to
+//! every component (partition and store, server, client), each bug off by
+//! default and switched on by its name.
+
+use serde::{Deserialize, Serialize};
+
+/// Declares [`ModelBugs`] from one list of fields, so that the struct, its
+/// [`ModelBugs::NAMES`] and [`ModelBugs::set`] cannot disagree.
+macro_rules! model_bugs {
+    ($($(#[doc = $doc:literal])+ $name:ident,)+) => {
+        /// Every seeded bug of the model, each off by default (`Default` = all off).
+        /// A field's name is the bug's name on the command line and in scenario files.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct ModelBugs {
+            $($(#[doc = $doc])+ pub $name: bool,)+
+        }
+
+        impl ModelBugs {
+            /// The name of every bug, in field order.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),+];
+
+            /// Switches on the bug called `name`; `false` (and no change) for an
+            /// unknown name.
+            pub fn set(&mut self, name: &str) -> bool {
+                match name {
+                    $(stringify!($name) => self.$name = true,)+
+                    _ => return false,
+                }
+                true
+            }
+
+            /// The names of the bugs switched on, in field order.
+            pub fn enabled(&self) -> Vec<&'static str> {
+                let mut on = Vec::new();
+                $(if self.$name {
+                    on.push(stringify!($name));
+                })+
+                on
+            }
+        }
+    };
+}
+
+model_bugs! {
+    /// Store: `If-Match` always passes on Put and Delete of an existing item
+    /// (an absent item still fails `If-Match` with 412), so a stale
+    /// read–modify–write overwrites a newer version. Breaks E2/E3 (lost updates).
+    skip_if_match,
+    /// Store: Delete forgets the tombstone, so a re-created item starts again at
+    /// version 1 and gets an ETag it had before. Breaks E1.
+    etag_reuse,
+    /// Server: answers a write before its log record is synced, so a crash can
+    /// lose an acknowledged write.
+    ack_before_sync,
+    /// Client: re-sends a non-idempotent write after a timeout, which may apply
+    /// it twice.
+    retry_write_after_timeout,
+    /// Client: retries a 429 at once instead of waiting for the server's
+    /// `x-ms-retry-after-ms`.
+    ignore_retry_after,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The fields of a bug set as bincode writes them: one byte per bool, in
+    /// field order (independent of the macro's own name table).
+    fn field_bytes(bugs: &ModelBugs) -> Vec<u8> {
+        bincode::serialize(bugs).expect("bug sets serialise")
+    }
+
+    #[test]
+    fn every_name_switches_on_exactly_one_field_and_every_field_has_a_name() {
+        let fields = field_bytes(&ModelBugs::default());
+        assert_eq!(
+            fields,
+            vec![0; ModelBugs::NAMES.len()],
+            "all off by default"
+        );
+        let mut switched = BTreeSet::new();
+        for name in ModelBugs::NAMES {
+            let mut bugs = ModelBugs::default();
+            assert!(bugs.set(name), "{name}");
+            let bytes = field_bytes(&bugs);
+            let on: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] == 1).collect();
+            assert_eq!(on.len(), 1, "{name} switches on {on:?}");
+            assert!(switched.insert(on[0]), "{name} shares a field");
+            assert_eq!(bugs.enabled(), vec![*name]);
+        }
+        assert_eq!(switched.len(), fields.len());
+    }
+
+    #[test]
+    fn an_unknown_name_is_refused_and_changes_nothing() {
+        let mut bugs = ModelBugs::default();
+        assert!(!bugs.set("no_such_bug"));
+        assert!(!bugs.set("Skip_If_Match"));
+        assert_eq!(bugs, ModelBugs::default());
+    }
+
+    #[test]
+    fn a_bug_set_round_trips_through_json_names() {
+        let mut bugs = ModelBugs::default();
+        bugs.set("etag_reuse");
+        bugs.set("ignore_retry_after");
+        let json = serde_json::to_string(&bugs).expect("serialises");
+        assert_eq!(serde_json::from_str::<ModelBugs>(&json).ok(), Some(bugs));
+        assert_eq!(
+            serde_json::from_str::<ModelBugs>(r#"{"etag_reuse":true}"#).ok(),
+            Some(ModelBugs {
+                etag_reuse: true,
+                ..ModelBugs::default()
+            })
+        );
+        assert!(serde_json::from_str::<ModelBugs>(r#"{"nope":true}"#).is_err());
+    }
+}

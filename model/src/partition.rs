@@ -1,0 +1,337 @@
+//! A partition: the services' pure state machines behind one shape, so that the
+//! write-ahead log, the wire and the server loop never change for a new service.
+//!
+//! Every service is a pure state machine with `apply(request, now) ->
+//! (response, effect)` and `redo(effect)` (today only the [`Store`]). A
+//! partition holds one of each and routes by request kind:
+//!
+//! - [`Request`], [`Response`] and [`Effect`] have one arm per service; the wire
+//!   carries `Request`/`Response`, the log records `Effect`.
+//! - [`Partition::apply`] runs a request at a time it is handed; iff state
+//!   changed it returns the effect, which is the next log position of the
+//!   partition: its LSN ([`Partition::lsn`]: 1, 2, 3... in log order, per
+//!   partition). [`Partition::redo`] replays one logged effect on recovery and
+//!   advances the LSN the same way, so a recovered partition has the LSNs it
+//!   had before the crash (for the effects that were durable).
+//!
+//! Adding a service (leases, the change feed, queues) = its state machine in
+//! its own file, a field in [`Partition`], and one arm in each enum and in each
+//! `match` below. The change feed will read "effects of partition p after LSN n"
+//! from the log records, which carry the LSN.
+
+use crate::bugs::ModelBugs;
+use crate::conditions::Millis;
+use crate::store::{self, Store, StoreRequest, StoreResponse};
+use crate::wal::LogRecord;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A request to one of the partition's services.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// To the object store.
+    Store(StoreRequest),
+}
+
+impl Request {
+    /// True for requests that may change state (the service decides).
+    pub fn is_write(&self) -> bool {
+        match self {
+            Request::Store(r) => r.is_write(),
+        }
+    }
+
+    /// The partition key the request routes by (`""` for requests that name
+    /// none, e.g. creating a container).
+    pub fn partition_key(&self) -> &str {
+        match self {
+            Request::Store(r) => r.key().map_or("", |k| k.partition_key.as_str()),
+        }
+    }
+}
+
+/// A service's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// From the object store.
+    Store(StoreResponse),
+}
+
+impl Response {
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        match self {
+            Response::Store(r) => r.status,
+        }
+    }
+
+    /// The store's response, if this is one.
+    pub fn into_store(self) -> Option<StoreResponse> {
+        match self {
+            Response::Store(r) => Some(r),
+        }
+    }
+}
+
+/// What a successful mutation of one service changed: one log record's content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Effect {
+    /// A change to the object store.
+    Store(store::Effect),
+}
+
+/// One partition's services and its log position.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    store: Store,
+    lsn: u64,
+}
+
+impl Partition {
+    /// An empty partition with `bugs` switched on and `containers` provisioned:
+    /// they exist from the start and are not logged (the LSN stays 0).
+    pub fn new(bugs: ModelBugs, containers: &[String]) -> Partition {
+        let mut store = Store::new(bugs);
+        for c in containers {
+            let create = StoreRequest::CreateContainer {
+                container: c.clone(),
+            };
+            store.apply(&create, 0);
+        }
+        Partition { store, lsn: 0 }
+    }
+
+    /// Applies one request at server time `now` (ms). Returns the response and,
+    /// iff state changed, the effect to log, whose LSN is then [`Partition::lsn`].
+    pub fn apply(&mut self, req: &Request, now: Millis) -> (Response, Option<Effect>) {
+        let (response, effect) = match req {
+            Request::Store(r) => {
+                let (response, effect) = self.store.apply(r, now);
+                (Response::Store(response), effect.map(Effect::Store))
+            }
+        };
+        if effect.is_some() {
+            self.lsn += 1;
+        }
+        (response, effect)
+    }
+
+    /// Replays the next logged effect of this partition (effects must be redone
+    /// in log order) and advances the LSN to it.
+    pub fn redo(&mut self, effect: &Effect) {
+        match effect {
+            Effect::Store(e) => self.store.redo(e),
+        }
+        self.lsn += 1;
+    }
+
+    /// The log position of the partition's last effect (0 before the first).
+    pub fn lsn(&self) -> u64 {
+        self.lsn
+    }
+
+    /// The object store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+/// Every partition one server holds, each created on first use with the same
+/// bugs and provisioned containers.
+#[derive(Clone, Debug)]
+pub struct Partitions {
+    bugs: ModelBugs,
+    containers: Vec<String>,
+    by_id: BTreeMap<u32, Partition>,
+}
+
+impl Partitions {
+    /// No partitions yet; each will be made by `Partition::new(bugs, containers)`.
+    pub fn new(bugs: ModelBugs, containers: Vec<String>) -> Partitions {
+        Partitions {
+            bugs,
+            containers,
+            by_id: BTreeMap::new(),
+        }
+    }
+
+    /// Partition `p`, created if new.
+    pub fn get_mut(&mut self, p: u32) -> &mut Partition {
+        self.by_id
+            .entry(p)
+            .or_insert_with(|| Partition::new(self.bugs, &self.containers))
+    }
+
+    /// Partition `p`, if it has been used.
+    pub fn get(&self, p: u32) -> Option<&Partition> {
+        self.by_id.get(&p)
+    }
+
+    /// Rebuilds the partitions from log records read in log order.
+    ///
+    /// # Panics
+    /// If a record's LSN is not the next of its partition: the log is written
+    /// in order and cut only at its tail, so that is a broken model invariant.
+    pub fn redo_all(&mut self, records: &[LogRecord]) {
+        for r in records {
+            let partition = self.get_mut(r.partition);
+            partition.redo(&r.effect);
+            assert_eq!(
+                partition.lsn(),
+                r.lsn,
+                "log record out of order in partition {}",
+                r.partition
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Conditions, ItemKey};
+    use crate::wal;
+
+    fn put(pk: &str, id: &str, body: &str) -> Request {
+        Request::Store(StoreRequest::Put {
+            key: ItemKey::new("docs", pk, id),
+            body: body.into(),
+            conditions: Conditions::none(),
+        })
+    }
+
+    fn read(pk: &str, id: &str) -> Request {
+        Request::Store(StoreRequest::Read {
+            key: ItemKey::new("docs", pk, id),
+            conditions: Conditions::none(),
+        })
+    }
+
+    fn containers() -> Vec<String> {
+        vec!["docs".to_string()]
+    }
+
+    /// Runs `(partition, request)` pairs on live partitions and returns them and
+    /// the log they wrote, each record framed as on the device.
+    fn run_and_log(steps: &[(u32, Request)]) -> (Partitions, Vec<Vec<u8>>) {
+        let mut live = Partitions::new(ModelBugs::default(), containers());
+        let mut log = Vec::new();
+        for (now, (p, req)) in steps.iter().enumerate() {
+            let partition = live.get_mut(*p);
+            let (_, effect) = partition.apply(req, now as Millis);
+            if let Some(effect) = effect {
+                log.push(wal::encode(&LogRecord {
+                    partition: *p,
+                    lsn: partition.lsn(),
+                    effect,
+                }));
+            }
+        }
+        (live, log)
+    }
+
+    fn steps() -> Vec<(u32, Request)> {
+        vec![
+            (0, put("a", "1", "x")),
+            (1, put("b", "1", "y")),
+            (0, read("a", "1")),
+            (0, put("a", "2", "z")),
+            (2, read("c", "1")),
+            (1, put("b", "1", "y2")),
+            (0, put("a", "1", "x2")),
+            (
+                1,
+                Request::Store(StoreRequest::Delete {
+                    key: ItemKey::new("docs", "b", "1"),
+                    conditions: Conditions::none(),
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn lsns_count_the_effects_of_each_partition_in_log_order() {
+        let (live, log) = run_and_log(&steps());
+        let (records, _) = wal::decode_all(&log.concat());
+        let lsns: Vec<(u32, u64)> = records.iter().map(|r| (r.partition, r.lsn)).collect();
+        assert_eq!(lsns, vec![(0, 1), (1, 1), (0, 2), (1, 2), (0, 3), (1, 3)]);
+        assert_eq!(live.get(0).map(Partition::lsn), Some(3));
+        assert_eq!(live.get(1).map(Partition::lsn), Some(3));
+        // Reads change nothing: a partition used only for reads stays at 0.
+        assert_eq!(live.get(2).map(Partition::lsn), Some(0));
+    }
+
+    #[test]
+    fn lsns_and_state_after_redo_equal_those_before_the_crash() {
+        let (live, log) = run_and_log(&steps());
+        let (records, _) = wal::decode_all(&log.concat());
+        let mut recovered = Partitions::new(ModelBugs::default(), containers());
+        recovered.redo_all(&records);
+        for p in 0..2 {
+            assert_eq!(recovered.get(p), live.get(p), "partition {p}");
+        }
+        // A partition with no logged effect is not rebuilt: it starts fresh, at LSN 0.
+        assert_eq!(recovered.get(2), None);
+        assert_eq!(&*recovered.get_mut(2), live.get(2).expect("used"));
+    }
+
+    #[test]
+    fn a_torn_tail_recovers_the_lsns_of_the_durable_prefix_and_continues_after_them() {
+        let steps = steps();
+        let (_, log) = run_and_log(&steps);
+        // The log as it was after the first four records, with half of the fifth.
+        let durable: Vec<u8> = log[..4].concat();
+        let mut torn = durable.clone();
+        torn.extend_from_slice(&log[4][..log[4].len() / 2]);
+        let (records, valid) = wal::decode_all(&torn);
+        assert_eq!(valid, durable.len());
+        let mut recovered = Partitions::new(ModelBugs::default(), containers());
+        recovered.redo_all(&records);
+        // The live partitions just after the fourth record: steps 0..=5.
+        let (before, _) = run_and_log(&steps[..6]);
+        for p in 0..2 {
+            assert_eq!(recovered.get(p), before.get(p), "partition {p}");
+        }
+        // The next effect of partition 0 takes the LSN after the durable ones.
+        let p0 = recovered.get_mut(0);
+        let (_, effect) = p0.apply(&put("a", "9", "w"), 100);
+        assert!(effect.is_some());
+        assert_eq!(p0.lsn(), 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "log record out of order in partition 0")]
+    fn a_record_with_a_skipped_lsn_is_refused() {
+        let (_, log) = run_and_log(&steps());
+        let (mut records, _) = wal::decode_all(&log.concat());
+        records.remove(0);
+        let mut recovered = Partitions::new(ModelBugs::default(), containers());
+        recovered.redo_all(&records);
+    }
+
+    #[test]
+    fn requests_route_and_classify_like_their_service() {
+        assert!(put("a", "1", "x").is_write());
+        assert!(!read("a", "1").is_write());
+        assert_eq!(put("pk7", "1", "x").partition_key(), "pk7");
+        let create = Request::Store(StoreRequest::CreateContainer {
+            container: "c".into(),
+        });
+        assert!(create.is_write());
+        assert_eq!(create.partition_key(), "");
+    }
+
+    #[test]
+    fn provisioned_containers_exist_without_a_log_position() {
+        let mut p = Partition::new(ModelBugs::default(), &containers());
+        assert!(p.store().has_container("docs"));
+        assert_eq!(p.lsn(), 0);
+        let (r, effect) = p.apply(
+            &Request::Store(StoreRequest::CreateContainer {
+                container: "docs".into(),
+            }),
+            1,
+        );
+        assert_eq!((r.status(), effect, p.lsn()), (409, None, 0));
+    }
+}
