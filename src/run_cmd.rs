@@ -168,7 +168,7 @@ fn header(s: &Scenario) -> String {
         "overcast: scenario {} seed {}\n\
          options servers={} clients={} partitions={} keys={} hot_key={}% ops/client={} rmw_tries={} swarm={} bugs=[{}]\n\
          faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms\n\
-         server  429={} 449={} 503={} 410={} 408={} fsync={}..{} ms; request timeout {} ms",
+         server  429={} (no retry-after {}, zero {}) 449={} 503={} 410={} (1000 {}, 1002 {}, 1022 {}) 408={} fsync={}..{} ms; request timeout {} ms",
         s.name,
         s.seed,
         s.servers,
@@ -188,9 +188,14 @@ fn header(s: &Scenario) -> String {
         plan.lose_unsynced_on_crash,
         s.fault_window_ms,
         s.server_faults.throttle,
+        s.server_faults.throttle_without_retry_after,
+        s.server_faults.throttle_zero_retry_after,
         s.server_faults.retry_with,
         s.server_faults.unavailable,
         s.server_faults.gone,
+        s.server_faults.gone_name_cache_stale,
+        s.server_faults.gone_range_gone,
+        s.server_faults.gone_lease_not_found,
         s.server_faults.timeout,
         s.fsync_ms.0,
         s.fsync_ms.1,
