@@ -144,10 +144,12 @@ impl StoreClient {
                 WireReply::Ok(r) => (AttemptOutcome::status(r.status()), Some(r)),
                 WireReply::Transient {
                     status,
+                    sub_status,
                     retry_after_ms,
                 } => (
                     AttemptOutcome::Response {
                         status,
+                        sub_status,
                         retry_after: retry_after_ms.map(Duration::from_millis),
                     },
                     None,
@@ -293,7 +295,7 @@ impl StoreClient {
                 FinalOutcome::Response { status: 200 | 201 } => return RmwOutcome::Done,
                 FinalOutcome::Response { status: 412 | 409 } => continue,
                 FinalOutcome::Response { status } => return RmwOutcome::Failed(status),
-                FinalOutcome::Unknown | FinalOutcome::TimedOut => return RmwOutcome::Unknown,
+                FinalOutcome::Unknown { .. } => return RmwOutcome::Unknown,
             }
         }
         RmwOutcome::GaveUp
@@ -420,7 +422,8 @@ pub enum RmwOutcome {
     GaveUp,
     /// A call failed with this status.
     Failed(u16),
-    /// A call's outcome is unknown (timeout).
+    /// The replace's outcome is unknown (it timed out, got a 408, or a 503 from the
+    /// transport after it was sent).
     Unknown,
 }
 

@@ -121,10 +121,12 @@ pub struct Conditions {
     pub if_match: Option<EtagMatch>,
     /// `If-None-Match`: proceed only if the current ETag doesn't match; `*` = only if absent.
     pub if_none_match: Option<EtagMatch>,
-    /// `If-Modified-Since` (compared at 1 s resolution).
-    pub if_modified_since: Option<Millis>,
-    /// `If-Unmodified-Since` (compared at 1 s resolution).
-    pub if_unmodified_since: Option<Millis>,
+    /// `If-Modified-Since`: the dates the header lists (compared at 1 s resolution). One
+    /// date is the only valid form: several → 400 (SPEC §1.1.4); an empty list counts as
+    /// an absent header.
+    pub if_modified_since: Option<Vec<Millis>>,
+    /// `If-Unmodified-Since`, listed the same way as `if_modified_since`.
+    pub if_unmodified_since: Option<Vec<Millis>>,
 }
 
 impl Conditions {
@@ -168,7 +170,7 @@ impl Conditions {
     /// `If-Modified-Since: t`.
     pub fn if_modified_since(t: Millis) -> Conditions {
         Conditions {
-            if_modified_since: Some(t),
+            if_modified_since: Some(vec![t]),
             ..Conditions::default()
         }
     }
@@ -176,7 +178,7 @@ impl Conditions {
     /// `If-Unmodified-Since: t`.
     pub fn if_unmodified_since(t: Millis) -> Conditions {
         Conditions {
-            if_unmodified_since: Some(t),
+            if_unmodified_since: Some(vec![t]),
             ..Conditions::default()
         }
     }
@@ -196,20 +198,50 @@ impl Conditions {
         self.if_none_match.as_ref().filter(|m| !m.is_empty())
     }
 
-    /// Number of headers present (an empty ETag list counts as absent).
+    /// The `If-Modified-Since` header's dates, if present and non-empty.
+    fn ims_values(&self) -> Option<&[Millis]> {
+        self.if_modified_since.as_deref().filter(|d| !d.is_empty())
+    }
+
+    /// The `If-Unmodified-Since` header's dates, if present and non-empty.
+    fn ius_values(&self) -> Option<&[Millis]> {
+        self.if_unmodified_since
+            .as_deref()
+            .filter(|d| !d.is_empty())
+    }
+
+    /// The `If-Modified-Since` date, if the header is present (the first value; the
+    /// validators reject a header with several before anything is evaluated).
+    fn ims(&self) -> Option<Millis> {
+        self.ims_values().map(|d| d[0])
+    }
+
+    /// The `If-Unmodified-Since` date, if the header is present (see [`Conditions::ims`]).
+    fn ius(&self) -> Option<Millis> {
+        self.ius_values().map(|d| d[0])
+    }
+
+    /// True if a date header lists more than one date (400, SPEC §1.1.4).
+    fn several_dates(&self) -> bool {
+        self.ims_values().is_some_and(|d| d.len() > 1)
+            || self.ius_values().is_some_and(|d| d.len() > 1)
+    }
+
+    /// Number of headers present (an empty ETag or date list counts as absent).
     pub fn header_count(&self) -> usize {
         usize::from(self.im().is_some())
             + usize::from(self.inm().is_some())
-            + usize::from(self.if_modified_since.is_some())
-            + usize::from(self.if_unmodified_since.is_some())
+            + usize::from(self.ims().is_some())
+            + usize::from(self.ius().is_some())
     }
 }
 
 /// Why a request's conditions stop it. Each maps to a status and an error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ConditionFailure {
-    /// 400 `MultipleConditionHeadersNotSupported`: an illegal combination (SPEC §1.1.3 step 1,
-    /// or two dates on a read, §1.1.4).
+    /// 400 `MultipleConditionHeadersNotSupported`: an illegal combination (SPEC §1.1.3 step 1),
+    /// or several values inside one date header (§1.1.4 gives only the status, 400; the
+    /// model answers with this code, as it does for several ETags on a write).
     MultipleConditionHeadersNotSupported,
     /// 400 `UnsatisfiableCondition`: `If-None-Match: *` on a read (SPEC §1.1.4).
     UnsatisfiableCondition,
@@ -268,19 +300,22 @@ pub enum WriteKind {
 }
 
 /// SPEC §1.1.3 step 1, checked before any state is read: more than one ETag in
-/// `If-Match` or `If-None-Match`, more than 2 headers, or a pair other than
-/// `{If-Match, If-Unmodified-Since}` / `{If-None-Match, If-Modified-Since}`
-/// → 400 `MultipleConditionHeadersNotSupported`.
+/// `If-Match` or `If-None-Match` (or more than one date in a date header), more than 2
+/// headers, or a pair other than `{If-Match, If-Unmodified-Since}` /
+/// `{If-None-Match, If-Modified-Since}` → 400 `MultipleConditionHeadersNotSupported`.
 pub fn validate_write(c: &Conditions) -> Result<(), ConditionFailure> {
     let bad = Err(ConditionFailure::MultipleConditionHeadersNotSupported);
-    if c.im().is_some_and(|m| m.len() > 1) || c.inm().is_some_and(|m| m.len() > 1) {
+    if c.im().is_some_and(|m| m.len() > 1)
+        || c.inm().is_some_and(|m| m.len() > 1)
+        || c.several_dates()
+    {
         return bad;
     }
     match c.header_count() {
         0 | 1 => Ok(()),
         2 => {
-            let im_ius = c.im().is_some() && c.if_unmodified_since.is_some();
-            let inm_ims = c.inm().is_some() && c.if_modified_since.is_some();
+            let im_ius = c.im().is_some() && c.ius().is_some();
+            let inm_ims = c.inm().is_some() && c.ims().is_some();
             if im_ius || inm_ims {
                 Ok(())
             } else {
@@ -295,6 +330,11 @@ pub fn validate_write(c: &Conditions) -> Result<(), ConditionFailure> {
 /// If-None-Match, If-Match, If-Modified-Since, If-Unmodified-Since decides; the other is
 /// ignored. `current` is `None` for an absent resource.
 ///
+/// On an absent resource `If-None-Match` proceeds, `If-Match` (also `*`) fails with 412
+/// and the dates are skipped. "`If-Match` on a missing blob → 412" is confirmed for creating
+/// writes (SPEC §1.1.5); the model evaluates conditions before existence for every write, as
+/// Azurite does, so a delete gets the same 412.
+///
 /// `skip_if_match` is the seeded bug: the ETag comparison of `If-Match` always passes on an
 /// existing resource (an absent resource still fails `If-Match` with 412).
 pub fn evaluate_write(
@@ -305,8 +345,6 @@ pub fn evaluate_write(
 ) -> Result<(), ConditionFailure> {
     validate_write(c)?;
     let Some(cur) = current else {
-        // Absent: If-None-Match (any value) proceeds; If-Match (also `*`) fails;
-        // the dates are skipped.
         if c.inm().is_some() {
             return Ok(());
         }
@@ -333,14 +371,14 @@ pub fn evaluate_write(
         };
     }
     let lm = whole_seconds(cur.last_modified);
-    if let Some(t) = c.if_modified_since {
+    if let Some(t) = c.ims() {
         return if lm <= whole_seconds(t) {
             Err(ConditionFailure::ConditionNotMet)
         } else {
             Ok(())
         };
     }
-    if let Some(t) = c.if_unmodified_since {
+    if let Some(t) = c.ius() {
         return if whole_seconds(t) < lm {
             Err(ConditionFailure::ConditionNotMet)
         } else {
@@ -350,43 +388,39 @@ pub fn evaluate_write(
     Ok(())
 }
 
-/// SPEC §1.1.4, checked before any state is read: two date headers on a read
-/// → 400 `MultipleConditionHeadersNotSupported`. Any other combination is allowed.
+/// SPEC §1.1.4, checked before any state is read: several values inside one date header
+/// → 400 `MultipleConditionHeadersNotSupported`. Any combination of headers is allowed,
+/// both date headers together included.
 pub fn validate_read(c: &Conditions) -> Result<(), ConditionFailure> {
-    if c.if_modified_since.is_some() && c.if_unmodified_since.is_some() {
+    if c.several_dates() {
         return Err(ConditionFailure::MultipleConditionHeadersNotSupported);
     }
     Ok(())
 }
 
-/// SPEC §1.1.4 (after [`validate_read`]; order of checks as Azurite's
-/// `ReadConditionalHeadersValidator`): `If-Match && If-Unmodified-Since &&
-/// (If-None-Match || If-Modified-Since)`.
+/// SPEC §1.1.4 (after [`validate_read`]): `If-Match && If-Unmodified-Since &&
+/// (If-None-Match || If-Modified-Since)`, with the statuses of the live service.
 ///
-/// * absent: `If-Match` present → 412; else `If-None-Match: *` → 400; else `Ok` (the
-///   caller answers 404);
-/// * existing: `If-None-Match: *` → 400; `If-Match` or `If-Unmodified-Since` false → 412;
-///   `If-None-Match` false and `If-Modified-Since` not true, or `If-Modified-Since` false
-///   and `If-None-Match` not true → 304; else `Ok` (200).
+/// * `If-None-Match: *` → 400 `UnsatisfiableCondition`, whether or not the blob exists;
+/// * absent: `Ok` otherwise: the caller answers 404 `BlobNotFound`, also when `If-Match`
+///   is present (the live service's answer to GET and HEAD; Azurite's 412 is a known
+///   divergence);
+/// * existing: `If-Match` or `If-Unmodified-Since` false → 412; `If-None-Match` false and
+///   `If-Modified-Since` not true, or `If-Modified-Since` false and `If-None-Match` not
+///   true → 304; else `Ok` (200).
 pub fn evaluate_read(c: &Conditions, current: Option<Current<'_>>) -> Result<(), ConditionFailure> {
     validate_read(c)?;
-    let Some(cur) = current else {
-        if c.im().is_some() {
-            return Err(ConditionFailure::ConditionNotMet);
-        }
-        if matches!(c.inm(), Some(EtagMatch::Any)) {
-            return Err(ConditionFailure::UnsatisfiableCondition);
-        }
-        return Ok(());
-    };
     if matches!(c.inm(), Some(EtagMatch::Any)) {
         return Err(ConditionFailure::UnsatisfiableCondition);
     }
+    let Some(cur) = current else {
+        return Ok(());
+    };
     let lm = whole_seconds(cur.last_modified);
     let im_pass = c.im().map(|m| m.matches(cur.etag));
-    let ius_pass = c.if_unmodified_since.map(|t| lm <= whole_seconds(t));
+    let ius_pass = c.ius().map(|t| lm <= whole_seconds(t));
     let inm_pass = c.inm().map(|m| !m.matches(cur.etag));
-    let ims_pass = c.if_modified_since.map(|t| whole_seconds(t) < lm);
+    let ims_pass = c.ims().map(|t| whole_seconds(t) < lm);
     if im_pass == Some(false) || ius_pass == Some(false) {
         return Err(ConditionFailure::ConditionNotMet);
     }
@@ -479,5 +513,107 @@ mod tests {
             evaluate_read(&c, cur(&e, 0)),
             Err(ConditionFailure::ConditionNotMet)
         );
+    }
+
+    #[test]
+    fn spec_1_1_4_a_read_of_a_missing_blob_with_if_match_is_left_to_the_caller_for_404() {
+        // SPEC §1.1.4 row "Resource absent and If-Match present" → 404 BlobNotFound (the
+        // store answers it); no condition failure, for an ETag and for `*`.
+        for c in [
+            Conditions::if_match(ETag::from_version(3)),
+            Conditions::if_match_any(),
+        ] {
+            assert_eq!(evaluate_read(&c, None), Ok(()));
+        }
+        // If-None-Match: * is still 400 on a missing blob, also next to If-Match.
+        let c = Conditions {
+            if_match: Some(EtagMatch::Any),
+            if_none_match: Some(EtagMatch::Any),
+            ..Conditions::default()
+        };
+        assert_eq!(
+            evaluate_read(&c, None),
+            Err(ConditionFailure::UnsatisfiableCondition)
+        );
+    }
+
+    #[test]
+    fn spec_1_1_4_several_values_inside_one_date_header_are_400_for_reads_and_writes() {
+        let e = ETag::from_version(1);
+        let bad = Err(ConditionFailure::MultipleConditionHeadersNotSupported);
+        for c in [
+            Conditions {
+                if_modified_since: Some(vec![1_000, 2_000]),
+                ..Conditions::default()
+            },
+            Conditions {
+                if_unmodified_since: Some(vec![1_000, 1_000]),
+                ..Conditions::default()
+            },
+        ] {
+            assert_eq!(validate_read(&c), bad);
+            assert_eq!(evaluate_read(&c, cur(&e, 0)), bad);
+            assert_eq!(evaluate_read(&c, None), bad);
+            assert_eq!(validate_write(&c), bad);
+            assert_eq!(evaluate_write(&c, None, WriteKind::Put, false), bad);
+        }
+        // one value, and an empty list (an absent header), are fine
+        let one = Conditions::if_modified_since(1_000);
+        assert_eq!(validate_read(&one), Ok(()));
+        assert_eq!(validate_write(&one), Ok(()));
+        let empty = Conditions {
+            if_unmodified_since: Some(vec![]),
+            ..Conditions::default()
+        };
+        assert!(empty.is_empty());
+        assert_eq!(validate_read(&empty), Ok(()));
+    }
+
+    #[test]
+    fn spec_1_1_4_both_date_headers_on_a_read_are_legal_and_both_count() {
+        let e = ETag::from_version(1);
+        // Last-Modified second 10.
+        let both = |ims: Millis, ius: Millis| Conditions {
+            if_modified_since: Some(vec![ims]),
+            if_unmodified_since: Some(vec![ius]),
+            ..Conditions::default()
+        };
+        assert_eq!(validate_read(&both(1, 1)), Ok(()));
+        // modified since 9 s and not after 20 s: 200
+        assert_eq!(evaluate_read(&both(9_000, 20_000), cur(&e, 10_500)), Ok(()));
+        // If-Unmodified-Since false wins: 412
+        assert_eq!(
+            evaluate_read(&both(9_000, 9_000), cur(&e, 10_500)),
+            Err(ConditionFailure::ConditionNotMet)
+        );
+        // If-Modified-Since false (same second): 304
+        assert_eq!(
+            evaluate_read(&both(10_000, 20_000), cur(&e, 10_500)),
+            Err(ConditionFailure::NotModified)
+        );
+        // absent: the dates are skipped (the caller answers 404)
+        assert_eq!(evaluate_read(&both(9_000, 9_000), None), Ok(()));
+        // writes still reject the pair (SPEC §1.1.3 step 1)
+        assert_eq!(
+            validate_write(&both(1, 1)),
+            Err(ConditionFailure::MultipleConditionHeadersNotSupported)
+        );
+    }
+
+    #[test]
+    fn spec_1_1_5_if_match_on_a_missing_blob_is_412_for_writes() {
+        // Confirmed for creating writes (Put Blob); the model's order (conditions before
+        // existence) gives the same 412 to a delete.
+        for c in [
+            Conditions::if_match(ETag::from_version(3)),
+            Conditions::if_match_any(),
+        ] {
+            for kind in [WriteKind::Put, WriteKind::Other] {
+                assert_eq!(
+                    evaluate_write(&c, None, kind, false),
+                    Err(ConditionFailure::ConditionNotMet)
+                );
+            }
+        }
     }
 }

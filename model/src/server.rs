@@ -9,6 +9,7 @@
 use crate::bugs::ModelBugs;
 use crate::env::{Clock, LogDevice};
 use crate::partition::Partitions;
+use crate::retry::sub_status;
 use crate::wal::{self, LogRecord};
 use crate::wire::{
     self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
@@ -44,6 +45,38 @@ pub struct FaultRates {
     /// 408 Request Timeout: half the time after executing, half before.
     #[serde(default)]
     pub timeout: f64,
+    /// Share of the 410s that carry sub-status 1000 `NameCacheIsStale` (SPEC §4.1 row 410).
+    #[serde(default)]
+    pub gone_name_cache_stale: f64,
+    /// Share of the 410s that carry sub-status 1002 `PartitionKeyRangeGone`.
+    #[serde(default)]
+    pub gone_range_gone: f64,
+    /// Share of the 410s that carry sub-status 1022 `LeaseNotFound`.
+    #[serde(default)]
+    pub gone_lease_not_found: f64,
+    /// Share of the 429s sent without `x-ms-retry-after-ms` (the SDK then waits 5 s, §4.2).
+    #[serde(default)]
+    pub throttle_without_retry_after: f64,
+    /// Share of the 429s sent with `x-ms-retry-after-ms: 0` (the SDK then waits 5 s, §4.2).
+    #[serde(default)]
+    pub throttle_zero_retry_after: f64,
+}
+
+/// Picks one of `choices` by `rates` (shares of 1, the rest is `otherwise`), drawing from
+/// `rng` only when some share is set, so that scenarios without them draw as before.
+fn pick<T: Copy>(rng: &mut dyn RngCore, choices: &[(T, f64)], otherwise: T) -> T {
+    if choices.iter().all(|(_, rate)| *rate <= 0.0) {
+        return otherwise;
+    }
+    let draw: f64 = rng.gen();
+    let mut acc = 0.0;
+    for (choice, rate) in choices {
+        acc += rate;
+        if draw < acc {
+            return *choice;
+        }
+    }
+    otherwise
 }
 
 fn default_retry_after() -> (u64, u64) {
@@ -130,14 +163,42 @@ pub async fn serve(
                 transient = Some(status);
             }
         }
-        let reply_transient =
-            |status: u16, rng: &mut Box<dyn RngCore + Send>| WireReply::Transient {
-                status,
-                retry_after_ms: (status == 429).then(|| {
-                    let (lo, hi) = f.retry_after_ms;
-                    rng.gen_range(lo..=hi.max(lo))
-                }),
+        let reply_transient = |status: u16, rng: &mut Box<dyn RngCore + Send>| {
+            let sub_status = match status {
+                410 => pick(
+                    rng.as_mut(),
+                    &[
+                        (sub_status::NAME_CACHE_IS_STALE, f.gone_name_cache_stale),
+                        (sub_status::PARTITION_KEY_RANGE_GONE, f.gone_range_gone),
+                        (sub_status::LEASE_NOT_FOUND, f.gone_lease_not_found),
+                    ],
+                    sub_status::NONE,
+                ),
+                _ => sub_status::NONE,
             };
+            let retry_after_ms = match status {
+                429 => match pick(
+                    rng.as_mut(),
+                    &[
+                        (Some(None), f.throttle_without_retry_after),
+                        (Some(Some(0)), f.throttle_zero_retry_after),
+                    ],
+                    None,
+                ) {
+                    Some(header) => header,
+                    None => {
+                        let (lo, hi) = f.retry_after_ms;
+                        Some(rng.gen_range(lo..=hi.max(lo)))
+                    }
+                },
+                _ => None,
+            };
+            WireReply::Transient {
+                status,
+                sub_status,
+                retry_after_ms,
+            }
+        };
         if let Some(status) = transient {
             stats
                 .lock()

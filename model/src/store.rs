@@ -2,11 +2,14 @@
 //! and conditional requests with Blob semantics (SPEC §1.1). A pure state machine:
 //! `apply(request, now) -> (response, effect)`; `redo(effect)` replays a logged mutation.
 //!
-//! Order of checks in every request (SPEC §1.1.3 step 1, §1.1.5, AMBIG-3):
-//! 1. the header combination (400, before any state is read);
-//! 2. the container (404 `ContainerNotFound`);
+//! Order of checks in every request (SPEC §1.1.3 step 1, §1.1.4, §1.1.5, AMBIG-3), in one
+//! place ([`Store::check`]) for reads and writes:
+//! 0. the header combination (400, before any state is read);
+//! 1. read the blob (its container first: 404 `ContainerNotFound`);
+//! 2. the lease check (§2.5; the model has no leases yet, so nothing fails here);
 //! 3. the conditions against the item (412 / 409 / 304 / 400);
-//! 4. a missing item (404 `BlobNotFound`, for reads and deletes);
+//! 4. a missing item: 404 `BlobNotFound` (reads, also with `If-Match`; deletes), or create
+//!    (puts);
 //! 5. apply: a new version, ETag and Last-Modified.
 
 use crate::bugs::ModelBugs;
@@ -213,6 +216,15 @@ pub enum Effect {
     },
 }
 
+/// Which rules a request's conditions follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// Read rules (SPEC §1.1.4).
+    Read,
+    /// Write rules (SPEC §1.1.3), for this kind of write.
+    Write(WriteKind),
+}
+
 /// One slot of the store: a live item, or the tombstone of a deleted one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum Slot {
@@ -291,23 +303,51 @@ impl Store {
         })
     }
 
-    fn read(&self, key: &ItemKey, c: &Conditions) -> StoreResponse {
-        if let Err(f) = conditions::validate_read(c) {
-            return StoreResponse::condition(f);
-        }
+    /// Steps 0–3 of the order of checks (module doc): `Ok` with the item (if live) when the
+    /// request may go on to step 4, or the response that stops it.
+    fn check(
+        &self,
+        key: &ItemKey,
+        c: &Conditions,
+        access: Access,
+    ) -> Result<Option<&Item>, StoreResponse> {
+        // 0. The header combination, before any state is read (§1.1.3 step 1, §1.1.4).
+        let valid = match access {
+            Access::Read => conditions::validate_read(c),
+            Access::Write(_) => conditions::validate_write(c),
+        };
+        valid.map_err(StoreResponse::condition)?;
+        // 1. Read the blob.
         if !self.containers.contains(&key.container) {
-            return StoreResponse::error(404, "ContainerNotFound");
+            return Err(StoreResponse::error(404, "ContainerNotFound"));
         }
-        match conditions::evaluate_read(c, self.current(key)) {
-            Err(ConditionFailure::NotModified) => {
-                let item = self.item(key).expect("304 only for an existing item");
-                StoreResponse::ok(304, Some(item.view(false)))
+        let item = self.item(key);
+        // 2. Lease check (§2.5, AMBIG-3: before conditions and existence). No leases in the
+        //    model yet: this is where their 409/412 answers will go.
+        // 3. Conditional headers.
+        let current = self.current(key);
+        let evaluated = match access {
+            Access::Read => conditions::evaluate_read(c, current),
+            Access::Write(kind) => {
+                conditions::evaluate_write(c, current, kind, self.bugs.skip_if_match)
             }
-            Err(f) => StoreResponse::condition(f),
-            Ok(()) => match self.item(key) {
-                Some(item) => StoreResponse::ok(200, Some(item.view(true))),
-                None => StoreResponse::error(404, "BlobNotFound"),
-            },
+        };
+        match evaluated {
+            Ok(()) => Ok(item),
+            Err(ConditionFailure::NotModified) => {
+                let item = item.expect("304 only for an existing item");
+                Err(StoreResponse::ok(304, Some(item.view(false))))
+            }
+            Err(f) => Err(StoreResponse::condition(f)),
+        }
+    }
+
+    fn read(&self, key: &ItemKey, c: &Conditions) -> StoreResponse {
+        match self.check(key, c, Access::Read) {
+            Err(stop) => stop,
+            Ok(Some(item)) => StoreResponse::ok(200, Some(item.view(true))),
+            // 4. Absent: 404, also when If-Match was sent (§1.1.4).
+            Ok(None) => StoreResponse::error(404, "BlobNotFound"),
         }
     }
 
@@ -318,21 +358,11 @@ impl Store {
         c: &Conditions,
         now: Millis,
     ) -> (StoreResponse, Option<Effect>) {
-        if let Err(f) = conditions::validate_write(c) {
-            return (StoreResponse::condition(f), None);
-        }
-        if !self.containers.contains(&key.container) {
-            return (StoreResponse::error(404, "ContainerNotFound"), None);
-        }
-        if let Err(f) = conditions::evaluate_write(
-            c,
-            self.current(key),
-            WriteKind::Put,
-            self.bugs.skip_if_match,
-        ) {
-            return (StoreResponse::condition(f), None);
-        }
-        let existed = self.item(key).is_some();
+        // 4. Absent: create.
+        let existed = match self.check(key, c, Access::Write(WriteKind::Put)) {
+            Err(stop) => return (stop, None),
+            Ok(item) => item.is_some(),
+        };
         let version = self.last_version(key).unwrap_or(0) + 1;
         let item = Item {
             body: body.to_string(),
@@ -351,21 +381,12 @@ impl Store {
     }
 
     fn delete(&mut self, key: &ItemKey, c: &Conditions) -> (StoreResponse, Option<Effect>) {
-        if let Err(f) = conditions::validate_write(c) {
-            return (StoreResponse::condition(f), None);
-        }
-        if !self.containers.contains(&key.container) {
-            return (StoreResponse::error(404, "ContainerNotFound"), None);
-        }
-        if let Err(f) = conditions::evaluate_write(
-            c,
-            self.current(key),
-            WriteKind::Other,
-            self.bugs.skip_if_match,
-        ) {
-            return (StoreResponse::condition(f), None);
-        }
-        let Some(item) = self.item(key) else {
+        let item = match self.check(key, c, Access::Write(WriteKind::Other)) {
+            Err(stop) => return (stop, None),
+            Ok(item) => item,
+        };
+        // 4. Absent: 404.
+        let Some(item) = item else {
             return (StoreResponse::error(404, "BlobNotFound"), None);
         };
         let effect = Effect::ItemDeleted {
@@ -671,37 +692,37 @@ mod tests {
             },
             Conditions {
                 if_match: Some(EtagMatch::Any),
-                if_modified_since: Some(1),
+                if_modified_since: Some(vec![1]),
                 ..Conditions::default()
             },
             Conditions {
                 if_none_match: Some(EtagMatch::Any),
-                if_unmodified_since: Some(1),
+                if_unmodified_since: Some(vec![1]),
                 ..Conditions::default()
             },
             Conditions {
-                if_modified_since: Some(1),
-                if_unmodified_since: Some(1),
+                if_modified_since: Some(vec![1]),
+                if_unmodified_since: Some(vec![1]),
                 ..Conditions::default()
             },
             // more than two headers
             Conditions {
                 if_match: Some(tags(&[&e])),
-                if_unmodified_since: Some(1),
-                if_modified_since: Some(1),
+                if_unmodified_since: Some(vec![1]),
+                if_modified_since: Some(vec![1]),
                 ..Conditions::default()
             },
             Conditions {
                 if_none_match: Some(tags(&[&e])),
-                if_modified_since: Some(1),
-                if_unmodified_since: Some(1),
+                if_modified_since: Some(vec![1]),
+                if_unmodified_since: Some(vec![1]),
                 ..Conditions::default()
             },
             Conditions {
                 if_match: Some(EtagMatch::Any),
                 if_none_match: Some(EtagMatch::Any),
-                if_modified_since: Some(1),
-                if_unmodified_since: Some(1),
+                if_modified_since: Some(vec![1]),
+                if_unmodified_since: Some(vec![1]),
             },
         ]
     }
@@ -740,14 +761,14 @@ mod tests {
         // {If-Match, If-Unmodified-Since}: If-Match decides, the (failing) date is ignored.
         let c = Conditions {
             if_match: Some(tags(&[&etag])),
-            if_unmodified_since: Some(0),
+            if_unmodified_since: Some(vec![0]),
             ..Conditions::default()
         };
         assert_status(&put(&mut s, "a", "v2", c, 20_000), 200, None);
         // {If-None-Match, If-Modified-Since}: If-None-Match decides, the (failing) date is ignored.
         let c = Conditions {
             if_none_match: Some(tags(&[&stale()])),
-            if_modified_since: Some(99_000),
+            if_modified_since: Some(vec![99_000]),
             ..Conditions::default()
         };
         assert_status(&put(&mut s, "a", "v3", c, 21_000), 200, None);
@@ -755,7 +776,7 @@ mod tests {
         let c = Conditions {
             if_match: Some(EtagMatch::Tags(vec![])),
             if_none_match: Some(EtagMatch::Tags(vec![])),
-            if_modified_since: Some(1_000),
+            if_modified_since: Some(vec![1_000]),
             ..Conditions::default()
         };
         assert_status(&put(&mut s, "a", "v4", c, 22_000), 200, None);
@@ -787,7 +808,7 @@ mod tests {
         // exists, not equal → proceed, If-Modified-Since ignored (it would fail: lm 10 <= 50)
         let c = Conditions {
             if_none_match: Some(tags(&[&stale()])),
-            if_modified_since: Some(50_000),
+            if_modified_since: Some(vec![50_000]),
             ..Conditions::default()
         };
         assert_status(&put(&mut s, "a", "x", c.clone(), 20_000), 200, None);
@@ -853,7 +874,7 @@ mod tests {
             Conditions::if_match(stale()),
             Conditions {
                 if_match: Some(tags(&[&stale()])),
-                if_unmodified_since: Some(99_000), // would pass; If-Match decides
+                if_unmodified_since: Some(vec![99_000]), // would pass; If-Match decides
                 ..Conditions::default()
             },
         ] {
@@ -863,7 +884,7 @@ mod tests {
         // exists, equal → proceed, If-Unmodified-Since ignored (it would fail: 0 < lm)
         let c = Conditions {
             if_match: Some(tags(&[&etag])),
-            if_unmodified_since: Some(0),
+            if_unmodified_since: Some(vec![0]),
             ..Conditions::default()
         };
         let r = put(&mut s, "a", "v2", c, 20_000);
@@ -992,22 +1013,18 @@ mod tests {
     // ---- SPEC §1.1.4: read table -----------------------------------------------------
 
     #[test]
-    fn read_absent() {
+    fn spec_1_1_4_read_of_a_missing_blob_is_404_also_with_if_match() {
         let mut s = store();
-        // If-Match present → 412 (also `*`)
+        // §1.1.4 row "Resource absent and If-Match present" → 404 BlobNotFound (live service),
+        // for an ETag and for `*`; and without If-Match, 404 as well.
         for c in [
             Conditions::if_match(stale()),
             Conditions::if_match_any(),
             Conditions {
-                if_match: Some(EtagMatch::Any),
-                if_none_match: Some(EtagMatch::Any),
+                if_match: Some(tags(&[&stale()])),
+                if_unmodified_since: Some(vec![1]),
                 ..Conditions::default()
             },
-        ] {
-            assert_status(&read(&mut s, "a", c, 1), 412, NOT_MET);
-        }
-        // otherwise 404 BlobNotFound
-        for c in [
             Conditions::none(),
             Conditions::if_none_match(stale()),
             Conditions::if_modified_since(1),
@@ -1015,12 +1032,29 @@ mod tests {
         ] {
             assert_status(&read(&mut s, "a", c, 1), 404, Some("BlobNotFound"));
         }
-        // If-None-Match: * → 400
+        // a deleted item (a tombstone) reads the same
+        put(&mut s, "d", "x", Conditions::none(), 1);
+        delete(&mut s, "d", Conditions::none(), 2);
         assert_status(
-            &read(&mut s, "a", Conditions::if_none_match_any(), 1),
-            400,
-            Some("UnsatisfiableCondition"),
+            &read(&mut s, "d", Conditions::if_match_any(), 3),
+            404,
+            Some("BlobNotFound"),
         );
+        // If-None-Match: * → 400, also next to If-Match
+        for c in [
+            Conditions::if_none_match_any(),
+            Conditions {
+                if_match: Some(EtagMatch::Any),
+                if_none_match: Some(EtagMatch::Any),
+                ..Conditions::default()
+            },
+        ] {
+            assert_status(
+                &read(&mut s, "a", c, 1),
+                400,
+                Some("UnsatisfiableCondition"),
+            );
+        }
     }
 
     #[test]
@@ -1064,7 +1098,7 @@ mod tests {
         // If-Match true but If-Unmodified-Since false → 412 (AND)
         let c = Conditions {
             if_match: Some(tags(&[&etag])),
-            if_unmodified_since: Some(0),
+            if_unmodified_since: Some(vec![0]),
             ..Conditions::default()
         };
         assert_status(&read(&mut s, "a", c, 20_000), 412, NOT_MET);
@@ -1084,7 +1118,7 @@ mod tests {
             Conditions::if_match_any(),
             Conditions {
                 if_match: Some(EtagMatch::Any),
-                if_unmodified_since: Some(10_000),
+                if_unmodified_since: Some(vec![10_000]),
                 ..Conditions::default()
             },
         ] {
@@ -1103,14 +1137,14 @@ mod tests {
         // etag matches, If-Modified-Since false → 304
         let c = Conditions {
             if_none_match: Some(tags(&[&etag])),
-            if_modified_since: Some(10_999),
+            if_modified_since: Some(vec![10_999]),
             ..Conditions::default()
         };
         assert_status(&read(&mut s, "a", c, 20_000), 304, None);
         // etag matches, If-Modified-Since true → 200 (OR)
         let c = Conditions {
             if_none_match: Some(tags(&[&etag])),
-            if_modified_since: Some(9_999),
+            if_modified_since: Some(vec![9_999]),
             ..Conditions::default()
         };
         assert_status(&read(&mut s, "a", c, 20_000), 200, None);
@@ -1141,7 +1175,7 @@ mod tests {
         // If-None-Match true → 200 (OR)
         let c = Conditions {
             if_none_match: Some(tags(&[&stale()])),
-            if_modified_since: Some(50_000),
+            if_modified_since: Some(vec![50_000]),
             ..Conditions::default()
         };
         assert_status(&read(&mut s, "a", c, 20_000), 200, None);
@@ -1155,24 +1189,98 @@ mod tests {
         let c = Conditions {
             if_match: Some(tags(&[&etag])),
             if_none_match: Some(tags(&[&etag])),
-            if_modified_since: Some(50_000),
+            if_modified_since: Some(vec![50_000]),
             ..Conditions::default()
         };
         assert_status(&read(&mut s, "a", c, 20_000), 304, None);
     }
 
     #[test]
-    fn read_two_dates_is_400_before_state_is_read() {
+    fn spec_1_1_4_both_date_headers_on_a_read_are_legal() {
         let (mut s, _) = with_item();
-        let c = Conditions {
-            if_modified_since: Some(1),
-            if_unmodified_since: Some(1),
+        // Last-Modified second 10: modified since 9 s, not modified after 20 s → 200
+        let both = |ims: Millis, ius: Millis| Conditions {
+            if_modified_since: Some(vec![ims]),
+            if_unmodified_since: Some(vec![ius]),
             ..Conditions::default()
         };
-        assert_status(&read(&mut s, "a", c.clone(), 20_000), 400, MULTI);
-        assert_status(&read(&mut s, "zz", c.clone(), 20_000), 400, MULTI);
+        assert_status(&read(&mut s, "a", both(9_000, 20_000), 21_000), 200, None);
+        assert_status(&read(&mut s, "a", both(9_000, 9_000), 21_000), 412, NOT_MET);
+        assert_status(&read(&mut s, "a", both(10_000, 20_000), 21_000), 304, None);
+        assert_status(
+            &read(&mut s, "zz", both(1, 1), 21_000),
+            404,
+            Some("BlobNotFound"),
+        );
+    }
+
+    #[test]
+    fn spec_1_1_4_several_values_in_one_date_header_are_400_before_state_is_read() {
+        let (mut s, _) = with_item();
+        for c in [
+            Conditions {
+                if_modified_since: Some(vec![1, 2]),
+                ..Conditions::default()
+            },
+            Conditions {
+                if_unmodified_since: Some(vec![99_000, 99_000]),
+                ..Conditions::default()
+            },
+        ] {
+            assert_status(&read(&mut s, "a", c.clone(), 20_000), 400, MULTI);
+            assert_status(&read(&mut s, "zz", c.clone(), 20_000), 400, MULTI);
+            assert_status(&put(&mut s, "a", "x", c.clone(), 20_000), 400, MULTI);
+            assert_status(&delete(&mut s, "a", c.clone(), 20_000), 400, MULTI);
+            let mut empty = Store::new(ModelBugs::default());
+            assert_status(&read(&mut empty, "a", c, 1), 400, MULTI);
+        }
+    }
+
+    #[test]
+    fn spec_1_1_5_order_of_checks() {
+        // 0 before 1: an illegal header set is 400 even without the container.
         let mut empty = Store::new(ModelBugs::default());
-        assert_status(&read(&mut empty, "a", c, 1), 400, MULTI);
+        let several = Conditions {
+            if_modified_since: Some(vec![1, 2]),
+            ..Conditions::default()
+        };
+        assert_status(&read(&mut empty, "a", several, 1), 400, MULTI);
+        // 1 before 3: a missing container is 404 ContainerNotFound, even when the
+        // conditions could never hold.
+        for c in [
+            Conditions::if_match(stale()),
+            Conditions::if_none_match_any(),
+        ] {
+            assert_status(
+                &put(&mut empty, "a", "x", c.clone(), 1),
+                404,
+                Some("ContainerNotFound"),
+            );
+            assert_status(
+                &delete(&mut empty, "a", c, 1),
+                404,
+                Some("ContainerNotFound"),
+            );
+        }
+        // 3 before 4: If-Match on a missing blob is 412 for writes (creating or not),
+        // not 404 and not a create.
+        let mut s = store();
+        for c in [Conditions::if_match(stale()), Conditions::if_match_any()] {
+            assert_status(&put(&mut s, "a", "x", c.clone(), 1), 412, NOT_MET);
+            assert_status(&delete(&mut s, "a", c, 1), 412, NOT_MET);
+        }
+        assert_eq!(s.item(&key("a")), None);
+        // 4: with the conditions passed, absent means create (put) or 404 (delete, read).
+        assert_status(
+            &delete(&mut s, "a", Conditions::if_none_match(stale()), 1),
+            404,
+            Some("BlobNotFound"),
+        );
+        assert_status(
+            &put(&mut s, "a", "x", Conditions::if_none_match_any(), 1),
+            201,
+            None,
+        );
     }
 
     #[test]
@@ -1181,7 +1289,7 @@ mod tests {
         let c = Conditions {
             if_match: Some(tags(&[&etag])),
             if_none_match: Some(tags(&[&stale()])),
-            if_unmodified_since: Some(10_000),
+            if_unmodified_since: Some(vec![10_000]),
             ..Conditions::default()
         };
         let r = read(&mut s, "a", c, 20_000);
@@ -1430,7 +1538,7 @@ mod tests {
             body: "v2".into(),
             conditions: Conditions {
                 if_match: Some(tags(&[&etag])),
-                if_unmodified_since: Some(3),
+                if_unmodified_since: Some(vec![3]),
                 ..Conditions::default()
             },
         };
@@ -1458,8 +1566,13 @@ mod tests {
         ]
     }
 
-    fn arb_date() -> impl Strategy<Value = Option<Millis>> {
-        prop_oneof![3 => Just(None), 1 => (0u64..6_000).prop_map(Some)]
+    /// Mostly absent or one date; sometimes none or several (400, SPEC §1.1.4).
+    fn arb_date() -> impl Strategy<Value = Option<Vec<Millis>>> {
+        prop_oneof![
+            12 => Just(None),
+            4 => (0u64..6_000).prop_map(|t| Some(vec![t])),
+            1 => prop::collection::vec(0u64..6_000, 0..3).prop_map(Some),
+        ]
     }
 
     fn arb_conditions() -> impl Strategy<Value = Conditions> {

@@ -30,12 +30,15 @@ pub struct WireRequest {
 pub enum WireReply {
     /// The partition executed the request: the service's answer.
     Ok(Response),
-    /// A transient error from a fault point: 429 (with retry-after), 449, 503 and
-    /// 410 mean "not executed"; 408 means "may or may not have been executed".
+    /// A transient error from a fault point: 429 (with or without retry-after), 449, 503
+    /// and 410 mean "not executed"; 408 means "may or may not have been executed".
     Transient {
         /// The status.
         status: u16,
-        /// `x-ms-retry-after-ms` (429 only).
+        /// The Cosmos sub-status (`crate::retry::sub_status`; 0 for none): on a 410, 1000,
+        /// 1002 or 1022 when the fault point draws one.
+        sub_status: u32,
+        /// `x-ms-retry-after-ms` (429 only; missing or 0 sometimes).
         retry_after_ms: Option<u64>,
     },
 }

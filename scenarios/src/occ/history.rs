@@ -84,7 +84,8 @@ pub enum Outcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         body: Option<String>,
     },
-    /// A read whose timeout retries ran out.
+    /// A read whose timeout retries ran out. No longer produced (a read's timeouts now end
+    /// as 503, SPEC §4.1 row 408); kept so that older history files still load.
     TimedOut,
 }
 
@@ -92,8 +93,7 @@ impl Outcome {
     /// The history form of a call's result; `None` for an unknown outcome.
     pub fn from_result(r: &CallResult) -> Option<Outcome> {
         match &r.outcome {
-            FinalOutcome::Unknown => None,
-            FinalOutcome::TimedOut => Some(Outcome::TimedOut),
+            FinalOutcome::Unknown { .. } => None,
             FinalOutcome::Response { status } => {
                 let item = r.response.as_ref().and_then(|resp| resp.item.as_ref());
                 Some(Outcome::Response {
@@ -117,6 +117,7 @@ pub fn attempt(a: &AttemptLog) -> Attempt {
             AttemptOutcome::Response {
                 status,
                 retry_after,
+                ..
             } => AttemptResult::Status {
                 status: *status,
                 retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
