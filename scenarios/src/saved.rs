@@ -3,6 +3,7 @@
 //! whether it still does the same; where failures are saved, under which
 //! names, and the commands that replay them.
 
+use crate::registry::DynScenario;
 use crate::run::RunResult;
 use crate::scenario::Scenario;
 use overcast_sim::check::Outcome;
@@ -87,19 +88,32 @@ impl SavedRun {
     }
 
     /// Reads a saved run, or a bare scenario file (which then has no outcome
-    /// to compare). Older formats are migrated, with a note.
+    /// to compare), of a registered scenario. Older formats are migrated, with a note.
     pub fn parse(text: &str) -> Result<Loaded, String> {
+        let loaded = Self::parse_unvalidated(text)?;
+        loaded.scenario.validate()?;
+        Ok(loaded)
+    }
+
+    /// [`SavedRun::parse`] for a scenario definition that need not be registered.
+    pub fn parse_with(text: &str, def: &dyn DynScenario) -> Result<Loaded, String> {
+        let loaded = Self::parse_unvalidated(text)?;
+        loaded.scenario.validate_with(def)?;
+        Ok(loaded)
+    }
+
+    fn parse_unvalidated(text: &str) -> Result<Loaded, String> {
         let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let Some(scenario) = value.get_mut("scenario").map(serde_json::Value::take) else {
-            let (scenario, note) = Scenario::from_value(value)?;
+            let (scenario, note) = Scenario::parse_unvalidated(value)?;
             return Ok(Loaded {
                 scenario,
                 outcome: None,
                 note,
             });
         };
-        let (scenario, mut note) = Scenario::from_value(scenario)?;
+        let (scenario, mut note) = Scenario::parse_unvalidated(scenario)?;
         let mut outcome = value
             .get_mut("outcome")
             .map(serde_json::Value::take)

@@ -93,10 +93,19 @@ impl Scenario {
 
     /// [`Scenario::from_json`] on parsed JSON.
     pub fn from_value(value: serde_json::Value) -> Result<(Scenario, Option<String>), String> {
+        let (s, note) = Self::parse_unvalidated(value)?;
+        s.validate()?;
+        Ok((s, note))
+    }
+
+    /// Parses (and migrates) without validating against a scenario
+    /// definition: for a caller that validates with [`Scenario::validate_with`].
+    pub fn parse_unvalidated(
+        value: serde_json::Value,
+    ) -> Result<(Scenario, Option<String>), String> {
         let (value, note) = migrate(value)?;
         let s: Scenario = serde_path_to_error::deserialize(value)
             .map_err(|e| format!("not a valid scenario: {}: {}", e.path(), e.inner()))?;
-        s.validate()?;
         Ok((s, note))
     }
 
