@@ -1,6 +1,6 @@
 //! `overcast check`: linearizability verdicts for recorded history files
-//! (kvhist/1, and overcast's own history format once the scenarios crate
-//! provides its spec).
+//! (kvhist/1, and overcast's own history files, which the registered
+//! scenario that recorded them checks against its reference spec).
 
 use overcast_sim::lin::{self, kv, Options, Report, Verdict};
 use std::path::{Path, PathBuf};
@@ -37,9 +37,9 @@ pub struct CheckArgs {
 }
 
 /// Checks a history in overcast's own format (`{"version": 1, "ops": [...]}`)
-/// against the store's reference spec (see `overcast_scenarios::check_file`).
+/// with the registered scenario that recognises it.
 pub fn check_overcast_history(doc: &serde_json::Value, opts: &Options) -> Result<Report, String> {
-    overcast_scenarios::check_file::check_history(doc, opts)
+    overcast_scenarios::registry::check_history_file(doc, opts)
 }
 
 fn is_overcast_history(doc: &serde_json::Value) -> bool {

@@ -203,6 +203,16 @@ pub trait ScenarioDef: Send + Sync + 'static {
     fn checkers(&self, p: &Self::Params) -> Vec<Box<dyn Checker<Self::History>>>;
     /// Its shrink reductions on parameters, most powerful first.
     fn reductions(&self) -> Vec<Reduction<Self::Params>>;
+    /// Linearizability of a saved history file of this scenario, for
+    /// `overcast check`: `None` when the scenario has no such check or the
+    /// document is not one of its histories. Default: `None`.
+    fn check_history_file(
+        &self,
+        _doc: &serde_json::Value,
+        _opts: &overcast_sim::lin::Options,
+    ) -> Option<Result<overcast_sim::lin::Report, String>> {
+        None
+    }
 }
 
 /// One checker's result in a run.
@@ -255,6 +265,33 @@ pub trait DynScenario: Send + Sync {
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value>;
     /// Generated scenarios (parameters, seed and swarm switch).
     fn strategy(&'static self) -> BoxedStrategy<Scenario>;
+    /// [`ScenarioDef::check_history_file`].
+    fn check_history_file(
+        &self,
+        doc: &serde_json::Value,
+        opts: &overcast_sim::lin::Options,
+    ) -> Option<Result<overcast_sim::lin::Report, String>>;
+}
+
+/// Checks an overcast history file with the first registered scenario that
+/// recognises it; the error names why none did.
+pub fn check_history_file(
+    doc: &serde_json::Value,
+    opts: &overcast_sim::lin::Options,
+) -> Result<overcast_sim::lin::Report, String> {
+    let mut errors = Vec::new();
+    for def in SCENARIOS {
+        match def.check_history_file(doc, opts) {
+            Some(Ok(report)) => return Ok(report),
+            Some(Err(e)) => errors.push(format!("{}: {e}", def.name())),
+            None => {}
+        }
+    }
+    Err(if errors.is_empty() {
+        "no registered scenario checks this kind of history".into()
+    } else {
+        errors.join("; ")
+    })
 }
 
 fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, String> {
@@ -333,6 +370,13 @@ impl<D: ScenarioDef> DynScenario for D {
         let p: D::Params = parse(ScenarioDef::name(self), params).ok()?;
         let reductions = self.reductions();
         (reductions.get(r)?.1)(&p, i).map(|q| to_value(&q))
+    }
+    fn check_history_file(
+        &self,
+        doc: &serde_json::Value,
+        opts: &overcast_sim::lin::Options,
+    ) -> Option<Result<overcast_sim::lin::Report, String>> {
+        ScenarioDef::check_history_file(self, doc, opts)
     }
     fn strategy(&'static self) -> BoxedStrategy<Scenario> {
         (ScenarioDef::strategy(self), any::<u64>(), any::<bool>())

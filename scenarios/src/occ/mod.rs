@@ -348,6 +348,14 @@ impl ScenarioDef for Occ {
         ]
     }
 
+    fn check_history_file(
+        &self,
+        doc: &serde_json::Value,
+        opts: &lin::Options,
+    ) -> Option<Result<lin::Report, String>> {
+        Some(crate::check_file::check_history(doc, opts))
+    }
+
     fn reductions(&self) -> Vec<Reduction<OccParams>> {
         vec![
             ("halve the clients", |p, i| {
