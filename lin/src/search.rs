@@ -16,8 +16,9 @@
 //!   a version that a known write claims;
 //! * the search ends when the last known operation has returned.
 
-use super::bits::{Bits, FxMap};
+use super::bits::Bits;
 use super::spec::{Claim, Next, Spec};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -261,7 +262,7 @@ struct Antichain<S, B> {
     /// The groups, in insertion order.
     groups: Vec<Group<S, B>>,
     /// An index of `groups`, built once there are more than a few.
-    index: Option<FxMap<(S, B), usize>>,
+    index: Option<FxHashMap<(S, B), usize>>,
 }
 
 impl<S: Clone + Eq + std::hash::Hash, B: Bits> Antichain<S, B> {

@@ -17,7 +17,7 @@
 //! [`brute`] a brute-force reference checker, [`gen`] a history generator.
 //!
 //! ```ignore
-//! use overcast_sim::lin::{check, kv, Options, Verdict};
+//! use overcast_lin::{check, kv, Options, Verdict};
 //! let h = kv::parse_kvhist(&std::fs::read_to_string("history.json")?)?;
 //! let report = check(&h.spec, &h.ops, &Options::default());
 //! if report.verdict == Verdict::NotLinearizable {
@@ -29,7 +29,40 @@
 //! A spec of one's own implements [`Spec`] (`init`, `step`, and optionally
 //! `is_read_only`, and `version_of` + `claim` for the version-aware fast
 //! path); operations are [`Operation`]s whose `output: None` means an
-//! unknown outcome.
+//! unknown outcome. A register of integers:
+//!
+//! ```
+//! use overcast_lin::{check, Next, Operation, Options, Spec, Verdict};
+//! enum Op { Write(i64), Read }
+//! struct Register;
+//! impl Spec for Register {
+//!     type State = i64;
+//!     type Input = Op;
+//!     type Output = i64; // a read's value (a write answers 0)
+//!     fn init(&self, _key: &str) -> i64 { 0 }
+//!     fn step(&self, s: &i64, op: &Op, out: Option<&i64>) -> Next<i64> {
+//!         match op {
+//!             Op::Write(v) => Next::One(*v),
+//!             Op::Read => match out {
+//!                 Some(seen) if seen != s => Next::Illegal,
+//!                 _ => Next::One(*s),
+//!             },
+//!         }
+//!     }
+//! }
+//! # impl std::fmt::Debug for Op {
+//! #     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+//! #         match self { Op::Write(v) => write!(f, "write {v}"), Op::Read => write!(f, "read") }
+//! #     }
+//! # }
+//! let op = |id, input, invoke, ret, output| Operation {
+//!     id, client: id, key: "x".into(), input, invoke, ret: Some(ret), output: Some(output),
+//! };
+//! // The read starts after the write returned, yet sees the old value.
+//! let h = [op(0, Op::Write(1), 0, 10, 0), op(1, Op::Read, 11, 12, 0)];
+//! let report = check(&Register, &h, &Options::default());
+//! assert_eq!(report.verdict, Verdict::NotLinearizable);
+//! ```
 
 mod bits;
 pub mod brute;
@@ -128,7 +161,7 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
     let deadline = opts.time_budget.map(|d| start + d);
     // Group by key (a hash map for speed; sorted afterwards, so the order
     // never depends on hashing).
-    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut at: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     let mut keys: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, o) in ops.iter().enumerate() {
         let k = *at.entry(o.key.as_str()).or_insert_with(|| {

@@ -45,7 +45,7 @@ pub struct OpView {
     pub invoke: i64,
     /// Return time (`None`: never returned, or outcome unknown).
     pub ret: Option<i64>,
-    /// What it did, in words ([`crate::lin::Spec::describe_op`]).
+    /// What it did, in words ([`crate::Spec::describe_op`]).
     pub text: String,
 }
 
@@ -54,7 +54,7 @@ pub struct OpView {
 pub struct Step {
     /// Index into [`Failure::ops`].
     pub op: usize,
-    /// The state after it ([`crate::lin::Spec::describe_state`]).
+    /// The state after it ([`crate::Spec::describe_state`]).
     pub state: String,
 }
 
@@ -82,7 +82,7 @@ pub struct Failure {
     pub possible_states: Vec<String>,
 }
 
-/// The result of [`crate::lin::check`].
+/// The result of [`crate::check`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// The verdict.
