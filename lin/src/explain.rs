@@ -1,13 +1,30 @@
 //! Turning a failed search (or a version certificate) into a [`Failure`]: a
-//! small failing sub-history, the longest partial linearization, and a
-//! sentence.
+//! small failing sub-history, re-checked before it is printed, the longest
+//! partial linearization, and a sentence that holds of the full history.
+//!
+//! The named operation is the one the search of the full history could not
+//! place before its return. The sub-history starts from a configuration the
+//! search passed through, holds the named operation, and is cut at its
+//! return: a search of it (without pruning) must fail exactly there. It is
+//! then shrunk (delta debugging: chunks, then single operations) as long as
+//! that stays true, so it never loses an operation the failure depends on.
+//! Every search here is bounded in steps, never in seconds, so the same
+//! history always gets the same report (a time budget, when one is given,
+//! may only cut the shrinking short).
 
 use super::report::{Failure, OpView, Step};
-use super::search::{self, FailInfo, KOp, Limits, Outcome};
+use super::search::{self, FailInfo, KOp, Limits, Outcome, Snapshot};
 use super::spec::{Claim, Spec};
 use super::versioned::Certificate;
 use super::{Operation, Options};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+/// Steps for one re-check of a candidate sub-history.
+pub(crate) const CHECK_STEPS: u64 = 2_000_000;
+/// Steps for all the shrinking of one failure.
+const SHRINK_STEPS: u64 = 20_000_000;
+/// Candidate sub-histories tried while shrinking one failure.
+const SHRINK_TRIES: usize = 2_000;
 
 fn copy<'a, I, O>(k: &KOp<'a, I, O>) -> KOp<'a, I, O> {
     KOp {
@@ -20,33 +37,274 @@ fn copy<'a, I, O>(k: &KOp<'a, I, O>) -> KOp<'a, I, O> {
     }
 }
 
-fn soon(deadline: Option<Instant>, d: Duration) -> Instant {
-    let t = Instant::now() + d;
-    deadline.map_or(t, |x| x.min(t))
+/// What a search of a sub-history cut at the named operation's return says.
+enum Cut<S> {
+    /// It fails exactly at the named operation.
+    FailsAt(Box<FailInfo<S>>),
+    /// It is linearizable, or fails at another operation.
+    Other,
+    /// The budget ran out.
+    Unknown,
 }
 
-fn run<P: Spec>(
-    spec: &P,
-    init: &P::State,
-    ops: &[KOp<'_, P::Input, P::Output>],
-    opts: &Options,
-    until: Instant,
-    paths: bool,
-) -> Option<Box<FailInfo<P::State>>> {
-    let limits = Limits {
-        deadline: Some(until),
-        memory: opts.memory_budget,
-        cancel: None,
-        record_paths: paths,
-        frontier_cap: opts.frontier_cap,
-    };
-    match search::search(spec, init, ops, &limits) {
-        Outcome::Fail(f) => Some(f),
-        _ => None,
+/// The budget of one explanation.
+struct Budget {
+    steps: u64,
+    tries: usize,
+    deadline: Option<Instant>,
+}
+
+impl Budget {
+    fn left(&self) -> bool {
+        self.steps > 0 && self.tries > 0 && !matches!(self.deadline, Some(d) if Instant::now() >= d)
     }
 }
 
+/// Searches `w` (indices into `kops`, in increasing order) from `start`, cut
+/// at the return of `x` (a member of `w`), without pruning.
+#[allow(clippy::too_many_arguments)]
+fn cut_check<P: Spec>(
+    spec: &P,
+    start: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    w: &[usize],
+    x: usize,
+    opts: &Options,
+    budget: &mut Budget,
+    paths: bool,
+) -> Cut<P::State> {
+    let Ok(xi) = w.binary_search(&x) else {
+        return Cut::Other;
+    };
+    let sub: Vec<KOp<'_, P::Input, P::Output>> = w.iter().map(|&o| copy(&kops[o])).collect();
+    let limits = Limits {
+        deadline: budget.deadline,
+        max_steps: Some(budget.steps.min(CHECK_STEPS)),
+        memory: opts.memory_budget,
+        cancel: None,
+        record_paths: paths,
+        prune: false,
+        stop_after: Some(xi),
+        frontier_cap: opts.frontier_cap,
+    };
+    let (outcome, steps) = search::search(spec, start, &sub, &limits);
+    budget.steps = budget.steps.saturating_sub(steps.max(1));
+    budget.tries = budget.tries.saturating_sub(1);
+    match outcome {
+        Outcome::Fail(f) if f.op == xi => Cut::FailsAt(f),
+        Outcome::GaveUp(_) => Cut::Unknown,
+        _ => Cut::Other,
+    }
+}
+
+/// Whether `o`, applied to `start`, leads to a state where `x` (which is not
+/// possible in `start`) is possible: a write producing what `x` needs. The
+/// report keeps such writes, so that it shows why they do not help rather
+/// than a start state in which `x` trivially fails.
+fn gives_what_x_needs<P: Spec>(
+    spec: &P,
+    start: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    o: usize,
+    x: usize,
+) -> bool {
+    let (a, b) = (&kops[o], &kops[x]);
+    if o == x || a.read_only || spec.step(start, b.input, b.output).is_legal() {
+        return false;
+    }
+    let mut gives = false;
+    spec.step(start, a.input, a.output).for_each(|s| {
+        gives |= spec.step(&s, b.input, b.output).is_legal();
+    });
+    gives
+}
+
+/// Shrinks `w` (which fails at `x`) by delta debugging while it keeps failing
+/// at `x`: complements of chunks first, then single operations; `x` and the
+/// writes that give what it needs ([`gives_what_x_needs`]) stay. With budget
+/// to spare, the result is 1-minimal: removing any other one operation makes
+/// it linearizable up to `x`'s return, or fail elsewhere.
+#[allow(clippy::too_many_arguments)]
+fn shrink<P: Spec>(
+    spec: &P,
+    start: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    mut w: Vec<usize>,
+    x: usize,
+    opts: &Options,
+    budget: &mut Budget,
+) -> Vec<usize> {
+    let kept: Vec<usize> = w
+        .iter()
+        .copied()
+        .filter(|&o| gives_what_x_needs(spec, start, kops, o, x))
+        .collect();
+    let mut parts = 2usize;
+    loop {
+        let others: Vec<usize> = w
+            .iter()
+            .copied()
+            .filter(|&o| o != x && kept.binary_search(&o).is_err())
+            .collect();
+        if others.is_empty() || !budget.left() {
+            return w;
+        }
+        let parts_now = parts.min(others.len());
+        let chunk = others.len().div_ceil(parts_now);
+        let mut removed = false;
+        for c in others.chunks(chunk) {
+            if !budget.left() {
+                return w;
+            }
+            let trial: Vec<usize> = w
+                .iter()
+                .copied()
+                .filter(|o| c.binary_search(o).is_err())
+                .collect();
+            if let Cut::FailsAt(_) = cut_check(spec, start, kops, &trial, x, opts, budget, false) {
+                w = trial;
+                removed = true;
+                break;
+            }
+        }
+        if removed {
+            parts = parts.saturating_sub(1).max(2);
+        } else if chunk == 1 {
+            return w;
+        } else {
+            parts = (parts * 2).min(others.len());
+        }
+    }
+}
+
+/// A confirmed failing sub-history: its operations (indices into the key's
+/// operations, increasing), its start, and the final search's findings.
+struct Explained<S> {
+    ops: Vec<usize>,
+    start: S,
+    start_note: Option<usize>,
+    settled_before: usize,
+    info: Box<FailInfo<S>>,
+}
+
+/// Finds, checks and shrinks a failing sub-history around `x` from one of
+/// the starts offered (tried in order), within one budget.
+fn explain_window<P: Spec>(
+    spec: &P,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    starts: Vec<Start<P::State>>,
+    x: usize,
+    opts: &Options,
+    deadline: Option<Instant>,
+) -> Option<Explained<P::State>> {
+    let mut budget = Budget {
+        steps: SHRINK_STEPS,
+        tries: SHRINK_TRIES,
+        deadline,
+    };
+    // Starts whose window holds a write giving what x needs first: the
+    // report then shows why that write does not help.
+    let (mut starts, rest): (Vec<_>, Vec<_>) = starts.into_iter().partition(|st| {
+        st.window
+            .iter()
+            .any(|&o| gives_what_x_needs(spec, &st.state, kops, o, x))
+    });
+    starts.extend(rest);
+    for st in starts {
+        let w = st.window;
+        match cut_check(spec, &st.state, kops, &w, x, opts, &mut budget, false) {
+            Cut::FailsAt(_) => {}
+            Cut::Other | Cut::Unknown => continue,
+        }
+        let w = shrink(spec, &st.state, kops, w, x, opts, &mut budget);
+        // The final search records the longest partial linearization; it
+        // is the same search as the last successful check, so it fails at x
+        // again (given steps for it whatever the shrinking left).
+        let mut last = Budget {
+            steps: CHECK_STEPS,
+            tries: 1,
+            deadline: None,
+        };
+        if let Cut::FailsAt(info) = cut_check(spec, &st.state, kops, &w, x, opts, &mut last, true) {
+            return Some(Explained {
+                ops: w,
+                start: st.state,
+                start_note: (st.of > 1).then_some(st.of),
+                settled_before: st.settled,
+                info,
+            });
+        }
+    }
+    None
+}
+
+/// A place to start a sub-history from.
+struct Start<S> {
+    state: S,
+    /// Configurations possible there (1: every linearization agreed).
+    of: usize,
+    /// The key's operations not settled there that were invoked before the
+    /// named operation returned (increasing).
+    window: Vec<usize>,
+    /// How many operations invoked before that return were settled there.
+    settled: usize,
+}
+
+/// The starts a failed search offers for an explanation of the failure at
+/// `x`: the last single configuration, later ones (newest first), the start.
+fn starts<P: Spec>(
+    kops: &[KOp<'_, P::Input, P::Output>],
+    init: &P::State,
+    info: &FailInfo<P::State>,
+    x: usize,
+) -> Vec<Start<P::State>> {
+    let n = kops.len();
+    let ev = search::events(kops);
+    let mut call_pos = vec![0usize; n];
+    let mut ret_pos = vec![usize::MAX; n];
+    for (i, e) in ev.iter().enumerate() {
+        if e.kind == 0 {
+            call_pos[e.op as usize] = i;
+        } else {
+            ret_pos[e.op as usize] = i;
+        }
+    }
+    let cut = ret_pos[x];
+    let before: Vec<usize> = (0..n).filter(|&o| call_pos[o] < cut).collect();
+    let from = |s: &Snapshot<P::State>| -> Start<P::State> {
+        let window: Vec<usize> = before
+            .iter()
+            .copied()
+            .filter(|&o| (s.event == usize::MAX || ret_pos[o] > s.event) && !s.placed.contains(&o))
+            .collect();
+        Start {
+            state: s.state.clone(),
+            of: s.of,
+            settled: before.len() - window.len(),
+            window,
+        }
+    };
+    // A point where every linearization agreed makes the stronger report;
+    // later ones with several configurations, smaller windows.
+    let mut out = Vec::new();
+    if let Some(s) = &info.snapshot {
+        if s.event != usize::MAX {
+            out.push(from(s));
+        }
+    }
+    out.extend(info.recent.iter().map(from));
+    out.push(Start {
+        state: init.clone(),
+        of: 1,
+        settled: 0,
+        window: before,
+    });
+    out
+}
+
 /// Builds the failure report from a failed search over the key's operations.
+/// `exact`: the search that found `info` pruned nothing, so `info.op` really
+/// cannot be placed before its return (otherwise the sentence says less).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn from_search<P: Spec>(
     spec: &P,
@@ -59,127 +317,124 @@ pub(crate) fn from_search<P: Spec>(
     opts: &Options,
     deadline: Option<Instant>,
 ) -> Failure {
-    let n = kops.len();
-    let ev = search::events(kops);
-    let mut call_pos = vec![0usize; n];
-    let mut ret_pos = vec![usize::MAX; n];
-    for (i, e) in ev.iter().enumerate() {
-        if e.kind == 0 {
-            call_pos[e.op as usize] = i;
-        } else {
-            ret_pos[e.op as usize] = i;
-        }
-    }
-    // The window: from the last point where every linearization agreed on one
-    // configuration, up to the failing return.
-    type Start<S> = (S, Option<usize>, Vec<usize>, usize);
-    let (start, settled_at, placed, of): Start<P::State> = match &info.snapshot {
-        Some(s) if s.event != usize::MAX => {
-            (s.state.clone(), Some(s.event), s.placed.clone(), s.of)
-        }
-        _ => (init.clone(), None, Vec::new(), 1),
+    let x = info.op;
+    let exact = !info.pruned;
+    let found = if opts.explain {
+        explain_window(
+            spec,
+            kops,
+            starts::<P>(kops, init, info, x),
+            x,
+            opts,
+            deadline,
+        )
+    } else {
+        None
     };
-    let mut window: Vec<usize> = (0..n)
-        .filter(|&o| call_pos[o] < info.event)
-        .filter(|&o| match settled_at {
-            None => true,
-            Some(se) => ret_pos[o] > se && !placed.contains(&o),
-        })
-        .collect();
-    window.sort_by_key(|&o| (kops[o].call, o));
-    let settled_before = n - window.len() - (0..n).filter(|&o| call_pos[o] >= info.event).count();
-
-    let mut final_info: Option<Box<FailInfo<P::State>>> = None;
-    if opts.explain {
-        let t0 = Instant::now();
-        let sub: Vec<KOp<'_, P::Input, P::Output>> =
-            window.iter().map(|&o| copy(&kops[o])).collect();
-        let until = soon(deadline, Duration::from_secs(1));
-        if run(spec, &start, &sub, opts, until, false).is_some() {
-            // Drop read-only operations that are not needed for the failure,
-            // while a check of the window is cheap.
-            let t_end = if t0.elapsed() < Duration::from_millis(20) {
-                soon(deadline, Duration::from_millis(600))
-            } else {
-                Instant::now()
-            };
-            let mut i = 0;
-            let mut tries = 0;
-            while i < window.len() && tries < 400 && Instant::now() < t_end {
-                let o = window[i];
-                if !kops[o].read_only {
-                    i += 1;
-                    continue;
-                }
-                tries += 1;
-                let trial: Vec<usize> = window.iter().copied().filter(|&p| p != o).collect();
-                let sub: Vec<_> = trial.iter().map(|&p| copy(&kops[p])).collect();
-                if run(spec, &start, &sub, opts, t_end, false).is_some() {
-                    window = trial;
-                } else {
-                    i += 1;
-                }
-            }
-            let sub: Vec<_> = window.iter().map(|&p| copy(&kops[p])).collect();
-            let until = soon(deadline, Duration::from_secs(1));
-            final_info = run(spec, &start, &sub, opts, until, true);
-        }
-    }
-    type Found<S> = (usize, Vec<(usize, S)>, Vec<S>);
-    let (failing, longest, states): Found<P::State> = match &final_info {
-        Some(f) => (f.op, f.longest.clone(), f.states.clone()),
-        None => (
-            window.iter().position(|&o| o == info.op).unwrap_or(0),
-            Vec::new(),
-            info.states.clone(),
-        ),
-    };
-    let views: Vec<OpView> = window
-        .iter()
-        .map(|&o| view(spec, ops, kops, orig, o))
-        .collect();
-    let x = &kops[window.get(failing).copied().unwrap_or(info.op)];
-    let xv = &views[failing.min(views.len().saturating_sub(1))];
-    let need = x
+    let xo = &kops[x];
+    let xv = view(spec, ops, kops, orig, x);
+    let need = xo
         .output
-        .and_then(|out| spec.describe_need(x.input, out))
+        .and_then(|out| spec.describe_need(xo.input, out))
         .unwrap_or_else(|| "a state in which its output is possible".to_string());
-    let state_words: Vec<String> = states.iter().map(|s| spec.describe_state(s)).collect();
+    let state_words: Vec<String> = info.states.iter().map(|s| spec.describe_state(s)).collect();
     let sentence = format!(
-        "operation #{} by client {} ({}, {}) cannot be placed before it returns: it needs {}, but no order of the operations invoked before its return reaches such a state (the key is then in {}, and no pending operation leads from there to what it needs).",
+        "operation #{} by client {} ({}, {}) cannot be placed before it returns: it needs {}, but no order of the operations invoked before its return {}reaches such a state (the key is then in {}, and no pending operation leads from there to what it needs).",
         xv.id,
         xv.client,
         xv.text,
-        interval_words(xv),
+        interval_words(&xv),
         need,
+        if exact {
+            ""
+        } else {
+            "that leaves every pending operation a version it can still take effect at "
+        },
         if state_words.is_empty() {
             "no possible state".to_string()
         } else {
             join_or(&state_words)
         }
     );
+    let mut f = match found {
+        Some(e) => failure_of(spec, key, ops, kops, orig, x, e),
+        None => unchecked(spec, key, ops, kops, orig, init, x),
+    };
+    f.sentence = sentence;
+    f.possible_states = state_words;
+    f
+}
+
+/// The report's sub-history part from a confirmed explanation.
+fn failure_of<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    x: usize,
+    e: Explained<P::State>,
+) -> Failure {
+    // Shown by invocation time; the search saw them in `e.ops` order.
+    let mut shown: Vec<usize> = (0..e.ops.len()).collect();
+    shown.sort_by_key(|&i| (kops[e.ops[i]].call, e.ops[i]));
+    let mut at = vec![0usize; e.ops.len()];
+    for (pos, &i) in shown.iter().enumerate() {
+        at[i] = pos;
+    }
+    let views: Vec<OpView> = shown
+        .iter()
+        .map(|&i| view(spec, ops, kops, orig, e.ops[i]))
+        .collect();
+    let failing = shown.iter().position(|&i| e.ops[i] == x).unwrap_or(0);
     Failure {
         key: key.to_string(),
-        sentence,
-        start_state: if of > 1 {
-            format!(
-                "{} (one of {of} configurations possible at that point; every one fails)",
-                spec.describe_state(&start)
-            )
-        } else {
-            spec.describe_state(&start)
+        sentence: String::new(),
+        start_state: match e.start_note {
+            Some(of) => format!(
+                "{} (one of {of} configurations possible at that point)",
+                spec.describe_state(&e.start)
+            ),
+            None => spec.describe_state(&e.start),
         },
-        settled_before,
+        settled_before: e.settled_before,
         ops: views,
         failing,
-        linearization: longest
+        sub_history_checked: true,
+        linearization: e
+            .info
+            .longest
             .iter()
             .map(|(op, s)| Step {
-                op: *op,
+                op: at[*op],
                 state: spec.describe_state(s),
             })
             .collect(),
-        possible_states: state_words,
+        possible_states: Vec::new(),
+    }
+}
+
+/// The report's sub-history part when no failing sub-history was confirmed
+/// within the budget (or none was asked for): the named operation alone.
+fn unchecked<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    init: &P::State,
+    x: usize,
+) -> Failure {
+    Failure {
+        key: key.to_string(),
+        sentence: String::new(),
+        start_state: spec.describe_state(init),
+        settled_before: 0,
+        ops: vec![view(spec, ops, kops, orig, x)],
+        failing: 0,
+        sub_history_checked: false,
+        linearization: Vec::new(),
+        possible_states: Vec::new(),
     }
 }
 
@@ -215,9 +470,12 @@ fn view<P: Spec>(
     }
 }
 
-/// Builds the failure report from a version certificate: tries the search for
-/// a full explanation first, and falls back to the certificate's two
-/// operations.
+/// Builds the failure report from a version certificate. The sentence is the
+/// certificate's (true of the full history by construction); the
+/// sub-history is searched for from a state the greedy witness reaches at
+/// the version the later operation needs, and shown only if a search of it
+/// fails at that operation. Otherwise the two certificate operations are
+/// shown, unchecked as a sub-history.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn from_certificate<P: Spec>(
     spec: &P,
@@ -230,13 +488,13 @@ pub(crate) fn from_certificate<P: Spec>(
     opts: &Options,
     deadline: Option<Instant>,
 ) -> Failure {
+    let mut found = None;
     if opts.explain {
         // Any sub-history holding both certificate operations, started at a
         // version no later than the one `later` needs, fails too: search a
         // window from a state the greedy witness reaches at that version.
         let c = cert.version_needed;
         if let Some(at) = super::versioned::state_at(spec, init, kops, c) {
-            let sc = at.state;
             let b = &kops[cert.later];
             let t_end = b.ret.unwrap_or(i64::MAX);
             let mut t0 = b.call;
@@ -268,30 +526,21 @@ pub(crate) fn from_certificate<P: Spec>(
                     (false, _) => !at.used[i] && o.call >= horizon,
                 }
             };
-            let idx: Vec<usize> = (0..kops.len()).filter(|&i| keep(i)).collect();
-            let sub: Vec<KOp<'_, P::Input, P::Output>> =
-                idx.iter().map(|&i| copy(&kops[i])).collect();
-            let sub_orig: Vec<usize> = idx.iter().map(|&i| orig[i]).collect();
-            let until = soon(deadline, Duration::from_millis(800));
-            if let Some(info) = run(spec, &sc, &sub, opts, until, false) {
-                let mut f =
-                    from_search(spec, key, ops, &sub, &sub_orig, &sc, &info, opts, deadline);
-                f.settled_before += kops.len() - sub.len();
-                return f;
-            }
+            let window: Vec<usize> = (0..kops.len()).filter(|&i| keep(i)).collect();
+            let settled = window.len();
+            let start = Start {
+                state: at.state,
+                of: 1,
+                settled: kops.len() - settled,
+                window,
+            };
+            found = explain_window(spec, kops, vec![start], cert.later, opts, deadline);
         }
     }
-    let mut idx: Vec<usize> = cert.earlier.into_iter().chain([cert.later]).collect();
-    idx.sort_by_key(|&o| (kops[o].call, o));
-    let views: Vec<OpView> = idx
-        .iter()
-        .map(|&o| view(spec, ops, kops, orig, o))
-        .collect();
-    let failing = idx.iter().position(|&o| o == cert.later).unwrap_or(0);
-    let b = &views[failing];
+    let b = view(spec, ops, kops, orig, cert.later);
     let why = match cert.earlier {
         Some(a) => {
-            let av = &views[idx.iter().position(|&o| o == a).unwrap_or(0)];
+            let av = view(spec, ops, kops, orig, a);
             format!(
                 "operation #{} ({}, returned at {}) had already left the key at version {} before it was invoked at {}; versions never go back",
                 av.id,
@@ -303,22 +552,37 @@ pub(crate) fn from_certificate<P: Spec>(
         }
         None => format!("the key starts at version {}", cert.version_before),
     };
-    Failure {
-        key: key.to_string(),
-        sentence: format!(
-            "operation #{} by client {} ({}, {}) cannot be placed: it needs version {}, but {}.",
-            b.id,
-            b.client,
-            b.text,
-            interval_words(b),
-            cert.version_needed,
-            why
-        ),
-        start_state: spec.describe_state(init),
-        settled_before: 0,
-        ops: views,
-        failing,
-        linearization: Vec::new(),
-        possible_states: vec![format!("version ≥ {}", cert.version_before)],
-    }
+    let sentence = format!(
+        "operation #{} by client {} ({}, {}) cannot be placed: it needs version {}, but {}.",
+        b.id,
+        b.client,
+        b.text,
+        interval_words(&b),
+        cert.version_needed,
+        why
+    );
+    let mut f = match found {
+        Some(e) => failure_of(spec, key, ops, kops, orig, cert.later, e),
+        None => {
+            let mut idx: Vec<usize> = cert.earlier.into_iter().chain([cert.later]).collect();
+            idx.sort_by_key(|&o| (kops[o].call, o));
+            Failure {
+                key: key.to_string(),
+                sentence: String::new(),
+                start_state: spec.describe_state(init),
+                settled_before: 0,
+                ops: idx
+                    .iter()
+                    .map(|&o| view(spec, ops, kops, orig, o))
+                    .collect(),
+                failing: idx.iter().position(|&o| o == cert.later).unwrap_or(0),
+                sub_history_checked: false,
+                linearization: Vec::new(),
+                possible_states: Vec::new(),
+            }
+        }
+    };
+    f.sentence = sentence;
+    f.possible_states = vec![format!("version ≥ {}", cert.version_before)];
+    f
 }
