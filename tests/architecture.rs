@@ -1,5 +1,7 @@
-//! The arrows point one way: `overcast -> scenarios -> {sim, model}`;
-//! `model` never depends on `sim`, nor `sim` on `model`.
+//! The arrows point one way: `overcast -> scenarios -> {sim, model}`,
+//! `sim -> lin`; `model` never depends on `sim`, nor `sim` on `model`; `lin`
+//! (the linearizability checker) depends on no other overcast crate and not
+//! on madsim.
 
 use std::process::Command;
 
@@ -38,14 +40,21 @@ fn model_and_sim_do_not_know_each_other() {
     };
     let model = deps_of("overcast-model");
     let sim = deps_of("overcast-sim");
+    let lin = deps_of("overcast-lin");
     let scenarios = deps_of("overcast-scenarios");
     assert!(
         !model.iter().any(|d| d.starts_with("overcast")),
         "model depends on {model:?}"
     );
     assert!(
-        !sim.iter().any(|d| d.starts_with("overcast")),
+        !sim.iter()
+            .any(|d| d.starts_with("overcast") && d != "overcast-lin"),
         "sim depends on {sim:?}"
+    );
+    assert!(
+        !lin.iter()
+            .any(|d| d.starts_with("overcast") || d.starts_with("madsim")),
+        "lin depends on {lin:?}"
     );
     assert!(
         scenarios.contains(&"overcast-model".to_string())

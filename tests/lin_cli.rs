@@ -118,11 +118,15 @@ fn other_bad_inputs_are_exit_2() {
             r#"{"format":"kvhist/9","ops":[]}"#,
             "unsupported format",
         ),
-        ("noops.json", r#"{"format":"kvhist/1"}"#, "missing \"ops\""),
+        (
+            "noops.json",
+            r#"{"format":"kvhist/1"}"#,
+            "missing field `ops`",
+        ),
         (
             "badf.json",
             r#"{"ops":[{"client":0,"key":"x","f":"inc","call":0}]}"#,
-            "unknown \"f\"",
+            "ops[0].f: unknown variant `inc`",
         ),
         (
             "retcall.json",

@@ -14,8 +14,11 @@ pub mod disk;
 pub mod faults;
 pub mod floor;
 pub mod history;
-pub mod lin;
 pub mod log;
 pub mod rng;
 pub mod runner;
 pub mod world;
+
+/// The linearizability checker (the `overcast-lin` crate), re-exported so that
+/// `overcast_sim::lin::...` paths keep working.
+pub use overcast_lin as lin;

@@ -1,10 +1,10 @@
 //! Benchmarks of the linearizability checker (criterion):
-//! `cargo bench -p overcast-sim --bench lin`.
+//! `cargo bench -p overcast-lin --bench lin`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use overcast_sim::lin::gen::{bench_cases, generate};
-use overcast_sim::lin::kv::{parse_kvhist, KvHistory};
-use overcast_sim::lin::{check, Options, Verdict};
+use overcast_lin::gen::{bench_cases, generate};
+use overcast_lin::kv::{parse_kvhist, KvHistory};
+use overcast_lin::{check, Options, Verdict};
 use std::path::Path;
 use std::time::Duration;
 

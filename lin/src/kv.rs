@@ -7,8 +7,11 @@
 
 use super::spec::{Claim, Next, Spec};
 use super::Operation;
+use rustc_hash::FxHashSet;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// A value (shared, cheap to clone).
@@ -340,76 +343,163 @@ pub struct KvHistory {
     pub expected: Option<String>,
 }
 
-fn int(v: &Value) -> Option<i64> {
-    v.as_i64()
+/// The kvhist/1 document as written (strings borrowed from the text where
+/// they have no escapes).
+#[derive(Deserialize)]
+struct DocIn<'a> {
+    #[serde(default, borrow)]
+    format: Option<Cow<'a, str>>,
+    #[serde(default)]
+    meta: Option<MetaIn>,
+    #[serde(default, borrow)]
+    init: Option<BTreeMap<String, InitIn<'a>>>,
+    #[serde(borrow)]
+    ops: Vec<OpIn<'a>>,
+}
+
+/// The part of `meta` a reader looks at; the rest is free-form.
+#[derive(Deserialize)]
+struct MetaIn {
+    #[serde(default, deserialize_with = "string_or_nothing")]
+    expected: Option<String>,
+}
+
+/// One entry of `init`.
+#[derive(Deserialize)]
+struct InitIn<'a> {
+    #[serde(default, borrow)]
+    value: Option<Cow<'a, str>>,
+    #[serde(default)]
+    version: Option<u64>,
+}
+
+/// The operation names of kvhist/1.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum FIn {
+    Get,
+    Put,
+    Cas,
+    Cput,
+    Append,
+}
+
+/// One operation as written.
+#[derive(Deserialize)]
+struct OpIn<'a> {
+    #[serde(default, deserialize_with = "u64_or_nothing")]
+    id: Option<u64>,
+    client: u64,
+    #[serde(borrow)]
+    key: Cow<'a, str>,
+    f: FIn,
+    #[serde(default, borrow)]
+    value: Option<Cow<'a, str>>,
+    /// Outer `None`: absent; `Some(None)`: `null` (the key absent).
+    #[serde(default, borrow, deserialize_with = "present")]
+    expect: Option<Option<Cow<'a, str>>>,
+    #[serde(default)]
+    expect_version: Option<u64>,
+    call: i64,
+    #[serde(default)]
+    ret: Option<i64>,
+    #[serde(default, borrow)]
+    out: Option<OutIn<'a>>,
+}
+
+/// An operation's `out` as written.
+#[derive(Deserialize)]
+struct OutIn<'a> {
+    /// Outer `None`: absent; `Some(None)`: `null` (the key absent).
+    #[serde(default, borrow, deserialize_with = "present")]
+    value: Option<Option<Cow<'a, str>>>,
+    #[serde(default)]
+    version: Option<u64>,
+    #[serde(default)]
+    ok: Option<bool>,
+}
+
+/// A field that is present (possibly `null`): `Some(inner)`.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Any JSON value; `Some` only for a non-negative integer (`id` is free-form).
+fn u64_or_nothing<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        _ => None,
+    })
+}
+
+/// Any JSON value; `Some` only for a string (`meta` is free-form).
+fn string_or_nothing<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// Shares equal values (histories repeat a value in every read of it).
+#[derive(Default)]
+struct Interner(FxHashSet<Val>);
+
+impl Interner {
+    fn val(&mut self, s: &str) -> Val {
+        if let Some(v) = self.0.get(s) {
+            return v.clone();
+        }
+        let v = Val::from(s);
+        self.0.insert(v.clone());
+        v
+    }
 }
 
 /// Parses a kvhist/1 document. Never panics; the error is one line saying
-/// what is wrong and where (e.g. `ops[3]: "ret" (5) is before "call" (9)`).
+/// what is wrong and where, with the JSON path (e.g. `ops[3].out: missing
+/// field `value``, or `ops[3]: "ret" (5) is before "call" (9)`).
 pub fn parse_kvhist(text: &str) -> Result<KvHistory, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-    let top = doc.as_object().ok_or("the document is not a JSON object")?;
-    match top.get("format") {
-        None => {}
-        Some(Value::String(s)) if s == "kvhist/1" => {}
-        Some(other) => {
-            return Err(format!(
-                "unsupported format {other} (expected \"kvhist/1\")"
-            ))
+    if !text.trim_start().starts_with('{') {
+        // serde would take an array for a struct written positionally.
+        return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => "the document is not a JSON object".into(),
+            Err(e) => format!("not valid JSON: {e}"),
+        });
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let doc: DocIn<'_> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            format!("not valid JSON: {inner}")
+        } else if path == "." {
+            format!("not a kvhist/1 document: {inner}")
+        } else {
+            format!("{path}: {inner}")
+        }
+    })?;
+    de.end().map_err(|e| format!("not valid JSON: {e}"))?;
+    if let Some(f) = &doc.format {
+        if f != "kvhist/1" {
+            return Err(format!("unsupported format {f:?} (expected \"kvhist/1\")"));
         }
     }
-    let mut intern: HashMap<String, Val> = HashMap::new();
-    let mut val = |s: &str| -> Val {
-        if let Some(v) = intern.get(s) {
-            return v.clone();
-        }
-        let v: Val = Val::from(s);
-        intern.insert(s.to_string(), v.clone());
-        v
-    };
+    let mut intern = Interner::default();
     let mut track = false;
     let mut init = BTreeMap::new();
-    if let Some(iv) = top.get("init") {
-        if !iv.is_null() {
-            let io = iv.as_object().ok_or("\"init\" is not an object")?;
-            for (k, s) in io {
-                let so = s
-                    .as_object()
-                    .ok_or_else(|| format!("init[{k:?}] is not an object"))?;
-                let value = match so.get("value") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(x)) => Some(val(x)),
-                    Some(o) => {
-                        return Err(format!("init[{k:?}].value is not a string or null: {o}"))
-                    }
-                };
-                let version = match so.get("version") {
-                    None | Some(Value::Null) => 0,
-                    Some(v) => v.as_u64().ok_or_else(|| {
-                        format!("init[{k:?}].version is not a non-negative integer: {v}")
-                    })?,
-                };
-                track |= version != 0;
-                init.insert(k.clone(), KvState { value, version });
-            }
-        }
+    for (k, s) in doc.init.into_iter().flatten() {
+        let version = s.version.unwrap_or(0);
+        track |= version != 0;
+        let value = s.value.map(|v| intern.val(&v));
+        init.insert(k, KvState { value, version });
     }
-    let expected = top
-        .get("meta")
-        .and_then(|m| m.get("expected"))
-        .and_then(|e| e.as_str())
-        .map(str::to_string);
-    let arr = match top.get("ops") {
-        Some(Value::Array(a)) => a,
-        Some(_) => return Err("\"ops\" is not an array".into()),
-        None => return Err("missing \"ops\"".into()),
-    };
-    let mut ops = Vec::with_capacity(arr.len());
-    for (i, o) in arr.iter().enumerate() {
-        let o = o
-            .as_object()
-            .ok_or_else(|| format!("ops[{i}] is not an object"))?;
-        let (op, mentions) = parse_op(i, o, &mut val)?;
+    let mut ops = Vec::with_capacity(doc.ops.len());
+    for (i, o) in doc.ops.into_iter().enumerate() {
+        let (op, mentions) = op_from(i, o, &mut intern).map_err(|e| format!("ops[{i}]: {e}"))?;
         track |= mentions;
         ops.push(op);
     }
@@ -419,157 +509,104 @@ pub fn parse_kvhist(text: &str) -> Result<KvHistory, String> {
             init,
             track_versions: track,
         },
-        expected,
+        expected: doc.meta.and_then(|m| m.expected),
     })
 }
 
-fn parse_op(
+/// Checks what serde cannot (fields each operation needs, `ret` after
+/// `call`) and builds the operation; also says whether it mentions a version.
+fn op_from(
     i: usize,
-    o: &Map<String, Value>,
-    val: &mut impl FnMut(&str) -> Val,
+    o: OpIn<'_>,
+    intern: &mut Interner,
 ) -> Result<(Operation<KvInput, KvOutput>, bool), String> {
-    let field = |name: &str| o.get(name).filter(|v| !v.is_null());
-    let client = match field("client") {
-        Some(c) => c
-            .as_u64()
-            .ok_or_else(|| format!("ops[{i}]: \"client\" is not a non-negative integer: {c}"))?,
-        None => return Err(format!("ops[{i}]: missing \"client\"")),
+    let name = match o.f {
+        FIn::Get => "get",
+        FIn::Put => "put",
+        FIn::Cas => "cas",
+        FIn::Cput => "cput",
+        FIn::Append => "append",
     };
-    let key = match field("key") {
-        Some(Value::String(k)) => k.clone(),
-        Some(k) => return Err(format!("ops[{i}]: \"key\" is not a string: {k}")),
-        None => return Err(format!("ops[{i}]: missing \"key\"")),
-    };
-    let f = match field("f") {
-        Some(Value::String(f)) => f.as_str(),
-        Some(f) => return Err(format!("ops[{i}]: \"f\" is not a string: {f}")),
-        None => return Err(format!("ops[{i}]: missing \"f\"")),
-    };
-    let vres: Result<&str, String> = match field("value") {
-        Some(Value::String(v)) => Ok(v.as_str()),
-        Some(v) => Err(format!("ops[{i}]: \"value\" is not a string: {v}")),
-        None => Err(format!("ops[{i}]: {f} needs a \"value\"")),
+    let value = |intern: &mut Interner| -> Result<Val, String> {
+        match &o.value {
+            Some(v) => Ok(intern.val(v)),
+            None => Err(format!("{name} needs a \"value\"")),
+        }
     };
     let mut mentions = false;
-    let input = match f {
-        "get" => KvInput::Get,
-        "put" => KvInput::Put {
-            value: val(vres.clone()?),
+    let input = match o.f {
+        FIn::Get => KvInput::Get,
+        FIn::Put => KvInput::Put {
+            value: value(intern)?,
         },
-        "append" => KvInput::Append {
-            value: val(vres.clone()?),
+        FIn::Append => KvInput::Append {
+            value: value(intern)?,
         },
-        "cas" => {
-            let expect = match o.get("expect") {
-                None => {
-                    return Err(format!(
-                        "ops[{i}]: cas needs \"expect\" (a string, or null for absent)"
-                    ))
-                }
-                Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(val(s)),
-                Some(e) => {
-                    return Err(format!("ops[{i}]: \"expect\" is not a string or null: {e}"))
-                }
+        FIn::Cas => {
+            let Some(expect) = &o.expect else {
+                return Err("cas needs \"expect\" (a string, or null for absent)".into());
             };
             KvInput::Cas {
-                expect,
-                value: val(vres.clone()?),
+                expect: expect.as_deref().map(|e| intern.val(e)),
+                value: value(intern)?,
             }
         }
-        "cput" => {
+        FIn::Cput => {
             mentions = true;
-            let ev = match field("expect_version") {
-                Some(v) => v.as_u64().ok_or_else(|| {
-                    format!("ops[{i}]: \"expect_version\" is not a non-negative integer: {v}")
-                })?,
-                None => return Err(format!("ops[{i}]: cput needs \"expect_version\"")),
+            let Some(expect_version) = o.expect_version else {
+                return Err("cput needs \"expect_version\"".into());
             };
             KvInput::Cput {
-                expect_version: ev,
-                value: val(vres.clone()?),
+                expect_version,
+                value: value(intern)?,
             }
         }
-        other => {
-            return Err(format!(
-                "ops[{i}]: unknown \"f\" {other:?} (expected get, put, cas, cput or append)"
-            ))
-        }
     };
-    let call = match field("call") {
-        Some(c) => int(c).ok_or_else(|| format!("ops[{i}]: \"call\" is not an integer: {c}"))?,
-        None => return Err(format!("ops[{i}]: missing \"call\"")),
-    };
-    let ret = match field("ret") {
-        Some(r) => {
-            let r = int(r).ok_or_else(|| format!("ops[{i}]: \"ret\" is not an integer: {r}"))?;
-            if r < call {
-                return Err(format!(
-                    "ops[{i}]: \"ret\" ({r}) is before \"call\" ({call})"
-                ));
-            }
-            Some(r)
+    if let Some(r) = o.ret {
+        if r < o.call {
+            return Err(format!("\"ret\" ({r}) is before \"call\" ({})", o.call));
         }
+    }
+    let output = match o.out {
         None => None,
-    };
-    let output = match field("out") {
-        None => None,
-        Some(Value::Object(out)) => {
-            if ret.is_none() {
-                return Err(format!(
-                    "ops[{i}]: has \"out\" but no \"ret\" (an answered op needs its return time)"
-                ));
+        Some(out) => {
+            if o.ret.is_none() {
+                return Err(
+                    "has \"out\" but no \"ret\" (an answered op needs its return time)".into(),
+                );
             }
-            let version = match out.get("version").filter(|v| !v.is_null()) {
-                None => None,
-                Some(v) => {
-                    mentions = true;
-                    Some(v.as_u64().ok_or_else(|| {
-                        format!("ops[{i}]: out.version is not a non-negative integer: {v}")
-                    })?)
-                }
-            };
-            Some(match f {
-                "get" => {
-                    let value = match out.get("value") {
-                        None => {
-                            return Err(format!(
-                            "ops[{i}]: a get's out needs \"value\" (a string, or null for absent)"
-                        ))
-                        }
-                        Some(Value::Null) => None,
-                        Some(Value::String(s)) => Some(val(s)),
-                        Some(v) => {
-                            return Err(format!("ops[{i}]: out.value is not a string or null: {v}"))
-                        }
+            mentions |= out.version.is_some();
+            let version = out.version;
+            Some(match o.f {
+                FIn::Get => {
+                    let Some(v) = out.value else {
+                        return Err(
+                            "a get's out needs \"value\" (a string, or null for absent)".into()
+                        );
                     };
-                    KvOutput::Get { value, version }
+                    KvOutput::Get {
+                        value: v.as_deref().map(|v| intern.val(v)),
+                        version,
+                    }
                 }
-                "put" | "append" => KvOutput::Put { version },
-                _ => {
-                    let ok = match out.get("ok") {
-                        Some(Value::Bool(b)) => *b,
-                        Some(v) => return Err(format!("ops[{i}]: out.ok is not a boolean: {v}")),
-                        None => return Err(format!("ops[{i}]: a {f}'s out needs \"ok\"")),
+                FIn::Put | FIn::Append => KvOutput::Put { version },
+                FIn::Cas | FIn::Cput => {
+                    let Some(ok) = out.ok else {
+                        return Err(format!("a {name}'s out needs \"ok\""));
                     };
                     KvOutput::Cond { ok, version }
                 }
             })
         }
-        Some(v) => return Err(format!("ops[{i}]: \"out\" is not an object or null: {v}")),
-    };
-    let id = match o.get("id") {
-        Some(v) => v.as_u64().unwrap_or(i as u64),
-        None => i as u64,
     };
     Ok((
         Operation {
-            id,
-            client,
-            key,
+            id: o.id.unwrap_or(i as u64),
+            client: o.client,
+            key: o.key.into_owned(),
             input,
-            invoke: call,
-            ret,
+            invoke: o.call,
+            ret: o.ret,
             output,
         },
         mentions,
@@ -770,6 +807,45 @@ mod tests {
             let e = parse_kvhist(bad).expect_err(bad);
             assert!(!e.contains('\n') && !e.is_empty(), "{e:?}");
         }
+    }
+
+    #[test]
+    fn errors_name_the_json_path_of_the_bad_field() {
+        let no_value = r#"{"ops":[{"client":0,"key":"x","f":"get","call":0,"ret":1,"out":{}}]}"#;
+        assert_eq!(
+            parse_kvhist(no_value).expect_err("get without out.value"),
+            "ops[0]: a get's out needs \"value\" (a string, or null for absent)"
+        );
+        let bad_version = r#"{"ops":[
+            {"client":0,"key":"x","f":"put","value":"1","call":0,"ret":1,"out":{}},
+            {"client":0,"key":"x","f":"put","value":"1","call":2,"ret":3,"out":{"version":-1}}]}"#;
+        let e = parse_kvhist(bad_version).expect_err("negative version");
+        assert!(e.starts_with("ops[1].out.version: invalid value"), "{e}");
+        let no_client = r#"{"ops":[{"key":"x","f":"get","call":0}]}"#;
+        let e = parse_kvhist(no_client).expect_err("missing client");
+        assert!(e.starts_with("ops[0]: missing field `client`"), "{e}");
+        let bad_f = r#"{"ops":[{"client":0,"key":"x","f":"incr","call":0}]}"#;
+        let e = parse_kvhist(bad_f).expect_err("unknown f");
+        assert!(e.starts_with("ops[0].f: unknown variant `incr`"), "{e}");
+        let backwards = r#"{"ops":[{"client":0,"key":"x","f":"get","call":9,"ret":5}]}"#;
+        assert_eq!(
+            parse_kvhist(backwards).expect_err("ret before call"),
+            "ops[0]: \"ret\" (5) is before \"call\" (9)"
+        );
+        let other = r#"{"format":"kvhist/2","ops":[]}"#;
+        assert!(parse_kvhist(other)
+            .expect_err("format")
+            .contains("kvhist/2"));
+    }
+
+    #[test]
+    fn free_form_fields_are_ignored() {
+        let doc = r#"{"meta":{"expected":"linearizable","args":[1,2]},"ops":[
+            {"id":"a-string","client":0,"key":"x","f":"get","call":0,"ret":1,"out":{"value":null},"note":"x"}]}"#;
+        let h = parse_kvhist(doc).expect("parse");
+        assert_eq!(h.expected.as_deref(), Some("linearizable"));
+        assert_eq!(h.ops[0].id, 0);
+        assert!(!h.spec.track_versions);
     }
 
     proptest! {

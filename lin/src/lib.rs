@@ -17,7 +17,7 @@
 //! [`brute`] a brute-force reference checker, [`gen`] a history generator.
 //!
 //! ```ignore
-//! use overcast_sim::lin::{check, kv, Options, Verdict};
+//! use overcast_lin::{check, kv, Options, Verdict};
 //! let h = kv::parse_kvhist(&std::fs::read_to_string("history.json")?)?;
 //! let report = check(&h.spec, &h.ops, &Options::default());
 //! if report.verdict == Verdict::NotLinearizable {
@@ -29,7 +29,40 @@
 //! A spec of one's own implements [`Spec`] (`init`, `step`, and optionally
 //! `is_read_only`, and `version_of` + `claim` for the version-aware fast
 //! path); operations are [`Operation`]s whose `output: None` means an
-//! unknown outcome.
+//! unknown outcome. A register of integers:
+//!
+//! ```
+//! use overcast_lin::{check, Next, Operation, Options, Spec, Verdict};
+//! enum Op { Write(i64), Read }
+//! struct Register;
+//! impl Spec for Register {
+//!     type State = i64;
+//!     type Input = Op;
+//!     type Output = i64; // a read's value (a write answers 0)
+//!     fn init(&self, _key: &str) -> i64 { 0 }
+//!     fn step(&self, s: &i64, op: &Op, out: Option<&i64>) -> Next<i64> {
+//!         match op {
+//!             Op::Write(v) => Next::One(*v),
+//!             Op::Read => match out {
+//!                 Some(seen) if seen != s => Next::Illegal,
+//!                 _ => Next::One(*s),
+//!             },
+//!         }
+//!     }
+//! }
+//! # impl std::fmt::Debug for Op {
+//! #     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+//! #         match self { Op::Write(v) => write!(f, "write {v}"), Op::Read => write!(f, "read") }
+//! #     }
+//! # }
+//! let op = |id, input, invoke, ret, output| Operation {
+//!     id, client: id, key: "x".into(), input, invoke, ret: Some(ret), output: Some(output),
+//! };
+//! // The read starts after the write returned, yet sees the old value.
+//! let h = [op(0, Op::Write(1), 0, 10, 0), op(1, Op::Read, 11, 12, 0)];
+//! let report = check(&Register, &h, &Options::default());
+//! assert_eq!(report.verdict, Verdict::NotLinearizable);
+//! ```
 
 mod bits;
 pub mod brute;
@@ -75,7 +108,15 @@ pub struct Operation<I, O> {
 /// How [`check`] runs.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Give up (verdict Unknown) after this long. Default: none.
+    /// Give up (verdict Unknown) when the search of one key has taken this
+    /// many steps (spec steps and configurations expanded). Counted per key,
+    /// so the verdict and the report do not depend on the machine, its load
+    /// or `parallel`. Default: none.
+    pub max_steps: Option<u64>,
+    /// Give up (verdict Unknown) after this long. Not deterministic: the same
+    /// history may get a verdict on one machine and Unknown on a slower one;
+    /// for checking files (`overcast check --timeout`), never inside a run.
+    /// Default: none.
     pub time_budget: Option<Duration>,
     /// Give up (verdict Unknown) when the search's estimated memory exceeds
     /// this many bytes. Default: 4 GiB.
@@ -97,6 +138,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
+            max_steps: None,
             time_budget: None,
             memory_budget: 4 << 30,
             parallel: true,
@@ -107,11 +149,11 @@ impl Default for Options {
     }
 }
 
-/// The result of checking one key.
+/// The result of checking one key, and the search steps it took.
 enum KeyResult {
-    Ok,
-    Fail(Box<Failure>),
-    GaveUp(String),
+    Ok(u64),
+    Fail(Box<Failure>, u64),
+    GaveUp(String, u64),
 }
 
 const CANCELLED: &str = "cancelled";
@@ -128,7 +170,7 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
     let deadline = opts.time_budget.map(|d| start + d);
     // Group by key (a hash map for speed; sorted afterwards, so the order
     // never depends on hashing).
-    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut at: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     let mut keys: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, o) in ops.iter().enumerate() {
         let k = *at.entry(o.key.as_str()).or_insert_with(|| {
@@ -171,7 +213,7 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
                         break;
                     }
                     let r = if first_fail.load(Ordering::Relaxed) != usize::MAX {
-                        KeyResult::GaveUp(CANCELLED.into())
+                        KeyResult::GaveUp(CANCELLED.into(), 0)
                     } else {
                         run_key(ki)
                     };
@@ -187,14 +229,14 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
                 m.into_inner()
                     .ok()
                     .flatten()
-                    .unwrap_or_else(|| KeyResult::GaveUp(CANCELLED.into()))
+                    .unwrap_or_else(|| KeyResult::GaveUp(CANCELLED.into(), 0))
             })
             .collect()
     } else {
         let mut v = Vec::with_capacity(keys.len());
         for ki in 0..keys.len() {
             let r = run_key(ki);
-            let stop = matches!(r, KeyResult::Fail(_));
+            let stop = matches!(r, KeyResult::Fail(..));
             v.push(r);
             if stop {
                 break;
@@ -206,18 +248,24 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
     let mut failure = None;
     let mut unknown_reason = None;
     let mut checked = 0;
+    let mut max_key_steps = 0;
     for (ki, r) in results.into_iter().enumerate() {
         match r {
-            KeyResult::Ok => checked += 1,
-            KeyResult::Fail(f) => {
+            KeyResult::Ok(steps) => {
                 checked += 1;
+                max_key_steps = max_key_steps.max(steps);
+            }
+            KeyResult::Fail(f, steps) => {
+                checked += 1;
+                max_key_steps = max_key_steps.max(steps);
                 if failure.is_none() {
                     failure = Some(*f);
                 }
                 verdict = Verdict::NotLinearizable;
             }
-            KeyResult::GaveUp(why) if failure.is_some() || why == CANCELLED => {}
-            KeyResult::GaveUp(why) => {
+            KeyResult::GaveUp(why, _) if failure.is_some() || why == CANCELLED => {}
+            KeyResult::GaveUp(why, steps) => {
+                max_key_steps = max_key_steps.max(steps);
                 if unknown_reason.is_none() {
                     unknown_reason = Some(format!("key {:?}: {why}", keys[ki].0));
                 }
@@ -236,6 +284,7 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
         keys: keys.len(),
         keys_checked: checked,
         elapsed: start.elapsed(),
+        max_key_steps,
         unknown_reason,
         failure,
     }
@@ -292,29 +341,53 @@ fn check_key<P: Spec>(
     let init = spec.init(key);
     let limits = Limits {
         deadline,
+        max_steps: opts.max_steps,
         memory: opts.memory_budget,
         cancel: Some(cancel),
         record_paths: false,
+        prune: true,
+        stop_after: None,
         frontier_cap: opts.frontier_cap,
     };
     if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
         match versioned::decide(spec, &init, &kops) {
-            versioned::Decision::Linearizable => return KeyResult::Ok,
+            versioned::Decision::Linearizable => return KeyResult::Ok(0),
             versioned::Decision::Refuted(cert) => {
                 failed();
-                return KeyResult::Fail(Box::new(explain::from_certificate(
-                    spec, key, ops, &kops, &orig, &init, &cert, opts, deadline,
-                )));
+                return KeyResult::Fail(
+                    Box::new(explain::from_certificate(
+                        spec, key, ops, &kops, &orig, &init, &cert, opts, deadline,
+                    )),
+                    0,
+                );
             }
             versioned::Decision::Undecided => {}
         }
     }
     match search::search(spec, &init, &kops, &limits) {
-        Outcome::Ok => KeyResult::Ok,
-        Outcome::GaveUp(r) => KeyResult::GaveUp(r),
-        Outcome::Fail(info) => KeyResult::Fail(Box::new({
+        (Outcome::Ok, steps) => KeyResult::Ok(steps),
+        (Outcome::GaveUp(r), steps) => KeyResult::GaveUp(r, steps),
+        (Outcome::Fail(mut info), steps) => {
             failed();
-            explain::from_search(spec, key, ops, &kops, &orig, &init, &info, opts, deadline)
-        })),
+            if info.pruned {
+                // Pruning may name an operation that could be placed (where
+                // the last surviving configuration died): search again
+                // without it, within the explanation's budget.
+                let exact = Limits {
+                    prune: false,
+                    max_steps: Some(explain::CHECK_STEPS * 5),
+                    ..limits
+                };
+                if let (Outcome::Fail(i), _) = search::search(spec, &init, &kops, &exact) {
+                    info = i;
+                }
+            }
+            KeyResult::Fail(
+                Box::new(explain::from_search(
+                    spec, key, ops, &kops, &orig, &init, &info, opts, deadline,
+                )),
+                steps,
+            )
+        }
     }
 }

@@ -16,8 +16,9 @@
 //!   a version that a known write claims;
 //! * the search ends when the last known operation has returned.
 
-use super::bits::{Bits, FxMap};
+use super::bits::Bits;
 use super::spec::{Claim, Next, Spec};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -40,14 +41,25 @@ pub(crate) struct KOp<'a, I, O> {
 
 /// Limits of one search.
 pub(crate) struct Limits<'a> {
-    /// Give up after this instant.
+    /// Give up after this instant (not deterministic: for files only).
     pub deadline: Option<Instant>,
+    /// Give up after this many search steps (deterministic).
+    pub max_steps: Option<u64>,
     /// Give up when the estimated memory exceeds this many bytes.
     pub memory: usize,
     /// Give up when this flag is set (another key failed).
     pub cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// Record paths (for reports; slower).
     pub record_paths: bool,
+    /// Drop configurations that passed a version some pending known operation
+    /// still needs (faster; but the failure is then named where the last
+    /// such configuration died, not where an operation really cannot be
+    /// placed: explanations search without it).
+    pub prune: bool,
+    /// Stop after this operation's return (the history cut there: operations
+    /// still pending then are placed only if that helps), instead of after
+    /// the last return.
+    pub stop_after: Option<usize>,
     /// Continue depth-first once the breadth-first frontier holds more
     /// configurations than this.
     pub frontier_cap: usize,
@@ -110,14 +122,19 @@ pub(crate) struct Snapshot<S> {
 pub(crate) struct FailInfo<S> {
     /// The operation that cannot be placed before its return.
     pub op: usize,
-    /// Index of its return in the event order.
-    pub event: usize,
     /// The distinct states possible just before (at most 8).
     pub states: Vec<S>,
     /// The longest partial linearization found (when paths are recorded).
     pub longest: Vec<(usize, S)>,
-    /// The last single-configuration point before the failure.
+    /// The last single-configuration point before the failure (`event`
+    /// `usize::MAX`: the start).
     pub snapshot: Option<Snapshot<S>>,
+    /// Later points with several configurations (each snapshot one of
+    /// them), newest first, every eighth return, at most 32.
+    pub recent: Vec<Snapshot<S>>,
+    /// Whether configurations were dropped by [`Limits::prune`] before the
+    /// failure (then `op` may not be an operation that cannot be placed).
+    pub pruned: bool,
 }
 
 /// The outcome of one search.
@@ -161,13 +178,14 @@ pub(crate) fn events<I, O>(ops: &[KOp<'_, I, O>]) -> Vec<Event> {
     ev
 }
 
-/// Checks one key's operations from `init`.
+/// Checks one key's operations from `init`; also returns the number of
+/// search steps taken (spec steps and configurations expanded).
 pub(crate) fn search<P: Spec>(
     spec: &P,
     init: &P::State,
     ops: &[KOp<'_, P::Input, P::Output>],
     limits: &Limits<'_>,
-) -> Outcome<P::State> {
+) -> (Outcome<P::State>, u64) {
     let ev = events(ops);
     // A slot per pending operation, lowest free first.
     let mut free: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
@@ -190,6 +208,11 @@ pub(crate) fn search<P: Spec>(
     } else {
         Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
     }
+}
+
+/// The reason given when [`Limits::max_steps`] runs out.
+pub(crate) fn steps_exhausted(max: u64) -> String {
+    format!("step budget exhausted ({max} search steps)")
 }
 
 struct Cfg<S, B> {
@@ -261,7 +284,7 @@ struct Antichain<S, B> {
     /// The groups, in insertion order.
     groups: Vec<Group<S, B>>,
     /// An index of `groups`, built once there are more than a few.
-    index: Option<FxMap<(S, B), usize>>,
+    index: Option<FxHashMap<(S, B), usize>>,
 }
 
 impl<S: Clone + Eq + std::hash::Hash, B: Bits> Antichain<S, B> {
@@ -356,6 +379,8 @@ struct Search<'s, 'o, P: Spec, B> {
     /// Versions produced by known operations (sorted).
     produced: Vec<u64>,
     steps: u64,
+    /// Whether [`Limits::prune`] dropped a configuration.
+    pruned: bool,
     best: Path<P::State>,
 }
 
@@ -399,6 +424,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             versioned,
             produced,
             steps: 0,
+            pruned: false,
             best: None,
         }
     }
@@ -442,7 +468,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
     fn is_dead(&self, c: &Cfg<P::State, B>) -> bool {
         // Not when explaining: the failure should show at the operation
         // that really cannot be placed.
-        if !self.versioned || self.limits.record_paths {
+        if !self.versioned || !self.limits.prune {
             return false;
         }
         let Some(v) = self.spec.version_of(&c.state) else {
@@ -455,6 +481,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
     }
 
     fn over_budget(&self, configs: usize) -> Option<String> {
+        if let Some(max) = self.limits.max_steps {
+            if self.steps > max {
+                return Some(steps_exhausted(max));
+            }
+        }
         if let Some(d) = self.limits.deadline {
             if Instant::now() >= d {
                 return Some("time budget exhausted".into());
@@ -545,7 +576,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         }
     }
 
-    fn run(mut self, init: &P::State, ev: &[Event]) -> Outcome<P::State> {
+    fn run(mut self, init: &P::State, ev: &[Event]) -> (Outcome<P::State>, u64) {
+        let outcome = self.run_events(init, ev);
+        (outcome, self.steps)
+    }
+
+    fn run_events(&mut self, init: &P::State, ev: &[Event]) -> Outcome<P::State> {
         let mut frontier: Vec<Cfg<P::State, B>> = vec![Cfg {
             state: init.clone(),
             bits: B::empty(self.nslots),
@@ -560,7 +596,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let mut recent: std::collections::VecDeque<Snapshot<P::State>> =
             std::collections::VecDeque::new();
         let mut returns = 0usize;
-        let Some(last_ret) = ev.iter().rposition(|e| e.kind == 1) else {
+        let last = match self.limits.stop_after {
+            Some(x) => ev.iter().rposition(|e| e.kind == 1 && e.op as usize == x),
+            None => ev.iter().rposition(|e| e.kind == 1),
+        };
+        let Some(last_ret) = last else {
             return Outcome::Ok;
         };
         for (ei, &e) in ev[..=last_ret].iter().enumerate() {
@@ -587,18 +627,20 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     Err(Some(r)) => return Outcome::GaveUp(r),
                 };
             if next.is_empty() {
-                // The most recent exact snapshot, unless it is far back.
-                let snapshot = match (snapshot, recent.pop_front()) {
-                    (Some(s), Some(r)) if s.event != usize::MAX && s.event >= r.event => Some(s),
-                    (_, Some(r)) => Some(r),
-                    (s, None) => s,
-                };
+                let recent = recent
+                    .into_iter()
+                    .rev()
+                    .filter(|r| {
+                        !matches!(&snapshot, Some(s) if s.event != usize::MAX && s.event >= r.event)
+                    })
+                    .collect();
                 return Outcome::Fail(Box::new(FailInfo {
                     op: x,
-                    event: ei,
                     states: distinct_states(&frontier),
                     longest: path_vec(&self.best),
                     snapshot,
+                    recent,
+                    pruned: self.pruned,
                 }));
             }
             if self.debug {
@@ -635,7 +677,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 };
                 if returns & 7 == 0 {
                     recent.push_back(snap.clone());
-                    if recent.len() > 3 {
+                    if recent.len() > 32 {
                         recent.pop_front();
                     }
                 }
@@ -665,6 +707,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let mut iter = 0u64;
         while let Some((e0, mut cfg)) = stack.pop() {
             iter += 1;
+            self.steps += 1;
             if iter & 255 == 0 {
                 if let Some(r) = self.over_budget(stack.len() + seen.len()) {
                     return Outcome::GaveUp(r);
@@ -733,10 +776,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let (r, states) = deepest.unwrap_or((at, Vec::new()));
         Outcome::Fail(Box::new(FailInfo {
             op: ev[r.min(ev.len() - 1)].op as usize,
-            event: r,
             states,
             longest: path_vec(&self.best),
             snapshot: None,
+            recent: Vec::new(),
+            pruned: self.pruned,
         }))
     }
 
@@ -812,6 +856,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 qi += 1;
                 continue;
             }
+            self.steps += 1;
             let (state, bits, path) = {
                 let c = &queue[qi];
                 (c.state.clone(), c.bits.clone(), c.path.clone())
@@ -858,6 +903,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     };
                     self.normalize(&mut nc);
                     if self.is_dead(&nc) {
+                        self.pruned = true;
                         continue;
                     }
                     if nc.bits.get(slot) {

@@ -297,7 +297,7 @@ fn inject_stale_read(drafts: &mut [Draft], versions: bool) -> Option<usize> {
 }
 
 /// The history shapes of the checker's performance targets, by name: the
-/// criterion bench (`sim/benches/lin.rs`) and the kvhist writer in the tests
+/// criterion bench (`lin/benches/lin.rs`) and the kvhist writer in the tests
 /// both take them from here.
 pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
     [
@@ -341,8 +341,8 @@ pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lin::kv::{parse_kvhist, to_kvhist};
-    use crate::lin::{check, Options, Verdict};
+    use crate::kv::{parse_kvhist, to_kvhist};
+    use crate::{check, Options, Verdict};
 
     #[test]
     fn generated_round_trips_through_kvhist() {

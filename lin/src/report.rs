@@ -45,7 +45,7 @@ pub struct OpView {
     pub invoke: i64,
     /// Return time (`None`: never returned, or outcome unknown).
     pub ret: Option<i64>,
-    /// What it did, in words ([`crate::lin::Spec::describe_op`]).
+    /// What it did, in words ([`crate::Spec::describe_op`]).
     pub text: String,
 }
 
@@ -54,7 +54,7 @@ pub struct OpView {
 pub struct Step {
     /// Index into [`Failure::ops`].
     pub op: usize,
-    /// The state after it ([`crate::lin::Spec::describe_state`]).
+    /// The state after it ([`crate::Spec::describe_state`]).
     pub state: String,
 }
 
@@ -71,10 +71,15 @@ pub struct Failure {
     /// How many operations of the key were settled before the sub-history.
     pub settled_before: usize,
     /// A small failing sub-history, by invocation time: from `start_state`,
-    /// these operations have no linearization.
+    /// these operations have no linearization (when `sub_history_checked`).
     pub ops: Vec<OpView>,
     /// Index into `ops` of the operation that cannot be placed.
     pub failing: usize,
+    /// Whether `ops` was re-checked: a search of it from `start_state`, cut
+    /// at the failing operation's return, fails at that operation. False when
+    /// the explanation's step budget ran out first (or none was asked for):
+    /// `ops` then only names the operations involved.
+    pub sub_history_checked: bool,
     /// The longest partial linearization found for the sub-history.
     pub linearization: Vec<Step>,
     /// The states the key may be in just before the failing operation must
@@ -82,7 +87,7 @@ pub struct Failure {
     pub possible_states: Vec<String>,
 }
 
-/// The result of [`crate::lin::check`].
+/// The result of [`crate::check`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// The verdict.
@@ -95,6 +100,10 @@ pub struct Report {
     pub keys_checked: usize,
     /// Wall time taken.
     pub elapsed: Duration,
+    /// The most search steps one key's check took (compare with
+    /// [`crate::Options::max_steps`]; 0 when the version-aware path decided
+    /// every key).
+    pub max_key_steps: u64,
     /// Why the verdict is Unknown.
     pub unknown_reason: Option<String>,
     /// For a history that is not linearizable: why.
@@ -141,17 +150,24 @@ impl Report {
         }
         if let Some(f) = &self.failure {
             let _ = writeln!(s, "  key {:?}: {}", f.key, f.sentence);
-            let _ = writeln!(
-                s,
-                "  failing sub-history ({} ops, starting from {}{}):",
-                f.ops.len(),
-                f.start_state,
-                if f.settled_before > 0 {
-                    format!(", after {} settled ops", f.settled_before)
-                } else {
-                    String::new()
-                }
-            );
+            if f.sub_history_checked {
+                let _ = writeln!(
+                    s,
+                    "  failing sub-history ({} ops, starting from {}{}):",
+                    f.ops.len(),
+                    f.start_state,
+                    if f.settled_before > 0 {
+                        format!(", after {} settled ops", f.settled_before)
+                    } else {
+                        String::new()
+                    }
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "  operations involved (no failing sub-history was confirmed within the explanation's budget):"
+                );
+            }
             for (i, o) in f.ops.iter().enumerate() {
                 let _ = writeln!(
                     s,
@@ -235,17 +251,21 @@ impl Report {
                 esc(&f.key),
                 esc(&f.sentence)
             );
-            let _ = write!(
-                h,
-                "<p class=\"figs\">Failing sub-history: {} operations, starting from state <code>{}</code>{}.</p>",
-                f.ops.len(),
-                esc(&f.start_state),
-                if f.settled_before > 0 {
-                    format!(", after {} earlier operations", f.settled_before)
-                } else {
-                    String::new()
-                }
-            );
+            if f.sub_history_checked {
+                let _ = write!(
+                    h,
+                    "<p class=\"figs\">Failing sub-history: {} operations, starting from state <code>{}</code>{}.</p>",
+                    f.ops.len(),
+                    esc(&f.start_state),
+                    if f.settled_before > 0 {
+                        format!(", after {} earlier operations", f.settled_before)
+                    } else {
+                        String::new()
+                    }
+                );
+            } else {
+                h.push_str("<p class=\"figs\">Operations involved (no failing sub-history was confirmed within the explanation's budget).</p>");
+            }
             timeline(&mut h, f);
             let _ = write!(
                 h,

@@ -69,8 +69,8 @@ fn rec<P: Spec>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lin::gen::{generate, GenOptions};
-    use crate::lin::{check, Options, Verdict};
+    use crate::gen::{generate, GenOptions};
+    use crate::{check, Options, Verdict};
 
     #[test]
     fn breadth_first_depth_first_and_brute_force_agree_on_small_generated_histories() {

@@ -1,0 +1,588 @@
+//! Turning a failed search (or a version certificate) into a [`Failure`]: a
+//! small failing sub-history, re-checked before it is printed, the longest
+//! partial linearization, and a sentence that holds of the full history.
+//!
+//! The named operation is the one the search of the full history could not
+//! place before its return. The sub-history starts from a configuration the
+//! search passed through, holds the named operation, and is cut at its
+//! return: a search of it (without pruning) must fail exactly there. It is
+//! then shrunk (delta debugging: chunks, then single operations) as long as
+//! that stays true, so it never loses an operation the failure depends on.
+//! Every search here is bounded in steps, never in seconds, so the same
+//! history always gets the same report (a time budget, when one is given,
+//! may only cut the shrinking short).
+
+use super::report::{Failure, OpView, Step};
+use super::search::{self, FailInfo, KOp, Limits, Outcome, Snapshot};
+use super::spec::{Claim, Spec};
+use super::versioned::Certificate;
+use super::{Operation, Options};
+use std::time::Instant;
+
+/// Steps for one re-check of a candidate sub-history.
+pub(crate) const CHECK_STEPS: u64 = 2_000_000;
+/// Steps for all the shrinking of one failure.
+const SHRINK_STEPS: u64 = 20_000_000;
+/// Candidate sub-histories tried while shrinking one failure.
+const SHRINK_TRIES: usize = 2_000;
+
+fn copy<'a, I, O>(k: &KOp<'a, I, O>) -> KOp<'a, I, O> {
+    KOp {
+        input: k.input,
+        output: k.output,
+        call: k.call,
+        ret: k.ret,
+        read_only: k.read_only,
+        claim: k.claim,
+    }
+}
+
+/// What a search of a sub-history cut at the named operation's return says.
+enum Cut<S> {
+    /// It fails exactly at the named operation.
+    FailsAt(Box<FailInfo<S>>),
+    /// It is linearizable, or fails at another operation.
+    Other,
+    /// The budget ran out.
+    Unknown,
+}
+
+/// The budget of one explanation.
+struct Budget {
+    steps: u64,
+    tries: usize,
+    deadline: Option<Instant>,
+}
+
+impl Budget {
+    fn left(&self) -> bool {
+        self.steps > 0 && self.tries > 0 && !matches!(self.deadline, Some(d) if Instant::now() >= d)
+    }
+}
+
+/// Searches `w` (indices into `kops`, in increasing order) from `start`, cut
+/// at the return of `x` (a member of `w`), without pruning.
+#[allow(clippy::too_many_arguments)]
+fn cut_check<P: Spec>(
+    spec: &P,
+    start: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    w: &[usize],
+    x: usize,
+    opts: &Options,
+    budget: &mut Budget,
+    paths: bool,
+) -> Cut<P::State> {
+    let Ok(xi) = w.binary_search(&x) else {
+        return Cut::Other;
+    };
+    let sub: Vec<KOp<'_, P::Input, P::Output>> = w.iter().map(|&o| copy(&kops[o])).collect();
+    let limits = Limits {
+        deadline: budget.deadline,
+        max_steps: Some(budget.steps.min(CHECK_STEPS)),
+        memory: opts.memory_budget,
+        cancel: None,
+        record_paths: paths,
+        prune: false,
+        stop_after: Some(xi),
+        frontier_cap: opts.frontier_cap,
+    };
+    let (outcome, steps) = search::search(spec, start, &sub, &limits);
+    budget.steps = budget.steps.saturating_sub(steps.max(1));
+    budget.tries = budget.tries.saturating_sub(1);
+    match outcome {
+        Outcome::Fail(f) if f.op == xi => Cut::FailsAt(f),
+        Outcome::GaveUp(_) => Cut::Unknown,
+        _ => Cut::Other,
+    }
+}
+
+/// Whether `o`, applied to `start`, leads to a state where `x` (which is not
+/// possible in `start`) is possible: a write producing what `x` needs. The
+/// report keeps such writes, so that it shows why they do not help rather
+/// than a start state in which `x` trivially fails.
+fn gives_what_x_needs<P: Spec>(
+    spec: &P,
+    start: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    o: usize,
+    x: usize,
+) -> bool {
+    let (a, b) = (&kops[o], &kops[x]);
+    if o == x || a.read_only || spec.step(start, b.input, b.output).is_legal() {
+        return false;
+    }
+    let mut gives = false;
+    spec.step(start, a.input, a.output).for_each(|s| {
+        gives |= spec.step(&s, b.input, b.output).is_legal();
+    });
+    gives
+}
+
+/// Shrinks `w` (which fails at `x`) by delta debugging while it keeps failing
+/// at `x`: complements of chunks first, then single operations; `x` and the
+/// writes that give what it needs ([`gives_what_x_needs`]) stay. With budget
+/// to spare, the result is 1-minimal: removing any other one operation makes
+/// it linearizable up to `x`'s return, or fail elsewhere.
+#[allow(clippy::too_many_arguments)]
+fn shrink<P: Spec>(
+    spec: &P,
+    start: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    mut w: Vec<usize>,
+    x: usize,
+    opts: &Options,
+    budget: &mut Budget,
+) -> Vec<usize> {
+    let kept: Vec<usize> = w
+        .iter()
+        .copied()
+        .filter(|&o| gives_what_x_needs(spec, start, kops, o, x))
+        .collect();
+    let mut parts = 2usize;
+    loop {
+        let others: Vec<usize> = w
+            .iter()
+            .copied()
+            .filter(|&o| o != x && kept.binary_search(&o).is_err())
+            .collect();
+        if others.is_empty() || !budget.left() {
+            return w;
+        }
+        let parts_now = parts.min(others.len());
+        let chunk = others.len().div_ceil(parts_now);
+        let mut removed = false;
+        for c in others.chunks(chunk) {
+            if !budget.left() {
+                return w;
+            }
+            let trial: Vec<usize> = w
+                .iter()
+                .copied()
+                .filter(|o| c.binary_search(o).is_err())
+                .collect();
+            if let Cut::FailsAt(_) = cut_check(spec, start, kops, &trial, x, opts, budget, false) {
+                w = trial;
+                removed = true;
+                break;
+            }
+        }
+        if removed {
+            parts = parts.saturating_sub(1).max(2);
+        } else if chunk == 1 {
+            return w;
+        } else {
+            parts = (parts * 2).min(others.len());
+        }
+    }
+}
+
+/// A confirmed failing sub-history: its operations (indices into the key's
+/// operations, increasing), its start, and the final search's findings.
+struct Explained<S> {
+    ops: Vec<usize>,
+    start: S,
+    start_note: Option<usize>,
+    settled_before: usize,
+    info: Box<FailInfo<S>>,
+}
+
+/// Finds, checks and shrinks a failing sub-history around `x` from one of
+/// the starts offered (tried in order), within one budget.
+fn explain_window<P: Spec>(
+    spec: &P,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    starts: Vec<Start<P::State>>,
+    x: usize,
+    opts: &Options,
+    deadline: Option<Instant>,
+) -> Option<Explained<P::State>> {
+    let mut budget = Budget {
+        steps: SHRINK_STEPS,
+        tries: SHRINK_TRIES,
+        deadline,
+    };
+    // Starts whose window holds a write giving what x needs first: the
+    // report then shows why that write does not help.
+    let (mut starts, rest): (Vec<_>, Vec<_>) = starts.into_iter().partition(|st| {
+        st.window
+            .iter()
+            .any(|&o| gives_what_x_needs(spec, &st.state, kops, o, x))
+    });
+    starts.extend(rest);
+    for st in starts {
+        let w = st.window;
+        match cut_check(spec, &st.state, kops, &w, x, opts, &mut budget, false) {
+            Cut::FailsAt(_) => {}
+            Cut::Other | Cut::Unknown => continue,
+        }
+        let w = shrink(spec, &st.state, kops, w, x, opts, &mut budget);
+        // The final search records the longest partial linearization; it
+        // is the same search as the last successful check, so it fails at x
+        // again (given steps for it whatever the shrinking left).
+        let mut last = Budget {
+            steps: CHECK_STEPS,
+            tries: 1,
+            deadline: None,
+        };
+        if let Cut::FailsAt(info) = cut_check(spec, &st.state, kops, &w, x, opts, &mut last, true) {
+            return Some(Explained {
+                ops: w,
+                start: st.state,
+                start_note: (st.of > 1).then_some(st.of),
+                settled_before: st.settled,
+                info,
+            });
+        }
+    }
+    None
+}
+
+/// A place to start a sub-history from.
+struct Start<S> {
+    state: S,
+    /// Configurations possible there (1: every linearization agreed).
+    of: usize,
+    /// The key's operations not settled there that were invoked before the
+    /// named operation returned (increasing).
+    window: Vec<usize>,
+    /// How many operations invoked before that return were settled there.
+    settled: usize,
+}
+
+/// The starts a failed search offers for an explanation of the failure at
+/// `x`: the last single configuration, later ones (newest first), the start.
+fn starts<P: Spec>(
+    kops: &[KOp<'_, P::Input, P::Output>],
+    init: &P::State,
+    info: &FailInfo<P::State>,
+    x: usize,
+) -> Vec<Start<P::State>> {
+    let n = kops.len();
+    let ev = search::events(kops);
+    let mut call_pos = vec![0usize; n];
+    let mut ret_pos = vec![usize::MAX; n];
+    for (i, e) in ev.iter().enumerate() {
+        if e.kind == 0 {
+            call_pos[e.op as usize] = i;
+        } else {
+            ret_pos[e.op as usize] = i;
+        }
+    }
+    let cut = ret_pos[x];
+    let before: Vec<usize> = (0..n).filter(|&o| call_pos[o] < cut).collect();
+    let from = |s: &Snapshot<P::State>| -> Start<P::State> {
+        let window: Vec<usize> = before
+            .iter()
+            .copied()
+            .filter(|&o| (s.event == usize::MAX || ret_pos[o] > s.event) && !s.placed.contains(&o))
+            .collect();
+        Start {
+            state: s.state.clone(),
+            of: s.of,
+            settled: before.len() - window.len(),
+            window,
+        }
+    };
+    // A point where every linearization agreed makes the stronger report;
+    // later ones with several configurations, smaller windows.
+    let mut out = Vec::new();
+    if let Some(s) = &info.snapshot {
+        if s.event != usize::MAX {
+            out.push(from(s));
+        }
+    }
+    out.extend(info.recent.iter().map(from));
+    out.push(Start {
+        state: init.clone(),
+        of: 1,
+        settled: 0,
+        window: before,
+    });
+    out
+}
+
+/// Builds the failure report from a failed search over the key's operations.
+/// `exact`: the search that found `info` pruned nothing, so `info.op` really
+/// cannot be placed before its return (otherwise the sentence says less).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn from_search<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    init: &P::State,
+    info: &FailInfo<P::State>,
+    opts: &Options,
+    deadline: Option<Instant>,
+) -> Failure {
+    let x = info.op;
+    let exact = !info.pruned;
+    let found = if opts.explain {
+        explain_window(
+            spec,
+            kops,
+            starts::<P>(kops, init, info, x),
+            x,
+            opts,
+            deadline,
+        )
+    } else {
+        None
+    };
+    let xo = &kops[x];
+    let xv = view(spec, ops, kops, orig, x);
+    let need = xo
+        .output
+        .and_then(|out| spec.describe_need(xo.input, out))
+        .unwrap_or_else(|| "a state in which its output is possible".to_string());
+    let state_words: Vec<String> = info.states.iter().map(|s| spec.describe_state(s)).collect();
+    let sentence = format!(
+        "operation #{} by client {} ({}, {}) cannot be placed before it returns: it needs {}, but no order of the operations invoked before its return {}reaches such a state (the key is then in {}, and no pending operation leads from there to what it needs).",
+        xv.id,
+        xv.client,
+        xv.text,
+        interval_words(&xv),
+        need,
+        if exact {
+            ""
+        } else {
+            "that leaves every pending operation a version it can still take effect at "
+        },
+        if state_words.is_empty() {
+            "no possible state".to_string()
+        } else {
+            join_or(&state_words)
+        }
+    );
+    let mut f = match found {
+        Some(e) => failure_of(spec, key, ops, kops, orig, x, e),
+        None => unchecked(spec, key, ops, kops, orig, init, x),
+    };
+    f.sentence = sentence;
+    f.possible_states = state_words;
+    f
+}
+
+/// The report's sub-history part from a confirmed explanation.
+fn failure_of<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    x: usize,
+    e: Explained<P::State>,
+) -> Failure {
+    // Shown by invocation time; the search saw them in `e.ops` order.
+    let mut shown: Vec<usize> = (0..e.ops.len()).collect();
+    shown.sort_by_key(|&i| (kops[e.ops[i]].call, e.ops[i]));
+    let mut at = vec![0usize; e.ops.len()];
+    for (pos, &i) in shown.iter().enumerate() {
+        at[i] = pos;
+    }
+    let views: Vec<OpView> = shown
+        .iter()
+        .map(|&i| view(spec, ops, kops, orig, e.ops[i]))
+        .collect();
+    let failing = shown.iter().position(|&i| e.ops[i] == x).unwrap_or(0);
+    Failure {
+        key: key.to_string(),
+        sentence: String::new(),
+        start_state: match e.start_note {
+            Some(of) => format!(
+                "{} (one of {of} configurations possible at that point)",
+                spec.describe_state(&e.start)
+            ),
+            None => spec.describe_state(&e.start),
+        },
+        settled_before: e.settled_before,
+        ops: views,
+        failing,
+        sub_history_checked: true,
+        linearization: e
+            .info
+            .longest
+            .iter()
+            .map(|(op, s)| Step {
+                op: at[*op],
+                state: spec.describe_state(s),
+            })
+            .collect(),
+        possible_states: Vec::new(),
+    }
+}
+
+/// The report's sub-history part when no failing sub-history was confirmed
+/// within the budget (or none was asked for): the named operation alone.
+fn unchecked<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    init: &P::State,
+    x: usize,
+) -> Failure {
+    Failure {
+        key: key.to_string(),
+        sentence: String::new(),
+        start_state: spec.describe_state(init),
+        settled_before: 0,
+        ops: vec![view(spec, ops, kops, orig, x)],
+        failing: 0,
+        sub_history_checked: false,
+        linearization: Vec::new(),
+        possible_states: Vec::new(),
+    }
+}
+
+fn join_or(v: &[String]) -> String {
+    if v.len() <= 4 {
+        v.join(" or ")
+    } else {
+        format!("{} or … ({} states)", v[..4].join(" or "), v.len())
+    }
+}
+
+fn interval_words(v: &OpView) -> String {
+    match v.ret {
+        Some(r) => format!("invoked at {}, returned at {}", v.invoke, r),
+        None => format!("invoked at {}, no response", v.invoke),
+    }
+}
+
+fn view<P: Spec>(
+    spec: &P,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    k: usize,
+) -> OpView {
+    let o = &ops[orig[k]];
+    OpView {
+        id: o.id,
+        client: o.client,
+        invoke: o.invoke,
+        ret: kops[k].ret.filter(|&r| r != i64::MAX),
+        text: spec.describe_op(&o.input, o.output.as_ref()),
+    }
+}
+
+/// Builds the failure report from a version certificate. The sentence is the
+/// certificate's (true of the full history by construction); the
+/// sub-history is searched for from a state the greedy witness reaches at
+/// the version the later operation needs, and shown only if a search of it
+/// fails at that operation. Otherwise the two certificate operations are
+/// shown, unchecked as a sub-history.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn from_certificate<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    init: &P::State,
+    cert: &Certificate,
+    opts: &Options,
+    deadline: Option<Instant>,
+) -> Failure {
+    let mut found = None;
+    if opts.explain {
+        // Any sub-history holding both certificate operations, started at a
+        // version no later than the one `later` needs, fails too: search a
+        // window from a state the greedy witness reaches at that version.
+        let c = cert.version_needed;
+        if let Some(at) = super::versioned::state_at(spec, init, kops, c) {
+            let b = &kops[cert.later];
+            let t_end = b.ret.unwrap_or(i64::MAX);
+            let mut t0 = b.call;
+            if let Some(a) = cert.earlier {
+                t0 = t0.min(kops[a].call);
+            }
+            for o in kops {
+                if o.output.is_some() && o.claim == Claim::Produced(c + 1) {
+                    t0 = t0.min(o.call);
+                }
+            }
+            let horizon = t0.saturating_sub(t_end.saturating_sub(t0).saturating_mul(4));
+            let keep = |i: usize| -> bool {
+                let o = &kops[i];
+                if i == cert.later || Some(i) == cert.earlier {
+                    return true;
+                }
+                if o.call > t_end {
+                    return false;
+                }
+                let end = o.ret.unwrap_or(i64::MAX);
+                match (o.output.is_some(), o.claim) {
+                    (true, Claim::Produced(v)) => v > c,
+                    (true, Claim::At(v)) => v >= c,
+                    (true, Claim::None) => end >= t0 && !at.used[i],
+                    // Unknown outcomes not used to reach version c may
+                    // still take effect (the recent ones are shown; leaving
+                    // optional operations out keeps the window failing).
+                    (false, _) => !at.used[i] && o.call >= horizon,
+                }
+            };
+            let window: Vec<usize> = (0..kops.len()).filter(|&i| keep(i)).collect();
+            let settled = window.len();
+            let start = Start {
+                state: at.state,
+                of: 1,
+                settled: kops.len() - settled,
+                window,
+            };
+            found = explain_window(spec, kops, vec![start], cert.later, opts, deadline);
+        }
+    }
+    let b = view(spec, ops, kops, orig, cert.later);
+    let why = match cert.earlier {
+        Some(a) => {
+            let av = view(spec, ops, kops, orig, a);
+            format!(
+                "operation #{} ({}, returned at {}) had already left the key at version {} before it was invoked at {}; versions never go back",
+                av.id,
+                av.text,
+                av.ret.map_or("?".to_string(), |r| r.to_string()),
+                cert.version_before,
+                b.invoke
+            )
+        }
+        None => format!("the key starts at version {}", cert.version_before),
+    };
+    let sentence = format!(
+        "operation #{} by client {} ({}, {}) cannot be placed: it needs version {}, but {}.",
+        b.id,
+        b.client,
+        b.text,
+        interval_words(&b),
+        cert.version_needed,
+        why
+    );
+    let mut f = match found {
+        Some(e) => failure_of(spec, key, ops, kops, orig, cert.later, e),
+        None => {
+            let mut idx: Vec<usize> = cert.earlier.into_iter().chain([cert.later]).collect();
+            idx.sort_by_key(|&o| (kops[o].call, o));
+            Failure {
+                key: key.to_string(),
+                sentence: String::new(),
+                start_state: spec.describe_state(init),
+                settled_before: 0,
+                ops: idx
+                    .iter()
+                    .map(|&o| view(spec, ops, kops, orig, o))
+                    .collect(),
+                failing: idx.iter().position(|&o| o == cert.later).unwrap_or(0),
+                sub_history_checked: false,
+                linearization: Vec::new(),
+                possible_states: Vec::new(),
+            }
+        }
+    };
+    f.sentence = sentence;
+    f.possible_states = vec![format!("version ≥ {}", cert.version_before)];
+    f
+}
