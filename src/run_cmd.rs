@@ -19,7 +19,7 @@ use std::time::Instant;
 /// Arguments of `overcast run`.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The scenario (`overcast bugs --list` and the README list them; `occ`).
+    /// The scenario: a registered name such as `occ` (the README lists them).
     pub scenario: String,
     /// The seed.
     #[arg(long, default_value_t = 0)]
@@ -460,12 +460,10 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         } else {
             let replay = h
                 .seed
-                .map(|s| {
-                    format!(
-                        "cargo run --release -- run {} --seed {s} --bug {}",
-                        def.name(),
-                        b.name
-                    )
+                .map(|seed| {
+                    let mut s = Scenario::new(def, seed);
+                    s.bugs = vec![b.name.to_string()];
+                    run_command(&s)
                 })
                 .unwrap_or_else(|| "-".into());
             println!(
