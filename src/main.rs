@@ -22,6 +22,8 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Run scenarios over a range of seeds on all cores; failures are saved for replay.
     Sweep(run_cmd::SweepArgs),
+    /// Join the results of sharded sweeps (`sweep --out`) into one summary and failure list.
+    Merge(run_cmd::MergeArgs),
     /// Replay a saved scenario (a failure file or a scenario file) exactly.
     Replay(run_cmd::ReplayArgs),
     /// Shrink a failing scenario to the smallest one that still fails the same way.
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run_cmd::run(&args),
         Command::Sweep(args) => run_cmd::sweep(&args),
+        Command::Merge(args) => run_cmd::merge(&args),
         Command::Replay(args) => run_cmd::replay(&args),
         Command::Shrink(args) => run_cmd::shrink(&args),
         Command::Bugs(args) => run_cmd::bugs(&args),

@@ -60,6 +60,31 @@ pub struct SweepArgs {
     /// Switch on a seeded bug (repeatable).
     #[arg(long = "bug")]
     pub bugs: Vec<String>,
+    /// Run only the K-th of N disjoint shards of the seeds (1 <= K <= N), e.g.
+    /// `--shard 3/16` on the third of sixteen machines.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Write one JSON line per seed (scenario, seed, outcome, property, trace
+    /// hash, seconds, saved file) to DIR/results-*.jsonl, and save failures
+    /// under DIR/failures instead of target/overcast/failures.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Run fresh seeds until this much wall time is up (e.g. 90s, 10m, 2h;
+    /// shared equally by the scenarios), instead of `--seeds`.
+    #[arg(long = "for", value_name = "DURATION")]
+    pub for_time: Option<String>,
+    /// With `--for`: the first seed, or `random` (the seed chosen is printed,
+    /// so the run can be repeated). Default 0.
+    #[arg(long, value_name = "N|random", default_value = "0")]
+    pub seed_from: String,
+}
+
+/// Arguments of `overcast merge`.
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Folders written by `overcast sweep --out` (one per shard).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
 }
 
 /// Arguments of `overcast replay`.
@@ -179,18 +204,31 @@ fn header(def: &dyn DynScenario, s: &Scenario) -> String {
     )
 }
 
-fn report_failure(r: &RunResult) {
-    match save_failure(r, Path::new(FAILURE_DIR)) {
+fn report_failure(r: &RunResult) -> Option<PathBuf> {
+    report_failure_in(r, Path::new(FAILURE_DIR))
+}
+
+/// Saves a run that did not pass under `dir` and prints where; returns the saved file.
+fn report_failure_in(r: &RunResult, dir: &Path) -> Option<PathBuf> {
+    let saved = match save_failure(r, dir) {
         Ok(files) => {
             println!("saved   {}", files.run.display());
             if let Some(html) = &files.html {
                 println!("report  {}", html.display());
             }
             println!("replay  {}", replay_command(&files.run));
+            Some(files.run)
         }
-        Err(e) => eprintln!("overcast: could not save the failure under {FAILURE_DIR}: {e}"),
-    }
+        Err(e) => {
+            eprintln!(
+                "overcast: could not save the failure under {}: {e}",
+                dir.display()
+            );
+            None
+        }
+    };
     println!("rerun   {}", run_command(&r.scenario));
+    saved
 }
 
 /// The run's summary, and the checkers' explanations when there are any.
@@ -328,11 +366,50 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     shrunk.run.outcome.exit_code()
 }
 
+/// The seed to start from: a number, or `random` (drawn from the wall clock
+/// outside any simulation, and printed).
+fn seed_from(text: &str) -> Result<u64, String> {
+    if text == "random" {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        // Keep it short enough to type; any u64 would do.
+        return Ok(overcast_sim::rng::fnv1a(&nanos.to_le_bytes()) % 1_000_000_000);
+    }
+    text.parse()
+        .map_err(|_| format!("--seed-from takes a number or `random` (got '{text}')"))
+}
+
 /// `overcast sweep`.
 pub fn sweep(args: &SweepArgs) -> u8 {
-    let seeds = match parse_seeds(&args.seeds) {
+    let budget = match &args.for_time {
+        Some(t) => match humantime::parse_duration(t) {
+            Ok(d) if !d.is_zero() => Some(d),
+            _ => {
+                return bad_input(format!(
+                    "--for takes a duration such as 90s, 10m or 2h (got '{t}')"
+                ))
+            }
+        },
+        None => None,
+    };
+    let seeds = match (budget, parse_seeds(&args.seeds)) {
+        (Some(_), _) => Vec::new(),
+        (None, Ok(s)) => s,
+        (None, Err(e)) => return bad_input(e),
+    };
+    let first_seed = match seed_from(&args.seed_from) {
         Ok(s) => s,
         Err(e) => return bad_input(e),
+    };
+    let shard = match args
+        .shard
+        .as_deref()
+        .map(overcast_scenarios::sweep::parse_shard)
+    {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => return bad_input(e),
     };
     let names: Vec<&str> = if args.scenario == "all" {
         SCENARIOS.iter().map(|d| d.name()).collect()
@@ -346,33 +423,85 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             Err(e) => return bad_input(e),
         }
     }
+    let failure_dir = match &args.out {
+        Some(dir) => {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                return bad_input(format!("cannot create {}: {e}", dir.display()));
+            }
+            dir.join("failures")
+        }
+        None => PathBuf::from(FAILURE_DIR),
+    };
     let opts = SweepOptions {
         jobs: args.jobs.unwrap_or(SweepOptions::default().jobs).max(1),
         ..SweepOptions::default()
     };
     let mut worst = Outcome::Passed;
+    let scenario_count = defs.len() as u32;
     for def in defs {
         let name = def.name();
-        let first = seeds[0];
-        let last = seeds[seeds.len() - 1];
-        println!(
-            "overcast: sweep {name} seeds {first}..={last} ({} seeds), {} jobs, swarm={}, determinism check={}, bugs=[{}]",
-            seeds.len(),
-            opts.jobs,
-            args.swarm,
-            args.check_determinism,
-            args.bugs.join(",")
-        );
         let started = Instant::now();
         let make = |seed: u64| {
             scenario_for(name, seed, &args.bugs, args.swarm)
                 .expect("validated above")
                 .1
         };
-        let results = sweep_scenario(def, &seeds, &opts, make, args.check_determinism);
+        let shard_of = |s: Vec<u64>| match shard {
+            Some((k, n)) => overcast_scenarios::sweep::shard(&s, k, n),
+            None => s,
+        };
+        let what = match budget {
+            Some(b) => format!(
+                "for {} from seed {first_seed}",
+                humantime::format_duration(b / scenario_count)
+            ),
+            None => format!(
+                "seeds {}..={} ({} seeds)",
+                seeds[0],
+                seeds[seeds.len() - 1],
+                seeds.len()
+            ),
+        };
+        println!(
+            "overcast: sweep {name} {what}{}, {} jobs, swarm={}, determinism check={}, bugs=[{}]",
+            shard.map_or(String::new(), |(k, n)| format!(", shard {k}/{n}")),
+            opts.jobs,
+            args.swarm,
+            args.check_determinism,
+            args.bugs.join(",")
+        );
+        let mut results = Vec::new();
+        match budget {
+            None => {
+                let mine = shard_of(seeds.clone());
+                results = sweep_scenario(def, &mine, &opts, make, args.check_determinism);
+            }
+            Some(b) => {
+                // Chunks of fresh seeds until this scenario's share of the time is up.
+                let share = b / scenario_count;
+                let chunk = opts.jobs as u64 * 8;
+                let mut next = first_seed;
+                let quiet = SweepOptions {
+                    progress: false,
+                    ..opts.clone()
+                };
+                while started.elapsed() < share {
+                    let mine = shard_of((next..next + chunk).collect());
+                    next += chunk;
+                    results.extend(sweep_scenario(
+                        def,
+                        &mine,
+                        &quiet,
+                        make,
+                        args.check_determinism,
+                    ));
+                }
+            }
+        }
         let secs = started.elapsed().as_secs_f64();
         let mut counts = std::collections::BTreeMap::<Outcome, usize>::new();
         let (mut ops, mut unknown, mut retries, mut faults) = (0usize, 0usize, 0usize, 0u64);
+        let mut lines = Vec::new();
         for r in &results {
             ops += r.ops;
             unknown += r.unknown;
@@ -380,36 +509,107 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             faults += r.faults;
             *counts.entry(r.outcome).or_default() += 1;
             worst = worst.min(r.outcome);
-            if r.outcome == Outcome::Passed {
-                continue;
+            let mut saved = None;
+            if r.outcome != Outcome::Passed {
+                println!(
+                    "{} seed {}: {}",
+                    r.outcome.word(),
+                    r.seed,
+                    r.problem.as_deref().unwrap_or("failed")
+                );
+                saved = match &r.failed_run {
+                    Some(run) => report_failure_in(run, &failure_dir),
+                    None => {
+                        println!("rerun   {}", run_command(&make(r.seed)));
+                        None
+                    }
+                };
             }
-            println!(
-                "{} seed {}: {}",
-                r.outcome.word(),
-                r.seed,
-                r.problem.as_deref().unwrap_or("failed")
-            );
-            match &r.failed_run {
-                Some(run) => report_failure(run),
-                None => println!("rerun   {}", run_command(&make(r.seed))),
+            if args.out.is_some() {
+                let saved = saved.map(|p| p.display().to_string());
+                lines.push(overcast_scenarios::sweep::SeedLine::of(
+                    name, args.swarm, r, saved,
+                ));
             }
         }
-        let tally: Vec<String> = [
-            (Outcome::Passed, "passed"),
-            (Outcome::Violation, "violations"),
-            (Outcome::Liveness, "liveness failures"),
-            (Outcome::Undecided, "undecided"),
-            (Outcome::HarnessError, "harness errors"),
-        ]
-        .iter()
-        .filter(|(o, _)| *o == Outcome::Passed || counts.contains_key(o))
-        .map(|(o, word)| format!("{} {word}", counts.get(o).copied().unwrap_or(0)))
-        .collect();
+        if let Some(dir) = &args.out {
+            let file = dir.join(match shard {
+                Some((k, n)) => format!("results-{name}-shard{k}-of-{n}.jsonl"),
+                None => format!("results-{name}.jsonl"),
+            });
+            let text: String = lines
+                .iter()
+                .map(|l| serde_json::to_string(l).expect("lines serialise") + "\n")
+                .collect();
+            if let Err(e) = std::fs::write(&file, text) {
+                return bad_input(format!("cannot write {}: {e}", file.display()));
+            }
+            println!("results {}", file.display());
+        }
         println!(
             "{name}: {} seeds in {secs:.1} s ({:.0} seeds/s): {}; ops {ops}, unknown outcomes {unknown}, retries {retries}, faults injected {faults}",
             results.len(),
             results.len() as f64 / secs.max(1e-9),
-            tally.join(", "),
+            tally(&counts),
+        );
+    }
+    worst.exit_code()
+}
+
+/// "1995 passed, 5 violations": the outcomes that occurred (passed always).
+fn tally(counts: &std::collections::BTreeMap<Outcome, usize>) -> String {
+    [
+        (Outcome::Passed, "passed"),
+        (Outcome::Violation, "violations"),
+        (Outcome::Liveness, "liveness failures"),
+        (Outcome::Undecided, "undecided"),
+        (Outcome::HarnessError, "harness errors"),
+    ]
+    .iter()
+    .filter(|(o, _)| *o == Outcome::Passed || counts.contains_key(o))
+    .map(|(o, word)| format!("{} {word}", counts.get(o).copied().unwrap_or(0)))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// `overcast merge`: one summary and one failure list from shard outputs.
+pub fn merge(args: &MergeArgs) -> u8 {
+    let lines = match overcast_scenarios::sweep::read_lines(&args.dirs) {
+        Ok(l) => l,
+        Err(e) => return bad_input(e),
+    };
+    let mut by_scenario =
+        std::collections::BTreeMap::<&str, std::collections::BTreeMap<Outcome, usize>>::new();
+    let mut seen = std::collections::BTreeMap::<(&str, u64, bool), usize>::new();
+    let mut worst = Outcome::Passed;
+    for l in &lines {
+        *by_scenario
+            .entry(&l.scenario)
+            .or_default()
+            .entry(l.outcome)
+            .or_default() += 1;
+        *seen.entry((&l.scenario, l.seed, l.swarm)).or_default() += 1;
+        worst = worst.min(l.outcome);
+    }
+    for (name, counts) in &by_scenario {
+        let total: usize = counts.values().sum();
+        println!("{name}: {total} seeds: {}", tally(counts));
+    }
+    let twice = seen.values().filter(|n| **n > 1).count();
+    if twice > 0 {
+        println!("note    {twice} seeds appear in more than one shard (overlapping shards?)");
+    }
+    for l in lines.iter().filter(|l| l.outcome != Outcome::Passed) {
+        println!(
+            "{} {} seed {}{}: {}{}",
+            l.outcome.word(),
+            l.scenario,
+            l.seed,
+            if l.swarm { " (swarm)" } else { "" },
+            l.problem.as_deref().unwrap_or("-"),
+            l.saved
+                .as_deref()
+                .map_or(String::new(), |p| format!("\n        saved {p}")),
         );
     }
     worst.exit_code()

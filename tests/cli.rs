@@ -97,3 +97,118 @@ fn a_failing_run_exits_1_and_prints_the_replay_command() {
     );
     assert_eq!(saved["outcome"]["property"], "linearizability");
 }
+
+#[test]
+fn shards_write_json_lines_and_merge_joins_them_with_the_worst_exit_code() {
+    let dir = std::env::temp_dir().join(format!("overcast-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut outs = Vec::new();
+    for k in 1..=2 {
+        let out = dir
+            .join(format!("shard-{k}"))
+            .to_string_lossy()
+            .into_owned();
+        let shard = format!("{k}/2");
+        let (code, stdout, err) = overcast(&[
+            "sweep",
+            "occ",
+            "--seeds",
+            "0..6",
+            "--shard",
+            &shard,
+            "--out",
+            &out,
+            "--bug",
+            "skip_if_match",
+        ]);
+        assert_eq!(code, 1, "{stdout}\n{err}");
+        assert!(stdout.contains("3 seeds"), "{stdout}");
+        outs.push(out);
+    }
+    let text = std::fs::read_to_string(dir.join("shard-2/results-occ-shard2-of-2.jsonl")).unwrap();
+    let seeds: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seed"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seeds, [1, 3, 5]);
+    let (code, stdout, _) = overcast(&["merge", &outs[0], &outs[1]]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("occ: 6 seeds: 0 passed, 6 violations"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("saved"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The two recipes in the README (a GitHub Actions matrix and a Kubernetes
+/// indexed Job) parse as YAML, and their overcast commands run as written
+/// (on two seeds instead of a million).
+#[test]
+fn the_readme_recipes_parse_and_their_commands_run() {
+    use yaml_rust2::{Yaml, YamlLoader};
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2, "two recipes");
+    fn strings(y: &Yaml, out: &mut Vec<String>) {
+        match y {
+            Yaml::String(s) => out.push(s.clone()),
+            Yaml::Array(a) => a.iter().for_each(|v| strings(v, out)),
+            Yaml::Hash(h) => h.iter().for_each(|(_, v)| strings(v, out)),
+            _ => {}
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("overcast-recipes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ran = 0;
+    for block in blocks {
+        let docs = YamlLoader::load_from_str(block).expect("the recipe is YAML");
+        let mut all = Vec::new();
+        strings(&docs[0], &mut all);
+        for cmd in all
+            .iter()
+            .filter(|s| s.contains("sweep all") || s.contains(" merge "))
+        {
+            // The shell's part: the shard number, the `|| true`, the glob.
+            let cmd = cmd
+                .replace("${{ matrix.shard }}", "1")
+                .replace("$((JOB_COMPLETION_INDEX + 1))", "1")
+                .replace("$JOB_COMPLETION_INDEX", "1")
+                .replace(" || true", "")
+                .replace("0..1000000", "0..2")
+                .replace("/results/", "out/");
+            let args: Vec<String> = cmd
+                .split_whitespace()
+                .skip_while(|w| *w != "sweep" && *w != "merge")
+                .map(|w| {
+                    if w.starts_with("out/") {
+                        dir.join(
+                            w.trim_end_matches('*').trim_end_matches('-').to_string()
+                                + if w.ends_with('*') { "-1" } else { "" },
+                        )
+                        .to_string_lossy()
+                        .into_owned()
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, out, err) = overcast(&args);
+            assert_eq!(code, 0, "{cmd}\n{out}\n{err}");
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 3, "two sweeps and a merge");
+    let _ = std::fs::remove_dir_all(&dir);
+}

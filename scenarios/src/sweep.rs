@@ -1,7 +1,8 @@
 //! Sweeps: one scenario over many seeds on all cores, each seed summarised
 //! (and its failing run kept for saving), with an optional determinism
 //! check that runs every seed twice and, when the traces differ, says where
-//! they first diverge.
+//! they first diverge; shards of a seed range for many machines, the JSON
+//! lines each shard writes, and merging them.
 
 use crate::registry::DynScenario;
 use crate::run::{harness_failure, run_with, RunResult};
@@ -28,6 +29,10 @@ pub struct SeedReport {
     pub retries: usize,
     /// Faults injected.
     pub faults: u64,
+    /// The history's trace hash.
+    pub trace_hash: u64,
+    /// Wall seconds of the run.
+    pub seconds: f64,
     /// The run, when it did not pass (to save it).
     pub failed_run: Option<Box<RunResult>>,
 }
@@ -117,6 +122,131 @@ fn report(seed: u64, r: RunResult) -> SeedReport {
         unknown: r.history.unknown_ops(),
         retries: r.history.retries(),
         faults: r.faults_injected(),
+        trace_hash: r.trace_hash,
+        seconds: r.wall.as_secs_f64(),
         failed_run: (r.outcome != Outcome::Passed).then(|| Box::new(r)),
+    }
+}
+
+/// `K/N` (1 ≤ K ≤ N): the K-th of N disjoint shards.
+pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("--shard takes K/N with 1 <= K <= N, e.g. 3/16 (got '{text}')");
+    let (k, n) = text.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// The seeds of shard `k` of `n`: every n-th seed, starting at the (k-1)-th.
+/// The shards of one range are disjoint and together are the whole range.
+pub fn shard(seeds: &[u64], k: u64, n: u64) -> Vec<u64> {
+    seeds
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i as u64 % n == k - 1)
+        .map(|(_, s)| *s)
+        .collect()
+}
+
+/// One line of a sweep's results file (JSON lines): what `overcast merge` reads.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedLine {
+    /// The scenario.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// Swarm mode.
+    #[serde(default)]
+    pub swarm: bool,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The property that named the outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub property: Option<String>,
+    /// Why it did not pass, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// The trace hash, hex.
+    pub trace_hash: String,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// The saved failure, if the run did not pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved: Option<String>,
+}
+
+impl SeedLine {
+    /// The line of a seed's report.
+    pub fn of(scenario: &str, swarm: bool, r: &SeedReport, saved: Option<String>) -> SeedLine {
+        SeedLine {
+            scenario: scenario.to_string(),
+            seed: r.seed,
+            swarm,
+            outcome: r.outcome,
+            property: r.property.clone(),
+            problem: r.problem.clone(),
+            trace_hash: format!("{:016x}", r.trace_hash),
+            seconds: r.seconds,
+            saved,
+        }
+    }
+}
+
+/// Reads every `*.jsonl` file under the given folders (not recursively),
+/// in name order; errors name the file and line.
+pub fn read_lines(dirs: &[std::path::PathBuf]) -> Result<Vec<SeedLine>, String> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err("no results files (*.jsonl) in the given folders".into());
+    }
+    let mut lines = Vec::new();
+    for f in files {
+        let text =
+            std::fs::read_to_string(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let l: SeedLine = serde_json::from_str(line)
+                .map_err(|e| format!("{} line {}: {e}", f.display(), i + 1))?;
+            lines.push(l);
+        }
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shards_of_a_range_are_disjoint_and_cover_it() {
+        let seeds: Vec<u64> = (10..47).collect();
+        let mut all: Vec<u64> = (1..=5).flat_map(|k| shard(&seeds, k, 5)).collect();
+        all.sort();
+        assert_eq!(all, seeds);
+        assert_eq!(shard(&seeds, 2, 5)[..2], [11, 16]);
+        assert_eq!(parse_shard("3/16"), Ok((3, 16)));
+        for bad in ["0/4", "5/4", "x", "1/0", "1-4"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
     }
 }
