@@ -24,6 +24,79 @@ pub struct BenchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Soak instead: run every registered scenario's seeds one job at a time
+    /// and report resident memory and seeds per second after 1,000 seeds and
+    /// at the end (`--soak-seeds`), so a leak or a slowdown shows.
+    #[arg(long)]
+    pub soak: bool,
+    /// Seeds per scenario of the soak.
+    #[arg(long, default_value_t = 100_000)]
+    pub soak_seeds: u64,
+}
+
+/// Resident memory of this process, KiB (Linux; 0 where unknown).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// `overcast bench --soak`: seeds of every scenario in turn, one job, with
+/// memory and speed checkpoints.
+fn soak(seeds: u64) -> u8 {
+    if seeds < 1_000 {
+        eprintln!("overcast: --soak-seeds must be at least 1000");
+        return 2;
+    }
+    println!(
+        "overcast bench --soak: {seeds} seeds of each of {} scenarios, one job, release={}",
+        registry::SCENARIOS.len(),
+        !cfg!(debug_assertions)
+    );
+    let started = Instant::now();
+    let mut done = 0u64;
+    let mut window = (Instant::now(), 0u64);
+    let mut at_1k = None;
+    let total = seeds * registry::SCENARIOS.len() as u64;
+    let checkpoints = [1_000, total / 4, total / 2, 3 * total / 4, total];
+    for seed in 0..seeds {
+        for def in registry::SCENARIOS {
+            let s = Scenario::new(*def, seed);
+            let r = overcast_scenarios::run::run_isolated_with(*def, &s);
+            if !r.passed() {
+                println!(
+                    "seed {seed} of {}: {}",
+                    def.name(),
+                    r.first_problem().unwrap_or_default()
+                );
+            }
+            done += 1;
+            if checkpoints.contains(&done) {
+                let rate = (done - window.1) as f64 / window.0.elapsed().as_secs_f64();
+                window = (Instant::now(), done);
+                let rss = rss_kib();
+                println!(
+                    "after {done:>7} runs: resident {:.1} MiB, {rate:.1} runs/s since the last checkpoint ({:.0} s in all)",
+                    rss as f64 / 1024.0,
+                    started.elapsed().as_secs_f64()
+                );
+                at_1k.get_or_insert(rss);
+            }
+        }
+    }
+    if let Some(first) = at_1k {
+        let last = rss_kib();
+        println!(
+            "resident memory at the end is {:+.1}% of that after 1,000 runs",
+            (last as f64 / first.max(1) as f64 - 1.0) * 100.0
+        );
+    }
+    0
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -33,6 +106,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs the benchmark; returns the exit code.
 pub fn run(args: &BenchArgs) -> u8 {
+    if args.soak {
+        return soak(args.soak_seeds);
+    }
     let def = match registry::find(&args.scenario) {
         Ok(d) => d,
         Err(e) => {

@@ -145,6 +145,64 @@ fn shards_write_json_lines_and_merge_joins_them_with_the_worst_exit_code() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn four_shards_give_exactly_the_unsharded_results() {
+    let dir = std::env::temp_dir().join(format!("overcast-union-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let lines = |out: &std::path::Path| -> Vec<(u64, String, String)> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(out).unwrap().flatten() {
+            if e.path().extension().is_some_and(|x| x == "jsonl") {
+                for l in std::fs::read_to_string(e.path()).unwrap().lines() {
+                    let j: serde_json::Value = serde_json::from_str(l).unwrap();
+                    v.push((
+                        j["seed"].as_u64().unwrap(),
+                        j["outcome"].to_string(),
+                        j["trace_hash"].to_string(),
+                    ));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    let whole = dir.join("whole");
+    let w = whole.to_string_lossy().into_owned();
+    overcast(&[
+        "sweep",
+        "occ",
+        "--seeds",
+        "0..9",
+        "--out",
+        &w,
+        "--bug",
+        "ack_before_sync",
+    ]);
+    let mut union = Vec::new();
+    for k in 1..=4 {
+        let out = dir.join(format!("s{k}"));
+        let o = out.to_string_lossy().into_owned();
+        let shard = format!("{k}/4");
+        overcast(&[
+            "sweep",
+            "occ",
+            "--seeds",
+            "0..9",
+            "--shard",
+            &shard,
+            "--out",
+            &o,
+            "--bug",
+            "ack_before_sync",
+        ]);
+        union.extend(lines(&out));
+    }
+    union.sort();
+    assert_eq!(union, lines(&whole));
+    assert_eq!(union.len(), 9);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The two recipes in the README (a GitHub Actions matrix and a Kubernetes
 /// indexed Job) parse as YAML, and their overcast commands run as written
 /// (on two seeds instead of a million).
