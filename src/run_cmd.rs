@@ -30,6 +30,10 @@ pub struct RunArgs {
     /// Swarm mode: draw the fault kinds and rates from the seed.
     #[arg(long)]
     pub swarm: bool,
+    /// Fault profile: `default` (the scenario's mix), `calm` (latency only) or
+    /// `storage` (more disk faults, and a lying disk).
+    #[arg(long, default_value = "default")]
+    pub faults: String,
     /// Write the history as JSON to this file.
     #[arg(long)]
     pub history: Option<PathBuf>,
@@ -54,6 +58,9 @@ pub struct SweepArgs {
     /// Swarm mode: each seed draws its own mix of fault kinds and rates.
     #[arg(long)]
     pub swarm: bool,
+    /// Fault profile: `default`, `calm` or `storage` (see `run --help`).
+    #[arg(long, default_value = "default")]
+    pub faults: String,
     /// Run every seed twice and compare the trace hashes.
     #[arg(long)]
     pub check_determinism: bool,
@@ -145,9 +152,10 @@ fn scenario_for(
     seed: u64,
     bugs: &[String],
     swarm: bool,
+    faults: &str,
 ) -> Result<(&'static dyn DynScenario, Scenario), String> {
     let def = registry::find(name)?;
-    let mut s = Scenario::new(def, seed);
+    let mut s = overcast_scenarios::scenario::with_profile(def, Scenario::new(def, seed), faults)?;
     s.bugs = bugs.to_vec();
     s.swarm = swarm;
     s.validate_with(def)?;
@@ -162,7 +170,9 @@ fn header(def: &dyn DynScenario, s: &Scenario) -> String {
     format!(
         "overcast: scenario {} seed {} ({})\n\
          options swarm={} bugs=[{}] {}\n\
-         faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms",
+         faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms\n\
+         \x20       {:?}\n\
+         \x20       {:?}",
         s.name,
         s.seed,
         def.describe(),
@@ -176,6 +186,8 @@ fn header(def: &dyn DynScenario, s: &Scenario) -> String {
         plan.clocks.len(),
         plan.lose_unsynced_on_crash,
         s.fault_window_ms,
+        plan.network,
+        plan.storage,
     )
 }
 
@@ -226,7 +238,13 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Err(code) = init_log(&args.log) {
         return code;
     }
-    let (def, s) = match scenario_for(&args.scenario, args.seed, &args.bugs, args.swarm) {
+    let (def, s) = match scenario_for(
+        &args.scenario,
+        args.seed,
+        &args.bugs,
+        args.swarm,
+        &args.faults,
+    ) {
         Ok(x) => x,
         Err(e) => return bad_input(e),
     };
@@ -341,7 +359,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     };
     let mut defs = Vec::new();
     for name in &names {
-        match scenario_for(name, 0, &args.bugs, args.swarm) {
+        match scenario_for(name, 0, &args.bugs, args.swarm, &args.faults) {
             Ok((def, _)) => defs.push(def),
             Err(e) => return bad_input(e),
         }
@@ -356,16 +374,17 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let first = seeds[0];
         let last = seeds[seeds.len() - 1];
         println!(
-            "overcast: sweep {name} seeds {first}..={last} ({} seeds), {} jobs, swarm={}, determinism check={}, bugs=[{}]",
+            "overcast: sweep {name} seeds {first}..={last} ({} seeds), {} jobs, swarm={}, faults={}, determinism check={}, bugs=[{}]",
             seeds.len(),
             opts.jobs,
             args.swarm,
+            args.faults,
             args.check_determinism,
             args.bugs.join(",")
         );
         let started = Instant::now();
         let make = |seed: u64| {
-            scenario_for(name, seed, &args.bugs, args.swarm)
+            scenario_for(name, seed, &args.bugs, args.swarm, &args.faults)
                 .expect("validated above")
                 .1
         };
