@@ -156,16 +156,17 @@ enum Seen {
     New,
     /// Answered already: send this again.
     Answered(WireReply),
-    /// Older than every outcome kept for its session: answered long ago;
-    /// its client has moved on, so it is dropped.
+    /// Older than every outcome kept for its session (answered long ago;
+    /// its client has moved on), or in doubt (executed, but its log sync
+    /// failed): dropped, never answered nor executed again.
     Stale,
 }
 
 /// One session's recent outcomes.
 #[derive(Default)]
 struct SessionOutcomes {
-    /// `(req_id, reply)`, oldest first.
-    replies: VecDeque<(u64, WireReply)>,
+    /// `(req_id, reply)`, oldest first; no reply for an attempt in doubt.
+    replies: VecDeque<(u64, Option<WireReply>)>,
     /// The highest `req_id` forgotten: every attempt up to it was answered.
     floor: u64,
     /// When it was last used (the table's counter).
@@ -193,16 +194,18 @@ impl Dedup {
             return Seen::Stale;
         }
         match s.replies.iter().find(|(id, _)| *id == req_id) {
-            Some((_, reply)) => Seen::Answered(reply.clone()),
+            Some((_, Some(reply))) => Seen::Answered(reply.clone()),
+            Some((_, None)) => Seen::Stale,
             None => Seen::New,
         }
     }
 
-    fn record(&mut self, session: u64, req_id: u64, reply: &WireReply) {
+    /// Remembers the reply to an attempt, or (`None`) that it is in doubt.
+    fn record(&mut self, session: u64, req_id: u64, reply: Option<&WireReply>) {
         self.used += 1;
         let s = self.sessions.entry(session).or_default();
         s.used = self.used;
-        s.replies.push_back((req_id, reply.clone()));
+        s.replies.push_back((req_id, reply.cloned()));
         if s.replies.len() > OUTCOMES_PER_SESSION {
             if let Some((old, _)) = s.replies.pop_front() {
                 s.floor = s.floor.max(old);
@@ -413,7 +416,11 @@ pub async fn serve(
         if !synced {
             // The device may have dropped the bytes (and a retry would not
             // bring them back): the log is unreliable. Crash in place: no
-            // answer, state rebuilt from what is durable.
+            // answer, state rebuilt from what is durable (which may or may
+            // not hold this write: a copy of it is never answered).
+            if let Some((session, req_id)) = key {
+                dedup.record(session, req_id, None);
+            }
             (partitions, _, next_seq, damage) = recover(&cfg, log.as_ref());
             report_damage(&cfg, &damage, &stats);
             continue;
@@ -447,7 +454,7 @@ fn report_damage(
 /// (when given and the table is on).
 async fn send(to: &ReplyTo<'_>, reply: WireReply, out: &mut Vec<u8>, table: Option<&mut Dedup>) {
     if let (Some(table), Some((session, req_id))) = (table, to.key) {
-        table.record(session, req_id, &reply);
+        table.record(session, req_id, Some(&reply));
     }
     wire::to_bytes_into(
         out,
