@@ -479,13 +479,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         } else {
             let replay = h
                 .seed
-                .map(|s| {
-                    format!(
-                        "cargo run --release -- run {} --seed {s} --bug {}",
-                        def.name(),
-                        b.name
-                    )
-                })
+                .map(|s| run_command(&overcast_scenarios::hunt::hunt_scenario(def, s, b.name)))
                 .unwrap_or_else(|| "-".into());
             println!(
                 "{:<28} {:<6} {:<16} {:>6} {:>8.2} {:>7}  {}",

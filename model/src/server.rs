@@ -466,3 +466,36 @@ async fn send(to: &ReplyTo<'_>, reply: WireReply, out: &mut Vec<u8>, table: Opti
     // A send to an unreachable peer is dropped by the network; nothing to do.
     let _ = wire::send_datagram(to.ep, to.to, RESPONSE_TAG, out, to.send).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(status: u16) -> WireReply {
+        WireReply::Transient {
+            status,
+            sub_status: 0,
+            retry_after_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_duplicate_is_answered_from_the_table_and_an_old_one_is_dropped() {
+        let mut t = Dedup::default();
+        assert!(matches!(t.seen(7, 1), Seen::New));
+        t.record(7, 1, Some(&reply(429)));
+        assert!(matches!(t.seen(7, 1), Seen::Answered(r) if r == reply(429)));
+        assert!(matches!(t.seen(8, 1), Seen::New), "another session");
+        for id in 2..=(OUTCOMES_PER_SESSION as u64 + 1) {
+            t.record(7, id, Some(&reply(200)));
+        }
+        assert!(
+            matches!(t.seen(7, 1), Seen::Stale),
+            "forgotten: below the floor"
+        );
+        assert!(matches!(t.seen(7, 2), Seen::Answered(_)));
+        t.record(7, 100, None);
+        assert!(matches!(t.seen(7, 100), Seen::Stale), "in doubt");
+        assert!(matches!(t.seen(7, 101), Seen::New));
+    }
+}

@@ -415,7 +415,9 @@ mod tests {
         );
 
         let m = log_of(3);
-        *m.flip_reads.lock().unwrap() = 1;
+        // The last byte of the first record: its item's version.
+        m.bytes.lock().unwrap()[first - 1] ^= 4;
+        assert!(recover(&m, &ModelBugs::default()).damage.is_some());
         let bugs = ModelBugs {
             skip_crc_on_replay: true,
             ..ModelBugs::default()

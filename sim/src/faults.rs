@@ -516,4 +516,79 @@ mod tests {
         assert_eq!(serde_json::from_str::<FaultPlan>(&text).unwrap(), p);
         assert!(serde_json::from_str::<FaultPlan>(r#"{"latency_ms":[1,2],"bogus":1}"#).is_err());
     }
+
+    #[test]
+    fn a_plan_carries_its_mix_storage_and_network_rates_and_old_plans_still_load() {
+        let mix = FaultMix::storage(&FaultMix::default());
+        let p = mix.plan(
+            &mut crate::rng::stream(2, "f"),
+            &names("s", 1),
+            &names("c", 1),
+            5_000,
+        );
+        assert_eq!(
+            (p.storage.clone(), p.network.clone()),
+            (mix.storage, mix.network)
+        );
+        assert!(p.storage.lost_write > 0.0 && FaultMix::default().storage.lost_write == 0.0);
+        let old: FaultPlan = serde_json::from_str(r#"{"latency_ms":[1,2]}"#).unwrap();
+        assert!(old.storage.is_off() && old.network == NetworkFaults::default());
+        let old_mix = serde_json::to_value(FaultMix::calm()).unwrap();
+        let mut old_mix = old_mix.as_object().unwrap().clone();
+        old_mix.remove("storage");
+        old_mix.remove("network");
+        let m: FaultMix = serde_json::from_value(serde_json::Value::Object(old_mix)).unwrap();
+        assert!(m.storage.is_off());
+    }
+
+    #[test]
+    fn swarm_turns_the_new_kinds_on_in_some_seeds_and_off_in_others() {
+        let mixes: Vec<FaultMix> = (0..64)
+            .map(|seed| FaultMix::swarm(&mut crate::rng::stream(seed, "swarm")))
+            .collect();
+        for kind in [
+            |m: &FaultMix| m.storage.lost_write,
+            |m: &FaultMix| m.storage.flip_on_write,
+            |m: &FaultMix| m.storage.fsync_error,
+            |m: &FaultMix| m.network.duplicate,
+            |m: &FaultMix| m.network.reorder,
+        ] {
+            assert!(mixes.iter().any(|m| kind(m) > 0.0));
+            assert!(mixes.iter().any(|m| kind(m) == 0.0));
+        }
+    }
+
+    #[test]
+    fn copies_are_one_send_at_once_unless_held_back_or_duplicated() {
+        let mut rng = crate::rng::stream(5, "net");
+        assert_eq!(
+            NetworkFaults::default().copies(&mut rng),
+            vec![std::time::Duration::ZERO]
+        );
+        let net = NetworkFaults {
+            duplicate: 1.0,
+            duplicate_delay_ms: (10, 20),
+            reorder: 1.0,
+            reorder_delay_ms: (1, 5),
+        };
+        for _ in 0..50 {
+            let c = net.copies(&mut rng);
+            assert_eq!(c.len(), 2);
+            assert!(c[0].as_millis() >= 1 && c[0].as_millis() <= 5);
+            assert!(c[1] >= c[0] + std::time::Duration::from_millis(10));
+            assert!(c[1].as_millis() as u64 <= net.max_send_delay_ms());
+        }
+    }
+
+    #[test]
+    fn profiles_are_known_by_name() {
+        let base = FaultMix::default();
+        assert_eq!(FaultMix::profile("default", &base), Some(base.clone()));
+        assert_eq!(FaultMix::profile("calm", &base), Some(FaultMix::calm()));
+        assert_eq!(
+            FaultMix::profile("storage", &base).map(|m| m.storage),
+            Some(FaultMix::storage_rates())
+        );
+        assert_eq!(FaultMix::profile("nope", &base), None);
+    }
 }
