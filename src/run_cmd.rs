@@ -30,6 +30,10 @@ pub struct RunArgs {
     /// Swarm mode: draw the fault kinds and rates from the seed.
     #[arg(long)]
     pub swarm: bool,
+    /// Fault profile: `default` (the scenario's mix), `calm` (latency only) or
+    /// `storage` (more disk faults, and a lying disk).
+    #[arg(long, default_value = "default")]
+    pub faults: String,
     /// Write the history as JSON to this file.
     #[arg(long)]
     pub history: Option<PathBuf>,
@@ -54,6 +58,9 @@ pub struct SweepArgs {
     /// Swarm mode: each seed draws its own mix of fault kinds and rates.
     #[arg(long)]
     pub swarm: bool,
+    /// Fault profile: `default`, `calm` or `storage` (see `run --help`).
+    #[arg(long, default_value = "default")]
+    pub faults: String,
     /// Run every seed twice and compare the trace hashes.
     #[arg(long)]
     pub check_determinism: bool,
@@ -170,9 +177,10 @@ fn scenario_for(
     seed: u64,
     bugs: &[String],
     swarm: bool,
+    faults: &str,
 ) -> Result<(&'static dyn DynScenario, Scenario), String> {
     let def = registry::find(name)?;
-    let mut s = Scenario::new(def, seed);
+    let mut s = overcast_scenarios::scenario::with_profile(def, Scenario::new(def, seed), faults)?;
     s.bugs = bugs.to_vec();
     s.swarm = swarm;
     s.validate_with(def)?;
@@ -187,7 +195,9 @@ fn header(def: &dyn DynScenario, s: &Scenario) -> String {
     format!(
         "overcast: scenario {} seed {} ({})\n\
          options swarm={} bugs=[{}] {}\n\
-         faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms",
+         faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms\n\
+         \x20       {:?}\n\
+         \x20       {:?}",
         s.name,
         s.seed,
         def.describe(),
@@ -201,6 +211,8 @@ fn header(def: &dyn DynScenario, s: &Scenario) -> String {
         plan.clocks.len(),
         plan.lose_unsynced_on_crash,
         s.fault_window_ms,
+        plan.network,
+        plan.storage,
     )
 }
 
@@ -264,7 +276,13 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Err(code) = init_log(&args.log) {
         return code;
     }
-    let (def, s) = match scenario_for(&args.scenario, args.seed, &args.bugs, args.swarm) {
+    let (def, s) = match scenario_for(
+        &args.scenario,
+        args.seed,
+        &args.bugs,
+        args.swarm,
+        &args.faults,
+    ) {
         Ok(x) => x,
         Err(e) => return bad_input(e),
     };
@@ -418,7 +436,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     };
     let mut defs = Vec::new();
     for name in &names {
-        match scenario_for(name, 0, &args.bugs, args.swarm) {
+        match scenario_for(name, 0, &args.bugs, args.swarm, &args.faults) {
             Ok((def, _)) => defs.push(def),
             Err(e) => return bad_input(e),
         }
@@ -442,7 +460,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let name = def.name();
         let started = Instant::now();
         let make = |seed: u64| {
-            scenario_for(name, seed, &args.bugs, args.swarm)
+            scenario_for(name, seed, &args.bugs, args.swarm, &args.faults)
                 .expect("validated above")
                 .1
         };
@@ -463,10 +481,11 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             ),
         };
         println!(
-            "overcast: sweep {name} {what}{}, {} jobs, swarm={}, determinism check={}, bugs=[{}]",
+            "overcast: sweep {name} {what}{}, {} jobs, swarm={}, faults={}, determinism check={}, bugs=[{}]",
             shard.map_or(String::new(), |(k, n)| format!(", shard {k}/{n}")),
             opts.jobs,
             args.swarm,
+            args.faults,
             args.check_determinism,
             args.bugs.join(",")
         );
@@ -660,11 +679,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         } else {
             let replay = h
                 .seed
-                .map(|seed| {
-                    let mut s = Scenario::new(def, seed);
-                    s.bugs = vec![b.name.to_string()];
-                    run_command(&s)
-                })
+                .map(|s| run_command(&overcast_scenarios::hunt::hunt_scenario(def, s, b.name)))
                 .unwrap_or_else(|| "-".into());
             println!(
                 "{:<28} {:<6} {:<16} {:>6} {:>8.2} {:>7}  {}",

@@ -59,6 +59,24 @@ model_bugs! {
     /// Client: retries a 429 at once instead of waiting for the server's
     /// `x-ms-retry-after-ms`.
     ignore_retry_after,
+    /// Server: executes every request it receives, duplicates included (no
+    /// table of recent outcomes), so a delayed copy of a write applies it again.
+    no_dedup,
+    /// Server: after a failed log sync, syncs again and carries on (the second
+    /// sync succeeds with nothing to write), acknowledging a write whose
+    /// bytes the device dropped.
+    retry_fsync_after_error,
+    /// Log recovery: replays records without checking their CRC, so a flipped
+    /// bit is replayed as data.
+    skip_crc_on_replay,
+    /// Log recovery: treats the first corrupt record as the end of the log
+    /// (a torn tail) and cuts it there, silently dropping the acknowledged
+    /// records after it.
+    torn_tail_as_end,
+    /// Server: deduplicates by the attempt's `req_id` alone, without the
+    /// session, so another connection's attempt with the same number is
+    /// answered with this one's stored outcome and never executed.
+    dedup_without_session,
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! Also the read–modify–write helper of the optimistic concurrency guide.
 
 use crate::bugs::ModelBugs;
+use crate::env::SendPolicy;
 use crate::partition::{Request, Response};
 use crate::retry::{AttemptOutcome, Decision, FinalOutcome, OpKind, RetryOptions, RetryState};
 use crate::store::{Conditions, ItemKey, StoreRequest, StoreResponse};
@@ -15,6 +16,7 @@ use rand::{Rng, RngCore};
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::{pin, Pin};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -30,6 +32,9 @@ pub struct ClientConfig {
     /// The seeded bugs: the client reads `retry_write_after_timeout` and
     /// `ignore_retry_after`.
     pub bugs: ModelBugs,
+    /// What the network does to the requests the client sends (duplicates,
+    /// reordering); none by default.
+    pub send: SendPolicy,
 }
 
 /// One attempt as the SDK saw it.
@@ -76,8 +81,10 @@ pub fn sim_now_ns() -> u64 {
 
 /// The SDK client of one node.
 pub struct StoreClient {
-    ep: Endpoint,
+    ep: Arc<Endpoint>,
     cfg: ClientConfig,
+    /// This connection's session id, sent with every attempt.
+    session: u64,
     next_req: u64,
     rng: Box<dyn RngCore + Send>,
     buf: Vec<u8>,
@@ -86,15 +93,17 @@ pub struct StoreClient {
 }
 
 impl StoreClient {
-    /// Binds the client's endpoint. `rng` draws the backoff jitter.
+    /// Binds the client's endpoint. `rng` draws the session id, then the
+    /// backoff jitter.
     pub async fn connect(
         cfg: ClientConfig,
-        rng: Box<dyn RngCore + Send>,
+        mut rng: Box<dyn RngCore + Send>,
     ) -> std::io::Result<StoreClient> {
-        let ep = Endpoint::bind("0.0.0.0:0").await?;
+        let ep = Arc::new(Endpoint::bind("0.0.0.0:0").await?);
         Ok(StoreClient {
             ep,
             cfg,
+            session: rng.gen(),
             next_req: 0,
             rng,
             buf: vec![0u8; MAX_DATAGRAM],
@@ -118,8 +127,8 @@ impl StoreClient {
     ) -> (AttemptOutcome, Option<Response>) {
         self.next_req += 1;
         let req_id = self.next_req;
-        wire::encode_request(&mut self.out, req_id, partition, op);
-        let sent = self.ep.send_to(to, REQUEST_TAG, &self.out).await;
+        wire::encode_request(&mut self.out, req_id, partition, op, self.session);
+        let sent = wire::send_datagram(&self.ep, to, REQUEST_TAG, &self.out, &self.cfg.send).await;
         let deadline = Instant::now() + self.cfg.retry.request_timeout;
         if sent.is_err() {
             self.timers.sleep_until(deadline).await;

@@ -1,7 +1,10 @@
-//! What the model is handed by whoever runs it: a clock and a log device.
-//! The model never reads a wall clock or touches a real disk.
+//! What the model is handed by whoever runs it: a clock, a log device and
+//! the network's send faults. The model never reads a wall clock or touches
+//! a real disk.
 
 use crate::conditions::Millis;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A source of "now" for one node (its own, possibly skewed, clock).
 pub trait Clock: Send + Sync {
@@ -9,14 +12,51 @@ pub trait Clock: Send + Sync {
     fn now_ms(&self) -> Millis;
 }
 
+/// A sync the device reports as failed: what was appended since the last
+/// sync may be partly or wholly lost, and a later sync does not bring it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncError;
+
 /// An append-only log device: bytes are durable only after `sync`.
 pub trait LogDevice: Send + Sync {
     /// Appends bytes (volatile until synced).
     fn append(&self, bytes: &[u8]);
-    /// Makes everything appended so far durable.
-    fn sync(&self);
+    /// Makes everything appended so far durable, or fails.
+    fn sync(&self) -> Result<(), SyncError>;
     /// Everything on the device.
     fn read_all(&self) -> Vec<u8>;
     /// Cuts the device to `len` bytes.
     fn truncate(&self, len: usize);
+}
+
+/// What the network does to one datagram the model sends, beyond loss and
+/// latency: the delays after which copies of it are sent.
+pub trait SendFaults: Send + Sync {
+    /// `[0]` for a plain send; a later first delay holds the datagram back
+    /// (reordering); a second delay sends a duplicate.
+    fn copies(&self) -> Vec<Duration>;
+}
+
+/// The network's send faults as a node's sends see them (none by default).
+#[derive(Clone, Default)]
+pub struct SendPolicy(pub Option<Arc<dyn SendFaults>>);
+
+impl SendPolicy {
+    /// The delays of one datagram's copies.
+    pub fn copies(&self) -> Vec<Duration> {
+        match &self.0 {
+            Some(f) => f.copies(),
+            None => vec![Duration::ZERO],
+        }
+    }
+}
+
+impl std::fmt::Debug for SendPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "SendPolicy(faults)"
+        } else {
+            "SendPolicy(none)"
+        })
+    }
 }

@@ -220,11 +220,14 @@ mod tests {
             let partition = live.get_mut(*p);
             let (_, effect) = partition.apply(req, now as Millis);
             if let Some(effect) = effect {
-                log.push(wal::encode(&LogRecord {
-                    partition: *p,
-                    lsn: partition.lsn(),
-                    effect,
-                }));
+                log.push(wal::encode(
+                    log.len() as u64 + 1,
+                    &LogRecord {
+                        partition: *p,
+                        lsn: partition.lsn(),
+                        effect,
+                    },
+                ));
             }
         }
         (live, log)

@@ -4,10 +4,16 @@
 //! acknowledges it only once synced, recovers by replaying the log after a
 //! crash, and has fault points that answer with the transient errors of SPEC §4.
 //!
+//! Faults of the disk and the network it survives: a log that recovery finds
+//! corrupt makes every partition of the server unavailable (503, see
+//! [`serve`]); a failed sync is never retried (the server drops its state and
+//! recovers from what is durable); a duplicated request is answered from a
+//! bounded table of recent outcomes ([`Dedup`]), never executed twice.
+//!
 //! [`Partition::apply`]: crate::partition::Partition::apply
 
 use crate::bugs::ModelBugs;
-use crate::env::{Clock, LogDevice};
+use crate::env::{Clock, LogDevice, SendPolicy};
 use crate::partition::Partitions;
 use crate::retry::sub_status;
 use crate::wal::{self, LogRecord};
@@ -18,7 +24,7 @@ use madsim::net::Endpoint;
 use madsim::time::sleep;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,6 +103,13 @@ pub struct ServerConfig {
     /// The seeded bugs: the server reads `ack_before_sync` and hands the set
     /// to its partitions.
     pub bugs: ModelBugs,
+    /// What the network does to the answers the server sends.
+    pub send: SendPolicy,
+    /// How long to wait before listening after a restart: the longest a copy
+    /// of a request sent to the previous incarnation can be on its way, whose
+    /// outcome the lost table no longer knows (TCP's quiet time). Zero on a
+    /// first start.
+    pub quiet_after_restart: Duration,
 }
 
 /// What the server counts, for the run summary.
@@ -106,14 +119,119 @@ pub struct ServerStats {
     pub transient: BTreeMap<u16, u64>,
     /// Records replayed at start-ups.
     pub replayed: u64,
+    /// Why the server's partitions were unavailable, one line per start-up
+    /// (or recovery after a failed sync) that found the log corrupt.
+    pub unavailable: Vec<String>,
+    /// Log syncs that failed.
+    pub fsync_errors: u64,
+    /// Duplicated requests answered from the table of recent outcomes (or
+    /// dropped as older than it), not executed.
+    pub duplicates: u64,
 }
 
-/// The partitions, rebuilt from the log, and the number of records replayed.
-fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (Partitions, u64) {
+/// The partitions rebuilt from the log (empty when it is corrupt), the
+/// number of records replayed, the next record's `seq`, and why the log
+/// cannot be served from, if it cannot.
+fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (Partitions, u64, u64, Option<String>) {
     let mut partitions = Partitions::new(cfg.bugs, cfg.containers.clone());
-    let records = wal::recover(log);
-    partitions.redo_all(&records);
-    (partitions, records.len() as u64)
+    let r = wal::recover(log, &cfg.bugs);
+    if r.damage.is_some() {
+        return (partitions, 0, r.next_seq, r.damage);
+    }
+    partitions.redo_all(&r.records);
+    (partitions, r.records.len() as u64, r.next_seq, None)
+}
+
+/// Outcomes the server keeps per session: a duplicate arriving after more
+/// than this many newer attempts of its session is dropped, not answered.
+const OUTCOMES_PER_SESSION: usize = 16;
+/// Sessions the table keeps; beyond it, the least recently used is
+/// forgotten (with its floor: its duplicates could run again). A run has one
+/// session per client incarnation, far fewer.
+const MAX_SESSIONS: usize = 4096;
+
+/// What the table knows of an attempt.
+enum Seen {
+    /// Never answered: execute it.
+    New,
+    /// Answered already: send this again.
+    Answered(WireReply),
+    /// Older than every outcome kept for its session (answered long ago;
+    /// its client has moved on), or in doubt (executed, but its log sync
+    /// failed): dropped, never answered nor executed again.
+    Stale,
+}
+
+/// One session's recent outcomes.
+#[derive(Default)]
+struct SessionOutcomes {
+    /// `(req_id, reply)`, oldest first; no reply for an attempt in doubt.
+    replies: VecDeque<(u64, Option<WireReply>)>,
+    /// The highest `req_id` forgotten: every attempt up to it was answered.
+    floor: u64,
+    /// When it was last used (the table's counter).
+    used: u64,
+}
+
+/// The deduplication table: recent outcomes by `(session, req_id)`. A
+/// session's attempts have increasing ids, so a forgotten outcome only
+/// raises the session's floor, below which every attempt is known to be
+/// answered: bounded, and exact within one incarnation. It lives in memory;
+/// a restarted server has an empty table and waits
+/// [`ServerConfig::quiet_after_restart`] before listening instead.
+#[derive(Default)]
+pub struct Dedup {
+    sessions: BTreeMap<u64, SessionOutcomes>,
+    used: u64,
+}
+
+impl Dedup {
+    fn seen(&self, session: u64, req_id: u64) -> Seen {
+        let Some(s) = self.sessions.get(&session) else {
+            return Seen::New;
+        };
+        if req_id <= s.floor {
+            return Seen::Stale;
+        }
+        match s.replies.iter().find(|(id, _)| *id == req_id) {
+            Some((_, Some(reply))) => Seen::Answered(reply.clone()),
+            Some((_, None)) => Seen::Stale,
+            None => Seen::New,
+        }
+    }
+
+    /// Remembers the reply to an attempt, or (`None`) that it is in doubt.
+    fn record(&mut self, session: u64, req_id: u64, reply: Option<&WireReply>) {
+        self.used += 1;
+        let s = self.sessions.entry(session).or_default();
+        s.used = self.used;
+        s.replies.push_back((req_id, reply.cloned()));
+        if s.replies.len() > OUTCOMES_PER_SESSION {
+            if let Some((old, _)) = s.replies.pop_front() {
+                s.floor = s.floor.max(old);
+            }
+        }
+        if self.sessions.len() > MAX_SESSIONS {
+            if let Some(oldest) = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| *k)
+            {
+                self.sessions.remove(&oldest);
+            }
+        }
+    }
+}
+
+/// Where a reply goes and under which table key it is remembered.
+struct ReplyTo<'a> {
+    ep: &'a Arc<Endpoint>,
+    to: SocketAddr,
+    req_id: u64,
+    /// `(session, req_id)`, or `None` when the table is off (`no_dedup`).
+    key: Option<(u64, u64)>,
+    send: &'a SendPolicy,
 }
 
 /// Runs a server until the node is killed. `rng` drives the fault points and
@@ -125,11 +243,16 @@ pub async fn serve(
     mut rng: Box<dyn RngCore + Send>,
     stats: Arc<std::sync::Mutex<ServerStats>>,
 ) {
-    let (mut partitions, replayed) = recover(&cfg, log.as_ref());
+    let (mut partitions, replayed, mut next_seq, mut damage) = recover(&cfg, log.as_ref());
     tracing::info!("server {} up: replayed {replayed} log records", cfg.bind);
     stats.lock().unwrap_or_else(|e| e.into_inner()).replayed += replayed;
+    report_damage(&cfg, &damage, &stats);
+    if !cfg.quiet_after_restart.is_zero() {
+        sleep(cfg.quiet_after_restart).await;
+    }
+    let mut dedup = Dedup::default();
     let ep = match Endpoint::bind(cfg.bind).await {
-        Ok(ep) => ep,
+        Ok(ep) => Arc::new(ep),
         Err(e) => {
             tracing::error!("server cannot bind {}: {e}", cfg.bind);
             return;
@@ -146,6 +269,44 @@ pub async fn serve(
         let Some(req) = wire::from_bytes::<WireRequest>(&buf[..len]) else {
             continue;
         };
+        let session = if cfg.bugs.dedup_without_session {
+            0
+        } else {
+            req.session
+        };
+        let key = (!cfg.bugs.no_dedup).then_some((session, req.req_id));
+        let to = ReplyTo {
+            ep: &ep,
+            to: from,
+            req_id: req.req_id,
+            key,
+            send: &cfg.send,
+        };
+        if key.is_some() {
+            match dedup.seen(session, req.req_id) {
+                Seen::New => {}
+                Seen::Answered(reply) => {
+                    stats.lock().unwrap_or_else(|e| e.into_inner()).duplicates += 1;
+                    send(&to, reply, &mut out, None).await;
+                    continue;
+                }
+                Seen::Stale => {
+                    stats.lock().unwrap_or_else(|e| e.into_inner()).duplicates += 1;
+                    continue;
+                }
+            }
+        }
+        if damage.is_some() {
+            // Unavailable: never served from a corrupt log. 503 is final for
+            // the SDK on one region and means "not executed" (SPEC §4.1 row 503).
+            let reply = WireReply::Transient {
+                status: 503,
+                sub_status: sub_status::NONE,
+                retry_after_ms: None,
+            };
+            send(&to, reply, &mut out, Some(&mut dedup)).await;
+            continue;
+        }
         let f = &cfg.faults;
         let draw: f64 = rng.gen();
         let is_write = req.op.is_write();
@@ -211,7 +372,7 @@ pub async fn serve(
             let execute = status == 408 && rng.gen_bool(0.5);
             if !execute {
                 let reply = reply_transient(status, &mut rng);
-                send(&ep, from, req.req_id, reply, &mut out).await;
+                send(&to, reply, &mut out, Some(&mut dedup)).await;
                 continue;
             }
         }
@@ -223,11 +384,12 @@ pub async fn serve(
             None => WireReply::Ok(response),
         };
         let Some(effect) = effect else {
-            send(&ep, from, req.req_id, reply, &mut out).await;
+            send(&to, reply, &mut out, Some(&mut dedup)).await;
             continue;
         };
         wal::encode_into(
             &mut record,
+            next_seq,
             &LogRecord {
                 partition: req.partition,
                 lsn,
@@ -235,22 +397,105 @@ pub async fn serve(
             },
         );
         log.append(&record);
+        next_seq += 1;
         let (lo, hi) = cfg.fsync_ms;
         let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
         if cfg.bugs.ack_before_sync {
-            send(&ep, from, req.req_id, reply, &mut out).await;
-            sleep(fsync).await;
-            log.sync();
-        } else {
-            sleep(fsync).await;
-            log.sync();
-            send(&ep, from, req.req_id, reply, &mut out).await;
+            send(&to, reply.clone(), &mut out, Some(&mut dedup)).await;
+        }
+        sleep(fsync).await;
+        let synced = match log.sync() {
+            Ok(()) => true,
+            Err(_) => {
+                stats.lock().unwrap_or_else(|e| e.into_inner()).fsync_errors += 1;
+                tracing::warn!("server {}: log sync failed", cfg.bind);
+                // The seeded bug syncs again, which "succeeds" with nothing to write.
+                cfg.bugs.retry_fsync_after_error && log.sync().is_ok()
+            }
+        };
+        if !synced {
+            // The device may have dropped the bytes (and a retry would not
+            // bring them back): the log is unreliable. Crash in place: no
+            // answer, state rebuilt from what is durable (which may or may
+            // not hold this write: a copy of it is never answered).
+            if let Some((session, req_id)) = key {
+                dedup.record(session, req_id, None);
+            }
+            (partitions, _, next_seq, damage) = recover(&cfg, log.as_ref());
+            report_damage(&cfg, &damage, &stats);
+            continue;
+        }
+        if !cfg.bugs.ack_before_sync {
+            send(&to, reply, &mut out, Some(&mut dedup)).await;
         }
     }
 }
 
-async fn send(ep: &Endpoint, to: SocketAddr, req_id: u64, reply: WireReply, out: &mut Vec<u8>) {
-    wire::to_bytes_into(out, &WireResponse { req_id, reply });
+/// Logs and counts why the server's partitions are unavailable.
+fn report_damage(
+    cfg: &ServerConfig,
+    damage: &Option<String>,
+    stats: &std::sync::Mutex<ServerStats>,
+) {
+    if let Some(reason) = damage {
+        tracing::error!(
+            "server {}: every partition unavailable (503): {reason}",
+            cfg.bind
+        );
+        stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .unavailable
+            .push(reason.clone());
+    }
+}
+
+/// Sends `reply` to the request `to` names, and remembers it in `table`
+/// (when given and the table is on).
+async fn send(to: &ReplyTo<'_>, reply: WireReply, out: &mut Vec<u8>, table: Option<&mut Dedup>) {
+    if let (Some(table), Some((session, req_id))) = (table, to.key) {
+        table.record(session, req_id, Some(&reply));
+    }
+    wire::to_bytes_into(
+        out,
+        &WireResponse {
+            req_id: to.req_id,
+            reply,
+        },
+    );
     // A send to an unreachable peer is dropped by the network; nothing to do.
-    let _ = ep.send_to(to, RESPONSE_TAG, out).await;
+    let _ = wire::send_datagram(to.ep, to.to, RESPONSE_TAG, out, to.send).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(status: u16) -> WireReply {
+        WireReply::Transient {
+            status,
+            sub_status: 0,
+            retry_after_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_duplicate_is_answered_from_the_table_and_an_old_one_is_dropped() {
+        let mut t = Dedup::default();
+        assert!(matches!(t.seen(7, 1), Seen::New));
+        t.record(7, 1, Some(&reply(429)));
+        assert!(matches!(t.seen(7, 1), Seen::Answered(r) if r == reply(429)));
+        assert!(matches!(t.seen(8, 1), Seen::New), "another session");
+        for id in 2..=(OUTCOMES_PER_SESSION as u64 + 1) {
+            t.record(7, id, Some(&reply(200)));
+        }
+        assert!(
+            matches!(t.seen(7, 1), Seen::Stale),
+            "forgotten: below the floor"
+        );
+        assert!(matches!(t.seen(7, 2), Seen::Answered(_)));
+        t.record(7, 100, None);
+        assert!(matches!(t.seen(7, 100), Seen::Stale), "in doubt");
+        assert!(matches!(t.seen(7, 101), Seen::New));
+    }
 }

@@ -1,14 +1,31 @@
 //! The write-ahead log: each mutation's effect (of any service) framed as
-//! `[payload length: u32 LE][crc32 of payload: u32 LE][payload]`, payload the
-//! bincode of a [`LogRecord`] `(partition, lsn, effect)`. Recovery reads records
-//! up to the first incomplete or corrupt one (a torn tail) and cuts the device
-//! there.
+//! `[magic: u32][payload length: u32][seq: u64][crc32 of payload: u32]
+//! [crc32 of the 20 header bytes before it: u32][payload]` (little-endian),
+//! payload the bincode of a [`LogRecord`] `(partition, lsn, effect)`.
+//!
+//! `seq` numbers the records of the whole log 1, 2, 3... in the order they
+//! were appended: a record read at the wrong place (a misdirected write) or
+//! after a gap (a lost write) has the wrong `seq`. The header's own CRC makes
+//! a record's length trustworthy, so recovery can tell a torn tail (the log
+//! ends inside a record whose header is intact, or inside a header: a crash
+//! cut the unsynced tail, nothing acknowledged is lost) from corruption (a
+//! complete record or header that fails its checks: a bit flip, a misdirected
+//! or lost write). A torn tail is cut off; corruption is never replayed,
+//! served or cut off: with one replica the log cannot be repaired, and
+//! recovery reports the damage instead.
 
+use crate::bugs::ModelBugs;
 use crate::env::LogDevice;
 use crate::partition::Effect;
 use serde::{Deserialize, Serialize};
 
-const HEADER: usize = 8;
+/// Bytes before the payload.
+const HEADER: usize = 24;
+/// Marks the start of a record.
+const MAGIC: u32 = 0x4F43_574C;
+/// How often recovery reads the device again when it finds corruption (a
+/// bit flipped on the way from the disk is gone on the next read).
+const REREADS: usize = 3;
 
 /// One logged mutation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,55 +39,193 @@ pub struct LogRecord {
     pub effect: Effect,
 }
 
-/// Frames a record for appending.
-pub fn encode(record: &LogRecord) -> Vec<u8> {
+/// Frames a record for appending as the log's record number `seq` (1 for the first).
+pub fn encode(seq: u64, record: &LogRecord) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_into(&mut out, record);
+    encode_into(&mut out, seq, record);
     out
 }
 
 /// [`encode`] into `out` (cleared first), reusing its memory.
-pub fn encode_into(out: &mut Vec<u8>, record: &LogRecord) {
+pub fn encode_into(out: &mut Vec<u8>, seq: u64, record: &LogRecord) {
     out.clear();
     out.extend_from_slice(&[0; HEADER]);
     bincode::serialize_into(&mut *out, record).expect("log records serialise");
     let len = (out.len() - HEADER) as u32;
     let crc = crc32fast::hash(&out[HEADER..]);
-    out[..4].copy_from_slice(&len.to_le_bytes());
-    out[4..HEADER].copy_from_slice(&crc.to_le_bytes());
+    out[..4].copy_from_slice(&MAGIC.to_le_bytes());
+    out[4..8].copy_from_slice(&len.to_le_bytes());
+    out[8..16].copy_from_slice(&seq.to_le_bytes());
+    out[16..20].copy_from_slice(&crc.to_le_bytes());
+    let header_crc = crc32fast::hash(&out[..20]);
+    out[20..HEADER].copy_from_slice(&header_crc.to_le_bytes());
 }
 
-/// Decodes every whole, intact record; returns them and the length of the
-/// valid prefix (anything after it is a torn or corrupt tail).
-pub fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
+/// How the readable part of a log ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogEnd {
+    /// After its last whole record.
+    Clean,
+    /// Inside a record a crash cut short (never acknowledged): cut it off.
+    Torn,
+    /// At a record that fails its checks, at this byte offset.
+    Corrupt {
+        /// Where the bad record starts.
+        at: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// What a scan of a log's bytes found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// The records before the end, in order.
+    pub records: Vec<LogRecord>,
+    /// The length of the bytes they fill.
+    pub valid: usize,
+    /// How the log ends.
+    pub end: LogEnd,
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// Reads records from the start of `bytes` until the log ends; with
+/// `check_payload_crc` off (the `skip_crc_on_replay` bug) payloads are
+/// trusted as long as they decode.
+pub fn scan(bytes: &[u8], check_payload_crc: bool) -> Scan {
+    scan_from(bytes, check_payload_crc, true)
+}
+
+/// The records of a piece cut from the middle of a log (e.g. what a lying
+/// disk lost): checked like [`scan`] except that their `seq` and LSNs need
+/// not start at the beginning.
+pub fn scan_fragment(bytes: &[u8]) -> Scan {
+    scan_from(bytes, true, false)
+}
+
+fn scan_from(bytes: &[u8], check_payload_crc: bool, from_start: bool) -> Scan {
     let mut records = Vec::new();
+    // Each partition's last LSN: redo needs them in order.
+    let mut lsns: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
     let mut at = 0;
-    while bytes.len() - at >= HEADER {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
+    let corrupt = |at: usize, reason: String| LogEnd::Corrupt { at, reason };
+    let end = loop {
+        let rest = bytes.len() - at;
+        if rest == 0 {
+            break LogEnd::Clean;
+        }
+        if rest < HEADER {
+            break LogEnd::Torn;
+        }
+        let h = &bytes[at..at + HEADER];
+        if u32_at(h, 0) != MAGIC || crc32fast::hash(&h[..20]) != u32_at(h, 20) {
+            break corrupt(at, "a record header fails its checksum".into());
+        }
+        let len = u32_at(h, 4) as usize;
+        let seq = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
         let Some(payload) = bytes.get(at + HEADER..at + HEADER + len) else {
-            break;
+            break LogEnd::Torn;
         };
-        if crc32fast::hash(payload) != crc {
-            break;
+        if check_payload_crc && crc32fast::hash(payload) != u32_at(h, 16) {
+            break corrupt(at, format!("record {seq} fails its checksum"));
+        }
+        let expected = records.len() as u64 + 1;
+        if from_start && seq != expected {
+            break corrupt(
+                at,
+                format!(
+                    "record {seq} where record {expected} belongs (a misdirected or lost write)"
+                ),
+            );
         }
         let Ok(record) = bincode::deserialize::<LogRecord>(payload) else {
-            break;
+            break corrupt(at, format!("record {seq} does not decode"));
         };
+        let last = lsns.entry(record.partition).or_insert(if from_start {
+            0
+        } else {
+            record.lsn.saturating_sub(1)
+        });
+        if record.lsn != *last + 1 {
+            break corrupt(
+                at,
+                format!(
+                    "record {seq} has LSN {} of partition {} where {} belongs",
+                    record.lsn,
+                    record.partition,
+                    *last + 1
+                ),
+            );
+        }
+        *last = record.lsn;
         records.push(record);
         at += HEADER + len;
+    };
+    Scan {
+        records,
+        valid: at,
+        end,
     }
-    (records, at)
 }
 
-/// Reads the device, drops a torn tail, and returns the records to redo.
-pub fn recover(device: &dyn LogDevice) -> Vec<LogRecord> {
-    let bytes = device.read_all();
-    let (records, valid) = decode_all(&bytes);
-    if valid < bytes.len() {
-        device.truncate(valid);
+/// Decodes every whole, intact record from the start; returns them and the
+/// length of the valid prefix (anything after it is torn or corrupt).
+pub fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
+    let s = scan(bytes, true);
+    (s.records, s.valid)
+}
+
+/// What recovery found on the device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovered {
+    /// The records to redo (none to serve from when `damage` is set).
+    pub records: Vec<LogRecord>,
+    /// The `seq` the next appended record gets.
+    pub next_seq: u64,
+    /// Why the log cannot be trusted: corruption it cannot repair. The
+    /// partitions it holds must not serve.
+    pub damage: Option<String>,
+}
+
+/// Reads the device (again, up to [`REREADS`] times, while it looks corrupt:
+/// a flip on read is transient), cuts a torn tail, and returns the records to
+/// redo, or the damage when the log stays corrupt. Seeded bugs:
+/// `skip_crc_on_replay` trusts payloads without their CRC;
+/// `torn_tail_as_end` cuts the log at the first corrupt record as if torn.
+pub fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
+    let mut reads = 0;
+    let (bytes, s) = loop {
+        let bytes = device.read_all();
+        let s = scan(&bytes, !bugs.skip_crc_on_replay);
+        reads += 1;
+        if !matches!(s.end, LogEnd::Corrupt { .. }) || reads > REREADS {
+            break (bytes, s);
+        }
+    };
+    let next_seq = s.records.len() as u64 + 1;
+    match s.end {
+        LogEnd::Corrupt { at, reason } if !bugs.torn_tail_as_end => Recovered {
+            records: s.records,
+            next_seq,
+            damage: Some(format!(
+                "the log is corrupt at byte {at} of {}: {reason}",
+                bytes.len()
+            )),
+        },
+        _ => {
+            if s.valid < bytes.len() {
+                device.truncate(s.valid);
+            }
+            Recovered {
+                records: s.records,
+                next_seq,
+                damage: None,
+            }
+        }
     }
-    records
 }
 
 #[cfg(test)]
@@ -98,20 +253,24 @@ mod tests {
     #[test]
     fn encoding_in_place_gives_the_same_frame() {
         let payload = bincode::serialize(&record(4)).expect("serialises");
-        let mut frame = (payload.len() as u32).to_le_bytes().to_vec();
+        let mut frame = MAGIC.to_le_bytes().to_vec();
+        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        frame.extend_from_slice(&9u64.to_le_bytes());
         frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        let header_crc = crc32fast::hash(&frame);
+        frame.extend_from_slice(&header_crc.to_le_bytes());
         frame.extend_from_slice(&payload);
         let mut out = vec![1, 2, 3];
-        encode_into(&mut out, &record(4));
+        encode_into(&mut out, 9, &record(4));
         assert_eq!(out, frame);
-        assert_eq!(encode(&record(4)), frame);
+        assert_eq!(encode(9, &record(4)), frame);
     }
 
     #[test]
     fn records_round_trip() {
         let mut bytes = Vec::new();
         for v in 1..=5 {
-            bytes.extend(encode(&record(v)));
+            bytes.extend(encode(v, &record(v)));
         }
         let (records, valid) = decode_all(&bytes);
         assert_eq!(valid, bytes.len());
@@ -122,10 +281,10 @@ mod tests {
     fn every_torn_tail_is_cut_at_the_last_whole_record() {
         let mut bytes = Vec::new();
         for v in 1..=2 {
-            bytes.extend(encode(&record(v)));
+            bytes.extend(encode(v, &record(v)));
         }
         let whole = bytes.len();
-        bytes.extend(encode(&record(3)));
+        bytes.extend(encode(3, &record(3)));
         for cut in whole..bytes.len() {
             let (records, valid) = decode_all(&bytes[..cut]);
             assert_eq!(records.len(), 2, "cut at {cut}");
@@ -134,13 +293,137 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_record_ends_recovery() {
-        let mut bytes = encode(&record(1));
+    fn a_corrupt_record_ends_the_valid_prefix() {
+        let mut bytes = encode(1, &record(1));
         let first = bytes.len();
-        bytes.extend(encode(&record(2)));
+        bytes.extend(encode(2, &record(2)));
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
         let (records, valid) = decode_all(&bytes);
         assert_eq!((records.len(), valid), (1, first));
+    }
+
+    /// A log device in memory, with reads that can be made to flip a bit.
+    #[derive(Default)]
+    struct Mem {
+        bytes: std::sync::Mutex<Vec<u8>>,
+        flip_reads: std::sync::Mutex<usize>,
+    }
+
+    impl LogDevice for Mem {
+        fn append(&self, b: &[u8]) {
+            self.bytes.lock().unwrap().extend_from_slice(b);
+        }
+        fn sync(&self) -> Result<(), crate::env::SyncError> {
+            Ok(())
+        }
+        fn read_all(&self) -> Vec<u8> {
+            let mut b = self.bytes.lock().unwrap().clone();
+            let mut flips = self.flip_reads.lock().unwrap();
+            if *flips > 0 {
+                *flips -= 1;
+                b[HEADER + 2] ^= 4;
+            }
+            b
+        }
+        fn truncate(&self, len: usize) {
+            self.bytes.lock().unwrap().truncate(len);
+        }
+    }
+
+    fn log_of(n: u64) -> Mem {
+        let m = Mem::default();
+        for v in 1..=n {
+            m.append(&encode(v, &record(v)));
+        }
+        m
+    }
+
+    #[test]
+    fn every_single_bit_flip_in_a_log_is_detected() {
+        let m = log_of(3);
+        let clean = m.read_all();
+        for bit in 0..clean.len() * 8 {
+            let mut b = clean.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            let s = scan(&b, true);
+            assert!(
+                matches!(s.end, LogEnd::Corrupt { .. }),
+                "bit {bit}: {:?}",
+                s.end
+            );
+            assert!(s.records.iter().zip(1..).all(|(r, v)| *r == record(v)));
+        }
+    }
+
+    #[test]
+    fn a_misplaced_or_missing_record_is_corruption() {
+        let mut b = encode(1, &record(1));
+        b.extend(encode(3, &record(3)));
+        assert!(matches!(scan(&b, true).end, LogEnd::Corrupt { .. }));
+        let mut b = encode(1, &record(1));
+        let hole = encode(2, &record(2)).len();
+        b.extend(vec![0; hole]);
+        b.extend(encode(3, &record(3)));
+        assert!(matches!(scan(&b, true).end, LogEnd::Corrupt { .. }));
+        let b = encode(1, &record(1)).repeat(2);
+        assert!(matches!(scan(&b, true).end, LogEnd::Corrupt { .. }));
+    }
+
+    #[test]
+    fn recovery_reads_again_past_a_transient_flip_and_reports_lasting_damage() {
+        let m = log_of(3);
+        *m.flip_reads.lock().unwrap() = 1;
+        let r = recover(&m, &ModelBugs::default());
+        assert_eq!((r.records.len(), r.next_seq, r.damage), (3, 4, None));
+
+        let m = log_of(3);
+        *m.flip_reads.lock().unwrap() = 100;
+        let r = recover(&m, &ModelBugs::default());
+        assert!(r.damage.is_some());
+        assert_eq!(
+            m.bytes.lock().unwrap().len(),
+            log_of(3).read_all().len(),
+            "not cut"
+        );
+    }
+
+    #[test]
+    fn recovery_cuts_a_torn_tail_and_continues_the_sequence() {
+        let m = log_of(2);
+        let whole = m.read_all().len();
+        m.append(&encode(3, &record(3))[..30]);
+        let r = recover(&m, &ModelBugs::default());
+        assert_eq!((r.records.len(), r.next_seq, r.damage), (2, 3, None));
+        assert_eq!(m.read_all().len(), whole);
+    }
+
+    #[test]
+    fn the_replay_bugs_replay_or_drop_what_a_correct_log_refuses() {
+        let m = log_of(3);
+        let first = encode(1, &record(1)).len();
+        m.bytes.lock().unwrap()[first + HEADER + 2] ^= 4;
+        let bugs = ModelBugs {
+            torn_tail_as_end: true,
+            ..ModelBugs::default()
+        };
+        let r = recover(&m, &bugs);
+        assert_eq!(
+            (r.records.len(), r.damage),
+            (1, None),
+            "records 2 and 3 dropped"
+        );
+
+        let m = log_of(3);
+        // The last byte of the first record: its item's version.
+        m.bytes.lock().unwrap()[first - 1] ^= 4;
+        assert!(recover(&m, &ModelBugs::default()).damage.is_some());
+        let bugs = ModelBugs {
+            skip_crc_on_replay: true,
+            ..ModelBugs::default()
+        };
+        let r = recover(&m, &bugs);
+        assert_eq!(r.damage, None);
+        assert_ne!(r.records[0], record(1), "a flipped record replayed as data");
     }
 }

@@ -4,8 +4,12 @@
 //! operation is a [`Request`] of any service and the answer a [`Response`], so
 //! a new service needs no change here.
 
+use crate::env::SendPolicy;
 use crate::partition::{Request, Response};
+use madsim::net::Endpoint;
 use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// Datagram tag of requests.
 pub const REQUEST_TAG: u64 = 1;
@@ -23,6 +27,9 @@ pub struct WireRequest {
     pub partition: u32,
     /// The operation.
     pub op: Request,
+    /// The SDK connection's session id, drawn at connect: with `req_id` it
+    /// names one attempt, which the server executes at most once.
+    pub session: u64,
 }
 
 /// The server's answer.
@@ -65,15 +72,44 @@ pub fn to_bytes_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
 
 /// Writes into `out` (cleared first) the encoding of a [`WireRequest`] whose
 /// operation is already encoded as `op` (by [`to_bytes`]): the same bytes as
-/// `to_bytes(&WireRequest { req_id, partition, op })`, without encoding the
-/// operation again for every attempt.
-pub fn encode_request(out: &mut Vec<u8>, req_id: u64, partition: u32, op: &[u8]) {
+/// `to_bytes(&WireRequest { req_id, partition, op, session })`, without
+/// encoding the operation again for every attempt.
+pub fn encode_request(out: &mut Vec<u8>, req_id: u64, partition: u32, op: &[u8], session: u64) {
     out.clear();
-    out.reserve(12 + op.len());
+    out.reserve(20 + op.len());
     // bincode's default options: fixed-width little-endian integers, fields in order.
     out.extend_from_slice(&req_id.to_le_bytes());
     out.extend_from_slice(&partition.to_le_bytes());
     out.extend_from_slice(op);
+    out.extend_from_slice(&session.to_le_bytes());
+}
+
+/// Sends a datagram as the network's send faults say: at once, or held back,
+/// and sometimes once more later (a duplicate). Delayed copies are sent by a
+/// task of the sending node (gone if the node crashes first). Returns the
+/// result of the first copy when it is sent at once (`Ok` otherwise: the
+/// network does not report a held-back datagram's fate).
+pub async fn send_datagram(
+    ep: &Arc<Endpoint>,
+    to: SocketAddr,
+    tag: u64,
+    bytes: &[u8],
+    policy: &SendPolicy,
+) -> std::io::Result<()> {
+    let mut result = Ok(());
+    for delay in policy.copies() {
+        if delay.is_zero() {
+            result = ep.send_to(to, tag, bytes).await;
+            continue;
+        }
+        let (ep, bytes) = (ep.clone(), bytes.to_vec());
+        madsim::task::spawn(async move {
+            madsim::time::sleep(delay).await;
+            // A copy to an unreachable peer is dropped by the network.
+            let _ = ep.send_to(to, tag, &bytes).await;
+        });
+    }
+    result
 }
 
 /// Parses a wire message; `None` for bytes that are not one.
@@ -103,9 +139,16 @@ mod tests {
             req_id: 0x0102_0304_0506_0708,
             partition: 3,
             op: op.clone(),
+            session: 0x1112_1314_1516_1718,
         });
         let mut out = vec![9, 9];
-        encode_request(&mut out, 0x0102_0304_0506_0708, 3, &to_bytes(&op));
+        encode_request(
+            &mut out,
+            0x0102_0304_0506_0708,
+            3,
+            &to_bytes(&op),
+            0x1112_1314_1516_1718,
+        );
         assert_eq!(out, whole);
         assert_eq!(from_bytes::<WireRequest>(&out).map(|r| r.op), Some(op));
     }

@@ -52,7 +52,54 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["linearizability", "E1"],
     },
+    BugInfo {
+        name: "no_dedup",
+        what: "the server executes duplicated requests again, so a delayed copy of a write resurrects its value",
+        scenarios: &["occ"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "retry_fsync_after_error",
+        what: "after a failed log sync the server syncs again and acknowledges the write whose bytes the device dropped",
+        scenarios: &["occ"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "skip_crc_on_replay",
+        what: "log recovery replays records without checking their CRC, so a flipped bit is served as data",
+        scenarios: &["occ"],
+        caught_by: &["linearizability", "E1"],
+    },
+    BugInfo {
+        name: "torn_tail_as_end",
+        what: "log recovery treats a corrupt record in the middle as the end of the log and drops the acknowledged records after it",
+        scenarios: &["occ"],
+        caught_by: &["linearizability", "E1"],
+    },
+    BugInfo {
+        name: "dedup_without_session",
+        what: "the server deduplicates by request id alone, answering another connection's attempt with a stored outcome",
+        scenarios: &["occ"],
+        caught_by: &["linearizability", "E1"],
+    },
 ];
+
+/// The fault profile a bug is hunted under when it needs one beyond its
+/// scenario's default mix (`FaultMix::profile`): the storage bugs only show
+/// after disk faults, which the `storage` profile injects more often.
+pub const HUNT_PROFILES: &[(&str, &str)] = &[
+    ("retry_fsync_after_error", "storage"),
+    ("skip_crc_on_replay", "storage"),
+    ("torn_tail_as_end", "storage"),
+];
+
+/// The fault profile the bug called `name` is hunted under (`default` for most).
+pub fn hunt_profile(name: &str) -> &'static str {
+    HUNT_PROFILES
+        .iter()
+        .find(|(bug, _)| *bug == name)
+        .map_or("default", |(_, p)| p)
+}
 
 /// The names of every bug of the table.
 pub fn all_names() -> Vec<&'static str> {

@@ -34,10 +34,19 @@ pub struct BugHunt {
 /// Shrinks the failing run of a found bug and records its size in operations.
 pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: usize) {
     let Some(seed) = h.seed else { return };
-    let mut s = Scenario::new(def, seed);
-    s.bugs = vec![h.bug.clone()];
+    let s = hunt_scenario(def, seed, &h.bug);
     h.shrunk_ops =
         crate::shrink::shrink(def, &s, max_tries, |_, _| {}).map(|r| r.run.history.ops());
+}
+
+/// The run of `bug` on `seed`: the scenario's defaults with the bug's hunt
+/// profile ([`crate::bugs::hunt_profile`]) and the bug on.
+pub fn hunt_scenario(def: &dyn DynScenario, seed: u64, bug: &str) -> Scenario {
+    let s = Scenario::new(def, seed);
+    let mut s =
+        crate::scenario::with_profile(def, s.clone(), crate::bugs::hunt_profile(bug)).unwrap_or(s);
+    s.bugs = vec![bug.to_string()];
+    s
 }
 
 /// Sweeps seeds 0, 1, ... of the scenario `def` with `bug` on, `jobs` at a time,
@@ -59,8 +68,7 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
             &seeds,
             &opts,
             |seed| {
-                let mut s = Scenario::new(def, seed);
-                s.bugs = vec![bug.to_string()];
+                let s = hunt_scenario(def, seed, bug);
                 let r = run_with(def, &s);
                 (r.outcome, r.first_property())
             },

@@ -151,6 +151,8 @@ pub fn run_command(s: &Scenario) -> String {
     }
     if s.swarm {
         cmd += " --swarm";
+    } else if let Some(profile) = crate::scenario::profile_of(s) {
+        cmd += &format!(" --faults {profile}");
     }
     cmd
 }

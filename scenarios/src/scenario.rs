@@ -156,6 +156,30 @@ impl Scenario {
     }
 }
 
+/// `s` with the named fault profile (`default`, `calm`, `storage`; see
+/// [`FaultMix::profile`]) applied to its scenario's default mix.
+pub fn with_profile(
+    def: &dyn DynScenario,
+    mut s: Scenario,
+    profile: &str,
+) -> Result<Scenario, String> {
+    s.faults = FaultMix::profile(profile, &def.defaults().faults).ok_or_else(|| {
+        registry::unknown("fault profile", profile, FaultMix::PROFILES.iter().copied())
+    })?;
+    Ok(s)
+}
+
+/// The name of the fault profile `s`'s mix is, when it is not the default one.
+pub fn profile_of(s: &Scenario) -> Option<&'static str> {
+    let def = registry::find(&s.name).ok()?;
+    let base = def.defaults().faults;
+    FaultMix::PROFILES
+        .iter()
+        .copied()
+        .filter(|p| *p != "default")
+        .find(|p| FaultMix::profile(p, &base).as_ref() == Some(&s.faults))
+}
+
 /// Format 1 (flat `occ` fields, `"version": 1`) to format 2; a note says so.
 fn migrate(mut value: serde_json::Value) -> Result<(serde_json::Value, Option<String>), String> {
     let version = value.get("version").and_then(|v| v.as_u64());

@@ -1,5 +1,6 @@
 //! Shrinking a failing scenario: greedily try smaller variants (fewer
-//! clients, operations, items, fault events, fault kinds) and keep each one
+//! clients, operations, items, fault events, fault kinds: packet loss, disk
+//! faults, duplicated and reordered datagrams, clock faults) and keep each one
 //! that still fails with the same property, until no reduction helps.
 //!
 //! Every candidate carries an explicit fault plan, so removing a fault event
@@ -41,6 +42,22 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
         (i == 0 && plan.packet_loss > 0.0).then(|| {
             let mut t = s.clone();
             t.plan.as_mut().expect("checked").packet_loss = 0.0;
+            t
+        })
+    }),
+    ("no disk faults", |s, i| {
+        let plan = s.plan.as_ref()?;
+        (i == 0 && !plan.storage.is_off()).then(|| {
+            let mut t = s.clone();
+            t.plan.as_mut().expect("checked").storage = Default::default();
+            t
+        })
+    }),
+    ("no duplicated or reordered datagrams", |s, i| {
+        let plan = s.plan.as_ref()?;
+        (i == 0 && plan.network != Default::default()).then(|| {
+            let mut t = s.clone();
+            t.plan.as_mut().expect("checked").network = Default::default();
             t
         })
     }),

@@ -4,19 +4,102 @@
 //!
 //! madsim's own `fs` keeps unsynced writes across a kill, so durability is
 //! modelled here instead.
+//!
+//! With [`StorageFaults`] on, the disk also corrupts: bit flips on write
+//! (persisted) and on read (in the copy returned only), misdirected writes
+//! (the bytes land at an earlier offset, their own place stays zeros), lost
+//! writes that a sync reported done (a lying disk: gone at the next power
+//! failure, zeros in the middle of the log or a shorter log at its end), and
+//! failing syncs. Every fault is drawn from the disk's own seeded stream and
+//! counted; the bytes a lying disk lost are kept for the verdict.
 
+use crate::faults::StorageFaults;
 use rand::Rng;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct DiskState {
-    /// Bytes that survive any crash.
+    /// Bytes that survive any crash (except the `ghosts` among them).
     durable: Vec<u8>,
     /// Bytes appended since the last sync.
     pending: Vec<u8>,
     syncs: u64,
     torn_tails: u64,
+    /// Fault rates.
+    faults: StorageFaults,
+    /// The faults' random stream.
+    rng: ChaCha8Rng,
+    /// Ranges of `durable` a lying sync reported durable: lost at the next
+    /// power failure.
+    ghosts: Vec<(usize, usize)>,
+    /// Faults injected, by kind.
+    injected: BTreeMap<&'static str, u64>,
+    /// What a lying disk lost.
+    lost: Vec<LostWrite>,
 }
+
+impl Default for DiskState {
+    fn default() -> Self {
+        DiskState {
+            durable: Vec::new(),
+            pending: Vec::new(),
+            syncs: 0,
+            torn_tails: 0,
+            faults: StorageFaults::default(),
+            rng: ChaCha8Rng::seed_from_u64(0),
+            ghosts: Vec::new(),
+            injected: BTreeMap::new(),
+            lost: Vec::new(),
+        }
+    }
+}
+
+impl DiskState {
+    /// Draws whether a fault of probability `p` happens; no draw when `p` is 0,
+    /// so a disk without faults draws nothing.
+    fn happens(&mut self, p: f64, kind: &'static str) -> bool {
+        let hit = p > 0.0 && self.rng.gen_bool(p.clamp(0.0, 1.0));
+        if hit {
+            *self.injected.entry(kind).or_default() += 1;
+        }
+        hit
+    }
+
+    fn len(&self) -> usize {
+        self.durable.len() + self.pending.len()
+    }
+
+    /// Writes `bytes` at `offset` of the readable log (durable then pending),
+    /// as far as the log reaches.
+    fn overwrite(&mut self, offset: usize, bytes: &[u8]) {
+        for (i, b) in bytes.iter().enumerate() {
+            let at = offset + i;
+            if at < self.durable.len() {
+                self.durable[at] = *b;
+            } else if at - self.durable.len() < self.pending.len() {
+                let d = self.durable.len();
+                self.pending[at - d] = *b;
+            }
+        }
+    }
+}
+
+/// Bytes a lying disk reported synced and then lost in a power failure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostWrite {
+    /// Where they were in the log.
+    pub offset: usize,
+    /// The bytes (what the sync was asked to make durable).
+    pub bytes: Vec<u8>,
+}
+
+/// A sync the disk reports as failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncFailed;
 
 /// One node's disk: an append-only byte log shared by the node's incarnations.
 #[derive(Clone, Debug, Default)]
@@ -30,30 +113,73 @@ impl SimDisk {
         Self::default()
     }
 
+    /// An empty disk that injects `faults`, drawn from `rng`.
+    pub fn with_faults(faults: StorageFaults, rng: ChaCha8Rng) -> Self {
+        let disk = SimDisk::new();
+        {
+            let mut s = disk.lock();
+            s.faults = faults;
+            s.rng = rng;
+        }
+        disk
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, DiskState> {
         // A poisoned lock means a panic elsewhere already failed the run.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends bytes; they are volatile until [`SimDisk::sync`].
+    /// Appends bytes; they are volatile until [`SimDisk::sync`]. A bit of
+    /// them may be flipped, or they may land at an earlier offset.
     pub fn append(&self, bytes: &[u8]) {
-        self.lock().pending.extend_from_slice(bytes);
+        let mut s = self.lock();
+        let mut bytes = bytes.to_vec();
+        let f = s.faults.clone();
+        if !bytes.is_empty() && s.happens(f.flip_on_write, "flip_on_write") {
+            let bit = s.rng.gen_range(0..bytes.len() * 8);
+            bytes[bit / 8] ^= 1 << (bit % 8);
+        }
+        if s.len() > 0 && s.happens(f.misdirected_write, "misdirected_write") {
+            let len = s.len();
+            let offset = s.rng.gen_range(0..len);
+            s.overwrite(offset, &bytes);
+            bytes.iter_mut().for_each(|b| *b = 0);
+        }
+        s.pending.extend_from_slice(&bytes);
     }
 
-    /// Makes everything appended so far durable.
-    pub fn sync(&self) {
+    /// Makes everything appended so far durable, or says it failed (then a
+    /// random prefix of it is durable and the rest is gone). A lying disk
+    /// reports success and keeps the bytes only until the next power failure.
+    pub fn sync(&self) -> Result<(), SyncFailed> {
         let mut s = self.lock();
         let pending = std::mem::take(&mut s.pending);
-        s.durable.extend_from_slice(&pending);
         s.syncs += 1;
+        let f = s.faults.clone();
+        if !pending.is_empty() && s.happens(f.fsync_error, "fsync_error") {
+            let keep = s.rng.gen_range(0..=pending.len());
+            s.durable.extend_from_slice(&pending[..keep]);
+            return Err(SyncFailed);
+        }
+        if !pending.is_empty() && s.happens(f.lost_write, "lost_write") {
+            let at = s.durable.len();
+            s.ghosts.push((at, pending.len()));
+        }
+        s.durable.extend_from_slice(&pending);
+        Ok(())
     }
 
     /// Everything readable now: durable bytes followed by the unsynced ones
-    /// (a running process sees its own writes).
+    /// (a running process sees its own writes). A bit of the copy may be flipped.
     pub fn read_all(&self) -> Vec<u8> {
-        let s = self.lock();
+        let mut s = self.lock();
         let mut all = s.durable.clone();
         all.extend_from_slice(&s.pending);
+        let f = s.faults.flip_on_read;
+        if !all.is_empty() && s.happens(f, "flip_on_read") {
+            let bit = s.rng.gen_range(0..all.len() * 8);
+            all[bit / 8] ^= 1 << (bit % 8);
+        }
         all
     }
 
@@ -63,6 +189,10 @@ impl SimDisk {
         if len <= s.durable.len() {
             s.durable.truncate(len);
             s.pending.clear();
+            s.ghosts.retain(|(at, _)| *at < len);
+            if let Some(last) = s.ghosts.last_mut() {
+                last.1 = last.1.min(len - last.0);
+            }
         } else {
             let keep = len - s.durable.len();
             s.pending.truncate(keep);
@@ -71,7 +201,9 @@ impl SimDisk {
 
     /// A power failure. Without `lose_unsynced` the OS is assumed to have
     /// flushed everything (a process crash); with it, a random prefix of the
-    /// unsynced bytes survives, possibly tearing the last record.
+    /// unsynced bytes survives, possibly tearing the last record, and what a
+    /// lying disk reported synced is lost: zeros where later bytes follow,
+    /// cut off at the end of the log.
     pub fn crash(&self, lose_unsynced: bool, rng: &mut impl Rng) {
         let mut s = self.lock();
         let pending = std::mem::take(&mut s.pending);
@@ -84,6 +216,30 @@ impl SimDisk {
             s.torn_tails += 1;
         }
         s.durable.extend_from_slice(&pending[..keep]);
+        if !lose_unsynced {
+            return;
+        }
+        let ghosts = std::mem::take(&mut s.ghosts);
+        for (at, len) in ghosts.into_iter().rev() {
+            let bytes = s.durable[at..at + len].to_vec();
+            if at + len == s.durable.len() {
+                s.durable.truncate(at);
+            } else {
+                s.durable[at..at + len].iter_mut().for_each(|b| *b = 0);
+            }
+            s.lost.push(LostWrite { offset: at, bytes });
+        }
+    }
+
+    /// Disk faults injected so far, by kind (`lost_write` counts lying syncs,
+    /// whether or not a power failure followed).
+    pub fn injected(&self) -> BTreeMap<&'static str, u64> {
+        self.lock().injected.clone()
+    }
+
+    /// What a lying disk lost in power failures so far.
+    pub fn lost_writes(&self) -> Vec<LostWrite> {
+        self.lock().lost.clone()
     }
 
     /// Number of syncs so far.
@@ -106,14 +262,14 @@ mod tests {
     fn synced_bytes_survive_and_unsynced_may_not() {
         let disk = SimDisk::new();
         disk.append(b"abc");
-        disk.sync();
+        disk.sync().unwrap();
         disk.append(b"defgh");
         assert_eq!(disk.read_all(), b"abcdefgh");
         let mut seen = std::collections::BTreeSet::new();
         for seed in 0..64 {
             let d = SimDisk::new();
             d.append(b"abc");
-            d.sync();
+            d.sync().unwrap();
             d.append(b"defgh");
             d.crash(true, &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
             let after = d.read_all();
@@ -135,11 +291,115 @@ mod tests {
     fn truncate_drops_the_tail() {
         let disk = SimDisk::new();
         disk.append(b"abc");
-        disk.sync();
+        disk.sync().unwrap();
         disk.append(b"de");
         disk.truncate(4);
         assert_eq!(disk.read_all(), b"abcd");
         disk.truncate(2);
         assert_eq!(disk.read_all(), b"ab");
+    }
+
+    fn faulty(f: StorageFaults) -> SimDisk {
+        SimDisk::with_faults(f, crate::rng::stream(7, "disk"))
+    }
+
+    #[test]
+    fn a_flip_on_write_persists_one_bit() {
+        let d = faulty(StorageFaults {
+            flip_on_write: 1.0,
+            ..StorageFaults::default()
+        });
+        d.append(&[0u8; 16]);
+        d.sync().unwrap();
+        let a = d.read_all();
+        assert_eq!(a.iter().map(|b| b.count_ones()).sum::<u32>(), 1);
+        assert_eq!(d.read_all(), a, "the flip is on the disk");
+        assert_eq!(d.injected()["flip_on_write"], 1);
+    }
+
+    #[test]
+    fn a_flip_on_read_is_in_the_copy_only() {
+        let d = faulty(StorageFaults {
+            flip_on_read: 0.5,
+            ..StorageFaults::default()
+        });
+        d.append(&[0u8; 16]);
+        let reads: Vec<u32> = (0..40)
+            .map(|_| d.read_all().iter().map(|b| b.count_ones()).sum())
+            .collect();
+        assert!(reads.contains(&0) && reads.contains(&1), "{reads:?}");
+        assert!(reads.iter().all(|n| *n <= 1));
+    }
+
+    #[test]
+    fn a_misdirected_write_lands_earlier_and_leaves_zeros() {
+        let d = faulty(StorageFaults {
+            misdirected_write: 1.0,
+            ..StorageFaults::default()
+        });
+        d.append(b"abcd");
+        d.append(b"XY");
+        let a = d.read_all();
+        assert_eq!(&a[4..], &[0, 0]);
+        assert!(a.windows(1).any(|w| w == b"X"), "{a:?}");
+    }
+
+    #[test]
+    fn a_lying_sync_loses_its_bytes_at_a_power_failure() {
+        let d = faulty(StorageFaults {
+            lost_write: 1.0,
+            ..StorageFaults::default()
+        });
+        d.append(b"abc");
+        d.sync().unwrap();
+        d.append(b"de");
+        d.sync().unwrap();
+        assert_eq!(d.read_all(), b"abcde", "readable until the power fails");
+        d.crash(true, &mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        assert_eq!(d.read_all(), b"", "both syncs lied, the log is cut");
+        let lost = d.lost_writes();
+        assert_eq!(lost.len(), 2);
+        assert_eq!(lost[0].bytes, b"de");
+
+        let d = SimDisk::with_faults(
+            StorageFaults {
+                lost_write: 0.5,
+                ..StorageFaults::default()
+            },
+            crate::rng::stream(3, "disk"),
+        );
+        for chunk in [b"aa", b"bb", b"cc", b"dd", b"ee", b"ff"] {
+            d.append(chunk);
+            d.sync().unwrap();
+        }
+        d.crash(true, &mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        let after = d.read_all();
+        for w in d.lost_writes() {
+            if w.offset < after.len() {
+                assert!(after[w.offset..w.offset + 2].iter().all(|b| *b == 0));
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_sync_keeps_a_prefix_and_drops_the_rest() {
+        let d = faulty(StorageFaults {
+            fsync_error: 1.0,
+            ..StorageFaults::default()
+        });
+        d.append(b"abcdef");
+        assert_eq!(d.sync(), Err(SyncFailed));
+        let a = d.read_all();
+        assert!(b"abcdef".starts_with(&a), "{a:?}");
+        assert_eq!(d.injected()["fsync_error"], 1);
+    }
+
+    #[test]
+    fn a_disk_without_faults_draws_nothing_and_injects_nothing() {
+        let d = SimDisk::with_faults(StorageFaults::default(), crate::rng::stream(1, "disk"));
+        d.append(b"abc");
+        d.sync().unwrap();
+        assert_eq!(d.read_all(), b"abc");
+        assert!(d.injected().is_empty());
     }
 }

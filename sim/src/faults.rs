@@ -82,6 +82,106 @@ pub struct FaultPlan {
     /// Timed faults.
     #[serde(default)]
     pub events: Vec<FaultEvent>,
+    /// Disk faults, as rates per disk operation.
+    #[serde(default)]
+    pub storage: StorageFaults,
+    /// Duplicated and reordered datagrams, as rates per datagram sent.
+    #[serde(default)]
+    pub network: NetworkFaults,
+}
+
+/// Disk faults: each a probability per operation of a node's disk (0 = off).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageFaults {
+    /// Per append: one bit of the appended bytes is flipped, and stays flipped.
+    pub flip_on_write: f64,
+    /// Per read: one bit of what is read is flipped in the copy returned
+    /// (the disk itself is intact; reading again may give the right bytes).
+    pub flip_on_read: f64,
+    /// Per append: the bytes land at a random earlier offset (overwriting
+    /// what was there) and the place they were meant for stays zeros.
+    pub misdirected_write: f64,
+    /// Per sync: the sync reports success but the bytes it covered stay in
+    /// the disk's volatile cache and are lost at the next power failure (a
+    /// lying disk). Acknowledged data is then lost: expected, not a bug.
+    pub lost_write: f64,
+    /// Per sync: the sync fails; a random prefix of the unsynced bytes is
+    /// durable and the rest is gone, from the cache too (the kernel dropped
+    /// the dirty pages, as in PostgreSQL's "fsyncgate").
+    pub fsync_error: f64,
+}
+
+impl StorageFaults {
+    /// True when no kind is on.
+    pub fn is_off(&self) -> bool {
+        *self == StorageFaults::default()
+    }
+
+    /// Each rate scaled by `k`.
+    fn scaled(&self, k: f64) -> StorageFaults {
+        StorageFaults {
+            flip_on_write: self.flip_on_write * k,
+            flip_on_read: self.flip_on_read * k,
+            misdirected_write: self.misdirected_write * k,
+            lost_write: self.lost_write * k,
+            fsync_error: self.fsync_error * k,
+        }
+    }
+}
+
+/// Network faults beyond madsim's loss and latency, applied where the model
+/// sends: each a probability per datagram (0 = off).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetworkFaults {
+    /// A second copy of the datagram is sent after a delay in `duplicate_delay_ms`.
+    pub duplicate: f64,
+    /// Delay of the duplicate after the original, ms range `[min, max]`.
+    pub duplicate_delay_ms: (u64, u64),
+    /// The datagram is held back for a delay in `reorder_delay_ms`, so that
+    /// later ones overtake it.
+    pub reorder: f64,
+    /// How long a reordered datagram is held back, ms range `[min, max]`.
+    pub reorder_delay_ms: (u64, u64),
+}
+
+impl NetworkFaults {
+    /// The longest time after a send at which a copy of the datagram may
+    /// still be sent (held back, then duplicated), ms. A receiver that
+    /// restarts waits this plus the largest latency before it listens, so
+    /// that no copy of a datagram sent to its previous incarnation reaches
+    /// it (TCP's "quiet time" after a crash).
+    pub fn max_send_delay_ms(&self) -> u64 {
+        let reorder = if self.reorder > 0.0 {
+            self.reorder_delay_ms.1
+        } else {
+            0
+        };
+        let duplicate = if self.duplicate > 0.0 {
+            self.duplicate_delay_ms.1
+        } else {
+            0
+        };
+        reorder + duplicate
+    }
+
+    /// The delays after which copies of one datagram are sent: `[0]` without
+    /// a fault, a later first copy when held back, a second copy when duplicated.
+    pub fn copies(&self, rng: &mut impl Rng) -> Vec<std::time::Duration> {
+        let ms = std::time::Duration::from_millis;
+        let mut first = 0;
+        if self.reorder > 0.0 && rng.gen_bool(self.reorder.clamp(0.0, 1.0)) {
+            let (lo, hi) = self.reorder_delay_ms;
+            first = rng.gen_range(lo..=hi.max(lo));
+        }
+        let mut out = vec![ms(first)];
+        if self.duplicate > 0.0 && rng.gen_bool(self.duplicate.clamp(0.0, 1.0)) {
+            let (lo, hi) = self.duplicate_delay_ms;
+            out.push(ms(first + rng.gen_range(lo..=hi.max(lo))));
+        }
+        out
+    }
 }
 
 impl FaultPlan {
@@ -93,6 +193,8 @@ impl FaultPlan {
             lose_unsynced_on_crash: false,
             clocks: BTreeMap::new(),
             events: Vec::new(),
+            storage: StorageFaults::default(),
+            network: NetworkFaults::default(),
         }
     }
 }
@@ -119,13 +221,24 @@ pub struct FaultMix {
     pub max_drift_ppm: i64,
     /// Mean number of clock steps per node per simulated minute.
     pub clock_steps_per_min: f64,
+    /// Disk fault rates (copied into the plan).
+    #[serde(default)]
+    pub storage: StorageFaults,
+    /// Duplicated and reordered datagrams (copied into the plan).
+    #[serde(default)]
+    pub network: NetworkFaults,
 }
 
 impl Default for FaultMix {
-    /// Every kind on: 1% loss, 1–10 ms latency, 24 partitions, 24 crashes and
-    /// 12 pauses a minute, lost unsynced writes, clocks off by up to 2 s with
-    /// 200 ppm drift and 12 steps a minute. The rates are high because a
-    /// workload's fault window is a few simulated seconds.
+    /// Every kind on except the lying disk: 1% loss, 1–10 ms latency, 24
+    /// partitions, 24 crashes and 12 pauses a minute, lost unsynced writes,
+    /// clocks off by up to 2 s with 200 ppm drift and 12 steps a minute, 2% of
+    /// datagrams duplicated (1–500 ms later) and 2% held back (1–100 ms), and
+    /// the disk faults that a correct log detects without losing acknowledged
+    /// data ([`FaultMix::DEFAULT_STORAGE`]). A lying disk loses acknowledged
+    /// writes by design, so it is on only in [`FaultMix::storage`] and swarm
+    /// mode. The rates are high because a workload's fault window is a few
+    /// simulated seconds.
     fn default() -> Self {
         FaultMix {
             packet_loss: 0.01,
@@ -137,11 +250,64 @@ impl Default for FaultMix {
             max_clock_offset_ms: 2_000,
             max_drift_ppm: 200,
             clock_steps_per_min: 12.0,
+            storage: FaultMix::DEFAULT_STORAGE,
+            network: FaultMix::DEFAULT_NETWORK,
         }
     }
 }
 
 impl FaultMix {
+    /// The default disk faults: bit flips on write (0.2% of appends) and on
+    /// read (1% of reads), misdirected writes (0.1% of appends), failed syncs
+    /// (0.5% of syncs); no lying disk.
+    pub const DEFAULT_STORAGE: StorageFaults = StorageFaults {
+        flip_on_write: 0.002,
+        flip_on_read: 0.01,
+        misdirected_write: 0.001,
+        lost_write: 0.0,
+        fsync_error: 0.005,
+    };
+
+    /// The default network faults beyond loss and latency.
+    pub const DEFAULT_NETWORK: NetworkFaults = NetworkFaults {
+        duplicate: 0.02,
+        duplicate_delay_ms: (1, 500),
+        reorder: 0.02,
+        reorder_delay_ms: (1, 100),
+    };
+
+    /// The rates of the `storage` profile: five times the default disk
+    /// faults, and a lying disk losing 0.5% of synced writes.
+    pub fn storage_rates() -> StorageFaults {
+        StorageFaults {
+            lost_write: 0.005,
+            ..FaultMix::DEFAULT_STORAGE.scaled(5.0)
+        }
+    }
+
+    /// The named fault profiles (`--faults NAME`): `default`, `calm`, `storage`.
+    pub const PROFILES: &'static [&'static str] = &["default", "calm", "storage"];
+
+    /// The profile called `name` applied to `base` (a scenario's default
+    /// mix): `default` is `base`, `calm` has no faults, `storage` is `base`
+    /// with [`FaultMix::storage_rates`]. `None` for an unknown name.
+    pub fn profile(name: &str, base: &FaultMix) -> Option<FaultMix> {
+        match name {
+            "default" => Some(base.clone()),
+            "calm" => Some(FaultMix::calm()),
+            "storage" => Some(FaultMix::storage(base)),
+            _ => None,
+        }
+    }
+
+    /// `base` with the storage profile's disk faults, the lying disk included.
+    pub fn storage(base: &FaultMix) -> FaultMix {
+        FaultMix {
+            storage: FaultMix::storage_rates(),
+            ..base.clone()
+        }
+    }
+
     /// No faults: latency only.
     pub fn calm() -> Self {
         FaultMix {
@@ -153,6 +319,8 @@ impl FaultMix {
             max_clock_offset_ms: 0,
             max_drift_ppm: 0,
             clock_steps_per_min: 0.0,
+            storage: StorageFaults::default(),
+            network: NetworkFaults::default(),
             ..FaultMix::default()
         }
     }
@@ -161,24 +329,50 @@ impl FaultMix {
     /// up to twice the default. Different seeds stress different mixes, which
     /// finds bugs that a single average mix hides.
     pub fn swarm(rng: &mut impl Rng) -> Self {
+        fn on(rng: &mut impl Rng, p: f64) -> f64 {
+            if rng.gen_bool(0.5) {
+                p * rng.gen_range(0.2..2.0)
+            } else {
+                0.0
+            }
+        }
         let d = FaultMix::default();
-        let mut on = |p: f64| rng.gen_bool(0.5).then(|| p * rng.gen_range(0.2..2.0));
-        let packet_loss = on(d.packet_loss).unwrap_or(0.0);
-        let partitions_per_min = on(d.partitions_per_min).unwrap_or(0.0);
-        let crashes_per_min = on(d.crashes_per_min).unwrap_or(0.0);
-        let pauses_per_min = on(d.pauses_per_min).unwrap_or(0.0);
-        let clock_steps_per_min = on(d.clock_steps_per_min).unwrap_or(0.0);
+        let packet_loss = on(rng, d.packet_loss);
+        let partitions_per_min = on(rng, d.partitions_per_min);
+        let crashes_per_min = on(rng, d.crashes_per_min);
+        let pauses_per_min = on(rng, d.pauses_per_min);
+        let clock_steps_per_min = on(rng, d.clock_steps_per_min);
         let max_lat = rng.gen_range(2..=50);
+        let lose_unsynced_on_crash = rng.gen_bool(0.5);
+        let max_clock_offset_ms = if rng.gen_bool(0.5) { 5_000 } else { 0 };
+        let max_drift_ppm = if rng.gen_bool(0.5) { 500 } else { 0 };
+        // Drawn after the kinds above, so that their draws stay as they were.
+        let s = FaultMix::storage_rates();
+        let storage = StorageFaults {
+            flip_on_write: on(rng, s.flip_on_write),
+            flip_on_read: on(rng, s.flip_on_read),
+            misdirected_write: on(rng, s.misdirected_write),
+            lost_write: on(rng, s.lost_write),
+            fsync_error: on(rng, s.fsync_error),
+        };
+        let n = FaultMix::DEFAULT_NETWORK;
+        let network = NetworkFaults {
+            duplicate: on(rng, n.duplicate),
+            reorder: on(rng, n.reorder),
+            ..n
+        };
         FaultMix {
             packet_loss,
             latency_ms: (1, max_lat),
             partitions_per_min,
             crashes_per_min,
             pauses_per_min,
-            lose_unsynced_on_crash: rng.gen_bool(0.5),
-            max_clock_offset_ms: if rng.gen_bool(0.5) { 5_000 } else { 0 },
-            max_drift_ppm: if rng.gen_bool(0.5) { 500 } else { 0 },
+            lose_unsynced_on_crash,
+            max_clock_offset_ms,
+            max_drift_ppm,
             clock_steps_per_min,
+            storage,
+            network,
         }
     }
 
@@ -265,6 +459,8 @@ impl FaultMix {
             lose_unsynced_on_crash: self.lose_unsynced_on_crash,
             clocks,
             events,
+            storage: self.storage.clone(),
+            network: self.network.clone(),
         }
     }
 }
@@ -319,5 +515,80 @@ mod tests {
         let text = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<FaultPlan>(&text).unwrap(), p);
         assert!(serde_json::from_str::<FaultPlan>(r#"{"latency_ms":[1,2],"bogus":1}"#).is_err());
+    }
+
+    #[test]
+    fn a_plan_carries_its_mix_storage_and_network_rates_and_old_plans_still_load() {
+        let mix = FaultMix::storage(&FaultMix::default());
+        let p = mix.plan(
+            &mut crate::rng::stream(2, "f"),
+            &names("s", 1),
+            &names("c", 1),
+            5_000,
+        );
+        assert_eq!(
+            (p.storage.clone(), p.network.clone()),
+            (mix.storage, mix.network)
+        );
+        assert!(p.storage.lost_write > 0.0 && FaultMix::default().storage.lost_write == 0.0);
+        let old: FaultPlan = serde_json::from_str(r#"{"latency_ms":[1,2]}"#).unwrap();
+        assert!(old.storage.is_off() && old.network == NetworkFaults::default());
+        let old_mix = serde_json::to_value(FaultMix::calm()).unwrap();
+        let mut old_mix = old_mix.as_object().unwrap().clone();
+        old_mix.remove("storage");
+        old_mix.remove("network");
+        let m: FaultMix = serde_json::from_value(serde_json::Value::Object(old_mix)).unwrap();
+        assert!(m.storage.is_off());
+    }
+
+    #[test]
+    fn swarm_turns_the_new_kinds_on_in_some_seeds_and_off_in_others() {
+        let mixes: Vec<FaultMix> = (0..64)
+            .map(|seed| FaultMix::swarm(&mut crate::rng::stream(seed, "swarm")))
+            .collect();
+        for kind in [
+            |m: &FaultMix| m.storage.lost_write,
+            |m: &FaultMix| m.storage.flip_on_write,
+            |m: &FaultMix| m.storage.fsync_error,
+            |m: &FaultMix| m.network.duplicate,
+            |m: &FaultMix| m.network.reorder,
+        ] {
+            assert!(mixes.iter().any(|m| kind(m) > 0.0));
+            assert!(mixes.iter().any(|m| kind(m) == 0.0));
+        }
+    }
+
+    #[test]
+    fn copies_are_one_send_at_once_unless_held_back_or_duplicated() {
+        let mut rng = crate::rng::stream(5, "net");
+        assert_eq!(
+            NetworkFaults::default().copies(&mut rng),
+            vec![std::time::Duration::ZERO]
+        );
+        let net = NetworkFaults {
+            duplicate: 1.0,
+            duplicate_delay_ms: (10, 20),
+            reorder: 1.0,
+            reorder_delay_ms: (1, 5),
+        };
+        for _ in 0..50 {
+            let c = net.copies(&mut rng);
+            assert_eq!(c.len(), 2);
+            assert!(c[0].as_millis() >= 1 && c[0].as_millis() <= 5);
+            assert!(c[1] >= c[0] + std::time::Duration::from_millis(10));
+            assert!(c[1].as_millis() as u64 <= net.max_send_delay_ms());
+        }
+    }
+
+    #[test]
+    fn profiles_are_known_by_name() {
+        let base = FaultMix::default();
+        assert_eq!(FaultMix::profile("default", &base), Some(base.clone()));
+        assert_eq!(FaultMix::profile("calm", &base), Some(FaultMix::calm()));
+        assert_eq!(
+            FaultMix::profile("storage", &base).map(|m| m.storage),
+            Some(FaultMix::storage_rates())
+        );
+        assert_eq!(FaultMix::profile("nope", &base), None);
     }
 }

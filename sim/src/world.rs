@@ -5,8 +5,8 @@
 //! leaks).
 
 use crate::clock::NodeClock;
-use crate::disk::SimDisk;
-use crate::faults::{Fault, FaultPlan};
+use crate::disk::{LostWrite, SimDisk};
+use crate::faults::{Fault, FaultPlan, NetworkFaults};
 use crate::rng;
 use madsim::net::NetSim;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
@@ -181,6 +181,11 @@ pub struct NodeEnv {
     pub deadline: Duration,
     /// Every node's address.
     pub topology: Arc<Topology>,
+    /// The plan's duplicated and reordered datagrams, which the node's
+    /// sends apply (madsim has no such faults).
+    pub network: NetworkFaults,
+    /// The plan's largest one-way latency, ms.
+    pub max_latency_ms: u64,
 }
 
 impl NodeEnv {
@@ -189,6 +194,21 @@ impl NodeEnv {
         self.topology
             .addr(&self.role, self.index)
             .expect("a node's own role is in the topology")
+    }
+
+    /// The longest a datagram sent to this node, or a copy of it, can be on
+    /// its way: the plan's longest hold-back plus duplicate delay plus its
+    /// largest latency (a datagram sent across a cut link is dropped, not held).
+    pub fn max_in_flight(&self) -> Duration {
+        Duration::from_millis(self.network.max_send_delay_ms() + self.max_latency_ms)
+    }
+
+    /// The seeded stream that draws this incarnation's network faults.
+    pub fn network_rng(&self) -> rand_chacha::ChaCha8Rng {
+        rng::stream(
+            self.seed,
+            &format!("net-{}-{}", self.name, self.incarnation),
+        )
     }
 
     /// A name for this node's incarnation, unique in the run: `client-3`
@@ -225,6 +245,10 @@ pub struct WorldOutcome {
     pub unfinished: Vec<String>,
     /// Crashes that tore a disk's unsynced tail.
     pub torn_tails: u64,
+    /// What lying disks lost in power failures (acknowledged data the model
+    /// could not keep: expected, reported, not a bug), by node.
+    #[serde(default)]
+    pub lost_writes: Vec<(String, LostWrite)>,
 }
 
 /// Simulated ns since the start of the run (0 outside a simulation).
@@ -262,7 +286,12 @@ where
     for role in &topo.roles {
         for i in 0..role.count {
             let name = Topology::node_name(&role.name, i);
-            let disk = role.disk.then(SimDisk::new);
+            let disk = role.disk.then(|| {
+                SimDisk::with_faults(
+                    cfg.plan.storage.clone(),
+                    rng::stream(cfg.seed, &format!("disk-{name}")),
+                )
+            });
             if let Some(d) = &disk {
                 disks.insert(name.clone(), d.clone());
             }
@@ -281,6 +310,8 @@ where
                 seed: cfg.seed,
                 deadline: cfg.deadline,
                 topology: topo.clone(),
+                network: cfg.plan.network.clone(),
+                max_latency_ms: cfg.plan.latency_ms.1.max(cfg.plan.latency_ms.0 + 1),
             };
             let program = program.clone();
             let is_awaited = role.awaited;
@@ -354,6 +385,13 @@ where
             what: "end".into(),
         });
         o.torn_tails = faults.disks.values().map(SimDisk::torn_tails).sum();
+        for (node, disk) in &faults.disks {
+            for (kind, n) in disk.injected() {
+                *o.faults.entry(kind.to_string()).or_default() += n;
+            }
+            o.lost_writes
+                .extend(disk.lost_writes().into_iter().map(|w| (node.clone(), w)));
+        }
         drop(o);
         let handle = Handle::current();
         for id in ids.values() {

@@ -5,12 +5,16 @@
 use super::history::{Call, Outcome};
 use super::retry::{check_retries, RetryCase, RetryRules, Surfaced};
 use super::spec::{ItemOp, ItemResult, ItemSpec};
+use overcast_model::partition::Effect;
 use overcast_model::retry::RetryOptions;
+use overcast_model::store;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::History;
 use overcast_sim::lin::{self, Operation};
-use std::collections::HashMap;
+use overcast_sim::world::{WorldEvent, WorldOutcome};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasherDefault;
 
 /// std's SipHash with its fixed default keys: the same hashes in every run.
@@ -33,7 +37,8 @@ impl Checker<OccHistory> for Linearizability {
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
-        let (ops, _) = to_lin_ops(history);
+        let (history, lost) = without_lost_items(history);
+        let (ops, _) = to_lin_ops(&history);
         let report = lin::check(&ItemSpec, &ops, &self.options);
         let verdict = match report.verdict {
             lin::Verdict::Linearizable => Verdict::Held,
@@ -61,7 +66,8 @@ impl Checker<OccHistory> for Linearizability {
                 }],
             },
         };
-        let mut checked = Checked::new(verdict).with_note(format!("{} items", report.keys));
+        let mut checked =
+            Checked::new(verdict).with_note(format!("{} items{}", report.keys, lost_note(&lost)));
         if report.failure.is_some() {
             checked.explanation = Some(report.to_text());
             checked.html = Some(report.to_html(&self.title));
@@ -80,9 +86,83 @@ impl Checker<OccHistory> for EtagFreshness {
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
-        let (_, e1) = etag_versions(history);
-        Checked::new(Verdict::from_violations(e1.into_iter().collect()))
+        let (history, lost) = without_lost_items(history);
+        let (_, e1) = etag_versions(&history);
+        let checked = Checked::new(Verdict::from_violations(e1.into_iter().collect()));
+        match lost_note(&lost) {
+            note if note.is_empty() => checked,
+            note => checked.with_note(note.trim_start_matches(", ").to_string()),
+        }
     }
+}
+
+/// The start of the world event that names an item whose acknowledged write
+/// a lying disk lost (`*`: a lost write that does not decode, any item).
+pub const LOST_ITEM: &str = "lying disk lost an acknowledged write of item ";
+
+/// How the verdict tells data lost by an injected lying disk from data
+/// served wrong: the world keeps the bytes each lying sync dropped in a power
+/// failure; they are decoded here into the items they wrote, named in the
+/// history as world events. Those items' histories are not checked for
+/// linearizability or E1 (their loss is expected and reported in the
+/// checks' notes); every other item is. A correct log serves nothing it
+/// cannot vouch for (a hole in the middle of the log makes the server
+/// unavailable); only a loss at the very end of the log is invisible to it,
+/// and that is the lying disk's, not the model's.
+pub fn lost_item_events(world: &WorldOutcome) -> Vec<WorldEvent> {
+    let mut items = BTreeSet::new();
+    for (node, w) in &world.lost_writes {
+        let s = overcast_model::wal::scan_fragment(&w.bytes);
+        if s.valid < w.bytes.len() {
+            items.insert(("*".to_string(), node.clone()));
+        }
+        for r in s.records {
+            #[allow(unreachable_patterns)]
+            let key = match &r.effect {
+                Effect::Store(
+                    store::Effect::ItemWritten { key, .. } | store::Effect::ItemDeleted { key, .. },
+                ) => &key.id,
+                _ => continue,
+            };
+            items.insert((key.clone(), node.clone()));
+        }
+    }
+    items
+        .into_iter()
+        .map(|(item, node)| WorldEvent {
+            at_ns: world.sim_ns,
+            what: format!("{LOST_ITEM}{item} on {node}"),
+        })
+        .collect()
+}
+
+/// The history without the items a lying disk lost writes of, and those items.
+fn without_lost_items(history: &OccHistory) -> (Cow<'_, OccHistory>, BTreeSet<String>) {
+    let lost: BTreeSet<String> = history
+        .events
+        .iter()
+        .filter_map(|e| e.what.strip_prefix(LOST_ITEM))
+        .filter_map(|rest| rest.split(" on ").next())
+        .map(str::to_string)
+        .collect();
+    if lost.is_empty() {
+        return (Cow::Borrowed(history), lost);
+    }
+    let mut h = history.clone();
+    h.ops
+        .retain(|o| !lost.contains("*") && !lost.contains(&o.key));
+    (Cow::Owned(h), lost)
+}
+
+/// ", not checked: k1, k3 (a lying disk lost acknowledged writes)" or "".
+fn lost_note(lost: &BTreeSet<String>) -> String {
+    if lost.is_empty() {
+        return String::new();
+    }
+    format!(
+        ", not checked: {} (a lying disk lost acknowledged writes)",
+        lost.iter().cloned().collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// R1–R3, from each operation's attempt log.

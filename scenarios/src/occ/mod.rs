@@ -10,7 +10,7 @@ pub mod retry;
 pub mod spec;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
 use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{EtagFreshness, Linearizability, OccHistory, RetryDiscipline};
 use history::{Call, Outcome};
@@ -26,6 +26,7 @@ use overcast_sim::world::{Role, Topology};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The container every item lives in.
 pub const CONTAINER: &str = "docs";
@@ -263,6 +264,8 @@ impl ScenarioDef for Occ {
     fn deploy(&self, p: &OccParams, ctx: &RunCtx) -> Deployment<OccHistory> {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
+        let network_counts = NetworkCounts::default();
+        let program_network_counts = network_counts.clone();
         // Room for every call: read–modify–writes make two or more per operation.
         let recorder: Recorder<Call, Outcome> =
             Recorder::with_capacity(p.clients * p.ops_per_client * 2);
@@ -273,6 +276,7 @@ impl ScenarioDef for Occ {
             let p = params.clone();
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
+            let send = NetworkAdapter::policy(&env, &program_network_counts);
             let fut: crate::registry::NodeFuture = if env.role == "server" {
                 let cfg = ServerConfig {
                     bind: env.addr(),
@@ -280,6 +284,12 @@ impl ScenarioDef for Occ {
                     faults: p.server_faults.clone(),
                     fsync_ms: p.fsync_ms,
                     bugs,
+                    send,
+                    quiet_after_restart: if env.incarnation == 0 {
+                        Duration::ZERO
+                    } else {
+                        env.max_in_flight()
+                    },
                 };
                 let rng = stream(
                     env.seed,
@@ -300,6 +310,7 @@ impl ScenarioDef for Occ {
                         partitions: p.partitions,
                         retry: p.retry.clone(),
                         bugs,
+                        send,
                     };
                     let rng = stream(env.seed, &format!("client-{}-sdk", env.index));
                     let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
@@ -324,13 +335,31 @@ impl ScenarioDef for Occ {
             fut
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
-            let history = recorder.take_history(world.events.clone());
+            let mut events = world.events.clone();
+            events.extend(check::lost_item_events(world));
+            let history = recorder.take_history(events);
             let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
-            let counters = stats
+            let mut counters: std::collections::BTreeMap<String, u64> = stats
                 .transient
                 .iter()
                 .map(|(status, n)| (status.to_string(), *n))
                 .collect();
+            counters.extend(
+                network_counts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .map(|(k, n)| (k.clone(), *n)),
+            );
+            for (name, n) in [
+                ("duplicates_answered", stats.duplicates),
+                ("fsync_errors_seen", stats.fsync_errors),
+                ("unavailable_startups", stats.unavailable.len() as u64),
+            ] {
+                if n > 0 {
+                    counters.insert(name.into(), n);
+                }
+            }
             (history, counters)
         });
         Deployment { program, collect }
