@@ -36,7 +36,7 @@ use crate::bugs::ModelBugs;
 use crate::client::{CallResult, StoreClient};
 use crate::conditions::{Conditions, Millis};
 use crate::env::Clock;
-use crate::lease::LeaseTarget;
+use crate::lease::{LeaseAction, LeaseRequest, LeaseResponse, LeaseTarget};
 use crate::lease_client::with_lease;
 use crate::retry::FinalOutcome;
 use crate::store::{StoreRequest, StoreResponse};
@@ -156,7 +156,7 @@ impl LeaseHolder {
         &mut self,
         started: Millis,
         clock: &dyn Clock,
-        r: &CallResult<crate::lease::LeaseResponse>,
+        r: &CallResult<LeaseResponse>,
     ) -> Attempted {
         match (&r.outcome, &r.response) {
             (FinalOutcome::Response { status: 200 | 201 }, Some(resp)) => {
@@ -188,29 +188,53 @@ impl LeaseHolder {
         }
     }
 
-    /// Acquires with the proposed id (the SDK retries it after a timeout).
-    pub async fn acquire(&mut self, client: &mut StoreClient, clock: &dyn Clock) -> Attempted {
-        let started = clock.now_ms();
-        let target = self.cfg.target.clone();
-        let r = client
-            .acquire_lease(
-                &target,
-                i64::from(self.cfg.duration_s),
-                Some(self.proposed_id.clone()),
-            )
-            .await;
-        self.settle(started, clock, &r)
+    /// The acquire it sends: with its proposed id, so that the SDK may retry it.
+    pub fn acquire_request(&self) -> LeaseRequest {
+        LeaseRequest::Action {
+            target: self.cfg.target.clone(),
+            action: LeaseAction::Acquire {
+                duration: Some(i64::from(self.cfg.duration_s)),
+                proposed_id: Some(self.proposed_id.clone()),
+            },
+            conditions: Conditions::none(),
+        }
     }
 
-    /// Renews the lease it believes it holds (nothing to renew: `Refused(0)`).
-    pub async fn renew(&mut self, client: &mut StoreClient, clock: &dyn Clock) -> Attempted {
-        let Some(b) = self.belief.clone() else {
-            return Attempted::Refused(0);
-        };
+    /// The renew it would send now (`None`: it believes it holds nothing).
+    pub fn renew_request(&self) -> Option<LeaseRequest> {
+        let b = self.belief.as_ref()?;
+        Some(LeaseRequest::Action {
+            target: self.cfg.target.clone(),
+            action: LeaseAction::Renew {
+                lease_id: b.lease_id.clone(),
+            },
+            conditions: Conditions::none(),
+        })
+    }
+
+    /// Acquires with the proposed id ([`LeaseHolder::acquire_request`]); the
+    /// call's result comes back too, for whoever records calls.
+    pub async fn acquire(
+        &mut self,
+        client: &mut StoreClient,
+        clock: &dyn Clock,
+    ) -> (Attempted, CallResult<LeaseResponse>) {
         let started = clock.now_ms();
-        let target = self.cfg.target.clone();
-        let r = client.renew_lease(&target, &b.lease_id).await;
-        self.settle(started, clock, &r)
+        let r = client.lease(&self.acquire_request()).await;
+        (self.settle(started, clock, &r), r)
+    }
+
+    /// Renews the lease it believes it holds ([`LeaseHolder::renew_request`]);
+    /// `None` when there is nothing to renew.
+    pub async fn renew(
+        &mut self,
+        client: &mut StoreClient,
+        clock: &dyn Clock,
+    ) -> Option<(Attempted, CallResult<LeaseResponse>)> {
+        let req = self.renew_request()?;
+        let started = clock.now_ms();
+        let r = client.lease(&req).await;
+        Some((self.settle(started, clock, &r), r))
     }
 
     /// Whether to renew now: half its believed time has passed.
@@ -222,13 +246,15 @@ impl LeaseHolder {
 
     /// Releases the lease it believes it holds and forgets it (a 409 means it was
     /// gone already). `None` when there was nothing to release.
-    pub async fn release(
-        &mut self,
-        client: &mut StoreClient,
-    ) -> Option<CallResult<crate::lease::LeaseResponse>> {
+    pub async fn release(&mut self, client: &mut StoreClient) -> Option<CallResult<LeaseResponse>> {
         let b = self.belief.take()?;
         let target = self.cfg.target.clone();
         Some(client.release_lease(&target, &b.lease_id).await)
+    }
+
+    /// The id of its last belief, whether or not its time is up.
+    pub fn lease_id(&self) -> Option<&str> {
+        self.belief.as_ref().map(|b| b.lease_id.as_str())
     }
 
     /// Forgets the belief without telling the server (the lease runs out by itself).
