@@ -44,6 +44,10 @@ pub struct Entry {
     pub at_ns: u64,
     /// The server's clock then (the `now` the partition was handed).
     pub server_ms: u64,
+    /// The largest reading of the server's clock so far: its time as a
+    /// monotone line. A clock stepped back may judge a lease locked again that it
+    /// had already let go (and handed on); L1 and L4 compare on this line.
+    pub hull_ms: u64,
     /// What changed.
     pub effect: Effect,
 }
@@ -51,14 +55,20 @@ pub struct Entry {
 /// Every server's surviving log, merged in true-time order.
 pub fn server_log(h: &LeaseHistory) -> Vec<Entry> {
     let mut per: BTreeMap<&str, Vec<Entry>> = BTreeMap::new();
+    let mut hull: BTreeMap<&str, u64> = BTreeMap::new();
     for e in &h.node_events {
         let node = e.node.split('#').next().unwrap_or(&e.node);
         match &e.event {
-            LeaseEvent::Logged { effect, .. } => per.entry(node).or_default().push(Entry {
-                at_ns: e.at_ns,
-                server_ms: e.local_ms,
-                effect: effect.clone(),
-            }),
+            LeaseEvent::Logged { effect, .. } => {
+                let hull_ms = hull.entry(node).or_default();
+                *hull_ms = (*hull_ms).max(e.local_ms);
+                per.entry(node).or_default().push(Entry {
+                    at_ns: e.at_ns,
+                    server_ms: e.local_ms,
+                    hull_ms: *hull_ms,
+                    effect: effect.clone(),
+                })
+            }
             LeaseEvent::Recovered { kept } => {
                 per.entry(node).or_default().truncate(*kept as usize);
             }
@@ -91,7 +101,7 @@ fn short(id: &str) -> String {
     format!("{}…", id.chars().take(4).collect::<String>())
 }
 
-fn to_ref(l: &Lease, at_ms: u64) -> RefLease {
+fn to_ref(l: &Lease) -> RefLease {
     let duration_ms = match l.duration {
         LeaseDuration::Fixed(s) => Some(u64::from(s) * 1000),
         LeaseDuration::Infinite => None,
@@ -99,7 +109,7 @@ fn to_ref(l: &Lease, at_ms: u64) -> RefLease {
     let (expire_ms, break_ms) = match l.phase {
         Phase::Leased { expire_ms } => (expire_ms, None),
         Phase::Breaking { break_ms } => (None, Some(break_ms)),
-        Phase::Broken => (None, Some(at_ms)),
+        Phase::Broken => (None, Some(0)),
     };
     RefLease {
         id: l.id.clone(),
@@ -114,7 +124,7 @@ fn agrees(model: Option<&Lease>, want: Option<&RefLease>, at_ms: u64) -> bool {
     match (model, want) {
         (None, None) => true,
         (Some(m), Some(w)) => {
-            let m = to_ref(m, at_ms);
+            let m = to_ref(m);
             let ms = reference::state(Some(&m), at_ms);
             let ws = reference::state(Some(w), at_ms);
             m.id == w.id
@@ -242,7 +252,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                 // L4: an acquire by another id before the break time.
                 if let (LeaseAction::Acquire { .. }, Some(l)) = (action, lease) {
                     if let Some((id, bt)) = breaks.get(&name) {
-                        if *id != l.id && *at_ms < *bt {
+                        if *id != l.id && e.hull_ms < *bt {
                             a.violations.push(violation(
                                 "L4",
                                 format!(
@@ -250,7 +260,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                                     short(id),
                                     clock_s(*bt),
                                     short(&l.id),
-                                    clock_s(*at_ms)
+                                    clock_s(e.hull_ms)
                                 ),
                                 vec![],
                             ));
@@ -299,7 +309,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                     let same_id = lease.as_ref().is_some_and(|l| l.id == old.id);
                     if same_id {
                         let l = lease.as_ref().expect("same id");
-                        intervals[*idx].end = locked_until(l, *at_ms).max(intervals[*idx].start);
+                        intervals[*idx].end = locked_until(l, e.hull_ms).max(intervals[*idx].start);
                         next = Some((l.clone(), *idx));
                     } else {
                         // Its own release or change ends it now; anything else
@@ -309,9 +319,9 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                             LeaseAction::Release { .. } | LeaseAction::Change { .. }
                         );
                         let end = if own {
-                            *at_ms
+                            e.hull_ms
                         } else {
-                            locked_until(old, *at_ms)
+                            locked_until(old, e.hull_ms)
                         };
                         close(&mut intervals, *idx, end);
                     }
@@ -321,8 +331,8 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                         intervals.push(Interval {
                             resource: name.clone(),
                             holder: l.id.clone(),
-                            start: *at_ms,
-                            end: locked_until(l, *at_ms),
+                            start: e.hull_ms,
+                            end: locked_until(l, e.hull_ms),
                         });
                         next = Some((l.clone(), intervals.len() - 1));
                     }
@@ -337,7 +347,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                 }
                 match lease {
                     Some(l) => {
-                        refs.insert(name.clone(), to_ref(l, *at_ms));
+                        refs.insert(name.clone(), to_ref(l));
                     }
                     None => {
                         refs.remove(&name);
@@ -381,7 +391,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                     }
                     refs.remove(&k);
                     if let Some((_, idx)) = model.remove(&k) {
-                        close(&mut intervals, idx, *at_ms);
+                        close(&mut intervals, idx, e.hull_ms);
                     }
                     breaks.remove(&k);
                     timeline.entry(k).or_default().push((e.at_ns, None));
@@ -409,7 +419,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                 }
                 if let Some((l, idx)) = model.get(&name).cloned() {
                     if !l.state_at(item.last_modified).is_locked() {
-                        close(&mut intervals, idx, item.last_modified);
+                        close(&mut intervals, idx, e.hull_ms);
                         model.remove(&name);
                     }
                 }
@@ -430,7 +440,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                 });
                 breaks.remove(&name);
                 if let Some((_, idx)) = model.remove(&name) {
-                    close(&mut intervals, idx, now);
+                    close(&mut intervals, idx, e.hull_ms);
                 }
                 timeline.entry(name).or_default().push((e.at_ns, None));
             }
@@ -680,8 +690,19 @@ fn judge_beliefs(
     for (i, j) in overlaps(&intervals) {
         // `x` believed first; `y` acquired while `x` still acted.
         let (x, y) = (&spans[i], &spans[j]);
+        // From the server's grant of x's lease (its answer may come after a revocation).
+        let granted_ns = log
+            .iter()
+            .filter(|e| e.at_ns <= x.start_ns)
+            .filter(|e| {
+                matches!(&e.effect, Effect::Lease(lease::Effect::Set { target, lease: Some(l), .. })
+                    if target.name() == x.target && l.id == x.lease_id)
+            })
+            .map(|e| e.at_ns)
+            .next_back()
+            .unwrap_or(x.start_ns);
         let revoked = revoked.iter().any(|(t, id, at)| {
-            *t == x.target && *id == x.lease_id && *at >= x.start_ns && *at <= y.start_ns
+            *t == x.target && *id == x.lease_id && *at >= granted_ns && *at <= y.start_ns
         });
         if revoked {
             continue;

@@ -5,7 +5,8 @@
 
 use overcast_model::lease::LeaseAction;
 
-/// One resource's lease as the reference sees it.
+/// One resource's lease as the reference sees it. A lease broken for good has
+/// `break_ms` 0 (server clocks may step back; broken stays broken).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefLease {
     /// Lower-case id.
@@ -142,8 +143,10 @@ pub fn step(
                 Broken => l.break_ms.unwrap_or(now),
                 _ => now,
             };
+            let at = at.min(l.break_ms.unwrap_or(u64::MAX));
             Ok(Some(RefLease {
-                break_ms: Some(at.min(l.break_ms.unwrap_or(u64::MAX))),
+                // Broken now is broken for good, even if the clock steps back.
+                break_ms: Some(if at <= now { 0 } else { at }),
                 ..l.clone()
             }))
         }
@@ -188,5 +191,7 @@ mod tests {
         assert_eq!(state(b.as_ref(), 6_999), RefState::Breaking);
         assert_eq!(after_write(b.clone(), 6_999), b);
         assert_eq!(after_write(b, 7_000), None);
+        let now = step(l.as_ref(), &LeaseAction::Break { break_period: Some(0) }, 3_000, "");
+        assert_eq!(state(now.unwrap().as_ref(), 1_000), RefState::Broken);
     }
 }
