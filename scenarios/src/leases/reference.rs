@@ -191,7 +191,14 @@ mod tests {
         assert_eq!(state(b.as_ref(), 6_999), RefState::Breaking);
         assert_eq!(after_write(b.clone(), 6_999), b);
         assert_eq!(after_write(b, 7_000), None);
-        let now = step(l.as_ref(), &LeaseAction::Break { break_period: Some(0) }, 3_000, "");
+        let now = step(
+            l.as_ref(),
+            &LeaseAction::Break {
+                break_period: Some(0),
+            },
+            3_000,
+            "",
+        );
         assert_eq!(state(now.unwrap().as_ref(), 1_000), RefState::Broken);
     }
 }

@@ -213,7 +213,10 @@ pub async fn holder(
         // until its own clock says the lease is gone.
         let stalls = rng.gen_bool(p.stall_probability);
         let mut lost = false;
-        for _ in 0..steps {
+        let mut step = 0;
+        // A stalled holder works on until its own clock says the lease is gone.
+        while stalls || step < steps {
+            step += 1;
             sleep_ms(&mut rng, p.work_ms).await;
             if past(deadline_ns) {
                 break;
