@@ -77,6 +77,28 @@ model_bugs! {
     /// session, so another connection's attempt with the same number is
     /// answered with this one's stored outcome and never executed.
     dedup_without_session,
+    /// Lease holder: measures its lease from the receipt of the acquire's (or renew's)
+    /// response and with no safety margin, instead of from the local start of the
+    /// request with one. Breaks L9 under response delay and pauses.
+    lease_expiry_on_client_clock,
+    /// Lease holder: measures from the start of the request but trusts the full
+    /// duration (no margin for drift and clock steps). Breaks L9.
+    lease_trust_full_duration,
+    /// Lease: a break takes effect at once, whatever the period. Breaks L4.
+    break_ignores_period,
+    /// Store: a write to a blob whose lease expired or broke keeps the lease, so the
+    /// old holder can still renew it after someone else wrote. Breaks L5 (and L3).
+    renew_after_write,
+    /// Store: a write without a lease id is accepted while the blob is locked. Breaks L2.
+    write_without_lease_check,
+    /// Client: re-sends an acquire without a proposed id after a timeout, so the
+    /// caller may be told 409 for a lease its first attempt won. Breaks L5 (idempotency).
+    acquire_not_idempotent_retry,
+    /// Lease: the id counter lives in memory only, so a recovered server generates
+    /// the lease ids it generated before its crash again. Breaks L7.
+    lease_id_reuse,
+    /// Store: Delete Container ignores the container's lease. Breaks L8.
+    container_delete_ignores_lease,
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use crate::bugs::ModelBugs;
 use crate::env::SendPolicy;
 use crate::partition::{Request, Response};
-use crate::retry::{AttemptOutcome, Decision, FinalOutcome, OpKind, RetryOptions, RetryState};
+use crate::retry::{AttemptOutcome, Decision, FinalOutcome, RetryOptions, RetryState};
 use crate::store::{Conditions, ItemKey, StoreRequest, StoreResponse};
 use crate::wire::{self, WireReply, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
 use madsim::net::Endpoint;
@@ -188,11 +188,7 @@ impl StoreClient {
     /// encoded once, and every attempt sends that encoding under its own
     /// request id.
     pub async fn request(&mut self, op: &Request) -> CallResult<Response> {
-        let kind = if op.is_write() {
-            OpKind::Write
-        } else {
-            OpKind::Read
-        };
+        let kind = op.retry_kind(self.cfg.bugs.acquire_not_idempotent_retry);
         let mut state = RetryState::new(
             kind,
             self.cfg.retry.clone(),
@@ -315,6 +311,7 @@ impl StoreClient {
 fn describe_request(req: &Request) -> String {
     match req {
         Request::Store(op) => describe(op),
+        Request::Lease(op) => crate::lease_client::describe(op),
     }
 }
 

@@ -127,6 +127,11 @@ pub struct Conditions {
     pub if_modified_since: Option<Vec<Millis>>,
     /// `If-Unmodified-Since`, listed the same way as `if_modified_since`.
     pub if_unmodified_since: Option<Vec<Millis>>,
+    /// `x-ms-lease-id` on a read, write or delete (SPEC §2.5): not a condition header
+    /// (it is never counted or evaluated here) but sent with them, as the SDKs'
+    /// request conditions carry it. The store's lease check (step 2) judges it.
+    #[serde(default)]
+    pub lease_id: Option<String>,
 }
 
 impl Conditions {

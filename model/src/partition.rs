@@ -21,6 +21,8 @@
 
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
+use crate::lease::{self, LeaseRequest, LeaseResponse};
+use crate::retry::OpKind;
 use crate::store::{self, Store, StoreRequest, StoreResponse};
 use crate::wal::LogRecord;
 use serde::{Deserialize, Serialize};
@@ -31,6 +33,8 @@ use std::collections::BTreeMap;
 pub enum Request {
     /// To the object store.
     Store(StoreRequest),
+    /// To the lease service (blob and container leases, container deletes).
+    Lease(LeaseRequest),
 }
 
 impl Request {
@@ -38,6 +42,20 @@ impl Request {
     pub fn is_write(&self) -> bool {
         match self {
             Request::Store(r) => r.is_write(),
+            Request::Lease(_) => true,
+        }
+    }
+
+    /// How the SDK retries it (SPEC §4.3): reads, and the lease requests that are
+    /// safe to repeat ([`LeaseRequest::is_idempotent`]), as reads; other writes as
+    /// writes (never re-sent after a timeout). `acquire_retry_bug` is the seeded bug
+    /// `acquire_not_idempotent_retry`: every lease action is retried as a read.
+    pub fn retry_kind(&self, acquire_retry_bug: bool) -> OpKind {
+        match self {
+            Request::Lease(LeaseRequest::Action { .. }) if acquire_retry_bug => OpKind::Read,
+            Request::Lease(r) if r.is_idempotent() => OpKind::Read,
+            r if r.is_write() => OpKind::Write,
+            _ => OpKind::Read,
         }
     }
 
@@ -46,6 +64,7 @@ impl Request {
     pub fn partition_key(&self) -> &str {
         match self {
             Request::Store(r) => r.key().map_or("", |k| k.partition_key.as_str()),
+            Request::Lease(r) => r.partition_key(),
         }
     }
 }
@@ -55,6 +74,8 @@ impl Request {
 pub enum Response {
     /// From the object store.
     Store(StoreResponse),
+    /// From the lease service.
+    Lease(LeaseResponse),
 }
 
 impl Response {
@@ -62,6 +83,7 @@ impl Response {
     pub fn status(&self) -> u16 {
         match self {
             Response::Store(r) => r.status,
+            Response::Lease(r) => r.status,
         }
     }
 
@@ -69,6 +91,15 @@ impl Response {
     pub fn into_store(self) -> Option<StoreResponse> {
         match self {
             Response::Store(r) => Some(r),
+            Response::Lease(_) => None,
+        }
+    }
+
+    /// The lease service's response, if this is one.
+    pub fn into_lease(self) -> Option<LeaseResponse> {
+        match self {
+            Response::Lease(r) => Some(r),
+            Response::Store(_) => None,
         }
     }
 }
@@ -78,6 +109,8 @@ impl Response {
 pub enum Effect {
     /// A change to the object store.
     Store(store::Effect),
+    /// A change to a lease (or a container deleted).
+    Lease(lease::Effect),
 }
 
 /// One partition's services and its log position.
@@ -109,6 +142,10 @@ impl Partition {
                 let (response, effect) = self.store.apply(r, now);
                 (Response::Store(response), effect.map(Effect::Store))
             }
+            Request::Lease(r) => {
+                let (response, effect) = self.store.apply_lease(r, now);
+                (Response::Lease(response), effect.map(Effect::Lease))
+            }
         };
         if effect.is_some() {
             self.lsn += 1;
@@ -121,6 +158,7 @@ impl Partition {
     pub fn redo(&mut self, effect: &Effect) {
         match effect {
             Effect::Store(e) => self.store.redo(e),
+            Effect::Lease(e) => self.store.redo_lease(e),
         }
         self.lsn += 1;
     }

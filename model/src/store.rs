@@ -6,7 +6,8 @@
 //! place ([`Store::check`]) for reads and writes:
 //! 0. the header combination (400, before any state is read);
 //! 1. read the blob (its container first: 404 `ContainerNotFound`);
-//! 2. the lease check (§2.5; the model has no leases yet, so nothing fails here);
+//! 2. the lease check (§2.5, [`crate::lease::check_use`]: 412s; a lease id that is not
+//!    a GUID is a 400 at step 0);
 //! 3. the conditions against the item (412 / 409 / 304 / 400);
 //! 4. a missing item: 404 `BlobNotFound` (reads, also with `If-Match`; deletes), or create
 //!    (puts);
@@ -14,6 +15,7 @@
 
 use crate::bugs::ModelBugs;
 use crate::conditions::{self, ConditionFailure, Current, WriteKind};
+use crate::lease::{self, LeaseRequest, LeaseResponse, LeaseTarget, Leases, Use};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -254,6 +256,9 @@ pub struct Store {
     bugs: ModelBugs,
     containers: BTreeSet<String>,
     slots: BTreeMap<ItemKey, Slot>,
+    /// The blob and container leases (SPEC §2).
+    #[serde(default)]
+    leases: Leases,
 }
 
 impl Store {
@@ -264,6 +269,7 @@ impl Store {
             bugs,
             containers: BTreeSet::new(),
             slots: BTreeMap::new(),
+            leases: Leases::default(),
         }
     }
 
@@ -286,13 +292,13 @@ impl Store {
                 self.redo(&effect);
                 (StoreResponse::ok(201, None), Some(effect))
             }
-            StoreRequest::Read { key, conditions } => (self.read(key, conditions), None),
+            StoreRequest::Read { key, conditions } => (self.read(key, conditions, now), None),
             StoreRequest::Put {
                 key,
                 body,
                 conditions,
             } => self.put(key, body, conditions, now),
-            StoreRequest::Delete { key, conditions } => self.delete(key, conditions),
+            StoreRequest::Delete { key, conditions } => self.delete(key, conditions, now),
         }
     }
 
@@ -310,6 +316,7 @@ impl Store {
         key: &ItemKey,
         c: &Conditions,
         access: Access,
+        now: Millis,
     ) -> Result<Option<&Item>, StoreResponse> {
         // 0. The header combination, before any state is read (§1.1.3 step 1, §1.1.4).
         let valid = match access {
@@ -317,13 +324,30 @@ impl Store {
             Access::Write(_) => conditions::validate_write(c),
         };
         valid.map_err(StoreResponse::condition)?;
+        let lease_id = match c.lease_id.as_deref() {
+            None => None,
+            Some(id) => Some(
+                lease::parse_guid(id)
+                    .ok_or_else(|| StoreResponse::error(400, "InvalidHeaderValue"))?,
+            ),
+        };
         // 1. Read the blob.
         if !self.containers.contains(&key.container) {
             return Err(StoreResponse::error(404, "ContainerNotFound"));
         }
         let item = self.item(key);
-        // 2. Lease check (§2.5, AMBIG-3: before conditions and existence). No leases in the
-        //    model yet: this is where their 409/412 answers will go.
+        // 2. Lease check (§2.5, AMBIG-3: before conditions and existence). A blob that
+        //    does not exist has no lease: creating it with an id is accepted (AMBIG-8).
+        if item.is_some() {
+            let what = match access {
+                Access::Read => Use::BlobRead,
+                Access::Write(_) => Use::BlobWrite,
+            };
+            let record = self.leases.get(&LeaseTarget::Blob(key.clone()));
+            let bug = self.bugs.write_without_lease_check;
+            lease::check_use(record, lease_id.as_deref(), now, what, bug)
+                .map_err(|code| StoreResponse::error(412, code))?;
+        }
         // 3. Conditional headers.
         let current = self.current(key);
         let evaluated = match access {
@@ -342,8 +366,8 @@ impl Store {
         }
     }
 
-    fn read(&self, key: &ItemKey, c: &Conditions) -> StoreResponse {
-        match self.check(key, c, Access::Read) {
+    fn read(&self, key: &ItemKey, c: &Conditions, now: Millis) -> StoreResponse {
+        match self.check(key, c, Access::Read, now) {
             Err(stop) => stop,
             Ok(Some(item)) => StoreResponse::ok(200, Some(item.view(true))),
             // 4. Absent: 404, also when If-Match was sent (§1.1.4).
@@ -359,7 +383,7 @@ impl Store {
         now: Millis,
     ) -> (StoreResponse, Option<Effect>) {
         // 4. Absent: create.
-        let existed = match self.check(key, c, Access::Write(WriteKind::Put)) {
+        let existed = match self.check(key, c, Access::Write(WriteKind::Put), now) {
             Err(stop) => return (stop, None),
             Ok(item) => item.is_some(),
         };
@@ -380,8 +404,13 @@ impl Store {
         (StoreResponse::ok(status, Some(view)), Some(effect))
     }
 
-    fn delete(&mut self, key: &ItemKey, c: &Conditions) -> (StoreResponse, Option<Effect>) {
-        let item = match self.check(key, c, Access::Write(WriteKind::Other)) {
+    fn delete(
+        &mut self,
+        key: &ItemKey,
+        c: &Conditions,
+        now: Millis,
+    ) -> (StoreResponse, Option<Effect>) {
+        let item = match self.check(key, c, Access::Write(WriteKind::Other), now) {
             Err(stop) => return (stop, None),
             Ok(item) => item,
         };
@@ -408,6 +437,9 @@ impl Store {
             }
             Effect::ItemWritten { key, item } => {
                 self.slots.insert(key.clone(), Slot::Live(item.clone()));
+                // §2.6, judged at the write's own time (its Last-Modified).
+                let keep = self.bugs.renew_after_write;
+                self.leases.after_blob_write(key, item.last_modified, keep);
             }
             Effect::ItemDeleted {
                 key,
@@ -420,8 +452,166 @@ impl Store {
                 } else {
                     self.slots.remove(key);
                 }
+                // §2.6: deleting the blob destroys its lease.
+                self.leases.set(&LeaseTarget::Blob(key.clone()), None);
             }
         }
+    }
+
+    /// A lease request (SPEC §2) at server time `now`: parameters (400), the
+    /// resource (404), the blob's condition headers (412), then the lease state
+    /// machine ([`Leases::act`]) or the container lease check (§2.7).
+    pub fn apply_lease(
+        &mut self,
+        req: &LeaseRequest,
+        now: Millis,
+    ) -> (LeaseResponse, Option<lease::Effect>) {
+        let target = match req {
+            LeaseRequest::Action { target, .. } => target.clone(),
+            LeaseRequest::DeleteContainer { container, .. }
+            | LeaseRequest::SetContainerMetadata { container, .. } => {
+                LeaseTarget::Container(container.clone())
+            }
+        };
+        let record = self.leases.get(&target);
+        let refuse = |status: u16, code: &str| {
+            let state = lease::state_of(record, now);
+            let mut r = LeaseResponse {
+                status,
+                error_code: Some(code.to_string()),
+                lease_id: None,
+                lease_time_s: None,
+                server_ms: now,
+                state,
+            };
+            r.error_code = Some(code.to_string());
+            (r, None)
+        };
+        if let LeaseRequest::Action { action, .. } = req {
+            if let Err((status, code)) = lease::validate(action) {
+                return refuse(status, code);
+            }
+        }
+        let sent = match req {
+            LeaseRequest::DeleteContainer { lease_id, .. }
+            | LeaseRequest::SetContainerMetadata { lease_id, .. } => match lease_id.as_deref() {
+                None => None,
+                Some(id) => match lease::parse_guid(id) {
+                    Some(id) => Some(id),
+                    None => return refuse(400, "InvalidHeaderValue"),
+                },
+            },
+            LeaseRequest::Action { .. } => None,
+        };
+        if !self.containers.contains(target.container()) {
+            return refuse(404, "ContainerNotFound");
+        }
+        match req {
+            LeaseRequest::Action {
+                target,
+                action,
+                conditions,
+            } => {
+                if let LeaseTarget::Blob(key) = target {
+                    if self.item(key).is_none() {
+                        return refuse(404, "BlobNotFound");
+                    }
+                    let evaluated = conditions::validate_write(conditions).and_then(|()| {
+                        conditions::evaluate_write(
+                            conditions,
+                            self.current(key),
+                            WriteKind::Other,
+                            false,
+                        )
+                    });
+                    if let Err(f) = evaluated {
+                        return refuse(f.status(), f.error_code().unwrap_or(""));
+                    }
+                }
+                let bug = self.bugs.break_ignores_period;
+                self.leases.act(target, action, now, bug)
+            }
+            LeaseRequest::SetContainerMetadata { .. } => {
+                match lease::check_use(record, sent.as_deref(), now, Use::ContainerOther, false) {
+                    Err(code) => refuse(412, code),
+                    Ok(()) => {
+                        let state = lease::state_of(record, now);
+                        let ok = LeaseResponse {
+                            status: 200,
+                            error_code: None,
+                            lease_id: None,
+                            lease_time_s: None,
+                            server_ms: now,
+                            state,
+                        };
+                        (ok, None)
+                    }
+                }
+            }
+            LeaseRequest::DeleteContainer {
+                container,
+                lease_id,
+            } => {
+                let gate = if self.bugs.container_delete_ignores_lease {
+                    Ok(())
+                } else {
+                    lease::check_use(record, sent.as_deref(), now, Use::ContainerDelete, false)
+                };
+                if let Err(code) = gate {
+                    return refuse(412, code);
+                }
+                let effect = lease::Effect::ContainerDeleted {
+                    container: container.clone(),
+                    lease_id: lease_id.clone(),
+                    at_ms: now,
+                };
+                self.redo_lease(&effect);
+                let ok = LeaseResponse {
+                    status: 202,
+                    error_code: None,
+                    lease_id: None,
+                    lease_time_s: None,
+                    server_ms: now,
+                    state: lease::LeaseState::Available,
+                };
+                (ok, Some(effect))
+            }
+        }
+    }
+
+    /// Replays a logged lease effect (absolute, like [`Store::redo`]).
+    pub fn redo_lease(&mut self, effect: &lease::Effect) {
+        match effect {
+            lease::Effect::Set {
+                target,
+                lease,
+                ids_drawn,
+                ..
+            } => {
+                self.leases.set(target, lease.clone());
+                let forget = self.bugs.lease_id_reuse;
+                self.leases.restore_ids(*ids_drawn, forget);
+            }
+            lease::Effect::ContainerDeleted { container, .. } => {
+                self.containers.remove(container);
+                self.leases.drop_container(container);
+                // The blobs go; tombstones keep their versions (E1 across a re-create).
+                for (key, slot) in self.slots.iter_mut() {
+                    if key.container == *container {
+                        if let Slot::Live(item) = slot {
+                            *slot = Slot::Tombstone {
+                                version: item.version + 1,
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The lease records.
+    pub fn leases(&self) -> &Leases {
+        &self.leases
     }
 
     /// The live item at `key`, if any.
@@ -723,6 +913,7 @@ mod tests {
                 if_none_match: Some(EtagMatch::Any),
                 if_modified_since: Some(vec![1]),
                 if_unmodified_since: Some(vec![1]),
+                lease_id: None,
             },
         ]
     }
@@ -1582,6 +1773,7 @@ mod tests {
                 if_none_match: inm,
                 if_modified_since: ims,
                 if_unmodified_since: ius,
+                lease_id: None,
             }
         })
     }

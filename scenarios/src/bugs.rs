@@ -82,6 +82,54 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["linearizability", "E1"],
     },
+    BugInfo {
+        name: "lease_expiry_on_client_clock",
+        what: "the lease holder counts its lease from the receipt of the acquire's answer, with no safety margin",
+        scenarios: &["leases"],
+        caught_by: &["L9"],
+    },
+    BugInfo {
+        name: "lease_trust_full_duration",
+        what: "the lease holder counts from the request's start but trusts the whole duration: no margin for clock steps and drift",
+        scenarios: &["leases"],
+        caught_by: &["L9"],
+    },
+    BugInfo {
+        name: "break_ignores_period",
+        what: "the server breaks every lease at once, whatever the break period, so another id acquires it early",
+        scenarios: &["leases"],
+        caught_by: &["L4", "L5"],
+    },
+    BugInfo {
+        name: "renew_after_write",
+        what: "a write to a blob with an expired or broken lease keeps the lease, so the old holder can renew it after someone else wrote",
+        scenarios: &["leases"],
+        caught_by: &["L5", "L3"],
+    },
+    BugInfo {
+        name: "write_without_lease_check",
+        what: "the server accepts a blob write without a lease id while the blob is leased",
+        scenarios: &["leases"],
+        caught_by: &["L2"],
+    },
+    BugInfo {
+        name: "acquire_not_idempotent_retry",
+        what: "the SDK re-sends an acquire without a proposed id after a timeout, so the caller may be told 409 for a lease it won",
+        scenarios: &["leases"],
+        caught_by: &["L5", "L1", "L9"],
+    },
+    BugInfo {
+        name: "lease_id_reuse",
+        what: "the server keeps its lease id counter in memory only, so after a crash it generates ids it generated before",
+        scenarios: &["leases"],
+        caught_by: &["L7"],
+    },
+    BugInfo {
+        name: "container_delete_ignores_lease",
+        what: "Delete Container ignores the container's lease, so a client without the id deletes a leased container",
+        scenarios: &["leases"],
+        caught_by: &["L8"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its

@@ -6,6 +6,7 @@ pub mod bridge;
 pub mod bugs;
 pub mod check_file;
 pub mod hunt;
+pub mod leases;
 pub mod occ;
 pub mod registry;
 pub mod run;

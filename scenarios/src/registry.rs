@@ -24,7 +24,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// The scenarios `run`, `sweep`, `bugs` and `bench` know by name.
-pub static SCENARIOS: &[&dyn DynScenario] = &[&crate::occ::Occ];
+pub static SCENARIOS: &[&dyn DynScenario] = &[&crate::occ::Occ, &crate::leases::Leases];
 
 /// The registered scenario called `name`, or the one-line error naming the known ones.
 pub fn find(name: &str) -> Result<&'static dyn DynScenario, String> {
@@ -213,6 +213,10 @@ pub trait ScenarioDef: Send + Sync + 'static {
     ) -> Option<Result<overcast_sim::lin::Report, String>> {
         None
     }
+    /// Reshapes the resolved fault plan before the world runs (e.g. keeps the
+    /// clocks within a bound the scenario's clients state). Called on every
+    /// run, drawn or saved plan alike, so replays agree. Default: unchanged.
+    fn adjust_plan(&self, _p: &Self::Params, _plan: &mut overcast_sim::faults::FaultPlan) {}
 }
 
 /// One checker's result in a run.
@@ -341,7 +345,8 @@ impl<D: ScenarioDef> DynScenario for D {
             bugs: s.bugs.clone(),
         };
         let topology = ScenarioDef::topology(self, &p);
-        let cfg = crate::run::world_config(s, topology);
+        let mut cfg = crate::run::world_config(s, topology);
+        ScenarioDef::adjust_plan(self, &p, &mut cfg.plan);
         let deployment = self.deploy(&p, &ctx);
         let program = deployment.program;
         let world = overcast_sim::world::run_world(&cfg, program);

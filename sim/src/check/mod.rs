@@ -10,6 +10,7 @@
 //! freshness is [`fresh`]); checkers that encode one service's rules live
 //! beside the scenario that owns those rules.
 
+pub mod exclusive;
 pub mod fresh;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,814 @@
+//! The lease checkers (SPEC §2.9). The server's view is its log as it was
+//! written ([`server_log`]: records lost with a crash are dropped), walked
+//! once with the reference machine of [`super::reference`] ([`analyse`]);
+//! every checker reads the properties it owns from that walk.
+//!
+//! - L1 exclusivity (server-judged): each lease id's locked interval on the
+//!   server's clock, from the grants; ended early only by its own release,
+//!   change or break; at most one per resource at every instant
+//!   ([`overcast_sim::check::exclusive`]).
+//! - L2 write gating / L3 holder safety: each successful write or delete,
+//!   matched to its log record, against the reference lease state there.
+//! - L4 break safety: no acquire by another id before the break time the
+//!   reference computes (§2.4).
+//! - L5 conformance: every logged lease transition against the reference (§2.3,
+//!   §2.4, §2.6: a write clears an expired lease, so a later renew must fail);
+//!   and an acquire without a proposed id must not be reported lost (409) when
+//!   one of its attempts won it.
+//! - L6 expiry liveness: an acquire refused with `LeaseAlreadyPresent` while
+//!   the reference says the lease had expired or broken (embargo G = 0).
+//! - L7 id uniqueness: a server-generated id never equals an id the server's
+//!   log has seen before (any resource: stronger than per resource).
+//! - L8 containers: a delete while the container lease is locked carried the
+//!   id; Set Metadata without an id is never refused.
+//! - L9 belief exclusivity (client-judged): holders' belief intervals in true
+//!   time, from each acquire's success to its last unfenced side effect; two
+//!   holders must never overlap on one resource, unless the server's log shows
+//!   the first one's lease broken, or its blob or container deleted, in between
+//!   (those revoke a lease by design; the holder cannot know).
+
+use super::history::{LeaseEvent, LeaseHistory};
+use super::reference::{self, RefLease, RefState};
+use overcast_model::lease::{self, Lease, LeaseAction, LeaseDuration, Phase};
+use overcast_model::partition::Effect;
+use overcast_model::store;
+use overcast_sim::check::exclusive::{overlaps, Interval};
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::clock::EPOCH_MS;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One record of a server's log, as written.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// True time it was written (= applied), ns.
+    pub at_ns: u64,
+    /// The server's clock then (the `now` the partition was handed).
+    pub server_ms: u64,
+    /// The largest reading of the server's clock so far: its time as a
+    /// monotone line. A clock stepped back may judge a lease locked again that it
+    /// had already let go (and handed on); L1 and L4 compare on this line.
+    pub hull_ms: u64,
+    /// What changed.
+    pub effect: Effect,
+}
+
+/// Every server's surviving log, merged in true-time order.
+pub fn server_log(h: &LeaseHistory) -> Vec<Entry> {
+    let mut per: BTreeMap<&str, Vec<Entry>> = BTreeMap::new();
+    let mut hull: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in &h.node_events {
+        let node = e.node.split('#').next().unwrap_or(&e.node);
+        match &e.event {
+            LeaseEvent::Logged { effect, .. } => {
+                let hull_ms = hull.entry(node).or_default();
+                *hull_ms = (*hull_ms).max(e.local_ms);
+                per.entry(node).or_default().push(Entry {
+                    at_ns: e.at_ns,
+                    server_ms: e.local_ms,
+                    hull_ms: *hull_ms,
+                    effect: effect.clone(),
+                })
+            }
+            LeaseEvent::Recovered { kept } => {
+                per.entry(node).or_default().truncate(*kept as usize);
+            }
+            _ => {}
+        }
+    }
+    let mut all: Vec<Entry> = per.into_values().flatten().collect();
+    all.sort_by_key(|e| e.at_ns);
+    all
+}
+
+fn secs(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+fn true_s(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// A node clock's offset from true time at an event, seconds.
+fn offset_s(local_ms: u64, at_ns: u64) -> f64 {
+    (local_ms as f64 - EPOCH_MS as f64 - at_ns as f64 / 1e6) / 1000.0
+}
+
+fn clock_s(local_ms: u64) -> f64 {
+    secs(local_ms.saturating_sub(EPOCH_MS))
+}
+
+fn short(id: &str) -> String {
+    format!("{}…", id.chars().take(4).collect::<String>())
+}
+
+fn to_ref(l: &Lease) -> RefLease {
+    let duration_ms = match l.duration {
+        LeaseDuration::Fixed(s) => Some(u64::from(s) * 1000),
+        LeaseDuration::Infinite => None,
+    };
+    let (expire_ms, break_ms) = match l.phase {
+        Phase::Leased { expire_ms } => (expire_ms, None),
+        Phase::Breaking { break_ms } => (None, Some(break_ms)),
+        Phase::Broken => (None, Some(0)),
+    };
+    RefLease {
+        id: l.id.clone(),
+        duration_ms,
+        expire_ms,
+        break_ms,
+    }
+}
+
+/// Whether the model's record after a transition is what the reference says.
+fn agrees(model: Option<&Lease>, want: Option<&RefLease>, at_ms: u64) -> bool {
+    match (model, want) {
+        (None, None) => true,
+        (Some(m), Some(w)) => {
+            let m = to_ref(m);
+            let ms = reference::state(Some(&m), at_ms);
+            let ws = reference::state(Some(w), at_ms);
+            m.id == w.id
+                && ms == ws
+                && match ms {
+                    RefState::Leased | RefState::Expired => m.expire_ms == w.expire_ms,
+                    RefState::Breaking => m.break_ms == w.break_ms,
+                    _ => true,
+                }
+        }
+        _ => false,
+    }
+}
+
+/// When the model's record says `l` stops being locked (server ms).
+fn locked_until(l: &Lease, at_ms: u64) -> u64 {
+    match l.phase {
+        Phase::Leased { expire_ms } => expire_ms.unwrap_or(u64::MAX),
+        Phase::Breaking { break_ms } => break_ms,
+        Phase::Broken => at_ms,
+    }
+}
+
+/// A ref lease state at a log position.
+#[derive(Clone, Debug)]
+struct Snapshot {
+    at_ns: u64,
+    server_ms: u64,
+    before: Option<RefLease>,
+}
+
+/// What the walk of the server's log found.
+#[derive(Default)]
+pub struct Analysis {
+    /// Violations of every lease property, in the order found.
+    pub violations: Vec<Violation>,
+    /// Lease transitions logged.
+    pub transitions: usize,
+    /// Writes and deletes judged.
+    pub writes_judged: usize,
+    /// Holder belief intervals judged.
+    pub beliefs: usize,
+}
+
+fn violation(property: &str, message: String, ops: Vec<u64>) -> Violation {
+    Violation {
+        property: property.into(),
+        message,
+        ops,
+    }
+}
+
+/// Walks the history once and judges every lease property.
+pub fn analyse(h: &LeaseHistory) -> Analysis {
+    let log = server_log(h);
+    let mut a = Analysis::default();
+    let mut refs: BTreeMap<String, RefLease> = BTreeMap::new();
+    let mut model: BTreeMap<String, (Lease, usize)> = BTreeMap::new();
+    let mut intervals: Vec<Interval<String, String>> = Vec::new();
+    let mut seen_ids: BTreeSet<String> = BTreeSet::new();
+    // Pending breaks: target → (id broken, break time the reference computes).
+    let mut breaks: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    let mut writes: BTreeMap<(String, u64), Snapshot> = BTreeMap::new();
+    let mut deletes: BTreeMap<String, Vec<Snapshot>> = BTreeMap::new();
+    // Per target: the reference lease after each log record, for L6.
+    let mut timeline: BTreeMap<String, Vec<(u64, Option<RefLease>)>> = BTreeMap::new();
+    // Ids granted by acquires without a proposal: (target, id, at_ns).
+    let mut generated: Vec<(String, String, u64)> = Vec::new();
+    // Leases ended by someone else than their holder (a break, a container
+    // delete): (target, id, at_ns).
+    let mut revoked: Vec<(String, String, u64)> = Vec::new();
+
+    let close = |intervals: &mut Vec<Interval<String, String>>, idx: usize, end: u64| {
+        let iv = &mut intervals[idx];
+        iv.end = iv.end.min(end).max(iv.start);
+    };
+
+    for e in &log {
+        let now = e.server_ms;
+        match &e.effect {
+            Effect::Lease(lease::Effect::Set {
+                target,
+                action,
+                at_ms,
+                lease,
+                ..
+            }) => {
+                a.transitions += 1;
+                let name = target.name();
+                let before = refs.get(&name).cloned();
+                let new_id = lease.as_ref().map_or("", |l| l.id.as_str());
+                let st = reference::state(before.as_ref(), *at_ms);
+                match reference::step(before.as_ref(), action, *at_ms, new_id) {
+                    Err(code) => a.violations.push(violation(
+                        "L5",
+                        format!(
+                            "the server granted {} on {name} at {:.3} s (server clock), but in state {st:?} SPEC §2.3 answers 409 {code}",
+                            action.name(),
+                            clock_s(*at_ms)
+                        ),
+                        vec![],
+                    )),
+                    Ok(want) => {
+                        if !agrees(lease.as_ref(), want.as_ref(), *at_ms) {
+                            a.violations.push(violation(
+                                "L5",
+                                format!(
+                                    "{} on {name} at {:.3} s (server clock) from {st:?} left {:?}; SPEC §2.3/§2.4 say {:?}",
+                                    action.name(),
+                                    clock_s(*at_ms),
+                                    lease,
+                                    want
+                                ),
+                                vec![],
+                            ));
+                        }
+                        if let (LeaseAction::Break { .. }, Some(w), Some(b)) =
+                            (action, &want, want.as_ref().and_then(|w| w.break_ms))
+                        {
+                            breaks.insert(name.clone(), (w.id.clone(), b));
+                            revoked.push((name.clone(), w.id.clone(), e.at_ns));
+                        }
+                    }
+                }
+                // L4: an acquire by another id before the break time.
+                if let (LeaseAction::Acquire { .. }, Some(l)) = (action, lease) {
+                    if let Some((id, bt)) = breaks.get(&name) {
+                        if *id != l.id && e.hull_ms < *bt {
+                            a.violations.push(violation(
+                                "L4",
+                                format!(
+                                    "{name}: lease {} was broken to take effect at {:.3} s (server clock), but {} acquired it at {:.3} s",
+                                    short(id),
+                                    clock_s(*bt),
+                                    short(&l.id),
+                                    clock_s(e.hull_ms)
+                                ),
+                                vec![],
+                            ));
+                        }
+                    }
+                }
+                match (action, lease) {
+                    (LeaseAction::Release { .. }, _) => {
+                        breaks.remove(&name);
+                    }
+                    (LeaseAction::Acquire { .. }, Some(l))
+                        if breaks.get(&name).is_some_and(|(id, _)| *id == l.id) =>
+                    {
+                        breaks.remove(&name);
+                    }
+                    _ => {}
+                }
+                // L7: a generated id never seen before.
+                if let (
+                    LeaseAction::Acquire {
+                        proposed_id: None, ..
+                    },
+                    Some(l),
+                ) = (action, lease)
+                {
+                    generated.push((name.clone(), l.id.clone(), e.at_ns));
+                    if seen_ids.contains(&l.id) {
+                        a.violations.push(violation(
+                            "L7",
+                            format!(
+                                "{name}: the server generated lease id {} at {:.3} s true time, an id its log had seen before",
+                                l.id,
+                                true_s(e.at_ns)
+                            ),
+                            vec![],
+                        ));
+                    }
+                }
+                if let Some(l) = lease {
+                    seen_ids.insert(l.id.clone());
+                }
+                // L1: locked intervals of each id, on the server's clock.
+                let prior = model.get(&name).cloned();
+                let mut next: Option<(Lease, usize)> = None;
+                if let Some((old, idx)) = &prior {
+                    let same_id = lease.as_ref().is_some_and(|l| l.id == old.id);
+                    if same_id {
+                        let l = lease.as_ref().expect("same id");
+                        intervals[*idx].end = locked_until(l, e.hull_ms).max(intervals[*idx].start);
+                        next = Some((l.clone(), *idx));
+                    } else {
+                        // Its own release or change ends it now; anything else
+                        // leaves it locked until the model said it would be.
+                        let own = matches!(
+                            action,
+                            LeaseAction::Release { .. } | LeaseAction::Change { .. }
+                        );
+                        let end = if own {
+                            e.hull_ms
+                        } else {
+                            locked_until(old, e.hull_ms)
+                        };
+                        close(&mut intervals, *idx, end);
+                    }
+                }
+                if next.is_none() {
+                    if let Some(l) = lease {
+                        intervals.push(Interval {
+                            resource: name.clone(),
+                            holder: l.id.clone(),
+                            start: e.hull_ms,
+                            end: locked_until(l, e.hull_ms),
+                        });
+                        next = Some((l.clone(), intervals.len() - 1));
+                    }
+                }
+                match next {
+                    Some(n) => {
+                        model.insert(name.clone(), n);
+                    }
+                    None => {
+                        model.remove(&name);
+                    }
+                }
+                match lease {
+                    Some(l) => {
+                        refs.insert(name.clone(), to_ref(l));
+                    }
+                    None => {
+                        refs.remove(&name);
+                    }
+                }
+                timeline
+                    .entry(name)
+                    .or_default()
+                    .push((e.at_ns, refs.get(&target.name()).cloned()));
+            }
+            Effect::Lease(lease::Effect::ContainerDeleted {
+                container,
+                lease_id,
+                at_ms,
+            }) => {
+                let before = refs.get(container.as_str());
+                let st = reference::state(before, *at_ms);
+                let sent = lease_id.as_deref().and_then(lease::parse_guid);
+                if st.locked() && sent.as_deref() != before.map(|l| l.id.as_str()) {
+                    a.violations.push(violation(
+                        "L8",
+                        format!(
+                            "container {container} was deleted at {:.3} s (server clock) while its lease {} was locked, by a request carrying {}",
+                            clock_s(*at_ms),
+                            before.map_or(String::new(), |l| short(&l.id)),
+                            sent.as_deref().map_or("no lease id".into(), short)
+                        ),
+                        vec![],
+                    ));
+                }
+                let prefix = format!("{container}/");
+                let gone: Vec<String> = refs
+                    .keys()
+                    .chain(model.keys())
+                    .filter(|k| **k == *container || k.starts_with(&prefix))
+                    .cloned()
+                    .collect();
+                for k in gone {
+                    if let Some(l) = refs.get(&k) {
+                        revoked.push((k.clone(), l.id.clone(), e.at_ns));
+                    }
+                    refs.remove(&k);
+                    if let Some((_, idx)) = model.remove(&k) {
+                        close(&mut intervals, idx, e.hull_ms);
+                    }
+                    breaks.remove(&k);
+                    timeline.entry(k).or_default().push((e.at_ns, None));
+                }
+            }
+            Effect::Store(store::Effect::ItemWritten { key, item }) => {
+                let name = format!("{}/{}", key.container, key.id);
+                let before = refs.get(&name).cloned();
+                writes.insert(
+                    (name.clone(), item.version),
+                    Snapshot {
+                        at_ns: e.at_ns,
+                        server_ms: now,
+                        before: before.clone(),
+                    },
+                );
+                match reference::after_write(before, item.last_modified) {
+                    Some(l) => {
+                        refs.insert(name.clone(), l);
+                    }
+                    None => {
+                        refs.remove(&name);
+                        breaks.remove(&name);
+                    }
+                }
+                if let Some((l, idx)) = model.get(&name).cloned() {
+                    if !l.state_at(item.last_modified).is_locked() {
+                        close(&mut intervals, idx, e.hull_ms);
+                        model.remove(&name);
+                    }
+                }
+                timeline
+                    .entry(name.clone())
+                    .or_default()
+                    .push((e.at_ns, refs.get(&name).cloned()));
+            }
+            Effect::Store(store::Effect::ItemDeleted { key, .. }) => {
+                let name = format!("{}/{}", key.container, key.id);
+                if let Some(l) = refs.get(&name) {
+                    revoked.push((name.clone(), l.id.clone(), e.at_ns));
+                }
+                deletes.entry(name.clone()).or_default().push(Snapshot {
+                    at_ns: e.at_ns,
+                    server_ms: now,
+                    before: refs.remove(&name),
+                });
+                breaks.remove(&name);
+                if let Some((_, idx)) = model.remove(&name) {
+                    close(&mut intervals, idx, e.hull_ms);
+                }
+                timeline.entry(name).or_default().push((e.at_ns, None));
+            }
+            Effect::Store(_) => {}
+        }
+    }
+
+    // L1.
+    for (i, j) in overlaps(&intervals) {
+        let (x, y) = (&intervals[i], &intervals[j]);
+        a.violations.push(violation(
+            "L1",
+            format!(
+                "{}: lease {} was locked from {:.3} s until {:.3} s (server clock), but {} was granted at {:.3} s",
+                x.resource,
+                short(&x.holder),
+                clock_s(x.start),
+                clock_s(x.end),
+                short(&y.holder),
+                clock_s(y.start)
+            ),
+            vec![],
+        ));
+    }
+
+    judge_ops(h, &mut a, &writes, &deletes, &timeline, &generated);
+    judge_beliefs(h, &log, &revoked, &mut a);
+    a
+}
+
+/// L2, L3, L5 (acquire idempotency), L6, L8 (client side) from the calls.
+fn judge_ops(
+    h: &LeaseHistory,
+    a: &mut Analysis,
+    writes: &BTreeMap<(String, u64), Snapshot>,
+    deletes: &BTreeMap<String, Vec<Snapshot>>,
+    timeline: &BTreeMap<String, Vec<(u64, Option<RefLease>)>>,
+    generated: &[(String, String, u64)],
+) {
+    let reported: BTreeSet<&str> = h
+        .ops
+        .iter()
+        .filter_map(|o| o.result.as_ref()?.lease_id.as_deref())
+        .collect();
+    for op in &h.ops {
+        let Some(r) = &op.result else { continue };
+        let c = &op.call;
+        let ret = op.return_ns.unwrap_or(u64::MAX);
+        let sent = c.lease_id.as_deref().and_then(lease::parse_guid);
+        match c.op.as_str() {
+            "put" | "delete" if r.is_success() => {
+                let snap = if c.op == "put" {
+                    r.version.and_then(|v| writes.get(&(c.target.clone(), v)))
+                } else {
+                    let within: Vec<&Snapshot> = deletes
+                        .get(&c.target)
+                        .into_iter()
+                        .flatten()
+                        .filter(|s| s.at_ns >= op.invoke_ns && s.at_ns <= ret)
+                        .collect();
+                    (within.len() == 1).then(|| within[0])
+                };
+                let Some(s) = snap else { continue };
+                a.writes_judged += 1;
+                let st = reference::state(s.before.as_ref(), s.server_ms);
+                let holder = s.before.as_ref().map(|l| l.id.as_str());
+                let at = format!(
+                    "{} of {} at {:.3} s (server clock)",
+                    c.op,
+                    c.target,
+                    clock_s(s.server_ms)
+                );
+                match sent.as_deref() {
+                    None if st.locked() => a.violations.push(violation(
+                        "L2",
+                        format!(
+                            "{at} carried no lease id but was accepted while lease {} was {st:?}",
+                            short(holder.unwrap_or(""))
+                        ),
+                        vec![op.id],
+                    )),
+                    Some(id) if !(st.locked() && holder == Some(id)) => {
+                        let created = s.before.is_none() && r.status == 201;
+                        if created {
+                            continue;
+                        }
+                        let property = if holder == Some(id) && st == RefState::Expired {
+                            "L3"
+                        } else {
+                            "L2"
+                        };
+                        a.violations.push(violation(
+                            property,
+                            format!(
+                                "{at} carried lease {} and was accepted, but the lease was {st:?}{}",
+                                short(id),
+                                holder
+                                    .filter(|h| *h != id)
+                                    .map(|h| format!(" under {}", short(h)))
+                                    .unwrap_or_default()
+                            ),
+                            vec![op.id],
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            "acquire" if r.code.as_deref() == Some("LeaseAlreadyPresent") => {
+                // L5: a retried acquire without a proposal told "lost" although it won.
+                if c.proposed_id.is_none() && op.attempts.len() > 1 {
+                    if let Some((_, id, at)) = generated.iter().find(|(t, id, at)| {
+                        *t == c.target
+                            && *at >= op.invoke_ns
+                            && *at <= ret
+                            && !reported.contains(id.as_str())
+                    }) {
+                        a.violations.push(violation(
+                            "L5",
+                            format!(
+                                "an acquire of {} without a proposed id was granted lease {} at {:.3} s true time by one of its {} attempts, yet the caller was told 409 LeaseAlreadyPresent: a non-idempotent acquire was re-sent",
+                                c.target,
+                                short(id),
+                                true_s(*at),
+                                op.attempts.len()
+                            ),
+                            vec![op.id],
+                        ));
+                        continue;
+                    }
+                }
+                // L6: refused while the lease had run out (no record on it during the call).
+                let Some(server_ms) = r.server_ms else {
+                    continue;
+                };
+                let line = timeline.get(&c.target).map(Vec::as_slice).unwrap_or(&[]);
+                if line.iter().any(|(at, _)| *at >= op.invoke_ns && *at <= ret) {
+                    continue;
+                }
+                let before = line
+                    .iter()
+                    .rev()
+                    .find(|(at, _)| *at < op.invoke_ns)
+                    .and_then(|(_, l)| l.clone());
+                let st = reference::state(before.as_ref(), server_ms);
+                if !st.locked() {
+                    a.violations.push(violation(
+                        "L6",
+                        format!(
+                            "an acquire of {} at {:.3} s (server clock) was refused with LeaseAlreadyPresent although the lease was {st:?}{}",
+                            c.target,
+                            clock_s(server_ms),
+                            before
+                                .and_then(|l| l.expire_ms)
+                                .map(|e| format!(" (expired at {:.3} s)", clock_s(e)))
+                                .unwrap_or_default()
+                        ),
+                        vec![op.id],
+                    ));
+                }
+            }
+            "set_metadata" if c.lease_id.is_none() && r.status == 412 => {
+                a.violations.push(violation(
+                    "L8",
+                    format!(
+                        "Set Container Metadata on {} without a lease id was refused with 412 {}",
+                        c.target,
+                        r.code.as_deref().unwrap_or("")
+                    ),
+                    vec![op.id],
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One holder's belief in one lease: from its acquire's success to its last
+/// unfenced side effect.
+struct BeliefSpan {
+    holder: String,
+    target: String,
+    lease_id: String,
+    start_ns: u64,
+    last_ns: u64,
+    last_local_ms: u64,
+}
+
+/// L9 from the holders' events.
+fn judge_beliefs(
+    h: &LeaseHistory,
+    log: &[Entry],
+    revoked: &[(String, String, u64)],
+    a: &mut Analysis,
+) {
+    let mut open: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut spans: Vec<BeliefSpan> = Vec::new();
+    for e in &h.node_events {
+        match &e.event {
+            LeaseEvent::Believes {
+                target, lease_id, ..
+            } => {
+                let k = (e.node.clone(), target.clone());
+                let continuing = open
+                    .get(&k)
+                    .is_some_and(|&i| spans[i].lease_id == *lease_id);
+                if !continuing {
+                    spans.push(BeliefSpan {
+                        holder: e.node.clone(),
+                        target: target.clone(),
+                        lease_id: lease_id.clone(),
+                        start_ns: e.at_ns,
+                        last_ns: e.at_ns,
+                        last_local_ms: e.local_ms,
+                    });
+                    open.insert(k, spans.len() - 1);
+                }
+            }
+            LeaseEvent::SideEffect { target, lease_id } => {
+                if let Some(&i) = open.get(&(e.node.clone(), target.clone())) {
+                    if spans[i].lease_id == *lease_id {
+                        spans[i].last_ns = e.at_ns;
+                        spans[i].last_local_ms = e.local_ms;
+                    }
+                }
+            }
+            LeaseEvent::Dropped { target, .. } => {
+                open.remove(&(e.node.clone(), target.clone()));
+            }
+            _ => {}
+        }
+    }
+    a.beliefs = spans.len();
+    let intervals: Vec<Interval<String, String>> = spans
+        .iter()
+        .map(|s| Interval {
+            resource: s.target.clone(),
+            holder: s.holder.clone(),
+            start: s.start_ns,
+            // Acting counts; a belief never acted on harms nobody.
+            end: if s.last_ns > s.start_ns {
+                s.last_ns + 1
+            } else {
+                s.start_ns
+            },
+        })
+        .collect();
+    for (i, j) in overlaps(&intervals) {
+        // `x` believed first; `y` acquired while `x` still acted.
+        let (x, y) = (&spans[i], &spans[j]);
+        // From the server's grant of x's lease (its answer may come after a revocation).
+        let granted_ns = log
+            .iter()
+            .filter(|e| e.at_ns <= x.start_ns)
+            .filter(|e| {
+                matches!(&e.effect, Effect::Lease(lease::Effect::Set { target, lease: Some(l), .. })
+                    if target.name() == x.target && l.id == x.lease_id)
+            })
+            .map(|e| e.at_ns)
+            .next_back()
+            .unwrap_or(x.start_ns);
+        let revoked = revoked.iter().any(|(t, id, at)| {
+            *t == x.target && *id == x.lease_id && *at >= granted_ns && *at <= y.start_ns
+        });
+        if revoked {
+            continue;
+        }
+        // The server's view: y's grant and x's expiry.
+        let grant = log.iter().find(|e| {
+            e.at_ns <= y.start_ns
+                && matches!(&e.effect, Effect::Lease(lease::Effect::Set { target, lease: Some(l), .. })
+                    if target.name() == y.target && l.id == y.lease_id)
+                && e.at_ns >= x.start_ns
+        });
+        let expiry = log
+            .iter()
+            .filter(|e| e.at_ns <= y.start_ns)
+            .filter_map(|e| match &e.effect {
+                Effect::Lease(lease::Effect::Set {
+                    target,
+                    lease: Some(l),
+                    ..
+                }) if target.name() == x.target && l.id == x.lease_id => match l.phase {
+                    Phase::Leased { expire_ms } => {
+                        expire_ms.map(|ms| (ms, offset_s(e.server_ms, e.at_ns)))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .next_back();
+        let server = match (grant, expiry) {
+            (Some(g), Some((exp_ms, off))) => format!(
+                "holder {} acquired it at {:.2} s after expiry at {:.2} s (true time; the server's clock read {:.2} s, offset {:+.1} s)",
+                y.holder,
+                true_s(g.at_ns),
+                clock_s(exp_ms) - off,
+                clock_s(exp_ms),
+                off
+            ),
+            (Some(g), None) => format!(
+                "holder {} acquired it at {:.2} s true time",
+                y.holder,
+                true_s(g.at_ns)
+            ),
+            _ => format!(
+                "holder {} believed it held it from {:.2} s true time",
+                y.holder,
+                true_s(y.start_ns)
+            ),
+        };
+        a.violations.push(violation(
+            "L9",
+            format!(
+                "holder {} believed it held lease {} on blob {} until {:.2} s true time (its clock read {:.2} s, offset {:+.1} s); {server}. Both believed they held it from {:.2} s to {:.2} s true time",
+                x.holder,
+                short(&x.lease_id),
+                x.target.split('/').next_back().unwrap_or(&x.target),
+                true_s(x.last_ns),
+                clock_s(x.last_local_ms),
+                offset_s(x.last_local_ms, x.last_ns),
+                true_s(y.start_ns),
+                true_s(x.last_ns)
+            ),
+            vec![],
+        ));
+    }
+}
+
+/// One of the lease checkers: the properties it reports, from [`analyse`].
+pub struct LeaseRule {
+    /// Its properties; the first names it.
+    pub properties: &'static [&'static str],
+}
+
+impl Checker<LeaseHistory> for LeaseRule {
+    fn properties(&self) -> &'static [&'static str] {
+        self.properties
+    }
+
+    fn check(&self, h: &LeaseHistory) -> Checked {
+        let a = analyse(h);
+        let mine: Vec<Violation> = a
+            .violations
+            .into_iter()
+            .filter(|v| self.properties.contains(&v.property.as_str()))
+            .collect();
+        let note = match self.properties[0] {
+            "L2" => format!("{} writes", a.writes_judged),
+            "L9" => format!("{} beliefs", a.beliefs),
+            _ => format!("{} transitions", a.transitions),
+        };
+        Checked::new(Verdict::from_violations(mine)).with_note(note)
+    }
+}
+
+/// The lease checkers in the order the summary lists them.
+pub fn checkers() -> Vec<LeaseRule> {
+    [
+        &["L1"][..],
+        &["L2", "L3"],
+        &["L4"],
+        &["L6"],
+        &["L7"],
+        &["L8"],
+        &["L9"],
+        &["L5"],
+    ]
+    .into_iter()
+    .map(|properties| LeaseRule { properties })
+    .collect()
+}

@@ -1,0 +1,460 @@
+//! The `leases` workload: holders that contend for blob leases through the
+//! lease-holder library (acquire with a proposed id, renew at half time, act
+//! under the lease, fenced writes, release or abandon), plain clients that
+//! read, write, break, take one-shot leases without a proposed id, change
+//! ids and work on the container lease; and the server's log device, which
+//! records every log record as the server's view of what happened.
+
+use super::history::{begin, Call, LeaseEvent, LeaseRecorder, Outcome};
+use super::{blob_key, LeasesParams, CONTAINER};
+use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::occ::history::attempt;
+use overcast_model::client::{sim_now_ns, CallResult, StoreClient};
+use overcast_model::conditions::Conditions;
+use overcast_model::env::{Clock, LogDevice};
+use overcast_model::lease::{LeaseAction, LeaseRequest, LeaseResponse, LeaseTarget};
+use overcast_model::lease_client::with_lease;
+use overcast_model::lease_holder::{Attempted, ClockBound, HolderConfig, LeaseHolder};
+use overcast_model::retry::FinalOutcome;
+use overcast_model::store::{StoreRequest, StoreResponse};
+use overcast_model::wal;
+use overcast_sim::clock::NodeClock;
+use rand::Rng;
+use std::time::Duration;
+
+/// The server's log device: a simulated disk that also records each record
+/// appended (the server's view, in log order) and, at start-up, how many
+/// records survived the last crash.
+pub struct RecordingDisk {
+    /// The disk.
+    pub disk: DiskAdapter,
+    /// The server's name.
+    pub node: String,
+    /// The server's clock (the `now` its partitions were handed).
+    pub clock: NodeClock,
+    /// Where events go.
+    pub recorder: LeaseRecorder,
+}
+
+impl LogDevice for RecordingDisk {
+    fn append(&self, bytes: &[u8]) {
+        self.disk.append(bytes);
+        for r in wal::scan_fragment(bytes).records {
+            let e = LeaseEvent::Logged {
+                partition: r.partition,
+                lsn: r.lsn,
+                effect: r.effect,
+            };
+            self.recorder
+                .event(self.node.clone(), self.clock.now_ms(), e);
+        }
+    }
+    fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
+        self.disk.sync()
+    }
+    fn read_all(&self) -> Vec<u8> {
+        let bytes = self.disk.read_all();
+        let kept = wal::decode_all(&bytes).0.len() as u64;
+        let e = LeaseEvent::Recovered { kept };
+        self.recorder
+            .event(self.node.clone(), self.clock.now_ms(), e);
+        bytes
+    }
+    fn truncate(&self, len: usize) {
+        self.disk.truncate(len)
+    }
+}
+
+/// One node's recording handle: its op identity, its name and clock.
+pub struct Node {
+    /// The recorder.
+    pub rec: LeaseRecorder,
+    /// The `client` number its calls carry.
+    pub id: usize,
+    /// Its incarnation name (events).
+    pub name: String,
+    /// Its clock.
+    pub clock: ClockAdapter,
+}
+
+impl Node {
+    fn event(&self, e: LeaseEvent) {
+        self.rec.event(self.name.clone(), self.clock.now_ms(), e);
+    }
+
+    fn finish<R>(
+        &self,
+        slot: overcast_sim::history::Slot,
+        r: &CallResult<R>,
+        outcome: Option<Outcome>,
+    ) {
+        let attempts = r.attempts.iter().map(attempt).collect();
+        self.rec
+            .complete(slot, Some(r.return_ns), outcome, attempts);
+    }
+
+    /// A recorded lease call.
+    pub async fn lease(
+        &self,
+        client: &mut StoreClient,
+        req: LeaseRequest,
+    ) -> CallResult<LeaseResponse> {
+        let slot = begin(&self.rec, self.id, Call::from_lease(&req), sim_now_ns());
+        let r = client.lease(&req).await;
+        self.finish(slot, &r, Outcome::from_lease(&r));
+        r
+    }
+
+    /// A recorded store call.
+    pub async fn store(
+        &self,
+        client: &mut StoreClient,
+        req: StoreRequest,
+    ) -> CallResult<StoreResponse> {
+        let slot = begin(&self.rec, self.id, Call::from_store(&req), sim_now_ns());
+        let r = client.call(req).await;
+        self.finish(slot, &r, Outcome::from_store(&r));
+        r
+    }
+}
+
+/// A GUID from the node's random stream.
+fn guid(rng: &mut impl Rng) -> String {
+    let (a, b): (u64, u64) = (rng.gen(), rng.gen());
+    let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x4000;
+    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+    overcast_model::lease::parse_guid(&format!("{a:016x}{b:016x}")).expect("32 hex digits")
+}
+
+async fn sleep_ms(rng: &mut impl Rng, (lo, hi): (u64, u64)) {
+    let ms = rng.gen_range(lo..=hi.max(lo));
+    madsim::time::sleep(Duration::from_millis(ms.max(1))).await;
+}
+
+fn succeeded<R>(r: &CallResult<R>) -> bool {
+    matches!(r.outcome, FinalOutcome::Response { status: 200..=299 })
+}
+
+fn past(deadline_ns: u64) -> bool {
+    sim_now_ns() >= deadline_ns
+}
+
+/// Makes the blob exist again (and its container) after a container delete.
+async fn recreate(node: &Node, client: &mut StoreClient, target: &LeaseTarget) {
+    let LeaseTarget::Blob(key) = target else {
+        return;
+    };
+    let put = StoreRequest::Put {
+        key: key.clone(),
+        body: "created".into(),
+        conditions: Conditions::if_none_match_any(),
+    };
+    let r = node.store(client, put.clone()).await;
+    if r.response.as_ref().and_then(|x| x.error_code.as_deref()) == Some("ContainerNotFound") {
+        let create = StoreRequest::CreateContainer {
+            container: CONTAINER.into(),
+        };
+        node.store(client, create).await;
+        node.store(client, put).await;
+    }
+}
+
+/// One holder's life (one incarnation): contend, hold, act, let go; again.
+pub async fn holder(
+    p: &LeasesParams,
+    node: &Node,
+    client: &mut StoreClient,
+    mut rng: impl Rng,
+    bugs: overcast_model::bugs::ModelBugs,
+    deadline_ns: u64,
+) {
+    while !past(deadline_ns) {
+        let target = LeaseTarget::Blob(blob_key(rng.gen_range(0..p.blobs)));
+        let cfg = HolderConfig {
+            target: target.clone(),
+            duration_s: p.duration_s,
+            bound: ClockBound::DEFAULT,
+            bugs,
+        };
+        let mut h = LeaseHolder::new(cfg, guid(&mut rng));
+        let mut held = false;
+        for _ in 0..p.acquire_tries {
+            if past(deadline_ns) {
+                break;
+            }
+            let slot = begin(
+                &node.rec,
+                node.id,
+                Call::from_lease(&h.acquire_request()),
+                sim_now_ns(),
+            );
+            let (att, r) = h.acquire(client, &node.clock).await;
+            node.finish(slot, &r, Outcome::from_lease(&r));
+            match att {
+                Attempted::Held(b) => {
+                    node.event(LeaseEvent::Believes {
+                        target: target.name(),
+                        lease_id: b.lease_id,
+                        until_local_ms: b.until_local_ms,
+                    });
+                    held = true;
+                    break;
+                }
+                Attempted::Refused(404) => recreate(node, client, &target).await,
+                _ => {}
+            }
+            sleep_ms(&mut rng, p.retry_ms).await;
+        }
+        if !held {
+            continue;
+        }
+        let steps = rng.gen_range(1..=p.hold_steps.max(1));
+        // A holder that stops renewing (a stuck renew thread) and keeps working
+        // until its own clock says the lease is gone.
+        let stalls = rng.gen_bool(p.stall_probability);
+        let mut lost = false;
+        let mut step = 0;
+        // A stalled holder works on until its own clock says the lease is gone.
+        while stalls || step < steps {
+            step += 1;
+            sleep_ms(&mut rng, p.work_ms).await;
+            if past(deadline_ns) {
+                break;
+            }
+            if !stalls && h.should_renew(node.clock.now_ms()) {
+                let req = h.renew_request().expect("a belief to renew");
+                let slot = begin(&node.rec, node.id, Call::from_lease(&req), sim_now_ns());
+                let Some((att, r)) = h.renew(client, &node.clock).await else {
+                    break;
+                };
+                node.finish(slot, &r, Outcome::from_lease(&r));
+                match att {
+                    Attempted::Held(b) => node.event(LeaseEvent::Believes {
+                        target: target.name(),
+                        lease_id: b.lease_id,
+                        until_local_ms: b.until_local_ms,
+                    }),
+                    other => {
+                        let why = format!("renew: {other:?}");
+                        lost = true;
+                        node.event(LeaseEvent::Dropped {
+                            target: target.name(),
+                            lease_id: h.lease_id().unwrap_or_default().to_string(),
+                            why,
+                        });
+                        break;
+                    }
+                }
+            }
+            if rng.gen_range(0..10) < 7 {
+                let name = target.name();
+                let acted = h.act_unfenced(&node.clock, |b, _| {
+                    node.event(LeaseEvent::SideEffect {
+                        target: name.clone(),
+                        lease_id: b.lease_id.clone(),
+                    })
+                });
+                if !acted {
+                    lost = true;
+                    node.event(LeaseEvent::Dropped {
+                        target: target.name(),
+                        lease_id: h.lease_id().unwrap_or_default().to_string(),
+                        why: "time up".into(),
+                    });
+                    break;
+                }
+            } else {
+                let body = format!("{}@{}", node.name, sim_now_ns());
+                let invoke = sim_now_ns();
+                if let Some((req, r)) = h.fenced_put(client, &node.clock, body).await {
+                    let slot = begin(&node.rec, node.id, Call::from_store(&req), invoke);
+                    node.finish(slot, &r, Outcome::from_store(&r));
+                }
+            }
+        }
+        if lost {
+            continue;
+        }
+        let Some(id) = h.lease_id().map(str::to_string) else {
+            continue;
+        };
+        node.event(LeaseEvent::Dropped {
+            target: target.name(),
+            lease_id: id.clone(),
+            why: if stalls { "abandoned" } else { "released" }.into(),
+        });
+        if stalls || rng.gen_bool(0.2) {
+            h.forget();
+        } else {
+            let req = LeaseRequest::Action {
+                target: target.clone(),
+                action: LeaseAction::Release { lease_id: id },
+                conditions: Conditions::none(),
+            };
+            h.forget();
+            node.lease(client, req).await;
+        }
+    }
+}
+
+fn action(target: &LeaseTarget, action: LeaseAction) -> LeaseRequest {
+    LeaseRequest::Action {
+        target: target.clone(),
+        action,
+        conditions: Conditions::none(),
+    }
+}
+
+/// One plain client's life: reads, writes without ids, breaks, one-shot leases
+/// without a proposed id, changes, and the container's lease and deletes.
+pub async fn client(
+    p: &LeasesParams,
+    node: &Node,
+    client: &mut StoreClient,
+    mut rng: impl Rng,
+    deadline_ns: u64,
+) {
+    let container = LeaseTarget::Container(CONTAINER.into());
+    while !past(deadline_ns) {
+        sleep_ms(&mut rng, p.client_pause_ms).await;
+        let key = blob_key(rng.gen_range(0..p.blobs));
+        let blob = LeaseTarget::Blob(key.clone());
+        let m = &p.mix;
+        let weights = [
+            m.read,
+            m.write,
+            m.r#break,
+            m.one_shot,
+            m.change,
+            m.container,
+        ];
+        let total: u32 = weights.iter().sum();
+        let mut pick = rng.gen_range(0..total.max(1));
+        let mut kind = 0;
+        while kind < weights.len() - 1 && pick >= weights[kind] {
+            pick -= weights[kind];
+            kind += 1;
+        }
+        match kind {
+            0 => {
+                let read = StoreRequest::Read {
+                    key,
+                    conditions: Conditions::none(),
+                };
+                node.store(client, read).await;
+            }
+            1 => {
+                let put = StoreRequest::Put {
+                    key,
+                    body: format!("{}@{}", node.name, sim_now_ns()),
+                    conditions: Conditions::none(),
+                };
+                node.store(client, put).await;
+            }
+            2 => {
+                let period = match rng.gen_range(0..4) {
+                    0 => None,
+                    1 => Some(0),
+                    _ => Some(rng.gen_range(1..=20)),
+                };
+                let brk = action(
+                    &blob,
+                    LeaseAction::Break {
+                        break_period: period,
+                    },
+                );
+                node.lease(client, brk).await;
+            }
+            3 => {
+                // A one-shot lease without a proposed id: acquire, write under it, release.
+                let duration = if rng.gen_bool(0.2) { -1 } else { 15 };
+                let acq = action(
+                    &blob,
+                    LeaseAction::Acquire {
+                        duration: Some(duration),
+                        proposed_id: None,
+                    },
+                );
+                let r = node.lease(client, acq).await;
+                let Some(id) = r.response.and_then(|x| x.lease_id) else {
+                    continue;
+                };
+                let put = StoreRequest::Put {
+                    key,
+                    body: format!("{}@{}", node.name, sim_now_ns()),
+                    conditions: with_lease(Conditions::none(), id.clone()),
+                };
+                node.store(client, put).await;
+                let release = action(&blob, LeaseAction::Release { lease_id: id });
+                node.lease(client, release).await;
+            }
+            4 => {
+                // Acquire with a proposed id, change it, write with the new one, release.
+                let (a, b) = (guid(&mut rng), guid(&mut rng));
+                let acq = action(
+                    &blob,
+                    LeaseAction::Acquire {
+                        duration: Some(15),
+                        proposed_id: Some(a.clone()),
+                    },
+                );
+                if !succeeded(&node.lease(client, acq).await) {
+                    continue;
+                }
+                let change = action(
+                    &blob,
+                    LeaseAction::Change {
+                        lease_id: a,
+                        proposed_id: Some(b.clone()),
+                    },
+                );
+                node.lease(client, change).await;
+                let put = StoreRequest::Put {
+                    key,
+                    body: format!("{}@{}", node.name, sim_now_ns()),
+                    conditions: with_lease(Conditions::none(), b.clone()),
+                };
+                node.store(client, put).await;
+                let release = action(&blob, LeaseAction::Release { lease_id: b });
+                node.lease(client, release).await;
+            }
+            _ => {
+                // The container: lease it, set metadata without the id, sometimes
+                // delete it (with or without the id), release.
+                let acq = action(
+                    &container,
+                    LeaseAction::Acquire {
+                        duration: Some(15),
+                        proposed_id: None,
+                    },
+                );
+                let r = node.lease(client, acq).await;
+                let id = r.response.and_then(|x| x.lease_id);
+                let meta = LeaseRequest::SetContainerMetadata {
+                    container: CONTAINER.into(),
+                    lease_id: None,
+                };
+                node.lease(client, meta).await;
+                if rng.gen_bool(p.container_delete_probability) {
+                    let with_id = rng.gen_bool(0.5);
+                    let del = LeaseRequest::DeleteContainer {
+                        container: CONTAINER.into(),
+                        lease_id: id.clone().filter(|_| with_id),
+                    };
+                    let r = node.lease(client, del).await;
+                    if succeeded(&r) {
+                        let create = StoreRequest::CreateContainer {
+                            container: CONTAINER.into(),
+                        };
+                        node.store(client, create).await;
+                        continue;
+                    }
+                }
+                if let Some(id) = id {
+                    let release = action(&container, LeaseAction::Release { lease_id: id });
+                    node.lease(client, release).await;
+                }
+            }
+        }
+    }
+}
