@@ -723,22 +723,20 @@ fn judge_beliefs(
                     lease: Some(l),
                     ..
                 }) if target.name() == x.target && l.id == x.lease_id => match l.phase {
-                    Phase::Leased { expire_ms } => {
-                        expire_ms.map(|ms| (ms, offset_s(e.server_ms, e.at_ns)))
-                    }
+                    Phase::Leased { expire_ms } => expire_ms,
                     _ => None,
                 },
                 _ => None,
             })
             .next_back();
         let server = match (grant, expiry) {
-            (Some(g), Some((exp_ms, off))) => format!(
-                "holder {} acquired it at {:.2} s after expiry at {:.2} s (true time; the server's clock read {:.2} s, offset {:+.1} s)",
+            (Some(g), Some(exp_ms)) => format!(
+                "holder {} acquired it at {:.2} s true time, when the server's clock read {:.2} s (offset {:+.1} s), after the lease's expiry at {:.2} s on that clock",
                 y.holder,
                 true_s(g.at_ns),
-                clock_s(exp_ms) - off,
-                clock_s(exp_ms),
-                off
+                clock_s(g.server_ms),
+                offset_s(g.server_ms, g.at_ns),
+                clock_s(exp_ms)
             ),
             (Some(g), None) => format!(
                 "holder {} acquired it at {:.2} s true time",

@@ -107,6 +107,12 @@ pub struct LeasesParams {
     pub retry: RetryOptions,
     /// Log sync latency, ms range.
     pub fsync_ms: (u64, u64),
+    /// Most operations a plain client starts (it also stops at the deadline).
+    #[serde(default = "unbounded")]
+    pub client_ops: usize,
+    /// Most leases a holder incarnation goes for (it also stops at the deadline).
+    #[serde(default = "unbounded")]
+    pub holder_rounds: usize,
     /// Leave every clock as the plan draws it, even beyond the holders' stated
     /// bound ([`ClockBound::DEFAULT`]); otherwise drift and steps are clamped to it.
     pub skew_beyond_bound: bool,
@@ -137,8 +143,14 @@ impl Default for LeasesParams {
             retry: RetryOptions::default(),
             fsync_ms: (1, 3),
             skew_beyond_bound: false,
+            client_ops: unbounded(),
+            holder_rounds: unbounded(),
         }
     }
+}
+
+fn unbounded() -> usize {
+    1_000
 }
 
 /// Clamps every clock of `plan` to `bound` (drift, and the steps' total size)
@@ -427,6 +439,22 @@ impl ScenarioDef for Leases {
                 once(i, || {
                     (p.blobs > 1).then(|| LeasesParams {
                         blobs: p.blobs - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the client operations", |p, i| {
+                once(i, || {
+                    (p.clients > 0 && p.client_ops > 1).then(|| LeasesParams {
+                        client_ops: (p.client_ops.min(64) / 2).max(1),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the holder rounds", |p, i| {
+                once(i, || {
+                    (p.holder_rounds > 1).then(|| LeasesParams {
+                        holder_rounds: (p.holder_rounds.min(16) / 2).max(1),
                         ..p.clone()
                     })
                 })

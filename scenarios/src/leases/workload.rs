@@ -168,7 +168,10 @@ pub async fn holder(
     bugs: overcast_model::bugs::ModelBugs,
     deadline_ns: u64,
 ) {
-    while !past(deadline_ns) {
+    for _ in 0..p.holder_rounds {
+        if past(deadline_ns) {
+            break;
+        }
         let target = LeaseTarget::Blob(blob_key(rng.gen_range(0..p.blobs)));
         let cfg = HolderConfig {
             target: target.clone(),
@@ -315,7 +318,10 @@ pub async fn client(
     deadline_ns: u64,
 ) {
     let container = LeaseTarget::Container(CONTAINER.into());
-    while !past(deadline_ns) {
+    for _ in 0..p.client_ops {
+        if past(deadline_ns) {
+            break;
+        }
         sleep_ms(&mut rng, p.client_pause_ms).await;
         let key = blob_key(rng.gen_range(0..p.blobs));
         let blob = LeaseTarget::Blob(key.clone());
