@@ -82,12 +82,9 @@ fn the_checks_stay_quiet_on_the_unmodified_model_with_the_new_faults_on() {
     let occ = find("occ").unwrap();
     let mut injected = std::collections::BTreeMap::<String, u64>::new();
     for seed in 0..60 {
-        let storage = overcast_scenarios::scenario::with_profile(
-            occ,
-            Scenario::new(occ, seed),
-            "storage",
-        )
-        .unwrap();
+        let storage =
+            overcast_scenarios::scenario::with_profile(occ, Scenario::new(occ, seed), "storage")
+                .unwrap();
         let mut swarm = Scenario::new(occ, seed);
         swarm.swarm = true;
         for s in [storage, swarm] {
@@ -109,6 +106,9 @@ fn the_checks_stay_quiet_on_the_unmodified_model_with_the_new_faults_on() {
         "duplicates_answered",
         "unavailable_startups",
     ] {
-        assert!(injected.get(kind).copied().unwrap_or(0) > 0, "{kind}: {injected:?}");
+        assert!(
+            injected.get(kind).copied().unwrap_or(0) > 0,
+            "{kind}: {injected:?}"
+        );
     }
 }
