@@ -306,6 +306,8 @@ impl StoreClient {
 fn describe_request(req: &Request) -> String {
     match req {
         Request::Store(op) => describe(op),
+        Request::Cosmos(op) => format!("cosmos {op:?}"),
+        Request::Search(op) => format!("search {op:?}"),
     }
 }
 

@@ -14,9 +14,11 @@ compile_error!(
 pub mod bugs;
 pub mod client;
 pub mod conditions;
+pub mod cosmos;
 pub mod env;
 pub mod partition;
 pub mod retry;
+pub mod search;
 pub mod server;
 pub mod store;
 pub mod wal;

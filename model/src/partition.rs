@@ -21,6 +21,8 @@
 
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
+use crate::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
+use crate::search::{SearchEffect, SearchRequest, SearchResponse, SearchService};
 use crate::store::{self, Store, StoreRequest, StoreResponse};
 use crate::wal::LogRecord;
 use serde::{Deserialize, Serialize};
@@ -31,6 +33,10 @@ use std::collections::BTreeMap;
 pub enum Request {
     /// To the object store.
     Store(StoreRequest),
+    /// To the Cosmos DB item service (SPEC §1.3).
+    Cosmos(CosmosRequest),
+    /// To the Azure AI Search resource service (SPEC §1.2).
+    Search(SearchRequest),
 }
 
 impl Request {
@@ -38,6 +44,8 @@ impl Request {
     pub fn is_write(&self) -> bool {
         match self {
             Request::Store(r) => r.is_write(),
+            Request::Cosmos(r) => r.is_write(),
+            Request::Search(r) => r.is_write(),
         }
     }
 
@@ -46,6 +54,8 @@ impl Request {
     pub fn partition_key(&self) -> &str {
         match self {
             Request::Store(r) => r.key().map_or("", |k| k.partition_key.as_str()),
+            Request::Cosmos(r) => r.partition_key(),
+            Request::Search(r) => r.name(),
         }
     }
 }
@@ -55,6 +65,10 @@ impl Request {
 pub enum Response {
     /// From the object store.
     Store(StoreResponse),
+    /// From the Cosmos DB item service.
+    Cosmos(CosmosResponse),
+    /// From the Search resource service.
+    Search(SearchResponse),
 }
 
 impl Response {
@@ -62,6 +76,8 @@ impl Response {
     pub fn status(&self) -> u16 {
         match self {
             Response::Store(r) => r.status,
+            Response::Cosmos(r) => r.status,
+            Response::Search(r) => r.status,
         }
     }
 
@@ -69,6 +85,23 @@ impl Response {
     pub fn into_store(self) -> Option<StoreResponse> {
         match self {
             Response::Store(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The Cosmos item service's response, if this is one.
+    pub fn into_cosmos(self) -> Option<CosmosResponse> {
+        match self {
+            Response::Cosmos(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The Search service's response, if this is one.
+    pub fn into_search(self) -> Option<SearchResponse> {
+        match self {
+            Response::Search(r) => Some(r),
+            _ => None,
         }
     }
 }
@@ -78,6 +111,10 @@ impl Response {
 pub enum Effect {
     /// A change to the object store.
     Store(store::Effect),
+    /// A change to Cosmos items (a whole batch is one effect: one LSN).
+    Cosmos(CosmosEffect),
+    /// A change to a Search resource.
+    Search(SearchEffect),
 }
 
 /// One partition's services and its log position.
@@ -85,6 +122,8 @@ pub enum Effect {
 pub struct Partition {
     store: Store,
     lsn: u64,
+    cosmos: CosmosItems,
+    search: SearchService,
 }
 
 impl Partition {
@@ -98,7 +137,12 @@ impl Partition {
             };
             store.apply(&create, 0);
         }
-        Partition { store, lsn: 0 }
+        Partition {
+            store,
+            lsn: 0,
+            cosmos: CosmosItems::new(bugs),
+            search: SearchService::new(bugs),
+        }
     }
 
     /// Applies one request at server time `now` (ms). Returns the response and,
@@ -108,6 +152,14 @@ impl Partition {
             Request::Store(r) => {
                 let (response, effect) = self.store.apply(r, now);
                 (Response::Store(response), effect.map(Effect::Store))
+            }
+            Request::Cosmos(r) => {
+                let (response, effect) = self.cosmos.apply(r, now);
+                (Response::Cosmos(response), effect.map(Effect::Cosmos))
+            }
+            Request::Search(r) => {
+                let (response, effect) = self.search.apply(r, now);
+                (Response::Search(response), effect.map(Effect::Search))
             }
         };
         if effect.is_some() {
@@ -121,6 +173,8 @@ impl Partition {
     pub fn redo(&mut self, effect: &Effect) {
         match effect {
             Effect::Store(e) => self.store.redo(e),
+            Effect::Cosmos(e) => self.cosmos.redo(e),
+            Effect::Search(e) => self.search.redo(e),
         }
         self.lsn += 1;
     }
@@ -133,6 +187,16 @@ impl Partition {
     /// The object store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The Cosmos items.
+    pub fn cosmos(&self) -> &CosmosItems {
+        &self.cosmos
+    }
+
+    /// The Search resources.
+    pub fn search(&self) -> &SearchService {
+        &self.search
     }
 }
 
@@ -333,5 +397,61 @@ mod tests {
             1,
         );
         assert_eq!((r.status(), effect, p.lsn()), (409, None, 0));
+    }
+
+    #[test]
+    fn a_cosmos_batch_takes_one_log_position_and_is_redone_whole() {
+        use crate::cosmos::ItemOp;
+        let create = |id: &str| ItemOp::Create {
+            id: id.into(),
+            body: "b".into(),
+        };
+        let batch = Request::Cosmos(CosmosRequest::Batch {
+            container: "items".into(),
+            partition_key: "pk".into(),
+            ops: vec![create("1"), create("2"), create("3")],
+        });
+        assert!(batch.is_write());
+        assert_eq!(batch.partition_key(), "pk");
+        let mut live = Partitions::new(ModelBugs::default(), containers());
+        let p = live.get_mut(0);
+        let (r, effect) = p.apply(&batch, 1_000);
+        assert_eq!((r.status(), p.lsn()), (200, 1));
+        let record = LogRecord {
+            partition: 0,
+            lsn: 1,
+            effect: effect.expect("a batch that commits has an effect"),
+        };
+        let (records, _) = wal::decode_all(&wal::encode(&record));
+        let mut recovered = Partitions::new(ModelBugs::default(), containers());
+        recovered.redo_all(&records);
+        assert_eq!(
+            recovered.get(0).map(Partition::cosmos),
+            live.get(0).map(Partition::cosmos)
+        );
+        // A batch that fails has no effect and no log position.
+        let p = live.get_mut(0);
+        let (r, effect) = p.apply(&batch, 2_000);
+        assert_eq!((r.status(), effect, p.lsn()), (409, None, 1));
+    }
+
+    #[test]
+    fn search_requests_route_by_resource_name() {
+        use crate::search::ResourceKind;
+        let put = Request::Search(SearchRequest::Put {
+            name: "hotels".into(),
+            kind: ResourceKind::Index,
+            entries: Default::default(),
+            if_match: None,
+            if_none_match: None,
+        });
+        assert!(put.is_write());
+        assert_eq!(put.partition_key(), "hotels");
+        let mut p = Partition::new(ModelBugs::default(), &containers());
+        let (r, effect) = p.apply(&put, 0);
+        assert_eq!(r.status(), 201);
+        assert!(matches!(effect, Some(Effect::Search(_))));
+        assert_eq!(p.lsn(), 1);
+        assert!(p.search().resource("hotels").is_some());
     }
 }
