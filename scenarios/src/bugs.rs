@@ -52,6 +52,30 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["linearizability", "E1"],
     },
+    BugInfo {
+        name: "upsert_if_match_absent_412",
+        what: "Cosmos: an upsert with if-match on a missing item answers 412 instead of creating it (AMBIG-6)",
+        scenarios: &["cosmos"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "replace_missing_412",
+        what: "Cosmos: a replace or delete with if-match of a missing item answers 412 instead of 404",
+        scenarios: &["cosmos"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "batch_partial_commit",
+        what: "Cosmos: a conflict in a transactional batch rolls back only the failing operation",
+        scenarios: &["cosmos"],
+        caught_by: &["batch-atomicity"],
+    },
+    BugInfo {
+        name: "cosmos_upsert_keeps_etag",
+        what: "Cosmos: an upsert that replaces an item keeps its old _etag",
+        scenarios: &["cosmos"],
+        caught_by: &["E1"],
+    },
 ];
 
 /// The names of every bug of the table.

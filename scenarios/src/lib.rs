@@ -5,6 +5,8 @@
 pub mod bridge;
 pub mod bugs;
 pub mod check_file;
+pub mod cosmos;
+pub mod dialects;
 pub mod hunt;
 pub mod occ;
 pub mod registry;
