@@ -76,6 +76,24 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["cosmos"],
         caught_by: &["E1"],
     },
+    BugInfo {
+        name: "search_concurrent_update_not_serialized",
+        what: "Search: an update arriving while another update of the resource is in flight is decided against the old definition instead of getting 409",
+        scenarios: &["search"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "search_sdk_ignores_only_if_unchanged",
+        what: "Search SDK: CreateOrUpdate never sends If-Match, even with onlyIfUnchanged: true",
+        scenarios: &["search"],
+        caught_by: &["lost-field"],
+    },
+    BugInfo {
+        name: "search_if_none_match_ignored",
+        what: "Search: If-None-Match: * on an existing resource is ignored, so a create-only PUT overwrites it",
+        scenarios: &["search"],
+        caught_by: &["linearizability"],
+    },
 ];
 
 /// The names of every bug of the table.

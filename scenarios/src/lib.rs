@@ -13,5 +13,6 @@ pub mod registry;
 pub mod run;
 pub mod saved;
 pub mod scenario;
+pub mod search;
 pub mod shrink;
 pub mod sweep;
