@@ -30,7 +30,7 @@ pub const STORY_SYNONYMS: &str = "synonyms";
 
 /// The kind of scratch resource `i`.
 fn scratch_kind(i: usize) -> ResourceKind {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         ResourceKind::Index
     } else {
         ResourceKind::SynonymMap
