@@ -6,12 +6,13 @@
 use crate::bridge::{ClockAdapter, DiskAdapter};
 use crate::occ::history::attempt;
 use crate::occ::retry::{check_retries, RetryCase, RetryRules, Surfaced};
-use crate::registry::NodeFuture;
+use crate::registry::{NodeFuture, RunDefaults};
 use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{CallResult, ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
 use overcast_sim::lin;
 use overcast_sim::rng::stream;
@@ -33,6 +34,30 @@ pub fn default_server_faults() -> FaultRates {
         gone_lease_not_found: 0.1,
         throttle_without_retry_after: 0.1,
         throttle_zero_retry_after: 0.1,
+    }
+}
+
+/// The envelope both dialect scenarios start from (occ's).
+pub fn run_defaults() -> RunDefaults {
+    RunDefaults {
+        faults: FaultMix::default(),
+        fault_window_ms: 5_000,
+        deadline_ms: 60_000,
+        quiet_ms: 1_000,
+    }
+}
+
+/// Half of `n`, not below `min`; `None` when `n` is at `min` already (a shrink step).
+pub fn halve(n: usize, min: usize) -> Option<usize> {
+    (n > min).then(|| (n / 2).max(min))
+}
+
+/// A single-candidate reduction: `f()` for index 0, nothing after.
+pub fn once<P>(i: usize, f: impl FnOnce() -> Option<P>) -> Option<P> {
+    if i == 0 {
+        f()
+    } else {
+        None
     }
 }
 

@@ -11,14 +11,13 @@ pub mod history;
 pub mod spec;
 pub mod workload;
 
-use crate::dialects::{self, RetryDiscipline};
+use crate::dialects::{self, halve, once, RetryDiscipline};
 use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{BatchAtomicity, CosmosHistory, EtagFreshness, Linearizability};
 use history::{Call, Outcome};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
-use overcast_sim::faults::FaultMix;
 use overcast_sim::history::Recorder;
 use overcast_sim::lin;
 use overcast_sim::world::{Role, Topology};
@@ -115,18 +114,6 @@ impl Default for CosmosParams {
 /// The `cosmos` scenario.
 pub struct Cosmos;
 
-fn halve(n: usize, min: usize) -> Option<usize> {
-    (n > min).then(|| (n / 2).max(min))
-}
-
-fn once(i: usize, f: impl FnOnce() -> Option<CosmosParams>) -> Option<CosmosParams> {
-    if i == 0 {
-        f()
-    } else {
-        None
-    }
-}
-
 impl ScenarioDef for Cosmos {
     type Params = CosmosParams;
     type History = CosmosHistory;
@@ -144,12 +131,7 @@ impl ScenarioDef for Cosmos {
     }
 
     fn defaults(&self) -> RunDefaults {
-        RunDefaults {
-            faults: FaultMix::default(),
-            fault_window_ms: 5_000,
-            deadline_ms: 60_000,
-            quiet_ms: 1_000,
-        }
+        dialects::run_defaults()
     }
 
     fn strategy(&self) -> BoxedStrategy<CosmosParams> {

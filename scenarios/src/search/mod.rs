@@ -14,14 +14,13 @@ pub mod history;
 pub mod spec;
 pub mod workload;
 
-use crate::dialects::{self, RetryDiscipline};
+use crate::dialects::{self, halve, once, RetryDiscipline};
 use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{EtagFreshness, Linearizability, NoLostField, SearchHistory};
 use history::{Call, Outcome};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
-use overcast_sim::faults::FaultMix;
 use overcast_sim::history::Recorder;
 use overcast_sim::lin;
 use overcast_sim::world::{Role, Topology};
@@ -113,18 +112,6 @@ impl Default for SearchParams {
 /// The `search` scenario.
 pub struct Search;
 
-fn halve(n: usize, min: usize) -> Option<usize> {
-    (n > min).then(|| (n / 2).max(min))
-}
-
-fn once(i: usize, f: impl FnOnce() -> Option<SearchParams>) -> Option<SearchParams> {
-    if i == 0 {
-        f()
-    } else {
-        None
-    }
-}
-
 impl ScenarioDef for Search {
     type Params = SearchParams;
     type History = SearchHistory;
@@ -142,12 +129,7 @@ impl ScenarioDef for Search {
     }
 
     fn defaults(&self) -> RunDefaults {
-        RunDefaults {
-            faults: FaultMix::default(),
-            fault_window_ms: 5_000,
-            deadline_ms: 60_000,
-            quiet_ms: 1_000,
-        }
+        dialects::run_defaults()
     }
 
     fn strategy(&self) -> BoxedStrategy<SearchParams> {
