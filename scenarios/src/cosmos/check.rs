@@ -219,24 +219,37 @@ fn batch_violation(history: &CosmosHistory) -> Option<Violation> {
             }
         }
     }
-    // (body, key) → the batch that wrote it, and whether that batch answered a failure.
-    let mut batches = Vec::new();
     for o in history.ops.iter().filter(|o| o.call.kind == "batch") {
+        let id = o.id;
         let failed = o
             .result
             .as_ref()
             .is_some_and(|r| !(200..300).contains(&r.status) && !r.results.is_empty());
-        let writes: Vec<(String, &str)> = o
+        // Each write: its item, its body, and its version when the batch's
+        // response or a read of its body says it.
+        let writes: Vec<(String, &str, Option<u64>)> = o
             .call
             .ops
             .iter()
-            .filter_map(|c| c.body.as_deref().map(|b| (item_key(&o.call.pk, &c.id), b)))
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let key = item_key(&o.call.pk, &c.id);
+                let body = c.body.as_deref()?;
+                let answered = o
+                    .result
+                    .as_ref()
+                    .filter(|r| r.status == 200)
+                    .and_then(|r| r.results.get(i))
+                    .and_then(|r| r.version);
+                let read = reads
+                    .iter()
+                    .find(|r| r.1 == key && r.2 == body)
+                    .map(|r| r.3);
+                Some((key, body, answered.or(read)))
+            })
             .collect();
-        batches.push((o.id, failed, writes));
-    }
-    for (id, failed, writes) in &batches {
-        if *failed {
-            for (key, body) in writes {
+        if failed {
+            for (key, body, _) in &writes {
                 if let Some(r) = reads.iter().find(|r| r.1 == *key && r.2 == *body) {
                     return Some(Violation {
                         property: "batch-atomicity".into(),
@@ -244,41 +257,38 @@ fn batch_violation(history: &CosmosHistory) -> Option<Violation> {
                             "op {} read {body:?} at {key}, written by batch op {id}, which was rolled back",
                             r.0
                         ),
-                        ops: vec![*id, r.0],
+                        ops: vec![id, r.0],
                     });
                 }
             }
             continue;
         }
-        // The version of each of the batch's writes that some read observed.
-        let seen: Vec<(&Read<'_>, &String)> = writes
-            .iter()
-            .filter_map(|(key, body)| {
-                reads
-                    .iter()
-                    .find(|r| r.1 == *key && r.2 == *body)
-                    .map(|r| (r, key))
-            })
-            .collect();
-        for (first, first_key) in &seen {
-            for (other, other_key) in &seen {
-                if first_key == other_key {
-                    continue;
-                }
-                // `other` observed the batch's version `other.3` of its item; a read
-                // starting after `first` returned must not see an older one.
-                if let Some(stale) = reads
-                    .iter()
-                    .find(|r| r.1 == **other_key && r.4 > first.5 && r.3 < other.3)
-                {
-                    return Some(Violation {
-                        property: "batch-atomicity".into(),
-                        message: format!(
-                            "op {} saw batch op {id}'s write of {first_key}, then op {} read {other_key} at v{} (before the batch's v{})",
-                            first.0, stale.0, stale.3, other.3
-                        ),
-                        ops: vec![*id, first.0, stale.0],
-                    });
+        for (first_key, first_body, _) in &writes {
+            // Every read that saw this write of the batch ...
+            for first in reads
+                .iter()
+                .filter(|r| r.1 == *first_key && r.2 == *first_body)
+            {
+                // ... is followed by no read of another of its items at an
+                // older version than the batch wrote.
+                for (other_key, _, other_version) in &writes {
+                    let Some(v) = other_version else { continue };
+                    if other_key == first_key {
+                        continue;
+                    }
+                    if let Some(stale) = reads
+                        .iter()
+                        .find(|r| r.1 == *other_key && r.4 > first.5 && r.3 < *v)
+                    {
+                        return Some(Violation {
+                            property: "batch-atomicity".into(),
+                            message: format!(
+                                "op {} saw batch op {id}'s write of {first_key}, then op {} read {other_key} at v{} (before the batch's v{v})",
+                                first.0, stale.0, stale.3
+                            ),
+                            ops: vec![id, first.0, stale.0],
+                        });
+                    }
                 }
             }
         }
@@ -399,5 +409,22 @@ mod tests {
             rec(3, 30, read("b"), 200, vec![res(200, Some("y"), Some(5))]),
         ]);
         assert_eq!(batch_violation(&h), None);
+    }
+
+    #[test]
+    fn the_batchs_own_answer_gives_the_version_a_later_read_must_reach() {
+        let batch = call(
+            "batch",
+            vec![("upsert", "a", Some("x")), ("upsert", "b", Some("y"))],
+        );
+        let ok = vec![res(200, Some("x"), Some(2)), res(200, Some("y"), Some(5))];
+        let read = |id| call("item", vec![("read", id, None)]);
+        // No read ever sees "y", but the batch said it wrote b at v5.
+        let h = history(vec![
+            rec(0, 0, batch, 200, ok),
+            rec(1, 10, read("a"), 200, vec![res(200, Some("x"), Some(2))]),
+            rec(2, 20, read("b"), 200, vec![res(200, Some("old"), Some(4))]),
+        ]);
+        assert_eq!(batch_violation(&h).map(|v| v.ops), Some(vec![0, 1, 2]));
     }
 }
