@@ -67,6 +67,12 @@ impl<'a> SearchClient<'a> {
         }
     }
 
+    /// The request `CreateOrUpdate(definition)` sends with the SDK's default
+    /// `onlyIfUnchanged: false`: no `If-Match`, last writer wins.
+    pub fn create_or_update_default_request(&self, definition: &Definition) -> SearchRequest {
+        self.create_or_update_request(definition, false)
+    }
+
     /// The request of a create-only PUT (`If-None-Match: *`), as the REST API allows.
     pub fn create_request(&self, definition: &Definition) -> SearchRequest {
         SearchRequest::Put {
@@ -130,6 +136,63 @@ mod tests {
             sent_if_match(ok, Some(&e), true),
             Some(EtagMatch::Tags(vec![e.clone()]))
         );
+    }
+
+    /// Builds a client in a simulated runtime (no server needed to build requests).
+    fn with_client(bugs: ModelBugs, f: impl FnOnce(&SearchClient<'_>)) {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        rt.block_on(async move {
+            let cfg = crate::client::ClientConfig {
+                servers: vec!["10.0.0.1:1".parse().expect("an address")],
+                partitions: 1,
+                retry: crate::retry::RetryOptions::default(),
+                bugs,
+            };
+            let rng = Box::new(rand::rngs::mock::StepRng::new(0, 1));
+            let mut client = StoreClient::connect(cfg, rng).await.expect("binds");
+            f(&SearchClient::new(&mut client));
+        });
+    }
+
+    fn sent(req: SearchRequest) -> (Option<EtagMatch>, Option<EtagMatch>) {
+        match req {
+            SearchRequest::Put {
+                if_match,
+                if_none_match,
+                ..
+            } => (if_match, if_none_match),
+            SearchRequest::Delete { if_match, .. } => (if_match, None),
+            SearchRequest::Get { .. } => (None, None),
+        }
+    }
+
+    #[test]
+    fn create_or_update_sends_the_read_etag_only_when_asked_and_never_if_none_match() {
+        let e = ETag::from_version(4);
+        let read = Definition {
+            name: "hotels".into(),
+            kind: ResourceKind::Index,
+            entries: BTreeSet::new(),
+            etag: Some(e.clone()),
+        };
+        with_client(ModelBugs::default(), |c| {
+            let tag = Some(EtagMatch::Tags(vec![e.clone()]));
+            assert_eq!(
+                sent(c.create_or_update_default_request(&read)),
+                (None, None)
+            );
+            assert_eq!(
+                sent(c.create_or_update_request(&read, true)),
+                (tag.clone(), None)
+            );
+            assert_eq!(sent(c.delete_request(&read, true)), (tag, None));
+            assert_eq!(sent(c.create_request(&read)), (None, Some(EtagMatch::Any)));
+        });
+        let mut bug = ModelBugs::default();
+        bug.set("search_sdk_ignores_only_if_unchanged");
+        with_client(bug, |c| {
+            assert_eq!(sent(c.create_or_update_request(&read, true)), (None, None));
+        });
     }
 
     #[test]
