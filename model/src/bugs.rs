@@ -99,6 +99,26 @@ model_bugs! {
     lease_id_reuse,
     /// Store: Delete Container ignores the container's lease. Breaks L8.
     container_delete_ignores_lease,
+    /// Cosmos: an upsert with `if-match` on a missing item answers 412 instead
+    /// of creating it (SPEC §1.3, AMBIG-6).
+    upsert_if_match_absent_412,
+    /// Cosmos: a replace or delete with `if-match` of a missing item answers
+    /// 412 instead of 404.
+    replace_missing_412,
+    /// Cosmos: a conflict in a transactional batch rolls back only the failing
+    /// operation; the ones before it stay committed.
+    batch_partial_commit,
+    /// Search: an update arriving while another update of the same resource is
+    /// in flight is not refused with 409 but decided against the state the
+    /// in-flight one started from.
+    search_concurrent_update_not_serialized,
+    /// Search SDK: `onlyIfUnchanged: true` is ignored, `If-Match` is never sent.
+    search_sdk_ignores_only_if_unchanged,
+    /// Cosmos: an upsert that replaces an item keeps its old `_etag`. Breaks E1.
+    cosmos_upsert_keeps_etag,
+    /// Search: `If-None-Match: *` on an existing resource is ignored, so a
+    /// create-only PUT overwrites it. Breaks E5.
+    search_if_none_match_ignored,
 }
 
 #[cfg(test)]

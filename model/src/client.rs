@@ -64,6 +64,20 @@ pub struct CallResult<R = StoreResponse> {
     pub return_ns: u64,
 }
 
+impl<R> CallResult<R> {
+    /// The same result with its response turned into another type (`None`
+    /// when `f` finds it is not one).
+    pub fn map_response<T>(self, f: impl FnOnce(R) -> Option<T>) -> CallResult<T> {
+        CallResult {
+            outcome: self.outcome,
+            response: self.response.and_then(f),
+            attempts: self.attempts,
+            invoke_ns: self.invoke_ns,
+            return_ns: self.return_ns,
+        }
+    }
+}
+
 /// Receives every call the client makes, as it finishes.
 pub trait CallObserver {
     /// A logical call is about to be sent, at `invoke_ns` (the `invoke_ns` its
@@ -165,6 +179,12 @@ impl StoreClient {
                 ),
             };
         }
+    }
+
+    /// The seeded bugs the client was configured with (the typed service
+    /// clients read theirs from here).
+    pub fn bugs(&self) -> ModelBugs {
+        self.cfg.bugs
     }
 
     /// One logical call with the SDK's retries.
@@ -312,6 +332,8 @@ fn describe_request(req: &Request) -> String {
     match req {
         Request::Store(op) => describe(op),
         Request::Lease(op) => crate::lease_client::describe(op),
+        Request::Cosmos(op) => format!("cosmos {op:?}"),
+        Request::Search(op) => format!("search {op:?}"),
     }
 }
 

@@ -14,12 +14,16 @@ compile_error!(
 pub mod bugs;
 pub mod client;
 pub mod conditions;
+pub mod cosmos;
+pub mod cosmos_client;
 pub mod env;
 pub mod lease;
 pub mod lease_client;
 pub mod lease_holder;
 pub mod partition;
 pub mod retry;
+pub mod search;
+pub mod search_client;
 pub mod server;
 pub mod store;
 pub mod wal;

@@ -21,8 +21,10 @@
 
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
+use crate::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
 use crate::lease::{self, LeaseRequest, LeaseResponse};
 use crate::retry::OpKind;
+use crate::search::{SearchEffect, SearchRequest, SearchResponse, SearchService};
 use crate::store::{self, Store, StoreRequest, StoreResponse};
 use crate::wal::LogRecord;
 use serde::{Deserialize, Serialize};
@@ -35,6 +37,10 @@ pub enum Request {
     Store(StoreRequest),
     /// To the lease service (blob and container leases, container deletes).
     Lease(LeaseRequest),
+    /// To the Cosmos DB item service (SPEC §1.3).
+    Cosmos(CosmosRequest),
+    /// To the Azure AI Search resource service (SPEC §1.2).
+    Search(SearchRequest),
 }
 
 impl Request {
@@ -42,6 +48,8 @@ impl Request {
     pub fn is_write(&self) -> bool {
         match self {
             Request::Store(r) => r.is_write(),
+            Request::Cosmos(r) => r.is_write(),
+            Request::Search(r) => r.is_write(),
             Request::Lease(_) => true,
         }
     }
@@ -65,6 +73,8 @@ impl Request {
         match self {
             Request::Store(r) => r.key().map_or("", |k| k.partition_key.as_str()),
             Request::Lease(r) => r.partition_key(),
+            Request::Cosmos(r) => r.partition_key(),
+            Request::Search(r) => r.name(),
         }
     }
 }
@@ -76,6 +86,10 @@ pub enum Response {
     Store(StoreResponse),
     /// From the lease service.
     Lease(LeaseResponse),
+    /// From the Cosmos DB item service.
+    Cosmos(CosmosResponse),
+    /// From the Search resource service.
+    Search(SearchResponse),
 }
 
 impl Response {
@@ -84,6 +98,8 @@ impl Response {
         match self {
             Response::Store(r) => r.status,
             Response::Lease(r) => r.status,
+            Response::Cosmos(r) => r.status,
+            Response::Search(r) => r.status,
         }
     }
 
@@ -91,7 +107,7 @@ impl Response {
     pub fn into_store(self) -> Option<StoreResponse> {
         match self {
             Response::Store(r) => Some(r),
-            Response::Lease(_) => None,
+            _ => None,
         }
     }
 
@@ -100,6 +116,23 @@ impl Response {
         match self {
             Response::Lease(r) => Some(r),
             Response::Store(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The Cosmos item service's response, if this is one.
+    pub fn into_cosmos(self) -> Option<CosmosResponse> {
+        match self {
+            Response::Cosmos(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The Search service's response, if this is one.
+    pub fn into_search(self) -> Option<SearchResponse> {
+        match self {
+            Response::Search(r) => Some(r),
+            _ => None,
         }
     }
 }
@@ -111,6 +144,10 @@ pub enum Effect {
     Store(store::Effect),
     /// A change to a lease (or a container deleted).
     Lease(lease::Effect),
+    /// A change to Cosmos items (a whole batch is one effect: one LSN).
+    Cosmos(CosmosEffect),
+    /// A change to a Search resource.
+    Search(SearchEffect),
 }
 
 /// One partition's services and its log position.
@@ -118,6 +155,8 @@ pub enum Effect {
 pub struct Partition {
     store: Store,
     lsn: u64,
+    cosmos: CosmosItems,
+    search: SearchService,
 }
 
 impl Partition {
@@ -131,7 +170,12 @@ impl Partition {
             };
             store.apply(&create, 0);
         }
-        Partition { store, lsn: 0 }
+        Partition {
+            store,
+            lsn: 0,
+            cosmos: CosmosItems::new(bugs),
+            search: SearchService::new(bugs),
+        }
     }
 
     /// Applies one request at server time `now` (ms). Returns the response and,
@@ -146,6 +190,14 @@ impl Partition {
                 let (response, effect) = self.store.apply_lease(r, now);
                 (Response::Lease(response), effect.map(Effect::Lease))
             }
+            Request::Cosmos(r) => {
+                let (response, effect) = self.cosmos.apply(r, now);
+                (Response::Cosmos(response), effect.map(Effect::Cosmos))
+            }
+            Request::Search(r) => {
+                let (response, effect) = self.search.apply(r, now);
+                (Response::Search(response), effect.map(Effect::Search))
+            }
         };
         if effect.is_some() {
             self.lsn += 1;
@@ -159,6 +211,8 @@ impl Partition {
         match effect {
             Effect::Store(e) => self.store.redo(e),
             Effect::Lease(e) => self.store.redo_lease(e),
+            Effect::Cosmos(e) => self.cosmos.redo(e),
+            Effect::Search(e) => self.search.redo(e),
         }
         self.lsn += 1;
     }
@@ -171,6 +225,16 @@ impl Partition {
     /// The object store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The Cosmos items.
+    pub fn cosmos(&self) -> &CosmosItems {
+        &self.cosmos
+    }
+
+    /// The Search resources.
+    pub fn search(&self) -> &SearchService {
+        &self.search
     }
 }
 
@@ -374,5 +438,61 @@ mod tests {
             1,
         );
         assert_eq!((r.status(), effect, p.lsn()), (409, None, 0));
+    }
+
+    #[test]
+    fn a_cosmos_batch_takes_one_log_position_and_is_redone_whole() {
+        use crate::cosmos::ItemOp;
+        let create = |id: &str| ItemOp::Create {
+            id: id.into(),
+            body: "b".into(),
+        };
+        let batch = Request::Cosmos(CosmosRequest::Batch {
+            container: "items".into(),
+            partition_key: "pk".into(),
+            ops: vec![create("1"), create("2"), create("3")],
+        });
+        assert!(batch.is_write());
+        assert_eq!(batch.partition_key(), "pk");
+        let mut live = Partitions::new(ModelBugs::default(), containers());
+        let p = live.get_mut(0);
+        let (r, effect) = p.apply(&batch, 1_000);
+        assert_eq!((r.status(), p.lsn()), (200, 1));
+        let record = LogRecord {
+            partition: 0,
+            lsn: 1,
+            effect: effect.expect("a batch that commits has an effect"),
+        };
+        let (records, _) = wal::decode_all(&wal::encode(1, &record));
+        let mut recovered = Partitions::new(ModelBugs::default(), containers());
+        recovered.redo_all(&records);
+        assert_eq!(
+            recovered.get(0).map(Partition::cosmos),
+            live.get(0).map(Partition::cosmos)
+        );
+        // A batch that fails has no effect and no log position.
+        let p = live.get_mut(0);
+        let (r, effect) = p.apply(&batch, 2_000);
+        assert_eq!((r.status(), effect, p.lsn()), (409, None, 1));
+    }
+
+    #[test]
+    fn search_requests_route_by_resource_name() {
+        use crate::search::ResourceKind;
+        let put = Request::Search(SearchRequest::Put {
+            name: "hotels".into(),
+            kind: ResourceKind::Index,
+            entries: Default::default(),
+            if_match: None,
+            if_none_match: None,
+        });
+        assert!(put.is_write());
+        assert_eq!(put.partition_key(), "hotels");
+        let mut p = Partition::new(ModelBugs::default(), &containers());
+        let (r, effect) = p.apply(&put, 0);
+        assert_eq!(r.status(), 201);
+        assert!(matches!(effect, Some(Effect::Search(_))));
+        assert_eq!(p.lsn(), 1);
+        assert!(p.search().resource("hotels").is_some());
     }
 }

@@ -130,6 +130,48 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["leases"],
         caught_by: &["L8"],
     },
+    BugInfo {
+        name: "upsert_if_match_absent_412",
+        what: "Cosmos: an upsert with if-match on a missing item answers 412 instead of creating it (AMBIG-6)",
+        scenarios: &["cosmos"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "replace_missing_412",
+        what: "Cosmos: a replace or delete with if-match of a missing item answers 412 instead of 404",
+        scenarios: &["cosmos"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "batch_partial_commit",
+        what: "Cosmos: a conflict in a transactional batch rolls back only the failing operation",
+        scenarios: &["cosmos"],
+        caught_by: &["batch-atomicity"],
+    },
+    BugInfo {
+        name: "cosmos_upsert_keeps_etag",
+        what: "Cosmos: an upsert that replaces an item keeps its old _etag",
+        scenarios: &["cosmos"],
+        caught_by: &["E1"],
+    },
+    BugInfo {
+        name: "search_concurrent_update_not_serialized",
+        what: "Search: an update arriving while another update of the resource is in flight is decided against the old definition instead of getting 409",
+        scenarios: &["search"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "search_sdk_ignores_only_if_unchanged",
+        what: "Search SDK: CreateOrUpdate never sends If-Match, even with onlyIfUnchanged: true",
+        scenarios: &["search"],
+        caught_by: &["lost-field"],
+    },
+    BugInfo {
+        name: "search_if_none_match_ignored",
+        what: "Search: If-None-Match: * on an existing resource is ignored, so a create-only PUT overwrites it",
+        scenarios: &["search"],
+        caught_by: &["linearizability"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its

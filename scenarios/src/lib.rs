@@ -5,6 +5,8 @@
 pub mod bridge;
 pub mod bugs;
 pub mod check_file;
+pub mod cosmos;
+pub mod dialects;
 pub mod hunt;
 pub mod leases;
 pub mod occ;
@@ -12,5 +14,6 @@ pub mod registry;
 pub mod run;
 pub mod saved;
 pub mod scenario;
+pub mod search;
 pub mod shrink;
 pub mod sweep;

@@ -24,7 +24,12 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// The scenarios `run`, `sweep`, `bugs` and `bench` know by name.
-pub static SCENARIOS: &[&dyn DynScenario] = &[&crate::occ::Occ, &crate::leases::Leases];
+pub static SCENARIOS: &[&dyn DynScenario] = &[
+    &crate::occ::Occ,
+    &crate::leases::Leases,
+    &crate::cosmos::Cosmos,
+    &crate::search::Search,
+];
 
 /// The registered scenario called `name`, or the one-line error naming the known ones.
 pub fn find(name: &str) -> Result<&'static dyn DynScenario, String> {

@@ -1,0 +1,430 @@
+//! The checks of `cosmos`: linearizability of every item against
+//! [`CosmosItemSpec`] (E2–E5 with the dialect's statuses; a batch's
+//! operations are placed on their items), `_etag` freshness (E1), and batch
+//! atomicity: a rolled-back batch leaves no trace, and no reader sees part
+//! of a committed batch.
+
+use super::history::{item_key, Call, ItemCall, OpOutcome, Outcome};
+use super::spec::{CosmosItemSpec, CosmosOp, CosmosResult};
+use crate::dialects::lin_checked;
+use overcast_sim::check::fresh::check_fresh;
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::history::History;
+use overcast_sim::lin::{self, Operation};
+use std::collections::BTreeMap;
+
+/// The history `cosmos` records.
+pub type CosmosHistory = History<Call, Outcome>;
+
+/// A batch's operations get checker ids `op id * BATCH_SLOTS + index`.
+const BATCH_SLOTS: u64 = 64;
+
+/// One item operation of the history with what it returned, if known.
+struct Placed<'a> {
+    op: u64,
+    index: usize,
+    key: String,
+    call: &'a ItemCall,
+    /// `None`: unknown outcome. Otherwise the operation's own result (for a
+    /// transient status surfaced by the SDK, `None` inside).
+    result: Option<Option<&'a OpOutcome>>,
+}
+
+fn placed(history: &CosmosHistory) -> Vec<Placed<'_>> {
+    let mut out = Vec::new();
+    for o in &history.ops {
+        for (i, c) in o.call.ops.iter().enumerate() {
+            out.push(Placed {
+                op: o.id,
+                index: i,
+                key: item_key(&o.call.pk, &c.id),
+                call: c,
+                result: o.result.as_ref().map(|r| r.results.get(i)),
+            });
+        }
+    }
+    out
+}
+
+/// The version each (item, `_etag`) names, from results that carried both.
+fn versions(history: &CosmosHistory) -> BTreeMap<(String, String), u64> {
+    let mut map = BTreeMap::new();
+    for p in placed(history) {
+        if let Some(Some(OpOutcome {
+            etag: Some(e),
+            version: Some(v),
+            ..
+        })) = p.result
+        {
+            map.entry((p.key.clone(), e.clone())).or_insert(*v);
+        }
+    }
+    map
+}
+
+/// The checker's operations: every item operation, batches split on their items.
+pub fn to_lin_ops(history: &CosmosHistory) -> Vec<Operation<CosmosOp, CosmosResult>> {
+    let version_of = versions(history);
+    let mut ops = Vec::new();
+    let times: BTreeMap<u64, (u64, Option<u64>, usize)> = history
+        .ops
+        .iter()
+        .map(|o| (o.id, (o.invoke_ns, o.return_ns, o.client)))
+        .collect();
+    for p in placed(history) {
+        let version = |e: &Option<String>| {
+            e.as_ref()
+                .and_then(|e| version_of.get(&(p.key.clone(), e.clone())).copied())
+        };
+        let c = p.call;
+        let body = || c.body.clone().unwrap_or_default();
+        let input = match (c.op.as_str(), &c.if_match) {
+            ("read", _) => match &c.if_none_match {
+                None => CosmosOp::Read,
+                Some(_) => match version(&c.if_none_match) {
+                    Some(v) => CosmosOp::ReadIfNoneMatch(v),
+                    None => continue,
+                },
+            },
+            ("create", _) => CosmosOp::Create(body()),
+            ("replace", None) => CosmosOp::Replace(body()),
+            ("upsert", None) => CosmosOp::Upsert(body()),
+            ("delete", None) => CosmosOp::Delete,
+            (kind, Some(_)) => match (kind, version(&c.if_match)) {
+                ("replace", Some(v)) => CosmosOp::ReplaceIfVersion(v, body()),
+                ("upsert", Some(v)) => CosmosOp::UpsertIfVersion(v, body()),
+                ("delete", Some(v)) => CosmosOp::DeleteIfVersion(v),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let is_read = matches!(input, CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_));
+        let output = match p.result {
+            None => None,
+            // A transient status surfaced by the SDK: not executed.
+            Some(None) => continue,
+            Some(Some(r)) => Some(match (r.status, is_read) {
+                (200, true) => CosmosResult::Present(
+                    r.body.clone().unwrap_or_default(),
+                    r.version.unwrap_or(0),
+                ),
+                (304, true) => CosmosResult::NotModified,
+                (404, true) => CosmosResult::Absent,
+                (200..=204, false) => CosmosResult::Ok(r.version),
+                (404, false) => CosmosResult::NotFound,
+                (409, _) => CosmosResult::Conflict,
+                (412, _) => CosmosResult::PreconditionFailed,
+                (424, _) => CosmosResult::RolledBack,
+                _ => continue,
+            }),
+        };
+        let (invoke, ret, client) = times[&p.op];
+        ops.push(Operation {
+            id: p.op * BATCH_SLOTS + p.index as u64,
+            client: client as u64,
+            key: p.key,
+            input,
+            invoke: invoke as i64,
+            ret: if output.is_some() {
+                ret.map(|r| r as i64)
+            } else {
+                None
+            },
+            output,
+        });
+    }
+    ops
+}
+
+/// Linearizability of every item against [`CosmosItemSpec`].
+pub struct Linearizability {
+    /// The checker's options.
+    pub options: lin::Options,
+}
+
+impl Checker<CosmosHistory> for Linearizability {
+    fn properties(&self) -> &'static [&'static str] {
+        &["linearizability"]
+    }
+
+    fn check(&self, history: &CosmosHistory) -> Checked {
+        let report = lin::check(&CosmosItemSpec, &to_lin_ops(history), &self.options);
+        lin_checked(&report, "overcast cosmos", |id| id / BATCH_SLOTS)
+    }
+}
+
+/// E1: every successful write's `_etag` is new for its item.
+pub struct EtagFreshness;
+
+impl Checker<CosmosHistory> for EtagFreshness {
+    fn properties(&self) -> &'static [&'static str] {
+        &["E1"]
+    }
+
+    fn check(&self, history: &CosmosHistory) -> Checked {
+        let placed = placed(history);
+        let produced = placed.iter().filter_map(|p| match p.result {
+            Some(Some(OpOutcome {
+                status: 200 | 201,
+                etag: Some(e),
+                ..
+            })) if p.call.op != "read" => Some((p.key.as_str(), e.as_str(), p.op)),
+            _ => None,
+        });
+        Checked::new(Verdict::from_violations(
+            check_fresh("E1", produced).into_iter().collect(),
+        ))
+    }
+}
+
+/// Batch atomicity: (1) a body written by a batch that answered a failure is
+/// never read; (2) once a read has seen a committed batch's write of one
+/// item, no read that starts later sees another item of the batch at a
+/// version older than the batch's write.
+pub struct BatchAtomicity;
+
+impl Checker<CosmosHistory> for BatchAtomicity {
+    fn properties(&self) -> &'static [&'static str] {
+        &["batch-atomicity"]
+    }
+
+    fn check(&self, history: &CosmosHistory) -> Checked {
+        Checked::new(Verdict::from_violations(
+            batch_violation(history).into_iter().collect(),
+        ))
+    }
+}
+
+/// A read of one item: `(op, key, body, version, invoke, return)`.
+type Read<'a> = (u64, String, &'a str, u64, u64, u64);
+
+fn batch_violation(history: &CosmosHistory) -> Option<Violation> {
+    let mut reads: Vec<Read<'_>> = Vec::new();
+    for o in &history.ops {
+        let (Some(r), Some(ret)) = (&o.result, o.return_ns) else {
+            continue;
+        };
+        for (c, res) in o.call.ops.iter().zip(&r.results) {
+            if let (true, 200, Some(b), Some(v)) =
+                (c.op == "read", res.status, &res.body, res.version)
+            {
+                reads.push((
+                    o.id,
+                    item_key(&o.call.pk, &c.id),
+                    b.as_str(),
+                    v,
+                    o.invoke_ns,
+                    ret,
+                ));
+            }
+        }
+    }
+    for o in history.ops.iter().filter(|o| o.call.kind == "batch") {
+        let id = o.id;
+        let failed = o
+            .result
+            .as_ref()
+            .is_some_and(|r| !(200..300).contains(&r.status) && !r.results.is_empty());
+        // Each write: its item, its body, and its version when the batch's
+        // response or a read of its body says it.
+        let writes: Vec<(String, &str, Option<u64>)> = o
+            .call
+            .ops
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let key = item_key(&o.call.pk, &c.id);
+                let body = c.body.as_deref()?;
+                let answered = o
+                    .result
+                    .as_ref()
+                    .filter(|r| r.status == 200)
+                    .and_then(|r| r.results.get(i))
+                    .and_then(|r| r.version);
+                let read = reads
+                    .iter()
+                    .find(|r| r.1 == key && r.2 == body)
+                    .map(|r| r.3);
+                Some((key, body, answered.or(read)))
+            })
+            .collect();
+        if failed {
+            for (key, body, _) in &writes {
+                if let Some(r) = reads.iter().find(|r| r.1 == *key && r.2 == *body) {
+                    return Some(Violation {
+                        property: "batch-atomicity".into(),
+                        message: format!(
+                            "op {} read {body:?} at {key}, written by batch op {id}, which was rolled back",
+                            r.0
+                        ),
+                        ops: vec![id, r.0],
+                    });
+                }
+            }
+            continue;
+        }
+        for (first_key, first_body, _) in &writes {
+            // Every read that saw this write of the batch ...
+            for first in reads
+                .iter()
+                .filter(|r| r.1 == *first_key && r.2 == *first_body)
+            {
+                // ... is followed by no read of another of its items at an
+                // older version than the batch wrote.
+                for (other_key, _, other_version) in &writes {
+                    let Some(v) = other_version else { continue };
+                    if other_key == first_key {
+                        continue;
+                    }
+                    if let Some(stale) = reads
+                        .iter()
+                        .find(|r| r.1 == *other_key && r.4 > first.5 && r.3 < *v)
+                    {
+                        return Some(Violation {
+                            property: "batch-atomicity".into(),
+                            message: format!(
+                                "op {} saw batch op {id}'s write of {first_key}, then op {} read {other_key} at v{} (before the batch's v{v})",
+                                first.0, stale.0, stale.3
+                            ),
+                            ops: vec![id, first.0, stale.0],
+                        });
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overcast_sim::history::OpRecord;
+
+    fn call(kind: &str, ops: Vec<(&str, &str, Option<&str>)>) -> Call {
+        Call {
+            pk: "p".into(),
+            kind: kind.into(),
+            ops: ops
+                .into_iter()
+                .map(|(op, id, body)| ItemCall {
+                    op: op.into(),
+                    id: id.into(),
+                    body: body.map(str::to_string),
+                    if_match: None,
+                    if_none_match: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn res(status: u16, body: Option<&str>, version: Option<u64>) -> OpOutcome {
+        OpOutcome {
+            status,
+            etag: version.map(|v| format!("e{v}")),
+            version,
+            body: body.map(str::to_string),
+        }
+    }
+
+    fn rec(
+        id: u64,
+        at: u64,
+        call: Call,
+        status: u16,
+        results: Vec<OpOutcome>,
+    ) -> OpRecord<Call, Outcome> {
+        OpRecord {
+            id,
+            client: id as usize,
+            key: call.key(),
+            call,
+            invoke_ns: at,
+            return_ns: Some(at + 1),
+            result: Some(Outcome { status, results }),
+            attempts: vec![],
+        }
+    }
+
+    fn history(ops: Vec<OpRecord<Call, Outcome>>) -> CosmosHistory {
+        History {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops,
+            events: vec![],
+            node_events: vec![],
+        }
+    }
+
+    #[test]
+    fn a_read_of_a_rolled_back_batchs_body_is_a_violation() {
+        let batch = call(
+            "batch",
+            vec![("create", "a", Some("x")), ("replace", "b", Some("y"))],
+        );
+        let read = call("item", vec![("read", "a", None)]);
+        let h = history(vec![
+            rec(
+                0,
+                0,
+                batch.clone(),
+                412,
+                vec![res(424, None, None), res(412, None, None)],
+            ),
+            rec(1, 5, read.clone(), 200, vec![res(200, Some("x"), Some(1))]),
+        ]);
+        let v = batch_violation(&h).expect("caught");
+        assert_eq!(v.ops, vec![0, 1]);
+        // The same read after a committed batch is fine.
+        let h = history(vec![
+            rec(
+                0,
+                0,
+                batch,
+                200,
+                vec![res(201, Some("x"), Some(1)), res(200, Some("y"), Some(2))],
+            ),
+            rec(1, 5, read, 200, vec![res(200, Some("x"), Some(1))]),
+        ]);
+        assert_eq!(batch_violation(&h), None);
+    }
+
+    #[test]
+    fn seeing_one_write_of_a_batch_and_then_an_older_version_of_another_is_a_violation() {
+        let batch = call(
+            "batch",
+            vec![("upsert", "a", Some("x")), ("upsert", "b", Some("y"))],
+        );
+        let ok = vec![res(200, Some("x"), Some(2)), res(200, Some("y"), Some(5))];
+        let read = |id| call("item", vec![("read", id, None)]);
+        let h = history(vec![
+            rec(0, 0, batch.clone(), 200, ok.clone()),
+            rec(1, 10, read("a"), 200, vec![res(200, Some("x"), Some(2))]),
+            rec(2, 20, read("b"), 200, vec![res(200, Some("old"), Some(4))]),
+            rec(3, 30, read("b"), 200, vec![res(200, Some("y"), Some(5))]),
+        ]);
+        assert!(batch_violation(&h).is_some());
+        let h = history(vec![
+            rec(0, 0, batch, 200, ok),
+            rec(1, 10, read("a"), 200, vec![res(200, Some("x"), Some(2))]),
+            rec(3, 30, read("b"), 200, vec![res(200, Some("y"), Some(5))]),
+        ]);
+        assert_eq!(batch_violation(&h), None);
+    }
+
+    #[test]
+    fn the_batchs_own_answer_gives_the_version_a_later_read_must_reach() {
+        let batch = call(
+            "batch",
+            vec![("upsert", "a", Some("x")), ("upsert", "b", Some("y"))],
+        );
+        let ok = vec![res(200, Some("x"), Some(2)), res(200, Some("y"), Some(5))];
+        let read = |id| call("item", vec![("read", id, None)]);
+        // No read ever sees "y", but the batch said it wrote b at v5.
+        let h = history(vec![
+            rec(0, 0, batch, 200, ok),
+            rec(1, 10, read("a"), 200, vec![res(200, Some("x"), Some(2))]),
+            rec(2, 20, read("b"), 200, vec![res(200, Some("old"), Some(4))]),
+        ]);
+        assert_eq!(batch_violation(&h).map(|v| v.ops), Some(vec![0, 1, 2]));
+    }
+}

@@ -1,0 +1,267 @@
+//! The reference spec of one Cosmos item (SPEC §1.3, AMBIG-6), small and
+//! written from SPEC, not from the model's code: a body (absent or present)
+//! and a version that every successful write or delete raises by one.
+//! Statuses are outputs: create on an existing item is 409; replace and
+//! delete of a missing item are 404 (also with `if-match`); a stale
+//! `if-match` is 412; upsert with `if-match` on a missing item creates it.
+//! An operation of a rolled-back batch (424) changes nothing.
+
+use overcast_sim::lin::{Claim, Next, Spec};
+use serde::{Deserialize, Serialize};
+
+/// What a client asked of one item, ETags turned into the versions they name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CosmosOp {
+    /// Point read.
+    Read,
+    /// Read with `if-none-match` on this version.
+    ReadIfNoneMatch(u64),
+    /// Create.
+    Create(String),
+    /// Replace without `if-match`.
+    Replace(String),
+    /// Replace with `if-match` on this version.
+    ReplaceIfVersion(u64, String),
+    /// Upsert without `if-match`.
+    Upsert(String),
+    /// Upsert with `if-match` on this version.
+    UpsertIfVersion(u64, String),
+    /// Delete without `if-match`.
+    Delete,
+    /// Delete with `if-match` on this version.
+    DeleteIfVersion(u64),
+}
+
+/// What the client saw.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CosmosResult {
+    /// Read: 404.
+    Absent,
+    /// Read: 200 with this body and version.
+    Present(String, u64),
+    /// Read: 304.
+    NotModified,
+    /// Write: 200/201/204, with the new version when the response carried one.
+    Ok(Option<u64>),
+    /// 412.
+    PreconditionFailed,
+    /// 409.
+    Conflict,
+    /// 404 on a write.
+    NotFound,
+    /// 424: rolled back with its batch.
+    RolledBack,
+}
+
+/// One item: body (None = absent) and version.
+pub type CosmosState = (Option<String>, u64);
+
+/// The spec (every item starts absent at version 0).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CosmosItemSpec;
+
+impl CosmosItemSpec {
+    /// The answer in `s`, and the state after (`None`: no change).
+    fn answer(op: &CosmosOp, s: &CosmosState) -> (CosmosResult, Option<CosmosState>) {
+        let present = s.0.is_some();
+        let at = |v: u64| present && s.1 == v;
+        let write = |b: &String| {
+            (
+                CosmosResult::Ok(Some(s.1 + 1)),
+                Some((Some(b.clone()), s.1 + 1)),
+            )
+        };
+        let deleted = (CosmosResult::Ok(None), Some((None, s.1 + 1)));
+        use CosmosResult as R;
+        match op {
+            CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_) if !present => (R::Absent, None),
+            CosmosOp::ReadIfNoneMatch(v) if at(*v) => (R::NotModified, None),
+            CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_) => {
+                (R::Present(s.0.clone().unwrap_or_default(), s.1), None)
+            }
+            CosmosOp::Create(_) if present => (R::Conflict, None),
+            CosmosOp::Create(b) | CosmosOp::Upsert(b) => write(b),
+            CosmosOp::Replace(_)
+            | CosmosOp::ReplaceIfVersion(..)
+            | CosmosOp::Delete
+            | CosmosOp::DeleteIfVersion(_)
+                if !present =>
+            {
+                (R::NotFound, None)
+            }
+            CosmosOp::Replace(b) => write(b),
+            CosmosOp::UpsertIfVersion(_, b) if !present => write(b),
+            CosmosOp::ReplaceIfVersion(v, b) | CosmosOp::UpsertIfVersion(v, b) if at(*v) => {
+                write(b)
+            }
+            CosmosOp::Delete => deleted,
+            CosmosOp::DeleteIfVersion(v) if at(*v) => deleted,
+            _ => (R::PreconditionFailed, None),
+        }
+    }
+}
+
+impl Spec for CosmosItemSpec {
+    type State = CosmosState;
+    type Input = CosmosOp;
+    type Output = CosmosResult;
+
+    fn init(&self, _key: &str) -> CosmosState {
+        (None, 0)
+    }
+
+    fn step(
+        &self,
+        s: &CosmosState,
+        op: &CosmosOp,
+        out: Option<&CosmosResult>,
+    ) -> Next<CosmosState> {
+        let (expected, next) = Self::answer(op, s);
+        match out {
+            None => Next::One(next.unwrap_or_else(|| s.clone())),
+            Some(CosmosResult::RolledBack) => Next::One(s.clone()),
+            Some(CosmosResult::Ok(None)) if matches!(expected, CosmosResult::Ok(_)) => {
+                Next::One(next.unwrap_or_else(|| s.clone()))
+            }
+            Some(o) if *o == expected => Next::One(next.unwrap_or_else(|| s.clone())),
+            Some(_) => Next::Illegal,
+        }
+    }
+
+    fn is_read_only(&self, op: &CosmosOp, out: Option<&CosmosResult>) -> bool {
+        matches!(op, CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_))
+            || out.is_some_and(|r| !matches!(r, CosmosResult::Ok(_)))
+    }
+
+    fn version_of(&self, s: &CosmosState) -> Option<u64> {
+        Some(s.1)
+    }
+
+    fn claim(&self, op: &CosmosOp, out: &CosmosResult) -> Claim {
+        match (op, out) {
+            (CosmosOp::ReadIfNoneMatch(v), CosmosResult::NotModified) => Claim::At(*v),
+            (_, CosmosResult::Present(_, v)) => Claim::At(*v),
+            (_, CosmosResult::Ok(Some(v))) => Claim::Produced(*v),
+            (CosmosOp::DeleteIfVersion(v), CosmosResult::Ok(None)) => Claim::Produced(v + 1),
+            _ => Claim::None,
+        }
+    }
+
+    fn describe_state(&self, s: &CosmosState) -> String {
+        match &s.0 {
+            None => format!("absent (v{})", s.1),
+            Some(b) => format!("{b:?} v{}", s.1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overcast_sim::lin::{check, Operation, Options, Verdict};
+
+    fn op(
+        id: u64,
+        input: CosmosOp,
+        at: i64,
+        output: CosmosResult,
+    ) -> Operation<CosmosOp, CosmosResult> {
+        Operation {
+            id,
+            client: id,
+            key: "pk/a".into(),
+            input,
+            invoke: at,
+            ret: Some(at + 1),
+            output: Some(output),
+        }
+    }
+
+    fn verdict(h: &[Operation<CosmosOp, CosmosResult>]) -> Verdict {
+        check(&CosmosItemSpec, h, &Options::default()).verdict
+    }
+
+    #[test]
+    fn the_statuses_of_section_1_3_are_the_only_legal_outputs() {
+        let s0: CosmosState = (None, 0);
+        let s1: CosmosState = (Some("a".into()), 1);
+        use CosmosOp as O;
+        use CosmosResult as R;
+        let b = || "b".to_string();
+        for (state, input, out) in [
+            (&s0, O::Create(b()), R::Ok(Some(1))),
+            (&s1, O::Create(b()), R::Conflict),
+            (&s0, O::Replace(b()), R::NotFound),
+            (&s0, O::ReplaceIfVersion(1, b()), R::NotFound),
+            (&s1, O::ReplaceIfVersion(1, b()), R::Ok(Some(2))),
+            (&s1, O::ReplaceIfVersion(7, b()), R::PreconditionFailed),
+            (&s0, O::UpsertIfVersion(7, b()), R::Ok(Some(1))),
+            (&s1, O::UpsertIfVersion(7, b()), R::PreconditionFailed),
+            (&s1, O::Upsert(b()), R::Ok(Some(2))),
+            (&s0, O::Delete, R::NotFound),
+            (&s0, O::DeleteIfVersion(1), R::NotFound),
+            (&s1, O::DeleteIfVersion(2), R::PreconditionFailed),
+            (&s1, O::DeleteIfVersion(1), R::Ok(None)),
+            (&s1, O::ReadIfNoneMatch(1), R::NotModified),
+            (&s1, O::ReadIfNoneMatch(0), R::Present("a".into(), 1)),
+            (&s0, O::Read, R::Absent),
+        ] {
+            assert!(
+                CosmosItemSpec.step(state, &input, Some(&out)).is_legal(),
+                "{input:?} -> {out:?} in {state:?}"
+            );
+        }
+        // The seeded bugs' answers are illegal.
+        assert!(!CosmosItemSpec
+            .step(
+                &s0,
+                &O::UpsertIfVersion(7, b()),
+                Some(&R::PreconditionFailed)
+            )
+            .is_legal());
+        assert!(!CosmosItemSpec
+            .step(
+                &s0,
+                &O::ReplaceIfVersion(1, b()),
+                Some(&R::PreconditionFailed)
+            )
+            .is_legal());
+    }
+
+    #[test]
+    fn two_replaces_with_the_same_if_match_cannot_both_succeed() {
+        let h = vec![
+            op(
+                0,
+                CosmosOp::Create("a".into()),
+                0,
+                CosmosResult::Ok(Some(1)),
+            ),
+            op(
+                1,
+                CosmosOp::ReplaceIfVersion(1, "b".into()),
+                2,
+                CosmosResult::Ok(Some(2)),
+            ),
+            op(
+                2,
+                CosmosOp::ReplaceIfVersion(1, "c".into()),
+                2,
+                CosmosResult::Ok(Some(2)),
+            ),
+        ];
+        assert_eq!(verdict(&h), Verdict::NotLinearizable);
+        let mut ok = h.clone();
+        ok[2].output = Some(CosmosResult::PreconditionFailed);
+        assert_eq!(verdict(&ok), Verdict::Linearizable);
+    }
+
+    #[test]
+    fn a_rolled_back_operation_changes_nothing() {
+        let h = vec![
+            op(0, CosmosOp::Create("a".into()), 0, CosmosResult::RolledBack),
+            op(1, CosmosOp::Read, 2, CosmosResult::Absent),
+        ];
+        assert_eq!(verdict(&h), Verdict::Linearizable);
+    }
+}

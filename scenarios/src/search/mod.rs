@@ -1,0 +1,338 @@
+//! The `search` scenario (Azure AI Search resource definitions, SPEC §1.2):
+//! servers holding the partitions' resource state machines, clients running
+//! the seed's story (read an index or synonym map, add an entry, write it
+//! back with `onlyIfUnchanged`) and GETs, create-only PUTs, conditional
+//! updates, blind PUTs and deletes of scratch resources. Checked:
+//! linearizability of every resource with the dialect's statuses as outputs
+//! (E2–E5, the 409 of serialized updates, the 400 of a dropped field), ETag
+//! freshness (E1), the story's invariant (no entry added by an acknowledged
+//! update is lost, when `onlyIfUnchanged` is on), retry discipline (R1–R3),
+//! liveness.
+
+pub mod check;
+pub mod history;
+pub mod spec;
+pub mod workload;
+
+use crate::dialects::{self, halve, once, RetryDiscipline};
+use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
+use check::{EtagFreshness, Linearizability, NoLostField, SearchHistory};
+use history::{Call, Outcome};
+use overcast_model::retry::RetryOptions;
+use overcast_model::server::{FaultRates, ServerStats};
+use overcast_sim::check::Checker;
+use overcast_sim::history::Recorder;
+use overcast_sim::lin;
+use overcast_sim::world::{Role, Topology};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Relative weights of the operations a client picks from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchMix {
+    /// The seed's read–add–write loop on a story resource.
+    pub story: u32,
+    /// GET of a scratch resource.
+    pub get: u32,
+    /// Create-only PUT (`If-None-Match: *`) of a scratch resource.
+    pub create: u32,
+    /// `CreateOrUpdate(onlyIfUnchanged: true)` of the last definition seen.
+    pub update: u32,
+    /// `CreateOrUpdate(onlyIfUnchanged: false)` of a new definition (last writer wins).
+    pub blind_put: u32,
+    /// DELETE (with `If-Match` most of the time when a definition was seen).
+    pub delete: u32,
+}
+
+impl Default for SearchMix {
+    fn default() -> Self {
+        SearchMix {
+            story: 50,
+            get: 10,
+            create: 10,
+            update: 10,
+            blind_put: 10,
+            delete: 10,
+        }
+    }
+}
+
+/// The parameters of `search`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// Server nodes.
+    pub servers: usize,
+    /// Client nodes (each runs one sequential workload).
+    pub clients: usize,
+    /// Partitions the resource names are split into.
+    pub partitions: u32,
+    /// Scratch resources (even: indexes, odd: synonym maps).
+    pub scratch_resources: usize,
+    /// Operations each client starts (a story loop counts once).
+    pub ops_per_client: usize,
+    /// Operation weights.
+    pub mix: SearchMix,
+    /// The story's `onlyIfUnchanged` (the SDK's default is false; the seed's
+    /// design pattern sets it).
+    pub only_if_unchanged: bool,
+    /// Tries of the story's loop (the seed's makes 3).
+    pub story_tries: u32,
+    /// Server fault points (429, 449, 503, 410, 408).
+    pub server_faults: FaultRates,
+    /// The SDK's retry budgets and request timeout.
+    pub retry: RetryOptions,
+    /// Log sync latency range, ms.
+    pub fsync_ms: (u64, u64),
+}
+
+impl Default for SearchParams {
+    /// 2 servers, 4 partitions, 4 clients doing 40 operations each, half of
+    /// them the story with `onlyIfUnchanged` on, every server fault point on.
+    fn default() -> Self {
+        SearchParams {
+            servers: 2,
+            clients: 4,
+            partitions: 4,
+            scratch_resources: 3,
+            ops_per_client: 40,
+            mix: SearchMix::default(),
+            only_if_unchanged: true,
+            story_tries: 3,
+            server_faults: dialects::default_server_faults(),
+            retry: RetryOptions::default(),
+            fsync_ms: (1, 3),
+        }
+    }
+}
+
+/// The `search` scenario.
+pub struct Search;
+
+impl ScenarioDef for Search {
+    type Params = SearchParams;
+    type History = SearchHistory;
+
+    fn name(&self) -> &'static str {
+        "search"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Azure AI Search resource ETags and the seed's onlyIfUnchanged story (SPEC §1.2): linearizability, E1, lost-field, R1–R3"
+    }
+
+    fn params(&self, _seed: u64) -> SearchParams {
+        SearchParams::default()
+    }
+
+    fn defaults(&self) -> RunDefaults {
+        dialects::run_defaults()
+    }
+
+    fn strategy(&self) -> BoxedStrategy<SearchParams> {
+        (
+            1usize..=3,
+            1usize..=6,
+            1u32..=6,
+            1usize..=4,
+            5usize..=40,
+            any::<bool>(),
+        )
+            .prop_map(
+                |(servers, clients, partitions, scratch, ops, only)| SearchParams {
+                    servers,
+                    clients,
+                    partitions,
+                    scratch_resources: scratch,
+                    ops_per_client: ops,
+                    only_if_unchanged: only,
+                    ..SearchParams::default()
+                },
+            )
+            .boxed()
+    }
+
+    fn validate(&self, p: &SearchParams) -> Result<(), String> {
+        if p.servers == 0 || p.servers > 200 {
+            return Err("servers must be between 1 and 200".into());
+        }
+        if p.clients == 0 || p.clients > 1000 {
+            return Err("clients must be between 1 and 1000".into());
+        }
+        if p.partitions == 0 || p.scratch_resources == 0 {
+            return Err("partitions and scratch_resources must be at least 1".into());
+        }
+        let m = &p.mix;
+        if m.story + m.get + m.create + m.update + m.blind_put + m.delete == 0 {
+            return Err("the op mix has no weight".into());
+        }
+        if p.fsync_ms.0 > p.fsync_ms.1 {
+            return Err("fsync_ms has its low end above its high end".into());
+        }
+        Ok(())
+    }
+
+    fn header(&self, p: &SearchParams) -> String {
+        let f = &p.server_faults;
+        format!(
+            "servers={} clients={} partitions={} scratch={} ops/client={} onlyIfUnchanged={} story_tries={}\n\
+             server  429={} 449={} 503={} 410={} 408={} fsync={}..{} ms; request timeout {} ms",
+            p.servers,
+            p.clients,
+            p.partitions,
+            p.scratch_resources,
+            p.ops_per_client,
+            p.only_if_unchanged,
+            p.story_tries,
+            f.throttle,
+            f.retry_with,
+            f.unavailable,
+            f.gone,
+            f.timeout,
+            p.fsync_ms.0,
+            p.fsync_ms.1,
+            p.retry.request_timeout.as_millis(),
+        )
+    }
+
+    fn topology(&self, p: &SearchParams) -> Topology {
+        Topology::new(vec![
+            Role::new("server", p.servers).with_disk().crashable(),
+            Role::new("client", p.clients).awaited(),
+        ])
+    }
+
+    fn deploy(&self, p: &SearchParams, ctx: &RunCtx) -> Deployment<SearchHistory> {
+        let bugs = crate::bugs::model_bugs(&ctx.bugs);
+        let stats = Arc::new(Mutex::new(ServerStats::default()));
+        let recorder: Recorder<Call, Outcome> =
+            Recorder::with_capacity(p.clients * p.ops_per_client * 2);
+        let params = p.clone();
+        let program_stats = stats.clone();
+        let program_recorder = recorder.clone();
+        let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
+            let p = params.clone();
+            let recorder = program_recorder.clone();
+            let fut: crate::registry::NodeFuture = if env.role == "server" {
+                dialects::server_program(
+                    &env,
+                    Vec::new(),
+                    p.server_faults.clone(),
+                    p.fsync_ms,
+                    bugs,
+                    program_stats.clone(),
+                )
+            } else {
+                Box::pin(async move {
+                    let Some(mut client) =
+                        dialects::connect_client(&env, p.partitions, &p.retry, bugs).await
+                    else {
+                        return;
+                    };
+                    // A restarted client is a new process: a fresh identity.
+                    let id = env.index + env.incarnation as usize * p.clients;
+                    let deadline_ns = env.deadline.as_nanos() as u64;
+                    workload::client_workload(
+                        p,
+                        env.seed,
+                        env.index,
+                        id,
+                        &mut client,
+                        recorder,
+                        deadline_ns,
+                    )
+                    .await;
+                })
+            };
+            fut
+        });
+        let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
+            let history = recorder.take_history(world.events.clone());
+            (history, dialects::fault_counters(&stats))
+        });
+        Deployment { program, collect }
+    }
+
+    fn checkers(&self, p: &SearchParams) -> Vec<Box<dyn Checker<SearchHistory>>> {
+        let mut checks: Vec<Box<dyn Checker<SearchHistory>>> = vec![
+            Box::new(EtagFreshness),
+            Box::new(Linearizability {
+                options: lin::Options {
+                    time_budget: Some(Duration::from_secs(20)),
+                    parallel: false,
+                    ..lin::Options::default()
+                },
+            }),
+        ];
+        // The story's invariant is the application's promise only with onlyIfUnchanged.
+        if p.only_if_unchanged {
+            checks.push(Box::new(NoLostField));
+        }
+        checks.push(Box::new(RetryDiscipline::<Call, Outcome> {
+            retry: p.retry.clone(),
+            idempotent: |c| c.op == "get",
+            status: |o| o.status,
+        }));
+        checks
+    }
+
+    fn adjust_plan(&self, _p: &SearchParams, plan: &mut overcast_sim::faults::FaultPlan) {
+        crate::dialects::no_lying_disk(plan);
+    }
+
+    fn reductions(&self) -> Vec<Reduction<SearchParams>> {
+        vec![
+            ("halve the clients", |p, i| {
+                once(i, || {
+                    halve(p.clients, 1).map(|c| SearchParams {
+                        clients: c,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the operations", |p, i| {
+                once(i, || {
+                    halve(p.ops_per_client, 1).map(|n| SearchParams {
+                        ops_per_client: n,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one operation fewer", |p, i| {
+                once(i, || {
+                    (p.ops_per_client > 1).then(|| SearchParams {
+                        ops_per_client: p.ops_per_client - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one client fewer", |p, i| {
+                once(i, || {
+                    (p.clients > 1).then(|| SearchParams {
+                        clients: p.clients - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("no server fault points", |p, i| {
+                once(i, || {
+                    dialects::without_fault_points(&p.server_faults).map(|f| SearchParams {
+                        server_faults: f,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one server fewer", |p, i| {
+                once(i, || {
+                    (p.servers > 1).then(|| SearchParams {
+                        servers: p.servers - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+        ]
+    }
+}
