@@ -11,5 +11,6 @@ pub mod registry;
 pub mod run;
 pub mod saved;
 pub mod scenario;
+pub mod script;
 pub mod shrink;
 pub mod sweep;
