@@ -57,8 +57,18 @@ pub fn run(args: &ScriptArgs) -> u8 {
             println!("{o}");
         } else {
             match &result {
-                FileResult::Ran(ScriptOutcome::Passed { steps }) => {
-                    println!("{name}: passed ({steps} steps)")
+                FileResult::Ran(ScriptOutcome::Passed {
+                    steps,
+                    restarts,
+                    replayed,
+                }) => {
+                    let mut line = format!("{name}: passed ({steps} steps");
+                    if *restarts > 0 {
+                        line += &format!(
+                            ", {restarts} server restart(s), {replayed} log record(s) replayed"
+                        );
+                    }
+                    println!("{line})")
                 }
                 FileResult::Ran(ScriptOutcome::Differs(d)) => println!(
                     "{name}: differs at step {}: {}; expected {}; got {} ({})",

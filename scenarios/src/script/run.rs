@@ -85,6 +85,10 @@ pub enum ScriptOutcome {
     Passed {
         /// Steps run.
         steps: usize,
+        /// Times the server was restarted (by `crash_server` steps).
+        restarts: u32,
+        /// Log records the server replayed over all its restarts.
+        replayed: u64,
     },
     /// A step's answer differs; the steps after it did not run.
     Differs(Difference),
@@ -128,6 +132,8 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
     let disk = SimDisk::new();
     let drop_next = Arc::new(AtomicBool::new(false));
     let result: Arc<Mutex<Option<ScriptOutcome>>> = Arc::new(Mutex::new(None));
+    let stats = Arc::new(Mutex::new(ServerStats::default()));
+    let incarnations = Arc::new(AtomicU32::new(0));
 
     let server = {
         let cfg = ServerConfig {
@@ -139,7 +145,8 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
         };
         let clock = server_clock.clone();
         let disk = disk.clone();
-        let incarnations = Arc::new(AtomicU32::new(0));
+        let incarnations = incarnations.clone();
+        let stats = stats.clone();
         rt.create_node()
             .name("server-0")
             .ip(server_addr.ip())
@@ -150,7 +157,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
                     Arc::new(clock.clone()),
                     Arc::new(DiskAdapter(disk.clone())),
                     Box::new(stream(seed, &format!("script-server-{n}"))),
-                    Arc::new(Mutex::new(ServerStats::default())),
+                    stats.clone(),
                 )
             })
             .build()
@@ -207,7 +214,18 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
     });
     drop(rt);
     let outcome = result.lock().unwrap_or_else(|e| e.into_inner()).take();
-    outcome.unwrap_or_else(|| ScriptOutcome::Error {
+    let replayed = stats.lock().unwrap_or_else(|e| e.into_inner()).replayed;
+    let restarts = incarnations.load(Ordering::Relaxed).saturating_sub(1);
+    outcome
+        .map(|o| match o {
+            ScriptOutcome::Passed { steps, .. } => ScriptOutcome::Passed {
+                steps,
+                restarts,
+                replayed,
+            },
+            other => other,
+        })
+        .unwrap_or_else(|| ScriptOutcome::Error {
         message: format!("the script did not finish within {RUN_BOUND:?} of simulated time"),
     })
 }
@@ -404,8 +422,11 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 .insert(item.etag.unquoted().to_string());
         }
     }
+    // The restart and replay counts are filled in by `run_script`.
     ScriptOutcome::Passed {
         steps: script.steps.len(),
+        restarts: 0,
+        replayed: 0,
     }
 }
 
