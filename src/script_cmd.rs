@@ -77,7 +77,8 @@ pub fn run(args: &ScriptArgs) -> u8 {
                 FileResult::Ran(ScriptOutcome::Error { message }) => {
                     println!("{name}: harness error: {message}")
                 }
-                FileResult::Malformed(m) => println!("{name}: malformed: {m}"),
+                // Bad input goes to stderr, as for every command.
+                FileResult::Malformed(m) => eprintln!("{name}: malformed: {m}"),
             }
         }
     }

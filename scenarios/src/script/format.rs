@@ -496,9 +496,13 @@ impl Script {
                 Step::Advance(a) => {
                     for (f, v) in [("server", &a.server), ("client", &a.client)] {
                         if let Some(v) = v {
-                            let ms = parse_duration(v).map_err(|m| at(&format!("{kind}.{f}"), m))?;
+                            let ms =
+                                parse_duration(v).map_err(|m| at(&format!("{kind}.{f}"), m))?;
                             if ms < 0 {
-                                return Err(at(&format!("{kind}.{f}"), "clocks only move forward".into()));
+                                return Err(at(
+                                    &format!("{kind}.{f}"),
+                                    "clocks only move forward".into(),
+                                ));
                             }
                         }
                     }
@@ -512,7 +516,10 @@ impl Script {
                 _ => {}
             }
             if let Some(h) = step.headers() {
-                for (f, v) in [("if_match", &h.if_match), ("if_none_match", &h.if_none_match)] {
+                for (f, v) in [
+                    ("if_match", &h.if_match),
+                    ("if_none_match", &h.if_none_match),
+                ] {
                     let Some(v) = v else { continue };
                     for token in etag_tokens(v) {
                         if token.starts_with('$') {
@@ -551,7 +558,10 @@ impl Script {
 
 /// The tokens of an `If-Match` / `If-None-Match` value.
 pub fn etag_tokens(v: &str) -> Vec<&str> {
-    v.split(',').map(str::trim).filter(|t| !t.is_empty()).collect()
+    v.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 fn use_name(names: &BTreeMap<String, Kind>, name: &str, want: Kind) -> Result<(), String> {
@@ -559,8 +569,16 @@ fn use_name(names: &BTreeMap<String, Kind>, name: &str, want: Kind) -> Result<()
         None => Err(format!("{name} is used before any step captures it")),
         Some(k) if *k != want => Err(format!(
             "{name} holds {}, not {}",
-            if *k == Kind::Etag { "an ETag" } else { "a date" },
-            if want == Kind::Etag { "an ETag" } else { "a date" }
+            if *k == Kind::Etag {
+                "an ETag"
+            } else {
+                "a date"
+            },
+            if want == Kind::Etag {
+                "an ETag"
+            } else {
+                "a date"
+            }
         )),
         Some(_) => Ok(()),
     }
@@ -597,7 +615,12 @@ fn validate_expect(
         Ok(())
     };
     check(Field::Etag, &e.etag, "etag", names)?;
-    check(Field::LastModified, &e.last_modified, "last_modified", names)?;
+    check(
+        Field::LastModified,
+        &e.last_modified,
+        "last_modified",
+        names,
+    )?;
     for (i, alt) in e.any_of.iter().enumerate() {
         if !alt.any_of.is_empty() {
             return Err((
@@ -609,8 +632,11 @@ fn validate_expect(
     }
     for (field, name) in &e.capture {
         let at = |m: String| (format!("{path}.capture.{field}"), m);
-        let f = Field::parse(field)
-            .ok_or_else(|| at(format!("no field `{field}` to capture (etag, last_modified)")))?;
+        let f = Field::parse(field).ok_or_else(|| {
+            at(format!(
+                "no field `{field}` to capture (etag, last_modified)"
+            ))
+        })?;
         if !name.starts_with('$') || name.len() < 2 || name.contains(char::is_whitespace) {
             return Err(at(format!("`{name}`: a name starts with $, like $e1")));
         }
@@ -677,7 +703,7 @@ mod tests {
         );
         let e = parse(&text).unwrap_err();
         assert_eq!(e.step, Some(2));
-        assert_eq!(e.field, "put_blob.expect");
+        assert_eq!(e.field, "put_blob.expect.stauts");
         assert!(e.message.contains("stauts"), "{e}");
     }
 

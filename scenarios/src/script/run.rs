@@ -16,6 +16,9 @@ use super::format::{
 };
 use super::time::{format_rfc1123, parse_duration};
 use crate::bridge::DiskAdapter;
+use madsim::net::Endpoint;
+use madsim::runtime::{Handle, Runtime};
+use madsim::time::sleep;
 use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::conditions::{Conditions, ETag, EtagMatch, Millis};
@@ -29,9 +32,6 @@ use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::disk::SimDisk;
 use overcast_sim::rng::stream;
 use overcast_sim::world::{Role, Topology};
-use madsim::net::Endpoint;
-use madsim::runtime::{Handle, Runtime};
-use madsim::time::sleep;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -226,8 +226,8 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
             other => other,
         })
         .unwrap_or_else(|| ScriptOutcome::Error {
-        message: format!("the script did not finish within {RUN_BOUND:?} of simulated time"),
-    })
+            message: format!("the script did not finish within {RUN_BOUND:?} of simulated time"),
+        })
 }
 
 /// Forwards requests to the server and replies to whoever sent the last
@@ -374,7 +374,10 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 // A process crash: the OS keeps what was appended.
                 ctx.disk
                     .crash(false, &mut stream(ctx.seed, &format!("script-crash-{n}")));
-                let down = c.down.as_deref().map_or(0, |d| parse_duration(d).unwrap_or(0));
+                let down = c
+                    .down
+                    .as_deref()
+                    .map_or(0, |d| parse_duration(d).unwrap_or(0));
                 if down > 0 {
                     sleep(Duration::from_millis(down as u64)).await;
                 }
@@ -519,7 +522,11 @@ fn conditions(h: &Headers, state: &State) -> Result<Conditions, String> {
             .transpose()
     };
     Ok(Conditions {
-        if_match: h.if_match.as_deref().map(|v| etag_header(v, state)).transpose()?,
+        if_match: h
+            .if_match
+            .as_deref()
+            .map(|v| etag_header(v, state))
+            .transpose()?,
         if_none_match: h
             .if_none_match
             .as_deref()
@@ -549,7 +556,10 @@ fn describe_request(step: &Step, req: &StoreRequest) -> String {
         | StoreRequest::Delete { conditions, .. } => conditions,
         StoreRequest::CreateContainer { .. } => unreachable!("returned above"),
     };
-    for (name, m) in [("If-Match", &c.if_match), ("If-None-Match", &c.if_none_match)] {
+    for (name, m) in [
+        ("If-Match", &c.if_match),
+        ("If-None-Match", &c.if_none_match),
+    ] {
         match m {
             Some(EtagMatch::Any) => out += &format!(", {name}: *"),
             Some(EtagMatch::Tags(t)) => {
@@ -581,7 +591,14 @@ fn describe_expect(e: &Expect) -> String {
         parts.push(c.clone());
     }
     if let Some(u) = e.unknown_outcome {
-        parts.push(if u { "outcome unknown" } else { "outcome known" }.into());
+        parts.push(
+            if u {
+                "outcome unknown"
+            } else {
+                "outcome known"
+            }
+            .into(),
+        );
     }
     if let Some(a) = e.attempts {
         parts.push(format!("{a} attempt(s)"));
@@ -701,9 +718,7 @@ fn check_fields(e: &Expect, a: &Answer, resource: &str, state: &State) -> Result
         let secs = |t: Millis| t / 1000;
         let ok = match Compare::parse(v, Field::LastModified)? {
             Compare::SameAs(n) => got.is_some() && got == captured_time(state, &n).map(secs),
-            Compare::DifferentFrom(n) => {
-                got.is_some() && got != captured_time(state, &n).map(secs)
-            }
+            Compare::DifferentFrom(n) => got.is_some() && got != captured_time(state, &n).map(secs),
             Compare::Present => got.is_some(),
             Compare::Absent => got.is_none(),
             Compare::Literal(l) => got.is_some() && got == Some(secs(date(&l, state)?)),

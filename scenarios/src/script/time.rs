@@ -124,10 +124,7 @@ mod tests {
     #[test]
     fn the_simulation_epoch_is_thursday_the_first_of_january_2026() {
         assert_eq!(format_rfc1123(EPOCH_MS), "Thu, 01 Jan 2026 00:00:00 GMT");
-        assert_eq!(
-            parse_rfc1123("Thu, 01 Jan 2026 00:00:00 GMT"),
-            Ok(EPOCH_MS)
-        );
+        assert_eq!(parse_rfc1123("Thu, 01 Jan 2026 00:00:00 GMT"), Ok(EPOCH_MS));
     }
 
     #[test]
@@ -137,7 +134,10 @@ mod tests {
         }
         assert!(parse_rfc1123("Fri, 01 Jan 2026 00:00:00 GMT").is_err());
         assert!(parse_rfc1123("Thu, 31 Feb 2026 00:00:00 GMT").is_err());
-        assert_eq!(format_rfc1123(EPOCH_MS + 1_250), "Thu, 01 Jan 2026 00:00:01.250 GMT");
+        assert_eq!(
+            format_rfc1123(EPOCH_MS + 1_250),
+            "Thu, 01 Jan 2026 00:00:01.250 GMT"
+        );
     }
 
     #[test]
