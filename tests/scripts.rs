@@ -292,3 +292,16 @@ fn crash_steps_really_restart_the_server_from_its_log() {
         }
     );
 }
+
+#[test]
+fn the_readme_example_script_passes() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let section = readme
+        .find("### The format (`overcast-script/1`)")
+        .expect("the format section");
+    let start = section + readme[section..].find("```json\n").expect("an example") + 8;
+    let end = start + readme[start..].find("```").expect("its end");
+    let outcome = script::run_text(&readme[start..end]).expect("well-formed");
+    assert!(outcome.passed(), "{outcome:?}");
+}

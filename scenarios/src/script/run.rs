@@ -296,7 +296,7 @@ struct State {
 struct Answer {
     outcome: FinalOutcome,
     attempts: usize,
-    response: Option<StoreResponse>,
+    response: Option<Response>,
 }
 
 impl Answer {
@@ -310,8 +310,19 @@ impl Answer {
         matches!(self.outcome, FinalOutcome::Unknown { .. })
     }
 
+    /// The store's answer (a new service's answer gets its own accessor).
+    fn store(&self) -> Option<&StoreResponse> {
+        match self.response.as_ref()? {
+            Response::Store(r) => Some(r),
+        }
+    }
+
+    fn error_code(&self) -> Option<&str> {
+        self.store().and_then(|r| r.error_code.as_deref())
+    }
+
     fn item(&self) -> Option<&overcast_model::store::ItemView> {
-        self.response.as_ref().and_then(|r| r.item.as_ref())
+        self.store().and_then(|r| r.item.as_ref())
     }
 
     fn describe(&self) -> String {
@@ -319,7 +330,7 @@ impl Answer {
         if self.unknown() {
             out += " (outcome unknown)";
         }
-        if let Some(code) = self.response.as_ref().and_then(|r| r.error_code.as_ref()) {
+        if let Some(code) = self.error_code() {
             out += &format!(" {code}");
         }
         if let Some(item) = self.item() {
@@ -401,11 +412,11 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
             }
         };
         let described = describe_request(step, &request);
-        let result = client.request(&Request::Store(request)).await;
+        let result = client.request(&request).await;
         let answer = Answer {
             outcome: result.outcome,
             attempts: result.attempts.len(),
-            response: result.response.and_then(Response::into_store),
+            response: result.response,
         };
         let expect = step.expect().expect("a request step has an expectation");
         if let Err(why) = check(expect, &answer, &resource, &mut state) {
@@ -438,10 +449,10 @@ fn key(container: &str, blob: &str) -> ItemKey {
     ItemKey::new(container, blob, blob)
 }
 
-/// The store request of a request step, and the resource it addresses.
-fn build_request(step: &Step, state: &State) -> Result<(StoreRequest, String), String> {
+/// The request of a request step, and the resource it addresses (for `fresh`).
+fn build_request(step: &Step, state: &State) -> Result<(Request, String), String> {
     let conditions = |h: Headers| conditions(&h, state);
-    Ok(match step {
+    let (store, resource) = match step {
         Step::CreateContainer(s) => (
             StoreRequest::CreateContainer {
                 container: s.container.clone(),
@@ -473,7 +484,8 @@ fn build_request(step: &Step, state: &State) -> Result<(StoreRequest, String), S
         Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => {
             return Err("not a request".into())
         }
-    })
+    };
+    Ok((Request::Store(store), resource))
 }
 
 fn lookup<'a>(state: &'a State, name: &str) -> Result<&'a Captured, String> {
@@ -539,8 +551,9 @@ fn conditions(h: &Headers, state: &State) -> Result<Conditions, String> {
 
 /// The request as a line: the step's kind, the resource, and the headers
 /// with captured names resolved.
-fn describe_request(step: &Step, req: &StoreRequest) -> String {
+fn describe_request(step: &Step, req: &Request) -> String {
     let mut out = step.kind().to_string();
+    let Request::Store(req) = req;
     match req {
         StoreRequest::CreateContainer { container } => return format!("{out} {container}"),
         StoreRequest::Read { key, .. } | StoreRequest::Delete { key, .. } => {
@@ -671,7 +684,7 @@ fn check_fields(e: &Expect, a: &Answer, resource: &str, state: &State) -> Result
             return Err(format!("status {} is not {s}", a.status()));
         }
     }
-    let code = a.response.as_ref().and_then(|r| r.error_code.as_deref());
+    let code = a.error_code();
     if let Some(c) = &e.error_code {
         if code != Some(c.as_str()) {
             return Err(format!(
