@@ -243,32 +243,27 @@ fn changing_any_shipped_status_or_etag_comparison_fails_the_script_at_that_step(
     assert!(mutants > 100, "only {mutants} mutants");
 }
 
+/// Runs shipped script `name` with seeded bug `bug` on; returns the difference.
+fn differs_with_bug(name: &str, bug: &str) -> overcast_scenarios::script::Difference {
+    let path = script_dir().join(name);
+    let mut s = parsed(&std::fs::read_to_string(&path).unwrap(), &path);
+    s.bugs = vec![bug.into()];
+    match run_script(&s, SCRIPT_SEED) {
+        ScriptOutcome::Differs(d) => d,
+        other => panic!("{name} with {bug}: {other:?}"),
+    }
+}
+
 #[test]
 fn seeded_model_bugs_make_the_scripts_that_pin_them_fail() {
-    let load = |name: &str| {
-        let path = script_dir().join(name);
-        parsed(&std::fs::read_to_string(&path).unwrap(), &path)
-    };
     // skip_if_match: the upload with the stale original ETag succeeds.
-    let mut s = load("seed002_optimistic.json");
-    s.bugs = vec!["skip_if_match".into()];
-    match run_script(&s, SCRIPT_SEED) {
-        ScriptOutcome::Differs(d) => {
-            assert_eq!(d.step, 5, "{d:?}");
-            assert!(d.got.starts_with("200"), "{d:?}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let d = differs_with_bug("seed002_optimistic.json", "skip_if_match");
+    assert_eq!(d.step, 5, "{d:?}");
+    assert!(d.got.starts_with("200"), "{d:?}");
     // etag_reuse: the re-created blob gets an ETag it had before.
-    let mut s = load("blob_write_conditions_absent.json");
-    s.bugs = vec!["etag_reuse".into()];
-    match run_script(&s, SCRIPT_SEED) {
-        ScriptOutcome::Differs(d) => {
-            assert_eq!(d.step, 12, "{d:?}");
-            assert!(d.why.contains("is not fresh"), "{d:?}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let d = differs_with_bug("blob_write_conditions_absent.json", "etag_reuse");
+    assert_eq!(d.step, 12, "{d:?}");
+    assert!(d.why.contains("is not fresh"), "{d:?}");
 }
 
 #[test]

@@ -52,11 +52,11 @@ pub enum Step {
     /// Create Container.
     CreateContainer(CreateContainer),
     /// Put Blob (an upsert: 201 created / 200 replaced).
-    PutBlob(BlobWrite),
+    PutBlob(BlobOp),
     /// Get Blob (read conditions, SPEC §1.1.4).
-    GetBlob(BlobAccess),
+    GetBlob(BlobOp),
     /// Delete Blob (write conditions).
-    DeleteBlob(BlobAccess),
+    DeleteBlob(BlobOp),
     /// Move the clocks forward.
     Advance(Advance),
     /// Crash the server (a process crash: what it appended survives), restart it
@@ -74,28 +74,6 @@ pub struct CreateContainer {
     pub container: String,
     /// The expected answer.
     pub expect: Expect,
-}
-
-/// The conditional headers of a Blob request, as header values.
-///
-/// `if_match` / `if_none_match`: `*`, or a comma-separated list of ETags, each
-/// a literal (quotes optional) or a captured `$name`. Dates: one date
-/// expression, or a list of them (several values in one header).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Headers {
-    /// `If-Match`.
-    #[serde(default)]
-    pub if_match: Option<String>,
-    /// `If-None-Match`.
-    #[serde(default)]
-    pub if_none_match: Option<String>,
-    /// `If-Modified-Since`.
-    #[serde(default)]
-    pub if_modified_since: Option<Dates>,
-    /// `If-Unmodified-Since`.
-    #[serde(default)]
-    pub if_unmodified_since: Option<Dates>,
 }
 
 /// One date expression or several (several values in one header).
@@ -118,16 +96,22 @@ impl Dates {
     }
 }
 
-/// `put_blob`.
+/// `put_blob`, `get_blob`, `delete_blob`: a Blob request with its
+/// conditional headers, written as header values.
+///
+/// `if_match` / `if_none_match`: `*`, or a comma-separated list of ETags, each
+/// a literal (quotes optional) or a captured `$name`. Dates: one date
+/// expression, or a list of them (several values in one header).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BlobWrite {
+pub struct BlobOp {
     /// The container.
     pub container: String,
     /// The blob name.
     pub blob: String,
-    /// The content.
-    pub body: String,
+    /// The content: required by `put_blob`, refused by the others.
+    #[serde(default)]
+    pub body: Option<String>,
     /// `If-Match`.
     #[serde(default)]
     pub if_match: Option<String>,
@@ -142,54 +126,6 @@ pub struct BlobWrite {
     pub if_unmodified_since: Option<Dates>,
     /// The expected answer.
     pub expect: Expect,
-}
-
-/// `get_blob`, `delete_blob`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BlobAccess {
-    /// The container.
-    pub container: String,
-    /// The blob name.
-    pub blob: String,
-    /// `If-Match`.
-    #[serde(default)]
-    pub if_match: Option<String>,
-    /// `If-None-Match`.
-    #[serde(default)]
-    pub if_none_match: Option<String>,
-    /// `If-Modified-Since`.
-    #[serde(default)]
-    pub if_modified_since: Option<Dates>,
-    /// `If-Unmodified-Since`.
-    #[serde(default)]
-    pub if_unmodified_since: Option<Dates>,
-    /// The expected answer.
-    pub expect: Expect,
-}
-
-impl BlobWrite {
-    /// The conditional headers.
-    pub fn headers(&self) -> Headers {
-        Headers {
-            if_match: self.if_match.clone(),
-            if_none_match: self.if_none_match.clone(),
-            if_modified_since: self.if_modified_since.clone(),
-            if_unmodified_since: self.if_unmodified_since.clone(),
-        }
-    }
-}
-
-impl BlobAccess {
-    /// The conditional headers.
-    pub fn headers(&self) -> Headers {
-        Headers {
-            if_match: self.if_match.clone(),
-            if_none_match: self.if_none_match.clone(),
-            if_modified_since: self.if_modified_since.clone(),
-            if_unmodified_since: self.if_unmodified_since.clone(),
-        }
-    }
 }
 
 /// `advance`: both amounts are durations (`1500ms`, `2s`, `1min`).
@@ -512,10 +448,18 @@ impl Script {
                         parse_duration(d).map_err(|m| at(&format!("{kind}.down"), m))?;
                     }
                 }
-                Step::DropNextReply(_) => {}
+                Step::PutBlob(op) if op.body.is_none() => {
+                    return Err(at(
+                        &format!("{kind}.body"),
+                        "missing: put_blob takes a body".into(),
+                    ));
+                }
+                Step::GetBlob(op) | Step::DeleteBlob(op) if op.body.is_some() => {
+                    return Err(at(&format!("{kind}.body"), format!("{kind} takes no body")));
+                }
                 _ => {}
             }
-            if let Some(h) = step.headers() {
+            if let Some(h) = step.blob_op() {
                 for (f, v) in [
                     ("if_match", &h.if_match),
                     ("if_none_match", &h.if_none_match),
@@ -671,17 +615,15 @@ impl Step {
     pub fn expect(&self) -> Option<&Expect> {
         match self {
             Step::CreateContainer(s) => Some(&s.expect),
-            Step::PutBlob(s) => Some(&s.expect),
-            Step::GetBlob(s) | Step::DeleteBlob(s) => Some(&s.expect),
+            Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(&s.expect),
             Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => None,
         }
     }
 
-    /// The conditional headers of a Blob request step.
-    pub fn headers(&self) -> Option<Headers> {
+    /// The Blob request of a Blob step.
+    pub fn blob_op(&self) -> Option<&BlobOp> {
         match self {
-            Step::PutBlob(s) => Some(s.headers()),
-            Step::GetBlob(s) | Step::DeleteBlob(s) => Some(s.headers()),
+            Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(s),
             _ => None,
         }
     }
@@ -726,6 +668,17 @@ mod tests {
             (e.step, e.field.as_str()),
             (Some(1), "get_blob.if_modified_since")
         );
+    }
+
+    #[test]
+    fn a_put_needs_a_body_and_a_get_refuses_one() {
+        let put = script(r#"{"put_blob": {"container": "c", "blob": "b", "expect": {}}}"#);
+        let e = parse(&put).unwrap_err();
+        assert_eq!((e.step, e.field.as_str()), (Some(1), "put_blob.body"));
+        let get =
+            script(r#"{"get_blob": {"container": "c", "blob": "b", "body": "x", "expect": {}}}"#);
+        let e = parse(&get).unwrap_err();
+        assert_eq!((e.step, e.field.as_str()), (Some(1), "get_blob.body"));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! captures and whole-second offsets, not by milliseconds.
 
 use super::format::{
-    etag_tokens, Captured, Compare, DateExpr, Expect, Field, Headers, Script, Step,
+    etag_tokens, BlobOp, Captured, Compare, DateExpr, Expect, Field, Script, Step,
 };
 use super::time::{format_rfc1123, parse_duration};
 use crate::bridge::DiskAdapter;
@@ -451,7 +451,6 @@ fn key(container: &str, blob: &str) -> ItemKey {
 
 /// The request of a request step, and the resource it addresses (for `fresh`).
 fn build_request(step: &Step, state: &State) -> Result<(Request, String), String> {
-    let conditions = |h: Headers| conditions(&h, state);
     let (store, resource) = match step {
         Step::CreateContainer(s) => (
             StoreRequest::CreateContainer {
@@ -462,22 +461,22 @@ fn build_request(step: &Step, state: &State) -> Result<(Request, String), String
         Step::PutBlob(s) => (
             StoreRequest::Put {
                 key: key(&s.container, &s.blob),
-                body: s.body.clone(),
-                conditions: conditions(s.headers())?,
+                body: s.body.clone().unwrap_or_default(),
+                conditions: conditions(s, state)?,
             },
             format!("{}/{}", s.container, s.blob),
         ),
         Step::GetBlob(s) => (
             StoreRequest::Read {
                 key: key(&s.container, &s.blob),
-                conditions: conditions(s.headers())?,
+                conditions: conditions(s, state)?,
             },
             format!("{}/{}", s.container, s.blob),
         ),
         Step::DeleteBlob(s) => (
             StoreRequest::Delete {
                 key: key(&s.container, &s.blob),
-                conditions: conditions(s.headers())?,
+                conditions: conditions(s, state)?,
             },
             format!("{}/{}", s.container, s.blob),
         ),
@@ -527,7 +526,7 @@ fn date(expr: &str, state: &State) -> Result<Millis, String> {
     Ok((base + d.offset_ms).max(0) as Millis)
 }
 
-fn conditions(h: &Headers, state: &State) -> Result<Conditions, String> {
+fn conditions(h: &BlobOp, state: &State) -> Result<Conditions, String> {
     let dates = |d: &Option<super::format::Dates>| -> Result<Option<Vec<Millis>>, String> {
         d.as_ref()
             .map(|d| d.exprs().into_iter().map(|e| date(e, state)).collect())
