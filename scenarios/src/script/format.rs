@@ -60,7 +60,7 @@ pub enum Step {
     /// Move the clocks forward.
     Advance(Advance),
     /// Crash the server (a process crash: what it appended survives), restart it
-    /// after `down_ms`; it recovers from its write-ahead log.
+    /// after `down`; it recovers from its write-ahead log.
     CrashServer(CrashServer),
     /// The server's reply to the next request attempt is lost on the way back.
     DropNextReply(DropNextReply),
