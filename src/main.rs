@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod check_cmd;
 mod run_cmd;
+mod script_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -34,6 +35,8 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// Measure seeds per second of a scenario beside a bare-madsim run of the same message count.
     Bench(bench_cmd::BenchArgs),
+    /// Run conformance scripts (JSON requests and expected answers) on fresh deployments.
+    Script(script_cmd::ScriptArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Bugs(args) => run_cmd::bugs(&args),
         Command::Check(args) => check_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
+        Command::Script(args) => script_cmd::run(&args),
     };
     ExitCode::from(code)
 }

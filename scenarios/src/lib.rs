@@ -14,6 +14,7 @@ pub mod registry;
 pub mod run;
 pub mod saved;
 pub mod scenario;
+pub mod script;
 pub mod search;
 pub mod shrink;
 pub mod sweep;

@@ -1,0 +1,25 @@
+//! Conformance scripts (issue 15): JSON files of requests and expected answers,
+//! each run on a fresh deployment through the real path, so that a documented or
+//! observed behaviour of the real service becomes a regression test without Rust.
+//!
+//! [`format`] is the document (version `overcast-script/1`), [`run`] the runner,
+//! [`time`] the RFC 1123 dates scripts write. The README section "Conformance
+//! scripts" documents the format for users.
+
+pub mod format;
+pub mod run;
+pub mod time;
+
+pub use format::{parse, Malformed, Script};
+pub use run::{run_script, Difference, ScriptOutcome};
+
+/// The seed every script runs with: scripts pin answers, which must not depend
+/// on it (it moves only what a script cannot observe: latencies within 1 ms and
+/// the SDK's jitter).
+pub const SCRIPT_SEED: u64 = 1;
+
+/// Parses `text` and runs it with [`SCRIPT_SEED`].
+pub fn run_text(text: &str) -> Result<ScriptOutcome, Malformed> {
+    let script = parse(text)?;
+    Ok(run_script(&script, SCRIPT_SEED))
+}
