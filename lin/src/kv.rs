@@ -267,6 +267,36 @@ impl Spec for KvSpec {
         }
     }
 
+    /// Puts with an unknown outcome whose value no get returns and no cas
+    /// expects (none when the key has an append: it reads the value it
+    /// extends).
+    fn blind_writes(&self, ops: &[(&KvInput, Option<&KvOutput>)]) -> Vec<bool> {
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        for (input, output) in ops {
+            match (input, output) {
+                (KvInput::Append { .. }, _) => return vec![false; ops.len()],
+                (
+                    KvInput::Cas {
+                        expect: Some(e), ..
+                    },
+                    _,
+                ) => {
+                    seen.insert(e);
+                }
+                (_, Some(KvOutput::Get { value: Some(v), .. })) => {
+                    seen.insert(v);
+                }
+                _ => {}
+            }
+        }
+        ops.iter()
+            .map(|(input, output)| match (input, output) {
+                (KvInput::Put { value }, None) => !seen.contains(&**value),
+                _ => false,
+            })
+            .collect()
+    }
+
     fn describe_op(&self, input: &KvInput, output: Option<&KvOutput>) -> String {
         let ver = |v: &Option<u64>| v.map_or(String::new(), |v| format!(" @v{v}"));
         let i = match input {
