@@ -378,13 +378,92 @@ pub struct KvHistory {
 #[derive(Deserialize)]
 struct DocIn<'a> {
     #[serde(default, borrow)]
-    format: Option<Cow<'a, str>>,
+    format: Option<Str<'a>>,
     #[serde(default)]
     meta: Option<MetaIn>,
     #[serde(default, borrow)]
     init: Option<BTreeMap<String, InitIn<'a>>>,
     #[serde(borrow)]
     ops: Vec<OpIn<'a>>,
+}
+
+/// A string borrowed from the document when it has no escapes (serde's own
+/// `Cow` does not borrow inside an `Option`).
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Any JSON value; `Some` only for a non-negative integer (`id` is
+/// free-form), read without building the value.
+struct AnyId(Option<u64>);
+
+impl<'de> Deserialize<'de> for AnyId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = AnyId;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<AnyId, E> {
+                Ok(AnyId(Some(v)))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_unit<E>(self) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<AnyId, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(AnyId(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<AnyId, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(AnyId(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The part of `meta` a reader looks at; the rest is free-form.
@@ -398,7 +477,7 @@ struct MetaIn {
 #[derive(Deserialize)]
 struct InitIn<'a> {
     #[serde(default, borrow)]
-    value: Option<Cow<'a, str>>,
+    value: Option<Str<'a>>,
     #[serde(default)]
     version: Option<u64>,
 }
@@ -417,17 +496,17 @@ enum FIn {
 /// One operation as written.
 #[derive(Deserialize)]
 struct OpIn<'a> {
-    #[serde(default, deserialize_with = "u64_or_nothing")]
-    id: Option<u64>,
+    #[serde(default)]
+    id: Option<AnyId>,
     client: u64,
     #[serde(borrow)]
     key: Cow<'a, str>,
     f: FIn,
     #[serde(default, borrow)]
-    value: Option<Cow<'a, str>>,
+    value: Option<Str<'a>>,
     /// Outer `None`: absent; `Some(None)`: `null` (the key absent).
     #[serde(default, borrow, deserialize_with = "present")]
-    expect: Option<Option<Cow<'a, str>>>,
+    expect: Option<Option<Str<'a>>>,
     #[serde(default)]
     expect_version: Option<u64>,
     call: i64,
@@ -442,7 +521,7 @@ struct OpIn<'a> {
 struct OutIn<'a> {
     /// Outer `None`: absent; `Some(None)`: `null` (the key absent).
     #[serde(default, borrow, deserialize_with = "present")]
-    value: Option<Option<Cow<'a, str>>>,
+    value: Option<Option<Str<'a>>>,
     #[serde(default)]
     version: Option<u64>,
     #[serde(default)]
@@ -456,14 +535,6 @@ where
     T: Deserialize<'de>,
 {
     Option::<T>::deserialize(d).map(Some)
-}
-
-/// Any JSON value; `Some` only for a non-negative integer (`id` is free-form).
-fn u64_or_nothing<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match serde_json::Value::deserialize(d)? {
-        serde_json::Value::Number(n) => n.as_u64(),
-        _ => None,
-    })
 }
 
 /// Any JSON value; `Some` only for a string (`meta` is free-form).
@@ -514,6 +585,7 @@ pub fn parse_kvhist(text: &str) -> Result<KvHistory, String> {
     })?;
     de.end().map_err(|e| format!("not valid JSON: {e}"))?;
     if let Some(f) = &doc.format {
+        let f: &str = f;
         if f != "kvhist/1" {
             return Err(format!("unsupported format {f:?} (expected \"kvhist/1\")"));
         }
@@ -631,7 +703,7 @@ fn op_from(
     };
     Ok((
         Operation {
-            id: o.id.unwrap_or(i as u64),
+            id: o.id.and_then(|a| a.0).unwrap_or(i as u64),
             client: o.client,
             key: o.key.into_owned(),
             input,
