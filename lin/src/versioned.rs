@@ -257,15 +257,7 @@ fn witness<P: Spec>(
     // invoked) is tried where any would do.
     let mut blind: BTreeSet<(i64, usize)> = BTreeSet::new();
     for &f in &floaters {
-        if ops[f].output.is_some() {
-            mand.insert((ret(&ops[f]), ops[f].call, f));
-        } else {
-            if ops[f].blind {
-                blind.insert((ops[f].call, f));
-            } else {
-                opt.insert((ops[f].call, f));
-            }
-        }
+        pool_insert(ops, f, &mut mand, &mut opt, &mut blind);
     }
     let vlimit = vmax + mand.len() as u64 + 1;
     let mut used = vec![false; ops.len()];
@@ -446,15 +438,7 @@ fn witness<P: Spec>(
                     if let Some(i) = log.pop() {
                         used[i] = false;
                         if floaters.binary_search(&i).is_ok() {
-                            if ops[i].output.is_some() {
-                                mand.insert((ret(&ops[i]), ops[i].call, i));
-                            } else {
-                                if ops[i].blind {
-                                    blind.insert((ops[i].call, i));
-                                } else {
-                                    opt.insert((ops[i].call, i));
-                                }
-                            }
+                            pool_insert(ops, i, &mut mand, &mut opt, &mut blind);
                         }
                     }
                 }
@@ -557,6 +541,25 @@ fn witness<P: Spec>(
     }
     placed.sort_unstable();
     Some(placed)
+}
+
+/// Puts a write without a claim back into the pool it is chosen from: known
+/// ones by deadline, unknown ones by invocation, blind ones apart.
+fn pool_insert<I, O>(
+    ops: &[KOp<'_, I, O>],
+    f: usize,
+    mand: &mut BTreeSet<(i64, i64, usize)>,
+    opt: &mut BTreeSet<(i64, usize)>,
+    blind: &mut BTreeSet<(i64, usize)>,
+) {
+    let o = &ops[f];
+    if o.output.is_some() {
+        mand.insert((o.ret.unwrap_or(i64::MAX), o.call, f));
+    } else if o.blind {
+        blind.insert((o.call, f));
+    } else {
+        opt.insert((o.call, f));
+    }
 }
 
 /// Replays a candidate order: every point inside its operation's interval,
