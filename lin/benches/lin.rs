@@ -2,7 +2,7 @@
 //! `cargo bench -p overcast-lin --bench lin`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use overcast_lin::gen::{bench_cases, generate};
+use overcast_lin::gen::{bench_cases, generate, unknown_write_chains};
 use overcast_lin::kv::{parse_kvhist, KvHistory};
 use overcast_lin::{check, Options, Verdict};
 use std::path::Path;
@@ -65,6 +65,26 @@ fn bench(c: &mut Criterion) {
                 assert_eq!(r.verdict, want, "{name}");
             })
         });
+    }
+    for (ops, label) in [(1_000, "1k"), (30_000, "30k"), (100_000, "100k")] {
+        for bad in [false, true] {
+            let h = unknown_write_chains(7, ops, bad);
+            let want = if bad {
+                Verdict::NotLinearizable
+            } else {
+                Verdict::Linearizable
+            };
+            let name = format!(
+                "unknown_write_chains_{label}_{}",
+                if bad { "bad" } else { "ok" }
+            );
+            g.bench_function(&name, |b| {
+                b.iter(|| {
+                    let r = check(&h.spec, &h.ops, &opts());
+                    assert_eq!(r.verdict, want, "{name}");
+                })
+            });
+        }
     }
     g.finish();
 }

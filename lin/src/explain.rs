@@ -34,6 +34,7 @@ fn copy<'a, I, O>(k: &KOp<'a, I, O>) -> KOp<'a, I, O> {
         ret: k.ret,
         read_only: k.read_only,
         claim: k.claim,
+        blind: k.blind,
     }
 }
 

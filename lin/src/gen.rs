@@ -296,6 +296,161 @@ fn inject_stale_read(drafts: &mut [Draft], versions: bool) -> Option<usize> {
     None
 }
 
+/// Generates a one-key history with versions in the outputs, of the class
+/// of interchangeable unknown writes: sequential known puts and gets, and
+/// every so often a chain of operations that time out (no response): four to
+/// eight puts that never take effect, then a put of a value `w0` and one to
+/// three compare-and-sets `w0 → w1 → …` that do take effect, unread until a
+/// get sees the last one. With `stale_read`, a last get sees the value and
+/// version of the start of the last chain after a get saw its end (a
+/// guaranteed violation). Deterministic in `seed`; about `ops` operations.
+pub fn unknown_write_chains(seed: u64, ops: usize, stale_read: bool) -> Generated {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out: Vec<Operation<KvInput, KvOutput>> = Vec::with_capacity(ops + 16);
+    let mut value: Option<Val> = None;
+    let mut version = 0u64;
+    let mut t = 0i64;
+    let mut counter = 0u64;
+    let mut next_client = 8u64;
+    let mut last_chain: Option<(Val, u64)> = None;
+    let fresh = |counter: &mut u64| -> Val {
+        *counter += 1;
+        Val::from(counter.to_string())
+    };
+    let push = |out: &mut Vec<Operation<KvInput, KvOutput>>,
+                client: u64,
+                input: KvInput,
+                invoke: i64,
+                ret: Option<i64>,
+                output: Option<KvOutput>| {
+        out.push(Operation {
+            id: out.len() as u64,
+            client,
+            key: "k0".into(),
+            input,
+            invoke,
+            ret,
+            output,
+        });
+    };
+    while out.len() < ops {
+        let r: f64 = rng.gen();
+        let client = rng.gen_range(0..8u64);
+        let dur = rng.gen_range(5..30);
+        if r < 0.45 {
+            let v = fresh(&mut counter);
+            version += 1;
+            value = Some(v.clone());
+            push(
+                &mut out,
+                client,
+                KvInput::Put { value: v },
+                t,
+                Some(t + dur),
+                Some(KvOutput::Put {
+                    version: Some(version),
+                }),
+            );
+        } else if r < 0.85 {
+            push(
+                &mut out,
+                client,
+                KvInput::Get,
+                t,
+                Some(t + dur),
+                Some(KvOutput::Get {
+                    value: value.clone(),
+                    version: Some(version),
+                }),
+            );
+        } else {
+            for _ in 0..rng.gen_range(4..=8) {
+                let v = fresh(&mut counter);
+                push(
+                    &mut out,
+                    next_client,
+                    KvInput::Put { value: v },
+                    t,
+                    None,
+                    None,
+                );
+                next_client += 1;
+                t += 1;
+            }
+            let w0 = fresh(&mut counter);
+            push(
+                &mut out,
+                next_client,
+                KvInput::Put { value: w0.clone() },
+                t,
+                None,
+                None,
+            );
+            next_client += 1;
+            version += 1;
+            last_chain = Some((w0.clone(), version));
+            let mut prev = w0;
+            for _ in 0..rng.gen_range(1..=3) {
+                t += 2;
+                let w = fresh(&mut counter);
+                push(
+                    &mut out,
+                    next_client,
+                    KvInput::Cas {
+                        expect: Some(prev),
+                        value: w.clone(),
+                    },
+                    t,
+                    None,
+                    None,
+                );
+                next_client += 1;
+                version += 1;
+                prev = w;
+            }
+            value = Some(prev);
+            t += 2;
+            push(
+                &mut out,
+                client,
+                KvInput::Get,
+                t,
+                Some(t + dur),
+                Some(KvOutput::Get {
+                    value: value.clone(),
+                    version: Some(version),
+                }),
+            );
+        }
+        t += dur + 1 + rng.gen_range(0..5);
+    }
+    let mut stale = None;
+    if stale_read {
+        if let Some((w0, v0)) = last_chain {
+            stale = Some(out.len() as u64);
+            push(
+                &mut out,
+                0,
+                KvInput::Get,
+                t,
+                Some(t + 10),
+                Some(KvOutput::Get {
+                    value: Some(w0),
+                    version: Some(v0),
+                }),
+            );
+        }
+    }
+    Generated {
+        ops: out,
+        spec: KvSpec {
+            init: BTreeMap::new(),
+            track_versions: true,
+        },
+        stale_read: stale,
+    }
+}
+
 /// The history shapes of the checker's performance targets, by name: the
 /// criterion bench (`lin/benches/lin.rs`) and the kvhist writer in the tests
 /// both take them from here.

@@ -267,6 +267,36 @@ impl Spec for KvSpec {
         }
     }
 
+    /// Puts with an unknown outcome whose value no get returns and no cas
+    /// expects (none when the key has an append: it reads the value it
+    /// extends).
+    fn blind_writes(&self, ops: &[(&KvInput, Option<&KvOutput>)]) -> Vec<bool> {
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        for (input, output) in ops {
+            match (input, output) {
+                (KvInput::Append { .. }, _) => return vec![false; ops.len()],
+                (
+                    KvInput::Cas {
+                        expect: Some(e), ..
+                    },
+                    _,
+                ) => {
+                    seen.insert(e);
+                }
+                (_, Some(KvOutput::Get { value: Some(v), .. })) => {
+                    seen.insert(v);
+                }
+                _ => {}
+            }
+        }
+        ops.iter()
+            .map(|(input, output)| match (input, output) {
+                (KvInput::Put { value }, None) => !seen.contains(&**value),
+                _ => false,
+            })
+            .collect()
+    }
+
     fn describe_op(&self, input: &KvInput, output: Option<&KvOutput>) -> String {
         let ver = |v: &Option<u64>| v.map_or(String::new(), |v| format!(" @v{v}"));
         let i = match input {
@@ -348,13 +378,92 @@ pub struct KvHistory {
 #[derive(Deserialize)]
 struct DocIn<'a> {
     #[serde(default, borrow)]
-    format: Option<Cow<'a, str>>,
+    format: Option<Str<'a>>,
     #[serde(default)]
     meta: Option<MetaIn>,
     #[serde(default, borrow)]
     init: Option<BTreeMap<String, InitIn<'a>>>,
     #[serde(borrow)]
     ops: Vec<OpIn<'a>>,
+}
+
+/// A string borrowed from the document when it has no escapes (serde's own
+/// `Cow` does not borrow inside an `Option`).
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Any JSON value; `Some` only for a non-negative integer (`id` is
+/// free-form), read without building the value.
+struct AnyId(Option<u64>);
+
+impl<'de> Deserialize<'de> for AnyId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = AnyId;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<AnyId, E> {
+                Ok(AnyId(Some(v)))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_unit<E>(self) -> Result<AnyId, E> {
+                Ok(AnyId(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<AnyId, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(AnyId(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<AnyId, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(AnyId(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The part of `meta` a reader looks at; the rest is free-form.
@@ -368,7 +477,7 @@ struct MetaIn {
 #[derive(Deserialize)]
 struct InitIn<'a> {
     #[serde(default, borrow)]
-    value: Option<Cow<'a, str>>,
+    value: Option<Str<'a>>,
     #[serde(default)]
     version: Option<u64>,
 }
@@ -387,17 +496,17 @@ enum FIn {
 /// One operation as written.
 #[derive(Deserialize)]
 struct OpIn<'a> {
-    #[serde(default, deserialize_with = "u64_or_nothing")]
-    id: Option<u64>,
+    #[serde(default)]
+    id: Option<AnyId>,
     client: u64,
     #[serde(borrow)]
     key: Cow<'a, str>,
     f: FIn,
     #[serde(default, borrow)]
-    value: Option<Cow<'a, str>>,
+    value: Option<Str<'a>>,
     /// Outer `None`: absent; `Some(None)`: `null` (the key absent).
     #[serde(default, borrow, deserialize_with = "present")]
-    expect: Option<Option<Cow<'a, str>>>,
+    expect: Option<Option<Str<'a>>>,
     #[serde(default)]
     expect_version: Option<u64>,
     call: i64,
@@ -412,7 +521,7 @@ struct OpIn<'a> {
 struct OutIn<'a> {
     /// Outer `None`: absent; `Some(None)`: `null` (the key absent).
     #[serde(default, borrow, deserialize_with = "present")]
-    value: Option<Option<Cow<'a, str>>>,
+    value: Option<Option<Str<'a>>>,
     #[serde(default)]
     version: Option<u64>,
     #[serde(default)]
@@ -426,14 +535,6 @@ where
     T: Deserialize<'de>,
 {
     Option::<T>::deserialize(d).map(Some)
-}
-
-/// Any JSON value; `Some` only for a non-negative integer (`id` is free-form).
-fn u64_or_nothing<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match serde_json::Value::deserialize(d)? {
-        serde_json::Value::Number(n) => n.as_u64(),
-        _ => None,
-    })
 }
 
 /// Any JSON value; `Some` only for a string (`meta` is free-form).
@@ -484,6 +585,7 @@ pub fn parse_kvhist(text: &str) -> Result<KvHistory, String> {
     })?;
     de.end().map_err(|e| format!("not valid JSON: {e}"))?;
     if let Some(f) = &doc.format {
+        let f: &str = f;
         if f != "kvhist/1" {
             return Err(format!("unsupported format {f:?} (expected \"kvhist/1\")"));
         }
@@ -601,7 +703,7 @@ fn op_from(
     };
     Ok((
         Operation {
-            id: o.id.unwrap_or(i as u64),
+            id: o.id.and_then(|a| a.0).unwrap_or(i as u64),
             client: o.client,
             key: o.key.into_owned(),
             input,

@@ -320,8 +320,13 @@ fn key_ops<'a, P: Spec>(
             ret,
             read_only: ro && output.is_some(),
             claim: output.map_or(Claim::None, |out| spec.claim(&o.input, out)),
+            blind: false,
         });
         orig.push(i);
+    }
+    let io: Vec<_> = kops.iter().map(|k| (k.input, k.output)).collect();
+    for (k, blind) in kops.iter_mut().zip(spec.blind_writes(&io)) {
+        k.blind = blind && k.output.is_none();
     }
     (kops, orig)
 }

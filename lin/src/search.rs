@@ -37,6 +37,9 @@ pub(crate) struct KOp<'a, I, O> {
     pub read_only: bool,
     /// Its version claim.
     pub claim: Claim,
+    /// A blind write ([`Spec::blind_writes`]): interchangeable with every
+    /// other one.
+    pub blind: bool,
 }
 
 /// Limits of one search.
@@ -867,6 +870,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             } else {
                 None
             };
+            // Blind writes are interchangeable: try one (the first pending).
+            let mut blind_tried = false;
             for k in 0..self.pending.len() {
                 let (s, op) = self.pending[k];
                 if bits.get(s) {
@@ -875,6 +880,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 let o = &self.ops[op as usize];
                 if o.read_only {
                     continue; // placed by normalize when legal
+                }
+                if o.blind {
+                    if blind_tried {
+                        continue;
+                    }
+                    blind_tried = true;
                 }
                 self.steps += 1;
                 let nexts = match self.spec.step(&state, o.input, o.output) {

@@ -138,6 +138,18 @@ pub trait Spec: Sync {
         Claim::None
     }
 
+    /// Optional symmetry hint: which of one key's operations (input, output;
+    /// `None`: unknown outcome) are *blind writes*. The contract: a blind
+    /// write has an unknown outcome, is legal in every state, and any two
+    /// blind writes applied to the same state lead to states that no other
+    /// operation of the key can tell apart (the same ones are legal, with
+    /// outputs that again cannot tell them apart): e.g. puts of values that
+    /// no operation reads or expects. The checker then tries only one pending
+    /// blind write at each point instead of every one. Default: none.
+    fn blind_writes(&self, ops: &[(&Self::Input, Option<&Self::Output>)]) -> Vec<bool> {
+        vec![false; ops.len()]
+    }
+
     /// A short human description of an operation and its output, for reports.
     /// Default: the `Debug` forms.
     fn describe_op(&self, input: &Self::Input, output: Option<&Self::Output>) -> String {

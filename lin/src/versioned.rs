@@ -253,12 +253,11 @@ fn witness<P: Spec>(
     // known ones must be placed (earliest deadline first), unknown ones may.
     let mut mand: BTreeSet<(i64, i64, usize)> = BTreeSet::new();
     let mut opt: BTreeSet<(i64, usize)> = BTreeSet::new();
+    // Blind unknown writes are interchangeable: one of them (the earliest
+    // invoked) is tried where any would do.
+    let mut blind: BTreeSet<(i64, usize)> = BTreeSet::new();
     for &f in &floaters {
-        if ops[f].output.is_some() {
-            mand.insert((ret(&ops[f]), ops[f].call, f));
-        } else {
-            opt.insert((ops[f].call, f));
-        }
+        pool_insert(ops, f, &mut mand, &mut opt, &mut blind);
     }
     let vlimit = vmax + mand.len() as u64 + 1;
     let mut used = vec![false; ops.len()];
@@ -324,18 +323,37 @@ fn witness<P: Spec>(
                         }
                     }
                 }
+                // Unknown writes whose result someone observes (values are
+                // usually unique, so few fit), then one blind write.
+                // Those invoked later: the first few only.
                 let mut k = 0;
+                let mut later = 0;
                 for &(call, f) in opt.iter() {
+                    if call > t {
+                        later += 1;
+                        if later > 16 {
+                            break;
+                        }
+                    }
                     if let Some(ns) = first_state(spec, &state, &ops[f], fits) {
                         if call <= t {
                             cands.push((f, ns));
                             k += 1;
-                            if k >= 4 {
+                            if k >= 16 {
                                 break;
                             }
                         } else {
                             late.push((call, f, ns));
                             break;
+                        }
+                    }
+                }
+                if let Some(&(call, f)) = blind.first() {
+                    if let Some(ns) = first_state(spec, &state, &ops[f], fits) {
+                        if call <= t {
+                            cands.push((f, ns));
+                        } else {
+                            late.push((call, f, ns));
                         }
                     }
                 }
@@ -355,7 +373,8 @@ fn witness<P: Spec>(
                         None => break,
                     }
                 }
-                late.sort_by_key(|x| (x.0, x.1));
+                // Blind writes last: they only fill a version nobody looks at.
+                late.sort_by_key(|x| (ops[x.1].blind, x.0, x.1));
                 let (urgent, late): (Vec<_>, Vec<_>) = late
                     .into_iter()
                     .partition(|(_, f, _)| ops[*f].output.is_some() && ret(&ops[*f]) < bound);
@@ -368,7 +387,9 @@ fn witness<P: Spec>(
                     // Backjump: undo the latest choice that took a write
                     // which would fit here.
                     let mut target = None;
-                    for (fi, fr) in stack.iter().enumerate().rev() {
+                    // (Among the latest few: a scan of the whole stack at
+                    // every dead end would be quadratic.)
+                    for (fi, fr) in stack.iter().enumerate().rev().take(64) {
                         let (f, _) = &fr.cands[fr.next.saturating_sub(1)];
                         if fr.next > 0
                             && t.max(ops[*f].call) <= ret(&ops[*f])
@@ -417,11 +438,7 @@ fn witness<P: Spec>(
                     if let Some(i) = log.pop() {
                         used[i] = false;
                         if floaters.binary_search(&i).is_ok() {
-                            if ops[i].output.is_some() {
-                                mand.insert((ret(&ops[i]), ops[i].call, i));
-                            } else {
-                                opt.insert((ops[i].call, i));
-                            }
+                            pool_insert(ops, i, &mut mand, &mut opt, &mut blind);
                         }
                     }
                 }
@@ -432,6 +449,7 @@ fn witness<P: Spec>(
                 log.push(f);
                 mand.remove(&(ret(&ops[f]), ops[f].call, f));
                 opt.remove(&(ops[f].call, f));
+                blind.remove(&(ops[f].call, f));
                 state = ns;
                 t = p;
                 placed.push((p, v, 0, f));
@@ -523,6 +541,25 @@ fn witness<P: Spec>(
     }
     placed.sort_unstable();
     Some(placed)
+}
+
+/// Puts a write without a claim back into the pool it is chosen from: known
+/// ones by deadline, unknown ones by invocation, blind ones apart.
+fn pool_insert<I, O>(
+    ops: &[KOp<'_, I, O>],
+    f: usize,
+    mand: &mut BTreeSet<(i64, i64, usize)>,
+    opt: &mut BTreeSet<(i64, usize)>,
+    blind: &mut BTreeSet<(i64, usize)>,
+) {
+    let o = &ops[f];
+    if o.output.is_some() {
+        mand.insert((o.ret.unwrap_or(i64::MAX), o.call, f));
+    } else if o.blind {
+        blind.insert((o.call, f));
+    } else {
+        opt.insert((o.call, f));
+    }
 }
 
 /// Replays a candidate order: every point inside its operation's interval,
