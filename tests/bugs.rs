@@ -53,6 +53,9 @@ fn each_checker_catches_its_bug() {
         ("ignore_retry_after", "R2"),
         ("skip_if_match", "linearizability"),
         ("ack_before_sync", "linearizability"),
+        ("rmw_blind_fallback", "increments"),
+        ("same_body_keeps_etag", "E1"),
+        ("restart_drops_partition", "liveness"),
     ] {
         let caught = (0..200).any(|seed| {
             let mut s = Scenario::new(occ, seed);

@@ -59,6 +59,16 @@ model_bugs! {
     /// Client: retries a 429 at once instead of waiting for the server's
     /// `x-ms-retry-after-ms`.
     ignore_retry_after,
+    /// Client: the read–modify–write helper, after losing a race (412/409),
+    /// falls back to an unconditional put of its new body, which loses the
+    /// winner's update. Every single request is answered correctly.
+    rmw_blind_fallback,
+    /// Store: a put whose body equals the current body keeps the current ETag
+    /// (a "no change" shortcut), so an identical body gets no fresh ETag. Breaks E1.
+    same_body_keeps_etag,
+    /// Server: after a restart, the server stops serving the first partition
+    /// it is asked for after the restart: every request for it gets 503.
+    restart_drops_partition,
 }
 
 #[cfg(test)]

@@ -94,9 +94,11 @@ pub struct ServerConfig {
     pub faults: FaultRates,
     /// How long a log sync takes, ms range.
     pub fsync_ms: (u64, u64),
-    /// The seeded bugs: the server reads `ack_before_sync` and hands the set
-    /// to its partitions.
+    /// The seeded bugs: the server reads `ack_before_sync` and
+    /// `restart_drops_partition` and hands the set to its partitions.
     pub bugs: ModelBugs,
+    /// 0 on the node's first start, +1 on each restart.
+    pub incarnation: u32,
 }
 
 /// What the server counts, for the run summary.
@@ -139,6 +141,7 @@ pub async fn serve(
     // Reused for every answer and log record.
     let mut out = Vec::new();
     let mut record = Vec::new();
+    let mut dropped: Option<u32> = None;
     loop {
         let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else {
             continue;
@@ -146,6 +149,18 @@ pub async fn serve(
         let Some(req) = wire::from_bytes::<WireRequest>(&buf[..len]) else {
             continue;
         };
+        if cfg.bugs.restart_drops_partition && cfg.incarnation > 0 {
+            // The seeded bug: the first partition asked for after a restart is never served.
+            if *dropped.get_or_insert(req.partition) == req.partition {
+                let reply = WireReply::Transient {
+                    status: 503,
+                    sub_status: sub_status::NONE,
+                    retry_after_ms: None,
+                };
+                send(&ep, from, req.req_id, reply, &mut out).await;
+                continue;
+            }
+        }
         let f = &cfg.faults;
         let draw: f64 = rng.gen();
         let is_write = req.op.is_write();

@@ -53,6 +53,24 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["linearizability", "E1"],
     },
+    BugInfo {
+        name: "rmw_blind_fallback",
+        what: "the read-modify-write helper falls back to an unconditional put after losing a race, so an acknowledged increment is lost",
+        scenarios: &["occ"],
+        caught_by: &["increments"],
+    },
+    BugInfo {
+        name: "same_body_keeps_etag",
+        what: "a put of the body an item already has keeps its ETag instead of getting a fresh one",
+        scenarios: &["occ"],
+        caught_by: &["E1", "linearizability"],
+    },
+    BugInfo {
+        name: "restart_drops_partition",
+        what: "a restarted server answers 503 forever to the first partition it is asked for after the restart",
+        scenarios: &["occ"],
+        caught_by: &["liveness"],
+    },
 ];
 
 /// The names of every bug of the table.

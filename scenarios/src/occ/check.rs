@@ -5,10 +5,13 @@
 use super::history::{Call, Outcome};
 use super::retry::{check_retries, RetryCase, RetryRules, Surfaced};
 use super::spec::{Cond, ItemOp, ItemResult, ItemSpec, Match, Orphan, Tag};
+use super::workload::PROBE_CLIENT;
 use overcast_model::retry::RetryOptions;
+use overcast_model::wire;
 use overcast_sim::check::fresh::check_fresh;
+use overcast_sim::check::LIVENESS;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
-use overcast_sim::history::History;
+use overcast_sim::history::{AttemptResult, History, OpRecord};
 use overcast_sim::lin::{self, Operation};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
@@ -112,6 +115,221 @@ impl Checker<OccHistory> for RetryDiscipline {
         Checked::new(Verdict::from_violations(
             check_retries(&rules, cases).into_iter().collect(),
         ))
+    }
+}
+
+/// The application's invariant over the counter items (`n0`, ...), judged
+/// on the probe's final read after the heal: every acknowledged increment's
+/// token is in the body exactly once, every unknown one at most once, and no
+/// other token is there.
+pub struct Increments;
+
+/// What became of one increment token, from the puts that carried it.
+#[derive(Clone, Copy, Debug, Default)]
+struct TokenFate {
+    acked: bool,
+    unknown: bool,
+}
+
+impl Checker<OccHistory> for Increments {
+    fn properties(&self) -> &'static [&'static str] {
+        &["increments"]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let mut fates: BTreeMap<&str, BTreeMap<&str, TokenFate>> = BTreeMap::new();
+        let mut finals: BTreeMap<&str, &OpRecord<Call, Outcome>> = BTreeMap::new();
+        for o in &history.ops {
+            if !o.key.starts_with('n') {
+                continue;
+            }
+            if o.client == PROBE_CLIENT {
+                if o.call.op == "read"
+                    && matches!(
+                        o.result,
+                        Some(Outcome::Response {
+                            status: 200 | 404,
+                            ..
+                        })
+                    )
+                    && finals
+                        .get(o.key.as_str())
+                        .is_none_or(|f| f.invoke_ns < o.invoke_ns)
+                {
+                    finals.insert(&o.key, o);
+                }
+                continue;
+            }
+            let Some(token) = o
+                .call
+                .body
+                .as_deref()
+                .and_then(|b| b.split_whitespace().last())
+            else {
+                continue;
+            };
+            let fate = fates.entry(&o.key).or_default().entry(token).or_default();
+            match &o.result {
+                None => fate.unknown = true,
+                Some(Outcome::Response {
+                    status: 200 | 201, ..
+                }) => fate.acked = true,
+                _ => {}
+            }
+        }
+        let mut violations = Vec::new();
+        for (item, tokens) in &fates {
+            let Some(last) = finals.get(item) else {
+                return Checked::new(Verdict::Undecided {
+                    reason: format!("the probe never read {item} after the heal"),
+                });
+            };
+            let body = match &last.result {
+                Some(Outcome::Response { body, .. }) => body.as_deref().unwrap_or(""),
+                _ => "",
+            };
+            let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+            for t in body.split_whitespace() {
+                *count.entry(t).or_default() += 1;
+            }
+            let mut bad = |message: String| {
+                violations.push(Violation {
+                    property: "increments".into(),
+                    message,
+                    ops: vec![last.id],
+                })
+            };
+            for (token, fate) in tokens {
+                let n = count.get(token).copied().unwrap_or(0);
+                if fate.acked && n != 1 {
+                    bad(format!("{item}: the increment {token} was acknowledged, but the final body (op {}) holds it {n} times", last.id));
+                } else if !fate.acked && fate.unknown && n > 1 {
+                    bad(format!("{item}: the increment {token} (outcome unknown) is in the final body (op {}) {n} times", last.id));
+                }
+            }
+            for (token, n) in &count {
+                let known = tokens.get(token).is_some_and(|f| f.acked || f.unknown);
+                if !known {
+                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id));
+                }
+            }
+        }
+        Checked::new(Verdict::from_violations(violations))
+    }
+}
+
+/// Liveness after the heal: the probe read and conditionally wrote every
+/// item within its bound. A failure names the item, the operation pending,
+/// what the probe last heard and from which server.
+pub struct ProbeLiveness {
+    /// Servers in the run (partition `p` is on server `p % servers`).
+    pub servers: usize,
+    /// Partitions in the run.
+    pub partitions: u32,
+    /// Every item the probe must reach.
+    pub items: Vec<String>,
+    /// The bound, ms after the probe's start.
+    pub bound_ms: u64,
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+impl Checker<OccHistory> for ProbeLiveness {
+    fn properties(&self) -> &'static [&'static str] {
+        &[LIVENESS]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let probe: Vec<&OpRecord<Call, Outcome>> = history
+            .ops
+            .iter()
+            .filter(|o| o.client == PROBE_CLIENT)
+            .collect();
+        let violation = |message: String, ops: Vec<u64>| Violation {
+            property: LIVENESS.into(),
+            message,
+            ops,
+        };
+        let Some(start) = probe.iter().map(|o| o.invoke_ns).min() else {
+            return Checked::new(Verdict::Broken {
+                violations: vec![violation(
+                    "the probe never ran after the heal".into(),
+                    vec![],
+                )],
+            });
+        };
+        let end = start + self.bound_ms * 1_000_000;
+        let run_end = history
+            .events
+            .iter()
+            .find(|e| e.what == "end")
+            .map_or(u64::MAX, |e| e.at_ns);
+        let mut violations = Vec::new();
+        for item in &self.items {
+            let ops: Vec<_> = probe.iter().filter(|o| &o.key == item).collect();
+            let done = |op: &str, ok: &[u16]| {
+                ops.iter().any(|o| {
+                    o.call.op == op
+                        && o.return_ns.is_some_and(|r| r <= end)
+                        && matches!(&o.result, Some(Outcome::Response { status, .. }) if ok.contains(status))
+                })
+            };
+            let pending = if !done("read", &[200, 404]) {
+                "read"
+            } else if !done("put", &[200, 201]) {
+                "conditional write"
+            } else {
+                continue;
+            };
+            if run_end < end {
+                return Checked::new(Verdict::Undecided {
+                    reason: format!(
+                        "the run ended {} after the probe started, before its bound of {} ms (the quiet phase is too short)",
+                        secs(run_end - start),
+                        self.bound_ms
+                    ),
+                });
+            }
+            let server = wire::partition_of(item, self.partitions) as usize % self.servers.max(1);
+            let name = format!("server-{server}");
+            let since = ops.first().map_or(end, |o| o.invoke_ns);
+            let heard = match ops.last().and_then(|o| o.attempts.last()) {
+                None => format!("the probe never reached it ({name} serves it)"),
+                Some(a) => match &a.result {
+                    AttemptResult::Timeout => format!(
+                        "its last attempt (at {}) timed out waiting for {name}",
+                        secs(a.sent_ns)
+                    ),
+                    AttemptResult::Status { status, .. } => {
+                        format!(
+                            "its last attempt (at {}) was answered {status} by {name}",
+                            secs(a.sent_ns)
+                        )
+                    }
+                },
+            };
+            let restarted = history
+                .events
+                .iter()
+                .filter(|e| e.what == format!("restart {name}"))
+                .map(|e| e.at_ns)
+                .next_back()
+                .map_or(String::new(), |t| {
+                    format!(", which restarted at {}", secs(t))
+                });
+            violations.push(violation(
+                format!(
+                    "probe: {pending} of {item} pending since {} (bound {} ms after the probe started at {}); {heard}{restarted}",
+                    secs(since.min(end)),
+                    self.bound_ms,
+                    secs(start),
+                ),
+                ops.last().map(|o| vec![o.id]).unwrap_or_default(),
+            ));
+        }
+        Checked::new(Verdict::from_violations(violations))
     }
 }
 

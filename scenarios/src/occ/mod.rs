@@ -12,7 +12,9 @@ pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter};
 use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
-use check::{EtagFreshness, Linearizability, OccHistory, RetryDiscipline};
+use check::{
+    EtagFreshness, Increments, Linearizability, OccHistory, ProbeLiveness, RetryDiscipline,
+};
 use history::{Call, Outcome};
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
@@ -25,6 +27,7 @@ use overcast_sim::rng::stream;
 use overcast_sim::world::{Role, Topology};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +37,12 @@ pub const CONTAINER: &str = "docs";
 /// Name of item `i`; each item is its own partition key, so items spread over partitions.
 pub fn item_name(i: usize) -> String {
     format!("k{i}")
+}
+
+/// Name of counter item `i`: touched only by increments (token appends) and
+/// the probe, so its final body can be checked against what was acknowledged.
+pub fn counter_name(i: usize) -> String {
+    format!("n{i}")
 }
 
 /// Relative weights of the operations a client picks from.
@@ -53,6 +62,14 @@ pub struct OpMix {
     /// Reads with `If-None-Match` on the last ETag the client saw (304 if unchanged).
     #[serde(default)]
     pub conditional_read: u32,
+    /// Increments of a counter item: a read–modify–write appending the
+    /// client's own token to the body.
+    #[serde(default)]
+    pub increment: u32,
+    /// Puts with `If-Match` of the body the item already has (it must still
+    /// get a fresh ETag).
+    #[serde(default)]
+    pub same_body: u32,
 }
 
 impl Default for OpMix {
@@ -64,6 +81,8 @@ impl Default for OpMix {
             read_modify_write: 30,
             conditional_delete: 10,
             conditional_read: 10,
+            increment: 15,
+            same_body: 5,
         }
     }
 }
@@ -94,6 +113,23 @@ pub struct OccParams {
     pub retry: RetryOptions,
     /// Log sync latency range, ms.
     pub fsync_ms: (u64, u64),
+    /// Counter items (`n0`, `n1`, ...) the increments go to.
+    #[serde(default = "default_counters")]
+    pub counters: usize,
+    /// The probe's bound: after the heal, every item must have been read and
+    /// conditionally written within this many ms (the run's quiet phase must
+    /// be longer).
+    #[serde(default = "default_probe_bound_ms")]
+    pub probe_bound_ms: u64,
+}
+
+fn default_counters() -> usize {
+    2
+}
+
+fn default_probe_bound_ms() -> u64 {
+    // About 30 calls in sequence, a few of which may wait out a 6 s timeout.
+    60_000
 }
 
 impl Default for OccParams {
@@ -124,6 +160,8 @@ impl Default for OccParams {
             },
             retry: RetryOptions::default(),
             fsync_ms: (1, 3),
+            counters: default_counters(),
+            probe_bound_ms: default_probe_bound_ms(),
         }
     }
 }
@@ -165,7 +203,8 @@ impl ScenarioDef for Occ {
             faults: FaultMix::default(),
             fault_window_ms: 5_000,
             deadline_ms: 60_000,
-            quiet_ms: 1_000,
+            // The probe runs in the quiet phase: its bound plus a margin.
+            quiet_ms: default_probe_bound_ms() + 5_000,
         }
     }
 
@@ -210,6 +249,8 @@ impl ScenarioDef for Occ {
             + m.read_modify_write
             + m.conditional_delete
             + m.conditional_read
+            + m.increment
+            + m.same_body
             == 0
         {
             return Err("the op mix has no weight".into());
@@ -252,6 +293,7 @@ impl ScenarioDef for Occ {
         Topology::new(vec![
             Role::new("server", p.servers).with_disk().crashable(),
             Role::new("client", p.clients).awaited(),
+            Role::new("probe", 1),
         ])
     }
 
@@ -264,6 +306,8 @@ impl ScenarioDef for Occ {
         let params = p.clone();
         let program_stats = stats.clone();
         let program_recorder = recorder.clone();
+        // Clients that finished their workload: the probe starts after the last.
+        let finished = Arc::new(AtomicUsize::new(0));
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let stats = program_stats.clone();
@@ -275,6 +319,7 @@ impl ScenarioDef for Occ {
                     faults: p.server_faults.clone(),
                     fsync_ms: p.fsync_ms,
                     bugs,
+                    incarnation: env.incarnation,
                 };
                 let rng = stream(
                     env.seed,
@@ -288,7 +333,32 @@ impl ScenarioDef for Occ {
                     Box::new(rng),
                     stats,
                 ))
+            } else if env.role == "probe" {
+                let finished = finished.clone();
+                Box::pin(async move {
+                    let cfg = ClientConfig {
+                        servers: env.topology.addrs("server"),
+                        partitions: p.partitions,
+                        retry: p.retry.clone(),
+                        bugs,
+                    };
+                    let rng = stream(env.seed, "probe-sdk");
+                    let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
+                        return;
+                    };
+                    // The world heals every fault once every client is done, at its
+                    // next poll: start a little after that. (Clients that never finish
+                    // are the world's own liveness failure.)
+                    while finished.load(Ordering::Relaxed) < p.clients {
+                        madsim::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    madsim::time::sleep(Duration::from_millis(600)).await;
+                    let end_ns =
+                        overcast_model::client::sim_now_ns() + p.probe_bound_ms * 1_000_000;
+                    workload::probe(&p, &mut client, recorder, end_ns).await;
+                })
             } else {
+                let finished = finished.clone();
                 Box::pin(async move {
                     let cfg = ClientConfig {
                         servers: env.topology.addrs("server"),
@@ -314,6 +384,7 @@ impl ScenarioDef for Occ {
                         deadline_ns,
                     )
                     .await;
+                    finished.fetch_add(1, Ordering::Relaxed);
                 })
             };
             fut
@@ -344,6 +415,16 @@ impl ScenarioDef for Occ {
             Box::new(EtagFreshness),
             Box::new(RetryDiscipline {
                 retry: p.retry.clone(),
+            }),
+            Box::new(Increments),
+            Box::new(ProbeLiveness {
+                servers: p.servers,
+                partitions: p.partitions,
+                items: (0..p.keys)
+                    .map(item_name)
+                    .chain((0..p.counters).map(counter_name))
+                    .collect(),
+                bound_ms: p.probe_bound_ms,
             }),
         ]
     }

@@ -526,7 +526,8 @@ impl Spec for ItemSpec {
                 "the item to be absent (or its conditions to pass on an absent item)".into()
             }
             (_, 304) => "the item unchanged since the condition's ETag or date".into(),
-            (_, 200..=202) => "the conditions to hold (201: the item absent)".into(),
+            (_, 201) => "the conditions to hold on an absent item".into(),
+            (_, 200 | 202) => "the conditions to hold on a present item".into(),
             (_, 409) => "the item to exist".into(),
             (_, 412) => "a condition to fail".into(),
             (_, 400) => "an illegal header combination".into(),

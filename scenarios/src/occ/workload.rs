@@ -5,19 +5,35 @@
 //! crash stays in the history with an unknown outcome).
 
 use super::history::{attempt, Call, Outcome};
-use super::{item_name, OccParams, CONTAINER};
+use super::{counter_name, item_name, OccParams, CONTAINER};
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
+use overcast_model::retry::FinalOutcome;
 use overcast_model::store::{Conditions, ETag, ItemKey, StoreRequest};
 use overcast_sim::history::{OpRecord, Recorder, Slot};
 use rand::Rng;
 use std::collections::BTreeMap;
 
-/// Records each call into the history and remembers the last ETag seen per item.
-struct Observer {
+/// Records each call into the history and remembers the last ETag (and
+/// body, when known) seen per item.
+pub(crate) struct Observer {
     client: usize,
     recorder: Recorder<Call, Outcome>,
     etags: BTreeMap<String, ETag>,
+    bodies: BTreeMap<String, String>,
     in_flight: Option<Slot>,
+}
+
+impl Observer {
+    /// An observer recording as client `client`.
+    pub(crate) fn new(client: usize, recorder: Recorder<Call, Outcome>) -> Observer {
+        Observer {
+            client,
+            recorder,
+            etags: BTreeMap::new(),
+            bodies: BTreeMap::new(),
+            in_flight: None,
+        }
+    }
 }
 
 impl CallObserver for Observer {
@@ -48,6 +64,15 @@ impl CallObserver for Observer {
         {
             if matches!(status, 200 | 201) {
                 self.etags.insert(key.id.clone(), ETag(e.clone()));
+                let body = match (request, &outcome) {
+                    (StoreRequest::Put { body, .. }, _) => Some(body.clone()),
+                    (_, Some(Outcome::Response { body, .. })) => body.clone(),
+                    _ => None,
+                };
+                match body {
+                    Some(b) => self.bodies.insert(key.id.clone(), b),
+                    None => self.bodies.remove(&key.id),
+                };
             }
         }
         if let (
@@ -58,6 +83,7 @@ impl CallObserver for Observer {
         ) = (request, &outcome)
         {
             self.etags.remove(&key.id);
+            self.bodies.remove(&key.id);
         }
         if let Some(slot) = self.in_flight.take() {
             self.recorder.complete(
@@ -81,12 +107,7 @@ pub async fn client_workload(
     deadline_ns: u64,
 ) {
     let mut rng = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
-    let mut obs = Observer {
-        client: client_id,
-        recorder,
-        etags: BTreeMap::new(),
-        in_flight: None,
-    };
+    let mut obs = Observer::new(client_id, recorder);
     let m = &s.mix;
     let weights = [
         m.read,
@@ -95,6 +116,8 @@ pub async fn client_workload(
         m.read_modify_write,
         m.conditional_delete,
         m.conditional_read,
+        m.increment,
+        m.same_body,
     ];
     let total: u32 = weights.iter().sum();
     for n in 0..s.ops_per_client {
@@ -171,6 +194,40 @@ pub async fn client_workload(
                     .observed_call(StoreRequest::Delete { key, conditions }, &mut obs)
                     .await;
             }
+            6 => {
+                // The application's own meaning: append this increment's token
+                // to a counter item (the helper retries on a lost race).
+                let counter = counter_name(rng.gen_range(0..s.counters.max(1)));
+                let key = ItemKey::new(CONTAINER, counter.clone(), counter);
+                let token = format!("c{client_id}.{n}");
+                let outcome: RmwOutcome = client
+                    .read_modify_write(
+                        &key,
+                        |old| match old {
+                            Some(old) if !old.is_empty() => format!("{old} {token}"),
+                            _ => token.clone(),
+                        },
+                        s.rmw_max_tries,
+                        &mut obs,
+                    )
+                    .await;
+                tracing::trace!(?outcome, "increment");
+            }
+            7 => {
+                // Write the body the item already has: it must still get a fresh ETag.
+                let request = match (obs.etags.get(&id), obs.bodies.get(&id)) {
+                    (Some(e), Some(b)) => StoreRequest::Put {
+                        key,
+                        body: b.clone(),
+                        conditions: Conditions::if_match(e.clone()),
+                    },
+                    _ => StoreRequest::Read {
+                        key,
+                        conditions: Conditions::none(),
+                    },
+                };
+                client.observed_call(request, &mut obs).await;
+            }
             _ => {
                 // 304 if the item is still at the version this client last saw.
                 let conditions = match obs.etags.get(&id) {
@@ -181,6 +238,74 @@ pub async fn client_workload(
                     .observed_call(StoreRequest::Read { key, conditions }, &mut obs)
                     .await;
             }
+        }
+    }
+}
+
+/// The history's client id of the probe.
+pub const PROBE_CLIENT: usize = 1_000_000;
+
+/// The probe, run once every fault is healed: for every item, a read, a
+/// conditional write of the body it read (a create of an empty body if
+/// absent), and a final read, each retried until it succeeds or simulated
+/// time passes `end_ns`. What it did not finish, the liveness check names.
+pub async fn probe(
+    s: &OccParams,
+    client: &mut StoreClient,
+    recorder: Recorder<Call, Outcome>,
+    end_ns: u64,
+) {
+    let mut obs = Observer::new(PROBE_CLIENT, recorder);
+    let items = (0..s.keys)
+        .map(item_name)
+        .chain((0..s.counters).map(counter_name));
+    let pause = || madsim::time::sleep(std::time::Duration::from_millis(200));
+    let live = || overcast_model::client::sim_now_ns() < end_ns;
+    for id in items {
+        let key = ItemKey::new(CONTAINER, id.clone(), id.clone());
+        let read = || StoreRequest::Read {
+            key: key.clone(),
+            conditions: Conditions::none(),
+        };
+        // A read and a conditional write.
+        'item: while live() {
+            let r = client.observed_call(read(), &mut obs).await;
+            let put = match (&r.outcome, &r.response) {
+                (FinalOutcome::Response { status: 200 }, Some(resp)) => match &resp.item {
+                    Some(item) => StoreRequest::Put {
+                        key: key.clone(),
+                        body: item.body.clone().unwrap_or_default(),
+                        conditions: Conditions::if_match(item.etag.clone()),
+                    },
+                    None => break 'item,
+                },
+                (FinalOutcome::Response { status: 404 }, _) => StoreRequest::Put {
+                    key: key.clone(),
+                    body: String::new(),
+                    conditions: Conditions::if_none_match_any(),
+                },
+                _ => {
+                    pause().await;
+                    continue;
+                }
+            };
+            while live() {
+                let w = client.observed_call(put.clone(), &mut obs).await;
+                match w.outcome {
+                    FinalOutcome::Response { status: 200 | 201 } => break 'item,
+                    // Changed since the read: read again.
+                    FinalOutcome::Response { status: 412 | 409 } => continue 'item,
+                    _ => pause().await,
+                }
+            }
+        }
+        // The final read, which the application invariant judges.
+        while live() {
+            let r = client.observed_call(read(), &mut obs).await;
+            if matches!(r.outcome, FinalOutcome::Response { status: 200 | 404 }) {
+                break;
+            }
+            pause().await;
         }
     }
 }
