@@ -27,7 +27,7 @@ use overcast_sim::rng::stream;
 use overcast_sim::world::{Role, Topology};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -169,6 +169,11 @@ impl Default for OccParams {
 /// The `occ` scenario.
 pub struct Occ;
 
+/// Locks a mutex, also after a panic elsewhere (the data is a plain set).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn halve(n: usize, min: usize) -> Option<usize> {
     (n > min).then(|| (n / 2).max(min))
 }
@@ -201,7 +206,8 @@ impl ScenarioDef for Occ {
     fn defaults(&self) -> RunDefaults {
         RunDefaults {
             faults: FaultMix::default(),
-            fault_window_ms: 5_000,
+            // Spread over the whole workload (about 30 s of simulated time).
+            fault_window_ms: 30_000,
             deadline_ms: 60_000,
             // The probe runs in the quiet phase: its bound plus a margin.
             quiet_ms: default_probe_bound_ms() + 5_000,
@@ -292,7 +298,7 @@ impl ScenarioDef for Occ {
     fn topology(&self, p: &OccParams) -> Topology {
         Topology::new(vec![
             Role::new("server", p.servers).with_disk().crashable(),
-            Role::new("client", p.clients).awaited(),
+            Role::new("client", p.clients).awaited().crashable(),
             Role::new("probe", 1),
         ])
     }
@@ -306,8 +312,9 @@ impl ScenarioDef for Occ {
         let params = p.clone();
         let program_stats = stats.clone();
         let program_recorder = recorder.clone();
-        // Clients that finished their workload: the probe starts after the last.
-        let finished = Arc::new(AtomicUsize::new(0));
+        // The clients (by index) that finished their workload: the probe starts
+        // after the last.
+        let finished: Arc<Mutex<BTreeSet<usize>>> = Arc::default();
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let stats = program_stats.clone();
@@ -349,7 +356,7 @@ impl ScenarioDef for Occ {
                     // The world heals every fault once every client is done, at its
                     // next poll: start a little after that. (Clients that never finish
                     // are the world's own liveness failure.)
-                    while finished.load(Ordering::Relaxed) < p.clients {
+                    while lock(&finished).len() < p.clients {
                         madsim::time::sleep(Duration::from_millis(100)).await;
                     }
                     madsim::time::sleep(Duration::from_millis(600)).await;
@@ -360,13 +367,20 @@ impl ScenarioDef for Occ {
             } else {
                 let finished = finished.clone();
                 Box::pin(async move {
+                    // A client restarted after it finished its work has none left.
+                    if lock(&finished).contains(&env.index) {
+                        return;
+                    }
                     let cfg = ClientConfig {
                         servers: env.topology.addrs("server"),
                         partitions: p.partitions,
                         retry: p.retry.clone(),
                         bugs,
                     };
-                    let rng = stream(env.seed, &format!("client-{}-sdk", env.index));
+                    let rng = stream(
+                        env.seed,
+                        &format!("client-{}-sdk-{}", env.index, env.incarnation),
+                    );
                     let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
                         tracing::error!("client {} could not bind", env.index);
                         return;
@@ -374,17 +388,9 @@ impl ScenarioDef for Occ {
                     // A restarted client is a new process: a fresh identity.
                     let id = env.index + env.incarnation as usize * p.clients;
                     let deadline_ns = env.deadline.as_nanos() as u64;
-                    workload::client_workload(
-                        p,
-                        env.seed,
-                        env.index,
-                        id,
-                        &mut client,
-                        recorder,
-                        deadline_ns,
-                    )
-                    .await;
-                    finished.fetch_add(1, Ordering::Relaxed);
+                    workload::client_workload(p, env.seed, id, &mut client, recorder, deadline_ns)
+                        .await;
+                    lock(&finished).insert(env.index);
                 })
             };
             fut

@@ -100,13 +100,13 @@ impl CallObserver for Observer {
 pub async fn client_workload(
     s: OccParams,
     seed: u64,
-    index: usize,
     client_id: usize,
     client: &mut StoreClient,
     recorder: Recorder<Call, Outcome>,
     deadline_ns: u64,
 ) {
-    let mut rng = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
+    // A restarted client (a fresh id) draws a workload of its own.
+    let mut rng = overcast_sim::rng::stream(seed, &format!("client-{client_id}-workload"));
     let mut obs = Observer::new(client_id, recorder);
     let m = &s.mix;
     let weights = [
@@ -131,7 +131,7 @@ pub async fn client_workload(
         };
         let id = item_name(item);
         let key = ItemKey::new(CONTAINER, id.clone(), id.clone());
-        let body = format!("c{index}.{n}");
+        let body = format!("c{client_id}.{n}");
         let mut pick = rng.gen_range(0..total.max(1));
         let mut kind = 0;
         while kind < weights.len() - 1 && pick >= weights[kind] {
