@@ -56,6 +56,7 @@ fn each_checker_catches_its_bug() {
         ("rmw_blind_fallback", "increments"),
         ("same_body_keeps_etag", "E1"),
         ("restart_drops_partition", "liveness"),
+        ("last_modified_rounded", "linearizability"),
     ] {
         let caught = (0..200).any(|seed| {
             let mut s = Scenario::new(occ, seed);

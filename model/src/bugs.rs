@@ -69,6 +69,10 @@ model_bugs! {
     /// Server: after a restart, the server stops serving the first partition
     /// it is asked for after the restart: every request for it gets 503.
     restart_drops_partition,
+    /// Store: date conditions are evaluated against Last-Modified rounded to
+    /// the nearest second instead of truncated to it (SPEC §0 "Clock
+    /// granularity"), so a date in the item's own second can decide wrongly.
+    last_modified_rounded,
 }
 
 #[cfg(test)]

@@ -299,7 +299,11 @@ impl Store {
     fn current(&self, key: &ItemKey) -> Option<Current<'_>> {
         self.item(key).map(|item| Current {
             etag: &item.etag,
-            last_modified: item.last_modified,
+            last_modified: if self.bugs.last_modified_rounded {
+                (item.last_modified + 500) / 1000 * 1000
+            } else {
+                item.last_modified
+            },
         })
     }
 

@@ -71,6 +71,12 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["liveness"],
     },
+    BugInfo {
+        name: "last_modified_rounded",
+        what: "date conditions compare against Last-Modified rounded to the nearest second instead of truncated",
+        scenarios: &["occ"],
+        caught_by: &["linearizability"],
+    },
 ];
 
 /// The names of every bug of the table.

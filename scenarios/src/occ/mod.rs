@@ -70,6 +70,11 @@ pub struct OpMix {
     /// get a fresh ETag).
     #[serde(default)]
     pub same_body: u32,
+    /// Requests with the other condition shapes of SPEC §1.1.3/§1.1.4: dates
+    /// (from the client's own clock or a Last-Modified it saw), several ETags
+    /// in one header, `If-Match` on reads, illegal combinations.
+    #[serde(default)]
+    pub conditions: u32,
 }
 
 impl Default for OpMix {
@@ -83,6 +88,7 @@ impl Default for OpMix {
             conditional_read: 10,
             increment: 15,
             same_body: 5,
+            conditions: 10,
         }
     }
 }
@@ -257,6 +263,7 @@ impl ScenarioDef for Occ {
             + m.conditional_read
             + m.increment
             + m.same_body
+            + m.conditions
             == 0
         {
             return Err("the op mix has no weight".into());
@@ -388,8 +395,16 @@ impl ScenarioDef for Occ {
                     // A restarted client is a new process: a fresh identity.
                     let id = env.index + env.incarnation as usize * p.clients;
                     let deadline_ns = env.deadline.as_nanos() as u64;
-                    workload::client_workload(p, env.seed, id, &mut client, recorder, deadline_ns)
-                        .await;
+                    workload::client_workload(
+                        p,
+                        env.seed,
+                        id,
+                        &mut client,
+                        recorder,
+                        deadline_ns,
+                        env.clock.clone(),
+                    )
+                    .await;
                     lock(&finished).insert(env.index);
                 })
             };

@@ -8,7 +8,8 @@ use super::history::{attempt, Call, Outcome};
 use super::{counter_name, item_name, OccParams, CONTAINER};
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
 use overcast_model::retry::FinalOutcome;
-use overcast_model::store::{Conditions, ETag, ItemKey, StoreRequest};
+use overcast_model::store::{Conditions, ETag, EtagMatch, ItemKey, StoreRequest};
+use overcast_sim::clock::NodeClock;
 use overcast_sim::history::{OpRecord, Recorder, Slot};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ pub(crate) struct Observer {
     recorder: Recorder<Call, Outcome>,
     etags: BTreeMap<String, ETag>,
     bodies: BTreeMap<String, String>,
+    last_modified: BTreeMap<String, u64>,
     in_flight: Option<Slot>,
 }
 
@@ -31,6 +33,7 @@ impl Observer {
             recorder,
             etags: BTreeMap::new(),
             bodies: BTreeMap::new(),
+            last_modified: BTreeMap::new(),
             in_flight: None,
         }
     }
@@ -53,6 +56,16 @@ impl CallObserver for Observer {
 
     fn on_call(&mut self, request: &StoreRequest, result: &CallResult) {
         let outcome = Outcome::from_result(result);
+        if let (
+            Some(key),
+            Some(Outcome::Response {
+                last_modified: Some(lm),
+                ..
+            }),
+        ) = (request.key(), &outcome)
+        {
+            self.last_modified.insert(key.id.clone(), *lm);
+        }
         if let (
             Some(key),
             Some(Outcome::Response {
@@ -104,6 +117,7 @@ pub async fn client_workload(
     client: &mut StoreClient,
     recorder: Recorder<Call, Outcome>,
     deadline_ns: u64,
+    clock: NodeClock,
 ) {
     // A restarted client (a fresh id) draws a workload of its own.
     let mut rng = overcast_sim::rng::stream(seed, &format!("client-{client_id}-workload"));
@@ -118,6 +132,7 @@ pub async fn client_workload(
         m.conditional_read,
         m.increment,
         m.same_body,
+        m.conditions,
     ];
     let total: u32 = weights.iter().sum();
     for n in 0..s.ops_per_client {
@@ -228,6 +243,10 @@ pub async fn client_workload(
                 };
                 client.observed_call(request, &mut obs).await;
             }
+            8 => {
+                let request = odd_conditions(&mut rng, &obs, &clock, key, body);
+                client.observed_call(request, &mut obs).await;
+            }
             _ => {
                 // 304 if the item is still at the version this client last saw.
                 let conditions = match obs.etags.get(&id) {
@@ -306,6 +325,120 @@ pub async fn probe(
                 break;
             }
             pause().await;
+        }
+    }
+}
+
+/// A request with one of the condition shapes of SPEC §1.1.3 and §1.1.4 the
+/// other operations never send: `If-Match` on reads, several ETags in one
+/// header, date conditions (from this client's own, possibly skewed, clock or
+/// from a Last-Modified it has seen, give or take a second), and illegal
+/// combinations (400, nothing changed).
+fn odd_conditions(
+    rng: &mut impl Rng,
+    obs: &Observer,
+    clock: &NodeClock,
+    key: ItemKey,
+    body: String,
+) -> StoreRequest {
+    let etag = obs.etags.get(&key.id).cloned();
+    let stranger = ETag::quoted("0x8DFFFFFFFFFFFFFF");
+    let seen = etag.clone().unwrap_or_else(|| stranger.clone());
+    let (shape, sub, coin, coin2) = (
+        rng.gen_range(0..12),
+        rng.gen_range(0..3),
+        rng.gen_bool(0.5),
+        rng.gen_bool(0.5),
+    );
+    let mut date = || match (obs.last_modified.get(&key.id), rng.gen_bool(0.5)) {
+        (Some(lm), true) => (lm + rng.gen_range(0..3) * 1000).saturating_sub(1000),
+        _ => clock.now_ms().saturating_sub(rng.gen_range(0..5_000)),
+    };
+    let c = |f: &dyn Fn(&mut Conditions)| {
+        let mut c = Conditions::none();
+        f(&mut c);
+        c
+    };
+    let read = |conditions| StoreRequest::Read {
+        key: key.clone(),
+        conditions,
+    };
+    let put = |conditions| StoreRequest::Put {
+        key: key.clone(),
+        body: body.clone(),
+        conditions,
+    };
+    match shape {
+        0 => read(match &etag {
+            Some(e) => Conditions::if_match(e.clone()),
+            None => Conditions::if_match_any(),
+        }),
+        1 => read(c(&|c| {
+            c.if_none_match = Some(EtagMatch::Tags(vec![stranger.clone(), seen.clone()]))
+        })),
+        2 => read(c(&|c| {
+            c.if_match = Some(EtagMatch::Tags(vec![stranger.clone(), seen.clone()]))
+        })),
+        3 => read(Conditions::if_modified_since(date())),
+        4 => read(Conditions::if_unmodified_since(date())),
+        5 => {
+            let (a, b) = (date(), date());
+            read(c(&|c| {
+                c.if_modified_since = Some(vec![a]);
+                c.if_unmodified_since = Some(vec![b]);
+            }))
+        }
+        6 => read(Conditions::if_none_match_any()),
+        7 => {
+            let (a, b) = (date(), date());
+            read(c(&|c| c.if_modified_since = Some(vec![a, b])))
+        }
+        8 => {
+            let t = date();
+            put(c(&|c| {
+                c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                c.if_unmodified_since = Some(vec![t]);
+            }))
+        }
+        9 => {
+            let t = date();
+            put(c(&|c| {
+                c.if_none_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                c.if_modified_since = Some(vec![t]);
+            }))
+        }
+        10 => match sub {
+            // Illegal: a pair other than the two allowed, or two ETags on a write.
+            0 => put(c(&|c| {
+                c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                c.if_none_match = Some(EtagMatch::Any);
+            })),
+            1 => put(c(&|c| {
+                c.if_match = Some(EtagMatch::Tags(vec![seen.clone(), stranger.clone()]))
+            })),
+            _ => {
+                let t = date();
+                StoreRequest::Delete {
+                    key: key.clone(),
+                    conditions: c(&|c| {
+                        c.if_match = Some(EtagMatch::Any);
+                        c.if_modified_since = Some(vec![t]);
+                    }),
+                }
+            }
+        },
+        _ => {
+            let t = date();
+            let conditions = if coin {
+                Conditions::if_unmodified_since(t)
+            } else {
+                Conditions::if_modified_since(t)
+            };
+            if coin2 {
+                put(conditions)
+            } else {
+                StoreRequest::Delete { key, conditions }
+            }
         }
     }
 }
