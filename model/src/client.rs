@@ -91,11 +91,16 @@ impl StoreClient {
         cfg: ClientConfig,
         rng: Box<dyn RngCore + Send>,
     ) -> std::io::Result<StoreClient> {
+        let mut rng = rng;
         let ep = Endpoint::bind("0.0.0.0:0").await?;
+        // Request ids start at a random point: a restarted process may get its
+        // predecessor's address, and a late answer to the predecessor's request
+        // must not match one of its own.
+        let next_req = rng.gen::<u64>() >> 1;
         Ok(StoreClient {
             ep,
             cfg,
-            next_req: 0,
+            next_req,
             rng,
             buf: vec![0u8; MAX_DATAGRAM],
             out: Vec::new(),
