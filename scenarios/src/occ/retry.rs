@@ -5,6 +5,9 @@
 use overcast_sim::check::Violation;
 use overcast_sim::history::{Attempt, AttemptResult};
 
+/// The wait after a 429 whose retry-after is 0 or missing (SPEC §4.2).
+pub const DEFAULT_RETRY_AFTER_MS: u64 = 5_000;
+
 /// The SDK's documented budget for throttled requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryRules {
@@ -94,7 +97,11 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
             throttled_retries += 1;
             let waited_ms = w[1].waited_ns / 1_000_000;
             throttled_wait_ms += waited_ms;
-            let asked = retry_after_ms.unwrap_or(0);
+            // SPEC §4.2: a retry-after of 0, or none, means 5 s.
+            let asked = match retry_after_ms {
+                Some(ms) if ms > 0 => ms,
+                _ => DEFAULT_RETRY_AFTER_MS,
+            };
             if waited_ms < asked {
                 return v(
                     "R2",
@@ -124,15 +131,25 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
             ),
         );
     }
-    // R3: the caller sees the last status (503 after 410s; unknown after a write timeout).
+    // R3 (SPEC §4.5): when the 410/449 window runs out the caller sees 503, or 449 if
+    // a 449 was pending (a pending 449 wins over 410s); a read's timeouts are 410s of
+    // that window, so they too end as 503; a write that timed out is unknown (408).
     let last = a.last()?;
+    let pending_449 = a
+        .iter()
+        .any(|x| matches!(x.result, AttemptResult::Status { status: 449, .. }));
     let ok = match (&last.result, case.surfaced) {
-        (AttemptResult::Status { status: 410, .. }, Surfaced::Status(s)) => s == 503,
+        (AttemptResult::Status { status: 410, .. }, Surfaced::Status(s)) => {
+            s == 503 || (s == 449 && pending_449)
+        }
         (AttemptResult::Status { status: 408, .. }, s) | (AttemptResult::Timeout, s) => {
             if case.idempotent {
-                matches!(s, Surfaced::TimedOut | Surfaced::Status(408))
+                matches!(
+                    s,
+                    Surfaced::TimedOut | Surfaced::Status(408) | Surfaced::Status(503)
+                )
             } else {
-                s == Surfaced::Unknown
+                s == Surfaced::Unknown || (s == Surfaced::Status(449) && pending_449)
             }
         }
         (AttemptResult::Status { status, .. }, Surfaced::Status(s)) => *status == s,
@@ -280,6 +297,55 @@ mod tests {
         let w = [at(0, AttemptResult::Timeout)];
         assert_eq!(
             case(false, &w, Surfaced::Status(408)).unwrap().property,
+            "R3"
+        );
+    }
+
+    #[test]
+    fn r2_holds_a_429_without_retry_after_to_the_5_s_default() {
+        // Retried 10 ms after the 429.
+        let quick = |after: Option<u64>| {
+            [
+                at(
+                    0,
+                    AttemptResult::Status {
+                        status: 429,
+                        retry_after_ms: after,
+                    },
+                ),
+                at(10, st(200)),
+            ]
+        };
+        for after in [None, Some(0)] {
+            assert_eq!(
+                case(false, &quick(after), Surfaced::Status(200))
+                    .unwrap()
+                    .property,
+                "R2",
+                "{after:?}"
+            );
+        }
+        assert_eq!(case(false, &quick(Some(5)), Surfaced::Status(200)), None);
+    }
+
+    #[test]
+    fn r3_follows_the_spec_wording_for_read_timeouts_and_a_pending_449() {
+        // A read whose timeouts ran out the transport window surfaces 503.
+        let r = [
+            at(0, AttemptResult::Timeout),
+            at(1000, AttemptResult::Timeout),
+        ];
+        assert_eq!(case(true, &r, Surfaced::Status(503)), None);
+        assert_eq!(
+            case(true, &r, Surfaced::Status(200)).unwrap().property,
+            "R3"
+        );
+        // A last 410 with a 449 pending surfaces 449; without one, 449 is wrong.
+        let w = [at(0, st(449)), at(10, st(410))];
+        assert_eq!(case(false, &w, Surfaced::Status(449)), None);
+        let g = [at(0, st(410)), at(10, st(410))];
+        assert_eq!(
+            case(false, &g, Surfaced::Status(449)).unwrap().property,
             "R3"
         );
     }
