@@ -47,20 +47,6 @@ pub fn run_defaults() -> RunDefaults {
     }
 }
 
-/// Half of `n`, not below `min`; `None` when `n` is at `min` already (a shrink step).
-pub fn halve(n: usize, min: usize) -> Option<usize> {
-    (n > min).then(|| (n / 2).max(min))
-}
-
-/// A single-candidate reduction: `f()` for index 0, nothing after.
-pub fn once<P>(i: usize, f: impl FnOnce() -> Option<P>) -> Option<P> {
-    if i == 0 {
-        f()
-    } else {
-        None
-    }
-}
-
 /// The fault rates with every fault point off (a shrink step).
 pub fn without_fault_points(f: &FaultRates) -> Option<FaultRates> {
     (f.throttle + f.retry_with + f.unavailable + f.gone + f.timeout > 0.0).then(|| FaultRates {

@@ -94,6 +94,20 @@ pub struct Deployment<H> {
 /// when there is no such candidate (single reductions answer only `i == 0`).
 pub type Reduction<P> = (&'static str, fn(&P, usize) -> Option<P>);
 
+/// Half of `n`, not below `min`; `None` when `n` is already at `min` (for reductions).
+pub fn halve(n: usize, min: usize) -> Option<usize> {
+    (n > min).then(|| (n / 2).max(min))
+}
+
+/// Makes a single-candidate reduction answer only for index 0.
+pub fn once<P>(i: usize, f: impl FnOnce() -> Option<P>) -> Option<P> {
+    if i == 0 {
+        f()
+    } else {
+        None
+    }
+}
+
 /// The history a run records, as the generic layer sees it.
 pub trait RunHistory: Send + 'static {
     /// Pretty JSON (the `.history.json` file).

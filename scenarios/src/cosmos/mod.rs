@@ -11,7 +11,8 @@ pub mod history;
 pub mod spec;
 pub mod workload;
 
-use crate::dialects::{self, halve, once, RetryDiscipline};
+use crate::dialects::{self, RetryDiscipline};
+use crate::registry::{halve, once};
 use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{BatchAtomicity, CosmosHistory, EtagFreshness, Linearizability};
 use history::{Call, Outcome};

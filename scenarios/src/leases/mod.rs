@@ -14,7 +14,7 @@ pub mod reference;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter};
-use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
+use crate::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{LeaseHistory, LeaseRecorder};
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::lease_holder::ClockBound;
@@ -180,14 +180,6 @@ pub fn shape_plan(plan: &mut FaultPlan, bound: Option<ClockBound>, pause_factor:
 
 /// The `leases` scenario.
 pub struct Leases;
-
-fn once(i: usize, f: impl FnOnce() -> Option<LeasesParams>) -> Option<LeasesParams> {
-    if i == 0 {
-        f()
-    } else {
-        None
-    }
-}
 
 impl ScenarioDef for Leases {
     type Params = LeasesParams;

@@ -11,7 +11,7 @@ pub mod spec;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
-use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
+use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{EtagFreshness, Linearizability, OccHistory, RetryDiscipline};
 use history::{Call, Outcome};
 use overcast_model::client::{ClientConfig, StoreClient};
@@ -136,19 +136,6 @@ pub const LIN_MAX_STEPS: u64 = 5_000_000;
 
 /// The `occ` scenario.
 pub struct Occ;
-
-fn halve(n: usize, min: usize) -> Option<usize> {
-    (n > min).then(|| (n / 2).max(min))
-}
-
-/// Makes a single-candidate reduction answer only for index 0.
-fn once(i: usize, f: impl FnOnce() -> Option<OccParams>) -> Option<OccParams> {
-    if i == 0 {
-        f()
-    } else {
-        None
-    }
-}
 
 impl ScenarioDef for Occ {
     type Params = OccParams;
