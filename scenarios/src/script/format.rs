@@ -810,8 +810,20 @@ impl Script {
                 }
             }
             if let Some(expect) = step.expect() {
-                validate_expect(expect, kind, &format!("{kind}.expect"), &mut names)
-                    .map_err(|(f, m)| at(&f, m))?;
+                // Names captured by a step are bound once its answer is checked:
+                // usable from the next step on.
+                let mut captured = Vec::new();
+                validate_expect(
+                    expect,
+                    kind,
+                    &format!("{kind}.expect"),
+                    &names,
+                    &mut captured,
+                )
+                .map_err(|(f, m)| at(&f, m))?;
+                for (name, k) in captured {
+                    names.insert(name, k);
+                }
             }
         }
         Ok(())
@@ -918,11 +930,14 @@ pub enum LeaseDurationExpect {
     Absent,
 }
 
+/// Checks one expectation against the names captured by earlier steps
+/// (`names`); adds the names it captures to `captured`.
 fn validate_expect(
     e: &Expect,
     kind: &str,
     path: &str,
-    names: &mut BTreeMap<String, Kind>,
+    names: &BTreeMap<String, Kind>,
+    captured: &mut Vec<(String, Kind)>,
 ) -> Result<(), (String, String)> {
     let (allowed, capturable) = answer_fields(kind);
     for f in named_fields(e) {
@@ -995,7 +1010,7 @@ fn validate_expect(
                 "alternatives do not nest".into(),
             ));
         }
-        validate_expect(alt, kind, &format!("{path}.any_of[{i}]"), names)?;
+        validate_expect(alt, kind, &format!("{path}.any_of[{i}]"), names, captured)?;
     }
     if let Some(results) = &e.results {
         for (i, r) in results.iter().enumerate() {
@@ -1003,7 +1018,13 @@ fn validate_expect(
             if !r.any_of.is_empty() || r.results.is_some() {
                 return Err((at, "a result takes no any_of or results".into()));
             }
-            validate_expect(r, "cosmos_batch_result", &at, names)?;
+            if r.unknown_outcome.is_some() || r.attempts.is_some() {
+                return Err((
+                    at,
+                    "a result has no unknown_outcome or attempts (the batch has)".into(),
+                ));
+            }
+            validate_expect(r, "cosmos_batch_result", &at, names, captured)?;
         }
     }
     for (field, name) in &e.capture {
@@ -1023,10 +1044,10 @@ fn validate_expect(
         if !name.starts_with('$') || name.len() < 2 || name.contains(char::is_whitespace) {
             return Err(at(format!("`{name}`: a name starts with $, like $e1")));
         }
-        if names.contains_key(name) {
+        if names.contains_key(name) || captured.iter().any(|(n, _)| n == name) {
             return Err(at(format!("{name} is captured twice")));
         }
-        names.insert(name.clone(), f.kind());
+        captured.push((name.clone(), f.kind()));
     }
     Ok(())
 }
