@@ -595,9 +595,10 @@ fn a_cell_claimed_by_a_step_in_another_state_is_caught_by_its_probe() {
 #[test]
 fn seeded_lease_cosmos_and_search_bugs_make_the_scripts_that_pin_them_fail() {
     for (script, bug, step) in [
-        ("lease_blob_use.json", "write_without_lease_check", 8),
+        ("lease_blob_use.json", "write_without_lease_check", 12),
         ("lease_break_timing.json", "break_ignores_period", 4),
-        ("lease_actions_expired.json", "renew_after_write", 29),
+        ("lease_actions_expired.json", "renew_after_write", 30),
+        ("lease_actions_available.json", "lease_id_reuse", 23),
         ("lease_container.json", "container_delete_ignores_lease", 8),
         ("cosmos_items.json", "upsert_if_match_absent_412", 13),
         ("cosmos_items.json", "replace_missing_412", 20),
@@ -608,7 +609,7 @@ fn seeded_lease_cosmos_and_search_bugs_make_the_scripts_that_pin_them_fail() {
             "search_concurrent_update_not_serialized",
             4,
         ),
-        ("search_resources.json", "search_if_none_match_ignored", 8),
+        ("search_resources.json", "search_if_none_match_ignored", 7),
         (
             "seed000_index_update_with_only_if_unchanged.json",
             "search_sdk_ignores_only_if_unchanged",
@@ -646,4 +647,92 @@ fn the_readme_examples_of_lease_cosmos_and_search_steps_pass() {
         rest = &rest[end + 3..];
     }
     assert_eq!(blocks, 3);
+}
+
+/// A changed copy of expectation field `field` holding `v`, or `None` when
+/// the test has no mutation for it.
+fn mutated(field: &str, v: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::json;
+    let s = v.as_str();
+    Some(match field {
+        "error_code" => json!(format!("{}X", s?)),
+        "body" => json!(format!("{}!", s?)),
+        "lease_time" => json!(v.as_u64()? + 1),
+        "lease_state" => json!(if s? == "leased" { "expired" } else { "leased" }),
+        "lease_status" => json!(if s? == "locked" { "unlocked" } else { "locked" }),
+        "lease_duration" => json!(match s? {
+            "infinite" => "fixed",
+            "fixed" | "absent" => "infinite",
+            secs =>
+                return Some(json!(format!(
+                    "{}s",
+                    secs.trim_end_matches('s').parse::<u32>().ok()? + 1
+                ))),
+        }),
+        "lease_id" => {
+            let s = s?;
+            if let Some(n) = s.strip_prefix("same as ") {
+                json!(format!("different from {n}"))
+            } else if let Some(n) = s.strip_prefix("different from ") {
+                json!(format!("same as {n}"))
+            } else if s == "fresh" || s == "present" {
+                json!("absent")
+            } else if s == "absent" {
+                json!("present")
+            } else {
+                json!("dddddddd-dddd-4ddd-8ddd-dddddddddddd")
+            }
+        }
+        "fields" | "synonyms" => {
+            let mut list = v.as_array()?.clone();
+            list.push(json!("zzz"));
+            json!(list)
+        }
+        _ => return None,
+    })
+}
+
+#[test]
+fn changing_any_shipped_lease_field_error_code_body_definition_or_batch_result_fails_the_script_at_that_step(
+) {
+    let mut mutants = 0;
+    for (path, text) in shipped() {
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        for (i, kind) in request_steps(&doc) {
+            let expect = doc["steps"][i][&kind]["expect"].clone();
+            let fields = expect.as_object().expect("an object").clone();
+            for (field, v) in &fields {
+                let Some(m) = mutated(field, v) else { continue };
+                let mut d = doc.clone();
+                d["steps"][i][&kind]["expect"][field] = m;
+                let outcome = run_doc(&d);
+                assert!(
+                    fails_at(&outcome, i + 1),
+                    "{} step {} {field}: {outcome:?}",
+                    path.display(),
+                    i + 1
+                );
+                mutants += 1;
+            }
+            for (j, r) in expect["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let mut d = doc.clone();
+                let status = r["status"].as_u64().expect("each result pins its status");
+                d["steps"][i][&kind]["expect"]["results"][j]["status"] = (status + 1).into();
+                let outcome = run_doc(&d);
+                assert!(
+                    fails_at(&outcome, i + 1),
+                    "{} step {} result {j}: {outcome:?}",
+                    path.display(),
+                    i + 1
+                );
+                mutants += 1;
+            }
+        }
+    }
+    assert!(mutants > 300, "only {mutants} mutants");
 }
