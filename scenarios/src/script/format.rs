@@ -1189,7 +1189,7 @@ fn validate_search(
         (_, _, Some(_), _) if !(put && is_index) => {
             return Err(("fields", "only an index PUT takes fields".into()))
         }
-        (_, _, _, Some(_)) if !(put && !is_index) => {
+        (_, _, _, Some(_)) if !put || is_index => {
             return Err(("synonyms", "only a synonym map PUT takes synonyms".into()))
         }
         _ => {}
@@ -1375,6 +1375,107 @@ mod tests {
             script(r#"{"get_blob": {"container": "c", "blob": "b", "body": "x", "expect": {}}}"#);
         let e = parse(&get).unwrap_err();
         assert_eq!((e.step, e.field.as_str()), (Some(1), "get_blob.body"));
+    }
+
+    /// The step and field a malformed script `steps` is refused for.
+    fn refused(steps: &str) -> (Option<usize>, String) {
+        let e = parse(&script(steps)).unwrap_err();
+        (e.step, e.field)
+    }
+
+    #[test]
+    fn an_answer_field_the_step_kind_lacks_is_malformed() {
+        assert_eq!(
+            refused(
+                r#"{"put_blob": {"container": "c", "blob": "b", "body": "x", "expect": {"lease_state": "leased"}}}"#
+            ),
+            (Some(1), "put_blob.expect.lease_state".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"cosmos_read": {"container": "c", "partition_key": "p", "id": "x", "expect": {"capture": {"lease_id": "$l"}}}}"#
+            ),
+            (Some(1), "cosmos_read.expect.capture.lease_id".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "break", "expect": {"lease_state": "held"}}}"#
+            ),
+            (Some(1), "lease_blob.expect.lease_state".into())
+        );
+    }
+
+    #[test]
+    fn a_lease_header_the_action_does_not_take_is_malformed() {
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "renew", "duration": 15, "expect": {}}}"#
+            ),
+            (Some(1), "lease_blob.duration".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "steal", "expect": {}}}"#
+            ),
+            (Some(1), "lease_blob.action".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_container": {"container": "c", "blob": "b", "action": "break", "expect": {}}}"#
+            ),
+            (Some(1), "lease_container.blob".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "renew", "lease_id": "$l", "expect": {}}}"#
+            ),
+            (Some(1), "lease_blob.lease_id".into())
+        );
+    }
+
+    #[test]
+    fn cosmos_and_search_parameters_go_with_their_operation() {
+        assert_eq!(
+            refused(
+                r#"{"cosmos_replace": {"container": "c", "partition_key": "p", "id": "x", "body": "b", "if_none_match": "0x1", "expect": {}}}"#
+            ),
+            (Some(1), "cosmos_replace.if_none_match".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"cosmos_create": {"container": "c", "partition_key": "p", "id": "x", "expect": {}}}"#
+            ),
+            (Some(1), "cosmos_create.body".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"search_put": {"index": "i", "synonym_map": "s", "fields": ["id"], "expect": {}}}"#
+            ),
+            (Some(1), "search_put.index".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"search_put": {"index": "i", "fields": ["id"], "if_match": "*", "only_if_unchanged": true, "expect": {}}}"#
+            ),
+            (Some(1), "search_put.only_if_unchanged".into())
+        );
+    }
+
+    #[test]
+    fn a_name_captured_by_a_batch_result_is_usable_only_from_the_next_step() {
+        let same_step = r#"{"cosmos_batch": {"container": "c", "partition_key": "p",
+            "ops": [{"create": {"id": "a", "body": "1"}}, {"read": {"id": "a"}}],
+            "expect": {"results": [{"capture": {"etag": "$a"}}, {"etag": "same as $a"}]}}}"#;
+        assert_eq!(
+            refused(same_step),
+            (Some(1), "cosmos_batch.expect.results[1].etag".into())
+        );
+        let next_step = r#"{"cosmos_batch": {"container": "c", "partition_key": "p",
+            "ops": [{"create": {"id": "a", "body": "1"}}],
+            "expect": {"results": [{"capture": {"etag": "$a"}}]}}},
+            {"cosmos_read": {"container": "c", "partition_key": "p", "id": "a", "if_none_match": "$a",
+            "expect": {"etag": "same as $a"}}}"#;
+        assert!(parse(&script(next_step)).is_ok());
     }
 
     #[test]
