@@ -623,9 +623,12 @@ fn build_request(
     client: &mut StoreClient,
 ) -> Result<(Request, Target), String> {
     let blob = |c: &str, b: &str| format!("{c}/{b}");
+    // `x-ms-lease-id` as sent.
+    let lease_header =
+        |id: &Option<String>| id.as_deref().map(|v| lease_value(v, state)).transpose();
     let with_lease = |conditions: Conditions, id: &Option<String>| -> Result<Conditions, String> {
         Ok(Conditions {
-            lease_id: id.as_deref().map(|v| lease_value(v, state)).transpose()?,
+            lease_id: lease_header(id)?,
             ..conditions
         })
     };
@@ -694,22 +697,14 @@ fn build_request(
         Step::DeleteContainer(s) => (
             Request::Lease(LeaseRequest::DeleteContainer {
                 container: s.container.clone(),
-                lease_id: s
-                    .lease_id
-                    .as_deref()
-                    .map(|v| lease_value(v, state))
-                    .transpose()?,
+                lease_id: lease_header(&s.lease_id)?,
             }),
             target(format!("lease:{}", s.container)),
         ),
         Step::SetContainerMetadata(s) => (
             Request::Lease(LeaseRequest::SetContainerMetadata {
                 container: s.container.clone(),
-                lease_id: s
-                    .lease_id
-                    .as_deref()
-                    .map(|v| lease_value(v, state))
-                    .transpose()?,
+                lease_id: lease_header(&s.lease_id)?,
             }),
             target(format!("lease:{}", s.container)),
         ),
