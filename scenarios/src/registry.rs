@@ -259,7 +259,7 @@ pub struct Executed {
     pub checks: Vec<CheckRecord>,
     /// Wall time of the checks alone.
     pub check_wall: std::time::Duration,
-    /// The operations each client node drew ([`crate::ops`]).
+    /// When each client node's operations started ([`crate::ops`]).
     pub drawn: crate::ops::Drawn,
 }
 
@@ -370,7 +370,7 @@ impl<D: ScenarioDef> DynScenario for D {
         ScenarioDef::adjust_plan(self, &p, &mut cfg.plan);
         let deployment = self.deploy(&p, &ctx);
         let program = deployment.program;
-        let plan = crate::ops::OpPlan::install(&s.skip);
+        let plan = crate::ops::OpPlan::install(&s.skip, &s.pace);
         let world = overcast_sim::world::run_world(&cfg, program);
         let drawn = plan.finish();
         let (history, counters) = (deployment.collect)(&world);

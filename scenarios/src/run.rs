@@ -33,7 +33,7 @@ pub struct RunResult {
     pub wall: Duration,
     /// Wall time of the checks alone.
     pub check_wall: Duration,
-    /// The operations each client node drew, skipped ones included ([`crate::ops`]).
+    /// When each client node's operations started, skipped ones included ([`crate::ops`]).
     pub drawn: crate::ops::Drawn,
 }
 

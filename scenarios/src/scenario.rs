@@ -2,11 +2,11 @@
 //! bugs, swarm switch, fault mix and plan, durations) with the scenario's
 //! own parameters inside, serialisable and versioned so that a failing run
 //! can be saved and replayed exactly. A shrunk run also names the client
-//! operations it leaves out (`skip`, optional: files without it still
-//! load). Files of format 1 (before the envelope, `occ` only) still load:
+//! operations it leaves out and when the others start (`skip` and `pace`,
+//! optional: files without them still load). Files of format 1 (before the envelope, `occ` only) still load:
 //! [`Scenario::from_json`] migrates them and says so.
 
-use crate::ops::SkipSet;
+use crate::ops::{Pace, SkipSet};
 use crate::registry::{self, DynScenario};
 use overcast_sim::faults::{FaultMix, FaultPlan};
 use serde::{Deserialize, Serialize};
@@ -44,6 +44,12 @@ pub struct Scenario {
     /// Absent in files written before it existed (and when empty).
     #[serde(default, skip_serializing_if = "SkipSet::is_empty")]
     pub skip: SkipSet,
+    /// The earliest simulated time (ns) each client operation may start at,
+    /// by node name and operation index: a shrunk scenario keeps the
+    /// operations it did not leave out at the times they had (see
+    /// [`crate::ops`]). Absent in files written before it existed (and when empty).
+    #[serde(default, skip_serializing_if = "Pace::is_empty")]
+    pub pace: Pace,
     /// Awaited nodes (clients) start no new work after this much simulated time, ms.
     pub deadline_ms: u64,
     /// Quiet phase after healing, ms.
@@ -80,6 +86,7 @@ impl Scenario {
             fault_window_ms: d.fault_window_ms,
             plan: None,
             skip: SkipSet::new(),
+            pace: Pace::new(),
             deadline_ms: d.deadline_ms,
             quiet_ms: d.quiet_ms,
             params: def.default_params(seed),

@@ -7,7 +7,9 @@
 //!    faults, duplicated and reordered datagrams, clock faults);
 //! 2. the history: leave out individual client operations (the scenario's
 //!    `skip` set, see [`crate::ops`]) and fault events, delta-debugging
-//!    style: halves, then quarters, ... then one at a time.
+//!    style: halves, then quarters, ... then one at a time. The operations
+//!    kept start no earlier than they did in the failure (its `pace`), so
+//!    that leaving one out does not pull the rest of its client's forward.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others. The whole
@@ -17,6 +19,9 @@ use crate::ops::SkipSet;
 use crate::registry::DynScenario;
 use crate::run::{resolved, run_isolated_with, RunResult};
 use crate::scenario::Scenario;
+
+/// The candidate runs a shrink may spend unless told otherwise.
+pub const DEFAULT_MAX_TRIES: usize = 500;
 
 /// The result of a shrink.
 #[derive(Debug)]
@@ -160,7 +165,9 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     /// in chunks of half the remaining ones, then quarters, ..., then one by
     /// one until none can go. True if one was left out.
     fn remove_history(&mut self) -> bool {
-        let base = self.best_s.clone();
+        // The operations kept start when they did in the current failure.
+        let mut base = self.best_s.clone();
+        base.pace = crate::ops::pace_of(&self.best.drawn);
         let units = history_units(&self.best, &base);
         let mut live: Vec<usize> = (0..units.len()).collect();
         let kept_before = self.kept;
@@ -206,7 +213,7 @@ fn history_units(run: &RunResult, s: &Scenario) -> Vec<Unit> {
     for (node, drawn) in &run.drawn {
         let skipped = s.skip.get(node);
         units.extend(
-            (0..*drawn)
+            (0..drawn.len())
                 .filter(|i| !skipped.is_some_and(|k| k.contains(i)))
                 .map(|i| Unit::Op(node.clone(), i)),
         );
@@ -290,8 +297,17 @@ pub fn shrink(
     };
     search.reduce_parameters();
     while search.remove_history() && search.reduce_parameters() {}
+    let mut scenario = search.best_s;
+    // A skipped operation never waits: its start time says nothing.
+    for (node, ops) in &scenario.skip {
+        if let Some(p) = scenario.pace.get_mut(node) {
+            p.retain(|op, _| !ops.contains(op));
+        }
+    }
+    scenario.pace.retain(|_, p| !p.is_empty());
+    search.best.scenario.pace = scenario.pace.clone();
     Some(Shrunk {
-        scenario: search.best_s,
+        scenario,
         run: search.best,
         tried: search.tried,
         kept: search.kept,
@@ -342,7 +358,7 @@ mod tests {
         );
         assert_eq!(shrunk.ops_before, before.history.ops());
         assert!(
-            shrunk.run.history.ops() <= 30,
+            shrunk.run.history.ops() <= 15,
             "shrunk to {} ops",
             shrunk.run.history.ops()
         );

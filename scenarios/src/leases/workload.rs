@@ -180,7 +180,7 @@ pub async fn holder(
             bugs,
         };
         let mut h = LeaseHolder::new(cfg, guid(&mut rng));
-        if crate::ops::skipped(&node.name, round) {
+        if crate::ops::skipped(&node.name, round).await {
             continue;
         }
         let mut held = false;
@@ -344,7 +344,7 @@ pub async fn client(
             pick -= weights[kind];
             kind += 1;
         }
-        if crate::ops::skipped(&node.name, n) {
+        if crate::ops::skipped(&node.name, n).await {
             continue;
         }
         match kind {

@@ -115,7 +115,7 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
-        if crate::ops::skipped_in("client", index, n) {
+        if crate::ops::skipped_in("client", index, n).await {
             continue;
         }
         match kind {

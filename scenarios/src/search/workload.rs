@@ -152,7 +152,7 @@ pub async fn client_workload(
                     STORY_SYNONYMS
                 };
                 let entry = format!("c{index}.{n}");
-                if crate::ops::skipped_in("client", index, n) {
+                if crate::ops::skipped_in("client", index, n).await {
                     continue;
                 }
                 story_update(&mut s, story, &entry, &p, &mut rng).await;
@@ -174,7 +174,7 @@ pub async fn client_workload(
                 None => s.search.delete_request(&scratch(BTreeSet::new()), false),
             },
         };
-        if crate::ops::skipped_in("client", index, n) {
+        if crate::ops::skipped_in("client", index, n).await {
             continue;
         }
         s.send(&req, None).await;
