@@ -259,6 +259,8 @@ pub struct Executed {
     pub checks: Vec<CheckRecord>,
     /// Wall time of the checks alone.
     pub check_wall: std::time::Duration,
+    /// When each client node's operations started ([`crate::ops`]).
+    pub drawn: crate::ops::Drawn,
 }
 
 /// A scenario with its parameters as JSON: what the runner, the shrinker,
@@ -368,7 +370,9 @@ impl<D: ScenarioDef> DynScenario for D {
         ScenarioDef::adjust_plan(self, &p, &mut cfg.plan);
         let deployment = self.deploy(&p, &ctx);
         let program = deployment.program;
+        let plan = crate::ops::OpPlan::install(&s.skip, &s.pace);
         let world = overcast_sim::world::run_world(&cfg, program);
+        let drawn = plan.finish();
         let (history, counters) = (deployment.collect)(&world);
         let started = std::time::Instant::now();
         let checks = self
@@ -385,6 +389,7 @@ impl<D: ScenarioDef> DynScenario for D {
             counters,
             checks,
             check_wall: started.elapsed(),
+            drawn,
         })
     }
     fn reduction_names(&self) -> Vec<&'static str> {

@@ -33,6 +33,8 @@ pub struct RunResult {
     pub wall: Duration,
     /// Wall time of the checks alone.
     pub check_wall: Duration,
+    /// When each client node's operations started, skipped ones included ([`crate::ops`]).
+    pub drawn: crate::ops::Drawn,
 }
 
 impl std::fmt::Debug for RunResult {
@@ -309,6 +311,7 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         trace_hash,
         wall: started.elapsed(),
         check_wall: executed.check_wall,
+        drawn: executed.drawn,
     }
 }
 
@@ -330,6 +333,7 @@ pub fn harness_failure(s: &Scenario, error: String, wall: Duration) -> RunResult
         trace_hash: 0,
         wall,
         check_wall: Duration::ZERO,
+        drawn: Default::default(),
     }
 }
 
