@@ -10,6 +10,7 @@ pub mod dialects;
 pub mod hunt;
 pub mod leases;
 pub mod occ;
+pub mod queues;
 pub mod registry;
 pub mod run;
 pub mod saved;
