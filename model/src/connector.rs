@@ -607,13 +607,20 @@ impl Connector {
                 return self.abort("checkpoint not saved");
             }
         }
+        let outcome = if op.is_some() {
+            Traversal::Done
+        } else {
+            // The SDK logs a failed delete and leaves the checkpoint; the
+            // final pass does not count such a traversal.
+            Traversal::Aborted
+        };
         self.obs.event(ConnectorEvent::FullDone {
             queue: q,
             deleted,
             done: op.as_ref().is_some_and(|o| o.done),
             operation: op.map(|o| o.name),
         });
-        Traversal::Done
+        outcome
     }
 
     fn abort(&self, why: &str) -> Traversal {

@@ -119,7 +119,10 @@ impl Replay {
 
 /// One step of the replay.
 pub enum Step<'a> {
-    /// A logged effect (the state is the one before it).
+    /// The operations a logged effect completed (the state is the one before them).
+    Completions(&'a QueueEffect),
+    /// A logged effect's request (the state is the one before it, after the
+    /// operations it completed).
     Effect(&'a QueueEffect),
     /// The answer of a poll that returned fewer items than its limit, at its
     /// server time (the state includes every change up to that time).
@@ -156,6 +159,17 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step)) -> Replay {
                 while next_poll < polls.len() && polls[next_poll].0 < effect.at_ms {
                     f(&state, Step::Poll(polls[next_poll].1));
                     next_poll += 1;
+                }
+                // Operations due complete before the request is judged.
+                if !effect.completed.is_empty() {
+                    f(&state, Step::Completions(effect));
+                    state.apply(&QueueEffect {
+                        request: None,
+                        items: Vec::new(),
+                        started: None,
+                        created: None,
+                        ..effect.clone()
+                    });
                 }
                 f(&state, Step::Effect(effect));
                 state.record(effect);
@@ -246,6 +260,7 @@ fn poll_rules(property: &str, state: &Replay, step: &Step) -> Option<Vec<Violati
             let returned = r.items.iter().map(|i| i.name.clone()).collect();
             (queue, statuses, *limit, r.server_ms, returned, vec![o.id])
         }
+        Step::Completions(_) => return None,
     };
     let q = queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into());
     let limit = poll_limit(limit);
@@ -280,8 +295,8 @@ fn poll_rules(property: &str, state: &Replay, step: &Step) -> Option<Vec<Violati
                 ));
             }
         }
-        Step::Poll(_) => {
-            // Items eligible at `at` and unchanged at `at` (a change in the same
+        _ => {
+            // A poll seen by its answer: items eligible at `at` and unchanged at `at` (a change in the same
             // millisecond may have come after the poll).
             let missing: Vec<String> = state
                 .expected_poll(&q, statuses, usize::MAX, at)
@@ -590,7 +605,14 @@ impl Checker<QueueHistory> for DeleteDetection {
         let mut labels_at_start: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         let mut completions = 0;
         walk(h, |state, step| {
-            let Step::Effect(e) = step else { return };
+            let e = match step {
+                Step::Completions(e) => {
+                    completions += completed(state, e, &mut v);
+                    return;
+                }
+                Step::Effect(e) => e,
+                Step::Poll(_) => return,
+            };
             if let Some(op) = &e.started {
                 let expected: BTreeSet<&String> = state
                     .items
@@ -616,25 +638,6 @@ impl Checker<QueueHistory> for DeleteDetection {
                     .map(|(n, i)| (n.clone(), i.queue.clone()))
                     .collect();
                 labels_at_start.insert(op.name.clone(), labels);
-            }
-            for (op, deleted) in &e.completed {
-                completions += 1;
-                let expected: BTreeSet<&String> = op
-                    .items
-                    .iter()
-                    .filter(|n| state.items.get(*n).is_some_and(|i| i.queued))
-                    .collect();
-                let got: BTreeSet<&String> = deleted.iter().map(|(n, _)| n).collect();
-                if expected != got {
-                    v.push(violation(
-                        "Q7",
-                        format!(
-                            "{} on '{}' completed deleting {got:?}; it should have deleted {expected:?}",
-                            op.name, op.queue
-                        ),
-                        Vec::new(),
-                    ));
-                }
             }
         });
         let (passes, _) = passes(h);
@@ -668,6 +671,30 @@ impl Checker<QueueHistory> for DeleteDetection {
             passes.len()
         ))
     }
+}
+
+/// Q7's service half for the operations `e` completed: each deleted exactly
+/// the items it snapshotted that were still in a queue. Returns how many.
+fn completed(state: &Replay, e: &QueueEffect, v: &mut Vec<Violation>) -> usize {
+    for (op, deleted) in &e.completed {
+        let expected: BTreeSet<&String> = op
+            .items
+            .iter()
+            .filter(|n| state.items.get(*n).is_some_and(|i| i.queued))
+            .collect();
+        let got: BTreeSet<&String> = deleted.iter().map(|(n, _)| n).collect();
+        if expected != got {
+            v.push(violation(
+                "Q7",
+                format!(
+                    "{} on '{}' completed deleting {got:?}; it should have deleted {expected:?}",
+                    op.name, op.queue
+                ),
+                Vec::new(),
+            ));
+        }
+    }
+    e.completed.len()
 }
 
 /// The items operation `op` snapshotted when it started.
