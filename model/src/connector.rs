@@ -358,12 +358,16 @@ impl Connector {
             sleep_ms(c.fetch_timeout_ms).await;
             return Fetched::TimedOut;
         }
+        // The document is read, and its version taken, when the fetch starts;
+        // handing it over takes the fetch's time, so a slow fetch can carry
+        // an older document than a later, quicker one (the service refuses
+        // its index as stale).
+        let (doc, seq) = self.repo.get(id);
+        let version = format!("{:013}.{seq:010}", self.clock.now_ms());
         sleep_ms(rng.gen_range(c.fetch_ms.0..=c.fetch_ms.1.max(c.fetch_ms.0))).await;
         if draw < c.fetch_hang_probability + c.fetch_error_probability {
             return Fetched::IoError;
         }
-        let (doc, seq) = self.repo.get(id);
-        let version = format!("{:013}.{seq:010}", self.clock.now_ms());
         Fetched::Doc(doc, version)
     }
 

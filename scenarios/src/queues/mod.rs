@@ -112,7 +112,7 @@ impl Default for QueuesParams {
             full_interval_ms: 4_000,
             incremental_interval_ms: 1_500,
             partition_size: 4,
-            fetch_ms: (10, 60),
+            fetch_ms: (10, 200),
             fetch_timeout_ms: 1_000,
             fetch_error_probability: 0.02,
             fetch_hang_probability: 0.02,
