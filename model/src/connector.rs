@@ -286,6 +286,9 @@ enum Fetched {
     TimedOut,
 }
 
+/// Makes a task's random stream from its name.
+pub type RngFactory = Rc<dyn Fn(&str) -> Box<dyn RngCore + Send>>;
+
 /// Everything a connector's tasks share.
 pub struct Connector {
     cfg: ConnectorConfig,
@@ -373,11 +376,7 @@ impl Connector {
 
     /// Runs the connector until its work is done: `checkpoints` on its disk,
     /// `rng` makes every task's random stream (by name).
-    pub async fn run(
-        self: Rc<Self>,
-        checkpoints: Rc<dyn LogDevice>,
-        rng: Rc<dyn Fn(&str) -> Box<dyn RngCore + Send>>,
-    ) {
+    pub async fn run(self: Rc<Self>, checkpoints: Rc<dyn LogDevice>, rng: RngFactory) {
         let mut tasks = Vec::new();
         for w in 0..self.cfg.workers {
             let me = self.clone();
@@ -397,22 +396,14 @@ impl Connector {
         }
     }
 
-    async fn connect(
-        &self,
-        rng: &dyn Fn(&str) -> Box<dyn RngCore + Send>,
-        tag: &str,
-    ) -> Option<StoreClient> {
+    async fn connect(&self, rng: &RngFactory, tag: &str) -> Option<StoreClient> {
         StoreClient::connect(self.client.clone(), rng(&format!("{tag}-sdk")))
             .await
             .ok()
     }
 
-    async fn traverser(
-        self: Rc<Self>,
-        dev: Rc<dyn LogDevice>,
-        rng: Rc<dyn Fn(&str) -> Box<dyn RngCore + Send>>,
-    ) {
-        let Some(mut client) = self.connect(&*rng, "traverser").await else {
+    async fn traverser(self: Rc<Self>, dev: Rc<dyn LogDevice>, rng: RngFactory) {
+        let Some(mut client) = self.connect(&rng, "traverser").await else {
             return;
         };
         let mut draw = rng("traverser");
@@ -684,9 +675,9 @@ impl Connector {
     }
 
     /// A traverser worker: polls both queues in turn and processes what it gets.
-    async fn worker(self: Rc<Self>, w: usize, rng: Rc<dyn Fn(&str) -> Box<dyn RngCore + Send>>) {
+    async fn worker(self: Rc<Self>, w: usize, rng: RngFactory) {
         let tag = format!("worker{w}");
-        let Some(mut client) = self.connect(&*rng, &tag).await else {
+        let Some(mut client) = self.connect(&rng, &tag).await else {
             return;
         };
         let mut draw = rng(&tag);

@@ -165,8 +165,9 @@ pub enum Effect {
     Cosmos(CosmosEffect),
     /// A change to a Search resource.
     Search(SearchEffect),
-    /// A change to an indexing datasource.
-    Queue(QueueEffect),
+    /// A change to an indexing datasource (boxed: it carries its request
+    /// and the items it changed).
+    Queue(Box<QueueEffect>),
 }
 
 /// One partition's services and its log position.
@@ -221,7 +222,10 @@ impl Partition {
             }
             Request::Queue(r) => {
                 let (response, effect) = self.queues.apply(r, now);
-                (Response::Queue(response), effect.map(Effect::Queue))
+                (
+                    Response::Queue(response),
+                    effect.map(|e| Effect::Queue(Box::new(e))),
+                )
             }
         };
         if effect.is_some() {

@@ -168,7 +168,7 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step)) -> Replay {
                         items: Vec::new(),
                         started: None,
                         created: None,
-                        ..effect.clone()
+                        ..(**effect).clone()
                     });
                 }
                 f(&state, Step::Effect(effect));

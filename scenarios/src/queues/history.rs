@@ -56,8 +56,8 @@ pub enum QueueEvent {
         partition: u32,
         /// Its LSN.
         lsn: u64,
-        /// What changed.
-        effect: QueueEffect,
+        /// What changed (boxed: it carries its request and the items it changed).
+        effect: Box<QueueEffect>,
     },
     /// Server: a (re)start recovered the first `kept` records of its log.
     Recovered {
