@@ -119,6 +119,28 @@ model_bugs! {
     /// Search: `If-None-Match: *` on an existing resource is ignored, so a
     /// create-only PUT overwrites it. Breaks E5.
     search_if_none_match_ignored,
+    /// Queues: a poll also returns items another poll reserved. Breaks Q2.
+    poll_returns_reserved,
+    /// Queues: a poll orders by time and name alone, ignoring the status
+    /// priority. Breaks Q1.
+    poll_ignores_priority,
+    /// Queues: `items.index` accepts a version not above the indexed one. Breaks Q6.
+    index_ignores_version,
+    /// Queues: a reservation never ends by itself (no auto-unreserve after
+    /// 4 h). Breaks Q3.
+    reservation_never_expires,
+    /// Queues: a REQUEUE push sets the ordering time back to when the item
+    /// was polled instead of now, so it jumps ahead of items queued since. Breaks Q5.
+    requeue_keeps_time,
+    /// Connector: the full traversal deletes the queue it just filled instead
+    /// of the other one. Breaks Q7.
+    delete_current_queue,
+    /// Connector: the full traversal switches queues without waiting for the
+    /// pending `deleteQueueItems`. Breaks Q8.
+    traverse_without_waiting,
+    /// Connector: the full traversal saves `checkpoint_full` past a batch
+    /// before indexing it, so a crash skips the batch. Breaks Q9.
+    checkpoint_before_push,
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ compile_error!(
 pub mod bugs;
 pub mod client;
 pub mod conditions;
+pub mod connector;
 pub mod cosmos;
 pub mod cosmos_client;
 pub mod env;
@@ -21,6 +22,7 @@ pub mod lease;
 pub mod lease_client;
 pub mod lease_holder;
 pub mod partition;
+pub mod queue;
 pub mod retry;
 pub mod search;
 pub mod search_client;

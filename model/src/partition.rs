@@ -23,6 +23,7 @@ use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
 use crate::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
 use crate::lease::{self, LeaseRequest, LeaseResponse};
+use crate::queue::{IndexingService, QueueEffect, QueueRequest, QueueResponse};
 use crate::retry::OpKind;
 use crate::search::{SearchEffect, SearchRequest, SearchResponse, SearchService};
 use crate::store::{self, Store, StoreRequest, StoreResponse};
@@ -41,6 +42,8 @@ pub enum Request {
     Cosmos(CosmosRequest),
     /// To the Azure AI Search resource service (SPEC §1.2).
     Search(SearchRequest),
+    /// To the Cloud Search indexing queues (SPEC §5).
+    Queue(QueueRequest),
 }
 
 impl Request {
@@ -51,6 +54,7 @@ impl Request {
             Request::Cosmos(r) => r.is_write(),
             Request::Search(r) => r.is_write(),
             Request::Lease(_) => true,
+            Request::Queue(_) => true,
         }
     }
 
@@ -62,6 +66,7 @@ impl Request {
         match self {
             Request::Lease(LeaseRequest::Action { .. }) if acquire_retry_bug => OpKind::Read,
             Request::Lease(r) if r.is_idempotent() => OpKind::Read,
+            Request::Queue(r) if r.is_idempotent() => OpKind::Read,
             r if r.is_write() => OpKind::Write,
             _ => OpKind::Read,
         }
@@ -75,6 +80,7 @@ impl Request {
             Request::Lease(r) => r.partition_key(),
             Request::Cosmos(r) => r.partition_key(),
             Request::Search(r) => r.name(),
+            Request::Queue(r) => r.datasource(),
         }
     }
 }
@@ -90,6 +96,8 @@ pub enum Response {
     Cosmos(CosmosResponse),
     /// From the Search resource service.
     Search(SearchResponse),
+    /// From the indexing queues.
+    Queue(QueueResponse),
 }
 
 impl Response {
@@ -100,6 +108,7 @@ impl Response {
             Response::Lease(r) => r.status,
             Response::Cosmos(r) => r.status,
             Response::Search(r) => r.status,
+            Response::Queue(r) => r.status,
         }
     }
 
@@ -135,6 +144,14 @@ impl Response {
             _ => None,
         }
     }
+
+    /// The indexing queues' response, if this is one.
+    pub fn into_queue(self) -> Option<QueueResponse> {
+        match self {
+            Response::Queue(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// What a successful mutation of one service changed: one log record's content.
@@ -148,6 +165,9 @@ pub enum Effect {
     Cosmos(CosmosEffect),
     /// A change to a Search resource.
     Search(SearchEffect),
+    /// A change to an indexing datasource (boxed: it carries its request
+    /// and the items it changed).
+    Queue(Box<QueueEffect>),
 }
 
 /// One partition's services and its log position.
@@ -157,6 +177,7 @@ pub struct Partition {
     lsn: u64,
     cosmos: CosmosItems,
     search: SearchService,
+    queues: IndexingService,
 }
 
 impl Partition {
@@ -175,6 +196,7 @@ impl Partition {
             lsn: 0,
             cosmos: CosmosItems::new(bugs),
             search: SearchService::new(bugs),
+            queues: IndexingService::new(bugs),
         }
     }
 
@@ -198,6 +220,13 @@ impl Partition {
                 let (response, effect) = self.search.apply(r, now);
                 (Response::Search(response), effect.map(Effect::Search))
             }
+            Request::Queue(r) => {
+                let (response, effect) = self.queues.apply(r, now);
+                (
+                    Response::Queue(response),
+                    effect.map(|e| Effect::Queue(Box::new(e))),
+                )
+            }
         };
         if effect.is_some() {
             self.lsn += 1;
@@ -213,6 +242,7 @@ impl Partition {
             Effect::Lease(e) => self.store.redo_lease(e),
             Effect::Cosmos(e) => self.cosmos.redo(e),
             Effect::Search(e) => self.search.redo(e),
+            Effect::Queue(e) => self.queues.redo(e),
         }
         self.lsn += 1;
     }
@@ -235,6 +265,11 @@ impl Partition {
     /// The Search resources.
     pub fn search(&self) -> &SearchService {
         &self.search
+    }
+
+    /// The indexing queues.
+    pub fn queues(&self) -> &IndexingService {
+        &self.queues
     }
 }
 

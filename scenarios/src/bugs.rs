@@ -172,6 +172,54 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["search"],
         caught_by: &["linearizability"],
     },
+    BugInfo {
+        name: "poll_returns_reserved",
+        what: "Queues: a poll also returns items another poll reserved, so two workers process one item",
+        scenarios: &["queues"],
+        caught_by: &["Q2", "Q1"],
+    },
+    BugInfo {
+        name: "poll_ignores_priority",
+        what: "Queues: a poll orders items by time and name alone, ignoring ERROR > MODIFIED > NEW_ITEM > ACCEPTED",
+        scenarios: &["queues"],
+        caught_by: &["Q1"],
+    },
+    BugInfo {
+        name: "delete_current_queue",
+        what: "Connector: the full traversal calls deleteQueueItems on the queue it just filled instead of the other one",
+        scenarios: &["queues"],
+        caught_by: &["end-to-end", "Q7"],
+    },
+    BugInfo {
+        name: "traverse_without_waiting",
+        what: "Connector: the full traversal switches queues without waiting for the pending deleteQueueItems",
+        scenarios: &["queues"],
+        caught_by: &["Q8", "Q7", "end-to-end"],
+    },
+    BugInfo {
+        name: "index_ignores_version",
+        what: "Queues: items.index accepts a version not above the indexed one, so a stale fetch overwrites newer content",
+        scenarios: &["queues"],
+        caught_by: &["Q6", "end-to-end"],
+    },
+    BugInfo {
+        name: "checkpoint_before_push",
+        what: "Connector: the full traversal saves checkpoint_full past a batch before indexing it, so a crash or failure skips the batch",
+        scenarios: &["queues"],
+        caught_by: &["Q9", "end-to-end"],
+    },
+    BugInfo {
+        name: "reservation_never_expires",
+        what: "Queues: a reservation never ends by itself, so an item whose worker hung stays unpollable",
+        scenarios: &["queues"],
+        caught_by: &["Q3"],
+    },
+    BugInfo {
+        name: "requeue_keeps_time",
+        what: "Queues: a REQUEUE push sets the item's ordering time back to when it was polled, so it jumps ahead of items queued since",
+        scenarios: &["queues"],
+        caught_by: &["Q5"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its

@@ -11,6 +11,7 @@ pub mod hunt;
 pub mod leases;
 pub mod occ;
 pub mod ops;
+pub mod queues;
 pub mod registry;
 pub mod run;
 pub mod saved;
