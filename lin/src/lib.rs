@@ -75,7 +75,7 @@ mod spec;
 pub mod versioned;
 
 pub use report::{Failure, OpView, Report, Step, Verdict};
-pub use spec::{Claim, Next, Spec};
+pub use spec::{Claim, Next, Spec, ValueOf, ValueUse, Values};
 
 use search::{KOp, Limits, Outcome};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -378,9 +378,11 @@ fn check_key<P: Spec>(
                 // Pruning may name an operation that could be placed (where
                 // the last surviving configuration died): search again
                 // without it, within the explanation's budget.
+                // Not cancellable: this key's own failure sets the flag.
                 let exact = Limits {
                     prune: false,
                     max_steps: Some(explain::CHECK_STEPS * 5),
+                    cancel: None,
                     ..limits
                 };
                 if let (Outcome::Fail(i), _) = search::search(spec, &init, &kops, &exact) {
