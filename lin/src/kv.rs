@@ -558,6 +558,16 @@ struct InitIn<'a> {
     version: Option<u64>,
 }
 
+impl InitIn<'_> {
+    /// The state it gives (defaults: absent, version 0).
+    fn state(self, intern: &mut Interner) -> KvState {
+        KvState {
+            value: self.value.map(|v| intern.val(&v)),
+            version: self.version.unwrap_or(0),
+        }
+    }
+}
+
 /// The operation names of kvhist/1.
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -721,10 +731,9 @@ fn parse_fast(text: &str) -> Option<KvHistory> {
                         once(&mut init)?;
                         let i = map.next_value::<Option<BTreeMap<String, InitIn<'de>>>>()?;
                         for (k, s) in i.into_iter().flatten() {
-                            let version = s.version.unwrap_or(0);
-                            g.track |= version != 0;
-                            let value = s.value.map(|v| g.intern.val(&v));
-                            g.init.insert(k, KvState { value, version });
+                            let st = s.state(&mut g.intern);
+                            g.track |= st.version != 0;
+                            g.init.insert(k, st);
                         }
                     }
                     "ops" => {
@@ -802,10 +811,9 @@ fn parse_with_paths(text: &str) -> Result<KvHistory, String> {
     let mut track = false;
     let mut init = BTreeMap::new();
     for (k, s) in doc.init.into_iter().flatten() {
-        let version = s.version.unwrap_or(0);
-        track |= version != 0;
-        let value = s.value.map(|v| intern.val(&v));
-        init.insert(k, KvState { value, version });
+        let st = s.state(&mut intern);
+        track |= st.version != 0;
+        init.insert(k, st);
     }
     let mut ops = Vec::with_capacity(doc.ops.len());
     for (i, o) in doc.ops.into_iter().enumerate() {

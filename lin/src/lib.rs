@@ -353,6 +353,7 @@ fn check_key<P: Spec>(
         prune: true,
         stop_after: None,
         frontier_cap: opts.frontier_cap,
+        doom_until: 0,
     };
     if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
         match versioned::decide(spec, &init, &kops) {
@@ -381,6 +382,7 @@ fn check_key<P: Spec>(
                 // Not cancellable: this key's own failure sets the flag.
                 let exact = Limits {
                     prune: false,
+                    doom_until: info.event,
                     max_steps: Some(explain::CHECK_STEPS * 5),
                     cancel: None,
                     ..limits

@@ -59,6 +59,11 @@ pub(crate) struct Limits<'a> {
     /// such configuration died, not where an operation really cannot be
     /// placed: explanations search without it).
     pub prune: bool,
+    /// Without `prune`: still drop configurations that overwrote a value
+    /// still needed when they would all die by this return event (an event
+    /// index of this search's history). Exact for a failure at or after it:
+    /// the re-search after a pruned failure passes the failure's event.
+    pub doom_until: usize,
     /// Stop after this operation's return (the history cut there: operations
     /// still pending then are placed only if that helps), instead of after
     /// the last return.
@@ -138,6 +143,8 @@ pub(crate) struct FailInfo<S> {
     /// Whether configurations were dropped by [`Limits::prune`] before the
     /// failure (then `op` may not be an operation that cannot be placed).
     pub pruned: bool,
+    /// The index of the failing return event.
+    pub event: usize,
 }
 
 /// The outcome of one search.
@@ -206,16 +213,10 @@ pub(crate) fn search<P: Spec>(
         }
     }
     let nslots = next;
-    // The value reductions pay off only where configurations multiply.
-    let vals = if nslots >= VALUE_VIEW_MIN_SLOTS {
-        ValueView::new(spec, ops, &ev)
-    } else {
-        None
-    };
     if nslots <= 128 {
-        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of, vals).run(init, &ev)
+        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
     } else {
-        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of, vals).run(init, &ev)
+        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
     }
 }
 
@@ -392,10 +393,11 @@ impl<S: Clone + Eq + std::hash::Hash, B: Bits> Antichain<S, B> {
 
     fn group(&mut self, key: (S, B)) -> &mut Vec<Entry<B>> {
         let at = match &mut self.index {
-            Some(ix) => match ix.get(&key) {
-                Some(&i) => Some(i),
-                None => {
-                    ix.insert(key.clone(), self.groups.len());
+            // One hash per lookup (states may be long strings).
+            Some(ix) => match ix.entry(key.clone()) {
+                std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.groups.len());
                     None
                 }
             },
@@ -502,7 +504,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         limits: &'s Limits<'s>,
         nslots: usize,
         slot_of: Vec<usize>,
-        vals: Option<ValueView<P::State>>,
+        ev: &[Event],
     ) -> Self {
         let mut produced: Vec<u64> = ops
             .iter()
@@ -530,7 +532,13 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             steps: 0,
             pruned: false,
             best: None,
-            vals,
+            // Not in an explanation's searches of sub-histories: their
+            // snapshots and states should be real ones.
+            vals: if nslots >= VALUE_VIEW_MIN_SLOTS && (limits.prune || limits.doom_until > 0) {
+                ValueView::new(spec, ops, ev)
+            } else {
+                None
+            },
             is_pending: vec![false; ops.len()],
             doom_deadline: 0,
         }
@@ -846,6 +854,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     snapshot,
                     recent,
                     pruned: self.pruned || self.doom_deadline > ei,
+                    event: ei,
                 }));
             }
             if self.debug {
@@ -867,13 +876,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             }
             frontier = next;
             returns += 1;
-            // A canonical state ([`Search::canonicalize`]) is no start for an
-            // explanation: it stands for several real ones.
-            let real = self
-                .vals
-                .as_ref()
-                .is_none_or(|v| (v.values.value_of)(&frontier[0].state).is_some());
-            if real && (frontier.len() == 1 || returns & 7 == 0) {
+            if frontier.len() == 1 || returns & 7 == 0 {
                 let c = &frontier[0];
                 let snap = Snapshot {
                     event: ei,
@@ -993,6 +996,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             snapshot: None,
             recent: Vec::new(),
             pruned: self.pruned || self.doom_deadline > r,
+            event: r,
         }))
     }
 
@@ -1116,12 +1120,18 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 };
                 for ns in nexts {
                     if let (Some(old), Some(vals)) = (old_value, &self.vals) {
-                        if self.limits.prune && (vals.values.value_of)(&ns) != Some(old) {
+                        if (self.limits.prune || self.limits.doom_until > 0)
+                            && (vals.values.value_of)(&ns) != Some(old)
+                        {
                             let mut nb = bits.clone();
                             nb.set(s);
-                            if let Some(d) = self.doomed(old, &nb) {
-                                self.doom_deadline = self.doom_deadline.max(d);
-                                continue;
+                            match self.doomed(old, &nb) {
+                                Some(d) if self.limits.prune => {
+                                    self.doom_deadline = self.doom_deadline.max(d);
+                                    continue;
+                                }
+                                Some(d) if d <= self.limits.doom_until => continue,
+                                _ => {}
                             }
                         }
                     }
