@@ -87,6 +87,7 @@ fn cut_check<P: Spec>(
         prune: false,
         stop_after: Some(xi),
         frontier_cap: opts.frontier_cap,
+        doom_until: 0,
     };
     let (outcome, steps) = search::search(spec, start, &sub, &limits);
     budget.steps = budget.steps.saturating_sub(steps.max(1));

@@ -75,7 +75,7 @@ mod spec;
 pub mod versioned;
 
 pub use report::{Failure, OpView, Report, Step, Verdict};
-pub use spec::{Claim, Next, Spec};
+pub use spec::{Claim, Next, Spec, ValueOf, ValueUse, Values};
 
 use search::{KOp, Limits, Outcome};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -353,6 +353,7 @@ fn check_key<P: Spec>(
         prune: true,
         stop_after: None,
         frontier_cap: opts.frontier_cap,
+        doom_until: 0,
     };
     if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
         match versioned::decide(spec, &init, &kops) {
@@ -378,9 +379,12 @@ fn check_key<P: Spec>(
                 // Pruning may name an operation that could be placed (where
                 // the last surviving configuration died): search again
                 // without it, within the explanation's budget.
+                // Not cancellable: this key's own failure sets the flag.
                 let exact = Limits {
                     prune: false,
+                    doom_until: info.event,
                     max_steps: Some(explain::CHECK_STEPS * 5),
+                    cancel: None,
                     ..limits
                 };
                 if let (Outcome::Fail(i), _) = search::search(spec, &init, &kops, &exact) {
