@@ -11,6 +11,7 @@ pub mod hunt;
 pub mod leases;
 pub mod occ;
 pub mod registry;
+pub mod report;
 pub mod run;
 pub mod saved;
 pub mod scenario;

@@ -429,7 +429,11 @@ impl Timeline {
                 if role.crashable {
                     note.push("crashable".into());
                 }
-                if let Some(skew) = plan.clocks.get(&name).filter(|s| **s != ClockSkew::default()) {
+                if let Some(skew) = plan
+                    .clocks
+                    .get(&name)
+                    .filter(|s| **s != ClockSkew::default())
+                {
                     note.push(format!("clock {}", skew_words(skew)));
                 }
                 self.lane(&name, &name, &note.join(" · "));
@@ -567,7 +571,11 @@ impl Timeline {
         for o in ops {
             let (words, tone) = label(o);
             let end_ns = o.result.as_ref().and(o.return_ns);
-            let tone = if end_ns.is_none() { Tone::Unknown } else { tone };
+            let tone = if end_ns.is_none() {
+                Tone::Unknown
+            } else {
+                tone
+            };
             let timing = match end_ns {
                 Some(r) => format!(
                     "{} → {} ({})",
@@ -1032,7 +1040,10 @@ mod tests {
         let events = vec![
             ev(1_000, "crash server-0 for 500 ms"),
             ev(1_500, "restart server-0"),
-            ev(2_000, "partition [\"server-0\"] <-> [\"client-0\"] for 4000 ms"),
+            ev(
+                2_000,
+                "partition [\"server-0\"] <-> [\"client-0\"] for 4000 ms",
+            ),
             ev(3_000, "heal"),
             ev(4_000, "end"),
         ];
@@ -1078,9 +1089,11 @@ mod tests {
             result: None,
             ..op.clone()
         };
-        t.add_ops([&op, &lost], |_| "client-0".into(), |o| {
-            (format!("{} k", o.call), Tone::Ok)
-        });
+        t.add_ops(
+            [&op, &lost],
+            |_| "client-0".into(),
+            |o| (format!("{} k", o.call), Tone::Ok),
+        );
         t.highlight.insert(7);
         t.findings.push(Finding {
             property: "linearizability".into(),

@@ -358,6 +358,7 @@ impl ScenarioDef for Occ {
                 options: lin::Options {
                     max_steps: Some(LIN_MAX_STEPS),
                     parallel: false,
+                    time_unit: lin::TimeUnit::Nanos,
                     ..lin::Options::default()
                 },
                 title: "overcast occ".into(),

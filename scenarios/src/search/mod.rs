@@ -264,6 +264,7 @@ impl ScenarioDef for Search {
                 options: lin::Options {
                     time_budget: Some(Duration::from_secs(20)),
                     parallel: false,
+                    time_unit: lin::TimeUnit::Nanos,
                     ..lin::Options::default()
                 },
             }),
