@@ -734,7 +734,7 @@ impl Timeline {
         self.named_ops(&mut h);
         h.push_str(TOOLBAR);
         h.push_str(
-            "<div id=\"tl\" class=\"tl\"><div id=\"tl-labels\" class=\"labels\"></div><div id=\"tl-scroll\" class=\"scroll\" tabindex=\"0\" aria-label=\"timeline; + and - zoom, v jumps to the violation\"><svg id=\"tl-svg\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div></div>\n<div id=\"tl-detail\" class=\"detail\" aria-live=\"polite\">Click a bar or a mark for its details.</div>\n",
+            "<svg id=\"tl-overview\" class=\"overview\" xmlns=\"http://www.w3.org/2000/svg\" aria-label=\"the whole run: click to go there\"></svg><div id=\"tl\" class=\"tl\"><div id=\"tl-labels\" class=\"labels\"></div><div id=\"tl-scroll\" class=\"scroll\" tabindex=\"0\" aria-label=\"timeline; + and - zoom, v jumps to the violation\"><svg id=\"tl-svg\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div></div>\n<div id=\"tl-detail\" class=\"detail\" aria-live=\"polite\">Click a bar or a mark for its details.</div>\n",
         );
         h.push_str(LEGEND);
         for s in &self.sections {
@@ -826,6 +826,7 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:2px 10px 2px 0;text-
 .toolbar button:focus,.scroll:focus{outline:2px solid #1565c0;outline-offset:1px}
 .keys{font-size:12px;color:#666;margin-left:8px}kbd{font-size:11px;border:1px solid #ccc;border-radius:3px;padding:0 3px;background:#fafafa}
 .view{font-size:12px;color:#333;margin-left:12px;font-variant-numeric:tabular-nums}
+.overview{display:block;width:100%;height:18px;margin-top:6px;cursor:pointer}
 .tl{display:flex;border:1px solid #ddd;border-radius:4px;margin-top:6px}
 .labels{flex:0 0 170px;border-right:1px solid #ddd;background:#fbfbfb;position:relative;overflow:hidden}
 .labels div{position:absolute;left:0;right:0;padding:2px 8px;box-sizing:border-box;border-bottom:1px solid #eee;overflow:hidden}
@@ -860,10 +861,17 @@ D.ops.forEach(o=>bars.push({t:'op',lane:laneOf(o.lane),a:o.a,b:o.b,o:o}));
 D.spans.forEach(s=>{if(s.kind=='held'||s.kind=='believed'||s.kind=='note')bars.push({t:'span',lane:laneOf(s.lane),a:s.a,b:s.b,o:s});});
 D.bands.forEach(b=>bars.push({t:'band',lane:laneOf(''),a:b.a,b:b.b,o:b}));
 bars.sort((x,y)=>x.lane-y.lane||x.a-y.a);
-// Packing is by time with a small gap measured at the fit scale, so rows stay put when zooming.
-const gap=D.end/400;
-bars.forEach(x=>{const r=rows[x.lane];const end=(x.b==null?D.end:x.b);let k=r.findIndex(e=>e<=x.a-gap);if(k<0){k=r.length;r.push(0);}r[k]=Math.max(end,x.a+gap);x.row=k;});
-const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);y+=Math.max(1,rows[i].length)*ROW+2*PADY+(l.note.length>34?10:0);});
+// Rows are packed by time, so they stay put when zooming. An operation
+// with an unknown outcome is open-ended, but only until the next bar of its
+// row (it may take effect at any later time; its tooltip says so): it does
+// not push the operations after it into rows of their own.
+const gap=D.end/100000;
+bars.forEach(x=>{const r=rows[x.lane];const open=x.t=='op'&&x.b==null;const end=open?x.a+gap:(x.b==null?D.end:x.b);
+  let k=r.findIndex(e=>e.end<=x.a);if(k<0){k=r.length;r.push({end:0,last:null});}
+  const prev=r[k].last;if(prev&&prev.t=='op'&&prev.b==null)prev.vis=x.a;
+  r[k].end=Math.max(end,x.a+gap);r[k].last=x;x.row=k;});
+const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);const noteLines=Math.ceil(l.note.length/30);
+  y+=Math.max(Math.max(1,rows[i].length)*ROW+2*PADY,20+noteLines*13);});
 const lanesBottom=y;const hasClock=D.clocks.length>0;const H=lanesBottom+(hasClock?CLOCKH+AXIS:8);
 let pxs=1,fit=1;const named=[];
 D.ops.forEach(o=>{if(o.hl)named.push([o.a,o.b==null?D.end:o.b]);});
@@ -908,9 +916,9 @@ function draw(){
   D.bands.forEach(b=>{const x1=X(b.a),x2=Math.max(X(b.b),x1+2);const seen={};
     b.from.concat(b.to).forEach(n=>{const i=laneOf(n);if(seen[i]||!(n in laneIx))return;seen[i]=1;
       const h=(i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i];
-      const r=el('rect',{x:x1,y:laneTop[i]+1,width:x2-x1,height:h-2,fill:'#ffcc80','fill-opacity':0.35,stroke:'#fb8c00','stroke-opacity':0.5});el('title',{},r,b.detail);});});
+      const r=el('rect',{x:x1,y:laneTop[i]+1,width:x2-x1,height:h-2,fill:'#ffcc80','fill-opacity':0.22,stroke:'#fb8c00','stroke-opacity':0.35});el('title',{},r,b.detail);});});
   // Bars.
-  bars.forEach(x=>{const top=laneTop[x.lane]+PADY+x.row*ROW;const x1=X(x.a);const open=x.b==null;const x2=Math.max(open?X(D.end):X(x.b),x1+2);
+  bars.forEach(x=>{const top=laneTop[x.lane]+PADY+x.row*ROW;const x1=X(x.a);const open=x.b==null;const x2=Math.max(open?X(x.vis!=null?x.vis:D.end):X(x.b),x1+2);
     const g=el('g',{});
     if(x.t=='op'){const o=x.o;const hl=o.hl;
       el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:3,fill:toneFill[o.tone],stroke:hl?'#d50000':toneStroke[o.tone],'stroke-width':hl?2.5:1,'stroke-dasharray':open?'4,3':null},g);
@@ -927,7 +935,7 @@ function draw(){
     if(pxs*D.end>0&&(m.hl||m.kind!='event'||m.lane===''))el('text',{x:x+r+2,y:yy+8,'font-size':10,fill:c},g,m.label);
     tip(g,m.detail);});
   if(hasClock)drawClocks(W);
-  labels.style.height=H+'px';
+  labels.style.height=H+'px';drawOverview();
   const vis=scroll.clientWidth/pxs;view.textContent='showing '+fmt(Math.max(0,(scroll.scrollLeft-8)/pxs))+' – '+fmt(Math.min(D.end,(scroll.scrollLeft-8)/pxs+vis))+' of '+fmt(D.end);
 }
 const palette=['#7e57c2','#00897b','#e53935','#3949ab','#f4511e','#6d4c41','#c0ca33','#039be5'];
@@ -949,10 +957,20 @@ function drawLabels(){labels.innerHTML='';D.lanes.forEach((l,i)=>{const d=docume
   if(hasClock){const d=document.createElement('div');d.style.top=(lanesBottom+AXIS-20)+'px';d.style.height=(CLOCKH+20)+'px';
     const b=document.createElement('b');b.textContent='clock offsets';d.appendChild(b);
     D.clocks.forEach((c,k)=>{const s=document.createElement('small');s.style.color=palette[k%palette.length];s.textContent=c.node+': '+c.note;d.appendChild(s);});labels.appendChild(d);}}
+const ov=document.getElementById('tl-overview');
+function drawOverview(){while(ov.firstChild)ov.removeChild(ov.firstChild);const W=ov.clientWidth||scroll.clientWidth;const k=(W-2)/D.end;
+  ov.setAttribute('height',18);ov.setAttribute('width',W);
+  el('rect',{x:0,y:0,width:W,height:18,fill:'#f3f3f3'},ov);
+  D.bands.forEach(b=>el('rect',{x:1+b.a*k,y:2,width:Math.max(1,(b.b-b.a)*k),height:14,fill:'#ffcc80'},ov));
+  D.spans.forEach(s=>{if(s.kind=='crash'||s.kind=='pause')el('rect',{x:1+s.a*k,y:2,width:Math.max(1,((s.b==null?D.end:s.b)-s.a)*k),height:14,fill:'#9e9e9e','fill-opacity':0.7},ov);});
+  if(D.focus)el('rect',{x:1+D.focus[0]*k-1,y:0,width:Math.max(3,(D.focus[1]-D.focus[0])*k+2),height:18,fill:'#d50000'},ov);
+  const a=Math.max(0,(scroll.scrollLeft-8)/pxs),b=Math.min(D.end,a+scroll.clientWidth/pxs);
+  el('rect',{x:1+a*k,y:1,width:Math.max(2,(b-a)*k),height:16,fill:'none',stroke:'#1565c0','stroke-width':2},ov);}
+ov.addEventListener('click',ev=>{const r=ov.getBoundingClientRect();const t=(ev.clientX-r.left-1)/((r.width-2)/D.end);setScale(pxs,t);});
 function setScale(p,centre){const c=centre!=null?centre:((scroll.scrollLeft+scroll.clientWidth/2-8)/pxs);pxs=Math.max(fit,Math.min(p,fit*200000));draw();scroll.scrollLeft=Math.max(0,X(c)-scroll.clientWidth/2);draw();}
-function show(a,b){const w=Math.max(b-a,D.end/20000);setScale((scroll.clientWidth-60)/(w*1.6),(a+b)/2);}
+function show(a,b,ctx){const w=Math.max(b-a,D.end/20000);setScale((scroll.clientWidth-60)/(w*(ctx||1.6)),(a+b)/2);}
 function fitAll(){fit=(Math.max(scroll.clientWidth,400)-70)/D.end;pxs=fit;draw();scroll.scrollLeft=0;draw();}
-function toViolation(){if(D.focus){show(D.focus[0],D.focus[1]);detail.textContent='The violation: '+fmt(D.focus[0])+' – '+fmt(D.focus[1])+' (shaded red; its items are outlined red and starred).';}else{fitAll();detail.textContent='The violation names no operation: the whole run is shown.';}}
+function toViolation(){if(D.focus){show(D.focus[0],D.focus[1],3);detail.textContent='The violation: '+fmt(D.focus[0])+' – '+fmt(D.focus[1])+' (shaded red; its items are outlined red and starred).';}else{fitAll();detail.textContent='The violation names no operation: the whole run is shown.';}}
 function step(k){if(!named.length){toViolation();return;}cur=(cur+k+named.length)%named.length;const n=named[cur];show(n[0],n[1]);detail.textContent='Named item '+(cur+1)+' of '+named.length+': '+fmt(n[0])+' – '+fmt(n[1]);}
 document.getElementById('b-in').onclick=()=>setScale(pxs*2);
 document.getElementById('b-out').onclick=()=>setScale(pxs/2);
@@ -966,9 +984,9 @@ document.addEventListener('keydown',ev=>{if(ev.ctrlKey||ev.metaKey||ev.altKey)re
   else if(k=='v'||k=='V')toViolation();else if(k=='n')step(1);else if(k=='p')step(-1);
   else if(k=='ArrowRight'){scroll.scrollLeft+=scroll.clientWidth/4;draw();}else if(k=='ArrowLeft'){scroll.scrollLeft-=scroll.clientWidth/4;draw();}
   else return;ev.preventDefault();});
-scroll.addEventListener('scroll',()=>{const vis=scroll.clientWidth/pxs;view.textContent='showing '+fmt(Math.max(0,(scroll.scrollLeft-8)/pxs))+' – '+fmt(Math.min(D.end,(scroll.scrollLeft-8)/pxs+vis))+' of '+fmt(D.end);});
+scroll.addEventListener('scroll',()=>{drawOverview();const vis=scroll.clientWidth/pxs;view.textContent='showing '+fmt(Math.max(0,(scroll.scrollLeft-8)/pxs))+' – '+fmt(Math.min(D.end,(scroll.scrollLeft-8)/pxs+vis))+' of '+fmt(D.end);});
 window.addEventListener('resize',()=>{const c=(scroll.scrollLeft+scroll.clientWidth/2-8)/pxs;fit=(Math.max(scroll.clientWidth,400)-70)/D.end;setScale(pxs,c);});
-drawLabels();fitAll();
+drawLabels();fitAll();if(D.focus){toViolation();detail.textContent='Opened at the violation (shaded red); press 0 for the whole run, v to come back.';}
 })();
 "#;
 
