@@ -629,7 +629,8 @@ impl Timeline {
     }
 
     fn data(&self) -> Value {
-        let s = |ns: u64| ns as f64 / 1e9;
+        // Seconds to the microsecond: the page never carries a raw nanosecond count.
+        let s = |ns: u64| (ns / 1000) as f64 / 1e6;
         let mut lanes: Vec<Value> = Vec::new();
         if !self.bands.is_empty() {
             lanes.push(json!({"id": "", "label": "network", "note": "partitions"}));
@@ -828,7 +829,7 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:2px 10px 2px 0;text-
 .view{font-size:12px;color:#333;margin-left:12px;font-variant-numeric:tabular-nums}
 .overview{display:block;width:100%;height:18px;margin-top:6px;cursor:pointer}
 .tl{display:flex;border:1px solid #ddd;border-radius:4px;margin-top:6px}
-.labels{flex:0 0 170px;border-right:1px solid #ddd;background:#fbfbfb;position:relative;overflow:hidden}
+.labels{flex:0 0 180px;border-right:1px solid #ddd;background:#fbfbfb;position:relative;overflow:hidden}
 .labels div{position:absolute;left:0;right:0;padding:2px 8px;box-sizing:border-box;border-bottom:1px solid #eee;overflow:hidden}
 .labels b{font-size:13px;display:block;white-space:nowrap}.labels small{font-size:10.5px;color:#666;display:block;line-height:1.25}
 .scroll{flex:1 1 auto;overflow-x:auto;overflow-y:hidden}
@@ -947,10 +948,13 @@ function drawClocks(W){const top=lanesBottom+AXIS,h=CLOCKH-10;let m=0.001;
   el('line',{x1:0,x2:W,y1:Y(0),y2:Y(0),stroke:'#999'});
   [m/1.15,-m/1.15].forEach(v=>{el('line',{x1:0,x2:W,y1:Y(v),y2:Y(v),stroke:'#ddd','stroke-dasharray':'3,3'});
     el('text',{x:scroll.scrollLeft+10,y:Y(v)-3,'font-size':10,fill:'#777'},null,(v>0?'+':'')+v.toFixed(3)+' s');});
-  D.clocks.forEach((c,k)=>{const col=palette[k%palette.length];
+  const ends=[];D.clocks.forEach((c,k)=>{const col=palette[k%palette.length];
     const d=c.pts.map((p,j)=>(j?'L':'M')+X(p[0]).toFixed(1)+' '+Y(p[1]).toFixed(1)).join(' ');
     const g=el('g',{});el('path',{d:d,fill:'none',stroke:col,'stroke-width':2},g);tip(g,c.node+': '+c.note);
-    const last=c.pts[c.pts.length-1];el('text',{x:Math.min(X(last[0])+4,W-120),y:Y(last[1])-4-(k%3)*10,'font-size':11,fill:col,'font-weight':600},g,c.node+' '+(last[1]>=0?'+':'')+last[1].toFixed(3)+' s');});}
+    ends.push({y:Y(c.pts[c.pts.length-1][1]),col:col,text:c.node+' '+(c.pts[c.pts.length-1][1]>=0?'+':'')+c.pts[c.pts.length-1][1].toFixed(3)+' s',g:g});});
+  // End labels, pushed apart so that none covers another.
+  ends.sort((p,q)=>p.y-q.y);let prev=-1e9;const x=Math.min(scroll.scrollLeft+scroll.clientWidth-130,W-130);
+  ends.forEach(e=>{const yy=Math.max(e.y-3,prev+12);prev=yy;el('text',{x:x,y:yy,'font-size':11,fill:e.col,'font-weight':600,stroke:'#fbf9ff','stroke-width':3,'paint-order':'stroke'},e.g,e.text);});}
 function drawLabels(){labels.innerHTML='';D.lanes.forEach((l,i)=>{const d=document.createElement('div');d.style.top=laneTop[i]+'px';
   d.style.height=((i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i])+'px';
   const b=document.createElement('b');b.textContent=l.label;d.appendChild(b);const s=document.createElement('small');s.textContent=l.note;d.appendChild(s);d.title=l.label+' — '+l.note;labels.appendChild(d);});

@@ -273,13 +273,13 @@ pub fn draw(p: &LeasesParams, h: &LeaseHistory, t: &mut Timeline) {
             .map_or(t.lanes.len(), |k| k + 1);
         let server = overcast_sim::timeline::Lane {
             id: format!("{holder}:server"),
-            label: format!("{holder} · server's view"),
-            note: "its leases as the server's log shows them (solid)".into(),
+            label: "↳ server's view".into(),
+            note: format!("{holder}'s leases as the server's log shows them (solid)"),
         };
         let belief = overcast_sim::timeline::Lane {
             id: format!("{holder}:belief"),
-            label: format!("{holder} · belief"),
-            note: "when it believed it held them, by its own clock (hatched)".into(),
+            label: "↳ belief".into(),
+            note: format!("when {holder} believed it held them, by its own clock (hatched)"),
         };
         t.lanes.insert(at.min(t.lanes.len()), belief);
         t.lanes.insert(at.min(t.lanes.len()), server);
@@ -342,6 +342,7 @@ pub fn draw(p: &LeasesParams, h: &LeaseHistory, t: &mut Timeline) {
             highlight,
         });
     }
+    widen_highlight(t);
     for e in &h.node_events {
         match &e.event {
             LeaseEvent::SideEffect { target, lease_id } => {
@@ -376,4 +377,56 @@ pub fn draw(p: &LeasesParams, h: &LeaseHistory, t: &mut Timeline) {
             _ => {}
         }
     }
+}
+
+/// A violation names one lease by id and the other holder only by name
+/// (L9: "holder B acquired it at …"): the other holder's bars on the same
+/// resource that overlap the named lease's are part of it too.
+fn widen_highlight(t: &mut Timeline) {
+    let named: Vec<(String, u64, u64)> = t
+        .spans
+        .iter()
+        .filter(|s| s.highlight)
+        .map(|s| {
+            (
+                target_of(&s.label),
+                s.start_ns,
+                s.end_ns.unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    let holders: Vec<String> = t
+        .lanes
+        .iter()
+        .filter_map(|l| l.id.strip_suffix(":belief").map(str::to_string))
+        .filter(|h| t.findings.iter().any(|f| mentions(&f.message, h)))
+        .collect();
+    for s in t.spans.iter_mut().filter(|s| !s.highlight) {
+        let Some(holder) = s.lane.split(':').next() else {
+            continue;
+        };
+        if !holders.iter().any(|h| h == holder) {
+            continue;
+        }
+        let target = target_of(&s.label);
+        let end = s.end_ns.unwrap_or(u64::MAX);
+        s.highlight = named
+            .iter()
+            .any(|(t, a, b)| *t == target && s.start_ns < *b && *a < end);
+    }
+}
+
+/// The resource of a lease bar's label (`da64… leases/b0` → `leases/b0`).
+fn target_of(label: &str) -> String {
+    label.split_once(' ').map_or("", |(_, t)| t).to_string()
+}
+
+/// Whether `text` names `holder` as a word (`holder-1`, not `holder-10`).
+fn mentions(text: &str, holder: &str) -> bool {
+    text.match_indices(holder).any(|(i, _)| {
+        !text[i + holder.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
 }
