@@ -871,8 +871,9 @@ bars.forEach(x=>{const r=rows[x.lane];const open=x.t=='op'&&x.b==null;const end=
   let k=r.findIndex(e=>e.end<=x.a);if(k<0){k=r.length;r.push({end:0,last:null});}
   const prev=r[k].last;if(prev&&prev.t=='op'&&prev.b==null)prev.vis=x.a;
   r[k].end=Math.max(end,x.a+gap);r[k].last=x;x.row=k;});
+const quietMarks=D.lanes.map(()=>0);D.marks.forEach(m=>{if(m.kind=='event'&&!m.hl&&m.lane!=='')quietMarks[laneOf(m.lane)]=7;});
 const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);const noteLines=Math.ceil(l.note.length/30);
-  y+=Math.max(Math.max(1,rows[i].length)*ROW+2*PADY,20+noteLines*13);});
+  y+=Math.max(Math.max(1,rows[i].length)*ROW+2*PADY+quietMarks[i],20+noteLines*13);});
 const lanesBottom=y;const hasClock=D.clocks.length>0;const H=lanesBottom+(hasClock?CLOCKH+AXIS:8);
 let pxs=1,fit=1;const named=[];
 D.ops.forEach(o=>{if(o.hl)named.push([o.a,o.b==null?D.end:o.b]);});
@@ -929,8 +930,11 @@ function draw(){
       label(g,x1,x2,top+13,(s.hl?'★ ':'')+s.label,held?'#fff':s.hl?'#8a1010':'#0b3d36',s.hl);tip(g,s.detail);}
     else{const b=x.o;el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:2,fill:'#ffcc80',stroke:'#fb8c00'},g);label(g,x1,x2,top+13,b.label,'#5d3a00');tip(g,b.detail);}});
   // Marks.
-  D.marks.forEach(m=>{const i=laneOf(m.lane);const x=X(m.t);const yy=laneTop[i]+PADY+2;const g=el('g',{});
-    const c=m.kind=='problem'||m.hl?'#d50000':m.kind=='fault'?'#8e24aa':'#455a64';const r=m.hl?6:4;
+  D.marks.forEach(m=>{const i=laneOf(m.lane);const x=X(m.t);const g=el('g',{});
+    // A node's own events sit at the bottom of its lane, under the bars' labels.
+    const quiet=m.kind=='event'&&!m.hl&&m.lane!=='';const bottom=(i+1<laneTop.length?laneTop[i+1]:lanesBottom)-6;
+    const yy=quiet?bottom:laneTop[i]+PADY+2;
+    const c=m.kind=='problem'||m.hl?'#d50000':m.kind=='fault'?'#8e24aa':'#455a64';const r=m.hl?6:quiet?3:4;
     el('path',{d:`M${x} ${yy-r+4} L${x+r} ${yy+4} L${x} ${yy+r+4} L${x-r} ${yy+4} Z`,fill:c,stroke:'#fff','stroke-width':1},g);
     if(m.lane==='')el('line',{x1:x,x2:x,y1:AXIS-4,y2:lanesBottom,stroke:c,'stroke-opacity':0.35,'stroke-dasharray':'2,3'},g);
     if(pxs*D.end>0&&(m.hl||m.kind!='event'||m.lane===''))el('text',{x:x+r+2,y:yy+8,'font-size':10,fill:c},g,m.label);
