@@ -74,7 +74,7 @@ mod search;
 mod spec;
 pub mod versioned;
 
-pub use report::{Failure, OpView, Report, Step, TimeUnit, Verdict};
+pub use report::{esc as html_escape, Failure, OpView, Report, Step, TimeUnit, Verdict};
 pub use spec::{Claim, Next, Spec};
 
 use search::{KOp, Limits, Outcome};

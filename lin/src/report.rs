@@ -357,7 +357,8 @@ table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #ddd
 .failrow td{color:#b71c1c;font-weight:bold}code{font-size:13px}.legend span{display:inline-block;margin-right:14px;font-size:12px}\
 .sw{display:inline-block;width:14px;height:10px;margin-right:4px;vertical-align:middle;border:1px solid #555}";
 
-fn esc(s: &str) -> String {
+/// Escapes text for HTML (element content and attribute values).
+pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

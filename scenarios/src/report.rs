@@ -9,7 +9,7 @@ use crate::registry::{CheckRecord, DynScenario, RunHistory};
 use crate::saved::run_command;
 use crate::scenario::Scenario;
 use overcast_sim::check::{Outcome, Verdict, LIVENESS};
-use overcast_sim::timeline::{secs, Finding, Section, Timeline};
+use overcast_sim::timeline::{secs, Finding, Section, Timeline, Tone};
 use overcast_sim::world::WorldOutcome;
 use std::collections::BTreeMap;
 
@@ -98,13 +98,7 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
             t.highlight.extend(v.ops.iter().copied());
         }
     }
-    let mut faults: Vec<String> = input
-        .world
-        .faults
-        .iter()
-        .map(|(k, n)| format!("{k}×{n}"))
-        .collect();
-    faults.extend(input.counters.iter().map(|(k, n)| format!("{k}×{n}")));
+    let faults = crate::run::fault_words(input.world, input.counters);
     let checks: Vec<String> = input
         .checks
         .iter()
@@ -199,6 +193,32 @@ pub fn conditions_words(if_match: Option<&str>, if_none_match: Option<&str>) -> 
         w += &format!(" If-None-Match {}", short_etag(m));
     }
     w
+}
+
+/// A call's words and tone: what was asked, then `→` what was seen with
+/// its status's colour; open-ended (unknown) when nothing was seen.
+pub fn call_words(asked: String, seen: Option<(u16, String)>) -> (String, Tone) {
+    match seen {
+        None => (asked, Tone::Unknown),
+        Some((status, words)) => (
+            format!("{asked} → {words}"),
+            crate::registry::status_tone(u64::from(status)),
+        ),
+    }
+}
+
+/// Draws a history whose calls come from role `client` (`client` = index):
+/// each call on its client's lane, in the words `words` gives.
+pub fn draw_client_calls<C, R, E>(
+    h: &overcast_sim::history::History<C, R, E>,
+    t: &mut Timeline,
+    words: impl Fn(&C, Option<&R>) -> (String, Tone),
+) {
+    t.add_ops(
+        &h.ops,
+        |o| client_lane(o.client),
+        |o| words(&o.call, o.result.as_ref()),
+    );
 }
 
 /// The lane of the client whose operations carry `client` = `i`: `client-i`.

@@ -151,13 +151,7 @@ impl RunResult {
     /// A few lines for the terminal.
     pub fn summary(&self) -> String {
         let s = &self.scenario;
-        let mut faults: Vec<String> = self
-            .world
-            .faults
-            .iter()
-            .map(|(k, n)| format!("{k}×{n}"))
-            .collect();
-        faults.extend(self.counters.iter().map(|(k, n)| format!("{k}×{n}")));
+        let mut faults = fault_words(&self.world, &self.counters);
         if faults.is_empty() {
             faults.push("none".into());
         }
@@ -201,6 +195,16 @@ impl RunResult {
         }
         out
     }
+}
+
+/// The faults a run injected, `kind×count`: the world's, then the model's fault points.
+pub fn fault_words(world: &WorldOutcome, counters: &BTreeMap<String, u64>) -> Vec<String> {
+    world
+        .faults
+        .iter()
+        .chain(counters.iter())
+        .map(|(k, n)| format!("{k}×{n}"))
+        .collect()
 }
 
 /// `R1`, `R2`, `R3` → `R1–R3`; other lists joined with `/`.

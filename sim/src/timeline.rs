@@ -793,20 +793,7 @@ impl Timeline {
 }
 
 /// HTML-escapes text (also for attribute values).
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '&' => o.push_str("&amp;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
+pub use overcast_lin::html_escape as esc;
 
 const TOOLBAR: &str = "<div class=\"toolbar\" role=\"toolbar\"><button id=\"b-in\" title=\"zoom in (+)\">+ zoom in</button><button id=\"b-out\" title=\"zoom out (-)\">− zoom out</button><button id=\"b-fit\" title=\"whole run (0)\">0 whole run</button><button id=\"b-viol\" title=\"jump to the violation (v)\">v violation</button><button id=\"b-prev\" title=\"previous named item (p)\">p prev</button><button id=\"b-next\" title=\"next named item (n)\">n next</button><span class=\"keys\">keys: <kbd>+</kbd>/<kbd>−</kbd> zoom · <kbd>0</kbd> whole run · <kbd>v</kbd> violation · <kbd>n</kbd>/<kbd>p</kbd> named items · <kbd>←</kbd>/<kbd>→</kbd> scroll</span><span id=\"tl-view\" class=\"view\"></span></div>\n";
 

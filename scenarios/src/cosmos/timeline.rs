@@ -3,8 +3,7 @@
 
 use super::check::CosmosHistory;
 use super::history::{Call, Outcome};
-use crate::registry::status_tone;
-use crate::report::{client_lane, conditions_words};
+use crate::report::{call_words, conditions_words, draw_client_calls};
 use overcast_sim::timeline::{Timeline, Tone};
 
 /// A call in a few words: `upsert pk1/a If-Match …0003 → 200 v4`, a batch
@@ -27,28 +26,19 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
                 .join(", ")
         ),
     };
-    match result {
-        None => (asked, Tone::Unknown),
-        Some(r) => {
-            let mut seen = r.status.to_string();
-            if let [one] = r.results.as_slice() {
-                if let Some(v) = one.version {
-                    seen += &format!(" v{v}");
-                }
+    let seen = result.map(|r| {
+        let mut seen = r.status.to_string();
+        if let [one] = r.results.as_slice() {
+            if let Some(v) = one.version {
+                seen += &format!(" v{v}");
             }
-            (
-                format!("{asked} → {seen}"),
-                status_tone(u64::from(r.status)),
-            )
         }
-    }
+        (r.status, seen)
+    });
+    call_words(asked, seen)
 }
 
 /// Draws the history's calls.
 pub fn draw(h: &CosmosHistory, t: &mut Timeline) {
-    t.add_ops(
-        &h.ops,
-        |o| client_lane(o.client),
-        |o| words(&o.call, o.result.as_ref()),
-    );
+    draw_client_calls(h, t, words);
 }

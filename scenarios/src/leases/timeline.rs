@@ -10,7 +10,7 @@
 use super::check::{server_log, Entry};
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::LeasesParams;
-use crate::registry::status_tone;
+use crate::report::call_words;
 use overcast_model::lease::{self, Lease, Phase};
 use overcast_model::partition::Effect;
 use overcast_model::store;
@@ -53,24 +53,19 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
         asked += &format!(" id {}", short(id));
     }
     if let Some(id) = &call.proposed_id {
-        asked += &format!(" → {}", short(id));
+        asked += &format!(" proposing {}", short(id));
     }
-    match result {
-        None => (asked, Tone::Unknown),
-        Some(r) => {
-            let mut seen = r.status.to_string();
-            if let Some(code) = &r.code {
-                seen += &format!(" {code}");
-            }
-            if let Some(id) = &r.lease_id {
-                seen += &format!(" {}", short(id));
-            }
-            (
-                format!("{asked} ⇒ {seen}"),
-                status_tone(u64::from(r.status)),
-            )
+    let seen = result.map(|r| {
+        let mut seen = r.status.to_string();
+        if let Some(code) = &r.code {
+            seen += &format!(" {code}");
         }
-    }
+        if let Some(id) = &r.lease_id {
+            seen += &format!(" {}", short(id));
+        }
+        (r.status, seen)
+    });
+    call_words(asked, seen)
 }
 
 /// A lease as the server's log shows it, in true time.

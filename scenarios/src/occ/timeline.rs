@@ -3,8 +3,7 @@
 
 use super::check::OccHistory;
 use super::history::{Call, Outcome};
-use crate::registry::status_tone;
-use crate::report::{client_lane, conditions_words, short_etag};
+use crate::report::{call_words, conditions_words, draw_client_calls, short_etag};
 use overcast_sim::timeline::{Timeline, Tone};
 
 /// A call in a few words: `put k3 If-Match …0001 → 412`.
@@ -15,15 +14,15 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
         call.item,
         conditions_words(call.if_match.as_deref(), call.if_none_match.as_deref())
     );
-    match result {
-        None => (asked, Tone::Unknown),
-        Some(Outcome::TimedOut) => (format!("{asked} → timed out"), Tone::Error),
-        Some(Outcome::Response {
+    let seen = result.map(|r| match r {
+        // A read's timeouts ran out (older histories): shown as the 503 it is now.
+        Outcome::TimedOut => (503, "timed out".to_string()),
+        Outcome::Response {
             status,
             etag,
             version,
             ..
-        }) => {
+        } => {
             let mut seen = status.to_string();
             if let Some(v) = version {
                 seen += &format!(" v{v}");
@@ -31,16 +30,13 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
             if let Some(e) = etag {
                 seen += &format!(" {}", short_etag(e));
             }
-            (format!("{asked} → {seen}"), status_tone(u64::from(*status)))
+            (*status, seen)
         }
-    }
+    });
+    call_words(asked, seen)
 }
 
 /// Draws the history's calls.
 pub fn draw(h: &OccHistory, t: &mut Timeline) {
-    t.add_ops(
-        &h.ops,
-        |o| client_lane(o.client),
-        |o| words(&o.call, o.result.as_ref()),
-    );
+    draw_client_calls(h, t, words);
 }
