@@ -74,7 +74,7 @@ mod search;
 mod spec;
 pub mod versioned;
 
-pub use report::{Failure, OpView, Report, Step, Verdict};
+pub use report::{esc as html_escape, Failure, OpView, Report, Step, TimeUnit, Verdict};
 pub use spec::{Claim, Next, Spec, ValueOf, ValueUse, Values};
 
 use search::{KOp, Limits, Outcome};
@@ -133,6 +133,9 @@ pub struct Options {
     /// more configurations than this (finds a linearization sooner when the
     /// state space is wide). Default: 20 000.
     pub frontier_cap: usize,
+    /// What the operations' times count, for the report's words (the check
+    /// itself only compares them). Default: [`TimeUnit::Raw`].
+    pub time_unit: TimeUnit,
 }
 
 impl Default for Options {
@@ -145,6 +148,7 @@ impl Default for Options {
             fast_path: true,
             explain: true,
             frontier_cap: 20_000,
+            time_unit: TimeUnit::Raw,
         }
     }
 }
@@ -287,6 +291,7 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
         max_key_steps,
         unknown_reason,
         failure,
+        time_unit: opts.time_unit,
     }
 }
 

@@ -13,6 +13,7 @@ pub mod occ;
 pub mod ops;
 pub mod queues;
 pub mod registry;
+pub mod report;
 pub mod run;
 pub mod saved;
 pub mod scenario;

@@ -374,6 +374,8 @@ impl Observed {
                     o.entries = Some((res.kind, res.entries.clone()));
                 }
             }
+            // No script step sends an indexing-queue request yet.
+            Some(Response::Queue(_)) => {}
         }
         o
     }
@@ -1128,6 +1130,7 @@ fn describe_request(step: &Step, req: &Request) -> String {
                 describe_match("If-Match", if_match.as_ref())
             ),
         },
+        Request::Queue(r) => format!("{kind} {r:?}"),
     }
 }
 
