@@ -334,6 +334,7 @@ fn describe_request(req: &Request) -> String {
         Request::Lease(op) => crate::lease_client::describe(op),
         Request::Cosmos(op) => format!("cosmos {op:?}"),
         Request::Search(op) => format!("search {op:?}"),
+        Request::Feed(op) => format!("feed {op:?}"),
     }
 }
 

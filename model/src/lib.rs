@@ -17,6 +17,7 @@ pub mod conditions;
 pub mod cosmos;
 pub mod cosmos_client;
 pub mod env;
+pub mod feed;
 pub mod lease;
 pub mod lease_client;
 pub mod lease_holder;

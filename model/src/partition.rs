@@ -22,6 +22,7 @@
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
 use crate::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
+use crate::feed::{ChangeFeed, FeedEffect, FeedRequest, FeedResponse};
 use crate::lease::{self, LeaseRequest, LeaseResponse};
 use crate::retry::OpKind;
 use crate::search::{SearchEffect, SearchRequest, SearchResponse, SearchService};
@@ -41,6 +42,8 @@ pub enum Request {
     Cosmos(CosmosRequest),
     /// To the Azure AI Search resource service (SPEC §1.2).
     Search(SearchRequest),
+    /// To the Cosmos DB change feed (SPEC §3.1, §3.2).
+    Feed(FeedRequest),
 }
 
 impl Request {
@@ -51,6 +54,7 @@ impl Request {
             Request::Cosmos(r) => r.is_write(),
             Request::Search(r) => r.is_write(),
             Request::Lease(_) => true,
+            Request::Feed(r) => r.is_write(),
         }
     }
 
@@ -75,6 +79,7 @@ impl Request {
             Request::Lease(r) => r.partition_key(),
             Request::Cosmos(r) => r.partition_key(),
             Request::Search(r) => r.name(),
+            Request::Feed(r) => r.partition_key(),
         }
     }
 }
@@ -90,6 +95,8 @@ pub enum Response {
     Cosmos(CosmosResponse),
     /// From the Search resource service.
     Search(SearchResponse),
+    /// From the change feed.
+    Feed(FeedResponse),
 }
 
 impl Response {
@@ -100,6 +107,7 @@ impl Response {
             Response::Lease(r) => r.status,
             Response::Cosmos(r) => r.status,
             Response::Search(r) => r.status,
+            Response::Feed(r) => r.status,
         }
     }
 
@@ -135,6 +143,14 @@ impl Response {
             _ => None,
         }
     }
+
+    /// The change feed's response, if this is one.
+    pub fn into_feed(self) -> Option<FeedResponse> {
+        match self {
+            Response::Feed(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// What a successful mutation of one service changed: one log record's content.
@@ -148,6 +164,8 @@ pub enum Effect {
     Cosmos(CosmosEffect),
     /// A change to a Search resource.
     Search(SearchEffect),
+    /// A change to the change feed's ranges (a split).
+    Feed(FeedEffect),
 }
 
 /// One partition's services and its log position.
@@ -157,6 +175,7 @@ pub struct Partition {
     lsn: u64,
     cosmos: CosmosItems,
     search: SearchService,
+    feed: ChangeFeed,
 }
 
 impl Partition {
@@ -175,6 +194,7 @@ impl Partition {
             lsn: 0,
             cosmos: CosmosItems::new(bugs),
             search: SearchService::new(bugs),
+            feed: ChangeFeed::new(),
         }
     }
 
@@ -198,9 +218,11 @@ impl Partition {
                 let (response, effect) = self.search.apply(r, now);
                 (Response::Search(response), effect.map(Effect::Search))
             }
+            Request::Feed(r) => self.apply_feed(r, now),
         };
-        if effect.is_some() {
+        if let Some(e) = &effect {
             self.lsn += 1;
+            self.observe(e);
         }
         (response, effect)
     }
@@ -213,8 +235,43 @@ impl Partition {
             Effect::Lease(e) => self.store.redo_lease(e),
             Effect::Cosmos(e) => self.cosmos.redo(e),
             Effect::Search(e) => self.search.redo(e),
+            Effect::Feed(e) => self.feed.redo(e),
         }
         self.lsn += 1;
+        self.observe(effect);
+    }
+
+    /// A feed request: reads and splits by the feed; a TTL purge is a Cosmos
+    /// delete of the expired soft-deleted items (the feed knows which they are).
+    fn apply_feed(&mut self, r: &FeedRequest, now: Millis) -> (Response, Option<Effect>) {
+        if let FeedRequest::PurgeExpired { container, ttl_s } = r {
+            let effect = self.feed.purge_effect(container, *ttl_s, now);
+            let purged = match &effect {
+                Some(CosmosEffect::Batch(cs)) => cs.len(),
+                _ => 0,
+            };
+            if let Some(e) = &effect {
+                self.cosmos.redo(e);
+            }
+            let response = FeedResponse {
+                status: 200,
+                purged,
+                ..FeedResponse::default()
+            };
+            return (Response::Feed(response), effect.map(Effect::Cosmos));
+        }
+        let (response, effect) = self.feed.apply(r, self.lsn);
+        if let Some(e) = &effect {
+            self.feed.redo(e);
+        }
+        (Response::Feed(response), effect.map(Effect::Feed))
+    }
+
+    /// Feeds a Cosmos effect, just logged at [`Partition::lsn`], to the change feed.
+    fn observe(&mut self, effect: &Effect) {
+        if let Effect::Cosmos(e) = effect {
+            self.feed.observe_cosmos(self.lsn, e);
+        }
     }
 
     /// The log position of the partition's last effect (0 before the first).
@@ -235,6 +292,11 @@ impl Partition {
     /// The Search resources.
     pub fn search(&self) -> &SearchService {
         &self.search
+    }
+
+    /// The change feed.
+    pub fn feed(&self) -> &ChangeFeed {
+        &self.feed
     }
 }
 
