@@ -17,11 +17,12 @@
 //!   at most the hint except that a batch's items (one LSN) are never cut
 //!   apart; 304 when there are none. The continuation is the LSN of the last
 //!   item returned, or, when the page holds everything, the partition's LSN.
-//! - Soft delete + TTL: an item whose body contains [`SOFT_DELETE_MARK`] is
+//! - Soft delete + TTL: an item whose body contains [`TTL_MARK`] is
 //!   purged by [`FeedRequest::PurgeExpired`] once its `_ts` is `ttl_s` old,
 //!   as a logged Cosmos delete (which the feed, like every delete, does not
 //!   show).
 
+use crate::bugs::ModelBugs;
 use crate::cosmos::{CosmosEffect, ItemChange, ItemKey};
 use crate::retry::sub_status;
 use serde::{Deserialize, Serialize};
@@ -33,9 +34,10 @@ pub const KEY_SPACE: u32 = 256;
 /// How many physical ranges a container starts with (equal widths).
 pub const INITIAL_RANGES: u32 = 4;
 
-/// The marker of a soft-deleted item's body (the user's workaround for the
-/// feed not capturing deletes).
-pub const SOFT_DELETE_MARK: &str = "\"deleted\":true";
+/// The marker of an item with a time to live (a soft-deleted item: the
+/// user's workaround for the feed not capturing deletes; the processor's
+/// init lock): a TTL purge deletes it once its `_ts` is old enough.
+pub const TTL_MARK: &str = "\"ttl\":true";
 
 /// The EPK of a partition key: FNV-1a folded into `[0, KEY_SPACE)`.
 pub fn epk(partition_key: &str) -> u32 {
@@ -120,7 +122,7 @@ pub enum FeedRequest {
         /// The range id.
         range: u32,
     },
-    /// The TTL purge: deletes the soft-deleted items at least `ttl_s` old.
+    /// The TTL purge: deletes the items with a TTL ([`TTL_MARK`]) at least `ttl_s` old.
     PurgeExpired {
         /// The container.
         container: String,
@@ -254,13 +256,17 @@ impl ContainerFeed {
 /// The change feed of every container of one partition.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangeFeed {
+    bugs: ModelBugs,
     containers: BTreeMap<String, ContainerFeed>,
 }
 
 impl ChangeFeed {
-    /// No changes yet.
-    pub fn new() -> ChangeFeed {
-        ChangeFeed::default()
+    /// No changes yet, with `bugs` switched on (it reads `page_cut_splits_batch`).
+    pub fn new(bugs: ModelBugs) -> ChangeFeed {
+        ChangeFeed {
+            bugs,
+            containers: BTreeMap::new(),
+        }
     }
 
     fn container(&mut self, c: &str) -> &mut ContainerFeed {
@@ -333,7 +339,7 @@ impl ChangeFeed {
         let expired: Vec<ItemChange> = feed
             .latest
             .iter()
-            .filter(|(_, l)| l.body.contains(SOFT_DELETE_MARK) && l.ts + ttl_s <= now / 1000)
+            .filter(|(_, l)| l.body.contains(TTL_MARK) && l.ts + ttl_s <= now / 1000)
             .map(|((pk, id), l)| ItemChange::Deleted {
                 key: ItemKey::new(container, pk, id),
                 version: l.version + 1,
@@ -464,7 +470,11 @@ impl ChangeFeed {
                 if *page_size > 0 && items.len() > *page_size {
                     // Keep the last LSN's items whole (a batch is atomic).
                     let last = items[*page_size - 1].lsn;
-                    items.retain(|i| i.lsn <= last);
+                    if self.bugs.page_cut_splits_batch {
+                        items.truncate(*page_size);
+                    } else {
+                        items.retain(|i| i.lsn <= last);
+                    }
                     continuation = last;
                 }
                 let r = FeedResponse {
@@ -500,7 +510,6 @@ fn status(status: u16, sub_status: u32) -> FeedResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bugs::ModelBugs;
     use crate::cosmos::{CosmosRequest, ItemOp};
     use crate::partition::{Partition, Partitions, Request, Response};
 
@@ -585,7 +594,7 @@ mod tests {
         let mut p = partition();
         let k = pk_in(2);
         write(&mut p, &k, "a", "v1", 1_000);
-        write(&mut p, &k, "b", "{\"deleted\":true}", 1_000);
+        write(&mut p, &k, "b", "{\"deleted\":true,\"ttl\":true}", 1_000);
         let del = Request::Cosmos(CosmosRequest::Item {
             container: "items".into(),
             partition_key: k.clone(),

@@ -194,7 +194,7 @@ impl Partition {
             lsn: 0,
             cosmos: CosmosItems::new(bugs),
             search: SearchService::new(bugs),
-            feed: ChangeFeed::new(),
+            feed: ChangeFeed::new(bugs),
         }
     }
 
