@@ -188,6 +188,21 @@ pub struct FeedResponse {
     pub purged: usize,
 }
 
+impl FeedResponse {
+    /// The status the SDK's transport and retry layer sees: a range's
+    /// 410/1002 is handled by the change-feed layer above it (the pull
+    /// iterator splits its composite continuation, the processor creates the
+    /// child leases, SPEC §3.2, §3.3.8), never retried as a point operation's
+    /// 410, so it travels as a delivered answer (200) whose own status is 410.
+    pub fn transport_status(&self) -> u16 {
+        if self.status == 410 && self.sub_status == sub_status::PARTITION_KEY_RANGE_GONE {
+            200
+        } else {
+            self.status
+        }
+    }
+}
+
 /// A logged change of the feed's own state.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FeedEffect {

@@ -107,7 +107,7 @@ impl Response {
             Response::Lease(r) => r.status,
             Response::Cosmos(r) => r.status,
             Response::Search(r) => r.status,
-            Response::Feed(r) => r.status,
+            Response::Feed(r) => r.transport_status(),
         }
     }
 

@@ -29,6 +29,7 @@ pub static SCENARIOS: &[&dyn DynScenario] = &[
     &crate::leases::Leases,
     &crate::cosmos::Cosmos,
     &crate::search::Search,
+    &crate::feed::Feed,
 ];
 
 /// The registered scenario called `name`, or the one-line error naming the known ones.
