@@ -830,6 +830,7 @@ impl Host {
         let mut continuation = parent.doc.continuation;
         let mut created = Vec::new();
         let mut new_leases = Vec::new();
+        let mut all_exist = true;
         for child in &gone.ranges {
             if self.opts.bugs.split_loses_continuation {
                 let now = FeedRequest::Read {
@@ -855,6 +856,8 @@ impl Host {
             let id = self.opts.lease_id(child.id);
             let mut c = CosmosContainer::new(client, &self.opts.lease_container);
             let r = c.create(&self.opts.prefix, &id, &doc.to_body()).await;
+            // 409: a concurrent handler created it (`CreateLeaseIfNotExist` → null).
+            all_exist &= matches!(status_of(&r), 201 | 409);
             if status_of(&r) == 201 {
                 if let Some(cached) = r.response.as_ref().and_then(|resp| cached_from(&id, resp)) {
                     created.push(child.id);
@@ -862,7 +865,10 @@ impl Host {
                 }
             }
         }
-        if !self.opts.bugs.split_keeps_parent {
+        // The parent goes only once every child exists (else a gap: the
+        // parent's next owner sees the 410 again and finishes the job).
+        let delete_parent = all_exist && !self.opts.bugs.split_keeps_parent;
+        if delete_parent {
             let mut c = CosmosContainer::new(client, &self.opts.lease_container);
             c.delete(&self.opts.prefix, &parent.id, None).await;
         }
@@ -871,11 +877,13 @@ impl Host {
             children: created,
             continuation,
         });
-        if self.opts.bugs.split_keeps_parent {
+        if delete_parent {
+            self.drop_lease(client, token, "split", false).await;
+        } else if all_exist {
             let poll = Duration::from_millis(self.opts.poll_ms).as_nanos() as u64;
             self.set_next_read(token, now_ns() + poll);
         } else {
-            self.drop_lease(client, token, "split", false).await;
+            self.drop_lease(client, token, "split incomplete", true).await;
         }
         for lease in new_leases {
             self.observer.event(ProcessorEvent::Acquired {
