@@ -883,7 +883,8 @@ impl Host {
             let poll = Duration::from_millis(self.opts.poll_ms).as_nanos() as u64;
             self.set_next_read(token, now_ns() + poll);
         } else {
-            self.drop_lease(client, token, "split incomplete", true).await;
+            self.drop_lease(client, token, "split incomplete", true)
+                .await;
         }
         for lease in new_leases {
             self.observer.event(ProcessorEvent::Acquired {
