@@ -336,9 +336,9 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                     .and_then(|pid| leases.get(&pid))
                     .and_then(|pvs| {
                         pvs.iter()
+                            .rev()
                             .filter(|x| x.at_ns <= lv.at_ns)
-                            .filter_map(|x| x.doc.as_ref())
-                            .last()
+                            .find_map(|x| x.doc.as_ref())
                             .map(|d| d.continuation)
                     })
                     .flatten();
@@ -489,9 +489,9 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                 .find(|(id, _)| id.ends_with(&suffix))
                 .and_then(|(_, vs)| {
                     vs.iter()
-                        .filter(|x| x.at_ns < *at && x.doc.as_ref().is_some_and(|d| d.by == *f))
+                        .rev()
+                        .find(|x| x.at_ns < *at && x.doc.as_ref().is_some_and(|d| d.by == *f))
                         .map(|x| x.at_ns)
-                        .last()
                 });
             let expired = last_write
                 .is_some_and(|w| (w + o.expiration_ms * 1_000_000).saturating_sub(skew_ns) < *at);
@@ -536,6 +536,19 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
 
     // CF10: a 304 with committed changes after the token in the range.
     let mut pulls = 0usize;
+    let mut deleted_at: BTreeMap<&overcast_model::cosmos::ItemKey, Vec<u64>> = BTreeMap::new();
+    for c in &items {
+        if let ItemChange::Deleted { key, .. } = &c.change {
+            deleted_at.entry(key).or_default().push(c.at_ns);
+        }
+    }
+    let writes: Vec<(&Committed, u32)> = items
+        .iter()
+        .filter_map(|c| match &c.change {
+            ItemChange::Written { key, .. } => Some((c, epk(&key.partition_key))),
+            ItemChange::Deleted { .. } => None,
+        })
+        .collect();
     for e in &h.node_events {
         let FeedEvent::Pull {
             min,
@@ -552,22 +565,16 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         if *status != 304 {
             continue;
         }
-        let pending = items.iter().find(|c| {
-            let ItemChange::Written { key, .. } = &c.change else {
-                return false;
-            };
-            let k = epk(&key.partition_key);
+        let pending = writes.iter().find(|(c, k)| {
             c.at_ns < *begin_ns
                 && c.lsn > *from
-                && *min <= k
-                && k < *max
-                && !items.iter().any(|d| {
-                    matches!(&d.change, ItemChange::Deleted { key: dk, .. } if dk == key)
-                        && d.at_ns > c.at_ns
-                        && d.at_ns <= e.at_ns
-                })
+                && *min <= *k
+                && *k < *max
+                && !deleted_at
+                    .get(key_of(&c.change))
+                    .is_some_and(|ds| ds.iter().any(|d| *d > c.at_ns && *d <= e.at_ns))
         });
-        if let Some(c) = pending {
+        if let Some((c, _)) = pending {
             let key = key_of(&c.change);
             v.push(violation(
                 "CF10",
@@ -625,8 +632,8 @@ fn missing(
         let last_fault = h
             .events
             .iter()
-            .filter(|w| w.what.contains(owner) && w.at_ns <= end_ns)
-            .last();
+            .rev()
+            .find(|w| w.what.contains(owner) && w.at_ns <= end_ns);
         match last_fault {
             Some(w) => s.push_str(&format!(
                 "; last fault of {owner}: \"{}\" at {}",
@@ -638,10 +645,10 @@ fn missing(
         let last_delivery = h
             .node_events
             .iter()
-            .filter(|n| {
+            .rev()
+            .find(|n| {
                 matches!(&n.event, FeedEvent::Host(ProcessorEvent::Delivered { lease, .. }) if *lease == d.token)
-            })
-            .last();
+            });
         if let Some(n) = last_delivery {
             s.push_str(&format!(
                 "; the lease's last delivery was by {} at {}",
