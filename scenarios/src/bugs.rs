@@ -188,7 +188,7 @@ pub const BUGS: &[BugInfo] = &[
         name: "resume_from_memory",
         what: "a lease the process owned before resumes from the position it last read, not from the stored checkpoint",
         scenarios: &["feed"],
-        caught_by: &["CF3", "CF5"],
+        caught_by: &["CF3", "CF5", "CF9"],
     },
     BugInfo {
         name: "drop_batch_on_delegate_error",
