@@ -335,6 +335,7 @@ fn describe_request(req: &Request) -> String {
         Request::Cosmos(op) => format!("cosmos {op:?}"),
         Request::Search(op) => format!("search {op:?}"),
         Request::Queue(op) => format!("queue {}", op.method()),
+        Request::Feed(op) => format!("feed {op:?}"),
     }
 }
 

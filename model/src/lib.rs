@@ -18,6 +18,8 @@ pub mod connector;
 pub mod cosmos;
 pub mod cosmos_client;
 pub mod env;
+pub mod feed;
+pub mod feed_processor;
 pub mod lease;
 pub mod lease_client;
 pub mod lease_holder;

@@ -22,6 +22,7 @@
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
 use crate::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
+use crate::feed::{ChangeFeed, FeedEffect, FeedRequest, FeedResponse};
 use crate::lease::{self, LeaseRequest, LeaseResponse};
 use crate::queue::{IndexingService, QueueEffect, QueueRequest, QueueResponse};
 use crate::retry::OpKind;
@@ -44,6 +45,8 @@ pub enum Request {
     Search(SearchRequest),
     /// To the Cloud Search indexing queues (SPEC §5).
     Queue(QueueRequest),
+    /// To the Cosmos DB change feed (SPEC §3.1, §3.2).
+    Feed(FeedRequest),
 }
 
 impl Request {
@@ -55,6 +58,7 @@ impl Request {
             Request::Search(r) => r.is_write(),
             Request::Lease(_) => true,
             Request::Queue(_) => true,
+            Request::Feed(r) => r.is_write(),
         }
     }
 
@@ -81,6 +85,7 @@ impl Request {
             Request::Cosmos(r) => r.partition_key(),
             Request::Search(r) => r.name(),
             Request::Queue(r) => r.datasource(),
+            Request::Feed(r) => r.partition_key(),
         }
     }
 }
@@ -98,6 +103,8 @@ pub enum Response {
     Search(SearchResponse),
     /// From the indexing queues.
     Queue(QueueResponse),
+    /// From the change feed.
+    Feed(FeedResponse),
 }
 
 impl Response {
@@ -109,6 +116,7 @@ impl Response {
             Response::Cosmos(r) => r.status,
             Response::Search(r) => r.status,
             Response::Queue(r) => r.status,
+            Response::Feed(r) => r.transport_status(),
         }
     }
 
@@ -152,6 +160,14 @@ impl Response {
             _ => None,
         }
     }
+
+    /// The change feed's response, if this is one.
+    pub fn into_feed(self) -> Option<FeedResponse> {
+        match self {
+            Response::Feed(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// What a successful mutation of one service changed: one log record's content.
@@ -168,6 +184,8 @@ pub enum Effect {
     /// A change to an indexing datasource (boxed: it carries its request
     /// and the items it changed).
     Queue(Box<QueueEffect>),
+    /// A change to the change feed's ranges (a split).
+    Feed(FeedEffect),
 }
 
 /// One partition's services and its log position.
@@ -178,6 +196,7 @@ pub struct Partition {
     cosmos: CosmosItems,
     search: SearchService,
     queues: IndexingService,
+    feed: ChangeFeed,
 }
 
 impl Partition {
@@ -197,6 +216,7 @@ impl Partition {
             cosmos: CosmosItems::new(bugs),
             search: SearchService::new(bugs),
             queues: IndexingService::new(bugs),
+            feed: ChangeFeed::new(bugs),
         }
     }
 
@@ -227,9 +247,11 @@ impl Partition {
                     effect.map(|e| Effect::Queue(Box::new(e))),
                 )
             }
+            Request::Feed(r) => self.apply_feed(r, now),
         };
-        if effect.is_some() {
+        if let Some(e) = &effect {
             self.lsn += 1;
+            self.observe(e);
         }
         (response, effect)
     }
@@ -243,8 +265,43 @@ impl Partition {
             Effect::Cosmos(e) => self.cosmos.redo(e),
             Effect::Search(e) => self.search.redo(e),
             Effect::Queue(e) => self.queues.redo(e),
+            Effect::Feed(e) => self.feed.redo(e),
         }
         self.lsn += 1;
+        self.observe(effect);
+    }
+
+    /// A feed request: reads and splits by the feed; a TTL purge is a Cosmos
+    /// delete of the expired soft-deleted items (the feed knows which they are).
+    fn apply_feed(&mut self, r: &FeedRequest, now: Millis) -> (Response, Option<Effect>) {
+        if let FeedRequest::PurgeExpired { container, ttl_s } = r {
+            let effect = self.feed.purge_effect(container, *ttl_s, now);
+            let purged = match &effect {
+                Some(CosmosEffect::Batch(cs)) => cs.len(),
+                _ => 0,
+            };
+            if let Some(e) = &effect {
+                self.cosmos.redo(e);
+            }
+            let response = FeedResponse {
+                status: 200,
+                purged,
+                ..FeedResponse::default()
+            };
+            return (Response::Feed(response), effect.map(Effect::Cosmos));
+        }
+        let (response, effect) = self.feed.apply(r, self.lsn);
+        if let Some(e) = &effect {
+            self.feed.redo(e);
+        }
+        (Response::Feed(response), effect.map(Effect::Feed))
+    }
+
+    /// Feeds a Cosmos effect, just logged at [`Partition::lsn`], to the change feed.
+    fn observe(&mut self, effect: &Effect) {
+        if let Effect::Cosmos(e) = effect {
+            self.feed.observe_cosmos(self.lsn, e);
+        }
     }
 
     /// The log position of the partition's last effect (0 before the first).
@@ -270,6 +327,11 @@ impl Partition {
     /// The indexing queues.
     pub fn queues(&self) -> &IndexingService {
         &self.queues
+    }
+
+    /// The change feed.
+    pub fn feed(&self) -> &ChangeFeed {
+        &self.feed
     }
 }
 

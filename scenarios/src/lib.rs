@@ -7,6 +7,7 @@ pub mod bugs;
 pub mod check_file;
 pub mod cosmos;
 pub mod dialects;
+pub mod feed;
 pub mod hunt;
 pub mod leases;
 pub mod occ;

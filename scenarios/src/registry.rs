@@ -32,6 +32,7 @@ pub static SCENARIOS: &[&dyn DynScenario] = &[
     &crate::cosmos::Cosmos,
     &crate::search::Search,
     &crate::queues::Queues,
+    &crate::feed::Feed,
 ];
 
 /// The registered scenario called `name`, or the one-line error naming the known ones.
