@@ -219,6 +219,8 @@ pub const BUGS: &[BugInfo] = &[
         what: "Queues: a REQUEUE push sets the item's ordering time back to when it was polled, so it jumps ahead of items queued since",
         scenarios: &["queues"],
         caught_by: &["Q5"],
+    },
+    BugInfo {
         name: "checkpoint_before_delegate",
         what: "the change feed processor checkpoints a batch before its delegate runs, so a crash or a delegate error loses the batch",
         scenarios: &["feed"],

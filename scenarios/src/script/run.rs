@@ -374,8 +374,8 @@ impl Observed {
                     o.entries = Some((res.kind, res.entries.clone()));
                 }
             }
-            // No script step sends an indexing-queue request yet.
-            Some(Response::Queue(_)) => {}
+            // No script step sends an indexing-queue or change feed request yet.
+            Some(Response::Queue(_)) | Some(Response::Feed(_)) => {}
         }
         o
     }
@@ -1131,6 +1131,7 @@ fn describe_request(step: &Step, req: &Request) -> String {
             ),
         },
         Request::Queue(r) => format!("{kind} {r:?}"),
+        Request::Feed(r) => format!("{kind} {r:?}"),
     }
 }
 
