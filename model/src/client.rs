@@ -29,8 +29,8 @@ pub struct ClientConfig {
     pub partitions: u32,
     /// Retry budgets and the request timeout.
     pub retry: RetryOptions,
-    /// The seeded bugs: the client reads `retry_write_after_timeout` and
-    /// `ignore_retry_after`.
+    /// The seeded bugs: the client reads `retry_write_after_timeout`,
+    /// `ignore_retry_after` and `rmw_blind_fallback`.
     pub bugs: ModelBugs,
     /// What the network does to the requests the client sends (duplicates,
     /// reordering); none by default.
@@ -114,11 +114,17 @@ impl StoreClient {
         mut rng: Box<dyn RngCore + Send>,
     ) -> std::io::Result<StoreClient> {
         let ep = Arc::new(Endpoint::bind("0.0.0.0:0").await?);
+        let session: u64 = rng.gen();
+        // Request ids start at a random point (taken from the session id, so
+        // no further draw): a restarted process may get its predecessor's
+        // address, and a late answer to the predecessor's request must not
+        // match one of its own.
+        let next_req = session >> 1;
         Ok(StoreClient {
             ep,
             cfg,
-            session: rng.gen(),
-            next_req: 0,
+            session,
+            next_req,
             rng,
             buf: vec![0u8; MAX_DATAGRAM],
             out: Vec::new(),
@@ -289,6 +295,7 @@ impl StoreClient {
         max_tries: u32,
         observer: &mut dyn CallObserver,
     ) -> RmwOutcome {
+        let mut lost_race = false;
         for _ in 0..max_tries.max(1) {
             let read = StoreRequest::Read {
                 key: key.clone(),
@@ -310,6 +317,11 @@ impl StoreClient {
                 (FinalOutcome::Response { status }, _) => return RmwOutcome::Failed(*status),
                 _ => return RmwOutcome::Unknown,
             };
+            let conditions = if lost_race && self.cfg.bugs.rmw_blind_fallback {
+                Conditions::none()
+            } else {
+                conditions
+            };
             let put = StoreRequest::Put {
                 key: key.clone(),
                 body,
@@ -318,7 +330,10 @@ impl StoreClient {
             let w = self.observed_call(put, observer).await;
             match w.outcome {
                 FinalOutcome::Response { status: 200 | 201 } => return RmwOutcome::Done,
-                FinalOutcome::Response { status: 412 | 409 } => continue,
+                FinalOutcome::Response { status: 412 | 409 } => {
+                    lost_race = true;
+                    continue;
+                }
                 FinalOutcome::Response { status } => return RmwOutcome::Failed(status),
                 FinalOutcome::Unknown { .. } => return RmwOutcome::Unknown,
             }
