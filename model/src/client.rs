@@ -114,17 +114,11 @@ impl StoreClient {
         mut rng: Box<dyn RngCore + Send>,
     ) -> std::io::Result<StoreClient> {
         let ep = Arc::new(Endpoint::bind("0.0.0.0:0").await?);
-        let session: u64 = rng.gen();
-        // Request ids start at a random point (taken from the session id, so
-        // no further draw): a restarted process may get its predecessor's
-        // address, and a late answer to the predecessor's request must not
-        // match one of its own.
-        let next_req = session >> 1;
         Ok(StoreClient {
             ep,
             cfg,
-            session,
-            next_req,
+            session: rng.gen(),
+            next_req: 0,
             rng,
             buf: vec![0u8; MAX_DATAGRAM],
             out: Vec::new(),
@@ -166,7 +160,7 @@ impl StoreClient {
             let Some(resp) = wire::from_bytes::<WireResponse>(&self.buf[..len]) else {
                 continue;
             };
-            if resp.req_id != req_id {
+            if resp.req_id != req_id || resp.session != self.session {
                 continue;
             }
             return match resp.reply {

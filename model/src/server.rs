@@ -250,6 +250,8 @@ struct ReplyTo<'a> {
     ep: &'a Arc<Endpoint>,
     to: SocketAddr,
     req_id: u64,
+    /// The request's session, echoed in the answer.
+    session: u64,
     /// `(session, req_id)`, or `None` when the table is off (`no_dedup`).
     key: Option<(u64, u64)>,
     send: &'a SendPolicy,
@@ -301,6 +303,7 @@ pub async fn serve(
             ep: &ep,
             to: from,
             req_id: req.req_id,
+            session: req.session,
             key,
             send: &cfg.send,
         };
@@ -510,6 +513,7 @@ async fn send(to: &ReplyTo<'_>, reply: WireReply, out: &mut Vec<u8>, table: Opti
         &WireResponse {
             req_id: to.req_id,
             reply,
+            session: to.session,
         },
     );
     // A send to an unreachable peer is dropped by the network; nothing to do.
