@@ -10,7 +10,8 @@ use overcast_scenarios::saved::{
     replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun, FAILURE_DIR,
 };
 use overcast_scenarios::scenario::Scenario;
-use overcast_scenarios::sweep::sweep as sweep_scenario;
+use overcast_scenarios::shrink::DEFAULT_MAX_TRIES;
+use overcast_scenarios::sweep::{sweep_with as sweep_scenario, SeedChecks};
 use overcast_sim::check::Outcome;
 use overcast_sim::runner::SweepOptions;
 use std::path::{Path, PathBuf};
@@ -84,6 +85,10 @@ pub struct SweepArgs {
     /// so the run can be repeated). Default 0.
     #[arg(long, value_name = "N|random", default_value = "0")]
     pub seed_from: String,
+    /// Shrink each failure as it is found (as `overcast shrink` does) and
+    /// save the shrunk one too, under FAILURES/shrunk/.
+    #[arg(long)]
+    pub shrink: bool,
 }
 
 /// Arguments of `overcast merge`.
@@ -114,7 +119,7 @@ pub struct ShrinkArgs {
     /// A saved failure or a failing scenario file.
     pub file: PathBuf,
     /// Give up after this many candidate runs.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = DEFAULT_MAX_TRIES)]
     pub max_tries: usize,
 }
 
@@ -136,6 +141,9 @@ pub struct BugsArgs {
     /// Do not shrink the counterexamples (faster).
     #[arg(long)]
     pub no_shrink: bool,
+    /// Candidate runs each shrink may spend.
+    #[arg(long, default_value_t = DEFAULT_MAX_TRIES)]
+    pub shrink_tries: usize,
 }
 
 fn bad_input(msg: impl std::fmt::Display) -> u8 {
@@ -367,7 +375,8 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     };
     let (ops, events) = overcast_scenarios::shrink::size(&shrunk.run);
     println!(
-        "shrunk  to {ops} ops, {events} fault events ({} of {} candidates kept, {:.1} s)",
+        "shrunk  from {} to {ops} ops, {events} fault events ({} of {} candidates kept, {:.1} s)",
+        shrunk.ops_before,
         shrunk.kept,
         shrunk.tried,
         started.elapsed().as_secs_f64()
@@ -454,6 +463,10 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         jobs: args.jobs.unwrap_or(SweepOptions::default().jobs).max(1),
         ..SweepOptions::default()
     };
+    let checks = SeedChecks {
+        determinism: args.check_determinism,
+        shrink: args.shrink.then_some(DEFAULT_MAX_TRIES),
+    };
     let mut worst = Outcome::Passed;
     let scenario_count = defs.len() as u32;
     for def in defs {
@@ -493,7 +506,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         match budget {
             None => {
                 let mine = shard_of(seeds.clone());
-                results = sweep_scenario(def, &mine, &opts, make, args.check_determinism);
+                results = sweep_scenario(def, &mine, &opts, make, checks);
             }
             Some(b) => {
                 // Chunks of fresh seeds until this scenario's share of the time is up.
@@ -507,13 +520,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 while started.elapsed() < share {
                     let mine = shard_of((next..next + chunk).collect());
                     next += chunk;
-                    results.extend(sweep_scenario(
-                        def,
-                        &mine,
-                        &quiet,
-                        make,
-                        args.check_determinism,
-                    ));
+                    results.extend(sweep_scenario(def, &mine, &quiet, make, checks));
                 }
             }
         }
@@ -544,10 +551,18 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                     }
                 };
             }
+            let shrunk = r
+                .shrunk
+                .as_ref()
+                .and_then(|s| save_shrunk(s, &failure_dir.join("shrunk")));
             if args.out.is_some() {
-                let saved = saved.map(|p| p.display().to_string());
+                let path = |p: Option<PathBuf>| p.map(|p| p.display().to_string());
                 lines.push(overcast_scenarios::sweep::SeedLine::of(
-                    name, args.swarm, r, saved,
+                    name,
+                    args.swarm,
+                    r,
+                    path(saved),
+                    path(shrunk),
                 ));
             }
         }
@@ -573,6 +588,31 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         );
     }
     worst.exit_code()
+}
+
+/// Saves a failure shrunk during a sweep under `dir`, says how far it shrank
+/// and where it went; returns the saved file.
+fn save_shrunk(s: &overcast_scenarios::shrink::Shrunk, dir: &Path) -> Option<PathBuf> {
+    let (ops, events) = overcast_scenarios::shrink::size(&s.run);
+    print!(
+        "shrunk  from {} to {ops} ops, {events} fault events ({} of {} candidates kept)",
+        s.ops_before, s.kept, s.tried
+    );
+    match save_failure(&s.run, dir) {
+        Ok(files) => {
+            println!(": {}", files.run.display());
+            println!("replay  {}", replay_command(&files.run));
+            Some(files.run)
+        }
+        Err(e) => {
+            println!();
+            eprintln!(
+                "overcast: could not save the shrunk failure under {}: {e}",
+                dir.display()
+            );
+            None
+        }
+    }
 }
 
 /// "1995 passed, 5 violations": the outcomes that occurred (passed always).
@@ -630,6 +670,13 @@ pub fn merge(args: &MergeArgs) -> u8 {
                 .as_deref()
                 .map_or(String::new(), |p| format!("\n        saved {p}")),
         );
+        if let Some(p) = &l.shrunk {
+            println!(
+                "        shrunk from {} to {} ops: {p}",
+                l.ops.map_or("?".into(), |n| n.to_string()),
+                l.shrunk_ops.map_or("?".into(), |n| n.to_string()),
+            );
+        }
     }
     worst.exit_code()
 }
@@ -656,8 +703,8 @@ pub fn bugs(args: &BugsArgs) -> u8 {
     let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
     if !args.json {
         println!(
-            "{:<28} {:<6} {:<16} {:>6} {:>8} {:>7}  replay",
-            "bug", "found", "property", "seeds", "seconds", "shrunk"
+            "{:<28} {:<6} {:<16} {:>6} {:>8} {:>13}  replay",
+            "bug", "found", "property", "seeds", "seconds", "ops (shrunk)"
         );
     }
     let mut missed = 0;
@@ -668,7 +715,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         };
         let mut h = hunt(b.name, def, args.cap, jobs);
         if !args.no_shrink {
-            overcast_scenarios::hunt::shrink_found(&mut h, def, 200);
+            overcast_scenarios::hunt::shrink_found(&mut h, def, args.shrink_tries);
         }
         missed += usize::from(!h.found);
         if args.json {
@@ -681,14 +728,19 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 .seed
                 .map(|s| run_command(&overcast_scenarios::hunt::hunt_scenario(def, s, b.name)))
                 .unwrap_or_else(|| "-".into());
+            let ops = match (h.ops, h.shrunk_ops) {
+                (Some(n), Some(m)) => format!("{n} ({m})"),
+                (Some(n), None) => n.to_string(),
+                _ => "-".into(),
+            };
             println!(
-                "{:<28} {:<6} {:<16} {:>6} {:>8.2} {:>7}  {}",
+                "{:<28} {:<6} {:<16} {:>6} {:>8.2} {:>13}  {}",
                 h.bug,
                 if h.found { "yes" } else { "NO" },
                 h.property.as_deref().unwrap_or("-"),
                 h.seeds,
                 h.seconds,
-                h.shrunk_ops.map_or("-".to_string(), |n| format!("{n} ops")),
+                ops,
                 replay
             );
         }

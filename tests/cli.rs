@@ -146,6 +146,56 @@ fn shards_write_json_lines_and_merge_joins_them_with_the_worst_exit_code() {
 }
 
 #[test]
+fn sweep_shrink_saves_each_failure_shrunk_and_the_shrunk_file_replays_exactly() {
+    let dir = std::env::temp_dir().join(format!("overcast-sweep-shrink-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_string_lossy().into_owned();
+    let (code, stdout, err) = overcast(&[
+        "sweep",
+        "occ",
+        "--seeds",
+        "0..1",
+        "--bug",
+        "skip_if_match",
+        "--shrink",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(code, 1, "{stdout}\n{err}");
+    assert!(stdout.contains("shrunk  from "), "{stdout}");
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("results-occ.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let (ops, shrunk_ops) = (
+        line["ops"].as_u64().unwrap(),
+        line["shrunk_ops"].as_u64().unwrap(),
+    );
+    assert!(shrunk_ops < ops, "{line}");
+    let shrunk = line["shrunk"].as_str().unwrap();
+    assert!(shrunk.contains("shrunk"), "{shrunk}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shrunk).unwrap()).unwrap();
+    assert!(saved["scenario"]["skip"].is_object(), "{saved}");
+    let (code, stdout, _) = overcast(&["replay", shrunk]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("reproduced the saved outcome exactly"),
+        "{stdout}"
+    );
+    let (_, merged, _) = overcast(&["merge", &out]);
+    assert!(
+        merged.contains(&format!("shrunk from {ops} to {shrunk_ops} ops")),
+        "{merged}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn four_shards_give_exactly_the_unsharded_results() {
     let dir = std::env::temp_dir().join(format!("overcast-union-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -300,3 +300,439 @@ fn the_readme_example_script_passes() {
     let outcome = script::run_text(&readme[start..end]).expect("well-formed");
     assert!(outcome.passed(), "{outcome:?}");
 }
+
+/// The state a lease cell starts from (its column), when the cell has one to check.
+type Cell = (String, Option<&'static str>);
+
+/// Every cell of SPEC §2.2–§2.7 and every row of §1.2 and §1.3 that the shipped
+/// scripts must reach (by their `covers` tags), with the lease state a cell's
+/// step must start from, when the cell names one.
+fn required_cells() -> Vec<Cell> {
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut add = |name: &str, state: Option<&'static str>| cells.push((name.to_string(), state));
+    const STATES: [&str; 5] = ["available", "leased", "breaking", "broken", "expired"];
+    for row in [
+        "acquire none",
+        "acquire A",
+        "acquire B",
+        "renew A",
+        "renew B",
+        "change A to C",
+        "change B to A",
+        "change B to C",
+        "release A",
+        "release B",
+        "break",
+    ] {
+        for state in STATES {
+            add(&format!("2.3 {row} / {state}"), Some(state));
+        }
+    }
+    // §2.6: the write forgot the id, so the renew finds no lease.
+    add("2.3 renew A / expired after a write", Some("available"));
+    for (case, state) in [
+        ("fixed / absent", "leased"),
+        ("fixed / 0", "leased"),
+        ("fixed / p", "leased"),
+        ("infinite / absent", "leased"),
+        ("infinite / 0", "leased"),
+        ("infinite / p", "leased"),
+        ("breaking / absent", "breaking"),
+        ("breaking / 0", "breaking"),
+        ("breaking / p shorter", "breaking"),
+        ("breaking / p longer", "breaking"),
+        ("no acquire before the break takes effect", "breaking"),
+        ("writes with A pass while breaking", "breaking"),
+        ("broken at the break time", "broken"),
+    ] {
+        add(&format!("2.4 {case}"), Some(state));
+    }
+    for op in ["write", "read"] {
+        add(&format!("2.5 {op} none / available"), Some("available"));
+        add(&format!("2.5 {op} id / available"), Some("available"));
+        for state in &STATES[1..] {
+            for id in ["none", "A", "B"] {
+                add(&format!("2.5 {op} {id} / {state}"), Some(state));
+            }
+        }
+    }
+    add(
+        "2.5 the lease is checked before If-None-Match: *",
+        Some("leased"),
+    );
+    add("2.5 a write with A keeps breaking", Some("breaking"));
+    add("2.5 creating a blob with a lease id", Some("available"));
+    for name in [
+        "2.2 acquire without a duration",
+        "2.2 duration out of range",
+        "2.2 proposed id not a GUID",
+        "2.2 lease id required",
+        "2.2 change needs a proposed id",
+        "2.2 break period out of range",
+        "2.2 only a re-acquire changes the duration",
+        "2.2 the blob must exist",
+        "2.2 lease actions take the condition headers",
+        "2.6 a write clears an expired lease",
+        "2.6 a write clears a broken lease",
+        "2.6 a write with A keeps the lease",
+        "2.6 deleting the blob destroys its lease",
+        "2.7 the same action table",
+        "2.7 durations and break periods validated",
+        "2.7 delete of a locked container without an id",
+        "2.7 blob writes ignore the container lease",
+        "2.7 deleting a container destroys its blobs' leases",
+        "2.7 a missing container is 404",
+    ] {
+        add(name, None);
+    }
+    for (name, state) in [
+        (
+            "2.7 other operations need no id on a locked container",
+            "leased",
+        ),
+        ("2.7 another operation with a wrong id", "leased"),
+        (
+            "2.7 another operation with an id while none is held",
+            "broken",
+        ),
+        ("2.7 delete of a locked container with a wrong id", "leased"),
+        ("2.7 delete with an id while none is held", "broken"),
+        (
+            "2.7 delete of an unlocked container without an id",
+            "broken",
+        ),
+        ("2.7 delete of a locked container with its id", "leased"),
+        ("2.7 Set Metadata keeps an expired lease", "expired"),
+    ] {
+        add(name, Some(state));
+    }
+    for name in [
+        "1.3 read of a missing item is 404",
+        "1.3 create of a new id is 201",
+        "1.3 create of an existing id is 409",
+        "1.3 read with if-none-match equal is 304",
+        "1.3 read with if-none-match other is 200",
+        "1.3 replace with if-match equal is applied",
+        "1.3 replace with if-match other is 412",
+        "1.3 replace without if-match is applied",
+        "1.3 of two updates from one version, one wins",
+        "1.3 every update regenerates _etag",
+        "1.3 upsert with if-match other on an existing item is 412",
+        "1.3 upsert with if-match equal on an existing item replaces",
+        "1.3 upsert with if-match on a missing item creates",
+        "1.3 delete with if-match other is 412",
+        "1.3 delete with if-match equal is applied",
+        "1.3 delete of a missing item is 404",
+        "1.3 delete of a missing item with if-match is 404",
+        "1.3 replace of a missing item is 404",
+        "1.3 replace of a missing item with if-match is 404",
+        "1.3 a batch commits all its operations",
+        "1.3 batch operations take if-match",
+        "1.3 a failed batch commits nothing",
+        "1.2 indexes carry ETags",
+        "1.2 synonym maps carry ETags",
+        "1.2 the ETag changes on every update",
+        "1.2 a mismatched If-Match is 412",
+        "1.2 If-Match with the current ETag is applied",
+        "1.2 If-Match: * on an existing resource is applied",
+        "1.2 If-Match on a missing resource is 412",
+        "1.2 If-None-Match: * on an existing resource is 412",
+        "1.2 If-None-Match: * creates a missing resource",
+        "1.2 If-None-Match with the current ETag is 412",
+        "1.2 If-None-Match with another ETag is applied",
+        "1.2 no header: last writer wins",
+        "1.2 a definition never sent has a blank ETag",
+        "1.2 the SDK sends If-Match only with onlyIfUnchanged",
+        "1.2 seed 000: without onlyIfUnchanged the stale update is 400",
+        "1.2 seed 000: with onlyIfUnchanged the stale update is 412",
+        "1.2 an update that drops an index field is 400",
+        "1.2 a synonym map's rules may be replaced freely",
+        "1.2 an update while another is applied is 409",
+        "1.2 DELETE with the current ETag is applied",
+        "1.2 DELETE of a missing resource is 404",
+        "1.2 ETags are never reused",
+    ] {
+        add(name, None);
+    }
+    cells
+}
+
+/// The `covers` tags of one step (its expectation's, its alternatives' and its
+/// batch results'), with the step's index.
+fn covers_of(doc: &serde_json::Value) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, kind) in request_steps(doc) {
+        let expect = &doc["steps"][i][&kind]["expect"];
+        let mut tags = |e: &serde_json::Value| {
+            for t in e["covers"].as_array().into_iter().flatten() {
+                out.push((i, t.as_str().expect("a tag is a string").to_string()));
+            }
+        };
+        tags(expect);
+        for alt in expect["any_of"].as_array().into_iter().flatten() {
+            tags(alt);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_lease_table_cell_and_every_search_and_cosmos_row_is_reached_by_some_script() {
+    let required = required_cells();
+    let mut reached: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (path, text) in shipped() {
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        for (i, tag) in covers_of(&doc) {
+            assert!(
+                required.iter().any(|(c, _)| *c == tag),
+                "{name} step {}: `{tag}` is no known cell",
+                i + 1
+            );
+            reached
+                .entry(tag)
+                .or_default()
+                .push(format!("{name} step {}", i + 1));
+        }
+    }
+    let missing: Vec<&str> = required
+        .iter()
+        .map(|(c, _)| c.as_str())
+        .filter(|c| !reached.contains_key(*c))
+        .collect();
+    assert!(missing.is_empty(), "no script reaches: {missing:#?}");
+    // The listing, for `cargo test -- --nocapture`: which steps reach each cell.
+    for (cell, steps) in &reached {
+        println!("{cell}: {}", steps.join(", "));
+    }
+    assert!(required.len() >= 150, "{} cells", required.len());
+}
+
+/// A step that shows the lease state of the resource step `step` addresses
+/// without changing it: a break with an invalid period is refused (400)
+/// before any state is read, and the answer reports the state.
+fn probe(step: &serde_json::Value, state: &str) -> serde_json::Value {
+    let (kind, body) = step
+        .as_object()
+        .and_then(|o| o.iter().next())
+        .expect("a step");
+    let container = body["container"].clone();
+    let expect = serde_json::json!({"status": 400, "error_code": "InvalidHeaderValue", "lease_state": state});
+    match (kind.as_str(), body.get("blob")) {
+        ("lease_container" | "delete_container" | "set_container_metadata", _) => {
+            serde_json::json!(
+                {"lease_container": {"container": container, "action": "break", "break_period": 61, "expect": expect}}
+            )
+        }
+        (_, Some(blob)) => serde_json::json!(
+            {"lease_blob": {"container": container, "blob": blob, "action": "break", "break_period": 61, "expect": expect}}
+        ),
+        _ => panic!("no lease to probe for {kind}"),
+    }
+}
+
+/// `doc` with a probe before every step whose cells name a lease state.
+fn with_state_probes(doc: &serde_json::Value, cells: &[Cell]) -> (serde_json::Value, usize) {
+    let mut states: std::collections::BTreeMap<usize, &str> = Default::default();
+    for (i, tag) in covers_of(doc) {
+        if let Some((_, Some(state))) = cells.iter().find(|(c, _)| *c == tag) {
+            let before = states.insert(i, state);
+            assert!(
+                before.is_none_or(|b| b == *state),
+                "step {} claims cells of two states",
+                i + 1
+            );
+        }
+    }
+    let mut probed = doc.clone();
+    let steps = probed["steps"].as_array_mut().expect("steps");
+    for (&i, state) in states.iter().rev() {
+        let p = probe(&steps[i], state);
+        steps.insert(i, p);
+    }
+    (probed, states.len())
+}
+
+#[test]
+fn each_lease_cell_a_step_claims_starts_from_the_state_of_its_column() {
+    let cells = required_cells();
+    let mut probes = 0;
+    for (path, text) in shipped() {
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let (probed, n) = with_state_probes(&doc, &cells);
+        if n == 0 {
+            continue;
+        }
+        probes += n;
+        let outcome = run_doc(&probed);
+        assert!(outcome.passed(), "{}: {outcome:?}", path.display());
+    }
+    assert!(probes >= 100, "only {probes} probes");
+}
+
+#[test]
+fn a_cell_claimed_by_a_step_in_another_state_is_caught_by_its_probe() {
+    let text = std::fs::read_to_string(script_dir().join("lease_actions_leased.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Step 3 is an acquire on the leased blob; claim it for the available column.
+    let expect = &mut doc["steps"][2]["lease_blob"]["expect"];
+    assert_eq!(expect["covers"][0], "2.3 acquire none / leased");
+    expect["covers"] = serde_json::json!(["2.3 acquire none / available"]);
+    let (probed, n) = with_state_probes(&doc, &required_cells());
+    assert!(n > 0);
+    match run_doc(&probed) {
+        ScriptOutcome::Differs(d) => {
+            assert_eq!(d.step, 3, "{d:?}");
+            assert!(
+                d.why.contains("lease state leased is not available"),
+                "{d:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn seeded_lease_cosmos_and_search_bugs_make_the_scripts_that_pin_them_fail() {
+    for (script, bug, step) in [
+        ("lease_blob_use.json", "write_without_lease_check", 12),
+        ("lease_break_timing.json", "break_ignores_period", 4),
+        ("lease_actions_expired.json", "renew_after_write", 30),
+        ("lease_actions_available.json", "lease_id_reuse", 23),
+        ("lease_container.json", "container_delete_ignores_lease", 8),
+        ("cosmos_items.json", "upsert_if_match_absent_412", 13),
+        ("cosmos_items.json", "replace_missing_412", 20),
+        ("cosmos_items.json", "cosmos_upsert_keeps_etag", 12),
+        ("cosmos_batch.json", "batch_partial_commit", 3),
+        (
+            "search_resources.json",
+            "search_concurrent_update_not_serialized",
+            4,
+        ),
+        ("search_resources.json", "search_if_none_match_ignored", 7),
+        (
+            "seed000_index_update_with_only_if_unchanged.json",
+            "search_sdk_ignores_only_if_unchanged",
+            7,
+        ),
+    ] {
+        let d = differs_with_bug(script, bug);
+        assert_eq!(d.step, step, "{script} with {bug}: {d:?}");
+    }
+}
+
+#[test]
+fn the_readme_examples_of_lease_cosmos_and_search_steps_pass() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let from = readme
+        .find("Examples, one per service")
+        .expect("the examples");
+    let to = from
+        + readme[from..]
+            .find("### The shipped scripts")
+            .expect("next section");
+    let mut blocks = 0;
+    let mut rest = &readme[from..to];
+    while let Some(i) = rest.find("```json\n") {
+        let start = i + 8;
+        let end = start + rest[start..].find("```").expect("its end");
+        let text = format!(
+            r#"{{"format": "overcast-script/1", "name": "README example", "containers": ["c"], "steps": [{}]}}"#,
+            &rest[start..end]
+        );
+        let outcome = script::run_text(&text).unwrap_or_else(|e| panic!("block {blocks}: {e}"));
+        assert!(outcome.passed(), "block {blocks}: {outcome:?}");
+        blocks += 1;
+        rest = &rest[end + 3..];
+    }
+    assert_eq!(blocks, 3);
+}
+
+/// A changed copy of expectation field `field` holding `v`, or `None` when
+/// the test has no mutation for it.
+fn mutated(field: &str, v: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::json;
+    let s = v.as_str();
+    Some(match field {
+        "error_code" => json!(format!("{}X", s?)),
+        "body" => json!(format!("{}!", s?)),
+        "lease_time" => json!(v.as_u64()? + 1),
+        "lease_state" => json!(if s? == "leased" { "expired" } else { "leased" }),
+        "lease_status" => json!(if s? == "locked" { "unlocked" } else { "locked" }),
+        "lease_duration" => json!(match s? {
+            "infinite" => "fixed",
+            "fixed" | "absent" => "infinite",
+            secs =>
+                return Some(json!(format!(
+                    "{}s",
+                    secs.trim_end_matches('s').parse::<u32>().ok()? + 1
+                ))),
+        }),
+        "lease_id" => {
+            let s = s?;
+            if let Some(n) = s.strip_prefix("same as ") {
+                json!(format!("different from {n}"))
+            } else if let Some(n) = s.strip_prefix("different from ") {
+                json!(format!("same as {n}"))
+            } else if s == "fresh" || s == "present" {
+                json!("absent")
+            } else if s == "absent" {
+                json!("present")
+            } else {
+                json!("dddddddd-dddd-4ddd-8ddd-dddddddddddd")
+            }
+        }
+        "fields" | "synonyms" => {
+            let mut list = v.as_array()?.clone();
+            list.push(json!("zzz"));
+            json!(list)
+        }
+        _ => return None,
+    })
+}
+
+#[test]
+fn changing_any_shipped_lease_field_error_code_body_definition_or_batch_result_fails_the_script_at_that_step(
+) {
+    let mut mutants = 0;
+    for (path, text) in shipped() {
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        for (i, kind) in request_steps(&doc) {
+            let expect = doc["steps"][i][&kind]["expect"].clone();
+            let fields = expect.as_object().expect("an object").clone();
+            for (field, v) in &fields {
+                let Some(m) = mutated(field, v) else { continue };
+                let mut d = doc.clone();
+                d["steps"][i][&kind]["expect"][field] = m;
+                let outcome = run_doc(&d);
+                assert!(
+                    fails_at(&outcome, i + 1),
+                    "{} step {} {field}: {outcome:?}",
+                    path.display(),
+                    i + 1
+                );
+                mutants += 1;
+            }
+            for (j, r) in expect["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let mut d = doc.clone();
+                let status = r["status"].as_u64().expect("each result pins its status");
+                d["steps"][i][&kind]["expect"]["results"][j]["status"] = (status + 1).into();
+                let outcome = run_doc(&d);
+                assert!(
+                    fails_at(&outcome, i + 1),
+                    "{} step {} result {j}: {outcome:?}",
+                    path.display(),
+                    i + 1
+                );
+                mutants += 1;
+            }
+        }
+    }
+    assert!(mutants > 300, "only {mutants} mutants");
+}

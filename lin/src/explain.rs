@@ -12,7 +12,7 @@
 //! history always gets the same report (a time budget, when one is given,
 //! may only cut the shrinking short).
 
-use super::report::{Failure, OpView, Step};
+use super::report::{Failure, OpView, Step, TimeUnit};
 use super::search::{self, FailInfo, KOp, Limits, Outcome, Snapshot};
 use super::spec::{Claim, Spec};
 use super::versioned::Certificate;
@@ -87,6 +87,7 @@ fn cut_check<P: Spec>(
         prune: false,
         stop_after: Some(xi),
         frontier_cap: opts.frontier_cap,
+        doom_until: 0,
     };
     let (outcome, steps) = search::search(spec, start, &sub, &limits);
     budget.steps = budget.steps.saturating_sub(steps.max(1));
@@ -185,6 +186,7 @@ struct Explained<S> {
     start: S,
     start_note: Option<usize>,
     settled_before: usize,
+    settled_ops: Vec<usize>,
     info: Box<FailInfo<S>>,
 }
 
@@ -232,6 +234,7 @@ fn explain_window<P: Spec>(
                 start: st.state,
                 start_note: (st.of > 1).then_some(st.of),
                 settled_before: st.settled,
+                settled_ops: st.settled_ops,
                 info,
             });
         }
@@ -249,6 +252,9 @@ struct Start<S> {
     window: Vec<usize>,
     /// How many operations invoked before that return were settled there.
     settled: usize,
+    /// Those that produced the start state (increasing): the settled ones,
+    /// or the ones a witness used to reach it.
+    settled_ops: Vec<usize>,
 }
 
 /// The starts a failed search offers for an explanation of the failure at
@@ -278,10 +284,16 @@ fn starts<P: Spec>(
             .copied()
             .filter(|&o| (s.event == usize::MAX || ret_pos[o] > s.event) && !s.placed.contains(&o))
             .collect();
+        let settled_ops: Vec<usize> = before
+            .iter()
+            .copied()
+            .filter(|o| window.binary_search(o).is_err())
+            .collect();
         Start {
             state: s.state.clone(),
             of: s.of,
             settled: before.len() - window.len(),
+            settled_ops,
             window,
         }
     };
@@ -298,6 +310,7 @@ fn starts<P: Spec>(
         state: init.clone(),
         of: 1,
         settled: 0,
+        settled_ops: Vec::new(),
         window: before,
     });
     out
@@ -334,6 +347,7 @@ pub(crate) fn from_search<P: Spec>(
     };
     let xo = &kops[x];
     let xv = view(spec, ops, kops, orig, x);
+    let unit = opts.time_unit;
     let need = xo
         .output
         .and_then(|out| spec.describe_need(xo.input, out))
@@ -344,7 +358,7 @@ pub(crate) fn from_search<P: Spec>(
         xv.id,
         xv.client,
         xv.text,
-        interval_words(&xv),
+        interval_words(&xv, unit),
         need,
         if exact {
             ""
@@ -399,6 +413,7 @@ fn failure_of<P: Spec>(
             None => spec.describe_state(&e.start),
         },
         settled_before: e.settled_before,
+        settled: settled_views(spec, ops, kops, orig, &e.settled_ops),
         ops: views,
         failing,
         sub_history_checked: true,
@@ -431,6 +446,7 @@ fn unchecked<P: Spec>(
         sentence: String::new(),
         start_state: spec.describe_state(init),
         settled_before: 0,
+        settled: Vec::new(),
         ops: vec![view(spec, ops, kops, orig, x)],
         failing: 0,
         sub_history_checked: false,
@@ -447,11 +463,49 @@ fn join_or(v: &[String]) -> String {
     }
 }
 
-fn interval_words(v: &OpView) -> String {
+fn interval_words(v: &OpView, unit: TimeUnit) -> String {
     match v.ret {
-        Some(r) => format!("invoked at {}, returned at {}", v.invoke, r),
-        None => format!("invoked at {}, no response", v.invoke),
+        Some(r) => format!(
+            "invoked at {}, returned at {}",
+            unit.show(v.invoke),
+            unit.show(r)
+        ),
+        None => format!("invoked at {}, no response", unit.show(v.invoke)),
     }
+}
+
+/// Settled operations worth showing (by invocation time): the last three
+/// that changed the key, and the last one of each kind (the first word of
+/// its description: the last write, the last delete), so that a reader sees
+/// why the key is in the state the sub-history starts from.
+fn settled_views<P: Spec>(
+    spec: &P,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    settled: &[usize],
+) -> Vec<OpView> {
+    let mut changing: Vec<usize> = settled
+        .iter()
+        .copied()
+        .filter(|&o| !kops[o].read_only && kops[o].output.is_some())
+        .collect();
+    changing.sort_by_key(|&o| (kops[o].call, o));
+    let mut keep: Vec<usize> = changing.iter().rev().take(3).copied().collect();
+    let mut kinds: Vec<String> = Vec::new();
+    for &o in changing.iter().rev() {
+        let text = spec.describe_op(&ops[orig[o]].input, ops[orig[o]].output.as_ref());
+        let kind = text.split_whitespace().next().unwrap_or("").to_string();
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+            keep.push(o);
+        }
+    }
+    keep.sort_by_key(|&o| (kops[o].call, o));
+    keep.dedup();
+    keep.into_iter()
+        .map(|o| view(spec, ops, kops, orig, o))
+        .collect()
 }
 
 fn view<P: Spec>(
@@ -529,16 +583,21 @@ pub(crate) fn from_certificate<P: Spec>(
             };
             let window: Vec<usize> = (0..kops.len()).filter(|&i| keep(i)).collect();
             let settled = window.len();
+            let settled_ops: Vec<usize> = (0..kops.len())
+                .filter(|&i| at.used[i] && window.binary_search(&i).is_err())
+                .collect();
             let start = Start {
                 state: at.state,
                 of: 1,
                 settled: kops.len() - settled,
+                settled_ops,
                 window,
             };
             found = explain_window(spec, kops, vec![start], cert.later, opts, deadline);
         }
     }
     let b = view(spec, ops, kops, orig, cert.later);
+    let unit = opts.time_unit;
     let why = match cert.earlier {
         Some(a) => {
             let av = view(spec, ops, kops, orig, a);
@@ -546,9 +605,9 @@ pub(crate) fn from_certificate<P: Spec>(
                 "operation #{} ({}, returned at {}) had already left the key at version {} before it was invoked at {}; versions never go back",
                 av.id,
                 av.text,
-                av.ret.map_or("?".to_string(), |r| r.to_string()),
+                av.ret.map_or("?".to_string(), |r| unit.show(r)),
                 cert.version_before,
-                b.invoke
+                unit.show(b.invoke)
             )
         }
         None => format!("the key starts at version {}", cert.version_before),
@@ -558,7 +617,7 @@ pub(crate) fn from_certificate<P: Spec>(
         b.id,
         b.client,
         b.text,
-        interval_words(&b),
+        interval_words(&b, unit),
         cert.version_needed,
         why
     );
@@ -572,6 +631,7 @@ pub(crate) fn from_certificate<P: Spec>(
                 sentence: String::new(),
                 start_state: spec.describe_state(init),
                 settled_before: 0,
+                settled: Vec::new(),
                 ops: idx
                     .iter()
                     .map(|&o| view(spec, ops, kops, orig, o))

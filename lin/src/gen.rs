@@ -458,6 +458,8 @@ pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
     [
         ("one_key_1000_ops_24_clients_ok", false, false, 1000, 24, 1),
         ("one_key_1000_ops_24_clients_bad", false, true, 1000, 24, 1),
+        ("one_key_1000_ops_48_clients_ok", false, false, 1000, 48, 1),
+        ("one_key_1000_ops_48_clients_bad", false, true, 1000, 48, 1),
         (
             "versions_100k_ops_one_key_32_clients_ok",
             true,

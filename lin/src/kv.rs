@@ -5,9 +5,9 @@
 //! version; `get`, `put`, `cas` (compare-and-set by value), `cput`
 //! (conditional put by version) and the optional `append`.
 
-use super::spec::{Claim, Next, Spec};
+use super::spec::{Claim, Next, Spec, ValueUse, Values};
 use super::Operation;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -81,6 +81,10 @@ pub struct KvState {
     /// not tracked).
     pub version: u64,
 }
+
+/// The value the search puts in place of one that no remaining operation
+/// can observe ([`Spec::values`]), so that such states merge.
+pub const OVERWRITTEN: &str = "\u{0}overwritten";
 
 /// The kvhist/1 spec: per-key initial states and whether versions are
 /// tracked.
@@ -297,6 +301,75 @@ impl Spec for KvSpec {
             .collect()
     }
 
+    /// Without versions and appends: gets need the value they read, a
+    /// compare-and-set observes the value it expects, puts write
+    /// unconditionally. The value nobody observes is [`OVERWRITTEN`].
+    fn values(&self, ops: &[(&KvInput, Option<&KvOutput>)]) -> Option<Values<KvState>> {
+        if self.track_versions {
+            return None;
+        }
+        let mut ids: FxHashMap<Option<Val>, u32> = FxHashMap::default();
+        let mut id = |v: Option<&Val>| -> u32 {
+            let n = ids.len() as u32;
+            *ids.entry(v.cloned()).or_insert(n)
+        };
+        let mut uses = Vec::with_capacity(ops.len());
+        for (input, output) in ops {
+            let u = match (input, output) {
+                (KvInput::Append { .. }, _) => return None,
+                (KvInput::Get, Some(KvOutput::Get { value, .. })) => {
+                    let v = id(value.as_ref());
+                    ValueUse {
+                        needs: Some(v),
+                        observes: Some(v),
+                        ..ValueUse::default()
+                    }
+                }
+                (KvInput::Put { value }, None | Some(KvOutput::Put { .. })) => ValueUse {
+                    writes: Some(id(Some(value))),
+                    unconditional: true,
+                    ..ValueUse::default()
+                },
+                (KvInput::Cas { expect, value }, None | Some(KvOutput::Cond { .. })) => {
+                    let e = id(expect.as_ref());
+                    let ok = match output {
+                        Some(KvOutput::Cond { ok, .. }) => Some(*ok),
+                        _ => None,
+                    };
+                    ValueUse {
+                        needs: (ok == Some(true)).then_some(e),
+                        observes: Some(e),
+                        writes: (ok != Some(false)).then(|| id(Some(value))),
+                        unconditional: false,
+                    }
+                }
+                // Versions are not tracked: a cput compares version 0 only.
+                (KvInput::Cput { value, .. }, None | Some(KvOutput::Cond { ok: true, .. })) => {
+                    ValueUse {
+                        writes: Some(id(Some(value))),
+                        ..ValueUse::default()
+                    }
+                }
+                // Reads without a result, failed cputs, and outputs of the
+                // wrong kind (illegal everywhere) do not use the value.
+                _ => ValueUse::default(),
+            };
+            uses.push(u);
+        }
+        let marker = Val::from(OVERWRITTEN);
+        if ids.contains_key(&Some(marker.clone())) {
+            return None;
+        }
+        Some(Values {
+            uses,
+            value_of: Box::new(move |s: &KvState| ids.get(&s.value).copied()),
+            overwritten: Box::new(move |s: &KvState| KvState {
+                value: Some(marker.clone()),
+                version: s.version,
+            }),
+        })
+    }
+
     fn describe_op(&self, input: &KvInput, output: Option<&KvOutput>) -> String {
         let ver = |v: &Option<u64>| v.map_or(String::new(), |v| format!(" @v{v}"));
         let i = match input {
@@ -321,6 +394,9 @@ impl Spec for KvSpec {
     }
 
     fn describe_state(&self, s: &KvState) -> String {
+        if s.value.as_deref() == Some(OVERWRITTEN) {
+            return "a value no remaining operation reads".into();
+        }
         if self.track_versions {
             format!("{} @v{}", q(&s.value), s.version)
         } else {
@@ -482,6 +558,16 @@ struct InitIn<'a> {
     version: Option<u64>,
 }
 
+impl InitIn<'_> {
+    /// The state it gives (defaults: absent, version 0).
+    fn state(self, intern: &mut Interner) -> KvState {
+        KvState {
+            value: self.value.map(|v| intern.val(&v)),
+            version: self.version.unwrap_or(0),
+        }
+    }
+}
+
 /// The operation names of kvhist/1.
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -564,6 +650,137 @@ impl Interner {
 /// what is wrong and where, with the JSON path (e.g. `ops[3].out: missing
 /// field `value``, or `ops[3]: "ret" (5) is before "call" (9)`).
 pub fn parse_kvhist(text: &str) -> Result<KvHistory, String> {
+    // The fast path converts each operation as it is read, with no record
+    // of the JSON path; on any error the slow path says what is wrong.
+    if let Some(h) = parse_fast(text) {
+        return Ok(h);
+    }
+    parse_with_paths(text)
+}
+
+/// What the fast path gathers while it reads the document.
+#[derive(Default)]
+struct Gathered {
+    intern: Interner,
+    track: bool,
+    ops: Vec<Operation<KvInput, KvOutput>>,
+    init: BTreeMap<String, KvState>,
+    expected: Option<String>,
+    format_ok: bool,
+    seen_ops: bool,
+}
+
+/// Reads a kvhist/1 document in one pass, converting every operation as it
+/// is read (no intermediate copy of the `ops` array); `None` on any error.
+fn parse_fast(text: &str) -> Option<KvHistory> {
+    use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    struct Doc<'g>(&'g mut Gathered);
+    struct Ops<'g>(&'g mut Gathered);
+    impl<'de> Visitor<'de> for Ops<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of operations")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let g = self.0;
+            if let Some(n) = seq.size_hint() {
+                g.ops.reserve(n);
+            }
+            while let Some(o) = seq.next_element::<OpIn<'de>>()? {
+                let i = g.ops.len();
+                let (op, mentions) = op_from(i, o, &mut g.intern).map_err(A::Error::custom)?;
+                g.track |= mentions;
+                g.ops.push(op);
+            }
+            Ok(())
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Ops<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Doc<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a kvhist/1 document")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let g = self.0;
+            let (mut format, mut meta, mut init) = (false, false, false);
+            while let Some(k) = map.next_key::<Str<'de>>()? {
+                let once = |seen: &mut bool| {
+                    if std::mem::replace(seen, true) {
+                        Err(A::Error::custom("duplicate field"))
+                    } else {
+                        Ok(())
+                    }
+                };
+                match &*k {
+                    "format" => {
+                        once(&mut format)?;
+                        let f = map.next_value::<Option<Str<'de>>>()?;
+                        g.format_ok = f.is_none_or(|f| &*f == "kvhist/1");
+                    }
+                    "meta" => {
+                        once(&mut meta)?;
+                        g.expected = map.next_value::<Option<MetaIn>>()?.and_then(|m| m.expected);
+                    }
+                    "init" => {
+                        once(&mut init)?;
+                        let i = map.next_value::<Option<BTreeMap<String, InitIn<'de>>>>()?;
+                        for (k, s) in i.into_iter().flatten() {
+                            let st = s.state(&mut g.intern);
+                            g.track |= st.version != 0;
+                            g.init.insert(k, st);
+                        }
+                    }
+                    "ops" => {
+                        let mut seen = g.seen_ops;
+                        once(&mut seen)?;
+                        g.seen_ops = true;
+                        map.next_value_seed(Ops(&mut *g))?;
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Doc<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let mut g = Gathered {
+        format_ok: true,
+        ..Gathered::default()
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    Doc(&mut g).deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    if !g.format_ok || !g.seen_ops {
+        return None;
+    }
+    Some(KvHistory {
+        ops: g.ops,
+        spec: KvSpec {
+            init: g.init,
+            track_versions: g.track,
+        },
+        expected: g.expected,
+    })
+}
+
+/// Parses a kvhist/1 document tracking JSON paths, for the error message.
+fn parse_with_paths(text: &str) -> Result<KvHistory, String> {
     if !text.trim_start().starts_with('{') {
         // serde would take an array for a struct written positionally.
         return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
@@ -594,10 +811,9 @@ pub fn parse_kvhist(text: &str) -> Result<KvHistory, String> {
     let mut track = false;
     let mut init = BTreeMap::new();
     for (k, s) in doc.init.into_iter().flatten() {
-        let version = s.version.unwrap_or(0);
-        track |= version != 0;
-        let value = s.value.map(|v| intern.val(&v));
-        init.insert(k, KvState { value, version });
+        let st = s.state(&mut intern);
+        track |= st.version != 0;
+        init.insert(k, st);
     }
     let mut ops = Vec::with_capacity(doc.ops.len());
     for (i, o) in doc.ops.into_iter().enumerate() {

@@ -74,8 +74,8 @@ mod search;
 mod spec;
 pub mod versioned;
 
-pub use report::{Failure, OpView, Report, Step, Verdict};
-pub use spec::{Claim, Next, Spec};
+pub use report::{esc as html_escape, Failure, OpView, Report, Step, TimeUnit, Verdict};
+pub use spec::{Claim, Next, Spec, ValueOf, ValueUse, Values};
 
 use search::{KOp, Limits, Outcome};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -133,6 +133,9 @@ pub struct Options {
     /// more configurations than this (finds a linearization sooner when the
     /// state space is wide). Default: 20 000.
     pub frontier_cap: usize,
+    /// What the operations' times count, for the report's words (the check
+    /// itself only compares them). Default: [`TimeUnit::Raw`].
+    pub time_unit: TimeUnit,
 }
 
 impl Default for Options {
@@ -145,6 +148,7 @@ impl Default for Options {
             fast_path: true,
             explain: true,
             frontier_cap: 20_000,
+            time_unit: TimeUnit::Raw,
         }
     }
 }
@@ -287,6 +291,7 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
         max_key_steps,
         unknown_reason,
         failure,
+        time_unit: opts.time_unit,
     }
 }
 
@@ -353,6 +358,7 @@ fn check_key<P: Spec>(
         prune: true,
         stop_after: None,
         frontier_cap: opts.frontier_cap,
+        doom_until: 0,
     };
     if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
         match versioned::decide(spec, &init, &kops) {
@@ -378,9 +384,12 @@ fn check_key<P: Spec>(
                 // Pruning may name an operation that could be placed (where
                 // the last surviving configuration died): search again
                 // without it, within the explanation's budget.
+                // Not cancellable: this key's own failure sets the flag.
                 let exact = Limits {
                     prune: false,
+                    doom_until: info.event,
                     max_steps: Some(explain::CHECK_STEPS * 5),
+                    cancel: None,
                     ..limits
                 };
                 if let (Outcome::Fail(i), _) = search::search(spec, &init, &kops, &exact) {

@@ -34,6 +34,26 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// What the times of a history count, for the words of a report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Any clock: times are shown as the numbers they are.
+    #[default]
+    Raw,
+    /// Nanoseconds (overcast's simulated time): shown as seconds, `12.345 s`.
+    Nanos,
+}
+
+impl TimeUnit {
+    /// A time in words: `742388890` raw, `0.742 s` in nanoseconds.
+    pub fn show(self, t: i64) -> String {
+        match self {
+            TimeUnit::Raw => t.to_string(),
+            TimeUnit::Nanos => format!("{:.3} s", t as f64 / 1e9),
+        }
+    }
+}
+
 /// One operation as shown in a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpView {
@@ -70,6 +90,10 @@ pub struct Failure {
     pub start_state: String,
     /// How many operations of the key were settled before the sub-history.
     pub settled_before: usize,
+    /// The last of those settled operations that changed the key (by
+    /// invocation time; at least the last one of each kind, e.g. the last
+    /// write and the last delete): why the key is in `start_state`.
+    pub settled: Vec<OpView>,
     /// A small failing sub-history, by invocation time: from `start_state`,
     /// these operations have no linearization (when `sub_history_checked`).
     pub ops: Vec<OpView>,
@@ -108,12 +132,14 @@ pub struct Report {
     pub unknown_reason: Option<String>,
     /// For a history that is not linearizable: why.
     pub failure: Option<Failure>,
+    /// What the history's times count ([`crate::Options::time_unit`]).
+    pub time_unit: TimeUnit,
 }
 
-fn interval(o: &OpView) -> String {
+fn interval(o: &OpView, unit: TimeUnit) -> String {
     match o.ret {
-        Some(r) => format!("[{}, {}]", o.invoke, r),
-        None => format!("[{}, ∞)", o.invoke),
+        Some(r) => format!("[{}, {}]", unit.show(o.invoke), unit.show(r)),
+        None => format!("[{}, ∞)", unit.show(o.invoke)),
     }
 }
 
@@ -168,13 +194,30 @@ impl Report {
                     "  operations involved (no failing sub-history was confirmed within the explanation's budget):"
                 );
             }
+            if !f.settled.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "  the settled operations that left it there (the last that changed it):"
+                );
+                for o in &f.settled {
+                    let _ = writeln!(
+                        s,
+                        "    #{:<5} client {:<4} {:<24} {}",
+                        o.id,
+                        o.client,
+                        interval(o, self.time_unit),
+                        o.text
+                    );
+                }
+                let _ = writeln!(s, "  the failing sub-history:");
+            }
             for (i, o) in f.ops.iter().enumerate() {
                 let _ = writeln!(
                     s,
                     "    #{:<5} client {:<4} {:<24} {}{}",
                     o.id,
                     o.client,
-                    interval(o),
+                    interval(o, self.time_unit),
                     o.text,
                     if i == f.failing {
                         "   <-- cannot be placed"
@@ -258,15 +301,16 @@ impl Report {
                     f.ops.len(),
                     esc(&f.start_state),
                     if f.settled_before > 0 {
-                        format!(", after {} earlier operations", f.settled_before)
+                        format!(", after {} settled operations", f.settled_before)
                     } else {
                         String::new()
                     }
                 );
+                settled_table(&mut h, f, self.time_unit);
             } else {
                 h.push_str("<p class=\"figs\">Operations involved (no failing sub-history was confirmed within the explanation's budget).</p>");
             }
-            timeline(&mut h, f);
+            timeline(&mut h, f, self.time_unit);
             let _ = write!(
                 h,
                 "<h2>Longest partial linearization ({} of {} operations)</h2><table><tr><th>#</th><th>op</th><th>client</th><th>operation</th><th>state after</th></tr><tr><td></td><td></td><td></td><td><i>start</i></td><td><code>{}</code></td></tr>",
@@ -313,7 +357,8 @@ table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #ddd
 .failrow td{color:#b71c1c;font-weight:bold}code{font-size:13px}.legend span{display:inline-block;margin-right:14px;font-size:12px}\
 .sw{display:inline-block;width:14px;height:10px;margin-right:4px;vertical-align:middle;border:1px solid #555}";
 
-fn esc(s: &str) -> String {
+/// Escapes text for HTML (element content and attribute values).
+pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -330,7 +375,31 @@ fn esc(s: &str) -> String {
 
 /// The SVG timeline: one lane per client; x is the rank of the distinct
 /// times (so that short and long operations stay readable).
-fn timeline(h: &mut String, f: &Failure) {
+/// The settled operations that left the key in the sub-history's start state.
+fn settled_table(h: &mut String, f: &Failure, unit: TimeUnit) {
+    if f.settled.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<h2>How the key got there</h2><p class=\"figs\">The last of the {} settled operations that changed the key, before the failing sub-history:</p><table><tr><th>op</th><th>client</th><th>invoked</th><th>returned</th><th>operation</th></tr>",
+        f.settled_before
+    );
+    for o in &f.settled {
+        let _ = write!(
+            h,
+            "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            o.id,
+            o.client,
+            unit.show(o.invoke),
+            o.ret.map_or("no response".to_string(), |r| unit.show(r)),
+            esc(&o.text)
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn timeline(h: &mut String, f: &Failure, unit: TimeUnit) {
     let mut times: Vec<i64> = Vec::new();
     for o in &f.ops {
         times.push(o.invoke);
@@ -368,7 +437,12 @@ fn timeline(h: &mut String, f: &Failure) {
         "<h2>Timeline</h2><div class=\"legend\"><span><i class=\"sw\" style=\"background:#a5d6a7\"></i>placed in the partial linearization (number = position)</span><span><i class=\"sw\" style=\"background:#e0e0e0\"></i>not placed</span><span><i class=\"sw\" style=\"background:#ef9a9a;border:2px solid #c62828\"></i>cannot be placed</span><span><i class=\"sw\" style=\"background:#fff;border-style:dashed\"></i>no response / unknown outcome</span></div>\
 <div style=\"overflow-x:auto\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" font-family=\"system-ui,sans-serif\" font-size=\"12\">"
     );
-    // time ticks
+    // time ticks, labelled as far apart as their words need
+    let label_every = match unit {
+        TimeUnit::Raw if times.len() <= 60 => 1,
+        TimeUnit::Raw => 2,
+        TimeUnit::Nanos => (48.0 / step).ceil().max(1.0) as usize,
+    };
     for (i, t) in times.iter().enumerate() {
         let x = left + step * (i as f64 + 0.5);
         let _ = write!(
@@ -377,11 +451,12 @@ fn timeline(h: &mut String, f: &Failure) {
             top - 6.0,
             height - 6.0
         );
-        if times.len() <= 60 || i % 2 == 0 {
+        if i % label_every == 0 {
             let _ = write!(
                 h,
-                "<text x=\"{x:.1}\" y=\"{:.1}\" fill=\"#999\" font-size=\"10\" text-anchor=\"middle\">{t}</text>",
-                top - 10.0
+                "<text x=\"{x:.1}\" y=\"{:.1}\" fill=\"#999\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                top - 10.0,
+                unit.show(*t)
             );
         }
     }
@@ -418,7 +493,7 @@ fn timeline(h: &mut String, f: &Failure) {
             "<g><title>#{} client {} {}: {}</title><rect x=\"{x1:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"30\" rx=\"4\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"{sw}\"{dash}{}/>",
             o.id,
             o.client,
-            esc(&interval(o)),
+            esc(&interval(o, unit)),
             esc(&o.text),
             x2 - x1,
             if o.ret.is_none() { " fill-opacity=\"0.45\"" } else { "" }

@@ -17,7 +17,7 @@
 //! * the search ends when the last known operation has returned.
 
 use super::bits::Bits;
-use super::spec::{Claim, Next, Spec};
+use super::spec::{Claim, Next, Spec, ValueUse, Values};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -59,6 +59,11 @@ pub(crate) struct Limits<'a> {
     /// such configuration died, not where an operation really cannot be
     /// placed: explanations search without it).
     pub prune: bool,
+    /// Without `prune`: still drop configurations that overwrote a value
+    /// still needed when they would all die by this return event (an event
+    /// index of this search's history). Exact for a failure at or after it:
+    /// the re-search after a pruned failure passes the failure's event.
+    pub doom_until: usize,
     /// Stop after this operation's return (the history cut there: operations
     /// still pending then are placed only if that helps), instead of after
     /// the last return.
@@ -138,6 +143,8 @@ pub(crate) struct FailInfo<S> {
     /// Whether configurations were dropped by [`Limits::prune`] before the
     /// failure (then `op` may not be an operation that cannot be placed).
     pub pruned: bool,
+    /// The index of the failing return event.
+    pub event: usize,
 }
 
 /// The outcome of one search.
@@ -207,9 +214,95 @@ pub(crate) fn search<P: Spec>(
     }
     let nslots = next;
     if nslots <= 128 {
-        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
+        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
     } else {
-        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
+        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
+    }
+}
+
+/// Keys with fewer concurrent operations than this are searched without the
+/// value view (building it costs more than it saves there).
+const VALUE_VIEW_MIN_SLOTS: usize = 4;
+
+/// A key's [`Values`] with, per value, the operations that need, observe
+/// and write it.
+struct ValueView<S> {
+    values: Values<S>,
+    /// Per operation, the index of its call event.
+    call_ev: Vec<usize>,
+    /// Per operation, the index of its return event (`usize::MAX`: none).
+    ret_ev: Vec<usize>,
+    /// Per value: operations that observe it (or need it).
+    observers: Vec<Vec<u32>>,
+    /// Per value: the last call event of an observer (`None`: no observer).
+    last_observer_call: Vec<Option<usize>>,
+    /// Per value: operations with a known output that need it.
+    needers: Vec<Vec<u32>>,
+    /// Per value: operations that may write it.
+    writers: Vec<Vec<u32>>,
+}
+
+impl<S> ValueView<S> {
+    fn new<P: Spec<State = S>>(
+        spec: &P,
+        ops: &[KOp<'_, P::Input, P::Output>],
+        ev: &[Event],
+    ) -> Option<Self> {
+        let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
+        let values = spec.values(&io)?;
+        if values.uses.len() != ops.len() {
+            return None;
+        }
+        let mut call_ev = vec![0usize; ops.len()];
+        let mut ret_ev = vec![usize::MAX; ops.len()];
+        for (i, e) in ev.iter().enumerate() {
+            if e.kind == 0 {
+                call_ev[e.op as usize] = i;
+            } else {
+                ret_ev[e.op as usize] = i;
+            }
+        }
+        let n = values
+            .uses
+            .iter()
+            .flat_map(|u| [u.needs, u.observes, u.writes])
+            .flatten()
+            .max()
+            .map_or(0, |m| m as usize + 1);
+        let mut v = ValueView {
+            values,
+            call_ev,
+            ret_ev,
+            observers: vec![Vec::new(); n],
+            last_observer_call: vec![None; n],
+            needers: vec![Vec::new(); n],
+            writers: vec![Vec::new(); n],
+        };
+        for (i, u) in v.values.uses.iter().enumerate() {
+            let ValueUse {
+                needs,
+                observes,
+                writes,
+                ..
+            } = *u;
+            for x in observes
+                .into_iter()
+                .chain(needs.filter(|n| Some(*n) != observes))
+            {
+                v.observers[x as usize].push(i as u32);
+                let l = &mut v.last_observer_call[x as usize];
+                *l = Some(l.map_or(v.call_ev[i], |c: usize| c.max(v.call_ev[i])));
+            }
+            if let Some(x) = needs {
+                if ops[i].output.is_some() {
+                    v.needers[x as usize].push(i as u32);
+                }
+            }
+            if let Some(x) = writes {
+                v.writers[x as usize].push(i as u32);
+            }
+        }
+        Some(v)
     }
 }
 
@@ -300,10 +393,11 @@ impl<S: Clone + Eq + std::hash::Hash, B: Bits> Antichain<S, B> {
 
     fn group(&mut self, key: (S, B)) -> &mut Vec<Entry<B>> {
         let at = match &mut self.index {
-            Some(ix) => match ix.get(&key) {
-                Some(&i) => Some(i),
-                None => {
-                    ix.insert(key.clone(), self.groups.len());
+            // One hash per lookup (states may be long strings).
+            Some(ix) => match ix.entry(key.clone()) {
+                std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.groups.len());
                     None
                 }
             },
@@ -385,6 +479,14 @@ struct Search<'s, 'o, P: Spec, B> {
     /// Whether [`Limits::prune`] dropped a configuration.
     pruned: bool,
     best: Path<P::State>,
+    /// The spec's value view, if it gives one.
+    vals: Option<ValueView<P::State>>,
+    /// Per operation: called and not yet returned (or never returns).
+    is_pending: Vec<bool>,
+    /// The last return event by which configurations dropped as doomed
+    /// ([`Search::doomed`]) would all have died: a failure at or after it is
+    /// where the search without the drops fails too.
+    doom_deadline: usize,
 }
 
 fn need(c: Claim) -> Option<u64> {
@@ -402,6 +504,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         limits: &'s Limits<'s>,
         nslots: usize,
         slot_of: Vec<usize>,
+        ev: &[Event],
     ) -> Self {
         let mut produced: Vec<u64> = ops
             .iter()
@@ -429,7 +532,95 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             steps: 0,
             pruned: false,
             best: None,
+            // Not in an explanation's searches of sub-histories: their
+            // snapshots and states should be real ones.
+            vals: if nslots >= VALUE_VIEW_MIN_SLOTS && (limits.prune || limits.doom_until > 0) {
+                ValueView::new(spec, ops, ev)
+            } else {
+                None
+            },
+            is_pending: vec![false; ops.len()],
+            doom_deadline: 0,
         }
+    }
+
+    /// Whether operation `o` is placed in a configuration with `bits`
+    /// (returned, or pending and placed).
+    fn placed(&self, o: u32, bits: &B) -> bool {
+        let o = o as usize;
+        let called = self.vals.as_ref().is_some_and(|v| v.call_ev[o] < self.pos);
+        called && (!self.is_pending[o] || bits.get(self.slot_of[o]))
+    }
+
+    /// Whether value `v` can no longer be observed in a configuration with
+    /// `bits`: every operation that observes it was called and is placed.
+    fn value_dead(&self, v: u32, bits: &B) -> bool {
+        let Some(vals) = &self.vals else {
+            return false;
+        };
+        let v = v as usize;
+        match vals.last_observer_call.get(v) {
+            None | Some(None) => true,
+            Some(Some(c)) => {
+                *c < self.pos && vals.observers[v].iter().all(|&o| self.placed(o, bits))
+            }
+        }
+    }
+
+    /// Replaces a state whose value no remaining operation can observe by
+    /// the canonical one, so that such configurations merge.
+    fn canonicalize(&self, c: &mut Cfg<P::State, B>) {
+        let Some(vals) = &self.vals else {
+            return;
+        };
+        let dead = match (vals.values.value_of)(&c.state) {
+            Some(v) => self.value_dead(v, &c.bits),
+            None => true,
+        };
+        if dead {
+            c.state = (vals.values.overwritten)(&c.state);
+        }
+    }
+
+    /// Whether a configuration with `bits` that just overwrote value `v` can
+    /// never complete: an operation that needs `v` is not placed, and every
+    /// operation that could write `v` again already is. If so, the return
+    /// event by which all its extensions die (the first return of such an
+    /// operation).
+    fn doomed(&self, v: u32, bits: &B) -> Option<usize> {
+        let vals = self.vals.as_ref()?;
+        let v = v as usize;
+        if v >= vals.needers.len() || !vals.writers[v].iter().all(|&o| self.placed(o, bits)) {
+            return None;
+        }
+        vals.needers[v]
+            .iter()
+            .filter(|&&o| !self.placed(o, bits))
+            .map(|&o| vals.ret_ev[o as usize])
+            .min()
+    }
+
+    /// Among the pending operations not placed in `bits`: the unconditional
+    /// write of a value nobody can observe any more that returns first
+    /// (these writes all lead to the same canonical state, so trying the
+    /// one with the earliest deadline is enough).
+    fn first_dead_write(&self, bits: &B) -> Option<u32> {
+        let vals = self.vals.as_ref()?;
+        let mut best: Option<(i64, u32)> = None;
+        for &(s, op) in &self.pending {
+            if bits.get(s) {
+                continue;
+            }
+            let u = &vals.values.uses[op as usize];
+            if !u.unconditional || !u.writes.is_some_and(|w| self.value_dead(w, bits)) {
+                continue;
+            }
+            let key = (self.ops[op as usize].ret.unwrap_or(i64::MAX), op);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|(_, op)| op)
     }
 
     fn extend(&mut self, path: &Path<P::State>, op: u32, state: &P::State) -> Path<P::State> {
@@ -516,6 +707,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let op = e.op;
         let slot = self.slot_of[op as usize];
         let o = &self.ops[op as usize];
+        self.is_pending[op as usize] = e.kind == 0;
         if e.kind == 0 {
             let at = self.pending.partition_point(|&(s, _)| s < slot);
             self.pending.insert(at, (slot, op));
@@ -536,6 +728,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let op = e.op;
         let slot = self.slot_of[op as usize];
         let o = &self.ops[op as usize];
+        self.is_pending[op as usize] = e.kind == 1;
         if e.kind == 1 {
             let at = self.pending.partition_point(|&(s, _)| s < slot);
             self.pending.insert(at, (slot, op));
@@ -581,6 +774,19 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
 
     fn run(mut self, init: &P::State, ev: &[Event]) -> (Outcome<P::State>, u64) {
         let outcome = self.run_events(init, ev);
+        if self.debug {
+            eprintln!(
+                "search of {} ops (prune {}, stop {:?}): {:?}",
+                self.ops.len(),
+                self.limits.prune,
+                self.limits.stop_after,
+                match &outcome {
+                    Outcome::Ok => "ok".to_string(),
+                    Outcome::Fail(f) => format!("fail at {}", f.op),
+                    Outcome::GaveUp(r) => r.clone(),
+                }
+            );
+        }
         (outcome, self.steps)
     }
 
@@ -618,6 +824,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 self.pos = ei + 1;
                 for c in frontier.iter_mut() {
                     self.place_new_read(c, e.op);
+                    self.canonicalize(c);
                 }
                 continue;
             }
@@ -630,6 +837,9 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     Err(Some(r)) => return Outcome::GaveUp(r),
                 };
             if next.is_empty() {
+                if self.debug {
+                    eprintln!("ev {ei} ret {x}: fail (prune {})", self.limits.prune);
+                }
                 let recent = recent
                     .into_iter()
                     .rev()
@@ -643,7 +853,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     longest: path_vec(&self.best),
                     snapshot,
                     recent,
-                    pruned: self.pruned,
+                    pruned: self.pruned || self.doom_deadline > ei,
+                    event: ei,
                 }));
             }
             if self.debug {
@@ -725,6 +936,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     self.apply(e);
                     self.pos += 1;
                     self.place_new_read(&mut cfg, e.op);
+                    self.canonicalize(&mut cfg);
                     continue;
                 }
                 let slot = self.slot_of[e.op as usize];
@@ -783,7 +995,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             longest: path_vec(&self.best),
             snapshot: None,
             recent: Vec::new(),
-            pruned: self.pruned,
+            pruned: self.pruned || self.doom_deadline > r,
+            event: r,
         }))
     }
 
@@ -871,7 +1084,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 None
             };
             // Blind writes are interchangeable: try one (the first pending).
+            // With a value view, unconditional writes of values nobody can
+            // observe any more are: try the one that returns first.
             let mut blind_tried = false;
+            let dead_write = self.first_dead_write(&bits);
+            let old_value = self.vals.as_ref().and_then(|v| (v.values.value_of)(&state));
             for k in 0..self.pending.len() {
                 let (s, op) = self.pending[k];
                 if bits.get(s) {
@@ -881,7 +1098,15 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 if o.read_only {
                     continue; // placed by normalize when legal
                 }
-                if o.blind {
+                if let Some(vals) = &self.vals {
+                    let u = &vals.values.uses[op as usize];
+                    if Some(op) != dead_write
+                        && u.unconditional
+                        && u.writes.is_some_and(|w| self.value_dead(w, &bits))
+                    {
+                        continue;
+                    }
+                } else if o.blind {
                     if blind_tried {
                         continue;
                     }
@@ -894,6 +1119,22 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     Next::Many(v) => v,
                 };
                 for ns in nexts {
+                    if let (Some(old), Some(vals)) = (old_value, &self.vals) {
+                        if (self.limits.prune || self.limits.doom_until > 0)
+                            && (vals.values.value_of)(&ns) != Some(old)
+                        {
+                            let mut nb = bits.clone();
+                            nb.set(s);
+                            match self.doomed(old, &nb) {
+                                Some(d) if self.limits.prune => {
+                                    self.doom_deadline = self.doom_deadline.max(d);
+                                    continue;
+                                }
+                                Some(d) if d <= self.limits.doom_until => continue,
+                                _ => {}
+                            }
+                        }
+                    }
                     if let Some(cv) = cur_version {
                         if let Some(nv) = self.spec.version_of(&ns) {
                             if nv > cv
@@ -913,6 +1154,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                         path: np,
                     };
                     self.normalize(&mut nc);
+                    self.canonicalize(&mut nc);
                     if self.is_dead(&nc) {
                         self.pruned = true;
                         continue;

@@ -150,6 +150,20 @@ pub trait Spec: Sync {
         vec![false; ops.len()]
     }
 
+    /// Optional value view of a register-like spec, for the search's value
+    /// reductions: per operation of one key (input, output; `None`: unknown
+    /// outcome), which value it needs, compares with and writes, numbered.
+    /// With it the search (1) merges states whose value no remaining
+    /// operation can observe, (2) tries only the earliest-returning of the
+    /// interchangeable unconditional writes of such values, and (3) drops a
+    /// configuration that overwrote a value some operation still needs when
+    /// nothing can write that value again. The contract is on [`Values`].
+    /// Default: `None` (no value reductions).
+    fn values(&self, ops: &[(&Self::Input, Option<&Self::Output>)]) -> Option<Values<Self::State>> {
+        let _ = ops;
+        None
+    }
+
     /// A short human description of an operation and its output, for reports.
     /// Default: the `Debug` forms.
     fn describe_op(&self, input: &Self::Input, output: Option<&Self::Output>) -> String {
@@ -170,4 +184,42 @@ pub trait Spec: Sync {
         let _ = (input, output);
         None
     }
+}
+
+/// How one operation uses its key's value, for [`Spec::values`] (values are
+/// numbered per key; equal numbers for equal values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ValueUse {
+    /// The operation (with its output) is legal only in states holding this
+    /// value (a read of it, a successful compare-and-set expecting it).
+    pub needs: Option<u32>,
+    /// Its legality or effect depends on the state's value only through
+    /// whether it equals this one (set whenever `needs` is).
+    pub observes: Option<u32>,
+    /// The value it leaves in the state when it changes the value.
+    pub writes: Option<u32>,
+    /// Legal in every state, and the state after it depends on nothing but
+    /// the operation (a plain put).
+    pub unconditional: bool,
+}
+
+/// The number of a state's value (see [`Values::value_of`]).
+pub type ValueOf<S> = Box<dyn Fn(&S) -> Option<u32> + Send + Sync>;
+
+/// A key's value view, from [`Spec::values`].
+///
+/// The contract: an operation's legality and effect depend on the state's
+/// value only as its [`ValueUse`] says; a step changes the value only to the
+/// operation's `writes` value; `overwritten(s)` is `s` with its value replaced
+/// by one that no operation of the key needs, observes or writes (every
+/// other part of the state kept); `value_of` numbers values as `uses` does
+/// (`None` for a value no operation needs, observes or writes). A spec that
+/// breaks the contract may get wrong verdicts.
+pub struct Values<S> {
+    /// Per operation, in the order given to [`Spec::values`].
+    pub uses: Vec<ValueUse>,
+    /// The number of a state's value.
+    pub value_of: ValueOf<S>,
+    /// The state with its value replaced by one nobody observes.
+    pub overwritten: Box<dyn Fn(&S) -> S + Send + Sync>,
 }

@@ -5,7 +5,7 @@
 //! load.
 
 use overcast_lin::gen::{generate, GenOptions, Generated};
-use overcast_lin::kv::{KvInput, KvOutput, KvSpec, KvState, Val};
+use overcast_lin::kv::{KvInput, KvOutput, KvSpec, KvState, Val, OVERWRITTEN};
 use overcast_lin::{check, Failure, Operation, Options, Report, Spec, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -51,15 +51,17 @@ fn sub_history(ops: &[Op], f: &Failure) -> Vec<Op> {
 }
 
 /// The state `f.start_state` describes, found among the states the history
-/// can produce (any value written, or absent, at any version up to the
-/// number of operations).
+/// can produce (any value written, absent, or the search's stand-in for a
+/// value no remaining operation reads, at any version up to the number of
+/// operations).
 fn start_state(spec: &KvSpec, ops: &[Op], f: &Failure) -> KvState {
     let text = f
         .start_state
         .split(" (one of ")
         .next()
         .unwrap_or(&f.start_state);
-    let mut values: Vec<Option<Val>> = vec![None];
+    // The search's canonical state: a value no later operation reads.
+    let mut values: Vec<Option<Val>> = vec![None, Some(Val::from(OVERWRITTEN))];
     for o in ops {
         if let KvInput::Put { value } | KvInput::Cas { value, .. } | KvInput::Cput { value, .. } =
             &o.input

@@ -133,6 +133,56 @@ model_bugs! {
     /// the nearest second instead of truncated to it (SPEC §0 "Clock
     /// granularity"), so a date in the item's own second can decide wrongly.
     last_modified_rounded,
+    /// Queues: a poll also returns items another poll reserved. Breaks Q2.
+    poll_returns_reserved,
+    /// Queues: a poll orders by time and name alone, ignoring the status
+    /// priority. Breaks Q1.
+    poll_ignores_priority,
+    /// Queues: `items.index` accepts a version not above the indexed one. Breaks Q6.
+    index_ignores_version,
+    /// Queues: a reservation never ends by itself (no auto-unreserve after
+    /// 4 h). Breaks Q3.
+    reservation_never_expires,
+    /// Queues: a REQUEUE push sets the ordering time back to when the item
+    /// was polled instead of now, so it jumps ahead of items queued since. Breaks Q5.
+    requeue_keeps_time,
+    /// Connector: the full traversal deletes the queue it just filled instead
+    /// of the other one. Breaks Q7.
+    delete_current_queue,
+    /// Connector: the full traversal switches queues without waiting for the
+    /// pending `deleteQueueItems`. Breaks Q8.
+    traverse_without_waiting,
+    /// Connector: the full traversal saves `checkpoint_full` past a batch
+    /// before indexing it, so a crash skips the batch. Breaks Q9.
+    checkpoint_before_push,
+    /// Change feed processor: checkpoints a batch's continuation before the
+    /// delegate runs, so a crash or a delegate error loses the batch. Breaks CF4/CF3.
+    checkpoint_before_delegate,
+    /// Change feed processor: a checkpoint that gets 412 re-reads the lease
+    /// and reapplies its token without checking the owner, so a stale owner's
+    /// checkpoint sticks. Breaks CF6/CF5/CF3.
+    checkpoint_without_owner_check,
+    /// Change feed processor: a lease this process owned before resumes from
+    /// the position the process last read, not from the stored checkpoint.
+    /// Breaks CF3.
+    resume_from_memory,
+    /// Change feed processor: a delegate error checkpoints the batch and goes
+    /// on instead of releasing the lease, so the batch is never redelivered. Breaks CF3.
+    drop_batch_on_delegate_error,
+    /// Change feed processor: a split's child leases start from "now" instead
+    /// of the parent's continuation. Breaks CF9/CF3.
+    split_loses_continuation,
+    /// Change feed processor: lease timestamps are written from the process's
+    /// uptime instead of its UtcNow clock, so every other host judges live
+    /// leases expired and they flap. Breaks CF8.
+    expiry_on_wrong_clock,
+    /// Change feed: a page cut by the page-size hint cuts a batch (one LSN)
+    /// apart and continues after that LSN, so the batch's other items are
+    /// skipped. Breaks CF3.
+    page_cut_splits_batch,
+    /// Change feed processor: split handling creates the children but never
+    /// deletes the parent lease. Breaks CF7.
+    split_keeps_parent,
 }
 
 #[cfg(test)]

@@ -343,6 +343,8 @@ fn describe_request(req: &Request) -> String {
         Request::Lease(op) => crate::lease_client::describe(op),
         Request::Cosmos(op) => format!("cosmos {op:?}"),
         Request::Search(op) => format!("search {op:?}"),
+        Request::Queue(op) => format!("queue {}", op.method()),
+        Request::Feed(op) => format!("feed {op:?}"),
     }
 }
 

@@ -145,6 +145,14 @@ pub fn state_of(lease: Option<&Lease>, now: Millis) -> LeaseState {
     lease.map_or(LeaseState::Available, |l| l.state_at(now))
 }
 
+/// The `x-ms-lease-duration` of an optional record at `now`: its duration
+/// while it is leased, `None` in every other state (§2.1).
+pub fn duration_of(lease: Option<&Lease>, now: Millis) -> Option<LeaseDuration> {
+    lease
+        .filter(|l| l.state_at(now) == LeaseState::Leased)
+        .map(|l| l.duration)
+}
+
 /// One lease action (`x-ms-lease-action` with its headers), ids as sent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LeaseAction {
@@ -285,17 +293,24 @@ pub struct LeaseResponse {
     pub server_ms: Millis,
     /// The lease state after the request (`x-ms-lease-state`).
     pub state: LeaseState,
+    /// `x-ms-lease-duration` after the request: reported only in the leased
+    /// state (§2.1), so `None` in every other state.
+    #[serde(default)]
+    pub duration: Option<LeaseDuration>,
 }
 
 impl LeaseResponse {
-    fn error(status: u16, code: &str, server_ms: Millis, state: LeaseState) -> LeaseResponse {
+    /// A refusal (`status`, `code`) judged at `now`, reporting the state and
+    /// duration of the unchanged record `current`.
+    pub fn error(status: u16, code: &str, now: Millis, current: Option<&Lease>) -> LeaseResponse {
         LeaseResponse {
             status,
             error_code: Some(code.to_string()),
             lease_id: None,
             lease_time_s: None,
-            server_ms,
-            state,
+            server_ms: now,
+            state: state_of(current, now),
+            duration: duration_of(current, now),
         }
     }
 
@@ -365,7 +380,8 @@ pub fn parse_guid(s: &str) -> Option<String> {
     ))
 }
 
-fn splitmix(mut x: u64) -> u64 {
+/// A 64-bit mixing function (splitmix64's finaliser): deterministic spreads of counters.
+pub(crate) fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -689,10 +705,7 @@ impl Leases {
             generated_id(drawn)
         };
         match transition(current, action, now, &mut fresh, break_ignores_period) {
-            Err((status, code)) => (
-                LeaseResponse::error(status, code, now, state_of(current, now)),
-                None,
-            ),
+            Err((status, code)) => (LeaseResponse::error(status, code, now, current), None),
             Ok(t) => {
                 let effect = Effect::Set {
                     target: target.clone(),
@@ -710,6 +723,7 @@ impl Leases {
                     lease_time_s: t.lease_time_s,
                     server_ms: now,
                     state: state_of(t.lease.as_ref(), now),
+                    duration: duration_of(t.lease.as_ref(), now),
                 };
                 (response, Some(effect))
             }

@@ -14,13 +14,17 @@ compile_error!(
 pub mod bugs;
 pub mod client;
 pub mod conditions;
+pub mod connector;
 pub mod cosmos;
 pub mod cosmos_client;
 pub mod env;
+pub mod feed;
+pub mod feed_processor;
 pub mod lease;
 pub mod lease_client;
 pub mod lease_holder;
 pub mod partition;
+pub mod queue;
 pub mod retry;
 pub mod search;
 pub mod search_client;

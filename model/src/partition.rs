@@ -22,7 +22,9 @@
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
 use crate::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
+use crate::feed::{ChangeFeed, FeedEffect, FeedRequest, FeedResponse};
 use crate::lease::{self, LeaseRequest, LeaseResponse};
+use crate::queue::{IndexingService, QueueEffect, QueueRequest, QueueResponse};
 use crate::retry::OpKind;
 use crate::search::{SearchEffect, SearchRequest, SearchResponse, SearchService};
 use crate::store::{self, Store, StoreRequest, StoreResponse};
@@ -41,6 +43,10 @@ pub enum Request {
     Cosmos(CosmosRequest),
     /// To the Azure AI Search resource service (SPEC §1.2).
     Search(SearchRequest),
+    /// To the Cloud Search indexing queues (SPEC §5).
+    Queue(QueueRequest),
+    /// To the Cosmos DB change feed (SPEC §3.1, §3.2).
+    Feed(FeedRequest),
 }
 
 impl Request {
@@ -51,6 +57,8 @@ impl Request {
             Request::Cosmos(r) => r.is_write(),
             Request::Search(r) => r.is_write(),
             Request::Lease(_) => true,
+            Request::Queue(_) => true,
+            Request::Feed(r) => r.is_write(),
         }
     }
 
@@ -62,6 +70,7 @@ impl Request {
         match self {
             Request::Lease(LeaseRequest::Action { .. }) if acquire_retry_bug => OpKind::Read,
             Request::Lease(r) if r.is_idempotent() => OpKind::Read,
+            Request::Queue(r) if r.is_idempotent() => OpKind::Read,
             r if r.is_write() => OpKind::Write,
             _ => OpKind::Read,
         }
@@ -75,6 +84,8 @@ impl Request {
             Request::Lease(r) => r.partition_key(),
             Request::Cosmos(r) => r.partition_key(),
             Request::Search(r) => r.name(),
+            Request::Queue(r) => r.datasource(),
+            Request::Feed(r) => r.partition_key(),
         }
     }
 }
@@ -90,6 +101,10 @@ pub enum Response {
     Cosmos(CosmosResponse),
     /// From the Search resource service.
     Search(SearchResponse),
+    /// From the indexing queues.
+    Queue(QueueResponse),
+    /// From the change feed.
+    Feed(FeedResponse),
 }
 
 impl Response {
@@ -100,6 +115,8 @@ impl Response {
             Response::Lease(r) => r.status,
             Response::Cosmos(r) => r.status,
             Response::Search(r) => r.status,
+            Response::Queue(r) => r.status,
+            Response::Feed(r) => r.transport_status(),
         }
     }
 
@@ -135,6 +152,22 @@ impl Response {
             _ => None,
         }
     }
+
+    /// The indexing queues' response, if this is one.
+    pub fn into_queue(self) -> Option<QueueResponse> {
+        match self {
+            Response::Queue(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The change feed's response, if this is one.
+    pub fn into_feed(self) -> Option<FeedResponse> {
+        match self {
+            Response::Feed(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// What a successful mutation of one service changed: one log record's content.
@@ -148,6 +181,11 @@ pub enum Effect {
     Cosmos(CosmosEffect),
     /// A change to a Search resource.
     Search(SearchEffect),
+    /// A change to an indexing datasource (boxed: it carries its request
+    /// and the items it changed).
+    Queue(Box<QueueEffect>),
+    /// A change to the change feed's ranges (a split).
+    Feed(FeedEffect),
 }
 
 /// One partition's services and its log position.
@@ -157,6 +195,8 @@ pub struct Partition {
     lsn: u64,
     cosmos: CosmosItems,
     search: SearchService,
+    queues: IndexingService,
+    feed: ChangeFeed,
 }
 
 impl Partition {
@@ -175,6 +215,8 @@ impl Partition {
             lsn: 0,
             cosmos: CosmosItems::new(bugs),
             search: SearchService::new(bugs),
+            queues: IndexingService::new(bugs),
+            feed: ChangeFeed::new(bugs),
         }
     }
 
@@ -198,9 +240,18 @@ impl Partition {
                 let (response, effect) = self.search.apply(r, now);
                 (Response::Search(response), effect.map(Effect::Search))
             }
+            Request::Queue(r) => {
+                let (response, effect) = self.queues.apply(r, now);
+                (
+                    Response::Queue(response),
+                    effect.map(|e| Effect::Queue(Box::new(e))),
+                )
+            }
+            Request::Feed(r) => self.apply_feed(r, now),
         };
-        if effect.is_some() {
+        if let Some(e) = &effect {
             self.lsn += 1;
+            self.observe(e);
         }
         (response, effect)
     }
@@ -213,8 +264,44 @@ impl Partition {
             Effect::Lease(e) => self.store.redo_lease(e),
             Effect::Cosmos(e) => self.cosmos.redo(e),
             Effect::Search(e) => self.search.redo(e),
+            Effect::Queue(e) => self.queues.redo(e),
+            Effect::Feed(e) => self.feed.redo(e),
         }
         self.lsn += 1;
+        self.observe(effect);
+    }
+
+    /// A feed request: reads and splits by the feed; a TTL purge is a Cosmos
+    /// delete of the expired soft-deleted items (the feed knows which they are).
+    fn apply_feed(&mut self, r: &FeedRequest, now: Millis) -> (Response, Option<Effect>) {
+        if let FeedRequest::PurgeExpired { container, ttl_s } = r {
+            let effect = self.feed.purge_effect(container, *ttl_s, now);
+            let purged = match &effect {
+                Some(CosmosEffect::Batch(cs)) => cs.len(),
+                _ => 0,
+            };
+            if let Some(e) = &effect {
+                self.cosmos.redo(e);
+            }
+            let response = FeedResponse {
+                status: 200,
+                purged,
+                ..FeedResponse::default()
+            };
+            return (Response::Feed(response), effect.map(Effect::Cosmos));
+        }
+        let (response, effect) = self.feed.apply(r, self.lsn);
+        if let Some(e) = &effect {
+            self.feed.redo(e);
+        }
+        (Response::Feed(response), effect.map(Effect::Feed))
+    }
+
+    /// Feeds a Cosmos effect, just logged at [`Partition::lsn`], to the change feed.
+    fn observe(&mut self, effect: &Effect) {
+        if let Effect::Cosmos(e) = effect {
+            self.feed.observe_cosmos(self.lsn, e);
+        }
     }
 
     /// The log position of the partition's last effect (0 before the first).
@@ -235,6 +322,16 @@ impl Partition {
     /// The Search resources.
     pub fn search(&self) -> &SearchService {
         &self.search
+    }
+
+    /// The indexing queues.
+    pub fn queues(&self) -> &IndexingService {
+        &self.queues
+    }
+
+    /// The change feed.
+    pub fn feed(&self) -> &ChangeFeed {
+        &self.feed
     }
 }
 

@@ -484,19 +484,8 @@ impl Store {
             }
         };
         let record = self.leases.get(&target);
-        let refuse = |status: u16, code: &str| {
-            let state = lease::state_of(record, now);
-            let mut r = LeaseResponse {
-                status,
-                error_code: Some(code.to_string()),
-                lease_id: None,
-                lease_time_s: None,
-                server_ms: now,
-                state,
-            };
-            r.error_code = Some(code.to_string());
-            (r, None)
-        };
+        let refuse =
+            |status: u16, code: &str| (LeaseResponse::error(status, code, now, record), None);
         if let LeaseRequest::Action { action, .. } = req {
             if let Err((status, code)) = lease::validate(action) {
                 return refuse(status, code);
@@ -545,14 +534,14 @@ impl Store {
                 match lease::check_use(record, sent.as_deref(), now, Use::ContainerOther, false) {
                     Err(code) => refuse(412, code),
                     Ok(()) => {
-                        let state = lease::state_of(record, now);
                         let ok = LeaseResponse {
                             status: 200,
                             error_code: None,
                             lease_id: None,
                             lease_time_s: None,
                             server_ms: now,
-                            state,
+                            state: lease::state_of(record, now),
+                            duration: lease::duration_of(record, now),
                         };
                         (ok, None)
                     }
@@ -583,6 +572,7 @@ impl Store {
                     lease_time_s: None,
                     server_ms: now,
                     state: lease::LeaseState::Available,
+                    duration: None,
                 };
                 (ok, Some(effect))
             }

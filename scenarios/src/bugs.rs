@@ -197,6 +197,102 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["linearizability"],
     },
+    BugInfo {
+        name: "poll_returns_reserved",
+        what: "Queues: a poll also returns items another poll reserved, so two workers process one item",
+        scenarios: &["queues"],
+        caught_by: &["Q2", "Q1"],
+    },
+    BugInfo {
+        name: "poll_ignores_priority",
+        what: "Queues: a poll orders items by time and name alone, ignoring ERROR > MODIFIED > NEW_ITEM > ACCEPTED",
+        scenarios: &["queues"],
+        caught_by: &["Q1"],
+    },
+    BugInfo {
+        name: "delete_current_queue",
+        what: "Connector: the full traversal calls deleteQueueItems on the queue it just filled instead of the other one",
+        scenarios: &["queues"],
+        caught_by: &["end-to-end", "Q7"],
+    },
+    BugInfo {
+        name: "traverse_without_waiting",
+        what: "Connector: the full traversal switches queues without waiting for the pending deleteQueueItems",
+        scenarios: &["queues"],
+        caught_by: &["Q8", "Q7", "end-to-end"],
+    },
+    BugInfo {
+        name: "index_ignores_version",
+        what: "Queues: items.index accepts a version not above the indexed one, so a stale fetch overwrites newer content",
+        scenarios: &["queues"],
+        caught_by: &["Q6", "end-to-end"],
+    },
+    BugInfo {
+        name: "checkpoint_before_push",
+        what: "Connector: the full traversal saves checkpoint_full past a batch before indexing it, so a crash or failure skips the batch",
+        scenarios: &["queues"],
+        caught_by: &["Q9", "end-to-end"],
+    },
+    BugInfo {
+        name: "reservation_never_expires",
+        what: "Queues: a reservation never ends by itself, so an item whose worker hung stays unpollable",
+        scenarios: &["queues"],
+        caught_by: &["Q3"],
+    },
+    BugInfo {
+        name: "requeue_keeps_time",
+        what: "Queues: a REQUEUE push sets the item's ordering time back to when it was polled, so it jumps ahead of items queued since",
+        scenarios: &["queues"],
+        caught_by: &["Q5"],
+    },
+    BugInfo {
+        name: "checkpoint_before_delegate",
+        what: "the change feed processor checkpoints a batch before its delegate runs, so a crash or a delegate error loses the batch",
+        scenarios: &["feed"],
+        caught_by: &["CF3", "CF4"],
+    },
+    BugInfo {
+        name: "checkpoint_without_owner_check",
+        what: "a checkpoint that gets 412 re-reads the lease and reapplies its token without checking the owner, so a stale owner's checkpoint sticks",
+        scenarios: &["feed"],
+        caught_by: &["CF3", "CF5", "CF6"],
+    },
+    BugInfo {
+        name: "resume_from_memory",
+        what: "a lease the process owned before resumes from the position it last read, not from the stored checkpoint",
+        scenarios: &["feed"],
+        caught_by: &["CF3", "CF5", "CF9"],
+    },
+    BugInfo {
+        name: "drop_batch_on_delegate_error",
+        what: "a delegate error checkpoints the batch and goes on instead of releasing the lease, so the batch is never redelivered",
+        scenarios: &["feed"],
+        caught_by: &["CF3", "CF4"],
+    },
+    BugInfo {
+        name: "split_loses_continuation",
+        what: "a split's child leases start from now instead of the parent's continuation",
+        scenarios: &["feed"],
+        caught_by: &["CF3", "CF9"],
+    },
+    BugInfo {
+        name: "expiry_on_wrong_clock",
+        what: "lease timestamps are written from the process's uptime instead of its clock, so other hosts judge live leases expired and they flap",
+        scenarios: &["feed"],
+        caught_by: &["CF8"],
+    },
+    BugInfo {
+        name: "page_cut_splits_batch",
+        what: "the change feed cuts a page inside a transactional batch (one LSN) and continues after that LSN, skipping the batch's other items",
+        scenarios: &["feed"],
+        caught_by: &["CF3"],
+    },
+    BugInfo {
+        name: "split_keeps_parent",
+        what: "the processor's split handling creates the child leases but never deletes the parent, so leases overlap",
+        scenarios: &["feed"],
+        caught_by: &["CF7"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its

@@ -1,5 +1,6 @@
 //! The bug hunt: for a seeded bug, sweep seeds from 0 until a check fails,
-//! and report which property caught it, after how many seeds and how long.
+//! and report which property caught it, after how many seeds and how long,
+//! and (when asked) how many operations its shrunk counterexample has.
 
 use crate::registry::DynScenario;
 use crate::run::run_with;
@@ -26,17 +27,26 @@ pub struct BugHunt {
     pub seconds: f64,
     /// The first failing seed.
     pub seed: Option<u64>,
+    /// Operations in the first failing run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops: Option<usize>,
     /// Operations in the shrunk counterexample (when shrinking was asked for).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrunk_ops: Option<usize>,
+    /// The shrunk counterexample (when shrinking was asked for), to save or replay.
+    #[serde(skip)]
+    pub shrunk: Option<Scenario>,
 }
 
-/// Shrinks the failing run of a found bug and records its size in operations.
+/// Shrinks the failing run of a found bug (at most `max_tries` candidate
+/// runs) and records its size in operations and the shrunk scenario.
 pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: usize) {
     let Some(seed) = h.seed else { return };
     let s = hunt_scenario(def, seed, &h.bug);
-    h.shrunk_ops =
-        crate::shrink::shrink(def, &s, max_tries, |_, _| {}).map(|r| r.run.history.ops());
+    if let Some(r) = crate::shrink::shrink(def, &s, max_tries, |_, _| {}) {
+        h.shrunk_ops = Some(r.run.history.ops());
+        h.shrunk = Some(r.scenario);
+    }
 }
 
 /// The run of `bug` on `seed`: the scenario's defaults with the bug's hunt
@@ -70,17 +80,17 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
             |seed| {
                 let s = hunt_scenario(def, seed, bug);
                 let r = run_with(def, &s);
-                (r.outcome, r.first_property())
+                (r.outcome, r.first_property(), r.history.ops())
             },
-            |(outcome, _)| *outcome != Outcome::Passed,
+            |(outcome, _, _)| *outcome != Outcome::Passed,
         );
         let first_failure = results
             .iter()
-            .find(|(_, r)| r.as_ref().map_or(true, |(o, _)| *o != Outcome::Passed));
+            .find(|(_, r)| r.as_ref().map_or(true, |(o, _, _)| *o != Outcome::Passed));
         if let Some((seed, r)) = first_failure {
-            let (outcome, property) = match r {
-                Ok((o, p)) => (*o, p.clone()),
-                Err(_) => (Outcome::HarnessError, Some("panic".into())),
+            let (outcome, property, ops) = match r {
+                Ok((o, p, n)) => (*o, p.clone(), Some(*n)),
+                Err(_) => (Outcome::HarnessError, Some("panic".into()), None),
             };
             return BugHunt {
                 bug: bug.into(),
@@ -90,7 +100,9 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
                 seeds: seed + 1,
                 seconds: started.elapsed().as_secs_f64(),
                 seed: Some(*seed),
+                ops,
                 shrunk_ops: None,
+                shrunk: None,
             };
         }
         next += seeds.len() as u64;
@@ -103,6 +115,8 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
         seeds: cap,
         seconds: started.elapsed().as_secs_f64(),
         seed: None,
+        ops: None,
         shrunk_ops: None,
+        shrunk: None,
     }
 }

@@ -12,8 +12,10 @@
 use crate::bugs::BugInfo;
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Checker};
+use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::History;
+use overcast_sim::timeline::{node_lane, secs, Mark, MarkKind, Timeline, Tone};
 use overcast_sim::world::{NodeEnv, Topology, WorldOutcome};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
@@ -29,6 +31,8 @@ pub static SCENARIOS: &[&dyn DynScenario] = &[
     &crate::leases::Leases,
     &crate::cosmos::Cosmos,
     &crate::search::Search,
+    &crate::queues::Queues,
+    &crate::feed::Feed,
 ];
 
 /// The registered scenario called `name`, or the one-line error naming the known ones.
@@ -123,6 +127,14 @@ pub trait RunHistory: Send + 'static {
     /// The history as time-ordered lines (`TIME WHO: WHAT`), for saying
     /// where two runs that should agree diverge.
     fn trace_lines(&self) -> Vec<(u64, String)>;
+    /// The history itself, for a scenario that draws its own type.
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// Draws the operations and node events on a failure page, knowing
+    /// nothing of the scenario: operation `client` i on lane `client-i`,
+    /// labelled with its call's JSON, coloured by a `status` field of its
+    /// result (2xx, 4xx, 5xx); node events as marks. A scenario draws its
+    /// own with [`ScenarioDef::timeline`].
+    fn draw_generic(&self, t: &mut Timeline);
 }
 
 impl<C, R, E> RunHistory for History<C, R, E>
@@ -166,6 +178,63 @@ where
         }
         lines.sort_by_key(|l| l.0);
         lines
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn draw_generic(&self, t: &mut Timeline) {
+        let json = |v: &dyn erased::Json| v.compact();
+        for o in &self.ops {
+            t.lane(
+                &format!("client-{}", o.client),
+                &format!("client-{}", o.client),
+                "",
+            );
+        }
+        t.add_ops(
+            &self.ops,
+            |o| format!("client-{}", o.client),
+            |o| {
+                let tone = o
+                    .result
+                    .as_ref()
+                    .and_then(|r| serde_json::to_value(r).ok())
+                    .and_then(|v| v.get("status").and_then(|s| s.as_u64()))
+                    .map_or(Tone::Neutral, status_tone);
+                let result = o.result.as_ref().map_or("?".into(), |r| json(r));
+                (format!("{} → {result}", json(&o.call)), tone)
+            },
+        );
+        for e in &self.node_events {
+            let value = serde_json::to_value(&e.event).unwrap_or_default();
+            let kind = value
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .map_or_else(|| json(&e.event), str::to_string);
+            t.marks.push(Mark {
+                lane: node_lane(&e.node).to_string(),
+                at_ns: e.at_ns,
+                label: kind,
+                detail: format!(
+                    "{} at {} (its clock read {}): {}",
+                    e.node,
+                    secs(e.at_ns),
+                    secs(e.local_ms.saturating_sub(EPOCH_MS) * 1_000_000),
+                    json(&e.event)
+                ),
+                kind: MarkKind::Event,
+                highlight: false,
+            });
+        }
+    }
+}
+
+/// The colour of an HTTP status: 2xx ok, 4xx refused by design, other errors.
+pub fn status_tone(status: u64) -> Tone {
+    match status {
+        200..=299 => Tone::Ok,
+        400..=499 => Tone::Refused,
+        _ => Tone::Error,
     }
 }
 
@@ -236,6 +305,13 @@ pub trait ScenarioDef: Send + Sync + 'static {
     /// clocks within a bound the scenario's clients state). Called on every
     /// run, drawn or saved plan alike, so replays agree. Default: unchanged.
     fn adjust_plan(&self, _p: &Self::Params, _plan: &mut overcast_sim::faults::FaultPlan) {}
+    /// Draws a failing run's operations and the scenario's own events on its
+    /// page ([`crate::report`]); the world's part (node lanes, faults, clocks)
+    /// and the violation's words are drawn already, and `t.highlight` holds
+    /// the operations the violations name. Default: [`RunHistory::draw_generic`].
+    fn timeline(&self, _p: &Self::Params, h: &Self::History, t: &mut Timeline) {
+        h.draw_generic(t);
+    }
 }
 
 /// One checker's result in a run.
@@ -259,6 +335,8 @@ pub struct Executed {
     pub checks: Vec<CheckRecord>,
     /// Wall time of the checks alone.
     pub check_wall: std::time::Duration,
+    /// When each client node's operations started ([`crate::ops`]).
+    pub drawn: crate::ops::Drawn,
 }
 
 /// A scenario with its parameters as JSON: what the runner, the shrinker,
@@ -294,6 +372,17 @@ pub trait DynScenario: Send + Sync {
         doc: &serde_json::Value,
         opts: &overcast_sim::lin::Options,
     ) -> Option<Result<overcast_sim::lin::Report, String>>;
+    /// Draws run `s` (whose plan is resolved) on `t`: what the world did
+    /// (its topology, the plan as [`ScenarioDef::adjust_plan`] shaped it,
+    /// `world`'s events) and the history ([`ScenarioDef::timeline`]; the
+    /// generic drawing for a history of another type).
+    fn draw(
+        &self,
+        s: &Scenario,
+        history: &dyn RunHistory,
+        world: &WorldOutcome,
+        t: &mut Timeline,
+    ) -> Result<(), String>;
 }
 
 /// Checks an overcast history file with the first registered scenario that
@@ -368,7 +457,9 @@ impl<D: ScenarioDef> DynScenario for D {
         ScenarioDef::adjust_plan(self, &p, &mut cfg.plan);
         let deployment = self.deploy(&p, &ctx);
         let program = deployment.program;
+        let plan = crate::ops::OpPlan::install(&s.skip, &s.pace);
         let world = overcast_sim::world::run_world(&cfg, program);
+        let drawn = plan.finish();
         let (history, counters) = (deployment.collect)(&world);
         let started = std::time::Instant::now();
         let checks = self
@@ -385,6 +476,7 @@ impl<D: ScenarioDef> DynScenario for D {
             counters,
             checks,
             check_wall: started.elapsed(),
+            drawn,
         })
     }
     fn reduction_names(&self) -> Vec<&'static str> {
@@ -401,6 +493,31 @@ impl<D: ScenarioDef> DynScenario for D {
         opts: &overcast_sim::lin::Options,
     ) -> Option<Result<overcast_sim::lin::Report, String>> {
         ScenarioDef::check_history_file(self, doc, opts)
+    }
+    fn draw(
+        &self,
+        s: &Scenario,
+        history: &dyn RunHistory,
+        world: &WorldOutcome,
+        t: &mut Timeline,
+    ) -> Result<(), String> {
+        let p: D::Params = parse(ScenarioDef::name(self), &s.params)?;
+        let topology = ScenarioDef::topology(self, &p);
+        let mut plan = s
+            .plan
+            .clone()
+            .unwrap_or_else(|| crate::run::resolve_plan(s, &topology));
+        ScenarioDef::adjust_plan(self, &p, &mut plan);
+        let mut lost: BTreeMap<String, usize> = BTreeMap::new();
+        for (node, _) in &world.lost_writes {
+            *lost.entry(node.clone()).or_default() += 1;
+        }
+        t.add_world(&topology, &plan, &world.events, &lost);
+        match history.as_any().downcast_ref::<D::History>() {
+            Some(h) => ScenarioDef::timeline(self, &p, h, t),
+            None => history.draw_generic(t),
+        }
+        Ok(())
     }
     fn strategy(&'static self) -> BoxedStrategy<Scenario> {
         (ScenarioDef::strategy(self), any::<u64>(), any::<bool>())

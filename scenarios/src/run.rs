@@ -33,6 +33,10 @@ pub struct RunResult {
     pub wall: Duration,
     /// Wall time of the checks alone.
     pub check_wall: Duration,
+    /// When each client node's operations started, skipped ones included ([`crate::ops`]).
+    pub drawn: crate::ops::Drawn,
+    /// The failure page ([`crate::report`]) of a run that did not pass.
+    pub page: Option<String>,
 }
 
 impl std::fmt::Debug for RunResult {
@@ -116,9 +120,12 @@ impl RunResult {
             .collect()
     }
 
-    /// The first HTML report a checker drew.
+    /// The HTML report of a run that did not pass: its failure page (which
+    /// embeds the checkers' own reports), else the first report a checker drew.
     pub fn html(&self) -> Option<&str> {
-        self.checks.iter().find_map(|c| c.checked.html.as_deref())
+        self.page
+            .as_deref()
+            .or_else(|| self.checks.iter().find_map(|c| c.checked.html.as_deref()))
     }
 
     /// The `checks` line: each checker by its properties, with its verdict.
@@ -146,13 +153,7 @@ impl RunResult {
     /// A few lines for the terminal.
     pub fn summary(&self) -> String {
         let s = &self.scenario;
-        let mut faults: Vec<String> = self
-            .world
-            .faults
-            .iter()
-            .map(|(k, n)| format!("{k}×{n}"))
-            .collect();
-        faults.extend(self.counters.iter().map(|(k, n)| format!("{k}×{n}")));
+        let mut faults = fault_words(&self.world, &self.counters);
         if faults.is_empty() {
             faults.push("none".into());
         }
@@ -196,6 +197,16 @@ impl RunResult {
         }
         out
     }
+}
+
+/// The faults a run injected, `kind×count`: the world's, then the model's fault points.
+pub fn fault_words(world: &WorldOutcome, counters: &BTreeMap<String, u64>) -> Vec<String> {
+    world
+        .faults
+        .iter()
+        .chain(counters.iter())
+        .map(|(k, n)| format!("{k}×{n}"))
+        .collect()
 }
 
 /// `R1`, `R2`, `R3` → `R1–R3`; other lists joined with `/`.
@@ -298,7 +309,7 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
     checks.push(liveness(&executed.world));
     let outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
     let trace_hash = executed.history.trace_hash();
-    RunResult {
+    let mut r = RunResult {
         scenario: resolved,
         history: executed.history,
         world: executed.world,
@@ -307,9 +318,24 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         outcome,
         harness_error: None,
         trace_hash,
-        wall: started.elapsed(),
+        wall: Duration::ZERO,
         check_wall: executed.check_wall,
-    }
+        drawn: executed.drawn,
+        page: None,
+    };
+    let input = crate::report::PageInput {
+        scenario: &r.scenario,
+        history: &*r.history,
+        world: &r.world,
+        counters: &r.counters,
+        checks: &r.checks,
+        outcome: r.outcome,
+        first_property: r.first_property(),
+        trace_hash,
+    };
+    r.page = crate::report::failure_page(def, &input);
+    r.wall = started.elapsed();
+    r
 }
 
 /// The result of a run the harness could not carry out (or that panicked).
@@ -330,6 +356,8 @@ pub fn harness_failure(s: &Scenario, error: String, wall: Duration) -> RunResult
         trace_hash: 0,
         wall,
         check_wall: Duration::ZERO,
+        drawn: Default::default(),
+        page: None,
     }
 }
 

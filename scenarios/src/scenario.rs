@@ -1,10 +1,12 @@
 //! `Scenario`: the envelope of one run (format version, scenario name, seed,
 //! bugs, swarm switch, fault mix and plan, durations) with the scenario's
 //! own parameters inside, serialisable and versioned so that a failing run
-//! can be saved and replayed exactly. Files of format 1 (before the
-//! envelope, `occ` only) still load: [`Scenario::from_json`] migrates them
-//! and says so.
+//! can be saved and replayed exactly. A shrunk run also names the client
+//! operations it leaves out and when the others start (`skip` and `pace`,
+//! optional: files without them still load). Files of format 1 (before the envelope, `occ` only) still load:
+//! [`Scenario::from_json`] migrates them and says so.
 
+use crate::ops::{Pace, SkipSet};
 use crate::registry::{self, DynScenario};
 use overcast_sim::faults::{FaultMix, FaultPlan};
 use serde::{Deserialize, Serialize};
@@ -36,6 +38,18 @@ pub struct Scenario {
     /// carry the plan that was drawn, so a replay does not depend on the generator).
     #[serde(default)]
     pub plan: Option<FaultPlan>,
+    /// Client operations left out, by node name and operation index (the
+    /// shrinker's history-level pass). Each workload still draws them, so the
+    /// operations after them are drawn the same, but does not send them.
+    /// Absent in files written before it existed (and when empty).
+    #[serde(default, skip_serializing_if = "SkipSet::is_empty")]
+    pub skip: SkipSet,
+    /// The earliest simulated time (ns) each client operation may start at,
+    /// by node name and operation index: a shrunk scenario keeps the
+    /// operations it did not leave out at the times they had (see
+    /// [`crate::ops`]). Absent in files written before it existed (and when empty).
+    #[serde(default, skip_serializing_if = "Pace::is_empty")]
+    pub pace: Pace,
     /// Awaited nodes (clients) start no new work after this much simulated time, ms.
     pub deadline_ms: u64,
     /// Quiet phase after healing, ms.
@@ -71,6 +85,8 @@ impl Scenario {
             faults: d.faults,
             fault_window_ms: d.fault_window_ms,
             plan: None,
+            skip: SkipSet::new(),
+            pace: Pace::new(),
             deadline_ms: d.deadline_ms,
             quiet_ms: d.quiet_ms,
             params: def.default_params(seed),

@@ -1,14 +1,27 @@
-//! Shrinking a failing scenario: greedily try smaller variants (fewer
-//! clients, operations, items, fault events, fault kinds: packet loss, disk
-//! faults, duplicated and reordered datagrams, clock faults) and keep each one
-//! that still fails with the same property, until no reduction helps.
+//! Shrinking a failing scenario, keeping each smaller variant that still
+//! fails with the same property, in two passes that alternate while either
+//! helps:
 //!
-//! Every candidate carries an explicit fault plan, so removing a fault event
-//! never reshuffles the others.
+//! 1. parameters: greedily try the scenario's own reductions (fewer clients,
+//!    operations, items, ...) and the envelope's (no packet loss, disk
+//!    faults, duplicated and reordered datagrams, clock faults);
+//! 2. the history: leave out individual client operations (the scenario's
+//!    `skip` set, see [`crate::ops`]) and fault events, delta-debugging
+//!    style: halves, then quarters, ... then one at a time. The operations
+//!    kept start no earlier than they did in the failure (its `pace`), so
+//!    that leaving one out does not pull the rest of its client's forward.
+//!
+//! Every candidate carries an explicit fault plan and skip set, so removing
+//! a fault event or an operation never reshuffles the others. The whole
+//! shrink is bounded by a number of candidate runs.
 
+use crate::ops::SkipSet;
 use crate::registry::DynScenario;
 use crate::run::{resolved, run_isolated_with, RunResult};
 use crate::scenario::Scenario;
+
+/// The candidate runs a shrink may spend unless told otherwise.
+pub const DEFAULT_MAX_TRIES: usize = 500;
 
 /// The result of a shrink.
 #[derive(Debug)]
@@ -21,6 +34,8 @@ pub struct Shrunk {
     pub tried: usize,
     /// Candidates kept.
     pub kept: usize,
+    /// Operations of the failing run before shrinking.
+    pub ops_before: usize,
 }
 
 /// A reduction of the envelope (faults), common to every scenario: the
@@ -28,15 +43,8 @@ pub struct Shrunk {
 type EnvelopeReduction = fn(&Scenario, usize) -> Option<Scenario>;
 
 /// The envelope's reductions, tried after the scenario's own.
+/// (Fault events one by one are the history pass's.)
 const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
-    ("drop a fault event", |s, i| {
-        let plan = s.plan.as_ref()?;
-        (i < plan.events.len()).then(|| {
-            let mut t = s.clone();
-            t.plan.as_mut().expect("checked").events.remove(i);
-            t
-        })
-    }),
     ("no packet loss", |s, i| {
         let plan = s.plan.as_ref()?;
         (i == 0 && plan.packet_loss > 0.0).then(|| {
@@ -99,47 +107,211 @@ pub fn size(r: &RunResult) -> (usize, usize) {
     (r.history.ops(), events)
 }
 
-/// Shrinks `s`, which must fail, keeping the first violated property.
-/// `progress` is told about every kept step. Returns `None` if `s` passes.
+/// The state of one shrink: the smallest failure so far and the budget.
+struct Search<'p, F> {
+    def: &'static dyn DynScenario,
+    property: String,
+    best_s: Scenario,
+    best: RunResult,
+    tried: usize,
+    kept: usize,
+    max_tries: usize,
+    progress: &'p mut F,
+}
+
+impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
+    /// Runs `c`; keeps it when it fails with the same property and is
+    /// smaller. `None` when the budget is spent (nothing was run).
+    fn try_candidate(&mut self, c: Scenario, step: &str) -> Option<bool> {
+        if self.tried >= self.max_tries {
+            return None;
+        }
+        self.tried += 1;
+        let run = run_isolated_with(self.def, &c);
+        let better = run.first_property().as_deref() == Some(self.property.as_str())
+            && size(&run) < size(&self.best);
+        if better {
+            self.kept += 1;
+            (self.progress)(step, &run);
+            self.best = run;
+            self.best_s = c;
+        }
+        Some(better)
+    }
+
+    /// Pass 1: the scenario's reductions, then the envelope's, restarting
+    /// from the most powerful after each one kept. True if one was kept.
+    fn reduce_parameters(&mut self) -> bool {
+        let reductions = self.def.reduction_names().len() + ENVELOPE_REDUCTIONS.len();
+        let kept_before = self.kept;
+        'outer: loop {
+            for r in 0..reductions {
+                let mut i = 0;
+                while let Some(c) = candidate(self.def, &self.best_s, r, i) {
+                    match self.try_candidate(c, reduction_name(self.def, r)) {
+                        None => break 'outer,
+                        // Restart from the most powerful reduction on the smaller scenario.
+                        Some(true) => continue 'outer,
+                        Some(false) => i += 1,
+                    }
+                }
+            }
+            break;
+        }
+        self.kept > kept_before
+    }
+
+    /// Pass 2: leave out operations and fault events of the current failure,
+    /// in chunks of half the remaining ones, then quarters, ..., then one by
+    /// one until none can go. True if one was left out.
+    fn remove_history(&mut self) -> bool {
+        // The operations kept start when they did in the current failure.
+        let mut base = self.best_s.clone();
+        base.pace = crate::ops::pace_of(&self.best.drawn);
+        let units = history_units(&self.best, &base);
+        let mut live: Vec<usize> = (0..units.len()).collect();
+        let kept_before = self.kept;
+        let mut chunk = (live.len() / 2).max(1);
+        while !live.is_empty() {
+            let mut removed = false;
+            let mut i = 0;
+            while i < live.len() {
+                let end = (i + chunk).min(live.len());
+                let rest: Vec<usize> = live[..i].iter().chain(&live[end..]).copied().collect();
+                let step = removal_step(live[i..end].iter().map(|u| &units[*u]));
+                match self.try_candidate(with_units(&base, &units, &rest), &step) {
+                    None => return self.kept > kept_before,
+                    Some(true) => {
+                        live = rest;
+                        removed = true;
+                    }
+                    Some(false) => i = end,
+                }
+            }
+            if chunk == 1 && !removed {
+                break;
+            }
+            chunk = (chunk / 2).max(1);
+        }
+        self.kept > kept_before
+    }
+}
+
+/// What the history pass may leave out.
+#[derive(Clone, Debug, PartialEq)]
+enum Unit {
+    /// A client operation: node name, operation index.
+    Op(String, usize),
+    /// A fault event, by its index in the plan the pass started from.
+    Fault(usize),
+}
+
+/// The operations `run` drew and did not skip, node by node (so that early
+/// chunks are whole clients), then its scenario's fault events.
+fn history_units(run: &RunResult, s: &Scenario) -> Vec<Unit> {
+    let mut units = Vec::new();
+    for (node, drawn) in &run.drawn {
+        let skipped = s.skip.get(node);
+        units.extend(
+            (0..drawn.len())
+                .filter(|i| !skipped.is_some_and(|k| k.contains(i)))
+                .map(|i| Unit::Op(node.clone(), i)),
+        );
+    }
+    let events = s.plan.as_ref().map_or(0, |p| p.events.len());
+    units.extend((0..events).map(Unit::Fault));
+    units
+}
+
+/// `base` keeping only the units `live` (indices into `units`): the other
+/// operations join its skip set, the other fault events leave its plan.
+fn with_units(base: &Scenario, units: &[Unit], live: &[usize]) -> Scenario {
+    let mut s = base.clone();
+    let mut keep_event = vec![false; base.plan.as_ref().map_or(0, |p| p.events.len())];
+    let mut alive = vec![false; units.len()];
+    for u in live {
+        alive[*u] = true;
+    }
+    let mut skip: SkipSet = base.skip.clone();
+    for (u, unit) in units.iter().enumerate() {
+        match (unit, alive[u]) {
+            (Unit::Op(node, i), false) => {
+                skip.entry(node.clone()).or_default().insert(*i);
+            }
+            (Unit::Fault(e), true) => keep_event[*e] = true,
+            _ => {}
+        }
+    }
+    s.skip = skip;
+    if let Some(plan) = s.plan.as_mut() {
+        let mut keep = keep_event.into_iter();
+        plan.events.retain(|_| keep.next().unwrap_or(true));
+    }
+    s
+}
+
+/// The name of a history step: "leave out 3 operations and 1 fault event".
+fn removal_step<'a>(removed: impl Iterator<Item = &'a Unit>) -> String {
+    let (mut ops, mut faults) = (0, 0);
+    for u in removed {
+        match u {
+            Unit::Op(..) => ops += 1,
+            Unit::Fault(_) => faults += 1,
+        }
+    }
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    match (ops, faults) {
+        (o, 0) => format!("leave out {}", plural(o, "operation")),
+        (0, f) => format!("leave out {}", plural(f, "fault event")),
+        (o, f) => format!(
+            "leave out {} and {}",
+            plural(o, "operation"),
+            plural(f, "fault event")
+        ),
+    }
+}
+
+/// Shrinks `s`, which must fail, keeping the first violated property:
+/// parameters, then the history, again while the parameters still shrink,
+/// at most `max_tries` candidate runs in all. `progress` is told about every
+/// kept step. Returns `None` if `s` passes.
 pub fn shrink(
     def: &'static dyn DynScenario,
     s: &Scenario,
     max_tries: usize,
     mut progress: impl FnMut(&str, &RunResult),
 ) -> Option<Shrunk> {
-    let mut best_s = resolved(def, s).ok()?;
+    let best_s = resolved(def, s).ok()?;
     let first = run_isolated_with(def, &best_s);
     let property = first.first_property()?;
-    let mut best = first;
-    let reductions = def.reduction_names().len() + ENVELOPE_REDUCTIONS.len();
-    let (mut tried, mut kept) = (0, 0);
-    'outer: loop {
-        for r in 0..reductions {
-            let mut i = 0;
-            while let Some(c) = candidate(def, &best_s, r, i) {
-                if tried >= max_tries {
-                    break 'outer;
-                }
-                tried += 1;
-                let run = run_isolated_with(def, &c);
-                if run.first_property().as_ref() == Some(&property) && size(&run) < size(&best) {
-                    kept += 1;
-                    progress(reduction_name(def, r), &run);
-                    best = run;
-                    best_s = c;
-                    // Restart from the most powerful reduction on the smaller scenario.
-                    continue 'outer;
-                }
-                i += 1;
-            }
+    let ops_before = first.history.ops();
+    let mut search = Search {
+        def,
+        property,
+        best_s,
+        best: first,
+        tried: 0,
+        kept: 0,
+        max_tries,
+        progress: &mut progress,
+    };
+    search.reduce_parameters();
+    while search.remove_history() && search.reduce_parameters() {}
+    let mut scenario = search.best_s;
+    // A skipped operation never waits: its start time says nothing.
+    for (node, ops) in &scenario.skip {
+        if let Some(p) = scenario.pace.get_mut(node) {
+            p.retain(|op, _| !ops.contains(op));
         }
-        break;
     }
+    scenario.pace.retain(|_, p| !p.is_empty());
+    search.best.scenario.pace = scenario.pace.clone();
     Some(Shrunk {
-        scenario: best_s,
-        run: best,
-        tried,
-        kept,
+        scenario,
+        run: search.best,
+        tried: search.tried,
+        kept: search.kept,
+        ops_before,
     })
 }
 
@@ -171,6 +343,82 @@ mod tests {
         // The shrunk scenario replays to the same failure.
         let again = run_isolated_with(def, &shrunk.scenario);
         assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+    }
+
+    #[test]
+    fn the_history_pass_leaves_out_operations_and_the_shrunk_file_replays_to_the_same_failure() {
+        let def = find("occ").unwrap();
+        let mut s = Scenario::new(def, 0);
+        s.bugs = vec!["skip_if_match".into()];
+        let before = run_isolated_with(def, &s);
+        let shrunk = shrink(def, &s, 400, |_, _| {}).expect("it fails");
+        assert!(
+            crate::ops::count(&shrunk.scenario.skip) > 0,
+            "no operation was left out"
+        );
+        assert_eq!(shrunk.ops_before, before.history.ops());
+        assert!(
+            shrunk.run.history.ops() <= 15,
+            "shrunk to {} ops",
+            shrunk.run.history.ops()
+        );
+        assert_eq!(shrunk.run.first_property(), before.first_property());
+        // Leaving the skipped operations back in changes the run: they were really left out.
+        let mut all_in = shrunk.scenario.clone();
+        all_in.skip.clear();
+        let all_in = run_isolated_with(def, &all_in);
+        assert!(all_in.history.ops() > shrunk.run.history.ops());
+        // The saved file carries the skip set and replays to the same failure.
+        let text = crate::saved::SavedRun::of(&shrunk.run).to_json();
+        assert!(text.contains("\"skip\""), "{text}");
+        let loaded = crate::saved::SavedRun::parse(&text).unwrap();
+        assert_eq!(loaded.scenario, shrunk.scenario);
+        let again = run_isolated_with(def, &loaded.scenario);
+        assert!(loaded
+            .outcome
+            .unwrap()
+            .reproduced_by(&crate::saved::SavedOutcome::of(&again)));
+        assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+    }
+
+    #[test]
+    fn history_units_become_skipped_operations_and_dropped_fault_events() {
+        let mut base = Scenario::new(find("occ").unwrap(), 0);
+        let mut plan = overcast_sim::faults::FaultPlan::none();
+        for at_ms in [10, 20, 30] {
+            plan.events.push(overcast_sim::faults::FaultEvent {
+                at_ms,
+                fault: overcast_sim::faults::Fault::Pause {
+                    node: "server-0".into(),
+                    for_ms: 5,
+                },
+            });
+        }
+        base.plan = Some(plan);
+        base.skip
+            .insert("client-0".into(), std::collections::BTreeSet::from([0]));
+        let units = vec![
+            Unit::Op("client-0".into(), 1),
+            Unit::Op("client-1".into(), 0),
+            Unit::Fault(0),
+            Unit::Fault(1),
+            Unit::Fault(2),
+        ];
+        let s = with_units(&base, &units, &[1, 3]);
+        assert_eq!(
+            s.skip,
+            SkipSet::from([("client-0".into(), std::collections::BTreeSet::from([0, 1]))])
+        );
+        let at: Vec<u64> = s.plan.unwrap().events.iter().map(|e| e.at_ms).collect();
+        assert_eq!(at, [20]);
+        assert_eq!(
+            removal_step([&units[0], &units[1], &units[2]].into_iter()),
+            "leave out 2 operations and 1 fault event"
+        );
+        assert_eq!(
+            removal_step([&units[3]].into_iter()),
+            "leave out 1 fault event"
+        );
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Sweeps: one scenario over many seeds on all cores, each seed summarised
-//! (and its failing run kept for saving), with an optional determinism
-//! check that runs every seed twice and, when the traces differ, says where
-//! they first diverge; shards of a seed range for many machines, the JSON
-//! lines each shard writes, and merging them.
+//! (and its failing run kept for saving, shrunk on the spot when asked),
+//! with an optional determinism check that runs every seed twice and, when
+//! the traces differ, says where they first diverge; shards of a seed range
+//! for many machines, the JSON lines each shard writes, and merging them.
 
 use crate::registry::DynScenario;
 use crate::run::{harness_failure, run_with, RunResult};
 use crate::scenario::Scenario;
+use crate::shrink::Shrunk;
 use overcast_sim::check::Outcome;
 use overcast_sim::runner::{sweep as sweep_seeds, SweepOptions};
 use std::time::Duration;
@@ -35,6 +36,19 @@ pub struct SeedReport {
     pub seconds: f64,
     /// The run, when it did not pass (to save it).
     pub failed_run: Option<Box<RunResult>>,
+    /// The failure shrunk, when the sweep shrinks failures.
+    pub shrunk: Option<Box<Shrunk>>,
+}
+
+/// What a sweep does with each seed besides running it once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeedChecks {
+    /// Run every seed twice on one thread; a differing trace hash is a
+    /// harness error that says where the traces diverge.
+    pub determinism: bool,
+    /// Shrink every violation, liveness failure and undecided run as soon
+    /// as it is found, with at most this many candidate runs.
+    pub shrink: Option<usize>,
 }
 
 /// Where two runs of one scenario first differ: the entry number and each
@@ -67,13 +81,28 @@ pub fn sweep(
     make: impl Fn(u64) -> Scenario + Sync,
     check_determinism: bool,
 ) -> Vec<SeedReport> {
+    let checks = SeedChecks {
+        determinism: check_determinism,
+        shrink: None,
+    };
+    sweep_with(def, seeds, opts, make, checks)
+}
+
+/// [`sweep`] with the determinism check and the shrinking of failures as `checks` say.
+pub fn sweep_with(
+    def: &'static dyn DynScenario,
+    seeds: &[u64],
+    opts: &SweepOptions,
+    make: impl Fn(u64) -> Scenario + Sync,
+    checks: SeedChecks,
+) -> Vec<SeedReport> {
     let results = sweep_seeds(
         seeds,
         opts,
         |seed| {
             let s = make(seed);
             let mut r = run_with(def, &s);
-            if check_determinism && r.outcome != Outcome::HarnessError {
+            if checks.determinism && r.outcome != Outcome::HarnessError {
                 // The second run shares the thread with the first: a stronger test.
                 let again = run_with(def, &s);
                 if again.trace_hash != r.trace_hash {
@@ -91,7 +120,15 @@ pub fn sweep(
                     r = failed;
                 }
             }
-            report(seed, r)
+            let shrink = checks
+                .shrink
+                .filter(|_| !matches!(r.outcome, Outcome::Passed | Outcome::HarnessError));
+            let mut seed_report = report(seed, r);
+            if let Some(max_tries) = shrink {
+                seed_report.shrunk =
+                    crate::shrink::shrink(def, &s, max_tries, |_, _| {}).map(Box::new);
+            }
+            seed_report
         },
         |r| r.outcome != Outcome::Passed,
     );
@@ -125,6 +162,7 @@ fn report(seed: u64, r: RunResult) -> SeedReport {
         trace_hash: r.trace_hash,
         seconds: r.wall.as_secs_f64(),
         failed_run: (r.outcome != Outcome::Passed).then(|| Box::new(r)),
+        shrunk: None,
     }
 }
 
@@ -179,11 +217,27 @@ pub struct SeedLine {
     /// The saved failure, if the run did not pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved: Option<String>,
+    /// Operations in the failing run, when it was shrunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops: Option<usize>,
+    /// Operations in the shrunk failure, when it was shrunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrunk_ops: Option<usize>,
+    /// The saved shrunk failure, when it was shrunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrunk: Option<String>,
 }
 
 impl SeedLine {
-    /// The line of a seed's report.
-    pub fn of(scenario: &str, swarm: bool, r: &SeedReport, saved: Option<String>) -> SeedLine {
+    /// The line of a seed's report (`saved` and `shrunk`: where its failure
+    /// and its shrunk failure were saved).
+    pub fn of(
+        scenario: &str,
+        swarm: bool,
+        r: &SeedReport,
+        saved: Option<String>,
+        shrunk: Option<String>,
+    ) -> SeedLine {
         SeedLine {
             scenario: scenario.to_string(),
             seed: r.seed,
@@ -194,6 +248,9 @@ impl SeedLine {
             trace_hash: format!("{:016x}", r.trace_hash),
             seconds: r.seconds,
             saved,
+            ops: r.shrunk.as_ref().map(|s| s.ops_before),
+            shrunk_ops: r.shrunk.as_ref().map(|s| s.run.history.ops()),
+            shrunk,
         }
     }
 }

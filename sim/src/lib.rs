@@ -17,6 +17,7 @@ pub mod history;
 pub mod log;
 pub mod rng;
 pub mod runner;
+pub mod timeline;
 pub mod world;
 
 /// The linearizability checker (the `overcast-lin` crate), re-exported so that

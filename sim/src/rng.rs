@@ -57,6 +57,30 @@ impl std::io::Write for Fnv1a {
     }
 }
 
+/// The trace hasher: a `std::io::Write` sink over `rustc-hash`'s FxHasher,
+/// which takes eight bytes at a time. Not for adversarial input, and it depends
+/// on how the bytes are split into writes: one serialiser feeding it the
+/// same value gives the same hash, on every machine of the same word size.
+#[derive(Clone, Default)]
+pub struct TraceHasher(rustc_hash::FxHasher);
+
+impl TraceHasher {
+    /// The hash so far.
+    pub fn finish(&self) -> u64 {
+        std::hash::Hasher::finish(&self.0)
+    }
+}
+
+impl std::io::Write for TraceHasher {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::hash::Hasher::write(&mut self.0, buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@
 pub mod check;
 pub mod history;
 pub mod spec;
+pub mod timeline;
 pub mod workload;
 
 use crate::dialects::{self, RetryDiscipline};
@@ -275,6 +276,7 @@ impl ScenarioDef for Cosmos {
                 options: lin::Options {
                     time_budget: Some(Duration::from_secs(20)),
                     parallel: false,
+                    time_unit: lin::TimeUnit::Nanos,
                     ..lin::Options::default()
                 },
             }),
@@ -288,6 +290,15 @@ impl ScenarioDef for Cosmos {
 
     fn adjust_plan(&self, _p: &CosmosParams, plan: &mut overcast_sim::faults::FaultPlan) {
         crate::dialects::no_lying_disk(plan);
+    }
+
+    fn timeline(
+        &self,
+        _p: &CosmosParams,
+        h: &check::CosmosHistory,
+        t: &mut overcast_sim::timeline::Timeline,
+    ) {
+        timeline::draw(h, t);
     }
 
     fn reductions(&self) -> Vec<Reduction<CosmosParams>> {

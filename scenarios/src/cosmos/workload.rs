@@ -85,6 +85,9 @@ pub async fn client_workload(
                 if_match: maybe(&mut rng),
             }),
             6 => {
+                if crate::ops::skipped_in("client", index, n).await {
+                    continue;
+                }
                 let rmw = Rmw {
                     pk: &pk,
                     id: &id,
@@ -126,6 +129,9 @@ pub async fn client_workload(
                 items.batch_request(&pk, ops)
             }
         };
+        if crate::ops::skipped_in("client", index, n).await {
+            continue;
+        }
         send(&mut items, &recorder, client_id, &req, &mut etags).await;
     }
 }

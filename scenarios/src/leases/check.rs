@@ -444,7 +444,11 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                 }
                 timeline.entry(name).or_default().push((e.at_ns, None));
             }
-            Effect::Store(_) | Effect::Cosmos(_) | Effect::Search(_) => {}
+            Effect::Store(_)
+            | Effect::Cosmos(_)
+            | Effect::Search(_)
+            | Effect::Queue(_)
+            | Effect::Feed(_) => {}
         }
     }
 

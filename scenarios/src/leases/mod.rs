@@ -11,6 +11,7 @@
 pub mod check;
 pub mod history;
 pub mod reference;
+pub mod timeline;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter};
@@ -413,6 +414,15 @@ impl ScenarioDef for Leases {
             .into_iter()
             .map(|c| Box::new(c) as Box<dyn Checker<LeaseHistory>>)
             .collect()
+    }
+
+    fn timeline(
+        &self,
+        p: &LeasesParams,
+        h: &history::LeaseHistory,
+        t: &mut overcast_sim::timeline::Timeline,
+    ) {
+        timeline::draw(p, h, t);
     }
 
     fn reductions(&self) -> Vec<Reduction<LeasesParams>> {

@@ -168,7 +168,7 @@ pub async fn holder(
     bugs: overcast_model::bugs::ModelBugs,
     deadline_ns: u64,
 ) {
-    for _ in 0..p.holder_rounds {
+    for round in 0..p.holder_rounds {
         if past(deadline_ns) {
             break;
         }
@@ -180,6 +180,9 @@ pub async fn holder(
             bugs,
         };
         let mut h = LeaseHolder::new(cfg, guid(&mut rng));
+        if crate::ops::skipped(&node.name, round).await {
+            continue;
+        }
         let mut held = false;
         for _ in 0..p.acquire_tries {
             if past(deadline_ns) {
@@ -318,7 +321,7 @@ pub async fn client(
     deadline_ns: u64,
 ) {
     let container = LeaseTarget::Container(CONTAINER.into());
-    for _ in 0..p.client_ops {
+    for n in 0..p.client_ops {
         if past(deadline_ns) {
             break;
         }
@@ -340,6 +343,9 @@ pub async fn client(
         while kind < weights.len() - 1 && pick >= weights[kind] {
             pick -= weights[kind];
             kind += 1;
+        }
+        if crate::ops::skipped(&node.name, n).await {
+            continue;
         }
         match kind {
             0 => {

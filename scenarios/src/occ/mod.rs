@@ -8,6 +8,7 @@ pub mod check;
 pub mod history;
 pub mod retry;
 pub mod spec;
+pub mod timeline;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
@@ -552,6 +553,7 @@ impl ScenarioDef for Occ {
                 options: lin::Options {
                     max_steps: Some(LIN_MAX_STEPS),
                     parallel: false,
+                    time_unit: lin::TimeUnit::Nanos,
                     ..lin::Options::default()
                 },
                 title: "overcast occ".into(),
@@ -573,6 +575,15 @@ impl ScenarioDef for Occ {
         opts: &lin::Options,
     ) -> Option<Result<lin::Report, String>> {
         Some(crate::check_file::check_history(doc, opts))
+    }
+
+    fn timeline(
+        &self,
+        _p: &OccParams,
+        h: &check::OccHistory,
+        t: &mut overcast_sim::timeline::Timeline,
+    ) {
+        timeline::draw(h, t);
     }
 
     fn reductions(&self) -> Vec<Reduction<OccParams>> {

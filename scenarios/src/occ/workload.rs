@@ -155,6 +155,9 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
+        if crate::ops::skipped_in("client", index, n).await {
+            continue;
+        }
         match kind {
             0 => {
                 client

@@ -57,6 +57,34 @@ pub enum Step {
     GetBlob(BlobOp),
     /// Delete Blob (write conditions).
     DeleteBlob(BlobOp),
+    /// Lease Blob: one lease action on a blob (SPEC §2.2–§2.4).
+    LeaseBlob(LeaseOp),
+    /// Lease Container: one lease action on a container (SPEC §2.7).
+    LeaseContainer(LeaseOp),
+    /// Delete Container, with an optional lease id (the one container
+    /// operation a container lease gates, SPEC §2.7).
+    DeleteContainer(ContainerOp),
+    /// Set Container Metadata, with an optional lease id (never blocked
+    /// without one, SPEC §2.7).
+    SetContainerMetadata(ContainerOp),
+    /// Cosmos `CreateItemAsync` (SPEC §1.3).
+    CosmosCreate(CosmosOp),
+    /// Cosmos `ReadItemAsync`, with an optional `if_none_match`.
+    CosmosRead(CosmosOp),
+    /// Cosmos `ReplaceItemAsync`, with an optional `if_match`.
+    CosmosReplace(CosmosOp),
+    /// Cosmos `UpsertItemAsync`, with an optional `if_match`.
+    CosmosUpsert(CosmosOp),
+    /// Cosmos `DeleteItemAsync`, with an optional `if_match`.
+    CosmosDelete(CosmosOp),
+    /// A Cosmos transactional batch on one partition key (all or nothing).
+    CosmosBatch(CosmosBatch),
+    /// Search: GET an index or a synonym map (SPEC §1.2).
+    SearchGet(SearchOp),
+    /// Search: PUT (create or update) an index or a synonym map.
+    SearchPut(SearchOp),
+    /// Search: DELETE an index or a synonym map.
+    SearchDelete(SearchOp),
     /// Move the clocks forward.
     Advance(Advance),
     /// Crash the server (a process crash: what it appended survives), restart it
@@ -124,6 +152,182 @@ pub struct BlobOp {
     /// `If-Unmodified-Since`.
     #[serde(default)]
     pub if_unmodified_since: Option<Dates>,
+    /// `x-ms-lease-id`: a literal (any string; a GUID in any of its forms) or a
+    /// captured `$name`.
+    #[serde(default)]
+    pub lease_id: Option<String>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `lease_blob`, `lease_container`: one `x-ms-lease-action` with its headers.
+/// Which headers an action takes follows SPEC §2.2; a header the action does
+/// not take is malformed (the model's request could not carry it). A header
+/// the action requires may be left out to pin the 400 the service answers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseOp {
+    /// The container.
+    pub container: String,
+    /// The blob: required by `lease_blob`, refused by `lease_container`.
+    #[serde(default)]
+    pub blob: Option<String>,
+    /// `acquire`, `renew`, `change`, `release` or `break`.
+    pub action: String,
+    /// `x-ms-lease-duration` (acquire): seconds, −1 for infinite; absent: the
+    /// header is missing.
+    #[serde(default)]
+    pub duration: Option<i64>,
+    /// `x-ms-proposed-lease-id` (acquire, change): a literal or a captured `$name`.
+    #[serde(default)]
+    pub proposed_id: Option<String>,
+    /// `x-ms-lease-id` (renew, change, release): a literal or a captured `$name`.
+    #[serde(default)]
+    pub lease_id: Option<String>,
+    /// `x-ms-lease-break-period` (break): seconds.
+    #[serde(default)]
+    pub break_period: Option<i64>,
+    /// `If-Match` (blob leases only, write rules).
+    #[serde(default)]
+    pub if_match: Option<String>,
+    /// `If-None-Match` (blob leases only).
+    #[serde(default)]
+    pub if_none_match: Option<String>,
+    /// `If-Modified-Since` (blob leases only).
+    #[serde(default)]
+    pub if_modified_since: Option<Dates>,
+    /// `If-Unmodified-Since` (blob leases only).
+    #[serde(default)]
+    pub if_unmodified_since: Option<Dates>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `delete_container`, `set_container_metadata`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerOp {
+    /// The container.
+    pub container: String,
+    /// `x-ms-lease-id`: a literal or a captured `$name`.
+    #[serde(default)]
+    pub lease_id: Option<String>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `cosmos_create`, `cosmos_read`, `cosmos_replace`, `cosmos_upsert`,
+/// `cosmos_delete`: one item operation. `body` goes with create, replace and
+/// upsert; `if_match` with replace, upsert and delete; `if_none_match` with
+/// read (the model's requests carry no other: a write's `if-none-match` and a
+/// create's `if-match` are ignored by the service, SPEC §1.3, and cannot be sent).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CosmosOp {
+    /// The container (Cosmos containers need no creating in the model).
+    pub container: String,
+    /// The partition key.
+    pub partition_key: String,
+    /// The item id.
+    pub id: String,
+    /// The document.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// `if-match`: one ETag, a literal or a captured `$name`.
+    #[serde(default)]
+    pub if_match: Option<String>,
+    /// `if-none-match`: one ETag, a literal or a captured `$name`.
+    #[serde(default)]
+    pub if_none_match: Option<String>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// One operation of a `cosmos_batch`: an object with one key, the operation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum BatchOp {
+    /// `CreateItem`.
+    Create(BatchItem),
+    /// `ReadItem`.
+    Read(BatchItem),
+    /// `ReplaceItem`.
+    Replace(BatchItem),
+    /// `UpsertItem`.
+    Upsert(BatchItem),
+    /// `DeleteItem`.
+    Delete(BatchItem),
+}
+
+/// The parameters of one batch operation (the rules of [`CosmosOp`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchItem {
+    /// The item id.
+    pub id: String,
+    /// The document.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// `if-match`.
+    #[serde(default)]
+    pub if_match: Option<String>,
+    /// `if-none-match`.
+    #[serde(default)]
+    pub if_none_match: Option<String>,
+}
+
+/// `cosmos_batch`: a transactional batch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CosmosBatch {
+    /// The container.
+    pub container: String,
+    /// The partition key every operation shares.
+    pub partition_key: String,
+    /// The operations, in order.
+    pub ops: Vec<BatchOp>,
+    /// The expected answer; `results` lists one expectation per operation.
+    pub expect: Expect,
+}
+
+/// `search_get`, `search_put`, `search_delete`: a request on one resource,
+/// named by `index` or `synonym_map` (exactly one). A PUT carries the whole
+/// definition: `fields` for an index, `synonyms` (rules) for a synonym map.
+///
+/// Conditions come in two forms: the REST headers (`if_match`, and on PUT
+/// `if_none_match`: `*` or one ETag), or the .NET SDK's switch
+/// (`only_if_unchanged` with `held_etag`, the ETag of the definition object the
+/// application holds; the SDK sends `If-Match: held_etag` only when
+/// `only_if_unchanged` is true and the object has an ETag, and never sends
+/// `If-None-Match`). The two forms do not mix.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchOp {
+    /// An index name.
+    #[serde(default)]
+    pub index: Option<String>,
+    /// A synonym map name.
+    #[serde(default)]
+    pub synonym_map: Option<String>,
+    /// The index's fields (PUT of an index).
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
+    /// The synonym map's rules (PUT of a synonym map).
+    #[serde(default)]
+    pub synonyms: Option<Vec<String>>,
+    /// `If-Match`: `*` or one ETag (literal or `$name`).
+    #[serde(default)]
+    pub if_match: Option<String>,
+    /// `If-None-Match` (PUT): `*` or one ETag.
+    #[serde(default)]
+    pub if_none_match: Option<String>,
+    /// The SDK's `onlyIfUnchanged` (PUT and DELETE).
+    #[serde(default)]
+    pub only_if_unchanged: Option<bool>,
+    /// The ETag of the definition the application holds (a `$name` or a literal;
+    /// absent: an object never sent to the service, whose ETag is blank).
+    #[serde(default)]
+    pub held_etag: Option<String>,
     /// The expected answer.
     pub expect: Expect,
 }
@@ -188,6 +392,35 @@ pub struct Expect {
     /// True: the answer carries no body.
     #[serde(default)]
     pub no_body: Option<bool>,
+    /// `x-ms-lease-id` of a lease answer: `fresh` (never seen before on this
+    /// resource), `same as $l`, `different from $l`, `present`, `absent`, or a
+    /// literal (compared as a GUID, without case).
+    #[serde(default)]
+    pub lease_id: Option<String>,
+    /// `x-ms-lease-state` after the request: `available`, `leased`, `expired`,
+    /// `breaking` or `broken`.
+    #[serde(default)]
+    pub lease_state: Option<String>,
+    /// `x-ms-lease-status` after the request: `locked` or `unlocked`.
+    #[serde(default)]
+    pub lease_status: Option<String>,
+    /// `x-ms-lease-duration` after the request: `infinite`, `fixed`, a fixed
+    /// duration in seconds (`15s`), or `absent` (not leased).
+    #[serde(default)]
+    pub lease_duration: Option<String>,
+    /// `x-ms-lease-time` of a break: whole seconds until the lease is broken.
+    #[serde(default)]
+    pub lease_time: Option<u64>,
+    /// A Search index's fields, as a set.
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
+    /// A Search synonym map's rules, as a set.
+    #[serde(default)]
+    pub synonyms: Option<Vec<String>>,
+    /// A Cosmos batch: one expectation per operation, in order (`status`,
+    /// `etag`, `body`, `no_body`, `capture`).
+    #[serde(default)]
+    pub results: Option<Vec<Expect>>,
     /// Binds response fields to names for later steps: `{"etag": "$e1"}`.
     #[serde(default)]
     pub capture: BTreeMap<String, String>,
@@ -197,6 +430,12 @@ pub struct Expect {
     /// Why there are alternatives (e.g. `AMBIG-2`); not checked.
     #[serde(default)]
     pub note: Option<String>,
+    /// The SPEC cells or rows this step reaches (e.g. `2.3 renew A / expired`);
+    /// not checked by the runner: `tests/scripts.rs` requires every cell of the
+    /// lease tables and every row of §1.2 and §1.3 to be reached by some script,
+    /// and checks the lease state each lease cell claims.
+    #[serde(default)]
+    pub covers: Vec<String>,
 }
 
 /// A response field a capture can bind.
@@ -206,6 +445,8 @@ pub enum Field {
     Etag,
     /// Last-Modified.
     LastModified,
+    /// A lease id (`x-ms-lease-id`).
+    LeaseId,
 }
 
 impl Field {
@@ -214,7 +455,16 @@ impl Field {
         match name {
             "etag" => Some(Field::Etag),
             "last_modified" => Some(Field::LastModified),
+            "lease_id" => Some(Field::LeaseId),
             _ => None,
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            Field::Etag => Kind::Etag,
+            Field::LastModified => Kind::Time,
+            Field::LeaseId => Kind::LeaseId,
         }
     }
 }
@@ -249,8 +499,8 @@ impl Compare {
             }
         };
         Ok(match s {
-            "fresh" if field == Field::Etag => Compare::Fresh,
-            "fresh" => return Err("`fresh` applies to ETags only".into()),
+            "fresh" if field != Field::LastModified => Compare::Fresh,
+            "fresh" => return Err("`fresh` applies to ETags and lease ids only".into()),
             "present" => Compare::Present,
             "absent" => Compare::Absent,
             _ => {
@@ -324,12 +574,14 @@ pub enum Captured {
     Etag(String),
     /// A Last-Modified (server ms).
     Time(Millis),
+    /// A lease id as the server sent it.
+    LeaseId(String),
 }
 
 impl fmt::Display for Captured {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Captured::Etag(e) => f.write_str(e),
+            Captured::Etag(e) | Captured::LeaseId(e) => f.write_str(e),
             Captured::Time(t) => f.write_str(&super::time::format_rfc1123(*t)),
         }
     }
@@ -395,6 +647,17 @@ pub fn parse(text: &str) -> Result<Script, Malformed> {
 enum Kind {
     Etag,
     Time,
+    LeaseId,
+}
+
+impl Kind {
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Etag => "an ETag",
+            Kind::Time => "a date",
+            Kind::LeaseId => "a lease id",
+        }
+    }
 }
 
 impl Script {
@@ -459,11 +722,66 @@ impl Script {
                 }
                 _ => {}
             }
-            if let Some(h) = step.blob_op() {
-                for (f, v) in [
-                    ("if_match", &h.if_match),
-                    ("if_none_match", &h.if_none_match),
-                ] {
+            match step {
+                Step::LeaseBlob(op) | Step::LeaseContainer(op) => {
+                    validate_lease(op, kind, &names).map_err(|(f, m)| at(&f, m))?;
+                }
+                Step::DeleteContainer(op) | Step::SetContainerMetadata(op) => {
+                    if let Some(v) = &op.lease_id {
+                        use_value(&names, v, Kind::LeaseId)
+                            .map_err(|m| at(&format!("{kind}.lease_id"), m))?;
+                    }
+                }
+                Step::CosmosCreate(op)
+                | Step::CosmosRead(op)
+                | Step::CosmosReplace(op)
+                | Step::CosmosUpsert(op)
+                | Step::CosmosDelete(op) => {
+                    validate_cosmos(
+                        kind,
+                        op.body.is_some(),
+                        &op.if_match,
+                        &op.if_none_match,
+                        &names,
+                    )
+                    .map_err(|(f, m)| at(&format!("{kind}.{f}"), m))?;
+                }
+                Step::CosmosBatch(b) => {
+                    if b.ops.is_empty() {
+                        return Err(at(&format!("{kind}.ops"), "a batch has operations".into()));
+                    }
+                    for (j, op) in b.ops.iter().enumerate() {
+                        let (name, item) = op.parts();
+                        validate_cosmos(
+                            &format!("cosmos_{name}"),
+                            item.body.is_some(),
+                            &item.if_match,
+                            &item.if_none_match,
+                            &names,
+                        )
+                        .map_err(|(f, m)| at(&format!("{kind}.ops[{j}].{name}.{f}"), m))?;
+                    }
+                    if let Some(r) = &b.expect.results {
+                        if r.len() != b.ops.len() {
+                            return Err(at(
+                                &format!("{kind}.expect.results"),
+                                format!("{} results for {} operations", r.len(), b.ops.len()),
+                            ));
+                        }
+                    }
+                }
+                Step::SearchGet(op) | Step::SearchPut(op) | Step::SearchDelete(op) => {
+                    validate_search(op, kind, &names)
+                        .map_err(|(f, m)| at(&format!("{kind}.{f}"), m))?;
+                }
+                _ => {}
+            }
+            if let Some(v) = step.blob_op().and_then(|h| h.lease_id.as_ref()) {
+                use_value(&names, v, Kind::LeaseId)
+                    .map_err(|m| at(&format!("{kind}.lease_id"), m))?;
+            }
+            if let Some(h) = step.conditions() {
+                for (f, v) in [("if_match", h.if_match), ("if_none_match", h.if_none_match)] {
                     let Some(v) = v else { continue };
                     for token in etag_tokens(v) {
                         if token.starts_with('$') {
@@ -478,8 +796,8 @@ impl Script {
                     }
                 }
                 for (f, v) in [
-                    ("if_modified_since", &h.if_modified_since),
-                    ("if_unmodified_since", &h.if_unmodified_since),
+                    ("if_modified_since", h.if_modified_since),
+                    ("if_unmodified_since", h.if_unmodified_since),
                 ] {
                     let Some(v) = v else { continue };
                     for e in v.exprs() {
@@ -492,8 +810,20 @@ impl Script {
                 }
             }
             if let Some(expect) = step.expect() {
-                validate_expect(expect, &format!("{kind}.expect"), &mut names)
-                    .map_err(|(f, m)| at(&f, m))?;
+                // Names captured by a step are bound once its answer is checked:
+                // usable from the next step on.
+                let mut captured = Vec::new();
+                validate_expect(
+                    expect,
+                    kind,
+                    &format!("{kind}.expect"),
+                    &names,
+                    &mut captured,
+                )
+                .map_err(|(f, m)| at(&f, m))?;
+                for (name, k) in captured {
+                    names.insert(name, k);
+                }
             }
         }
         Ok(())
@@ -511,28 +841,116 @@ pub fn etag_tokens(v: &str) -> Vec<&str> {
 fn use_name(names: &BTreeMap<String, Kind>, name: &str, want: Kind) -> Result<(), String> {
     match names.get(name) {
         None => Err(format!("{name} is used before any step captures it")),
-        Some(k) if *k != want => Err(format!(
-            "{name} holds {}, not {}",
-            if *k == Kind::Etag {
-                "an ETag"
-            } else {
-                "a date"
-            },
-            if want == Kind::Etag {
-                "an ETag"
-            } else {
-                "a date"
-            }
-        )),
+        Some(k) if *k != want => Err(format!("{name} holds {}, not {}", k.what(), want.what())),
         Some(_) => Ok(()),
     }
 }
 
+/// The answer fields a step kind's `expect` may name (besides `status`,
+/// `unknown_outcome`, `attempts`, `capture`, `any_of`, `note` and `covers`,
+/// which every request step takes), and the fields a capture may bind.
+fn answer_fields(kind: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    const BLOB: &[&str] = &["error_code", "etag", "last_modified", "body", "no_body"];
+    const LEASE: &[&str] = &[
+        "error_code",
+        "lease_id",
+        "lease_state",
+        "lease_status",
+        "lease_duration",
+        "lease_time",
+    ];
+    match kind {
+        "create_container" => (&["error_code"], &[]),
+        "put_blob" | "get_blob" | "delete_blob" => (BLOB, &["etag", "last_modified"]),
+        "lease_blob" | "lease_container" | "delete_container" | "set_container_metadata" => {
+            (LEASE, &["lease_id"])
+        }
+        "cosmos_batch" => (&["results"], &[]),
+        "cosmos_batch_result" => (&["etag", "body", "no_body"], &["etag"]),
+        k if k.starts_with("cosmos_") => (&["etag", "body", "no_body"], &["etag"]),
+        k if k.starts_with("search_") => (&["etag", "fields", "synonyms"], &["etag"]),
+        _ => (&[], &[]),
+    }
+}
+
+/// The answer fields `e` names (those [`answer_fields`] restricts).
+fn named_fields(e: &Expect) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut add = |name: &'static str, present: bool| {
+        if present {
+            out.push(name)
+        }
+    };
+    add("error_code", e.error_code.is_some());
+    add("etag", e.etag.is_some());
+    add("last_modified", e.last_modified.is_some());
+    add("body", e.body.is_some());
+    add("no_body", e.no_body.is_some());
+    add("lease_id", e.lease_id.is_some());
+    add("lease_state", e.lease_state.is_some());
+    add("lease_status", e.lease_status.is_some());
+    add("lease_duration", e.lease_duration.is_some());
+    add("lease_time", e.lease_time.is_some());
+    add("fields", e.fields.is_some());
+    add("synonyms", e.synonyms.is_some());
+    add("results", e.results.is_some());
+    out
+}
+
+/// The lease states a script names.
+pub const LEASE_STATES: [&str; 5] = ["available", "leased", "expired", "breaking", "broken"];
+
+/// Parses a `lease_duration` expectation: `infinite`, `fixed`, `absent`, or
+/// `Ns` (a fixed lease of N seconds).
+pub fn parse_lease_duration(v: &str) -> Result<LeaseDurationExpect, String> {
+    Ok(match v.trim() {
+        "infinite" => LeaseDurationExpect::Infinite,
+        "fixed" => LeaseDurationExpect::Fixed(None),
+        "absent" => LeaseDurationExpect::Absent,
+        other => {
+            let secs = other
+                .strip_suffix('s')
+                .and_then(|n| n.parse::<u32>().ok())
+                .ok_or_else(|| {
+                    format!("`{other}`: expected infinite, fixed, absent or seconds like 15s")
+                })?;
+            LeaseDurationExpect::Fixed(Some(secs))
+        }
+    })
+}
+
+/// An expected `x-ms-lease-duration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseDurationExpect {
+    /// Infinite.
+    Infinite,
+    /// Fixed (of this many seconds, when given).
+    Fixed(Option<u32>),
+    /// No duration reported (not leased).
+    Absent,
+}
+
+/// Checks one expectation against the names captured by earlier steps
+/// (`names`); adds the names it captures to `captured`.
 fn validate_expect(
     e: &Expect,
+    kind: &str,
     path: &str,
-    names: &mut BTreeMap<String, Kind>,
+    names: &BTreeMap<String, Kind>,
+    captured: &mut Vec<(String, Kind)>,
 ) -> Result<(), (String, String)> {
+    let (allowed, capturable) = answer_fields(kind);
+    for f in named_fields(e) {
+        if !allowed.contains(&f) {
+            return Err((
+                format!("{path}.{f}"),
+                format!(
+                    "a {kind} answer has no {f} (it has: {})",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
     let check = |field: Field,
                  v: &Option<String>,
                  f: &str,
@@ -540,19 +958,19 @@ fn validate_expect(
      -> Result<(), (String, String)> {
         let Some(v) = v else { return Ok(()) };
         let at = |m| (format!("{path}.{f}"), m);
-        let kind = if field == Field::Etag {
-            Kind::Etag
-        } else {
-            Kind::Time
-        };
         match Compare::parse(v, field).map_err(at)? {
             Compare::SameAs(n) | Compare::DifferentFrom(n) => {
-                use_name(names, &n, kind).map_err(at)?
+                use_name(names, &n, field.kind()).map_err(at)?
             }
             Compare::Literal(l) if field == Field::LastModified => {
                 if let Some(n) = DateExpr::parse(&l).map_err(at)?.var {
-                    use_name(names, &n, kind).map_err(at)?
+                    use_name(names, &n, field.kind()).map_err(at)?
                 }
+            }
+            Compare::Literal(l) if l.starts_with('$') => {
+                return Err(at(format!(
+                    "`{l}`: write `same as {l}` to compare with a captured value"
+                )))
             }
             _ => {}
         }
@@ -565,6 +983,26 @@ fn validate_expect(
         "last_modified",
         names,
     )?;
+    check(Field::LeaseId, &e.lease_id, "lease_id", names)?;
+    if let Some(v) = &e.lease_state {
+        if !LEASE_STATES.contains(&v.as_str()) {
+            return Err((
+                format!("{path}.lease_state"),
+                format!("`{v}`: one of {}", LEASE_STATES.join(", ")),
+            ));
+        }
+    }
+    if let Some(v) = &e.lease_status {
+        if v != "locked" && v != "unlocked" {
+            return Err((
+                format!("{path}.lease_status"),
+                format!("`{v}`: locked or unlocked"),
+            ));
+        }
+    }
+    if let Some(v) = &e.lease_duration {
+        parse_lease_duration(v).map_err(|m| (format!("{path}.lease_duration"), m))?;
+    }
     for (i, alt) in e.any_of.iter().enumerate() {
         if !alt.any_of.is_empty() {
             return Err((
@@ -572,27 +1010,217 @@ fn validate_expect(
                 "alternatives do not nest".into(),
             ));
         }
-        validate_expect(alt, &format!("{path}.any_of[{i}]"), names)?;
+        validate_expect(alt, kind, &format!("{path}.any_of[{i}]"), names, captured)?;
+    }
+    if let Some(results) = &e.results {
+        for (i, r) in results.iter().enumerate() {
+            let at = format!("{path}.results[{i}]");
+            if !r.any_of.is_empty() || r.results.is_some() {
+                return Err((at, "a result takes no any_of or results".into()));
+            }
+            if r.unknown_outcome.is_some() || r.attempts.is_some() {
+                return Err((
+                    at,
+                    "a result has no unknown_outcome or attempts (the batch has)".into(),
+                ));
+            }
+            validate_expect(r, "cosmos_batch_result", &at, names, captured)?;
+        }
     }
     for (field, name) in &e.capture {
         let at = |m: String| (format!("{path}.capture.{field}"), m);
-        let f = Field::parse(field).ok_or_else(|| {
-            at(format!(
-                "no field `{field}` to capture (etag, last_modified)"
-            ))
-        })?;
+        let f = Field::parse(field)
+            .filter(|_| capturable.contains(&field.as_str()))
+            .ok_or_else(|| {
+                at(format!(
+                    "a {kind} answer has no field `{field}` to capture ({})",
+                    if capturable.is_empty() {
+                        "none can be".to_string()
+                    } else {
+                        capturable.join(", ")
+                    }
+                ))
+            })?;
         if !name.starts_with('$') || name.len() < 2 || name.contains(char::is_whitespace) {
             return Err(at(format!("`{name}`: a name starts with $, like $e1")));
         }
-        if names.contains_key(name) {
+        if names.contains_key(name) || captured.iter().any(|(n, _)| n == name) {
             return Err(at(format!("{name} is captured twice")));
         }
-        let kind = if f == Field::Etag {
-            Kind::Etag
-        } else {
-            Kind::Time
-        };
-        names.insert(name.clone(), kind);
+        captured.push((name.clone(), f.kind()));
+    }
+    Ok(())
+}
+
+/// The value of a header that names one value: a captured `$name` (checked
+/// against `names` as `want`) or a literal.
+fn use_value(names: &BTreeMap<String, Kind>, v: &str, want: Kind) -> Result<(), String> {
+    let v = v.trim();
+    if v.starts_with('$') {
+        use_name(names, v, want)
+    } else if v.contains(',') {
+        Err(format!("`{v}`: one value only"))
+    } else {
+        Ok(())
+    }
+}
+
+/// The lease actions a script names.
+pub const LEASE_ACTIONS: [&str; 5] = ["acquire", "renew", "change", "release", "break"];
+
+/// Checks the headers of a lease step against its action (SPEC §2.2).
+fn validate_lease(
+    op: &LeaseOp,
+    kind: &str,
+    names: &BTreeMap<String, Kind>,
+) -> Result<(), (String, String)> {
+    let at = |f: &str, m: String| (format!("{kind}.{f}"), m);
+    if !LEASE_ACTIONS.contains(&op.action.as_str()) {
+        return Err(at(
+            "action",
+            format!("`{}`: one of {}", op.action, LEASE_ACTIONS.join(", ")),
+        ));
+    }
+    match (kind, &op.blob) {
+        ("lease_blob", None) => return Err(at("blob", "missing: lease_blob names a blob".into())),
+        ("lease_container", Some(_)) => {
+            return Err(at("blob", "lease_container takes no blob".into()))
+        }
+        _ => {}
+    }
+    let takes = |header: &str| -> bool {
+        matches!(
+            (op.action.as_str(), header),
+            ("acquire", "duration" | "proposed_id")
+                | ("renew" | "release", "lease_id")
+                | ("change", "lease_id" | "proposed_id")
+                | ("break", "break_period")
+        )
+    };
+    for (f, present) in [
+        ("duration", op.duration.is_some()),
+        ("proposed_id", op.proposed_id.is_some()),
+        ("lease_id", op.lease_id.is_some()),
+        ("break_period", op.break_period.is_some()),
+    ] {
+        if present && !takes(f) {
+            return Err(at(f, format!("a {} takes no {f}", op.action)));
+        }
+    }
+    for (f, v) in [("proposed_id", &op.proposed_id), ("lease_id", &op.lease_id)] {
+        if let Some(v) = v {
+            use_value(names, v, Kind::LeaseId).map_err(|m| at(f, m))?;
+        }
+    }
+    let has_conditions = op.if_match.is_some()
+        || op.if_none_match.is_some()
+        || op.if_modified_since.is_some()
+        || op.if_unmodified_since.is_some();
+    if kind == "lease_container" && has_conditions {
+        return Err(at(
+            "if_match",
+            "the model evaluates no conditions on container leases (containers have no ETag or Last-Modified in it)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a Cosmos operation's parameters against its kind.
+fn validate_cosmos(
+    kind: &str,
+    body: bool,
+    if_match: &Option<String>,
+    if_none_match: &Option<String>,
+    names: &BTreeMap<String, Kind>,
+) -> Result<(), (&'static str, String)> {
+    let op = kind.trim_start_matches("cosmos_");
+    let wants_body = matches!(op, "create" | "replace" | "upsert");
+    if wants_body && !body {
+        return Err(("body", format!("missing: {op} takes a body")));
+    }
+    if !wants_body && body {
+        return Err(("body", format!("{op} takes no body")));
+    }
+    if if_match.is_some() && !matches!(op, "replace" | "upsert" | "delete") {
+        return Err((
+            "if_match",
+            format!("{op} takes no if_match (the service ignores it on a create, SPEC §1.3; the model's request cannot carry it)"),
+        ));
+    }
+    if if_none_match.is_some() && op != "read" {
+        return Err((
+            "if_none_match",
+            format!("{op} takes no if_none_match (only reads do: the service ignores it on writes, SPEC §1.3)"),
+        ));
+    }
+    for (f, v) in [("if_match", if_match), ("if_none_match", if_none_match)] {
+        if let Some(v) = v {
+            if v.trim() == "*" {
+                return Err((f, "one ETag, not `*`".into()));
+            }
+            use_value(names, v, Kind::Etag).map_err(|m| (f, m))?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks a Search request's parameters against its kind.
+fn validate_search(
+    op: &SearchOp,
+    kind: &str,
+    names: &BTreeMap<String, Kind>,
+) -> Result<(), (&'static str, String)> {
+    let is_index = match (&op.index, &op.synonym_map) {
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        _ => return Err(("index", "name exactly one of index, synonym_map".into())),
+    };
+    let put = kind == "search_put";
+    match (put, is_index, &op.fields, &op.synonyms) {
+        (true, true, None, _) => {
+            return Err(("fields", "missing: an index PUT takes fields".into()))
+        }
+        (true, false, _, None) => {
+            return Err((
+                "synonyms",
+                "missing: a synonym map PUT takes synonyms".into(),
+            ))
+        }
+        (_, _, Some(_), _) if !(put && is_index) => {
+            return Err(("fields", "only an index PUT takes fields".into()))
+        }
+        (_, _, _, Some(_)) if !put || is_index => {
+            return Err(("synonyms", "only a synonym map PUT takes synonyms".into()))
+        }
+        _ => {}
+    }
+    if kind == "search_get"
+        && (op.if_match.is_some() || op.only_if_unchanged.is_some() || op.held_etag.is_some())
+    {
+        return Err(("if_match", "search_get takes no conditions".into()));
+    }
+    if op.if_none_match.is_some() && !put {
+        return Err(("if_none_match", "only a PUT takes if_none_match".into()));
+    }
+    let rest = op.if_match.is_some() || op.if_none_match.is_some();
+    let sdk = op.only_if_unchanged.is_some() || op.held_etag.is_some();
+    if rest && sdk {
+        return Err((
+            "only_if_unchanged",
+            "the REST headers (if_match, if_none_match) and the SDK's switch (only_if_unchanged, held_etag) do not mix".into(),
+        ));
+    }
+    for (f, v) in [
+        ("if_match", &op.if_match),
+        ("if_none_match", &op.if_none_match),
+        ("held_etag", &op.held_etag),
+    ] {
+        if let Some(v) = v {
+            if v.trim() == "*" && f != "held_etag" {
+                continue;
+            }
+            use_value(names, v, Kind::Etag).map_err(|m| (f, m))?;
+        }
     }
     Ok(())
 }
@@ -605,6 +1233,19 @@ impl Step {
             Step::PutBlob(_) => "put_blob",
             Step::GetBlob(_) => "get_blob",
             Step::DeleteBlob(_) => "delete_blob",
+            Step::LeaseBlob(_) => "lease_blob",
+            Step::LeaseContainer(_) => "lease_container",
+            Step::DeleteContainer(_) => "delete_container",
+            Step::SetContainerMetadata(_) => "set_container_metadata",
+            Step::CosmosCreate(_) => "cosmos_create",
+            Step::CosmosRead(_) => "cosmos_read",
+            Step::CosmosReplace(_) => "cosmos_replace",
+            Step::CosmosUpsert(_) => "cosmos_upsert",
+            Step::CosmosDelete(_) => "cosmos_delete",
+            Step::CosmosBatch(_) => "cosmos_batch",
+            Step::SearchGet(_) => "search_get",
+            Step::SearchPut(_) => "search_put",
+            Step::SearchDelete(_) => "search_delete",
             Step::Advance(_) => "advance",
             Step::CrashServer(_) => "crash_server",
             Step::DropNextReply(_) => "drop_next_reply",
@@ -616,6 +1257,15 @@ impl Step {
         match self {
             Step::CreateContainer(s) => Some(&s.expect),
             Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(&s.expect),
+            Step::LeaseBlob(s) | Step::LeaseContainer(s) => Some(&s.expect),
+            Step::DeleteContainer(s) | Step::SetContainerMetadata(s) => Some(&s.expect),
+            Step::CosmosCreate(s)
+            | Step::CosmosRead(s)
+            | Step::CosmosReplace(s)
+            | Step::CosmosUpsert(s)
+            | Step::CosmosDelete(s) => Some(&s.expect),
+            Step::CosmosBatch(s) => Some(&s.expect),
+            Step::SearchGet(s) | Step::SearchPut(s) | Step::SearchDelete(s) => Some(&s.expect),
             Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => None,
         }
     }
@@ -625,6 +1275,52 @@ impl Step {
         match self {
             Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(s),
             _ => None,
+        }
+    }
+
+    /// The Blob condition headers of a step that takes them (Blob requests
+    /// and blob lease actions).
+    pub fn conditions(&self) -> Option<ConditionHeaders<'_>> {
+        match self {
+            Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(ConditionHeaders {
+                if_match: &s.if_match,
+                if_none_match: &s.if_none_match,
+                if_modified_since: &s.if_modified_since,
+                if_unmodified_since: &s.if_unmodified_since,
+            }),
+            Step::LeaseBlob(s) | Step::LeaseContainer(s) => Some(ConditionHeaders {
+                if_match: &s.if_match,
+                if_none_match: &s.if_none_match,
+                if_modified_since: &s.if_modified_since,
+                if_unmodified_since: &s.if_unmodified_since,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The four Blob condition headers of a step, as written.
+#[derive(Clone, Copy, Debug)]
+pub struct ConditionHeaders<'a> {
+    /// `If-Match`.
+    pub if_match: &'a Option<String>,
+    /// `If-None-Match`.
+    pub if_none_match: &'a Option<String>,
+    /// `If-Modified-Since`.
+    pub if_modified_since: &'a Option<Dates>,
+    /// `If-Unmodified-Since`.
+    pub if_unmodified_since: &'a Option<Dates>,
+}
+
+impl BatchOp {
+    /// The operation's name (`create`, `read`, ...) and its parameters.
+    pub fn parts(&self) -> (&'static str, &BatchItem) {
+        match self {
+            BatchOp::Create(i) => ("create", i),
+            BatchOp::Read(i) => ("read", i),
+            BatchOp::Replace(i) => ("replace", i),
+            BatchOp::Upsert(i) => ("upsert", i),
+            BatchOp::Delete(i) => ("delete", i),
         }
     }
 }
@@ -679,6 +1375,107 @@ mod tests {
             script(r#"{"get_blob": {"container": "c", "blob": "b", "body": "x", "expect": {}}}"#);
         let e = parse(&get).unwrap_err();
         assert_eq!((e.step, e.field.as_str()), (Some(1), "get_blob.body"));
+    }
+
+    /// The step and field a malformed script `steps` is refused for.
+    fn refused(steps: &str) -> (Option<usize>, String) {
+        let e = parse(&script(steps)).unwrap_err();
+        (e.step, e.field)
+    }
+
+    #[test]
+    fn an_answer_field_the_step_kind_lacks_is_malformed() {
+        assert_eq!(
+            refused(
+                r#"{"put_blob": {"container": "c", "blob": "b", "body": "x", "expect": {"lease_state": "leased"}}}"#
+            ),
+            (Some(1), "put_blob.expect.lease_state".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"cosmos_read": {"container": "c", "partition_key": "p", "id": "x", "expect": {"capture": {"lease_id": "$l"}}}}"#
+            ),
+            (Some(1), "cosmos_read.expect.capture.lease_id".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "break", "expect": {"lease_state": "held"}}}"#
+            ),
+            (Some(1), "lease_blob.expect.lease_state".into())
+        );
+    }
+
+    #[test]
+    fn a_lease_header_the_action_does_not_take_is_malformed() {
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "renew", "duration": 15, "expect": {}}}"#
+            ),
+            (Some(1), "lease_blob.duration".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "steal", "expect": {}}}"#
+            ),
+            (Some(1), "lease_blob.action".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_container": {"container": "c", "blob": "b", "action": "break", "expect": {}}}"#
+            ),
+            (Some(1), "lease_container.blob".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"lease_blob": {"container": "c", "blob": "b", "action": "renew", "lease_id": "$l", "expect": {}}}"#
+            ),
+            (Some(1), "lease_blob.lease_id".into())
+        );
+    }
+
+    #[test]
+    fn cosmos_and_search_parameters_go_with_their_operation() {
+        assert_eq!(
+            refused(
+                r#"{"cosmos_replace": {"container": "c", "partition_key": "p", "id": "x", "body": "b", "if_none_match": "0x1", "expect": {}}}"#
+            ),
+            (Some(1), "cosmos_replace.if_none_match".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"cosmos_create": {"container": "c", "partition_key": "p", "id": "x", "expect": {}}}"#
+            ),
+            (Some(1), "cosmos_create.body".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"search_put": {"index": "i", "synonym_map": "s", "fields": ["id"], "expect": {}}}"#
+            ),
+            (Some(1), "search_put.index".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"search_put": {"index": "i", "fields": ["id"], "if_match": "*", "only_if_unchanged": true, "expect": {}}}"#
+            ),
+            (Some(1), "search_put.only_if_unchanged".into())
+        );
+    }
+
+    #[test]
+    fn a_name_captured_by_a_batch_result_is_usable_only_from_the_next_step() {
+        let same_step = r#"{"cosmos_batch": {"container": "c", "partition_key": "p",
+            "ops": [{"create": {"id": "a", "body": "1"}}, {"read": {"id": "a"}}],
+            "expect": {"results": [{"capture": {"etag": "$a"}}, {"etag": "same as $a"}]}}}"#;
+        assert_eq!(
+            refused(same_step),
+            (Some(1), "cosmos_batch.expect.results[1].etag".into())
+        );
+        let next_step = r#"{"cosmos_batch": {"container": "c", "partition_key": "p",
+            "ops": [{"create": {"id": "a", "body": "1"}}],
+            "expect": {"results": [{"capture": {"etag": "$a"}}]}}},
+            {"cosmos_read": {"container": "c", "partition_key": "p", "id": "a", "if_none_match": "$a",
+            "expect": {"etag": "same as $a"}}}"#;
+        assert!(parse(&script(next_step)).is_ok());
     }
 
     #[test]

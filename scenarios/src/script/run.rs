@@ -12,7 +12,8 @@
 //! captures and whole-second offsets, not by milliseconds.
 
 use super::format::{
-    etag_tokens, BlobOp, Captured, Compare, DateExpr, Expect, Field, Script, Step,
+    etag_tokens, parse_lease_duration, Captured, Compare, ConditionHeaders, DateExpr, Expect,
+    Field, LeaseDurationExpect, LeaseOp, Script, SearchOp, Step,
 };
 use super::time::{format_rfc1123, parse_duration};
 use crate::bridge::DiskAdapter;
@@ -22,11 +23,17 @@ use madsim::time::sleep;
 use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::conditions::{Conditions, ETag, EtagMatch, Millis};
+use overcast_model::cosmos::{CosmosRequest, ItemOp};
 use overcast_model::env::Clock;
+use overcast_model::lease::{
+    self, LeaseAction, LeaseRequest, LeaseResponse, LeaseState, LeaseTarget,
+};
 use overcast_model::partition::{Request, Response};
 use overcast_model::retry::{FinalOutcome, RetryOptions};
+use overcast_model::search::{ResourceKind, SearchRequest};
+use overcast_model::search_client::{Definition, SearchClient};
 use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
-use overcast_model::store::{ItemKey, StoreRequest, StoreResponse};
+use overcast_model::store::{ItemKey, StoreRequest};
 use overcast_model::wire::{MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
 use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::disk::SimDisk;
@@ -290,15 +297,165 @@ struct RunCtx {
 #[derive(Default)]
 struct State {
     captured: BTreeMap<String, Captured>,
-    /// Every ETag seen per resource (`container/blob`), for `fresh`.
+    /// Every ETag seen per resource (`container/blob`, `cosmos:...`,
+    /// `search:...`), for `fresh`.
     seen: BTreeMap<String, BTreeSet<String>>,
+    /// Every lease id seen per leased resource (answered or proposed), for `fresh`.
+    seen_leases: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The resources a request step addresses, for `fresh`: its own, and one per
+/// operation of a batch.
+struct Target {
+    resource: String,
+    per_op: Vec<String>,
+    /// The lease id a lease request proposes (normalised), seen from now on.
+    proposed: Option<String>,
+}
+
+/// The answer fields a script can check, whatever service gave them.
+#[derive(Default)]
+struct Observed {
+    status: u16,
+    error_code: Option<String>,
+    etag: Option<ETag>,
+    last_modified: Option<Millis>,
+    body: Option<String>,
+    /// A lease service answer.
+    lease: Option<LeaseResponse>,
+    /// A Search resource: its kind and entries.
+    entries: Option<(ResourceKind, BTreeSet<String>)>,
+    /// A Cosmos batch's per-operation results.
+    results: Option<Vec<Observed>>,
+}
+
+impl Observed {
+    fn of(status: u16, response: Option<&Response>) -> Observed {
+        let mut o = Observed {
+            status,
+            ..Observed::default()
+        };
+        match response {
+            None => {}
+            Some(Response::Store(r)) => {
+                o.error_code = r.error_code.clone();
+                if let Some(item) = &r.item {
+                    o.etag = Some(item.etag.clone());
+                    o.last_modified = Some(item.last_modified);
+                    o.body = item.body.clone();
+                }
+            }
+            Some(Response::Lease(r)) => {
+                o.error_code = r.error_code.clone();
+                o.lease = Some(r.clone());
+            }
+            Some(Response::Cosmos(r)) => {
+                let view =
+                    |status: u16, item: Option<&overcast_model::cosmos::CosmosItemView>| Observed {
+                        status,
+                        etag: item.map(|i| i.etag.clone()),
+                        body: item.and_then(|i| i.body.clone()),
+                        ..Observed::default()
+                    };
+                if let Some(item) = r.item() {
+                    o.etag = Some(item.etag.clone());
+                    o.body = item.body.clone();
+                }
+                o.results = Some(
+                    r.results
+                        .iter()
+                        .map(|x| view(x.status, x.item.as_ref()))
+                        .collect(),
+                );
+            }
+            Some(Response::Search(r)) => {
+                if let Some(res) = &r.resource {
+                    o.etag = Some(res.etag.clone());
+                    o.entries = Some((res.kind, res.entries.clone()));
+                }
+            }
+            // No script step sends an indexing-queue or change feed request yet.
+            Some(Response::Queue(_)) | Some(Response::Feed(_)) => {}
+        }
+        o
+    }
+
+    fn describe(&self) -> String {
+        let mut out = String::new();
+        if let Some(code) = &self.error_code {
+            out += &format!(" {code}");
+        }
+        if let Some(e) = &self.etag {
+            out += &format!(", etag {e}");
+        }
+        if let Some(t) = self.last_modified {
+            out += &format!(", last_modified {}", format_rfc1123(t));
+        }
+        if let Some(l) = &self.lease {
+            if let Some(id) = &l.lease_id {
+                out += &format!(", lease id {id}");
+            }
+            out += &format!(
+                ", lease {} ({})",
+                state_name(l.state),
+                if l.state.is_locked() {
+                    "locked"
+                } else {
+                    "unlocked"
+                }
+            );
+            match l.duration {
+                Some(lease::LeaseDuration::Infinite) => out += ", duration infinite",
+                Some(lease::LeaseDuration::Fixed(s)) => out += &format!(", duration {s}s"),
+                None => {}
+            }
+            if let Some(t) = l.lease_time_s {
+                out += &format!(", lease time {t}s");
+            }
+        }
+        if let Some((kind, entries)) = &self.entries {
+            let list: Vec<&str> = entries.iter().map(String::as_str).collect();
+            let what = match kind {
+                ResourceKind::Index => "fields",
+                ResourceKind::SynonymMap => "synonyms",
+            };
+            out += &format!(", {what} [{}]", list.join(", "));
+        }
+        if self.etag.is_some() || self.body.is_some() {
+            match &self.body {
+                Some(b) => out += &format!(", body {b:?}"),
+                None if self.lease.is_none() && self.entries.is_none() => out += ", no body",
+                None => {}
+            }
+        }
+        if let Some(results) = &self.results {
+            if results.len() > 1 || self.etag.is_none() {
+                let each: Vec<String> = results
+                    .iter()
+                    .map(|r| format!("{}{}", r.status, r.describe()))
+                    .collect();
+                out += &format!(", results [{}]", each.join(" | "));
+            }
+        }
+        out
+    }
+}
+
+fn state_name(s: LeaseState) -> &'static str {
+    match s {
+        LeaseState::Available => "available",
+        LeaseState::Leased => "leased",
+        LeaseState::Expired => "expired",
+        LeaseState::Breaking => "breaking",
+        LeaseState::Broken => "broken",
+    }
 }
 
 /// One answer as the script sees it.
 struct Answer {
     outcome: FinalOutcome,
     attempts: usize,
-    response: Option<Response>,
+    observed: Observed,
 }
 
 impl Answer {
@@ -312,41 +469,12 @@ impl Answer {
         matches!(self.outcome, FinalOutcome::Unknown { .. })
     }
 
-    /// The store's answer (a new service's answer gets its own accessor).
-    fn store(&self) -> Option<&StoreResponse> {
-        match self.response.as_ref()? {
-            Response::Store(r) => Some(r),
-            _ => None,
-        }
-    }
-
-    fn error_code(&self) -> Option<&str> {
-        self.store().and_then(|r| r.error_code.as_deref())
-    }
-
-    fn item(&self) -> Option<&overcast_model::store::ItemView> {
-        self.store().and_then(|r| r.item.as_ref())
-    }
-
     fn describe(&self) -> String {
         let mut out = self.status().to_string();
         if self.unknown() {
             out += " (outcome unknown)";
         }
-        if let Some(code) = self.error_code() {
-            out += &format!(" {code}");
-        }
-        if let Some(item) = self.item() {
-            out += &format!(
-                ", etag {}, last_modified {}",
-                item.etag,
-                format_rfc1123(item.last_modified)
-            );
-            match &item.body {
-                Some(b) => out += &format!(", body {b:?}"),
-                None => out += ", no body",
-            }
-        }
+        out += &self.observed.describe();
         out += &format!(", {} attempt(s)", self.attempts);
         out
     }
@@ -407,7 +535,7 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
             }
             _ => {}
         }
-        let (request, resource) = match build_request(step, &state) {
+        let (request, target) = match build_request(step, &state, &mut client) {
             Ok(r) => r,
             Err(message) => {
                 return ScriptOutcome::Error {
@@ -417,13 +545,16 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
         };
         let described = describe_request(step, &request);
         let result = client.request(&request).await;
+        let status = match result.outcome {
+            FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+        };
         let answer = Answer {
             outcome: result.outcome,
             attempts: result.attempts.len(),
-            response: result.response,
+            observed: Observed::of(status, result.response.as_ref()),
         };
         let expect = step.expect().expect("a request step has an expectation");
-        if let Err(why) = check(expect, &answer, &resource, &mut state) {
+        if let Err(why) = check(expect, &answer, &target, &mut state) {
             return ScriptOutcome::Differs(Difference {
                 step: n,
                 request: described,
@@ -432,13 +563,7 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 why,
             });
         }
-        if let Some(item) = answer.item() {
-            state
-                .seen
-                .entry(resource)
-                .or_default()
-                .insert(item.etag.unquoted().to_string());
-        }
+        remember(&answer.observed, &target, &mut state);
     }
     // The restart and replay counts are filled in by `run_script`.
     ScriptOutcome::Passed {
@@ -448,47 +573,338 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
     }
 }
 
+/// Records what an answer showed, for later `fresh` comparisons.
+fn remember(o: &Observed, target: &Target, state: &mut State) {
+    let mut seen = |resource: &str, etag: &Option<ETag>| {
+        if let Some(e) = etag {
+            state
+                .seen
+                .entry(resource.to_string())
+                .or_default()
+                .insert(e.unquoted().to_string());
+        }
+    };
+    seen(&target.resource, &o.etag);
+    if let Some(results) = &o.results {
+        for (r, resource) in results.iter().zip(&target.per_op) {
+            seen(resource, &r.etag);
+        }
+    }
+    let ids = o
+        .lease
+        .as_ref()
+        .and_then(|l| l.lease_id.clone())
+        .into_iter()
+        .chain(target.proposed.clone());
+    for id in ids {
+        state
+            .seen_leases
+            .entry(target.resource.clone())
+            .or_default()
+            .insert(id);
+    }
+}
+
 /// The blob key of a request step: the blob is its own partition key.
 fn key(container: &str, blob: &str) -> ItemKey {
     ItemKey::new(container, blob, blob)
 }
 
-/// The request of a request step, and the resource it addresses (for `fresh`).
-fn build_request(step: &Step, state: &State) -> Result<(Request, String), String> {
-    let (store, resource) = match step {
+fn target(resource: String) -> Target {
+    Target {
+        resource,
+        per_op: Vec::new(),
+        proposed: None,
+    }
+}
+
+/// The request of a request step, and what it addresses.
+fn build_request(
+    step: &Step,
+    state: &State,
+    client: &mut StoreClient,
+) -> Result<(Request, Target), String> {
+    let blob = |c: &str, b: &str| format!("{c}/{b}");
+    // `x-ms-lease-id` as sent.
+    let lease_header =
+        |id: &Option<String>| id.as_deref().map(|v| lease_value(v, state)).transpose();
+    let with_lease = |conditions: Conditions, id: &Option<String>| -> Result<Conditions, String> {
+        Ok(Conditions {
+            lease_id: lease_header(id)?,
+            ..conditions
+        })
+    };
+    let cond = || step.conditions().map(|h| conditions(h, state)).transpose();
+    Ok(match step {
         Step::CreateContainer(s) => (
-            StoreRequest::CreateContainer {
+            Request::Store(StoreRequest::CreateContainer {
                 container: s.container.clone(),
-            },
-            s.container.clone(),
+            }),
+            target(s.container.clone()),
         ),
         Step::PutBlob(s) => (
-            StoreRequest::Put {
+            Request::Store(StoreRequest::Put {
                 key: key(&s.container, &s.blob),
                 body: s.body.clone().unwrap_or_default(),
-                conditions: conditions(s, state)?,
-            },
-            format!("{}/{}", s.container, s.blob),
+                conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
+            }),
+            target(blob(&s.container, &s.blob)),
         ),
         Step::GetBlob(s) => (
-            StoreRequest::Read {
+            Request::Store(StoreRequest::Read {
                 key: key(&s.container, &s.blob),
-                conditions: conditions(s, state)?,
-            },
-            format!("{}/{}", s.container, s.blob),
+                conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
+            }),
+            target(blob(&s.container, &s.blob)),
         ),
         Step::DeleteBlob(s) => (
-            StoreRequest::Delete {
+            Request::Store(StoreRequest::Delete {
                 key: key(&s.container, &s.blob),
-                conditions: conditions(s, state)?,
-            },
-            format!("{}/{}", s.container, s.blob),
+                conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
+            }),
+            target(blob(&s.container, &s.blob)),
         ),
+        Step::LeaseBlob(s) | Step::LeaseContainer(s) => {
+            let (lease_target, resource) = match &s.blob {
+                Some(b) => (
+                    LeaseTarget::Blob(key(&s.container, b)),
+                    format!("lease:{}", blob(&s.container, b)),
+                ),
+                None => (
+                    LeaseTarget::Container(s.container.clone()),
+                    format!("lease:{}", s.container),
+                ),
+            };
+            let action = lease_action(s, state)?;
+            let proposed = match &action {
+                LeaseAction::Acquire { proposed_id, .. }
+                | LeaseAction::Change { proposed_id, .. } => {
+                    proposed_id.as_deref().and_then(lease::parse_guid)
+                }
+                _ => None,
+            };
+            (
+                Request::Lease(LeaseRequest::Action {
+                    target: lease_target,
+                    action,
+                    conditions: cond()?.unwrap_or_default(),
+                }),
+                Target {
+                    resource,
+                    per_op: Vec::new(),
+                    proposed,
+                },
+            )
+        }
+        Step::DeleteContainer(s) => (
+            Request::Lease(LeaseRequest::DeleteContainer {
+                container: s.container.clone(),
+                lease_id: lease_header(&s.lease_id)?,
+            }),
+            target(format!("lease:{}", s.container)),
+        ),
+        Step::SetContainerMetadata(s) => (
+            Request::Lease(LeaseRequest::SetContainerMetadata {
+                container: s.container.clone(),
+                lease_id: lease_header(&s.lease_id)?,
+            }),
+            target(format!("lease:{}", s.container)),
+        ),
+        Step::CosmosCreate(s)
+        | Step::CosmosRead(s)
+        | Step::CosmosReplace(s)
+        | Step::CosmosUpsert(s)
+        | Step::CosmosDelete(s) => {
+            let name = step.kind().trim_start_matches("cosmos_");
+            let op = item_op(name, &s.id, &s.body, &s.if_match, &s.if_none_match, state)?;
+            (
+                Request::Cosmos(CosmosRequest::Item {
+                    container: s.container.clone(),
+                    partition_key: s.partition_key.clone(),
+                    op,
+                }),
+                target(cosmos_resource(&s.container, &s.partition_key, &s.id)),
+            )
+        }
+        Step::CosmosBatch(b) => {
+            let ops = b
+                .ops
+                .iter()
+                .map(|op| {
+                    let (name, i) = op.parts();
+                    item_op(name, &i.id, &i.body, &i.if_match, &i.if_none_match, state)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let per_op = b
+                .ops
+                .iter()
+                .map(|op| cosmos_resource(&b.container, &b.partition_key, &op.parts().1.id))
+                .collect();
+            (
+                Request::Cosmos(CosmosRequest::Batch {
+                    container: b.container.clone(),
+                    partition_key: b.partition_key.clone(),
+                    ops,
+                }),
+                Target {
+                    resource: format!("cosmos:{}/{}", b.container, b.partition_key),
+                    per_op,
+                    proposed: None,
+                },
+            )
+        }
+        Step::SearchGet(s) | Step::SearchPut(s) | Step::SearchDelete(s) => {
+            let (request, name) = search_request(step.kind(), s, state, client)?;
+            (Request::Search(request), target(format!("search:{name}")))
+        }
         Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => {
             return Err("not a request".into())
         }
+    })
+}
+
+fn cosmos_resource(container: &str, pk: &str, id: &str) -> String {
+    format!("cosmos:{container}/{pk}/{id}")
+}
+
+/// A lease id as sent: a captured `$name`'s value, or the literal as written.
+fn lease_value(v: &str, state: &State) -> Result<String, String> {
+    let v = v.trim();
+    if v.starts_with('$') {
+        match lookup(state, v)? {
+            Captured::LeaseId(id) => Ok(id.clone()),
+            _ => Err(format!("{v} holds no lease id")),
+        }
+    } else {
+        Ok(v.to_string())
+    }
+}
+
+fn lease_action(s: &LeaseOp, state: &State) -> Result<LeaseAction, String> {
+    let id = |v: &Option<String>| v.as_deref().map(|v| lease_value(v, state)).transpose();
+    // A required id left out is sent empty: the service answers 400 (SPEC §2.2).
+    let required = |v: &Option<String>| id(v).map(Option::unwrap_or_default);
+    Ok(match s.action.as_str() {
+        "acquire" => LeaseAction::Acquire {
+            duration: s.duration,
+            proposed_id: id(&s.proposed_id)?,
+        },
+        "renew" => LeaseAction::Renew {
+            lease_id: required(&s.lease_id)?,
+        },
+        "change" => LeaseAction::Change {
+            lease_id: required(&s.lease_id)?,
+            proposed_id: id(&s.proposed_id)?,
+        },
+        "release" => LeaseAction::Release {
+            lease_id: required(&s.lease_id)?,
+        },
+        "break" => LeaseAction::Break {
+            break_period: s.break_period,
+        },
+        other => return Err(format!("no lease action `{other}`")),
+    })
+}
+
+/// One ETag as sent: a captured `$name`'s value, or a literal (quotes optional).
+fn one_etag(v: &str, state: &State) -> Result<ETag, String> {
+    let v = v.trim();
+    if v.starts_with('$') {
+        match lookup(state, v)? {
+            Captured::Etag(e) => Ok(ETag(e.clone())),
+            _ => Err(format!("{v} holds no ETag")),
+        }
+    } else {
+        Ok(ETag::quoted(v))
+    }
+}
+
+fn item_op(
+    name: &str,
+    id: &str,
+    body: &Option<String>,
+    if_match: &Option<String>,
+    if_none_match: &Option<String>,
+    state: &State,
+) -> Result<ItemOp, String> {
+    let tag = |v: &Option<String>| v.as_deref().map(|v| one_etag(v, state)).transpose();
+    let id = id.to_string();
+    let body = body.clone().unwrap_or_default();
+    Ok(match name {
+        "create" => ItemOp::Create { id, body },
+        "read" => ItemOp::Read {
+            id,
+            if_none_match: tag(if_none_match)?,
+        },
+        "replace" => ItemOp::Replace {
+            id,
+            body,
+            if_match: tag(if_match)?,
+        },
+        "upsert" => ItemOp::Upsert {
+            id,
+            body,
+            if_match: tag(if_match)?,
+        },
+        "delete" => ItemOp::Delete {
+            id,
+            if_match: tag(if_match)?,
+        },
+        other => return Err(format!("no Cosmos operation `{other}`")),
+    })
+}
+
+/// A Search request: the REST form as written, or the SDK's (`only_if_unchanged`
+/// with `held_etag`) built by the model's Search client.
+fn search_request(
+    kind: &str,
+    s: &SearchOp,
+    state: &State,
+    client: &mut StoreClient,
+) -> Result<(SearchRequest, String), String> {
+    let (name, resource_kind, entries) = match (&s.index, &s.synonym_map) {
+        (Some(n), _) => (n.clone(), ResourceKind::Index, s.fields.clone()),
+        (None, Some(n)) => (n.clone(), ResourceKind::SynonymMap, s.synonyms.clone()),
+        (None, None) => return Err("no resource named".into()),
     };
-    Ok((Request::Store(store), resource))
+    let entries: BTreeSet<String> = entries.unwrap_or_default().into_iter().collect();
+    let header = |v: &Option<String>| -> Result<Option<EtagMatch>, String> {
+        v.as_deref().map(|v| etag_header(v, state)).transpose()
+    };
+    if s.only_if_unchanged.is_some() || s.held_etag.is_some() {
+        let definition = Definition {
+            name: name.clone(),
+            kind: resource_kind,
+            entries,
+            etag: s
+                .held_etag
+                .as_deref()
+                .map(|v| one_etag(v, state))
+                .transpose()?,
+        };
+        let only = s.only_if_unchanged.unwrap_or(false);
+        let sdk = SearchClient::new(client);
+        let request = match kind {
+            "search_put" => sdk.create_or_update_request(&definition, only),
+            _ => sdk.delete_request(&definition, only),
+        };
+        return Ok((request, name));
+    }
+    let request = match kind {
+        "search_get" => SearchRequest::Get { name: name.clone() },
+        "search_put" => SearchRequest::Put {
+            name: name.clone(),
+            kind: resource_kind,
+            entries,
+            if_match: header(&s.if_match)?,
+            if_none_match: header(&s.if_none_match)?,
+        },
+        _ => SearchRequest::Delete {
+            name: name.clone(),
+            if_match: header(&s.if_match)?,
+        },
+    };
+    Ok((request, name))
 }
 
 fn lookup<'a>(state: &'a State, name: &str) -> Result<&'a Captured, String> {
@@ -504,16 +920,7 @@ fn etag_header(v: &str, state: &State) -> Result<EtagMatch, String> {
     }
     etag_tokens(v)
         .into_iter()
-        .map(|t| {
-            if t.starts_with('$') {
-                match lookup(state, t)? {
-                    Captured::Etag(e) => Ok(ETag(e.clone())),
-                    Captured::Time(_) => Err(format!("{t} holds a date")),
-                }
-            } else {
-                Ok(ETag::quoted(t))
-            }
-        })
+        .map(|t| one_etag(t, state))
         .collect::<Result<_, _>>()
         .map(EtagMatch::Tags)
 }
@@ -523,14 +930,14 @@ fn date(expr: &str, state: &State) -> Result<Millis, String> {
     let base = match &d.var {
         Some(n) => match lookup(state, n)? {
             Captured::Time(t) => *t as i64,
-            Captured::Etag(_) => return Err(format!("{n} holds an ETag")),
+            _ => return Err(format!("{n} holds no date")),
         },
         None => d.fixed as i64,
     };
     Ok((base + d.offset_ms).max(0) as Millis)
 }
 
-fn conditions(h: &BlobOp, state: &State) -> Result<Conditions, String> {
+fn conditions(h: ConditionHeaders<'_>, state: &State) -> Result<Conditions, String> {
     let dates = |d: &Option<super::format::Dates>| -> Result<Option<Vec<Millis>>, String> {
         d.as_ref()
             .map(|d| d.exprs().into_iter().map(|e| date(e, state)).collect())
@@ -547,46 +954,20 @@ fn conditions(h: &BlobOp, state: &State) -> Result<Conditions, String> {
             .as_deref()
             .map(|v| etag_header(v, state))
             .transpose()?,
-        if_modified_since: dates(&h.if_modified_since)?,
-        if_unmodified_since: dates(&h.if_unmodified_since)?,
+        if_modified_since: dates(h.if_modified_since)?,
+        if_unmodified_since: dates(h.if_unmodified_since)?,
         lease_id: None,
     })
 }
 
-/// The request as a line: the step's kind, the resource, and the headers
-/// with captured names resolved.
-fn describe_request(step: &Step, req: &Request) -> String {
-    let mut out = step.kind().to_string();
-    let Request::Store(req) = req else {
-        return format!("{out} {req:?}");
-    };
-    match req {
-        StoreRequest::CreateContainer { container } => return format!("{out} {container}"),
-        StoreRequest::Read { key, .. } | StoreRequest::Delete { key, .. } => {
-            out += &format!(" {}/{}", key.container, key.id)
-        }
-        StoreRequest::Put { key, body, .. } => {
-            out += &format!(" {}/{} body {body:?}", key.container, key.id)
-        }
-    }
-    let c = match req {
-        StoreRequest::Read { conditions, .. }
-        | StoreRequest::Put { conditions, .. }
-        | StoreRequest::Delete { conditions, .. } => conditions,
-        StoreRequest::CreateContainer { .. } => unreachable!("returned above"),
-    };
+/// The Blob headers of `c` as text: `, If-Match: ...` for each one sent.
+fn describe_conditions(c: &Conditions) -> String {
+    let mut out = String::new();
     for (name, m) in [
         ("If-Match", &c.if_match),
         ("If-None-Match", &c.if_none_match),
     ] {
-        match m {
-            Some(EtagMatch::Any) => out += &format!(", {name}: *"),
-            Some(EtagMatch::Tags(t)) => {
-                let tags: Vec<&str> = t.iter().map(|e| e.0.as_str()).collect();
-                out += &format!(", {name}: {}", tags.join(", "));
-            }
-            None => {}
-        }
+        out += &describe_match(name, m.as_ref());
     }
     for (name, d) in [
         ("If-Modified-Since", &c.if_modified_since),
@@ -597,7 +978,161 @@ fn describe_request(step: &Step, req: &Request) -> String {
             out += &format!(", {name}: {}", dates.join(" | "));
         }
     }
+    if let Some(id) = &c.lease_id {
+        out += &format!(", x-ms-lease-id: {id}");
+    }
     out
+}
+
+fn describe_match(name: &str, m: Option<&EtagMatch>) -> String {
+    match m {
+        Some(EtagMatch::Any) => format!(", {name}: *"),
+        Some(EtagMatch::Tags(t)) => {
+            let tags: Vec<&str> = t.iter().map(|e| e.0.as_str()).collect();
+            format!(", {name}: {}", tags.join(", "))
+        }
+        None => String::new(),
+    }
+}
+
+fn describe_item_op(op: &ItemOp) -> String {
+    let tag = |name: &str, e: &Option<ETag>| {
+        e.as_ref()
+            .map(|e| format!(", {name}: {e}"))
+            .unwrap_or_default()
+    };
+    match op {
+        ItemOp::Create { id, body } => format!("create {id} body {body:?}"),
+        ItemOp::Read { id, if_none_match } => {
+            format!("read {id}{}", tag("if-none-match", if_none_match))
+        }
+        ItemOp::Replace { id, body, if_match } => {
+            format!("replace {id} body {body:?}{}", tag("if-match", if_match))
+        }
+        ItemOp::Upsert { id, body, if_match } => {
+            format!("upsert {id} body {body:?}{}", tag("if-match", if_match))
+        }
+        ItemOp::Delete { id, if_match } => format!("delete {id}{}", tag("if-match", if_match)),
+    }
+}
+
+/// The request as a line: the step's kind, the resource, and the headers
+/// with captured names resolved.
+fn describe_request(step: &Step, req: &Request) -> String {
+    let kind = step.kind();
+    match req {
+        Request::Store(StoreRequest::CreateContainer { container }) => {
+            format!("{kind} {container}")
+        }
+        Request::Store(StoreRequest::Read { key, conditions })
+        | Request::Store(StoreRequest::Delete { key, conditions }) => format!(
+            "{kind} {}/{}{}",
+            key.container,
+            key.id,
+            describe_conditions(conditions)
+        ),
+        Request::Store(StoreRequest::Put {
+            key,
+            body,
+            conditions,
+        }) => format!(
+            "{kind} {}/{} body {body:?}{}",
+            key.container,
+            key.id,
+            describe_conditions(conditions)
+        ),
+        Request::Lease(LeaseRequest::Action {
+            target,
+            action,
+            conditions,
+        }) => {
+            let headers = match action {
+                LeaseAction::Acquire {
+                    duration,
+                    proposed_id,
+                } => {
+                    let mut h = duration
+                        .map(|d| format!(", duration {d}"))
+                        .unwrap_or_else(|| ", no duration".into());
+                    if let Some(p) = proposed_id {
+                        h += &format!(", proposed {p}");
+                    }
+                    h
+                }
+                LeaseAction::Renew { lease_id } | LeaseAction::Release { lease_id } => {
+                    format!(", lease id {lease_id:?}")
+                }
+                LeaseAction::Change {
+                    lease_id,
+                    proposed_id,
+                } => format!(", lease id {lease_id:?}, proposed {proposed_id:?}"),
+                LeaseAction::Break { break_period } => match break_period {
+                    Some(p) => format!(", break period {p}"),
+                    None => ", no break period".into(),
+                },
+            };
+            format!(
+                "{kind} {} {}{headers}{}",
+                target.name(),
+                action.name(),
+                describe_conditions(conditions)
+            )
+        }
+        Request::Lease(LeaseRequest::DeleteContainer {
+            container,
+            lease_id,
+        })
+        | Request::Lease(LeaseRequest::SetContainerMetadata {
+            container,
+            lease_id,
+        }) => match lease_id {
+            Some(id) => format!("{kind} {container}, x-ms-lease-id: {id}"),
+            None => format!("{kind} {container}"),
+        },
+        Request::Cosmos(CosmosRequest::Item {
+            container,
+            partition_key,
+            op,
+        }) => format!(
+            "{kind} {container} pk {partition_key:?}: {}",
+            describe_item_op(op)
+        ),
+        Request::Cosmos(CosmosRequest::Batch {
+            container,
+            partition_key,
+            ops,
+        }) => {
+            let each: Vec<String> = ops.iter().map(describe_item_op).collect();
+            format!(
+                "{kind} {container} pk {partition_key:?}: [{}]",
+                each.join("; ")
+            )
+        }
+        Request::Search(r) => match r {
+            SearchRequest::Get { name } => format!("{kind} {name}"),
+            SearchRequest::Put {
+                name,
+                entries,
+                if_match,
+                if_none_match,
+                ..
+            } => {
+                let list: Vec<&str> = entries.iter().map(String::as_str).collect();
+                format!(
+                    "{kind} {name} [{}]{}{}",
+                    list.join(", "),
+                    describe_match("If-Match", if_match.as_ref()),
+                    describe_match("If-None-Match", if_none_match.as_ref())
+                )
+            }
+            SearchRequest::Delete { name, if_match } => format!(
+                "{kind} {name}{}",
+                describe_match("If-Match", if_match.as_ref())
+            ),
+        },
+        Request::Queue(r) => format!("{kind} {r:?}"),
+        Request::Feed(r) => format!("{kind} {r:?}"),
+    }
 }
 
 /// The expectation as a line.
@@ -622,17 +1157,35 @@ fn describe_expect(e: &Expect) -> String {
     if let Some(a) = e.attempts {
         parts.push(format!("{a} attempt(s)"));
     }
-    if let Some(v) = &e.etag {
-        parts.push(format!("etag {v}"));
+    for (name, v) in [
+        ("etag", &e.etag),
+        ("last_modified", &e.last_modified),
+        ("lease id", &e.lease_id),
+        ("lease", &e.lease_state),
+        ("lease status", &e.lease_status),
+        ("duration", &e.lease_duration),
+    ] {
+        if let Some(v) = v {
+            parts.push(format!("{name} {v}"));
+        }
     }
-    if let Some(v) = &e.last_modified {
-        parts.push(format!("last_modified {v}"));
+    if let Some(t) = e.lease_time {
+        parts.push(format!("lease time {t}s"));
+    }
+    for (name, v) in [("fields", &e.fields), ("synonyms", &e.synonyms)] {
+        if let Some(v) = v {
+            parts.push(format!("{name} [{}]", v.join(", ")));
+        }
     }
     if let Some(b) = &e.body {
         parts.push(format!("body {b:?}"));
     }
     if e.no_body == Some(true) {
         parts.push("no body".into());
+    }
+    if let Some(results) = &e.results {
+        let each: Vec<String> = results.iter().map(describe_expect).collect();
+        parts.push(format!("results [{}]", each.join(" | ")));
     }
     let mut out = parts.join(", ");
     if !e.any_of.is_empty() {
@@ -650,13 +1203,13 @@ fn describe_expect(e: &Expect) -> String {
 
 /// Checks `answer` against `e`; on success binds the captures (the top
 /// level's and the matching alternative's).
-fn check(e: &Expect, answer: &Answer, resource: &str, state: &mut State) -> Result<(), String> {
-    check_fields(e, answer, resource, state)?;
+fn check(e: &Expect, answer: &Answer, target: &Target, state: &mut State) -> Result<(), String> {
+    check_answer(e, answer, target, state)?;
     if !e.any_of.is_empty() {
         let mut whys = Vec::new();
         let mut matched = None;
         for alt in &e.any_of {
-            match check_fields(alt, answer, resource, state) {
+            match check_answer(alt, answer, target, state) {
                 Ok(()) => {
                     matched = Some(alt);
                     break;
@@ -667,38 +1220,39 @@ fn check(e: &Expect, answer: &Answer, resource: &str, state: &mut State) -> Resu
         let Some(alt) = matched else {
             return Err(format!("no alternative holds: {}", whys.join("; ")));
         };
-        capture(alt, answer, state)?;
+        capture(alt, &answer.observed, state)?;
     }
-    capture(e, answer, state)
+    capture(e, &answer.observed, state)?;
+    if let (Some(results), Some(got)) = (&e.results, &answer.observed.results) {
+        for (r, o) in results.iter().zip(got) {
+            capture(r, o, state)?;
+        }
+    }
+    Ok(())
 }
 
-fn capture(e: &Expect, answer: &Answer, state: &mut State) -> Result<(), String> {
+fn capture(e: &Expect, o: &Observed, state: &mut State) -> Result<(), String> {
     for (field, name) in &e.capture {
-        let value = match (Field::parse(field), answer.item()) {
-            (Some(Field::Etag), Some(item)) => Captured::Etag(item.etag.0.clone()),
-            (Some(Field::LastModified), Some(item)) => Captured::Time(item.last_modified),
-            _ => return Err(format!("capture {name}: the answer has no {field}")),
+        let value = match Field::parse(field) {
+            Some(Field::Etag) => o.etag.as_ref().map(|e| Captured::Etag(e.0.clone())),
+            Some(Field::LastModified) => o.last_modified.map(Captured::Time),
+            Some(Field::LeaseId) => o
+                .lease
+                .as_ref()
+                .and_then(|l| l.lease_id.clone())
+                .map(Captured::LeaseId),
+            None => None,
+        };
+        let Some(value) = value else {
+            return Err(format!("capture {name}: the answer has no {field}"));
         };
         state.captured.insert(name.clone(), value);
     }
     Ok(())
 }
 
-fn check_fields(e: &Expect, a: &Answer, resource: &str, state: &State) -> Result<(), String> {
-    if let Some(s) = e.status {
-        if a.status() != s {
-            return Err(format!("status {} is not {s}", a.status()));
-        }
-    }
-    let code = a.error_code();
-    if let Some(c) = &e.error_code {
-        if code != Some(c.as_str()) {
-            return Err(format!(
-                "error code {} is not {c}",
-                code.unwrap_or("(none)")
-            ));
-        }
-    }
+/// The answer-level fields (unknown outcome, attempts), then the observed ones.
+fn check_answer(e: &Expect, a: &Answer, target: &Target, state: &State) -> Result<(), String> {
     if let Some(u) = e.unknown_outcome {
         if a.unknown() != u {
             return Err(format!(
@@ -712,28 +1266,80 @@ fn check_fields(e: &Expect, a: &Answer, resource: &str, state: &State) -> Result
             return Err(format!("{} attempt(s), not {n}", a.attempts));
         }
     }
-    let item = a.item();
-    if let Some(v) = &e.etag {
-        let got = item.map(|i| &i.etag);
-        let seen = state.seen.get(resource);
-        let ok = match Compare::parse(v, Field::Etag)? {
-            Compare::Fresh => got.is_some_and(|g| !seen.is_some_and(|s| s.contains(g.unquoted()))),
-            Compare::SameAs(n) => got.is_some_and(|g| Some(g) == captured_etag(state, &n).as_ref()),
-            Compare::DifferentFrom(n) => {
-                got.is_some_and(|g| Some(g) != captured_etag(state, &n).as_ref())
-            }
-            Compare::Present => got.is_some(),
-            Compare::Absent => got.is_none(),
-            Compare::Literal(l) => got.is_some_and(|g| *g == ETag::quoted(&l)),
+    check_fields(e, &a.observed, &target.resource, state)?;
+    if let Some(results) = &e.results {
+        let Some(got) = &a.observed.results else {
+            return Err("the answer has no per-operation results".into());
         };
+        if got.len() != results.len() {
+            return Err(format!("{} results, not {}", got.len(), results.len()));
+        }
+        for (i, ((r, o), resource)) in results.iter().zip(got).zip(&target.per_op).enumerate() {
+            check_fields(r, o, resource, state).map_err(|why| format!("result {i}: {why}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Compares `got` with a `fresh` / `same as` / ... expectation `v` of `field`;
+/// `seen` holds the values seen before on the resource, `literal` says whether a
+/// literal equals `got`.
+fn compare_value(
+    v: &str,
+    field: Field,
+    got: Option<&str>,
+    seen: Option<&BTreeSet<String>>,
+    state: &State,
+    literal: impl Fn(&str, &str) -> bool,
+) -> Result<bool, String> {
+    let captured = |n: &str| match state.captured.get(n) {
+        Some(Captured::Etag(e)) => Some(ETag(e.clone()).unquoted().to_string()),
+        Some(Captured::LeaseId(l)) => Some(l.clone()),
+        _ => None,
+    };
+    Ok(match Compare::parse(v, field)? {
+        Compare::Fresh => got.is_some_and(|g| !seen.is_some_and(|s| s.contains(g))),
+        Compare::SameAs(n) => got.is_some_and(|g| Some(g.to_string()) == captured(&n)),
+        Compare::DifferentFrom(n) => got.is_some_and(|g| Some(g.to_string()) != captured(&n)),
+        Compare::Present => got.is_some(),
+        Compare::Absent => got.is_none(),
+        Compare::Literal(l) => got.is_some_and(|g| literal(g, &l)),
+    })
+}
+
+fn check_fields(e: &Expect, o: &Observed, resource: &str, state: &State) -> Result<(), String> {
+    if let Some(s) = e.status {
+        if o.status != s {
+            return Err(format!("status {} is not {s}", o.status));
+        }
+    }
+    let code = o.error_code.as_deref();
+    if let Some(c) = &e.error_code {
+        if code != Some(c.as_str()) {
+            return Err(format!(
+                "error code {} is not {c}",
+                code.unwrap_or("(none)")
+            ));
+        }
+    }
+    if let Some(v) = &e.etag {
+        let got = o.etag.as_ref().map(|g| g.unquoted());
+        let ok = compare_value(
+            v,
+            Field::Etag,
+            got,
+            state.seen.get(resource),
+            state,
+            |g, l| g == ETag::quoted(l).unquoted(),
+        )?;
         if !ok {
-            let got = got.map_or("no etag".to_string(), |g| format!("etag {g}"));
+            let got = got.map_or("no etag".to_string(), |g| format!("etag \"{g}\""));
             return Err(format!("{got} is not {v}"));
         }
     }
     if let Some(v) = &e.last_modified {
         // Last-Modified is a date header: whole seconds.
-        let got = item.map(|i| i.last_modified / 1000);
+        let got = o.last_modified.map(|t| t / 1000);
         let secs = |t: Millis| t / 1000;
         let ok = match Compare::parse(v, Field::LastModified)? {
             Compare::SameAs(n) => got.is_some() && got == captured_time(state, &n).map(secs),
@@ -744,13 +1350,89 @@ fn check_fields(e: &Expect, a: &Answer, resource: &str, state: &State) -> Result
             Compare::Fresh => false,
         };
         if !ok {
-            let got = item.map_or("no last_modified".to_string(), |i| {
-                format!("last_modified {}", format_rfc1123(i.last_modified))
+            let got = o.last_modified.map_or("no last_modified".to_string(), |t| {
+                format!("last_modified {}", format_rfc1123(t))
             });
             return Err(format!("{got} is not {v}"));
         }
     }
-    let body = item.and_then(|i| i.body.as_deref());
+    let lease = o.lease.as_ref();
+    if let Some(v) = &e.lease_id {
+        let got = lease.and_then(|l| l.lease_id.as_deref());
+        let ok = compare_value(
+            v,
+            Field::LeaseId,
+            got,
+            state.seen_leases.get(resource),
+            state,
+            |g, l| lease::parse_guid(l).is_some_and(|l| l == g),
+        )?;
+        if !ok {
+            return Err(format!(
+                "{} is not {v}",
+                got.map_or("no lease id".to_string(), |g| format!("lease id {g}"))
+            ));
+        }
+    }
+    if let Some(v) = &e.lease_state {
+        let got = lease.map(|l| state_name(l.state));
+        if got != Some(v.as_str()) {
+            return Err(format!(
+                "lease state {} is not {v}",
+                got.unwrap_or("(none)")
+            ));
+        }
+    }
+    if let Some(v) = &e.lease_status {
+        let got = lease.map(|l| {
+            if l.state.is_locked() {
+                "locked"
+            } else {
+                "unlocked"
+            }
+        });
+        if got != Some(v.as_str()) {
+            return Err(format!(
+                "lease status {} is not {v}",
+                got.unwrap_or("(none)")
+            ));
+        }
+    }
+    if let Some(v) = &e.lease_duration {
+        let got = lease.and_then(|l| l.duration);
+        let ok = match parse_lease_duration(v)? {
+            LeaseDurationExpect::Infinite => got == Some(lease::LeaseDuration::Infinite),
+            LeaseDurationExpect::Fixed(None) => {
+                matches!(got, Some(lease::LeaseDuration::Fixed(_)))
+            }
+            LeaseDurationExpect::Fixed(Some(s)) => got == Some(lease::LeaseDuration::Fixed(s)),
+            LeaseDurationExpect::Absent => lease.is_some() && got.is_none(),
+        };
+        if !ok {
+            return Err(format!("lease duration {got:?} is not {v}"));
+        }
+    }
+    if let Some(t) = e.lease_time {
+        let got = lease.and_then(|l| l.lease_time_s);
+        if got != Some(t) {
+            return Err(format!("lease time {got:?} is not {t}s"));
+        }
+    }
+    for (want_kind, v, what) in [
+        (ResourceKind::Index, &e.fields, "fields"),
+        (ResourceKind::SynonymMap, &e.synonyms, "synonyms"),
+    ] {
+        let Some(v) = v else { continue };
+        let want: BTreeSet<String> = v.iter().cloned().collect();
+        let ok = o
+            .entries
+            .as_ref()
+            .is_some_and(|(k, got)| *k == want_kind && *got == want);
+        if !ok {
+            return Err(format!("the answer's {what} are not [{}]", v.join(", ")));
+        }
+    }
+    let body = o.body.as_deref();
     if let Some(b) = &e.body {
         if body != Some(b.as_str()) {
             return Err(format!("body {body:?} is not {b:?}"));
@@ -762,13 +1444,6 @@ fn check_fields(e: &Expect, a: &Answer, resource: &str, state: &State) -> Result
         }
     }
     Ok(())
-}
-
-fn captured_etag(state: &State, name: &str) -> Option<ETag> {
-    match state.captured.get(name) {
-        Some(Captured::Etag(e)) => Some(ETag(e.clone())),
-        _ => None,
-    }
 }
 
 fn captured_time(state: &State, name: &str) -> Option<Millis> {

@@ -12,6 +12,7 @@
 pub mod check;
 pub mod history;
 pub mod spec;
+pub mod timeline;
 pub mod workload;
 
 use crate::dialects::{self, RetryDiscipline};
@@ -264,6 +265,7 @@ impl ScenarioDef for Search {
                 options: lin::Options {
                     time_budget: Some(Duration::from_secs(20)),
                     parallel: false,
+                    time_unit: lin::TimeUnit::Nanos,
                     ..lin::Options::default()
                 },
             }),
@@ -282,6 +284,15 @@ impl ScenarioDef for Search {
 
     fn adjust_plan(&self, _p: &SearchParams, plan: &mut overcast_sim::faults::FaultPlan) {
         crate::dialects::no_lying_disk(plan);
+    }
+
+    fn timeline(
+        &self,
+        _p: &SearchParams,
+        h: &check::SearchHistory,
+        t: &mut overcast_sim::timeline::Timeline,
+    ) {
+        timeline::draw(h, t);
     }
 
     fn reductions(&self) -> Vec<Reduction<SearchParams>> {

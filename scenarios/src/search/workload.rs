@@ -152,6 +152,9 @@ pub async fn client_workload(
                     STORY_SYNONYMS
                 };
                 let entry = format!("c{index}.{n}");
+                if crate::ops::skipped_in("client", index, n).await {
+                    continue;
+                }
                 story_update(&mut s, story, &entry, &p, &mut rng).await;
                 continue;
             }
@@ -171,6 +174,9 @@ pub async fn client_workload(
                 None => s.search.delete_request(&scratch(BTreeSet::new()), false),
             },
         };
+        if crate::ops::skipped_in("client", index, n).await {
+            continue;
+        }
         s.send(&req, None).await;
     }
 }

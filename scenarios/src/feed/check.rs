@@ -1,0 +1,706 @@
+//! The `feed` checks (SPEC §3.4, CF1–CF10), judged from the server's durable
+//! log (every committed item version and lease document, with its LSN) and
+//! the hosts' and the pull reader's events:
+//!
+//! - CF3 at-least-once: every item's final version (not deleted at the end)
+//!   was passed to a delegate call that returned successfully. Exempt, and
+//!   counted as such: a version at or before the LSN that a read of a lease
+//!   without a checkpoint resolved its start option to (the start anchor /
+//!   first-batch case, §3.3.7). A failure says what is missing and why, in words.
+//! - CF1 no phantoms: every delivered or pulled item is a committed version.
+//! - CF2 per-key order: within one lease stream of one process (from an
+//!   acquisition to its end), a partition key's LSNs never go back.
+//! - CF5: a lease's committed continuation never moves back.
+//! - CF6 fencing: a committed continuation change was written by the owner the
+//!   server had; after a rejected checkpoint the host delivers nothing more
+//!   for that lease until it acquires it again.
+//! - CF4: a committed checkpoint follows a successful delegate return for
+//!   exactly that page, on the same host.
+//! - CF9: a split's child lease starts at or before the parent's checkpoint.
+//! - CF7 (at the end): the leases tile the key space and every one is owned by a host.
+//! - CF8 (at the end): owned counts are balanced, and no lease changed hands
+//!   in the last expiration + acquire interval of the quiet phase.
+//! - CF10: a pull read answered 304 only if nothing committed before it in its
+//!   range after its token is still in the feed.
+
+use super::history::{FeedEvent, FeedHistory};
+use super::{FeedParams, ITEMS, LEASES};
+use overcast_model::cosmos::{CosmosEffect, ItemChange};
+use overcast_model::feed::{epk, FeedEffect, FeedItem, KEY_SPACE};
+use overcast_model::feed_processor::{LeaseDoc, ProcessorEvent, ProcessorOptions};
+use overcast_model::partition::Effect;
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One committed item write or delete, from the durable log.
+#[derive(Clone, Debug)]
+struct Committed {
+    at_ns: u64,
+    lsn: u64,
+    change: ItemChange,
+}
+
+/// An item's key in the monitored container: (partition key, id).
+type Key = (String, String);
+
+/// A lease document version in the durable log (`None`: deleted).
+#[derive(Clone, Debug)]
+struct LeaseVersion {
+    at_ns: u64,
+    doc: Option<LeaseDoc>,
+}
+
+/// What the analysis found.
+struct Analysis {
+    violations: Vec<Violation>,
+    notes: BTreeMap<&'static str, String>,
+}
+
+fn violation(property: &str, message: String) -> Violation {
+    Violation {
+        property: property.into(),
+        message,
+        ops: Vec::new(),
+    }
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+/// The durable log: records appended, cut back at each recovery to what it kept.
+fn durable_log(h: &FeedHistory) -> Vec<(u64, u64, Effect)> {
+    let mut log: Vec<(u64, u64, Effect)> = Vec::new();
+    for e in &h.node_events {
+        match &e.event {
+            FeedEvent::Logged { lsn, effect } => log.push((e.at_ns, *lsn, effect.clone())),
+            FeedEvent::Recovered { kept } => log.truncate(*kept as usize),
+            _ => {}
+        }
+    }
+    log
+}
+
+fn changes(effect: &Effect) -> Vec<&ItemChange> {
+    match effect {
+        Effect::Cosmos(CosmosEffect::Item(c)) => vec![c],
+        Effect::Cosmos(CosmosEffect::Batch(cs)) => cs.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn key_of(c: &ItemChange) -> &overcast_model::cosmos::ItemKey {
+    match c {
+        ItemChange::Written { key, .. } | ItemChange::Deleted { key, .. } => key,
+    }
+}
+
+fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
+    let mut v = Vec::new();
+    let mut notes = BTreeMap::new();
+    let log = durable_log(h);
+    let end_ns = h
+        .events
+        .iter()
+        .map(|e| e.at_ns)
+        .chain(h.node_events.iter().map(|e| e.at_ns))
+        .max()
+        .unwrap_or(0);
+
+    // The monitored container's writes and deletes, and the lease documents.
+    let mut items: Vec<Committed> = Vec::new();
+    let mut leases: BTreeMap<String, Vec<LeaseVersion>> = BTreeMap::new();
+    let mut splits = 0usize;
+    for (at_ns, lsn, effect) in &log {
+        if let Effect::Feed(FeedEffect::Split { .. }) = effect {
+            splits += 1;
+        }
+        for c in changes(effect) {
+            let key = key_of(c);
+            if key.container == ITEMS {
+                items.push(Committed {
+                    at_ns: *at_ns,
+                    lsn: *lsn,
+                    change: c.clone(),
+                });
+            } else if key.container == LEASES && key.id.contains("..") {
+                let doc = match c {
+                    ItemChange::Written { item, .. } => LeaseDoc::from_body(&item.body),
+                    ItemChange::Deleted { .. } => None,
+                };
+                leases
+                    .entry(key.id.clone())
+                    .or_default()
+                    .push(LeaseVersion { at_ns: *at_ns, doc });
+            }
+        }
+    }
+    let mut versions: BTreeMap<(Key, u64), (u64, String)> = BTreeMap::new();
+    let mut final_items: BTreeMap<Key, Option<(u64, u64)>> = BTreeMap::new();
+    for c in &items {
+        match &c.change {
+            ItemChange::Written { key, item } => {
+                let k = (key.partition_key.clone(), key.id.clone());
+                versions.insert((k.clone(), item.version), (c.lsn, item.body.clone()));
+                final_items.insert(k, Some((item.version, c.lsn)));
+            }
+            ItemChange::Deleted { key, .. } => {
+                final_items.insert((key.partition_key.clone(), key.id.clone()), None);
+            }
+        }
+    }
+    // Every range a lease ever covered, by token.
+    let mut ranges: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for d in leases.values().flatten().filter_map(|l| l.doc.as_ref()) {
+        ranges.insert(d.token, (d.min, d.max));
+    }
+
+    // Host events per node (incarnation), in order.
+    let mut by_node: BTreeMap<&str, Vec<(u64, &ProcessorEvent)>> = BTreeMap::new();
+    for e in &h.node_events {
+        if let FeedEvent::Host(pe) = &e.event {
+            by_node
+                .entry(e.node.as_str())
+                .or_default()
+                .push((e.at_ns, pe));
+        }
+    }
+
+    // CF1: deliveries and pulled items are committed versions.
+    let phantom = |who: &str, i: &FeedItem| -> Option<Violation> {
+        let k = (i.partition_key.clone(), i.id.clone());
+        match versions.get(&(k, i.version)) {
+            Some((lsn, body)) if *lsn == i.lsn && *body == i.body => None,
+            _ => Some(violation(
+                "CF1",
+                format!(
+                    "{who} got item {}/{} version {} (lsn {}), which the durable log never committed",
+                    i.partition_key, i.id, i.version, i.lsn
+                ),
+            )),
+        }
+    };
+    let mut delivered = 0usize;
+    for (node, events) in &by_node {
+        for (_, e) in events {
+            if let ProcessorEvent::Delivered { items, .. } = e {
+                delivered += items.len();
+                v.extend(items.iter().filter_map(|i| phantom(node, i)));
+            }
+        }
+    }
+    for e in &h.node_events {
+        if let FeedEvent::Pull { items, .. } = &e.event {
+            v.extend(items.iter().filter_map(|i| phantom(&e.node, i)));
+        }
+    }
+    notes.insert("CF1", format!("{delivered} items delivered"));
+
+    // CF2, CF4, CF6(b) and the successful deliveries, per node.
+    let mut ok_delivered: BTreeSet<(Key, u64)> = BTreeSet::new();
+    let mut exempt_after: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut checkpoints = 0usize;
+    for (node, events) in &by_node {
+        let mut last_lsn: BTreeMap<(u32, String), u64> = BTreeMap::new();
+        let mut pending: BTreeMap<u32, Vec<FeedItem>> = BTreeMap::new();
+        let mut last_done: BTreeMap<u32, (bool, u64)> = BTreeMap::new();
+        let mut fenced: BTreeSet<u32> = BTreeSet::new();
+        for (at_ns, e) in events {
+            match e {
+                ProcessorEvent::Acquired { lease, .. } => {
+                    last_lsn.retain(|(l, _), _| l != lease);
+                    fenced.remove(lease);
+                }
+                ProcessorEvent::Read {
+                    lease,
+                    from: None,
+                    start_lsn: Some(s),
+                    ..
+                } => {
+                    let e = exempt_after.entry(*lease).or_default();
+                    *e = (*e).max(*s);
+                }
+                ProcessorEvent::Delivered { lease, items, .. } => {
+                    if fenced.contains(lease) {
+                        v.push(violation(
+                            "CF6",
+                            format!(
+                                "{node} delivered a batch of lease {lease} at {} after its checkpoint of that lease was rejected",
+                                secs(*at_ns)
+                            ),
+                        ));
+                    }
+                    for i in items {
+                        let slot = last_lsn
+                            .entry((*lease, i.partition_key.clone()))
+                            .or_default();
+                        if i.lsn < *slot {
+                            v.push(violation(
+                                "CF2",
+                                format!(
+                                    "{node}: lease {lease} delivered partition key {} at lsn {} after lsn {} in one stream",
+                                    i.partition_key, i.lsn, slot
+                                ),
+                            ));
+                        }
+                        *slot = (*slot).max(i.lsn);
+                    }
+                    pending.insert(*lease, items.clone());
+                }
+                ProcessorEvent::DelegateDone {
+                    lease,
+                    ok,
+                    continuation,
+                } => {
+                    if *ok {
+                        for i in pending.remove(lease).unwrap_or_default() {
+                            ok_delivered.insert(((i.partition_key, i.id), i.version));
+                        }
+                    }
+                    last_done.insert(*lease, (*ok, *continuation));
+                }
+                ProcessorEvent::Checkpoint {
+                    lease,
+                    continuation,
+                    ok,
+                } => {
+                    if !*ok {
+                        fenced.insert(*lease);
+                        last_done.remove(lease);
+                        continue;
+                    }
+                    checkpoints += 1;
+                    match last_done.remove(lease) {
+                        Some((true, c)) if c == *continuation => {}
+                        Some((true, c)) => v.push(violation(
+                            "CF4",
+                            format!("{node} checkpointed lease {lease} at lsn {continuation} at {}, but its delegate had returned the page up to lsn {c}", secs(*at_ns)),
+                        )),
+                        Some((false, _)) => v.push(violation(
+                            "CF4",
+                            format!("{node} checkpointed lease {lease} at lsn {continuation} at {} after its delegate threw on that page", secs(*at_ns)),
+                        )),
+                        None => v.push(violation(
+                            "CF4",
+                            format!("{node} checkpointed lease {lease} at lsn {continuation} at {} with no delegate return for that page before it", secs(*at_ns)),
+                        )),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    notes.insert("CF4", format!("{checkpoints} checkpoints"));
+
+    // CF5, CF6(a), CF9: the lease documents' versions in the durable log.
+    for (id, vs) in &leases {
+        let mut prev: Option<&LeaseDoc> = None;
+        for lv in vs {
+            let Some(doc) = lv.doc.as_ref() else {
+                prev = None;
+                continue;
+            };
+            if let Some(pd) = prev {
+                if doc.continuation < pd.continuation {
+                    v.push(violation(
+                        "CF5",
+                        format!(
+                            "lease {} moved its checkpoint back from {:?} to {:?} at {} (written by {})",
+                            doc.token,
+                            pd.continuation,
+                            doc.continuation,
+                            secs(lv.at_ns),
+                            doc.by
+                        ),
+                    ));
+                }
+                if doc.continuation != pd.continuation
+                    && pd.owner.as_deref() != Some(doc.by.as_str())
+                {
+                    v.push(violation(
+                        "CF6",
+                        format!(
+                            "a checkpoint of lease {} to {:?} by {} stuck at {} while the lease was owned by {}",
+                            doc.token,
+                            doc.continuation,
+                            doc.by,
+                            secs(lv.at_ns),
+                            pd.owner.as_deref().unwrap_or("nobody")
+                        ),
+                    ));
+                }
+            } else if let Some(parent) = doc.parent {
+                // A child's first version: at or before the parent's checkpoint then.
+                let parent_id = id.rsplit_once("..").map(|(p, _)| format!("{p}..{parent}"));
+                let parent_cp = parent_id
+                    .and_then(|pid| leases.get(&pid))
+                    .and_then(|pvs| {
+                        pvs.iter()
+                            .rev()
+                            .filter(|x| x.at_ns <= lv.at_ns)
+                            .find_map(|x| x.doc.as_ref())
+                            .map(|d| d.continuation)
+                    })
+                    .flatten();
+                if doc.continuation.is_some() && doc.continuation > parent_cp {
+                    v.push(violation(
+                        "CF9",
+                        format!(
+                            "split: child lease {} of lease {parent} starts at lsn {:?}, after the parent's checkpoint {:?}, so the changes between are skipped",
+                            doc.token, doc.continuation, parent_cp
+                        ),
+                    ));
+                }
+            }
+            prev = Some(doc);
+        }
+    }
+    notes.insert("CF9", format!("{splits} splits"));
+
+    // The final lease documents.
+    let final_leases: Vec<&LeaseDoc> = leases
+        .values()
+        .filter_map(|vs| vs.last().and_then(|l| l.doc.as_ref()))
+        .collect();
+    let hosts: Vec<String> = (0..p.hosts).map(|i| format!("host-{i}")).collect();
+
+    // CF3: every final version delivered to a delegate that returned.
+    let mut exempt = 0usize;
+    let mut live = 0usize;
+    for (k, fin) in &final_items {
+        let Some((version, lsn)) = fin else {
+            continue;
+        };
+        live += 1;
+        if ok_delivered.contains(&(k.clone(), *version)) {
+            continue;
+        }
+        let e = epk(&k.0);
+        let anchored = exempt_after.iter().any(|(token, s)| {
+            ranges
+                .get(token)
+                .is_some_and(|(lo, hi)| *lo <= e && e < *hi && *lsn <= *s)
+        });
+        if anchored {
+            exempt += 1;
+            continue;
+        }
+        v.push(violation(
+            "CF3",
+            missing(h, k, *version, *lsn, &final_leases, end_ns),
+        ));
+    }
+    notes.insert(
+        "CF3",
+        format!("{live} final versions; {exempt} exempt (before a start anchor, §3.3.7)"),
+    );
+
+    // CF7 and CF8 at the end.
+    let mut tiles: Vec<(u32, u32, u32)> = final_leases
+        .iter()
+        .map(|d| (d.min, d.max, d.token))
+        .collect();
+    tiles.sort_unstable();
+    let mut at = 0;
+    for (min, max, token) in &tiles {
+        if *min != at {
+            v.push(violation(
+                "CF7",
+                format!(
+                    "at the end the leases do not tile the key space: lease {token} starts at {min:02X}, expected {at:02X} ({})",
+                    if *min < at { "overlap" } else { "gap" }
+                ),
+            ));
+        }
+        at = at.max(*max);
+    }
+    if at != KEY_SPACE {
+        v.push(violation(
+            "CF7",
+            format!("at the end the leases stop at {at:02X}, before the end of the key space"),
+        ));
+    }
+    for d in &final_leases {
+        if !d.owner.as_ref().is_some_and(|o| hosts.contains(o)) {
+            v.push(violation(
+                "CF7",
+                format!(
+                    "at the end lease {} is owned by {}, not by a live host",
+                    d.token,
+                    d.owner.as_deref().unwrap_or("nobody")
+                ),
+            ));
+        }
+    }
+    notes.insert("CF7", format!("{} leases at the end", final_leases.len()));
+    let n = final_leases.len();
+    let hn = hosts.len();
+    let mut counts: BTreeMap<&str, usize> = hosts.iter().map(|h| (h.as_str(), 0)).collect();
+    for d in &final_leases {
+        if let Some(c) = d.owner.as_deref().and_then(|o| counts.get_mut(o)) {
+            *c += 1;
+        }
+    }
+    let mut imbalance = None;
+    if n > 0 && hn > 0 {
+        let (lo, hi) = if n >= hn {
+            (n / hn, n.div_ceil(hn))
+        } else {
+            (0, 1)
+        };
+        let off: Vec<String> = counts
+            .iter()
+            .filter(|(_, c)| **c < lo || **c > hi)
+            .map(|(h, c)| format!("{h} owns {c}"))
+            .collect();
+        if !off.is_empty() {
+            imbalance = Some(violation(
+                "CF8",
+                format!(
+                    "at quiescence {n} leases over {hn} hosts are not balanced ({lo}–{hi} each): {}",
+                    off.join(", ")
+                ),
+            ));
+        }
+    }
+    let o = ProcessorOptions::scaled("h", p.time_scale);
+    let window_ns = (o.expiration_ms + o.acquire_ms) * 1_000_000;
+    // Takeovers from another host: of a lease its owner had not written for
+    // an expiration (its renewals were lost: the network still drops
+    // datagrams after the heal), or steals of live ones.
+    let skew_ns = 2 * super::max_offset_ms(p) as u64 * 1_000_000;
+    let mut takeovers: Vec<(u64, bool, String)> = Vec::new();
+    for (node, es) in &by_node {
+        for (at, e) in es {
+            let ProcessorEvent::Acquired {
+                lease,
+                from: Some(f),
+                ..
+            } = e
+            else {
+                continue;
+            };
+            if node.starts_with(f.as_str()) {
+                continue;
+            }
+            let suffix = format!("..{lease}");
+            let last_write = leases
+                .iter()
+                .find(|(id, _)| id.ends_with(&suffix))
+                .and_then(|(_, vs)| {
+                    vs.iter()
+                        .rev()
+                        .find(|x| x.at_ns < *at && x.doc.as_ref().is_some_and(|d| d.by == *f))
+                        .map(|x| x.at_ns)
+                });
+            let expired = last_write
+                .is_some_and(|w| (w + o.expiration_ms * 1_000_000).saturating_sub(skew_ns) < *at);
+            let what = format!("{node} took lease {lease} from {f} at {}", secs(*at));
+            takeovers.push((*at, expired, what));
+        }
+    }
+    // After an expiry late in the quiet phase the hosts are still settling:
+    // quiescence (CF8's premise) has not come, so balance is not judged.
+    let settling = takeovers
+        .iter()
+        .any(|(at, expired, _)| *expired && *at + 2 * window_ns > end_ns);
+    let late: Vec<String> = takeovers
+        .iter()
+        .filter(|(at, expired, _)| !expired && *at + window_ns > end_ns)
+        .map(|(_, _, what)| what.clone())
+        .collect();
+    if settling {
+        notes.insert(
+            "CF8",
+            "not judged: a lease expired late in the quiet phase (its renewals were lost)".into(),
+        );
+    } else {
+        v.extend(imbalance);
+    }
+    if !settling && !late.is_empty() {
+        v.push(violation(
+            "CF8",
+            format!(
+                "leases still change hands in the last {} of the quiet phase: {}",
+                secs(window_ns),
+                late.join("; ")
+            ),
+        ));
+    }
+    let counts_note = counts
+        .iter()
+        .map(|(h, c)| format!("{h}:{c}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    notes.entry("CF8").or_insert(counts_note);
+
+    // CF10: a 304 with committed changes after the token in the range.
+    let mut pulls = 0usize;
+    let mut deleted_at: BTreeMap<&overcast_model::cosmos::ItemKey, Vec<u64>> = BTreeMap::new();
+    for c in &items {
+        if let ItemChange::Deleted { key, .. } = &c.change {
+            deleted_at.entry(key).or_default().push(c.at_ns);
+        }
+    }
+    let writes: Vec<(&Committed, u32)> = items
+        .iter()
+        .filter_map(|c| match &c.change {
+            ItemChange::Written { key, .. } => Some((c, epk(&key.partition_key))),
+            ItemChange::Deleted { .. } => None,
+        })
+        .collect();
+    for e in &h.node_events {
+        let FeedEvent::Pull {
+            min,
+            max,
+            from,
+            begin_ns,
+            status,
+            ..
+        } = &e.event
+        else {
+            continue;
+        };
+        pulls += 1;
+        if *status != 304 {
+            continue;
+        }
+        let pending = writes.iter().find(|(c, k)| {
+            c.at_ns < *begin_ns
+                && c.lsn > *from
+                && *min <= *k
+                && *k < *max
+                && !deleted_at
+                    .get(key_of(&c.change))
+                    .is_some_and(|ds| ds.iter().any(|d| *d > c.at_ns && *d <= e.at_ns))
+        });
+        if let Some((c, _)) = pending {
+            let key = key_of(&c.change);
+            v.push(violation(
+                "CF10",
+                format!(
+                    "{} got 304 for range [{min:02X}-{max:02X}) after lsn {from} at {}, but item {}/{} was committed at lsn {} at {}",
+                    e.node,
+                    secs(*begin_ns),
+                    key.partition_key,
+                    key.id,
+                    c.lsn,
+                    secs(c.at_ns)
+                ),
+            ));
+        }
+    }
+    notes.insert("CF10", format!("{pulls} pull pages"));
+    notes.insert("CF2", format!("{} hosts' streams", by_node.len()));
+    notes.insert("CF5", format!("{} lease documents", leases.len()));
+    notes.insert("CF6", format!("{} lease documents", leases.len()));
+    Analysis {
+        violations: v,
+        notes,
+    }
+}
+
+/// Why item `k` version `version` is missing, in words: the lease covering
+/// it at the end, its owner and checkpoint, and what last happened to the owner.
+fn missing(
+    h: &FeedHistory,
+    k: &Key,
+    version: u64,
+    lsn: u64,
+    final_leases: &[&LeaseDoc],
+    end_ns: u64,
+) -> String {
+    let e = epk(&k.0);
+    let mut s = format!("item {}/{} version {version} (lsn {lsn}", k.0, k.1);
+    let lease = final_leases.iter().find(|d| d.min <= e && e < d.max);
+    let Some(d) = lease else {
+        s.push_str(&format!(
+            ", EPK {e:02X}) was never delivered; no lease covers it at the end"
+        ));
+        return s;
+    };
+    s.push_str(&format!(
+        " in range [{:02X}-{:02X})) was never delivered; lease {} is owned by {} (checkpoint at {})",
+        d.min,
+        d.max,
+        d.token,
+        d.owner.as_deref().unwrap_or("nobody"),
+        d.continuation
+            .map_or_else(|| "none".to_string(), |c| format!("lsn {c}"))
+    ));
+    if let Some(owner) = d.owner.as_deref() {
+        let last_fault = h
+            .events
+            .iter()
+            .rev()
+            .find(|w| w.what.contains(owner) && w.at_ns <= end_ns);
+        match last_fault {
+            Some(w) => s.push_str(&format!(
+                "; last fault of {owner}: \"{}\" at {}",
+                w.what,
+                secs(w.at_ns)
+            )),
+            None => s.push_str(&format!("; {owner} had no fault")),
+        }
+        let last_delivery = h
+            .node_events
+            .iter()
+            .rev()
+            .find(|n| {
+                matches!(&n.event, FeedEvent::Host(ProcessorEvent::Delivered { lease, .. }) if *lease == d.token)
+            });
+        if let Some(n) = last_delivery {
+            s.push_str(&format!(
+                "; the lease's last delivery was by {} at {}",
+                n.node,
+                secs(n.at_ns)
+            ));
+        }
+    }
+    s
+}
+
+/// One checker of the `feed` scenario: the properties it reports.
+pub struct FeedRule {
+    properties: &'static [&'static str],
+    params: FeedParams,
+}
+
+impl Checker<FeedHistory> for FeedRule {
+    fn properties(&self) -> &'static [&'static str] {
+        self.properties
+    }
+
+    fn check(&self, h: &FeedHistory) -> Checked {
+        let a = analyse(h, &self.params);
+        let mine: Vec<Violation> = a
+            .violations
+            .into_iter()
+            .filter(|v| self.properties.contains(&v.property.as_str()))
+            .collect();
+        let note = a.notes.get(self.properties[0]).cloned().unwrap_or_default();
+        Checked::new(Verdict::from_violations(mine)).with_note(note)
+    }
+}
+
+/// The checkers, most important first: CF3, CF1, CF2, CF5, CF6, CF4, CF9, CF7, CF8, CF10.
+pub fn checkers(p: &FeedParams) -> Vec<FeedRule> {
+    [
+        &["CF3"][..],
+        &["CF1"],
+        &["CF2"],
+        &["CF5"],
+        &["CF6"],
+        &["CF4"],
+        &["CF9"],
+        &["CF7"],
+        &["CF8"],
+        &["CF10"],
+    ]
+    .into_iter()
+    .map(|properties| FeedRule {
+        properties,
+        params: p.clone(),
+    })
+    .collect()
+}

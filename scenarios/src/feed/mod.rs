@@ -1,0 +1,526 @@
+//! The `feed` scenario (the Cosmos DB change feed and its processor, SPEC §3):
+//! one server (crashable, with a disk) holding the monitored container, the
+//! lease container and the change feed; writers creating, replacing,
+//! upserting, soft-deleting (TTL-purged) and batch-writing items over
+//! partition keys; 2–5 processor hosts (crashable; some leave and rejoin)
+//! whose delegates record every delivery, sometimes throw and are sometimes
+//! slower than a renew interval; a splitter that splits ranges in the fault
+//! window; a pull-model reader. Faults: crashes, pauses, partitions, clock
+//! offset and drift per host (kept below the processor's stated premise),
+//! lost and delayed messages, server fault points. Every run ends healed,
+//! with a quiet phase long enough for balancing and redelivery. Checked:
+//! CF1–CF10 (see [`check`]).
+
+pub mod check;
+pub mod history;
+pub mod workload;
+
+use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
+use crate::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
+use history::{FeedHistory, FeedRecorder};
+use overcast_model::client::{ClientConfig, StoreClient};
+use overcast_model::feed_processor::{run_host, ProcessorOptions, ProcessorStart};
+use overcast_model::retry::RetryOptions;
+use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
+use overcast_sim::check::Checker;
+use overcast_sim::faults::{FaultMix, FaultPlan};
+use overcast_sim::rng::stream;
+use overcast_sim::world::{NodeEnv, Role, Topology};
+use proptest::prelude::*;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The monitored container.
+pub const ITEMS: &str = "items";
+/// The lease container.
+pub const LEASES: &str = "leases";
+
+/// The parameters of `feed`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedParams {
+    /// Processor hosts (2–5).
+    pub hosts: usize,
+    /// Writers.
+    pub writers: usize,
+    /// Partition keys written.
+    pub keys: usize,
+    /// Item ids per partition key.
+    pub items_per_key: usize,
+    /// Most writes per writer (it also stops at the deadline).
+    pub writer_ops: usize,
+    /// Pause between a writer's writes, ms range.
+    pub write_pause_ms: (u64, u64),
+    /// Share of writes that are transactional batches (2–4 upserts, one LSN).
+    pub batch_probability: f64,
+    /// Share of writes that are soft deletes (purged after `ttl_s`).
+    pub soft_delete_probability: f64,
+    /// The soft-deleted items' time to live, s.
+    pub ttl_s: u64,
+    /// The processor's default intervals (17 s renew, 13 s acquire, 60 s
+    /// expiration, 5 s poll) are multiplied by this.
+    pub time_scale: f64,
+    /// `WithMaxItems` and the pull reader's page-size hint.
+    pub max_items: usize,
+    /// Start from "now" (the default `Time(UtcNow − 1 s)`) instead of the beginning.
+    pub start_now: bool,
+    /// Share of delegate calls that throw (only in the fault window).
+    pub delegate_fail: f64,
+    /// Share of delegate calls that are slow (only in the fault window).
+    pub delegate_slow: f64,
+    /// A slow delegate call, in renew intervals.
+    pub slow_renews: f64,
+    /// A normal delegate call, ms range.
+    pub delegate_ms: (u64, u64),
+    /// Range splits in the fault window.
+    pub splits: usize,
+    /// Share of hosts that leave (`StopAsync`) once and rejoin.
+    pub leave_probability: f64,
+    /// The pull-model reader's pause between pages, ms.
+    pub reader_pause_ms: u64,
+    /// Server fault points.
+    pub server_faults: FaultRates,
+    /// The SDK's retry budgets and request timeout.
+    pub retry: RetryOptions,
+    /// Log sync latency, ms range.
+    pub fsync_ms: (u64, u64),
+}
+
+impl Default for FeedParams {
+    fn default() -> Self {
+        FeedParams {
+            hosts: 3,
+            writers: 2,
+            keys: 12,
+            items_per_key: 3,
+            writer_ops: 400,
+            write_pause_ms: (20, 300),
+            batch_probability: 0.15,
+            soft_delete_probability: 0.08,
+            ttl_s: 8,
+            time_scale: 0.1,
+            max_items: 6,
+            start_now: false,
+            delegate_fail: 0.05,
+            delegate_slow: 0.05,
+            slow_renews: 1.5,
+            delegate_ms: (1, 40),
+            splits: 2,
+            leave_probability: 0.3,
+            reader_pause_ms: 300,
+            // Throttling only: the SDK retries it. A server 408 on a read
+            // surfaces and releases the lease (SPEC §3.3.5 step 2); the fault
+            // points fire for the whole run, so with them the quiet phase
+            // would never be quiet. Reads fail in the window anyway
+            // (partitions, crashes), which exercises that path.
+            server_faults: FaultRates {
+                throttle: 0.01,
+                retry_after_ms: (1, 100),
+                ..FaultRates::default()
+            },
+            retry: scaled_retry(0.1),
+            fsync_ms: (1, 3),
+        }
+    }
+}
+
+/// The SDK's time budgets (6 s request timeout, 30 s windows) times `scale`,
+/// like the processor's intervals: otherwise one lost datagram stalls a
+/// renewer for a whole (scaled) lease expiration.
+pub fn scaled_retry(scale: f64) -> RetryOptions {
+    let d = RetryOptions::default();
+    let s = |x: Duration| Duration::from_secs_f64(x.as_secs_f64() * scale);
+    RetryOptions {
+        request_timeout: s(d.request_timeout),
+        gone_window: s(d.gone_window),
+        retry_with_window: s(d.retry_with_window),
+        max_rate_limited_wait: s(d.max_rate_limited_wait),
+        ..d
+    }
+}
+
+/// The processor options of host `name` under `p`.
+pub fn options(
+    p: &FeedParams,
+    name: &str,
+    bugs: overcast_model::bugs::ModelBugs,
+) -> ProcessorOptions {
+    ProcessorOptions {
+        monitored: ITEMS.into(),
+        lease_container: LEASES.into(),
+        max_items: p.max_items,
+        start: if p.start_now {
+            ProcessorStart::Now
+        } else {
+            ProcessorStart::Beginning
+        },
+        bugs,
+        ..ProcessorOptions::scaled(name, p.time_scale)
+    }
+}
+
+/// The largest clock offset of any node, ms: host clocks stay well within the
+/// processor's premise (skew below expiration − renew interval, SPEC CF3).
+pub fn max_offset_ms(p: &FeedParams) -> i64 {
+    let o = ProcessorOptions::scaled("h", p.time_scale);
+    ((o.expiration_ms - o.renew_ms) / 4) as i64
+}
+
+/// The `feed` scenario.
+pub struct Feed;
+
+impl ScenarioDef for Feed {
+    type Params = FeedParams;
+    type History = FeedHistory;
+
+    fn name(&self) -> &'static str {
+        "feed"
+    }
+
+    fn describe(&self) -> &'static str {
+        "the change feed and its processor through crashes, steals, splits and skew (SPEC §3): CF1–CF10"
+    }
+
+    fn params(&self, seed: u64) -> FeedParams {
+        let mut rng = stream(seed, "feed-params");
+        FeedParams {
+            hosts: rng.gen_range(2..=5),
+            start_now: rng.gen_bool(0.3),
+            splits: rng.gen_range(0..=3),
+            ..FeedParams::default()
+        }
+    }
+
+    fn defaults(&self) -> RunDefaults {
+        RunDefaults {
+            faults: FaultMix {
+                packet_loss: 0.01,
+                latency_ms: (1, 10),
+                partitions_per_min: 6.0,
+                crashes_per_min: 6.0,
+                pauses_per_min: 6.0,
+                lose_unsynced_on_crash: true,
+                max_clock_offset_ms: 1_000,
+                max_drift_ppm: 200,
+                clock_steps_per_min: 0.0,
+                storage: Default::default(),
+                network: Default::default(),
+            },
+            fault_window_ms: 30_000,
+            deadline_ms: 30_000,
+            quiet_ms: 40_000,
+        }
+    }
+
+    fn strategy(&self) -> BoxedStrategy<FeedParams> {
+        (
+            2usize..=5,
+            1usize..=3,
+            1usize..=16,
+            0usize..=3,
+            any::<bool>(),
+        )
+            .prop_map(|(hosts, writers, keys, splits, start_now)| FeedParams {
+                hosts,
+                writers,
+                keys,
+                splits,
+                start_now,
+                ..FeedParams::default()
+            })
+            .boxed()
+    }
+
+    fn validate(&self, p: &FeedParams) -> Result<(), String> {
+        if !(1..=5).contains(&p.hosts) {
+            return Err("hosts must be 1–5".into());
+        }
+        if p.keys == 0 || p.items_per_key == 0 {
+            return Err("keys and items_per_key must be at least 1".into());
+        }
+        if !(0.01..=1.0).contains(&p.time_scale) {
+            return Err("time_scale must be between 0.01 and 1".into());
+        }
+        for (name, (lo, hi)) in [
+            ("write_pause_ms", p.write_pause_ms),
+            ("delegate_ms", p.delegate_ms),
+            ("fsync_ms", p.fsync_ms),
+        ] {
+            if lo > hi {
+                return Err(format!("{name} has its low end above its high end"));
+            }
+        }
+        for (name, v) in [
+            ("batch_probability", p.batch_probability),
+            ("soft_delete_probability", p.soft_delete_probability),
+            ("delegate_fail", p.delegate_fail),
+            ("delegate_slow", p.delegate_slow),
+            ("leave_probability", p.leave_probability),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{name} must be between 0 and 1"));
+            }
+        }
+        if p.batch_probability + p.soft_delete_probability > 0.9 {
+            return Err("batches and soft deletes leave too few plain writes".into());
+        }
+        Ok(())
+    }
+
+    fn header(&self, p: &FeedParams) -> String {
+        let o = ProcessorOptions::scaled("h", p.time_scale);
+        format!(
+            "hosts={} writers={} keys={}×{} splits={} start={} max_items={}\n\
+             processor: renew {} ms, acquire {} ms, expiration {} ms, poll {} ms; delegate fail={} slow={}; server 429={} 408={}",
+            p.hosts,
+            p.writers,
+            p.keys,
+            p.items_per_key,
+            p.splits,
+            if p.start_now { "now" } else { "beginning" },
+            p.max_items,
+            o.renew_ms,
+            o.acquire_ms,
+            o.expiration_ms,
+            o.poll_ms,
+            p.delegate_fail,
+            p.delegate_slow,
+            p.server_faults.throttle,
+            p.server_faults.timeout,
+        )
+    }
+
+    fn topology(&self, p: &FeedParams) -> Topology {
+        Topology::new(vec![
+            Role::new("server", 1).with_disk().crashable(),
+            Role::new("host", p.hosts).crashable(),
+            Role::new("writer", p.writers).awaited(),
+            Role::new("splitter", 1),
+            Role::new("reader", 1),
+        ])
+    }
+
+    fn adjust_plan(&self, p: &FeedParams, plan: &mut FaultPlan) {
+        // The processor's premise (CF3, CF8): host skew below expiration −
+        // renew interval. Offsets are clamped well inside it, steps dropped.
+        let max = max_offset_ms(p);
+        for skew in plan.clocks.values_mut() {
+            skew.offset_ms = skew.offset_ms.clamp(-max, max);
+            skew.drift_ppm = skew.drift_ppm.clamp(-200, 200);
+            skew.steps.clear();
+        }
+        // The one server has no replica to repair a corrupt log from (as in
+        // `leases`): disk faults are judged by `occ`.
+        plan.storage = Default::default();
+    }
+
+    fn deploy(&self, p: &FeedParams, ctx: &RunCtx) -> Deployment<FeedHistory> {
+        let bugs = crate::bugs::model_bugs(&ctx.bugs);
+        let stats = Arc::new(Mutex::new(ServerStats::default()));
+        let recorder = FeedRecorder::new();
+        let params = p.clone();
+        let program_stats = stats.clone();
+        let program_recorder = recorder.clone();
+        let network_counts = NetworkCounts::default();
+        let program = Box::new(move |env: NodeEnv| {
+            let p = params.clone();
+            let stats = program_stats.clone();
+            let recorder = program_recorder.clone();
+            let send = NetworkAdapter::policy(&env, &network_counts);
+            let fut: crate::registry::NodeFuture = if env.role == "server" {
+                let cfg = ServerConfig {
+                    bind: env.addr(),
+                    containers: vec![],
+                    faults: p.server_faults.clone(),
+                    fsync_ms: p.fsync_ms,
+                    bugs,
+                    send: send.clone(),
+                    quiet_after_restart: if env.incarnation == 0 {
+                        Duration::ZERO
+                    } else {
+                        env.max_in_flight()
+                    },
+                };
+                let rng = stream(env.seed, &format!("server-{}", env.incarnation));
+                let disk = workload::RecordingDisk {
+                    disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
+                    node: env.name.clone(),
+                    clock: env.clock.clone(),
+                    recorder,
+                };
+                Box::pin(serve(
+                    cfg,
+                    Arc::new(ClockAdapter(env.clock.clone())),
+                    Arc::new(disk),
+                    Box::new(rng),
+                    stats,
+                ))
+            } else {
+                Box::pin(async move {
+                    let cfg = ClientConfig {
+                        servers: env.topology.addrs("server"),
+                        partitions: 1,
+                        retry: p.retry.clone(),
+                        bugs,
+                        send,
+                    };
+                    let tag = format!("{}-{}", env.name, env.incarnation);
+                    let connect = |what: &str| {
+                        let sdk = stream(env.seed, &format!("{tag}-{what}"));
+                        StoreClient::connect(cfg.clone(), Box::new(sdk))
+                    };
+                    let Ok(mut client) = connect("sdk").await else {
+                        tracing::error!("{} could not bind", env.name);
+                        return;
+                    };
+                    let mut rng = stream(env.seed, &format!("{tag}-workload"));
+                    let deadline_ns = env.deadline.as_nanos() as u64;
+                    let clock = ClockAdapter(env.clock.clone());
+                    let name = env.incarnation_name();
+                    match env.role.as_str() {
+                        "writer" => {
+                            workload::writer(&p, env.index, &mut client, rng, deadline_ns).await
+                        }
+                        "splitter" => {
+                            workload::splitter(
+                                &p,
+                                &mut client,
+                                &recorder,
+                                &name,
+                                &clock,
+                                rng,
+                                deadline_ns,
+                            )
+                            .await
+                        }
+                        "reader" => {
+                            workload::reader(&p, &mut client, &recorder, &name, &clock).await
+                        }
+                        _ => {
+                            let opts = options(&p, &env.name, bugs);
+                            let slow_ms = (opts.renew_ms as f64 * p.slow_renews) as u64;
+                            let mut delegate = workload::RecordingDelegate {
+                                rng: stream(env.seed, &format!("{tag}-delegate")),
+                                fail: p.delegate_fail,
+                                slow: p.delegate_slow,
+                                slow_ms,
+                                run_ms: p.delegate_ms,
+                                calm_after_ns: deadline_ns,
+                            };
+                            let observer = Rc::new(workload::HostObserver {
+                                rec: recorder.clone(),
+                                name: name.clone(),
+                                clock: env.clock.clone(),
+                            });
+                            // Some hosts leave once (StopAsync) and rejoin, in the window.
+                            let leave = env.incarnation == 0 && rng.gen_bool(p.leave_probability);
+                            if leave {
+                                let at = rng.gen_range(deadline_ns / 5..deadline_ns / 2);
+                                let away = rng.gen_range(deadline_ns / 10..deadline_ns / 4);
+                                let Ok(renew) = connect("renew").await else {
+                                    return;
+                                };
+                                run_host(
+                                    opts.clone(),
+                                    Arc::new(ClockAdapter(env.clock.clone())),
+                                    observer.clone(),
+                                    client,
+                                    renew,
+                                    &mut delegate,
+                                    at,
+                                )
+                                .await;
+                                madsim::time::sleep(Duration::from_nanos(away)).await;
+                                let Ok(c) = connect("sdk2").await else {
+                                    return;
+                                };
+                                client = c;
+                            }
+                            let Ok(renew) = connect(if leave { "renew2" } else { "renew" }).await
+                            else {
+                                return;
+                            };
+                            run_host(
+                                opts,
+                                Arc::new(ClockAdapter(env.clock.clone())),
+                                observer,
+                                client,
+                                renew,
+                                &mut delegate,
+                                u64::MAX,
+                            )
+                            .await;
+                        }
+                    }
+                })
+            };
+            fut
+        });
+        let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
+            let history = recorder.take_history(world.events.clone());
+            let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
+            let counters = stats
+                .transient
+                .iter()
+                .map(|(status, n)| (status.to_string(), *n))
+                .collect();
+            (history, counters)
+        });
+        Deployment { program, collect }
+    }
+
+    fn checkers(&self, p: &FeedParams) -> Vec<Box<dyn Checker<FeedHistory>>> {
+        check::checkers(p)
+            .into_iter()
+            .map(|c| Box::new(c) as Box<dyn Checker<FeedHistory>>)
+            .collect()
+    }
+
+    fn reductions(&self) -> Vec<Reduction<FeedParams>> {
+        vec![
+            ("one host fewer", |p, i| {
+                once(i, || {
+                    (p.hosts > 2).then(|| FeedParams {
+                        hosts: p.hosts - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one writer fewer", |p, i| {
+                once(i, || {
+                    (p.writers > 1).then(|| FeedParams {
+                        writers: p.writers - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the writer operations", |p, i| {
+                once(i, || {
+                    crate::registry::halve(p.writer_ops.min(400), 1).map(|writer_ops| FeedParams {
+                        writer_ops,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("no splits", |p, i| {
+                once(i, || {
+                    (p.splits > 0).then(|| FeedParams {
+                        splits: 0,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("no server fault points", |p, i| {
+                once(i, || {
+                    (p.server_faults != FaultRates::default()).then(|| FeedParams {
+                        server_faults: FaultRates::default(),
+                        ..p.clone()
+                    })
+                })
+            }),
+        ]
+    }
+}

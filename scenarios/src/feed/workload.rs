@@ -1,0 +1,290 @@
+//! The `feed` workload: writers (create, replace, upsert, soft delete, a few
+//! hard deletes and transactional batches over partition keys), processor
+//! hosts running the change feed processor with a recording delegate that
+//! sometimes throws and is sometimes slow, a pull-model reader over every
+//! range, and a splitter that splits ranges and runs the TTL purge; plus the
+//! server's log device, which records every log record it appends.
+
+use super::history::{FeedEvent, FeedRecorder};
+use super::{FeedParams, ITEMS, LEASES};
+use crate::bridge::{ClockAdapter, DiskAdapter};
+use overcast_model::client::{sim_now_ns, StoreClient};
+use overcast_model::cosmos::ItemOp;
+use overcast_model::cosmos_client::CosmosContainer;
+use overcast_model::env::{Clock, LogDevice};
+use overcast_model::feed::{FeedItem, FeedRange, FeedRequest, FeedScope, StartFrom};
+use overcast_model::feed_processor::{
+    feed_call, Delegate, DelegatePlan, ProcessorEvent, ProcessorObserver,
+};
+use overcast_model::wal;
+use overcast_sim::clock::NodeClock;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::time::Duration;
+
+/// The server's log device: a simulated disk that also records each record
+/// appended and, at start-up, how many records survived the last crash.
+pub struct RecordingDisk {
+    /// The disk.
+    pub disk: DiskAdapter,
+    /// The server's name.
+    pub node: String,
+    /// The server's clock.
+    pub clock: NodeClock,
+    /// Where events go.
+    pub recorder: FeedRecorder,
+}
+
+impl LogDevice for RecordingDisk {
+    fn append(&self, bytes: &[u8]) {
+        self.disk.append(bytes);
+        for r in wal::scan_fragment(bytes).records {
+            let e = FeedEvent::Logged {
+                lsn: r.lsn,
+                effect: r.effect,
+            };
+            self.recorder
+                .event(self.node.clone(), self.clock.now_ms(), e);
+        }
+    }
+    fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
+        self.disk.sync()
+    }
+    fn read_all(&self) -> Vec<u8> {
+        let bytes = self.disk.read_all();
+        let kept = wal::decode_all(&bytes).0.len() as u64;
+        self.recorder.event(
+            self.node.clone(),
+            self.clock.now_ms(),
+            FeedEvent::Recovered { kept },
+        );
+        bytes
+    }
+    fn truncate(&self, len: usize) {
+        self.disk.truncate(len)
+    }
+}
+
+/// A host's observer: every processor event into the history.
+pub struct HostObserver {
+    /// The recorder.
+    pub rec: FeedRecorder,
+    /// The host's incarnation name.
+    pub name: String,
+    /// Its clock.
+    pub clock: NodeClock,
+}
+
+impl ProcessorObserver for HostObserver {
+    fn event(&self, e: ProcessorEvent) {
+        self.rec
+            .event(self.name.clone(), self.clock.now_ms(), FeedEvent::Host(e));
+    }
+}
+
+/// The recording delegate: throws with some probability and is sometimes
+/// slow, but only before `calm_after_ns` (so that the quiet phase can redeliver).
+pub struct RecordingDelegate {
+    /// Its draws.
+    pub rng: ChaCha8Rng,
+    /// Share of calls that throw.
+    pub fail: f64,
+    /// Share of calls that run `slow_ms`.
+    pub slow: f64,
+    /// A slow call's duration, ms.
+    pub slow_ms: u64,
+    /// A normal call's duration, ms range.
+    pub run_ms: (u64, u64),
+    /// No failures or slow calls after this simulated time.
+    pub calm_after_ns: u64,
+}
+
+impl Delegate for RecordingDelegate {
+    fn plan(&mut self, _lease: u32, _items: &[FeedItem]) -> DelegatePlan {
+        let (lo, hi) = self.run_ms;
+        let mut run_ms = self.rng.gen_range(lo..=hi.max(lo));
+        let rough = sim_now_ns() < self.calm_after_ns;
+        let fail_draw: f64 = self.rng.gen();
+        let slow_draw: f64 = self.rng.gen();
+        if rough && slow_draw < self.slow {
+            run_ms = self.slow_ms;
+        }
+        DelegatePlan {
+            run_ms,
+            ok: !(rough && fail_draw < self.fail),
+        }
+    }
+}
+
+/// Partition key `k` of the monitored container.
+pub fn pk(k: usize) -> String {
+    format!("k{k}")
+}
+
+/// One writer: random writes until `ops` or the deadline.
+pub async fn writer(
+    p: &FeedParams,
+    index: usize,
+    client: &mut StoreClient,
+    mut rng: ChaCha8Rng,
+    deadline_ns: u64,
+) {
+    let mut n = 0u64;
+    for _ in 0..p.writer_ops {
+        let (lo, hi) = p.write_pause_ms;
+        madsim::time::sleep(Duration::from_millis(rng.gen_range(lo..=hi.max(lo)))).await;
+        if sim_now_ns() >= deadline_ns {
+            return;
+        }
+        let key = pk(rng.gen_range(0..p.keys));
+        let id = |rng: &mut ChaCha8Rng| format!("i{}", rng.gen_range(0..p.items_per_key));
+        n += 1;
+        let body = format!("{{\"w\":{index},\"n\":{n}}}");
+        let mut c = CosmosContainer::new(client, ITEMS);
+        let draw: f64 = rng.gen();
+        if draw < p.batch_probability {
+            let size = rng.gen_range(2..=4);
+            let ops = (0..size)
+                .map(|j| ItemOp::Upsert {
+                    id: id(&mut rng),
+                    body: format!("{{\"w\":{index},\"n\":{n},\"b\":{j}}}"),
+                    if_match: None,
+                })
+                .collect();
+            c.batch(&key, ops).await;
+        } else if draw < p.batch_probability + p.soft_delete_probability {
+            let soft = format!("{{\"w\":{index},\"n\":{n},\"deleted\":true,\"ttl\":true}}");
+            c.upsert(&key, &id(&mut rng), &soft, None).await;
+        } else if draw < p.batch_probability + p.soft_delete_probability + 0.03 {
+            c.delete(&key, &id(&mut rng), None).await;
+        } else {
+            let id = id(&mut rng);
+            match rng.gen_range(0..3) {
+                0 => c.create(&key, &id, &body).await,
+                1 => c.replace(&key, &id, &body, None).await,
+                _ => c.upsert(&key, &id, &body, None).await,
+            };
+        }
+    }
+}
+
+/// The splitter: `splits` splits of random live ranges in the fault window,
+/// and the TTL purge of both containers every second, until the end.
+pub async fn splitter(
+    p: &FeedParams,
+    client: &mut StoreClient,
+    rec: &FeedRecorder,
+    name: &str,
+    clock: &ClockAdapter,
+    mut rng: ChaCha8Rng,
+    deadline_ns: u64,
+) {
+    let mut at: Vec<u64> = (0..p.splits)
+        .map(|_| rng.gen_range(deadline_ns / 10..deadline_ns * 8 / 10))
+        .collect();
+    at.sort_unstable();
+    let ttl_s = p.ttl_s;
+    let lock_ttl_s = ((30.0 * p.time_scale).ceil() as u64).max(1);
+    loop {
+        madsim::time::sleep(Duration::from_millis(1_000)).await;
+        let now = sim_now_ns();
+        if at.first().is_some_and(|t| *t <= now) {
+            at.remove(0);
+            let ranges = feed_call(
+                client,
+                FeedRequest::Ranges {
+                    container: ITEMS.into(),
+                },
+            )
+            .await;
+            if let Some(r) = ranges.filter(|r| !r.ranges.is_empty()) {
+                let range = r.ranges[rng.gen_range(0..r.ranges.len())].id;
+                let req = FeedRequest::Split {
+                    container: ITEMS.into(),
+                    range,
+                };
+                let status = feed_call(client, req).await.map_or(0, |r| r.status);
+                rec.event(name, clock.now_ms(), FeedEvent::Split { range, status });
+            }
+        }
+        for (container, ttl) in [(ITEMS, ttl_s), (LEASES, lock_ttl_s)] {
+            let purge = FeedRequest::PurgeExpired {
+                container: container.into(),
+                ttl_s: ttl,
+            };
+            feed_call(client, purge).await;
+        }
+    }
+}
+
+/// The pull-model reader: a composite continuation over every range from
+/// the beginning; a 410 replaces a range by its children at the same token.
+pub async fn reader(
+    p: &FeedParams,
+    client: &mut StoreClient,
+    rec: &FeedRecorder,
+    name: &str,
+    clock: &ClockAdapter,
+) {
+    let mut tokens: Vec<(FeedRange, u64)> = Vec::new();
+    while tokens.is_empty() {
+        let r = feed_call(
+            client,
+            FeedRequest::Ranges {
+                container: ITEMS.into(),
+            },
+        )
+        .await;
+        tokens = r.map_or_else(Vec::new, |r| r.ranges.into_iter().map(|g| (g, 0)).collect());
+        if tokens.is_empty() {
+            madsim::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    let mut i = 0usize;
+    loop {
+        let (range, from) = tokens[i % tokens.len()].clone();
+        let begin_ns = sim_now_ns();
+        let req = FeedRequest::Read {
+            container: ITEMS.into(),
+            scope: FeedScope::Range(range.id),
+            from: StartFrom::Continuation(from),
+            page_size: p.max_items,
+        };
+        let r = feed_call(client, req).await;
+        let (status, items, continuation) = match &r {
+            Some(page) => (page.status, page.items.clone(), page.continuation),
+            None => (0, Vec::new(), from),
+        };
+        rec.event(
+            name,
+            clock.now_ms(),
+            FeedEvent::Pull {
+                range: range.id,
+                min: range.min,
+                max: range.max,
+                from,
+                begin_ns,
+                status,
+                items,
+                continuation,
+            },
+        );
+        match r {
+            Some(page) if page.status == 410 => {
+                let at = i % tokens.len();
+                tokens.remove(at);
+                for child in page.ranges {
+                    tokens.insert(at, (child, from));
+                }
+                continue;
+            }
+            Some(page) if page.status == 200 => {
+                let at = i % tokens.len();
+                tokens[at].1 = page.continuation;
+            }
+            _ => {}
+        }
+        i += 1;
+        madsim::time::sleep(Duration::from_millis(p.reader_pause_ms)).await;
+    }
+}

@@ -1,0 +1,461 @@
+//! The `queues` scenario (Google Cloud Search indexing queues and the
+//! full-traversal connector, SPEC §5): one server (crashable, with a disk)
+//! holding the indexing service; one or two connectors (crashable, each with
+//! its own disk for checkpoints) over one datasource — connector 0 runs the
+//! full traversal with two alternating queues and the incremental traversal,
+//! every connector runs traverser workers; an editor that adds, changes and
+//! removes documents of the repository during the run. Faults: connector
+//! and server crashes, lost and delayed messages, partitions, pauses, slow
+//! `deleteQueueItems` operations, fetches that fail or hang past the
+//! traverser timeout. After the deadline (every fault healed) connector 0
+//! runs a final pass of full traversals. Checked: the end-to-end property
+//! (the index equals the repository) and Q1–Q9 (see [`check`]).
+
+pub mod check;
+pub mod history;
+pub mod reference;
+pub mod workload;
+
+use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
+use history::{QueueHistory, QueueRecorder};
+use overcast_model::client::ClientConfig;
+use overcast_model::connector::{Connector, ConnectorConfig};
+use overcast_model::queue::{QueueConfig, RESERVATION_MS, SOFT_DELETE_MS};
+use overcast_model::retry::RetryOptions;
+use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
+use overcast_sim::check::Checker;
+use overcast_sim::faults::{FaultMix, FaultPlan};
+use overcast_sim::rng::stream;
+use overcast_sim::world::{Role, Topology};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use workload::SimRepository;
+
+/// The datasource every connector indexes into.
+pub const DATASOURCE: &str = "datasources/repo";
+
+/// The parameters of `queues`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueuesParams {
+    /// Connectors (1–2); connector 0 traverses, every one runs workers.
+    pub connectors: usize,
+    /// Traverser workers per connector.
+    pub workers: usize,
+    /// Documents in the repository at the start.
+    pub docs: usize,
+    /// Most changes the editor makes (it also stops at the deadline).
+    pub edits: usize,
+    /// Time between the editor's changes, ms range.
+    pub edit_ms: (u64, u64),
+    /// Share of changes that add a document.
+    pub add_share: f64,
+    /// Share of changes that remove one (the rest change one).
+    pub remove_share: f64,
+    /// The 4 h reservation and the 7-day soft delete are divided by this.
+    pub time_scale: u64,
+    /// How long a `deleteQueueItems` runs, ms range.
+    pub delete_ms: (u64, u64),
+    /// The first REPOSITORY_ERROR backoff, ms.
+    pub backoff_ms: u64,
+    /// Poll limit (0: the service default of 20).
+    pub poll_limit: u32,
+    /// Pause after an empty poll, ms.
+    pub poll_interval_ms: u64,
+    /// Between full traversals, ms.
+    pub full_interval_ms: u64,
+    /// Between incremental traversals, ms.
+    pub incremental_interval_ms: u64,
+    /// Documents per checkpointed batch of the full traversal.
+    pub partition_size: usize,
+    /// How long a fetch takes, ms range.
+    pub fetch_ms: (u64, u64),
+    /// The traverser timeout, ms.
+    pub fetch_timeout_ms: u64,
+    /// Share of fetches that fail with an I/O error.
+    pub fetch_error_probability: f64,
+    /// Share of fetches that hang past the timeout.
+    pub fetch_hang_probability: f64,
+    /// Share of polled batches whose last item a worker hands back with REQUEUE.
+    pub requeue_probability: f64,
+    /// Share of incremental pushes first sent malformed (type and hash: 400).
+    pub malformed_push_probability: f64,
+    /// Full traversals of the final pass.
+    pub final_traversals: usize,
+    /// Server fault points.
+    pub server_faults: FaultRates,
+    /// The SDK's retry budgets and request timeout.
+    pub retry: RetryOptions,
+    /// Log sync latency, ms range.
+    pub fsync_ms: (u64, u64),
+}
+
+impl Default for QueuesParams {
+    fn default() -> Self {
+        QueuesParams {
+            connectors: 2,
+            workers: 1,
+            docs: 10,
+            edits: 1_000,
+            edit_ms: (300, 1_500),
+            add_share: 0.3,
+            remove_share: 0.2,
+            time_scale: 2_000,
+            delete_ms: (100, 5_000),
+            backoff_ms: 200,
+            poll_limit: 3,
+            poll_interval_ms: 300,
+            full_interval_ms: 4_000,
+            incremental_interval_ms: 1_500,
+            partition_size: 4,
+            fetch_ms: (10, 200),
+            fetch_timeout_ms: 1_000,
+            fetch_error_probability: 0.02,
+            fetch_hang_probability: 0.02,
+            requeue_probability: 0.1,
+            malformed_push_probability: 0.05,
+            final_traversals: 2,
+            server_faults: FaultRates {
+                timeout: 0.005,
+                ..FaultRates::default()
+            },
+            retry: RetryOptions::default(),
+            fsync_ms: (1, 3),
+        }
+    }
+}
+
+impl QueuesParams {
+    /// The service settings the connectors create the datasource with.
+    pub fn service(&self) -> QueueConfig {
+        QueueConfig {
+            time_scale: self.time_scale,
+            backoff_ms: self.backoff_ms,
+            max_backoff_ms: self.backoff_ms * 16,
+            delete_ms: self.delete_ms,
+        }
+    }
+}
+
+/// The `queues` scenario.
+pub struct Queues;
+
+impl ScenarioDef for Queues {
+    type Params = QueuesParams;
+    type History = QueueHistory;
+
+    fn name(&self) -> &'static str {
+        "queues"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Cloud Search indexing queues and the full-traversal connector (SPEC §5): end-to-end, Q1–Q9"
+    }
+
+    fn params(&self, _seed: u64) -> QueuesParams {
+        QueuesParams::default()
+    }
+
+    fn defaults(&self) -> RunDefaults {
+        RunDefaults {
+            faults: FaultMix {
+                packet_loss: 0.01,
+                latency_ms: (1, 10),
+                partitions_per_min: 4.0,
+                crashes_per_min: 6.0,
+                pauses_per_min: 4.0,
+                lose_unsynced_on_crash: true,
+                max_clock_offset_ms: 1_000,
+                max_drift_ppm: 100,
+                clock_steps_per_min: 0.0,
+                // Disk faults are judged by `occ`; see `adjust_plan`.
+                storage: Default::default(),
+                network: Default::default(),
+            },
+            fault_window_ms: 30_000,
+            deadline_ms: 30_000,
+            quiet_ms: 500,
+        }
+    }
+
+    fn strategy(&self) -> BoxedStrategy<QueuesParams> {
+        (1usize..=2, 1usize..=2, 2usize..=16, 1usize..=6, 0u32..=5)
+            .prop_map(
+                |(connectors, workers, docs, partition_size, poll_limit)| QueuesParams {
+                    connectors,
+                    workers,
+                    docs,
+                    partition_size,
+                    poll_limit,
+                    ..QueuesParams::default()
+                },
+            )
+            .boxed()
+    }
+
+    fn validate(&self, p: &QueuesParams) -> Result<(), String> {
+        if !(1..=2).contains(&p.connectors) {
+            return Err("connectors must be 1 or 2".into());
+        }
+        if p.workers == 0 || p.workers > 16 {
+            return Err("workers must be 1–16".into());
+        }
+        if p.partition_size == 0 || p.time_scale == 0 || p.final_traversals == 0 {
+            return Err(
+                "partition_size, time_scale and final_traversals must be at least 1".into(),
+            );
+        }
+        if p.poll_limit > 100 {
+            return Err("poll_limit must be at most 100".into());
+        }
+        for (name, (lo, hi)) in [
+            ("edit_ms", p.edit_ms),
+            ("delete_ms", p.delete_ms),
+            ("fetch_ms", p.fetch_ms),
+            ("fsync_ms", p.fsync_ms),
+        ] {
+            if lo > hi {
+                return Err(format!("{name} has its low end above its high end"));
+            }
+        }
+        for (name, v) in [
+            ("add_share", p.add_share),
+            ("remove_share", p.remove_share),
+            ("fetch_error_probability", p.fetch_error_probability),
+            ("fetch_hang_probability", p.fetch_hang_probability),
+            ("requeue_probability", p.requeue_probability),
+            ("malformed_push_probability", p.malformed_push_probability),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{name} must be between 0 and 1"));
+            }
+        }
+        if p.add_share + p.remove_share > 1.0 {
+            return Err("add_share + remove_share must be at most 1".into());
+        }
+        Ok(())
+    }
+
+    fn header(&self, p: &QueuesParams) -> String {
+        let s = p.service();
+        format!(
+            "connectors={} workers={} docs={} batch={} poll_limit={} fetch={}..{} ms (error {}, hang {} past {} ms)\n\
+             time scale 1/{}: reservation {} h -> {} ms, soft delete {} d -> {} ms; deleteQueueItems {}..{} ms; \
+             schedules: full every {} ms, incremental every {} ms, poll every {} ms; final traversals {}",
+            p.connectors,
+            p.workers,
+            p.docs,
+            p.partition_size,
+            p.poll_limit,
+            p.fetch_ms.0,
+            p.fetch_ms.1,
+            p.fetch_error_probability,
+            p.fetch_hang_probability,
+            p.fetch_timeout_ms,
+            p.time_scale,
+            RESERVATION_MS / 3_600_000,
+            s.reservation_ms(),
+            SOFT_DELETE_MS / 86_400_000,
+            s.soft_delete_ms(),
+            p.delete_ms.0,
+            p.delete_ms.1,
+            p.full_interval_ms,
+            p.incremental_interval_ms,
+            p.poll_interval_ms,
+            p.final_traversals,
+        )
+    }
+
+    fn topology(&self, p: &QueuesParams) -> Topology {
+        Topology::new(vec![
+            Role::new("server", 1).with_disk().crashable(),
+            Role::new("connector", p.connectors)
+                .with_disk()
+                .crashable()
+                .awaited(),
+            Role::new("editor", 1),
+        ])
+    }
+
+    fn adjust_plan(&self, _p: &QueuesParams, plan: &mut FaultPlan) {
+        // Versions are the connectors' clocks (SPEC §5.1): skew between them
+        // makes the service refuse the slower one's indexes as stale, which
+        // the SDK does not handle; the connectors' clocks stay exact, and no
+        // clock steps back (the server's reservations are judged on its own,
+        // monotone, clock).
+        plan.clocks.retain(|node, _| !node.starts_with("connector"));
+        for skew in plan.clocks.values_mut() {
+            skew.steps.clear();
+        }
+        // The one server has no replica to repair a corrupt log from: disk
+        // faults are judged by `occ` (issue 17), off here, in swarm mode too.
+        plan.storage = Default::default();
+    }
+
+    fn deploy(&self, p: &QueuesParams, ctx: &RunCtx) -> Deployment<QueueHistory> {
+        let bugs = crate::bugs::model_bugs(&ctx.bugs);
+        let stats = Arc::new(Mutex::new(ServerStats::default()));
+        let recorder = QueueRecorder::with_capacity(4096);
+        let repo = SimRepository::new(p.docs);
+        let params = p.clone();
+        let program_stats = stats.clone();
+        let program_recorder = recorder.clone();
+        let network_counts = crate::bridge::NetworkCounts::default();
+        let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
+            let p = params.clone();
+            let stats = program_stats.clone();
+            let recorder = program_recorder.clone();
+            let repo = repo.clone();
+            let send = crate::bridge::NetworkAdapter::policy(&env, &network_counts);
+            let fut: crate::registry::NodeFuture = match env.role.as_str() {
+                "server" => {
+                    let cfg = ServerConfig {
+                        bind: env.addr(),
+                        containers: Vec::new(),
+                        faults: p.server_faults.clone(),
+                        fsync_ms: p.fsync_ms,
+                        bugs,
+                        send: send.clone(),
+                        quiet_after_restart: if env.incarnation == 0 {
+                            Duration::ZERO
+                        } else {
+                            env.max_in_flight()
+                        },
+                    };
+                    let rng = stream(env.seed, &format!("server-{}", env.incarnation));
+                    let disk = workload::RecordingDisk {
+                        disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
+                        node: env.name.clone(),
+                        clock: env.clock.clone(),
+                        recorder,
+                    };
+                    Box::pin(serve(
+                        cfg,
+                        Arc::new(ClockAdapter(env.clock.clone())),
+                        Arc::new(disk),
+                        Box::new(rng),
+                        stats,
+                    ))
+                }
+                "editor" => Box::pin(async move {
+                    let rng = stream(env.seed, "editor");
+                    workload::editor(&p, &repo, &recorder, &env.name, rng, env.deadline).await;
+                }),
+                _ => Box::pin(async move {
+                    let client = ClientConfig {
+                        servers: env.topology.addrs("server"),
+                        partitions: 1,
+                        retry: p.retry.clone(),
+                        bugs,
+                        send,
+                    };
+                    let cfg = ConnectorConfig {
+                        datasource: DATASOURCE.into(),
+                        service: p.service(),
+                        queue_tag: "repo".into(),
+                        traverse: env.index == 0,
+                        workers: p.workers,
+                        poll_limit: p.poll_limit,
+                        poll_interval_ms: p.poll_interval_ms,
+                        full_interval_ms: p.full_interval_ms,
+                        incremental_interval_ms: p.incremental_interval_ms,
+                        partition_size: p.partition_size,
+                        fetch_ms: p.fetch_ms,
+                        fetch_timeout_ms: p.fetch_timeout_ms,
+                        fetch_error_probability: p.fetch_error_probability,
+                        fetch_hang_probability: p.fetch_hang_probability,
+                        requeue_probability: p.requeue_probability,
+                        malformed_push_probability: p.malformed_push_probability,
+                        deadline: env.deadline,
+                        // Longer than any call's retries: every worker's last
+                        // call has ended before the final pass.
+                        drain: Duration::from_secs(60),
+                        final_traversals: p.final_traversals,
+                        bugs,
+                    };
+                    let id = env.index + env.incarnation as usize * p.connectors;
+                    let obs = workload::Observer::new(
+                        recorder,
+                        id,
+                        env.incarnation_name(),
+                        ClockAdapter(env.clock.clone()),
+                    );
+                    let disk = DiskAdapter(env.disk.clone().expect("connectors have disks"));
+                    let tag = format!("{}-{}", env.name, env.incarnation);
+                    let seed = env.seed;
+                    let rng = Rc::new(move |task: &str| {
+                        Box::new(stream(seed, &format!("{tag}-{task}")))
+                            as Box<dyn rand::RngCore + Send>
+                    });
+                    let connector = Connector::new(
+                        cfg,
+                        client,
+                        Rc::new(obs),
+                        Rc::new(repo),
+                        Rc::new(ClockAdapter(env.clock.clone())),
+                    );
+                    connector.run(Rc::new(disk), rng).await;
+                }),
+            };
+            fut
+        });
+        let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
+            let history = recorder.take_history(world.events.clone());
+            let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
+            let counters = stats
+                .transient
+                .iter()
+                .map(|(status, n)| (status.to_string(), *n))
+                .collect();
+            (history, counters)
+        });
+        Deployment { program, collect }
+    }
+
+    fn checkers(&self, _p: &QueuesParams) -> Vec<Box<dyn Checker<QueueHistory>>> {
+        check::checkers()
+    }
+
+    fn reductions(&self) -> Vec<Reduction<QueuesParams>> {
+        vec![
+            ("one connector fewer", |p, i| {
+                once(i, || {
+                    (p.connectors > 1).then(|| QueuesParams {
+                        connectors: p.connectors - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the documents", |p, i| {
+                once(i, || {
+                    halve(p.docs, 1).map(|docs| QueuesParams { docs, ..p.clone() })
+                })
+            }),
+            ("halve the edits", |p, i| {
+                once(i, || {
+                    halve(p.edits.min(64), 0).map(|edits| QueuesParams { edits, ..p.clone() })
+                })
+            }),
+            ("one worker fewer", |p, i| {
+                once(i, || {
+                    (p.workers > 1).then(|| QueuesParams {
+                        workers: p.workers - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("no server fault points", |p, i| {
+                once(i, || {
+                    (p.server_faults != FaultRates::default()).then(|| QueuesParams {
+                        server_faults: FaultRates::default(),
+                        ..p.clone()
+                    })
+                })
+            }),
+        ]
+    }
+}

@@ -1,0 +1,310 @@
+//! The `queues` workload: the repository the connectors traverse (shared by
+//! every node, changed during the run by the editor), the editor itself, the
+//! connectors' observer (their calls become history operations, their reports
+//! node events), and the server's log device, which records every log record
+//! as the server's view of what happened.
+
+use super::history::{Call, Outcome, QueueEvent, QueueRecorder};
+use super::QueuesParams;
+use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::occ::history::attempt;
+use overcast_model::client::{sim_now_ns, CallResult};
+use overcast_model::connector::{ConnectorEvent, ConnectorObserver, Doc, Repository, Source};
+use overcast_model::env::{Clock, LogDevice};
+use overcast_model::partition::Effect;
+use overcast_model::queue::{QueueRequest, QueueResponse};
+use overcast_model::wal;
+use overcast_sim::clock::NodeClock;
+use overcast_sim::history::{OpRecord, Slot};
+use rand::Rng;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The repository's state.
+#[derive(Debug, Default)]
+struct RepoState {
+    docs: BTreeMap<String, Doc>,
+    /// Change sequence: one per change.
+    seq: u64,
+    /// `(seq, id)` of every change.
+    changes: Vec<(u64, String)>,
+    /// Documents ever created (the next id).
+    created: u64,
+}
+
+/// The repository: shared by every node of a run (an external system the
+/// connectors reach without the simulated network).
+#[derive(Clone, Debug, Default)]
+pub struct SimRepository(Arc<Mutex<RepoState>>);
+
+/// The content of revision `rev` of document `id`.
+pub fn content(id: &str, rev: u64) -> String {
+    format!("{id} revision {rev}")
+}
+
+impl SimRepository {
+    /// A repository with `docs` documents at revision 1.
+    pub fn new(docs: usize) -> SimRepository {
+        let repo = SimRepository::default();
+        for _ in 0..docs {
+            repo.add();
+        }
+        repo
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RepoState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every document now.
+    pub fn docs(&self) -> Vec<Doc> {
+        self.lock().docs.values().cloned().collect()
+    }
+
+    /// Adds a new document; returns it.
+    pub fn add(&self) -> Doc {
+        let mut s = self.lock();
+        let id = format!("d{:03}", s.created);
+        s.created += 1;
+        let doc = Doc {
+            content: content(&id, 1),
+            id: id.clone(),
+            rev: 1,
+        };
+        s.seq += 1;
+        let seq = s.seq;
+        s.changes.push((seq, id.clone()));
+        s.docs.insert(id, doc.clone());
+        doc
+    }
+
+    /// Changes document `id` (a new revision); returns it.
+    pub fn change(&self, id: &str) -> Option<Doc> {
+        let mut s = self.lock();
+        let doc = s.docs.get_mut(id)?;
+        doc.rev += 1;
+        doc.content = content(id, doc.rev);
+        let doc = doc.clone();
+        s.seq += 1;
+        let seq = s.seq;
+        s.changes.push((seq, id.to_string()));
+        Some(doc)
+    }
+
+    /// Removes document `id`; returns its last revision.
+    pub fn remove(&self, id: &str) -> Option<u64> {
+        let mut s = self.lock();
+        let doc = s.docs.remove(id)?;
+        s.seq += 1;
+        let seq = s.seq;
+        s.changes.push((seq, id.to_string()));
+        Some(doc.rev)
+    }
+}
+
+impl Repository for SimRepository {
+    fn ids_after(&self, after: Option<&str>, limit: usize) -> Vec<String> {
+        let s = self.lock();
+        s.docs
+            .keys()
+            .filter(|id| after.is_none_or(|a| id.as_str() > a))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    fn get(&self, id: &str) -> (Option<Doc>, u64) {
+        let s = self.lock();
+        (s.docs.get(id).cloned(), s.seq)
+    }
+
+    fn changes_since(&self, seq: u64) -> (Vec<String>, u64) {
+        let s = self.lock();
+        let mut ids: Vec<String> = s
+            .changes
+            .iter()
+            .filter(|(n, _)| *n > seq)
+            .map(|(_, id)| id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        (ids, s.seq)
+    }
+}
+
+/// The editor: records the initial documents, then adds, changes and
+/// removes documents until the deadline.
+pub async fn editor(
+    p: &QueuesParams,
+    repo: &SimRepository,
+    rec: &QueueRecorder,
+    name: &str,
+    mut rng: impl Rng,
+    deadline: Duration,
+) {
+    let event = |id: &str, rev: u64, content: Option<String>| {
+        let e = QueueEvent::Repo {
+            id: id.to_string(),
+            rev,
+            content,
+        };
+        rec.event(name.to_string(), sim_now_ns() / 1_000_000, e);
+    };
+    for d in repo.docs() {
+        event(&d.id, d.rev, Some(d.content));
+    }
+    let deadline_ns = deadline.as_nanos() as u64;
+    for _ in 0..p.edits {
+        let (lo, hi) = p.edit_ms;
+        madsim::time::sleep(Duration::from_millis(rng.gen_range(lo..=hi.max(lo)).max(1))).await;
+        if sim_now_ns() >= deadline_ns {
+            break;
+        }
+        let docs = repo.docs();
+        let draw: f64 = rng.gen();
+        if docs.len() < 2 || draw < p.add_share {
+            let d = repo.add();
+            event(&d.id, d.rev, Some(d.content));
+            continue;
+        }
+        let id = docs[rng.gen_range(0..docs.len())].id.clone();
+        if draw < p.add_share + p.remove_share {
+            if let Some(rev) = repo.remove(&id) {
+                event(&id, rev, None);
+            }
+        } else if let Some(d) = repo.change(&id) {
+            event(&d.id, d.rev, Some(d.content));
+        }
+    }
+}
+
+/// The connectors' observer: calls become history operations, reports
+/// become node events of the incarnation.
+pub struct Observer {
+    /// The recorder.
+    pub rec: QueueRecorder,
+    /// The `client` number its calls carry.
+    pub id: usize,
+    /// The incarnation's name.
+    pub name: String,
+    /// The connector's clock (the events' local time).
+    pub clock: ClockAdapter,
+    slots: RefCell<BTreeMap<u64, Slot>>,
+    next: Cell<u64>,
+}
+
+impl Observer {
+    /// An observer recording into `rec` as client `id`, node `name`.
+    pub fn new(rec: QueueRecorder, id: usize, name: String, clock: ClockAdapter) -> Observer {
+        Observer {
+            rec,
+            id,
+            name,
+            clock,
+            slots: RefCell::new(BTreeMap::new()),
+            next: Cell::new(0),
+        }
+    }
+}
+
+/// The history key of a request: its item or queue.
+pub fn key_of(req: &QueueRequest) -> String {
+    match req {
+        QueueRequest::Push { item, .. } => item.name.clone(),
+        QueueRequest::Index { name, .. } | QueueRequest::Delete { name, .. } => name.clone(),
+        QueueRequest::Poll { queue, .. }
+        | QueueRequest::Unreserve { queue, .. }
+        | QueueRequest::DeleteQueueItems { queue, .. } => queue.clone().unwrap_or_default(),
+        QueueRequest::GetOperation { operation, .. } => operation.clone(),
+        QueueRequest::CreateDatasource { datasource, .. } => datasource.clone(),
+    }
+}
+
+impl ConnectorObserver for Observer {
+    fn begin(&self, req: &QueueRequest, source: Source) -> u64 {
+        let slot = self.rec.begin(OpRecord {
+            id: 0,
+            client: self.id,
+            key: key_of(req),
+            call: Call {
+                node: self.name.clone(),
+                source,
+                request: req.clone(),
+            },
+            invoke_ns: sim_now_ns(),
+            return_ns: None,
+            result: None,
+            attempts: Vec::new(),
+        });
+        let token = self.next.get();
+        self.next.set(token + 1);
+        self.slots.borrow_mut().insert(token, slot);
+        token
+    }
+
+    fn end(&self, token: u64, r: &CallResult<QueueResponse>) {
+        let Some(slot) = self.slots.borrow_mut().remove(&token) else {
+            return;
+        };
+        let attempts = r.attempts.iter().map(attempt).collect();
+        self.rec
+            .complete(slot, Some(r.return_ns), Outcome::from_call(r), attempts);
+    }
+
+    fn event(&self, e: ConnectorEvent) {
+        self.rec.event(
+            self.name.clone(),
+            self.clock.now_ms(),
+            QueueEvent::Connector(e),
+        );
+    }
+}
+
+/// The server's log device: a simulated disk that also records each record
+/// appended (the server's view, in log order) and, at start-up, how many
+/// records survived the last crash.
+pub struct RecordingDisk {
+    /// The disk.
+    pub disk: DiskAdapter,
+    /// The server's name.
+    pub node: String,
+    /// The server's clock.
+    pub clock: NodeClock,
+    /// Where events go.
+    pub recorder: QueueRecorder,
+}
+
+impl LogDevice for RecordingDisk {
+    fn append(&self, bytes: &[u8]) {
+        self.disk.append(bytes);
+        for r in wal::scan_fragment(bytes).records {
+            if let Effect::Queue(effect) = r.effect {
+                let e = QueueEvent::Logged {
+                    partition: r.partition,
+                    lsn: r.lsn,
+                    effect,
+                };
+                self.recorder
+                    .event(self.node.clone(), self.clock.now_ms(), e);
+            }
+        }
+    }
+    fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
+        self.disk.sync()
+    }
+    fn read_all(&self) -> Vec<u8> {
+        let bytes = self.disk.read_all();
+        let kept = wal::decode_all(&bytes).0.len() as u64;
+        self.recorder.event(
+            self.node.clone(),
+            self.clock.now_ms(),
+            QueueEvent::Recovered { kept },
+        );
+        bytes
+    }
+    fn truncate(&self, len: usize) {
+        self.disk.truncate(len)
+    }
+}

@@ -1,0 +1,1127 @@
+//! One page per failing run: the whole run on one time axis, as a
+//! self-contained HTML page (inline CSS, JavaScript and SVG; no network).
+//!
+//! A [`Timeline`] is plain data: lanes (one per node, plus any the scenario
+//! adds), operations as bars (an unknown outcome is open-ended), spans
+//! (crashes, pauses, a scenario's own intervals such as a lease in the
+//! server's view and in its holder's belief), partitions as bands across the
+//! lanes they cut, instant marks, each node's clock offset over time, the
+//! violation in words with the operations it names highlighted, and extra
+//! sections (a checker's own report). [`Timeline::add_world`] fills in what
+//! the world did from its topology, fault plan and events; the scenario adds
+//! its operations ([`Timeline::add_ops`]) and its own lanes; [`Timeline::to_html`]
+//! draws it. sim knows nothing of the system under test: every label comes
+//! from the scenario.
+//!
+//! Times are simulated nanoseconds in the data and simulated seconds on the
+//! page ("12.345 s"): the page never shows a raw nanosecond count.
+
+use crate::clock::{ClockSkew, EPOCH_MS};
+use crate::faults::FaultPlan;
+use crate::history::OpRecord;
+use crate::world::{Topology, WorldEvent};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// A simulated time on the page: `12.345 s`.
+pub fn secs(ns: u64) -> String {
+    format!("{:.3} s", ns as f64 / 1e9)
+}
+
+/// A duration on the page: `850 µs`, `4.2 ms`, `1.250 s`.
+pub fn span_words(ns: u64) -> String {
+    if ns < 1_000_000 {
+        format!("{} µs", ns / 1000)
+    } else if ns < 1_000_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        secs(ns)
+    }
+}
+
+/// One broken (or undecided) property, in words, at the top of the page.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// The property, e.g. `L9`, `linearizability`, `liveness`.
+    pub property: String,
+    /// `VIOLATION`, `LIVENESS` or `UNDECIDED`.
+    pub kind: String,
+    /// What went wrong, in words.
+    pub message: String,
+}
+
+/// A row of the drawing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lane {
+    /// Its id, which operations, spans and marks name (a node's name for a node lane).
+    pub id: String,
+    /// What the page calls it.
+    pub label: String,
+    /// A short note under the label (role, disk, clock).
+    pub note: String,
+}
+
+/// How an operation ended, for its colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    /// A success.
+    Ok,
+    /// A refusal the service gives by design (a failed precondition, a conflict).
+    Refused,
+    /// An error (5xx, a timeout surfaced as an error).
+    Error,
+    /// No answer: the outcome is unknown (drawn open-ended).
+    Unknown,
+    /// Neither (a scenario that does not say).
+    Neutral,
+}
+
+impl Tone {
+    fn word(self) -> &'static str {
+        match self {
+            Tone::Ok => "ok",
+            Tone::Refused => "refused",
+            Tone::Error => "error",
+            Tone::Unknown => "unknown",
+            Tone::Neutral => "neutral",
+        }
+    }
+}
+
+/// One operation as a bar.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpBar {
+    /// The operation's id in the history.
+    pub id: u64,
+    /// The lane it is drawn in.
+    pub lane: String,
+    /// Invocation, true ns.
+    pub start_ns: u64,
+    /// Return, true ns; `None` when the outcome is unknown (open-ended).
+    pub end_ns: Option<u64>,
+    /// A few words on the bar, e.g. `put k3 → 412`.
+    pub label: String,
+    /// More for the tooltip and the details box.
+    pub detail: String,
+    /// How it ended.
+    pub tone: Tone,
+}
+
+/// What a span is, for how it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanKind {
+    /// The node was down (shaded across its lane).
+    Crash,
+    /// The node was paused (shaded across its lane).
+    Pause,
+    /// Another fault on the node (shaded across its lane).
+    Fault,
+    /// Something held as the authority saw it (e.g. a lease in the server's view): a solid bar.
+    Held,
+    /// Something held as a participant believed it (e.g. a holder's belief): a hatched bar.
+    Believed,
+    /// Any other interval: a light bar.
+    Note,
+}
+
+impl SpanKind {
+    fn word(self) -> &'static str {
+        match self {
+            SpanKind::Crash => "crash",
+            SpanKind::Pause => "pause",
+            SpanKind::Fault => "fault",
+            SpanKind::Held => "held",
+            SpanKind::Believed => "believed",
+            SpanKind::Note => "note",
+        }
+    }
+}
+
+/// An interval on one lane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    /// The lane.
+    pub lane: String,
+    /// Start, true ns.
+    pub start_ns: u64,
+    /// End, true ns; `None`: until the end of the run.
+    pub end_ns: Option<u64>,
+    /// A few words on the bar.
+    pub label: String,
+    /// More for the tooltip.
+    pub detail: String,
+    /// How it is drawn.
+    pub kind: SpanKind,
+    /// Part of what the violation names.
+    pub highlight: bool,
+}
+
+/// A network partition: the links from `from` to `to` (and back unless
+/// `one_way`) were cut. Drawn as a band across the lanes it cuts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Band {
+    /// One side.
+    pub from: Vec<String>,
+    /// The other side.
+    pub to: Vec<String>,
+    /// Only `from` → `to` was cut.
+    pub one_way: bool,
+    /// Start, true ns.
+    pub start_ns: u64,
+    /// End, true ns.
+    pub end_ns: u64,
+}
+
+/// What a mark is, for how it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkKind {
+    /// Something a node did or saw.
+    Event,
+    /// A fault (a disk losing data, a clock step).
+    Fault,
+    /// Where something went wrong.
+    Problem,
+}
+
+impl MarkKind {
+    fn word(self) -> &'static str {
+        match self {
+            MarkKind::Event => "event",
+            MarkKind::Fault => "fault",
+            MarkKind::Problem => "problem",
+        }
+    }
+}
+
+/// An instant on one lane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mark {
+    /// The lane.
+    pub lane: String,
+    /// When, true ns.
+    pub at_ns: u64,
+    /// A word or two (shown when there is room).
+    pub label: String,
+    /// More for the tooltip.
+    pub detail: String,
+    /// How it is drawn.
+    pub kind: MarkKind,
+    /// Part of what the violation names.
+    pub highlight: bool,
+}
+
+/// One node's clock offset from true time over the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClockLine {
+    /// The node.
+    pub node: String,
+    /// `(true ns, offset ms)`, in time order; linear between points.
+    pub points: Vec<(u64, f64)>,
+    /// Its skew in words.
+    pub note: String,
+}
+
+/// An extra part of the page after the drawing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Section {
+    /// Preformatted text under a heading.
+    Text {
+        /// The heading.
+        title: String,
+        /// The text.
+        text: String,
+    },
+    /// A whole self-contained HTML page (a checker's own report), embedded in a frame.
+    Page {
+        /// The heading.
+        title: String,
+        /// The page.
+        html: String,
+    },
+}
+
+/// The whole run, ready to draw. Build it with [`Timeline::new`],
+/// [`Timeline::add_world`] and [`Timeline::add_ops`], then push the
+/// scenario's own lanes, spans and marks.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// The page's title, e.g. `leases seed 7: L9 violated`.
+    pub title: String,
+    /// Facts about the run: `(what, value)`, e.g. `("seed", "7")`.
+    pub facts: Vec<(String, String)>,
+    /// What went wrong, most important first.
+    pub findings: Vec<Finding>,
+    /// The end of the run, true ns.
+    pub end_ns: u64,
+    /// The lanes, top to bottom.
+    pub lanes: Vec<Lane>,
+    /// Operations.
+    pub ops: Vec<OpBar>,
+    /// Intervals.
+    pub spans: Vec<Span>,
+    /// Partitions.
+    pub bands: Vec<Band>,
+    /// Instants.
+    pub marks: Vec<Mark>,
+    /// Clock offsets of the nodes whose clocks are skewed.
+    pub clocks: Vec<ClockLine>,
+    /// Ids of the operations the violation names.
+    pub highlight: BTreeSet<u64>,
+    /// Extra sections after the drawing.
+    pub sections: Vec<Section>,
+}
+
+/// The lane of a node incarnation: `client-3#1` is drawn on `client-3`.
+pub fn node_lane(incarnation: &str) -> &str {
+    incarnation.split('#').next().unwrap_or(incarnation)
+}
+
+/// Offsets (ms) of a skewed clock at the times where its line bends: the
+/// start, each step (just before and after), the end.
+fn clock_points(skew: &ClockSkew, end_ns: u64) -> Vec<(u64, f64)> {
+    let offset = |ns: u64| {
+        let ms = skew.read_ms(Duration::from_nanos(ns)) as f64 - EPOCH_MS as f64;
+        ms - (ns / 1_000_000) as f64
+    };
+    let mut pts = vec![(0, offset(0))];
+    let mut steps: Vec<u64> = skew
+        .steps
+        .iter()
+        .map(|(at_ms, _)| at_ms.saturating_mul(1_000_000))
+        .filter(|&ns| ns > 0 && ns < end_ns)
+        .collect();
+    steps.sort_unstable();
+    steps.dedup();
+    for ns in steps {
+        pts.push((ns - 1_000_000, offset(ns - 1_000_000)));
+        pts.push((ns, offset(ns)));
+    }
+    pts.push((end_ns, offset(end_ns)));
+    pts
+}
+
+fn skew_words(skew: &ClockSkew) -> String {
+    let mut w = vec![format!("offset {:+.3} s", skew.offset_ms as f64 / 1000.0)];
+    if skew.drift_ppm != 0 {
+        w.push(format!("drift {:+} ppm", skew.drift_ppm));
+    }
+    for (at_ms, d) in &skew.steps {
+        w.push(format!(
+            "step {:+.3} s at {}",
+            *d as f64 / 1000.0,
+            secs(at_ms * 1_000_000)
+        ));
+    }
+    w.join(", ")
+}
+
+/// A world event's text, read back: the world writes these (see
+/// [`crate::world`]); anything else is shown as a plain mark.
+#[derive(Debug, PartialEq)]
+enum Happened {
+    Crash(String),
+    Restart(String),
+    Pause(String),
+    Resume(String),
+    Partition {
+        from: Vec<String>,
+        to: Vec<String>,
+        one_way: bool,
+        for_ms: u64,
+    },
+    Healed,
+    HealAll,
+    End,
+    Other,
+}
+
+fn parse_event(what: &str) -> Happened {
+    let word = |prefix: &str| -> Option<String> {
+        let rest = what.strip_prefix(prefix)?;
+        Some(rest.split(' ').next().unwrap_or(rest).to_string())
+    };
+    if let Some(n) = word("crash ") {
+        return Happened::Crash(n);
+    }
+    if let Some(n) = word("restart ") {
+        return Happened::Restart(n);
+    }
+    if let Some(n) = word("pause ") {
+        return Happened::Pause(n);
+    }
+    if let Some(n) = word("resume ") {
+        return Happened::Resume(n);
+    }
+    match what {
+        "partition healed" => return Happened::Healed,
+        "heal" => return Happened::HealAll,
+        "end" => return Happened::End,
+        _ => {}
+    }
+    if let Some(rest) = what.strip_prefix("partition ") {
+        let (one_way, sep) = if rest.contains("] -> [") {
+            (true, " -> ")
+        } else {
+            (false, " <-> ")
+        };
+        if let Some((from, tail)) = rest.split_once(sep) {
+            if let Some((to, dur)) = tail.split_once(" for ") {
+                let list = |s: &str| serde_json::from_str::<Vec<String>>(s).ok();
+                let for_ms = dur.trim_end_matches(" ms").parse::<u64>().ok();
+                if let (Some(from), Some(to), Some(for_ms)) = (list(from), list(to), for_ms) {
+                    return Happened::Partition {
+                        from,
+                        to,
+                        one_way,
+                        for_ms,
+                    };
+                }
+            }
+        }
+    }
+    Happened::Other
+}
+
+impl Timeline {
+    /// An empty timeline of a run that ended at `end_ns`.
+    pub fn new(title: impl Into<String>, end_ns: u64) -> Timeline {
+        Timeline {
+            title: title.into(),
+            end_ns,
+            ..Timeline::default()
+        }
+    }
+
+    /// Adds a lane unless one with this id exists; returns its id.
+    pub fn lane(&mut self, id: &str, label: &str, note: &str) -> String {
+        if !self.lanes.iter().any(|l| l.id == id) {
+            self.lanes.push(Lane {
+                id: id.to_string(),
+                label: label.to_string(),
+                note: note.to_string(),
+            });
+        }
+        id.to_string()
+    }
+
+    /// What the world did: a lane per node of `topology` (noting its role,
+    /// disk and clock), each skewed clock's offset over time from `plan`,
+    /// and from the world's `events` crashes and pauses as shaded spans,
+    /// partitions as bands, other events as marks. `lost_writes` names the
+    /// nodes whose lying disk lost synced data at a power failure (marked at
+    /// their last crash, the only moment it can happen).
+    pub fn add_world(
+        &mut self,
+        topology: &Topology,
+        plan: &FaultPlan,
+        events: &[WorldEvent],
+        lost_writes: &BTreeMap<String, usize>,
+    ) {
+        for role in &topology.roles {
+            for i in 0..role.count {
+                let name = Topology::node_name(&role.name, i);
+                let mut note = vec![role.name.clone()];
+                if role.disk {
+                    note.push("disk".into());
+                }
+                if role.crashable {
+                    note.push("crashable".into());
+                }
+                if let Some(skew) = plan
+                    .clocks
+                    .get(&name)
+                    .filter(|s| **s != ClockSkew::default())
+                {
+                    note.push(format!("clock {}", skew_words(skew)));
+                }
+                self.lane(&name, &name, &note.join(" · "));
+            }
+        }
+        for (node, skew) in &plan.clocks {
+            if *skew == ClockSkew::default() {
+                continue;
+            }
+            self.clocks.push(ClockLine {
+                node: node.clone(),
+                points: clock_points(skew, self.end_ns),
+                note: skew_words(skew),
+            });
+            for (at_ms, d) in &skew.steps {
+                let at_ns = at_ms.saturating_mul(1_000_000);
+                if at_ns <= self.end_ns {
+                    self.marks.push(Mark {
+                        lane: node.clone(),
+                        at_ns,
+                        label: format!("clock {:+.3} s", *d as f64 / 1000.0),
+                        detail: format!(
+                            "{node}'s clock stepped {:+.3} s at {}",
+                            *d as f64 / 1000.0,
+                            secs(at_ns)
+                        ),
+                        kind: MarkKind::Fault,
+                        highlight: false,
+                    });
+                }
+            }
+        }
+        let heal_at = events
+            .iter()
+            .find(|e| parse_event(&e.what) == Happened::HealAll)
+            .map(|e| e.at_ns);
+        let mut open: BTreeMap<String, usize> = BTreeMap::new();
+        let mut last_crash: BTreeMap<String, u64> = BTreeMap::new();
+        for e in events {
+            match parse_event(&e.what) {
+                Happened::Crash(n) | Happened::Pause(n) => {
+                    let crash = e.what.starts_with("crash ");
+                    if crash {
+                        last_crash.insert(n.clone(), e.at_ns);
+                    }
+                    self.spans.push(Span {
+                        lane: n.clone(),
+                        start_ns: e.at_ns,
+                        end_ns: None,
+                        label: if crash { "crashed" } else { "paused" }.into(),
+                        detail: format!("{} at {}", e.what, secs(e.at_ns)),
+                        kind: if crash {
+                            SpanKind::Crash
+                        } else {
+                            SpanKind::Pause
+                        },
+                        highlight: false,
+                    });
+                    open.insert(n, self.spans.len() - 1);
+                }
+                Happened::Restart(n) | Happened::Resume(n) => {
+                    if let Some(i) = open.remove(&n) {
+                        let s = &mut self.spans[i];
+                        s.end_ns = Some(e.at_ns);
+                        s.detail += &format!(", {} at {}", e.what, secs(e.at_ns));
+                    }
+                }
+                Happened::Partition {
+                    from,
+                    to,
+                    one_way,
+                    for_ms,
+                } => {
+                    let planned = e.at_ns + for_ms * 1_000_000;
+                    let end_ns = heal_at
+                        .filter(|&h| h >= e.at_ns)
+                        .map_or(planned, |h| h.min(planned))
+                        .min(self.end_ns.max(e.at_ns));
+                    self.bands.push(Band {
+                        from,
+                        to,
+                        one_way,
+                        start_ns: e.at_ns,
+                        end_ns,
+                    });
+                }
+                Happened::Healed | Happened::End => {}
+                Happened::HealAll => self.marks.push(Mark {
+                    lane: String::new(),
+                    at_ns: e.at_ns,
+                    label: "heal".into(),
+                    detail: format!(
+                        "every fault healed at {}; the quiet phase follows",
+                        secs(e.at_ns)
+                    ),
+                    kind: MarkKind::Event,
+                    highlight: false,
+                }),
+                Happened::Other => self.marks.push(Mark {
+                    lane: String::new(),
+                    at_ns: e.at_ns,
+                    label: e.what.clone(),
+                    detail: format!("{} at {}", e.what, secs(e.at_ns)),
+                    kind: MarkKind::Fault,
+                    highlight: false,
+                }),
+            }
+        }
+        for (node, n) in lost_writes {
+            let at_ns = last_crash.get(node).copied().unwrap_or(self.end_ns);
+            self.marks.push(Mark {
+                lane: node.clone(),
+                at_ns,
+                label: "disk lost data".into(),
+                detail: format!(
+                    "{node}'s lying disk lost {n} synced write{} at a power failure (its last crash is at {})",
+                    if *n == 1 { "" } else { "s" },
+                    secs(at_ns)
+                ),
+                kind: MarkKind::Fault,
+                highlight: false,
+            });
+        }
+    }
+
+    /// Adds a history's operations: `lane` says where each is drawn (a node
+    /// name), `label` gives its words and tone. An operation without a
+    /// result is drawn open-ended, whatever `label` says.
+    pub fn add_ops<'a, C: 'a, R: 'a>(
+        &mut self,
+        ops: impl IntoIterator<Item = &'a OpRecord<C, R>>,
+        lane: impl Fn(&OpRecord<C, R>) -> String,
+        label: impl Fn(&OpRecord<C, R>) -> (String, Tone),
+    ) {
+        for o in ops {
+            let (words, tone) = label(o);
+            let end_ns = o.result.as_ref().and(o.return_ns);
+            let tone = if end_ns.is_none() {
+                Tone::Unknown
+            } else {
+                tone
+            };
+            let timing = match end_ns {
+                Some(r) => format!(
+                    "{} → {} ({})",
+                    secs(o.invoke_ns),
+                    secs(r),
+                    span_words(r.saturating_sub(o.invoke_ns))
+                ),
+                None => format!("{} → no answer (unknown outcome)", secs(o.invoke_ns)),
+            };
+            let retries = o.attempts.len().saturating_sub(1);
+            let detail = format!(
+                "#{} {words}\n{timing}{}",
+                o.id,
+                if retries > 0 {
+                    format!("\n{} attempts", o.attempts.len())
+                } else {
+                    String::new()
+                }
+            );
+            self.ops.push(OpBar {
+                id: o.id,
+                lane: lane(o),
+                start_ns: o.invoke_ns,
+                end_ns,
+                label: words,
+                detail,
+                tone,
+            });
+        }
+    }
+
+    /// The time window the violation is about: the span of the highlighted
+    /// operations, spans and marks; `None` when nothing is highlighted.
+    pub fn focus(&self) -> Option<(u64, u64)> {
+        let mut lo = u64::MAX;
+        let mut hi = 0u64;
+        let mut take = |a: u64, b: u64| {
+            lo = lo.min(a);
+            hi = hi.max(b);
+        };
+        for o in self.ops.iter().filter(|o| self.highlight.contains(&o.id)) {
+            take(o.start_ns, o.end_ns.unwrap_or(self.end_ns));
+        }
+        for s in self.spans.iter().filter(|s| s.highlight) {
+            take(s.start_ns, s.end_ns.unwrap_or(self.end_ns));
+        }
+        for m in self.marks.iter().filter(|m| m.highlight) {
+            take(m.at_ns, m.at_ns);
+        }
+        (lo <= hi).then_some((lo, hi))
+    }
+
+    fn data(&self) -> Value {
+        // Seconds to the microsecond: the page never carries a raw nanosecond count.
+        let s = |ns: u64| (ns / 1000) as f64 / 1e6;
+        let mut lanes: Vec<Value> = Vec::new();
+        if !self.bands.is_empty() {
+            lanes.push(json!({"id": "", "label": "network", "note": "partitions"}));
+        }
+        let world_marks = self.marks.iter().any(|m| m.lane.is_empty());
+        if world_marks && self.bands.is_empty() {
+            lanes.push(json!({"id": "", "label": "world", "note": "world events"}));
+        }
+        lanes.extend(
+            self.lanes
+                .iter()
+                .map(|l| json!({"id": l.id, "label": l.label, "note": l.note})),
+        );
+        let ops: Vec<Value> = self
+            .ops
+            .iter()
+            .map(|o| {
+                json!({"id": o.id, "lane": o.lane, "a": s(o.start_ns), "b": o.end_ns.map(s),
+                       "label": o.label, "detail": o.detail, "tone": o.tone.word(),
+                       "hl": self.highlight.contains(&o.id)})
+            })
+            .collect();
+        let spans: Vec<Value> = self
+            .spans
+            .iter()
+            .map(|x| {
+                json!({"lane": x.lane, "a": s(x.start_ns), "b": x.end_ns.map(s), "label": x.label,
+                       "detail": x.detail, "kind": x.kind.word(), "hl": x.highlight})
+            })
+            .collect();
+        let bands: Vec<Value> = self
+            .bands
+            .iter()
+            .map(|b| {
+                let arrow = if b.one_way { "→" } else { "⇹" };
+                let label = format!("{} {arrow} {}", b.from.join(", "), b.to.join(", "));
+                json!({"from": b.from, "to": b.to, "a": s(b.start_ns), "b": s(b.end_ns),
+                       "label": format!("cut {label}"),
+                       "detail": format!("partition {label}\n{} → {} ({})", secs(b.start_ns), secs(b.end_ns),
+                                         span_words(b.end_ns.saturating_sub(b.start_ns)))})
+            })
+            .collect();
+        let marks: Vec<Value> = self
+            .marks
+            .iter()
+            .map(|m| {
+                json!({"lane": m.lane, "t": s(m.at_ns), "label": m.label, "detail": m.detail,
+                       "kind": m.kind.word(), "hl": m.highlight})
+            })
+            .collect();
+        let clocks: Vec<Value> = self
+            .clocks
+            .iter()
+            .map(|c| {
+                let pts: Vec<Value> = c
+                    .points
+                    .iter()
+                    .map(|(ns, off_ms)| json!([s(*ns), off_ms / 1000.0]))
+                    .collect();
+                json!({"node": c.node, "pts": pts, "note": c.note})
+            })
+            .collect();
+        json!({
+            "end": s(self.end_ns.max(1)),
+            "lanes": lanes, "ops": ops, "spans": spans, "bands": bands, "marks": marks,
+            "clocks": clocks,
+            "focus": self.focus().map(|(a, b)| json!([s(a), s(b)])),
+        })
+    }
+
+    /// The page: self-contained HTML (inline CSS, JavaScript and SVG).
+    pub fn to_html(&self) -> String {
+        let mut h = String::with_capacity(64 * 1024 + self.ops.len() * 300);
+        let _ = write!(
+            h,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n",
+            esc(&self.title)
+        );
+        let _ = write!(h, "<header><h1>{}</h1>", esc(&self.title));
+        for f in &self.findings {
+            let cls = match f.kind.as_str() {
+                "UNDECIDED" => "finding undecided",
+                "LIVENESS" => "finding liveness",
+                _ => "finding",
+            };
+            let _ = write!(
+                h,
+                "<div class=\"{cls}\"><span class=\"prop\">{} {}</span> {}</div>",
+                esc(&f.kind),
+                esc(&f.property),
+                esc(&f.message)
+            );
+        }
+        if !self.facts.is_empty() {
+            h.push_str("<table class=\"facts\">");
+            for (k, v) in &self.facts {
+                let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+            }
+            h.push_str("</table>");
+        }
+        h.push_str("</header>\n");
+        self.named_ops(&mut h);
+        h.push_str(TOOLBAR);
+        h.push_str(
+            "<svg id=\"tl-overview\" class=\"overview\" xmlns=\"http://www.w3.org/2000/svg\" aria-label=\"the whole run: click to go there\"></svg><div id=\"tl\" class=\"tl\"><div id=\"tl-labels\" class=\"labels\"></div><div id=\"tl-scroll\" class=\"scroll\" tabindex=\"0\" aria-label=\"timeline; + and - zoom, v jumps to the violation\"><svg id=\"tl-svg\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div></div>\n<div id=\"tl-detail\" class=\"detail\" aria-live=\"polite\">Click a bar or a mark for its details.</div>\n",
+        );
+        h.push_str(LEGEND);
+        for s in &self.sections {
+            match s {
+                Section::Text { title, text } => {
+                    let _ = write!(h, "<h2>{}</h2><pre>{}</pre>", esc(title), esc(text));
+                }
+                Section::Page { title, html } => {
+                    let _ = write!(
+                        h,
+                        "<h2>{}</h2><iframe class=\"embedded\" title=\"{}\" sandbox=\"allow-same-origin\" srcdoc=\"{}\" onload=\"this.style.height=(this.contentDocument.documentElement.scrollHeight+24)+'px'\"></iframe>",
+                        esc(title),
+                        esc(title),
+                        esc(html)
+                    );
+                }
+            }
+        }
+        let data = serde_json::to_string(&self.data())
+            .expect("timeline data serialises")
+            .replace('<', "\\u003c");
+        let _ = write!(
+            h,
+            "\n<script type=\"application/json\" id=\"tl-data\">{data}</script>\n<script>{JS}</script>\n</body></html>\n"
+        );
+        h
+    }
+
+    /// The table of the operations the violation names, in time order.
+    fn named_ops(&self, h: &mut String) {
+        let mut named: Vec<&OpBar> = self
+            .ops
+            .iter()
+            .filter(|o| self.highlight.contains(&o.id))
+            .collect();
+        if named.is_empty() {
+            return;
+        }
+        named.sort_by_key(|o| (o.start_ns, o.id));
+        h.push_str("<h2>The operations it names</h2><table class=\"named\"><tr><th>op</th><th>node</th><th>invoked</th><th>returned</th><th>what</th></tr>");
+        for o in named {
+            let _ = write!(
+                h,
+                "<tr><td><a href=\"#\" data-op=\"{}\">#{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                o.id,
+                o.id,
+                esc(&o.lane),
+                secs(o.start_ns),
+                o.end_ns.map_or("no answer (unknown outcome)".to_string(), secs),
+                esc(&o.label)
+            );
+        }
+        h.push_str("</table>");
+    }
+}
+
+/// HTML-escapes text (also for attribute values).
+pub use overcast_lin::html_escape as esc;
+
+const TOOLBAR: &str = "<div class=\"toolbar\" role=\"toolbar\"><button id=\"b-in\" title=\"zoom in (+)\">+ zoom in</button><button id=\"b-out\" title=\"zoom out (-)\">− zoom out</button><button id=\"b-fit\" title=\"whole run (0)\">0 whole run</button><button id=\"b-viol\" title=\"jump to the violation (v)\">v violation</button><button id=\"b-prev\" title=\"previous named item (p)\">p prev</button><button id=\"b-next\" title=\"next named item (n)\">n next</button><span class=\"keys\">keys: <kbd>+</kbd>/<kbd>−</kbd> zoom · <kbd>0</kbd> whole run · <kbd>v</kbd> violation · <kbd>n</kbd>/<kbd>p</kbd> named items · <kbd>←</kbd>/<kbd>→</kbd> scroll</span><span id=\"tl-view\" class=\"view\"></span></div>\n";
+
+const LEGEND: &str = "<div class=\"legend\"><span><i class=\"sw ok\"></i>success</span><span><i class=\"sw refused\"></i>refused by design (4xx)</span><span><i class=\"sw error\"></i>error (5xx)</span><span><i class=\"sw unknown\"></i>no answer: outcome unknown (open-ended)</span><span><i class=\"sw hl\"></i>named by the violation</span><span><i class=\"sw held\"></i>held (authority's view)</span><span><i class=\"sw believed\"></i>believed (participant's view)</span><span><i class=\"sw crash\"></i>crashed</span><span><i class=\"sw pause\"></i>paused</span><span><i class=\"sw cut\"></i>partitioned</span><span><i class=\"sw clock\"></i>clock offset (lower panel)</span></div>\n";
+
+const CSS: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:16px 20px;color:#1d1d1f;background:#fff}
+h1{font-size:20px;margin:0 0 8px}h2{font-size:15px;margin:18px 0 6px}
+.finding{font-size:15px;background:#fff4f4;border-left:5px solid #c62828;padding:8px 12px;margin:6px 0;max-width:1300px;line-height:1.4}
+.finding.liveness{background:#fff8e6;border-color:#e08a00}.finding.undecided{background:#f4f4ff;border-color:#5559c9}
+.finding .prop{font-weight:700;color:#8a1010;margin-right:6px;white-space:nowrap}
+.finding.liveness .prop{color:#8a5200}.finding.undecided .prop{color:#2f33a0}
+table{border-collapse:collapse;font-size:13px}td,th{padding:2px 10px 2px 0;text-align:left;vertical-align:top}
+.facts th{color:#666;font-weight:500}.facts{margin:6px 0}
+.named td,.named th{border-bottom:1px solid #eee;padding:3px 12px 3px 0}.named a{color:#b71c1c;font-weight:600}
+.toolbar{position:sticky;top:0;background:#fff;z-index:5;padding:8px 0;border-bottom:1px solid #ddd;margin-top:10px}
+.toolbar button{font:inherit;font-size:13px;margin-right:6px;padding:3px 9px;border:1px solid #bbb;border-radius:4px;background:#f7f7f7;cursor:pointer}
+.toolbar button:focus,.scroll:focus{outline:2px solid #1565c0;outline-offset:1px}
+.keys{font-size:12px;color:#666;margin-left:8px}kbd{font-size:11px;border:1px solid #ccc;border-radius:3px;padding:0 3px;background:#fafafa}
+.view{font-size:12px;color:#333;margin-left:12px;font-variant-numeric:tabular-nums}
+.overview{display:block;width:100%;height:18px;margin-top:6px;cursor:pointer}
+.tl{display:flex;border:1px solid #ddd;border-radius:4px;margin-top:6px}
+.labels{flex:0 0 180px;border-right:1px solid #ddd;background:#fbfbfb;position:relative;overflow:hidden}
+.labels div{position:absolute;left:0;right:0;padding:2px 8px;box-sizing:border-box;border-bottom:1px solid #eee;overflow:hidden}
+.labels b{font-size:13px;display:block;white-space:nowrap}.labels small{font-size:10.5px;color:#666;display:block;line-height:1.25}
+.scroll{flex:1 1 auto;overflow-x:auto;overflow-y:hidden}
+svg text{font-family:system-ui,sans-serif}
+.detail{font-size:13px;white-space:pre-wrap;background:#f6f8fa;border:1px solid #e3e3e3;border-radius:4px;padding:6px 10px;margin:8px 0;min-height:18px;font-variant-numeric:tabular-nums}
+.legend{font-size:12px;color:#333;margin:6px 0}.legend span{display:inline-block;margin-right:14px}
+.sw{display:inline-block;width:16px;height:10px;margin-right:4px;vertical-align:middle;border:1px solid #777}
+.sw.ok{background:#a5d6a7}.sw.refused{background:#ffe082}.sw.error{background:#ffab91}.sw.unknown{background:#fff;border-style:dashed}
+.sw.hl{background:#fff;border:2px solid #d50000}.sw.held{background:#1e88e5}.sw.believed{background:repeating-linear-gradient(45deg,#80cbc4 0 3px,#e0f2f1 3px 6px);border-color:#00796b}
+.sw.crash{background:#9e9e9e}.sw.pause{background:repeating-linear-gradient(90deg,#bdbdbd 0 2px,#eee 2px 4px)}.sw.cut{background:#ffcc80}.sw.clock{background:#7e57c2;height:3px}
+pre{font-size:12px;background:#f6f8fa;padding:8px;overflow-x:auto}
+iframe.embedded{width:100%;border:1px solid #ddd;border-radius:4px;min-height:200px}
+"#;
+
+const JS: &str = r#"
+(function(){
+const D=JSON.parse(document.getElementById('tl-data').textContent);
+const svg=document.getElementById('tl-svg'),scroll=document.getElementById('tl-scroll'),
+      labels=document.getElementById('tl-labels'),detail=document.getElementById('tl-detail'),
+      view=document.getElementById('tl-view');
+const NS='http://www.w3.org/2000/svg',ROW=20,PADY=5,AXIS=26,CLOCKH=130;
+const fmt=t=>t.toFixed(3)+' s';
+const dur=d=>d<1e-3?Math.round(d*1e6)+' µs':d<1?(d*1e3).toFixed(1)+' ms':d.toFixed(3)+' s';
+const laneIx={};D.lanes.forEach((l,i)=>laneIx[l.id]=i);
+function laneOf(id){return id in laneIx?laneIx[id]:(id.split('#')[0] in laneIx?laneIx[id.split('#')[0]]:0);}
+// Pack bars of each lane into rows so that overlapping ones stack.
+const rows=D.lanes.map(()=>[]);
+const bars=[];
+D.ops.forEach(o=>bars.push({t:'op',lane:laneOf(o.lane),a:o.a,b:o.b,o:o}));
+D.spans.forEach(s=>{if(s.kind=='held'||s.kind=='believed'||s.kind=='note')bars.push({t:'span',lane:laneOf(s.lane),a:s.a,b:s.b,o:s});});
+D.bands.forEach(b=>bars.push({t:'band',lane:laneOf(''),a:b.a,b:b.b,o:b}));
+bars.sort((x,y)=>x.lane-y.lane||x.a-y.a);
+// Rows are packed by time, so they stay put when zooming. An operation
+// with an unknown outcome is open-ended, but only until the next bar of its
+// row (it may take effect at any later time; its tooltip says so): it does
+// not push the operations after it into rows of their own.
+const gap=D.end/100000;
+bars.forEach(x=>{const r=rows[x.lane];const open=x.t=='op'&&x.b==null;const end=open?x.a+gap:(x.b==null?D.end:x.b);
+  let k=r.findIndex(e=>e.end<=x.a);if(k<0){k=r.length;r.push({end:0,last:null});}
+  const prev=r[k].last;if(prev&&prev.t=='op'&&prev.b==null)prev.vis=x.a;
+  r[k].end=Math.max(end,x.a+gap);r[k].last=x;x.row=k;});
+const quietMarks=D.lanes.map(()=>0);D.marks.forEach(m=>{if(m.kind=='event'&&!m.hl&&m.lane!=='')quietMarks[laneOf(m.lane)]=7;});
+const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);const noteLines=Math.ceil(l.note.length/30);
+  y+=Math.max(Math.max(1,rows[i].length)*ROW+2*PADY+quietMarks[i],20+noteLines*13);});
+const lanesBottom=y;const hasClock=D.clocks.length>0;const H=lanesBottom+(hasClock?CLOCKH+AXIS:8);
+let pxs=1,fit=1;const named=[];
+D.ops.forEach(o=>{if(o.hl)named.push([o.a,o.b==null?D.end:o.b]);});
+D.spans.forEach(s=>{if(s.hl)named.push([s.a,s.b==null?D.end:s.b]);});
+D.marks.forEach(m=>{if(m.hl)named.push([m.t,m.t]);});
+named.sort((p,q)=>p[0]-q[0]);let cur=-1;
+function el(tag,attrs,parent,text){const e=document.createElementNS(NS,tag);for(const k in attrs)if(attrs[k]!=null)e.setAttribute(k,attrs[k]);if(text!=null)e.textContent=text;(parent||svg).appendChild(e);return e;}
+function tip(g,text,onclick){el('title',{},g,text);g.style.cursor='pointer';g.addEventListener('click',()=>{detail.textContent=text;});}
+const X=t=>8+t*pxs;
+function niceStep(){const target=110/pxs;const p=Math.pow(10,Math.floor(Math.log10(target)));for(const m of[1,2,5,10])if(m*p>=target)return m*p;return 10*p;}
+function label(g,x1,x2,yy,text,color,bold){const w=x2-x1-6;if(w<18)return;const max=Math.floor(w/6.4);let t=text;if(t.length>max)t=t.slice(0,Math.max(1,max-1))+'…';el('text',{x:x1+4,y:yy,'font-size':11,fill:color||'#1b1b1b','font-weight':bold?'700':'400'},g,t);}
+const toneFill={ok:'#a5d6a7',refused:'#ffe082',error:'#ffab91',unknown:'#ffffff',neutral:'#cfd8dc'};
+const toneStroke={ok:'#2e7d32',refused:'#b28704',error:'#d84315',unknown:'#616161',neutral:'#78909c'};
+function draw(){
+  while(svg.firstChild)svg.removeChild(svg.firstChild);
+  const W=Math.max(scroll.clientWidth,X(D.end)+60);
+  svg.setAttribute('width',W);svg.setAttribute('height',H);
+  const defs=el('defs',{});
+  const pat=el('pattern',{id:'hatch',width:6,height:6,patternUnits:'userSpaceOnUse',patternTransform:'rotate(45)'},defs);
+  el('rect',{width:6,height:6,fill:'#e0f2f1'},pat);el('rect',{width:3,height:6,fill:'#80cbc4'},pat);
+  const pp=el('pattern',{id:'pausep',width:4,height:4,patternUnits:'userSpaceOnUse'},defs);
+  el('rect',{width:4,height:4,fill:'#eeeeee'},pp);el('rect',{width:2,height:4,fill:'#bdbdbd'},pp);
+  D.lanes.forEach((l,i)=>{const h=(i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i];
+    el('rect',{x:0,y:laneTop[i],width:W,height:h,fill:i%2?'#f7f7f7':'#fdfdfd'});
+    el('line',{x1:0,x2:W,y1:laneTop[i]+h,y2:laneTop[i]+h,stroke:'#eee'});});
+  // Time axis and grid.
+  const st=niceStep();const dec=st>=1?0:Math.min(6,Math.ceil(-Math.log10(st)));
+  for(let t=0;t<=D.end+1e-12;t+=st){const x=X(t);
+    el('line',{x1:x,x2:x,y1:AXIS-4,y2:lanesBottom,stroke:'#e6e6e6'});
+    el('text',{x:x,y:AXIS-9,'font-size':11,fill:'#555','text-anchor':'middle'},null,t.toFixed(dec)+' s');
+    if(hasClock)el('line',{x1:x,x2:x,y1:lanesBottom+AXIS,y2:H-4,stroke:'#eee'});}
+  // The violation's window, behind everything.
+  if(D.focus){const x1=X(D.focus[0])-3,x2=Math.max(X(D.focus[1])+3,x1+6);
+    el('rect',{x:x1,y:AXIS-4,width:x2-x1,height:lanesBottom-AXIS+4,fill:'#ffebee','fill-opacity':0.75});
+    el('line',{x1:x1,x2:x1,y1:AXIS-4,y2:lanesBottom,stroke:'#e57373','stroke-dasharray':'3,3'});
+    el('line',{x1:x2,x2:x2,y1:AXIS-4,y2:lanesBottom,stroke:'#e57373','stroke-dasharray':'3,3'});}
+  // Crashes and pauses shade their lane; partitions shade the lanes they cut.
+  D.spans.forEach(s=>{if(s.kind!='crash'&&s.kind!='pause'&&s.kind!='fault')return;const i=laneOf(s.lane);
+    const h=(i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i];const x1=X(s.a),x2=Math.max(X(s.b==null?D.end:s.b),x1+2);
+    const g=el('g',{});el('rect',{x:x1,y:laneTop[i]+1,width:x2-x1,height:h-2,fill:s.kind=='crash'?'#9e9e9e':s.kind=='pause'?'url(#pausep)':'#ce93d8','fill-opacity':s.kind=='crash'?0.55:0.8},g);
+    label(g,x1,x2,laneTop[i]+12,s.label,'#212121',true);tip(g,s.detail);});
+  D.bands.forEach(b=>{const x1=X(b.a),x2=Math.max(X(b.b),x1+2);const seen={};
+    b.from.concat(b.to).forEach(n=>{const i=laneOf(n);if(seen[i]||!(n in laneIx))return;seen[i]=1;
+      const h=(i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i];
+      const r=el('rect',{x:x1,y:laneTop[i]+1,width:x2-x1,height:h-2,fill:'#ffcc80','fill-opacity':0.22,stroke:'#fb8c00','stroke-opacity':0.35});el('title',{},r,b.detail);});});
+  // Bars.
+  bars.forEach(x=>{const top=laneTop[x.lane]+PADY+x.row*ROW;const x1=X(x.a);const open=x.b==null;const x2=Math.max(open?X(x.vis!=null?x.vis:D.end):X(x.b),x1+2);
+    const g=el('g',{});
+    if(x.t=='op'){const o=x.o;const hl=o.hl;
+      el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:3,fill:toneFill[o.tone],stroke:hl?'#d50000':toneStroke[o.tone],'stroke-width':hl?2.5:1,'stroke-dasharray':open?'4,3':null},g);
+      label(g,x1,x2,top+13,(hl?'★ ':'')+o.label+(open?' …?':''),hl?'#8a1010':null,hl);tip(g,o.detail);g.dataset.op=o.id;}
+    else if(x.t=='span'){const s=x.o;const held=s.kind=='held',bel=s.kind=='believed';
+      el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:2,fill:held?'#1e88e5':bel?'url(#hatch)':'#e0e0e0',stroke:s.hl?'#d50000':held?'#0d47a1':bel?'#00796b':'#9e9e9e','stroke-width':s.hl?2.5:1},g);
+      label(g,x1,x2,top+13,(s.hl?'★ ':'')+s.label,held?'#fff':s.hl?'#8a1010':'#0b3d36',s.hl);tip(g,s.detail);}
+    else{const b=x.o;el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:2,fill:'#ffcc80',stroke:'#fb8c00'},g);label(g,x1,x2,top+13,b.label,'#5d3a00');tip(g,b.detail);}});
+  // Marks.
+  D.marks.forEach(m=>{const i=laneOf(m.lane);const x=X(m.t);const g=el('g',{});
+    // A node's own events sit at the bottom of its lane, under the bars' labels.
+    const quiet=m.kind=='event'&&!m.hl&&m.lane!=='';const bottom=(i+1<laneTop.length?laneTop[i+1]:lanesBottom)-6;
+    const yy=quiet?bottom:laneTop[i]+PADY+2;
+    const c=m.kind=='problem'||m.hl?'#d50000':m.kind=='fault'?'#8e24aa':'#455a64';const r=m.hl?6:quiet?3:4;
+    el('path',{d:`M${x} ${yy-r+4} L${x+r} ${yy+4} L${x} ${yy+r+4} L${x-r} ${yy+4} Z`,fill:c,stroke:'#fff','stroke-width':1},g);
+    if(m.lane==='')el('line',{x1:x,x2:x,y1:AXIS-4,y2:lanesBottom,stroke:c,'stroke-opacity':0.35,'stroke-dasharray':'2,3'},g);
+    if(pxs*D.end>0&&(m.hl||m.kind!='event'||m.lane===''))el('text',{x:x+r+2,y:yy+8,'font-size':10,fill:c},g,m.label);
+    tip(g,m.detail);});
+  if(hasClock)drawClocks(W);
+  labels.style.height=H+'px';drawOverview();
+  const vis=scroll.clientWidth/pxs;view.textContent='showing '+fmt(Math.max(0,(scroll.scrollLeft-8)/pxs))+' – '+fmt(Math.min(D.end,(scroll.scrollLeft-8)/pxs+vis))+' of '+fmt(D.end);
+}
+const palette=['#7e57c2','#00897b','#e53935','#3949ab','#f4511e','#6d4c41','#c0ca33','#039be5'];
+function drawClocks(W){const top=lanesBottom+AXIS,h=CLOCKH-10;let m=0.001;
+  D.clocks.forEach(c=>c.pts.forEach(p=>m=Math.max(m,Math.abs(p[1]))));m*=1.15;
+  const Y=v=>top+h/2-v/m*(h/2);
+  el('rect',{x:0,y:top-AXIS+4,width:W,height:CLOCKH+AXIS-8,fill:'#fbf9ff'});
+  el('text',{x:10,y:top-8,'font-size':11,fill:'#555'},null,'clock offset from true time (a node ahead is above the line)');
+  el('line',{x1:0,x2:W,y1:Y(0),y2:Y(0),stroke:'#999'});
+  [m/1.15,-m/1.15].forEach(v=>{el('line',{x1:0,x2:W,y1:Y(v),y2:Y(v),stroke:'#ddd','stroke-dasharray':'3,3'});
+    el('text',{x:scroll.scrollLeft+10,y:Y(v)-3,'font-size':10,fill:'#777'},null,(v>0?'+':'')+v.toFixed(3)+' s');});
+  const ends=[];D.clocks.forEach((c,k)=>{const col=palette[k%palette.length];
+    const d=c.pts.map((p,j)=>(j?'L':'M')+X(p[0]).toFixed(1)+' '+Y(p[1]).toFixed(1)).join(' ');
+    const g=el('g',{});el('path',{d:d,fill:'none',stroke:col,'stroke-width':2},g);tip(g,c.node+': '+c.note);
+    ends.push({y:Y(c.pts[c.pts.length-1][1]),col:col,text:c.node+' '+(c.pts[c.pts.length-1][1]>=0?'+':'')+c.pts[c.pts.length-1][1].toFixed(3)+' s',g:g});});
+  // End labels, pushed apart so that none covers another.
+  ends.sort((p,q)=>p.y-q.y);let prev=-1e9;const x=Math.min(scroll.scrollLeft+scroll.clientWidth-130,W-130);
+  ends.forEach(e=>{const yy=Math.max(e.y-3,prev+12);prev=yy;el('text',{x:x,y:yy,'font-size':11,fill:e.col,'font-weight':600,stroke:'#fbf9ff','stroke-width':3,'paint-order':'stroke'},e.g,e.text);});}
+function drawLabels(){labels.innerHTML='';D.lanes.forEach((l,i)=>{const d=document.createElement('div');d.style.top=laneTop[i]+'px';
+  d.style.height=((i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i])+'px';
+  const b=document.createElement('b');b.textContent=l.label;d.appendChild(b);const s=document.createElement('small');s.textContent=l.note;d.appendChild(s);d.title=l.label+' — '+l.note;labels.appendChild(d);});
+  if(hasClock){const d=document.createElement('div');d.style.top=(lanesBottom+AXIS-20)+'px';d.style.height=(CLOCKH+20)+'px';
+    const b=document.createElement('b');b.textContent='clock offsets';d.appendChild(b);
+    D.clocks.forEach((c,k)=>{const s=document.createElement('small');s.style.color=palette[k%palette.length];s.textContent=c.node+': '+c.note;d.appendChild(s);});labels.appendChild(d);}}
+const ov=document.getElementById('tl-overview');
+function drawOverview(){while(ov.firstChild)ov.removeChild(ov.firstChild);const W=ov.clientWidth||scroll.clientWidth;const k=(W-2)/D.end;
+  ov.setAttribute('height',18);ov.setAttribute('width',W);
+  el('rect',{x:0,y:0,width:W,height:18,fill:'#f3f3f3'},ov);
+  D.bands.forEach(b=>el('rect',{x:1+b.a*k,y:2,width:Math.max(1,(b.b-b.a)*k),height:14,fill:'#ffcc80'},ov));
+  D.spans.forEach(s=>{if(s.kind=='crash'||s.kind=='pause')el('rect',{x:1+s.a*k,y:2,width:Math.max(1,((s.b==null?D.end:s.b)-s.a)*k),height:14,fill:'#9e9e9e','fill-opacity':0.7},ov);});
+  if(D.focus)el('rect',{x:1+D.focus[0]*k-1,y:0,width:Math.max(3,(D.focus[1]-D.focus[0])*k+2),height:18,fill:'#d50000'},ov);
+  const a=Math.max(0,(scroll.scrollLeft-8)/pxs),b=Math.min(D.end,a+scroll.clientWidth/pxs);
+  el('rect',{x:1+a*k,y:1,width:Math.max(2,(b-a)*k),height:16,fill:'none',stroke:'#1565c0','stroke-width':2},ov);}
+ov.addEventListener('click',ev=>{const r=ov.getBoundingClientRect();const t=(ev.clientX-r.left-1)/((r.width-2)/D.end);setScale(pxs,t);});
+function setScale(p,centre){const c=centre!=null?centre:((scroll.scrollLeft+scroll.clientWidth/2-8)/pxs);pxs=Math.max(fit,Math.min(p,fit*200000));draw();scroll.scrollLeft=Math.max(0,X(c)-scroll.clientWidth/2);draw();}
+function show(a,b,ctx){const w=Math.max(b-a,D.end/20000);setScale((scroll.clientWidth-60)/(w*(ctx||1.6)),(a+b)/2);}
+function fitAll(){fit=(Math.max(scroll.clientWidth,400)-70)/D.end;pxs=fit;draw();scroll.scrollLeft=0;draw();}
+function toViolation(){if(D.focus){show(D.focus[0],D.focus[1],3);detail.textContent='The violation: '+fmt(D.focus[0])+' – '+fmt(D.focus[1])+' (shaded red; its items are outlined red and starred).';}else{fitAll();detail.textContent='The violation names no operation: the whole run is shown.';}}
+function step(k){if(!named.length){toViolation();return;}cur=(cur+k+named.length)%named.length;const n=named[cur];show(n[0],n[1]);detail.textContent='Named item '+(cur+1)+' of '+named.length+': '+fmt(n[0])+' – '+fmt(n[1]);}
+document.getElementById('b-in').onclick=()=>setScale(pxs*2);
+document.getElementById('b-out').onclick=()=>setScale(pxs/2);
+document.getElementById('b-fit').onclick=fitAll;
+document.getElementById('b-viol').onclick=toViolation;
+document.getElementById('b-next').onclick=()=>step(1);
+document.getElementById('b-prev').onclick=()=>step(-1);
+document.querySelectorAll('a[data-op]').forEach(a=>a.addEventListener('click',ev=>{ev.preventDefault();const o=D.ops.find(o=>String(o.id)===a.dataset.op);if(o){show(o.a,o.b==null?D.end:o.b);detail.textContent=o.detail;scroll.focus();}}));
+document.addEventListener('keydown',ev=>{if(ev.ctrlKey||ev.metaKey||ev.altKey)return;const k=ev.key;
+  if(k=='+'||k=='=')setScale(pxs*2);else if(k=='-'||k=='_')setScale(pxs/2);else if(k=='0')fitAll();
+  else if(k=='v'||k=='V')toViolation();else if(k=='n')step(1);else if(k=='p')step(-1);
+  else if(k=='ArrowRight'){scroll.scrollLeft+=scroll.clientWidth/4;draw();}else if(k=='ArrowLeft'){scroll.scrollLeft-=scroll.clientWidth/4;draw();}
+  else return;ev.preventDefault();});
+scroll.addEventListener('scroll',()=>{drawOverview();const vis=scroll.clientWidth/pxs;view.textContent='showing '+fmt(Math.max(0,(scroll.scrollLeft-8)/pxs))+' – '+fmt(Math.min(D.end,(scroll.scrollLeft-8)/pxs+vis))+' of '+fmt(D.end);});
+window.addEventListener('resize',()=>{const c=(scroll.scrollLeft+scroll.clientWidth/2-8)/pxs;fit=(Math.max(scroll.clientWidth,400)-70)/D.end;setScale(pxs,c);});
+drawLabels();fitAll();if(D.focus){toViolation();detail.textContent='Opened at the violation (shaded red); press 0 for the whole run, v to come back.';}
+})();
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults::{Fault, FaultEvent};
+
+    fn ev(at_ms: u64, what: &str) -> WorldEvent {
+        WorldEvent {
+            at_ns: at_ms * 1_000_000,
+            what: what.into(),
+        }
+    }
+
+    #[test]
+    fn the_world_events_the_world_writes_are_read_back() {
+        assert_eq!(
+            parse_event("crash server-1 for 300 ms"),
+            Happened::Crash("server-1".into())
+        );
+        assert_eq!(
+            parse_event("partition [\"server-0\"] <-> [\"client-1\", \"client-2\"] for 900 ms"),
+            Happened::Partition {
+                from: vec!["server-0".into()],
+                to: vec!["client-1".into(), "client-2".into()],
+                one_way: false,
+                for_ms: 900
+            }
+        );
+        assert!(matches!(
+            parse_event("partition [\"a\"] -> [\"b\"] for 5 ms"),
+            Happened::Partition { one_way: true, .. }
+        ));
+        assert_eq!(parse_event("something else"), Happened::Other);
+    }
+
+    #[test]
+    fn the_text_of_a_partition_event_is_what_the_world_writes() {
+        // The world formats a partition with `{from:?}`; the reader must follow it.
+        let from = vec!["server-0".to_string()];
+        let to = vec!["client-1".to_string()];
+        let text = format!("partition {from:?} <-> {to:?} for {} ms", 40);
+        assert!(matches!(parse_event(&text), Happened::Partition { .. }));
+    }
+
+    #[test]
+    fn crashes_pauses_partitions_and_skewed_clocks_become_spans_bands_and_lines() {
+        let topo = Topology::new(vec![
+            crate::world::Role::new("server", 1).with_disk().crashable(),
+            crate::world::Role::new("client", 2).awaited(),
+        ]);
+        let mut plan = FaultPlan::none();
+        plan.clocks.insert(
+            "client-1".into(),
+            ClockSkew {
+                offset_ms: -1800,
+                drift_ppm: 0,
+                steps: vec![(2_000, 500)],
+            },
+        );
+        plan.events.push(FaultEvent {
+            at_ms: 1,
+            fault: Fault::Pause {
+                node: "server-0".into(),
+                for_ms: 5,
+            },
+        });
+        let events = vec![
+            ev(1_000, "crash server-0 for 500 ms"),
+            ev(1_500, "restart server-0"),
+            ev(
+                2_000,
+                "partition [\"server-0\"] <-> [\"client-0\"] for 4000 ms",
+            ),
+            ev(3_000, "heal"),
+            ev(4_000, "end"),
+        ];
+        let mut t = Timeline::new("t", 4_000_000_000);
+        let lost = BTreeMap::from([("server-0".to_string(), 2)]);
+        t.add_world(&topo, &plan, &events, &lost);
+        assert_eq!(t.lanes.len(), 3);
+        assert_eq!(t.spans.len(), 1);
+        assert_eq!(
+            (t.spans[0].start_ns, t.spans[0].end_ns),
+            (1_000_000_000, Some(1_500_000_000))
+        );
+        // The partition ends at the heal, not at its planned end.
+        assert_eq!(t.bands[0].end_ns, 3_000_000_000);
+        assert_eq!(t.clocks.len(), 1);
+        let pts = &t.clocks[0].points;
+        assert_eq!(pts[0], (0, -1800.0));
+        assert_eq!(pts.last().copied(), Some((4_000_000_000, -1300.0)));
+        assert!(t
+            .marks
+            .iter()
+            .any(|m| m.lane == "server-0" && m.at_ns == 1_000_000_000));
+    }
+
+    #[test]
+    fn the_page_is_self_contained_and_shows_seconds() {
+        let mut t = Timeline::new("occ seed 3: linearizability violated", 2_500_000_000);
+        t.lane("client-0", "client-0", "client");
+        let op = OpRecord {
+            id: 7,
+            client: 0,
+            key: "k".to_string(),
+            call: "put",
+            invoke_ns: 1_234_567_891,
+            return_ns: Some(1_240_000_000),
+            result: Some(200u16),
+            attempts: vec![],
+        };
+        let lost = OpRecord {
+            id: 8,
+            invoke_ns: 2_000_000_000,
+            return_ns: None,
+            result: None,
+            ..op.clone()
+        };
+        t.add_ops(
+            [&op, &lost],
+            |_| "client-0".into(),
+            |o| (format!("{} k", o.call), Tone::Ok),
+        );
+        t.highlight.insert(7);
+        t.findings.push(Finding {
+            property: "linearizability".into(),
+            kind: "VIOLATION".into(),
+            message: "item k: <b> read saw a value never written".into(),
+        });
+        let page = t.to_html();
+        assert!(page.contains("VIOLATION linearizability"));
+        assert!(page.contains("1.235 s"));
+        assert!(!page.contains("1234567891"));
+        assert!(!page.contains("<b> read"), "text is escaped");
+        assert_eq!(t.ops[1].tone, Tone::Unknown);
+        assert_eq!(t.focus(), Some((1_234_567_891, 1_240_000_000)));
+        let without_ns = page.replace("http://www.w3.org/2000/svg", "");
+        assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
+        assert!(!page.contains("<script src") && !page.contains("<link"));
+    }
+}

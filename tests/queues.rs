@@ -1,0 +1,146 @@
+//! The `queues` scenario end to end: each checker catches the seeded bug it
+//! is meant for, the end-to-end and Q4 checks fail on doctored histories, none
+//! fires on the unmodified model, the final pass decides the end-to-end
+//! property, and a seed replays exactly.
+
+use overcast_model::queue::{ItemStatus, QueueRequest};
+use overcast_scenarios::queues::check::checkers;
+use overcast_scenarios::queues::history::{QueueEvent, QueueHistory};
+use overcast_scenarios::registry::{find, DynScenario};
+use overcast_scenarios::run::run_with;
+use overcast_scenarios::scenario::Scenario;
+use overcast_sim::check::Verdict;
+use overcast_sim::history::NodeEvent;
+
+fn queues() -> &'static dyn DynScenario {
+    find("queues").expect("queues is registered")
+}
+
+fn with_bug(seed: u64, bug: &str) -> Scenario {
+    let mut s = Scenario::new(queues(), seed);
+    s.bugs = vec![bug.to_string()];
+    s
+}
+
+/// The broken properties of one checker run over `h`.
+fn broken(h: &QueueHistory, property: &str) -> bool {
+    checkers()
+        .iter()
+        .filter(|c| c.properties()[0] == property)
+        .any(|c| matches!(c.check(h).verdict(), Verdict::Broken { .. }))
+}
+
+fn history(seed: u64) -> QueueHistory {
+    let r = run_with(queues(), &Scenario::new(queues(), seed));
+    assert!(r.passed(), "seed {seed}: {}", r.summary());
+    serde_json::from_str(&r.history.to_json()).expect("a queues history")
+}
+
+#[test]
+fn each_queue_checker_catches_its_bug_and_none_fires_on_the_unmodified_model() {
+    for (bug, property) in [
+        ("poll_returns_reserved", "Q2"),
+        ("poll_ignores_priority", "Q1"),
+        ("delete_current_queue", "Q7"),
+        ("delete_current_queue", "end-to-end"),
+        ("traverse_without_waiting", "Q8"),
+        ("index_ignores_version", "Q6"),
+        ("checkpoint_before_push", "Q9"),
+        ("reservation_never_expires", "Q3"),
+        ("requeue_keeps_time", "Q5"),
+    ] {
+        let caught = (0..200).any(|seed| {
+            run_with(queues(), &with_bug(seed, bug))
+                .violations()
+                .iter()
+                .any(|v| v.property == property)
+        });
+        assert!(caught, "{property} never caught {bug} in 200 seeds");
+    }
+    for seed in 0..100 {
+        let r = run_with(queues(), &Scenario::new(queues(), seed));
+        assert!(r.passed(), "seed {seed}: {}", r.summary());
+    }
+}
+
+#[test]
+fn a_wrong_status_after_a_push_breaks_q4_and_nothing_else() {
+    let mut h = history(3);
+    assert!(!broken(&h, "Q4"));
+    let doctored = h.node_events.iter_mut().find_map(|e| match &mut e.event {
+        QueueEvent::Logged { effect, .. }
+            if matches!(effect.request, Some(QueueRequest::Push { .. }))
+                && effect.completed.is_empty() =>
+        {
+            let item = &mut effect.items[0].1;
+            item.status = if item.status == ItemStatus::Error {
+                ItemStatus::Accepted
+            } else {
+                ItemStatus::Error
+            };
+            Some(())
+        }
+        _ => None,
+    });
+    assert!(doctored.is_some(), "the run logged a push");
+    assert!(broken(&h, "Q4"));
+    assert!(!broken(&h, "Q8") && !broken(&h, "Q9"));
+}
+
+#[test]
+fn a_document_the_index_never_saw_breaks_the_end_to_end_property() {
+    let mut h = history(4);
+    assert!(!broken(&h, "end-to-end"));
+    let last = h.node_events.last().map_or(0, |e| e.at_ns);
+    // The repository changed after the final traversals read it.
+    h.node_events.push(NodeEvent {
+        node: "editor-0".into(),
+        at_ns: last + 1,
+        local_ms: 0,
+        event: QueueEvent::Repo {
+            id: "d999".into(),
+            rev: 1,
+            content: Some("d999 revision 1".into()),
+        },
+    });
+    assert!(broken(&h, "end-to-end"));
+}
+
+#[test]
+fn the_final_pass_decides_the_end_to_end_property_and_the_checks_see_real_work() {
+    let r = run_with(queues(), &Scenario::new(queues(), 1));
+    assert!(r.passed(), "{}", r.summary());
+    let note = |p: &str| {
+        r.checks
+            .iter()
+            .find(|c| c.properties[0] == p)
+            .map(|c| c.checked.note.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        note("end-to-end").ends_with("documents"),
+        "{}",
+        note("end-to-end")
+    );
+    assert!(!note("Q9").starts_with("0 "), "{}", note("Q9"));
+    assert!(!note("Q7").contains(" 0 deletes"), "{}", note("Q7"));
+    assert!(!note("Q1").starts_with("0 "), "{}", note("Q1"));
+}
+
+#[test]
+fn the_run_header_prints_the_time_scale() {
+    let params = queues().default_params(0);
+    let header = queues().header(&params);
+    assert!(
+        header.contains("time scale 1/2000: reservation 4 h -> 7200 ms"),
+        "{header}"
+    );
+}
+
+#[test]
+fn a_queues_seed_replays_with_the_same_trace() {
+    let a = run_with(queues(), &Scenario::new(queues(), 7));
+    let b = run_with(queues(), &Scenario::new(queues(), 7));
+    assert_eq!(a.trace_hash, b.trace_hash);
+    assert!(a.passed() && b.passed(), "{}", a.summary());
+}
