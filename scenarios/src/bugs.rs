@@ -63,7 +63,10 @@ pub const BUGS: &[BugInfo] = &[
         name: "retry_fsync_after_error",
         what: "after a failed log sync the server syncs again and acknowledges the write whose bytes the device dropped",
         scenarios: &["occ"],
-        caught_by: &["linearizability"],
+        // The log it leaves behind is corrupt, so the restarted server refuses
+        // service with no damaged disk to excuse it (liveness), or an
+        // acknowledged write is gone (linearizability).
+        caught_by: &["liveness", "linearizability"],
     },
     BugInfo {
         name: "skip_crc_on_replay",

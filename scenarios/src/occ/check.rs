@@ -137,6 +137,46 @@ pub fn lost_item_events(world: &WorldOutcome) -> Vec<WorldEvent> {
         .collect()
 }
 
+/// What marks, in the history's world events, a server whose disk the plan
+/// damaged in a way that can leave a log recovery cannot read.
+pub const DAMAGED_DISK: &str = "disk damaged on ";
+
+/// One event per server whose disk had a write flipped, misdirected or lost
+/// by the plan: only those may refuse service by design (a corrupt log); an
+/// unavailable server whose disk was never damaged corrupted its own log.
+pub fn damaged_disk_events(world: &WorldOutcome) -> Vec<WorldEvent> {
+    world
+        .disk_faults
+        .iter()
+        .filter_map(|(node, kinds)| {
+            let damage: Vec<String> = ["flip_on_write", "misdirected_write", "lost_write"]
+                .iter()
+                .filter_map(|k| {
+                    kinds
+                        .get(*k)
+                        .filter(|n| **n > 0)
+                        .map(|n| format!("{k}×{n}"))
+                })
+                .collect();
+            (!damage.is_empty()).then(|| WorldEvent {
+                at_ns: world.sim_ns,
+                what: format!("{DAMAGED_DISK}{node}: {}", damage.join(", ")),
+            })
+        })
+        .collect()
+}
+
+/// The servers whose disk the plan damaged (see [`damaged_disk_events`]).
+fn damaged_servers(history: &OccHistory) -> BTreeSet<String> {
+    history
+        .events
+        .iter()
+        .filter_map(|e| e.what.strip_prefix(DAMAGED_DISK))
+        .filter_map(|rest| rest.split(':').next())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The history without the items a lying disk lost writes of, and those items.
 fn without_lost_items(history: &OccHistory) -> (Cow<'_, OccHistory>, BTreeSet<String>) {
     let lost: BTreeSet<String> = history
@@ -244,7 +284,8 @@ pub struct Refusal {
 /// The servers (by node name without incarnation, `server-1`) that were
 /// unavailable by design at some instant of `[from_ns, to_ns]`, each with
 /// the start of that unavailability and its reason. A server is unavailable
-/// from an [`OccEvent::Unavailable`] until its next [`OccEvent::Serving`].
+/// from an [`OccEvent::Unavailable`] until its next [`OccEvent::Serving`],
+/// and only a server whose disk the plan damaged counts ([`DAMAGED_DISK`]).
 pub fn unavailable_between(
     history: &OccHistory,
     from_ns: u64,
@@ -252,11 +293,16 @@ pub fn unavailable_between(
 ) -> BTreeMap<String, Refusal> {
     let mut open: BTreeMap<&str, Refusal> = BTreeMap::new();
     let mut found = BTreeMap::new();
+    let damaged = damaged_servers(history);
     for e in &history.node_events {
         if e.at_ns > to_ns {
             break;
         }
         let server = e.node.split('#').next().unwrap_or(&e.node);
+        // Only a damaged disk excuses a refusal; any other is the model's.
+        if !damaged.contains(server) {
+            continue;
+        }
         match &e.event {
             OccEvent::Unavailable { reason } => {
                 open.entry(server).or_insert(Refusal {

@@ -492,6 +492,7 @@ impl ScenarioDef for Occ {
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
             let mut events = world.events.clone();
             events.extend(check::lost_item_events(world));
+            events.extend(check::damaged_disk_events(world));
             let mut history = recorder.take_history(events);
             let mut counters: std::collections::BTreeMap<String, u64> = Default::default();
             let (mut duplicates, mut fsync_errors, mut unavailable) = (0, 0, 0);

@@ -155,7 +155,7 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
-        if crate::ops::skipped_in("client", index, n).await {
+        if crate::ops::skipped_in("client", client_id % s.clients, n).await {
             continue;
         }
         match kind {
