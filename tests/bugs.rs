@@ -58,6 +58,10 @@ fn each_checker_catches_its_bug() {
         ("skip_crc_on_replay", "linearizability"),
         ("torn_tail_as_end", "linearizability"),
         ("dedup_without_session", "linearizability"),
+        ("rmw_blind_fallback", "increments"),
+        ("same_body_keeps_etag", "E1"),
+        ("restart_drops_partition", "liveness"),
+        ("last_modified_rounded", "linearizability"),
     ] {
         let caught = (0..200).any(|seed| {
             run_with(occ, &hunt_scenario(occ, seed, bug))

@@ -119,6 +119,20 @@ model_bugs! {
     /// Search: `If-None-Match: *` on an existing resource is ignored, so a
     /// create-only PUT overwrites it. Breaks E5.
     search_if_none_match_ignored,
+    /// Client: the read–modify–write helper, after losing a race (412/409),
+    /// falls back to an unconditional put of its new body, which loses the
+    /// winner's update. Every single request is answered correctly.
+    rmw_blind_fallback,
+    /// Store: a put whose body equals the current body keeps the current ETag
+    /// (a "no change" shortcut), so an identical body gets no fresh ETag. Breaks E1.
+    same_body_keeps_etag,
+    /// Server: after a restart, the server stops serving the first partition
+    /// it is asked for after the restart: every request for it gets 503.
+    restart_drops_partition,
+    /// Store: date conditions are evaluated against Last-Modified rounded to
+    /// the nearest second instead of truncated to it (SPEC §0 "Clock
+    /// granularity"), so a date in the item's own second can decide wrongly.
+    last_modified_rounded,
     /// Queues: a poll also returns items another poll reserved. Breaks Q2.
     poll_returns_reserved,
     /// Queues: a poll orders by time and name alone, ignoring the status

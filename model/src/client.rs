@@ -29,8 +29,8 @@ pub struct ClientConfig {
     pub partitions: u32,
     /// Retry budgets and the request timeout.
     pub retry: RetryOptions,
-    /// The seeded bugs: the client reads `retry_write_after_timeout` and
-    /// `ignore_retry_after`.
+    /// The seeded bugs: the client reads `retry_write_after_timeout`,
+    /// `ignore_retry_after` and `rmw_blind_fallback`.
     pub bugs: ModelBugs,
     /// What the network does to the requests the client sends (duplicates,
     /// reordering); none by default.
@@ -160,7 +160,7 @@ impl StoreClient {
             let Some(resp) = wire::from_bytes::<WireResponse>(&self.buf[..len]) else {
                 continue;
             };
-            if resp.req_id != req_id {
+            if resp.req_id != req_id || resp.session != self.session {
                 continue;
             }
             return match resp.reply {
@@ -289,6 +289,7 @@ impl StoreClient {
         max_tries: u32,
         observer: &mut dyn CallObserver,
     ) -> RmwOutcome {
+        let mut lost_race = false;
         for _ in 0..max_tries.max(1) {
             let read = StoreRequest::Read {
                 key: key.clone(),
@@ -310,6 +311,11 @@ impl StoreClient {
                 (FinalOutcome::Response { status }, _) => return RmwOutcome::Failed(*status),
                 _ => return RmwOutcome::Unknown,
             };
+            let conditions = if lost_race && self.cfg.bugs.rmw_blind_fallback {
+                Conditions::none()
+            } else {
+                conditions
+            };
             let put = StoreRequest::Put {
                 key: key.clone(),
                 body,
@@ -318,7 +324,10 @@ impl StoreClient {
             let w = self.observed_call(put, observer).await;
             match w.outcome {
                 FinalOutcome::Response { status: 200 | 201 } => return RmwOutcome::Done,
-                FinalOutcome::Response { status: 412 | 409 } => continue,
+                FinalOutcome::Response { status: 412 | 409 } => {
+                    lost_race = true;
+                    continue;
+                }
                 FinalOutcome::Response { status } => return RmwOutcome::Failed(status),
                 FinalOutcome::Unknown { .. } => return RmwOutcome::Unknown,
             }

@@ -100,8 +100,8 @@ pub struct ServerConfig {
     pub faults: FaultRates,
     /// How long a log sync takes, ms range.
     pub fsync_ms: (u64, u64),
-    /// The seeded bugs: the server reads `ack_before_sync` and hands the set
-    /// to its partitions.
+    /// The seeded bugs: the server reads `ack_before_sync` and
+    /// `restart_drops_partition` and hands the set to its partitions.
     pub bugs: ModelBugs,
     /// What the network does to the answers the server sends.
     pub send: SendPolicy,
@@ -127,6 +127,27 @@ pub struct ServerStats {
     /// Duplicated requests answered from the table of recent outcomes (or
     /// dropped as older than it), not executed.
     pub duplicates: u64,
+    /// What each start-up (and each recovery after a failed sync) found, in
+    /// order, with the time: whoever shares these stats (one server, or
+    /// several) can tell when a server became unavailable and why.
+    #[serde(default)]
+    pub recoveries: Vec<Recovery>,
+}
+
+/// One start-up or in-place recovery of a server and what it found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// True simulated time, ns since the start of the run.
+    pub at_ns: u64,
+    /// The server's own clock then, ms.
+    pub local_ms: u64,
+    /// `None`: the log was sound and the server serves; `Some(reason)`: the
+    /// log is corrupt (not a torn tail) and every partition answers 503
+    /// until a later start-up finds it sound (SPEC: a server may refuse
+    /// service rather than serve from a log it cannot vouch for).
+    pub unavailable: Option<String>,
+    /// Records replayed (0 when unavailable).
+    pub replayed: u64,
 }
 
 /// The partitions rebuilt from the log (empty when it is corrupt), the
@@ -229,6 +250,8 @@ struct ReplyTo<'a> {
     ep: &'a Arc<Endpoint>,
     to: SocketAddr,
     req_id: u64,
+    /// The request's session, echoed in the answer.
+    session: u64,
     /// `(session, req_id)`, or `None` when the table is off (`no_dedup`).
     key: Option<(u64, u64)>,
     send: &'a SendPolicy,
@@ -246,7 +269,7 @@ pub async fn serve(
     let (mut partitions, replayed, mut next_seq, mut damage) = recover(&cfg, log.as_ref());
     tracing::info!("server {} up: replayed {replayed} log records", cfg.bind);
     stats.lock().unwrap_or_else(|e| e.into_inner()).replayed += replayed;
-    report_damage(&cfg, &damage, &stats);
+    report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
     if !cfg.quiet_after_restart.is_zero() {
         sleep(cfg.quiet_after_restart).await;
     }
@@ -262,6 +285,7 @@ pub async fn serve(
     // Reused for every answer and log record.
     let mut out = Vec::new();
     let mut record = Vec::new();
+    let mut dropped: Option<u32> = None;
     loop {
         let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else {
             continue;
@@ -279,6 +303,7 @@ pub async fn serve(
             ep: &ep,
             to: from,
             req_id: req.req_id,
+            session: req.session,
             key,
             send: &cfg.send,
         };
@@ -306,6 +331,19 @@ pub async fn serve(
             };
             send(&to, reply, &mut out, Some(&mut dedup)).await;
             continue;
+        }
+        if cfg.bugs.restart_drops_partition && !cfg.quiet_after_restart.is_zero() {
+            // The seeded bug: the first partition asked for after a restart
+            // (a restart is what waits a quiet time) is never served.
+            if *dropped.get_or_insert(req.partition) == req.partition {
+                let reply = WireReply::Transient {
+                    status: 503,
+                    sub_status: sub_status::NONE,
+                    retry_after_ms: None,
+                };
+                send(&to, reply, &mut out, Some(&mut dedup)).await;
+                continue;
+            }
         }
         let f = &cfg.faults;
         let draw: f64 = rng.gen();
@@ -421,8 +459,9 @@ pub async fn serve(
             if let Some((session, req_id)) = key {
                 dedup.record(session, req_id, None);
             }
-            (partitions, _, next_seq, damage) = recover(&cfg, log.as_ref());
-            report_damage(&cfg, &damage, &stats);
+            let replayed;
+            (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
+            report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
             continue;
         }
         if !cfg.bugs.ack_before_sync {
@@ -431,12 +470,25 @@ pub async fn serve(
     }
 }
 
-/// Logs and counts why the server's partitions are unavailable.
+/// Records what a recovery found, and logs and counts why the server's
+/// partitions are unavailable, if they are.
 fn report_damage(
     cfg: &ServerConfig,
+    replayed: u64,
     damage: &Option<String>,
+    clock: &dyn Clock,
     stats: &std::sync::Mutex<ServerStats>,
 ) {
+    stats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .recoveries
+        .push(Recovery {
+            at_ns: crate::client::sim_now_ns(),
+            local_ms: clock.now_ms(),
+            unavailable: damage.clone(),
+            replayed,
+        });
     if let Some(reason) = damage {
         tracing::error!(
             "server {}: every partition unavailable (503): {reason}",
@@ -461,6 +513,7 @@ async fn send(to: &ReplyTo<'_>, reply: WireReply, out: &mut Vec<u8>, table: Opti
         &WireResponse {
             req_id: to.req_id,
             reply,
+            session: to.session,
         },
     );
     // A send to an unreachable peer is dropped by the network; nothing to do.

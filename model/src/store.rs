@@ -305,7 +305,11 @@ impl Store {
     fn current(&self, key: &ItemKey) -> Option<Current<'_>> {
         self.item(key).map(|item| Current {
             etag: &item.etag,
-            last_modified: item.last_modified,
+            last_modified: if self.bugs.last_modified_rounded {
+                (item.last_modified + 500) / 1000 * 1000
+            } else {
+                item.last_modified
+            },
         })
     }
 
@@ -388,12 +392,18 @@ impl Store {
             Ok(item) => item.is_some(),
         };
         let version = self.last_version(key).unwrap_or(0) + 1;
-        let item = Item {
+        let mut item = Item {
             body: body.to_string(),
             etag: ETag::from_version(version),
             last_modified: now,
             version,
         };
+        if self.bugs.same_body_keeps_etag {
+            if let Some(old) = self.item(key).filter(|old| old.body == body) {
+                item.etag = old.etag.clone();
+                item.version = old.version;
+            }
+        }
         let view = item.view(false);
         let effect = Effect::ItemWritten {
             key: key.clone(),

@@ -57,6 +57,11 @@ pub struct WireResponse {
     pub req_id: u64,
     /// The answer.
     pub reply: WireReply,
+    /// The session of the request answered (`WireRequest::session`): a
+    /// client takes only answers to its own session, so a restarted process
+    /// that got its predecessor's address never takes a late answer to the
+    /// predecessor's request for one of its own (both count ids from 0).
+    pub session: u64,
 }
 
 /// Serialises a wire message.

@@ -44,7 +44,8 @@ pub const BUGS: &[BugInfo] = &[
         name: "ack_before_sync",
         what: "the server acknowledges a write before its log record is durable, so a crash can lose it",
         scenarios: &["occ"],
-        caught_by: &["linearizability"],
+        // A lost write's version is made again by the next write, with the same ETag.
+        caught_by: &["linearizability", "E1"],
     },
     BugInfo {
         name: "etag_reuse",
@@ -62,7 +63,10 @@ pub const BUGS: &[BugInfo] = &[
         name: "retry_fsync_after_error",
         what: "after a failed log sync the server syncs again and acknowledges the write whose bytes the device dropped",
         scenarios: &["occ"],
-        caught_by: &["linearizability"],
+        // The log it leaves behind is corrupt, so the restarted server refuses
+        // service with no damaged disk to excuse it (liveness), or an
+        // acknowledged write is gone (linearizability).
+        caught_by: &["liveness", "linearizability"],
     },
     BugInfo {
         name: "skip_crc_on_replay",
@@ -170,6 +174,30 @@ pub const BUGS: &[BugInfo] = &[
         name: "search_if_none_match_ignored",
         what: "Search: If-None-Match: * on an existing resource is ignored, so a create-only PUT overwrites it",
         scenarios: &["search"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "rmw_blind_fallback",
+        what: "the read-modify-write helper falls back to an unconditional put after losing a race, so an acknowledged increment is lost",
+        scenarios: &["occ"],
+        caught_by: &["increments"],
+    },
+    BugInfo {
+        name: "same_body_keeps_etag",
+        what: "a put of the body an item already has keeps its ETag instead of getting a fresh one",
+        scenarios: &["occ"],
+        caught_by: &["E1", "linearizability"],
+    },
+    BugInfo {
+        name: "restart_drops_partition",
+        what: "a restarted server answers 503 forever to the first partition it is asked for after the restart",
+        scenarios: &["occ"],
+        caught_by: &["liveness"],
+    },
+    BugInfo {
+        name: "last_modified_rounded",
+        what: "date conditions compare against Last-Modified rounded to the nearest second instead of truncated",
+        scenarios: &["occ"],
         caught_by: &["linearizability"],
     },
     BugInfo {

@@ -2,10 +2,8 @@
 //! and failures write) for linearizability against the item spec, as
 //! `overcast check` does for kvhist/1 files.
 
-use crate::occ::check::to_lin_ops;
-use crate::occ::history::{Call, Outcome};
-use crate::occ::spec::ItemSpec;
-use overcast_sim::history::{History, HISTORY_VERSION};
+use crate::occ::check::{check_items, OccHistory};
+use overcast_sim::history::HISTORY_VERSION;
 use overcast_sim::lin::{self, Report};
 
 /// Checks an overcast history given as parsed JSON. Errors say in one line
@@ -17,7 +15,7 @@ pub fn check_history(doc: &serde_json::Value, opts: &lin::Options) -> Result<Rep
             "not an overcast history: \"version\" must be {HISTORY_VERSION}"
         ));
     }
-    let history: History<Call, Outcome> = serde_json::from_value(doc.clone())
+    let history: OccHistory = serde_json::from_value(doc.clone())
         .map_err(|e| format!("not a valid overcast history: {e}"))?;
     if let Some(o) = history
         .ops
@@ -26,8 +24,7 @@ pub fn check_history(doc: &serde_json::Value, opts: &lin::Options) -> Result<Rep
     {
         return Err(format!("op {} returns before it is invoked", o.id));
     }
-    let (ops, _) = to_lin_ops(&history);
-    let mut report = lin::check(&ItemSpec, &ops, opts);
+    let mut report = check_items(&history, opts);
     // Count what the file holds, not only what the checker could use.
     report.ops = history.ops.len();
     Ok(report)

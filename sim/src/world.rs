@@ -249,6 +249,10 @@ pub struct WorldOutcome {
     /// could not keep: expected, reported, not a bug), by node.
     #[serde(default)]
     pub lost_writes: Vec<(String, LostWrite)>,
+    /// Disk faults injected, by node and kind: which nodes' storage the plan
+    /// actually damaged (a checker may excuse only those).
+    #[serde(default)]
+    pub disk_faults: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 /// Simulated ns since the start of the run (0 outside a simulation).
@@ -388,6 +392,11 @@ where
         for (node, disk) in &faults.disks {
             for (kind, n) in disk.injected() {
                 *o.faults.entry(kind.to_string()).or_default() += n;
+                *o.disk_faults
+                    .entry(node.clone())
+                    .or_default()
+                    .entry(kind.to_string())
+                    .or_default() += n;
             }
             o.lost_writes
                 .extend(disk.lost_writes().into_iter().map(|w| (node.clone(), w)));

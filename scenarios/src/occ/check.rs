@@ -2,26 +2,29 @@
 //! reference spec (E2–E5), ETag freshness (E1), and retry discipline
 //! (R1–R3, [`super::retry`]), each a [`Checker`] of the run's history.
 
-use super::history::{Call, Outcome};
+use super::history::{Call, OccEvent, Outcome};
 use super::retry::{check_retries, RetryCase, RetryRules, Surfaced};
-use super::spec::{ItemOp, ItemResult, ItemSpec};
+use super::spec::{Cond, ItemOp, ItemResult, ItemSpec, Match, Orphan, Tag};
+use super::workload::is_probe;
 use overcast_model::partition::Effect;
 use overcast_model::retry::RetryOptions;
 use overcast_model::store;
+use overcast_model::wire;
 use overcast_sim::check::fresh::check_fresh;
+use overcast_sim::check::LIVENESS;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
-use overcast_sim::history::History;
+use overcast_sim::history::{AttemptResult, History, OpRecord};
 use overcast_sim::lin::{self, Operation};
 use overcast_sim::world::{WorldEvent, WorldOutcome};
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasherDefault;
 
 /// std's SipHash with its fixed default keys: the same hashes in every run.
 type FixedState = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// The history `occ` records.
-pub type OccHistory = History<Call, Outcome>;
+pub type OccHistory = History<Call, Outcome, OccEvent>;
 
 /// Linearizability of every item against [`ItemSpec`].
 pub struct Linearizability {
@@ -38,8 +41,7 @@ impl Checker<OccHistory> for Linearizability {
 
     fn check(&self, history: &OccHistory) -> Checked {
         let (history, lost) = without_lost_items(history);
-        let (ops, _) = to_lin_ops(&history);
-        let report = lin::check(&ItemSpec, &ops, &self.options);
+        let report = check_items(&history, &self.options);
         let verdict = match report.verdict {
             lin::Verdict::Linearizable => Verdict::Held,
             lin::Verdict::Unknown => Verdict::Undecided {
@@ -77,7 +79,7 @@ impl Checker<OccHistory> for Linearizability {
 }
 
 /// E1: every successful write's ETag is new for its item, and one ETag
-/// always names one version.
+/// never stands for two bodies.
 pub struct EtagFreshness;
 
 impl Checker<OccHistory> for EtagFreshness {
@@ -87,8 +89,7 @@ impl Checker<OccHistory> for EtagFreshness {
 
     fn check(&self, history: &OccHistory) -> Checked {
         let (history, lost) = without_lost_items(history);
-        let (_, e1) = etag_versions(&history);
-        let checked = Checked::new(Verdict::from_violations(e1.into_iter().collect()));
+        let checked = Checked::new(Verdict::from_violations(e1(&history).into_iter().collect()));
         match lost_note(&lost) {
             note if note.is_empty() => checked,
             note => checked.with_note(note.trim_start_matches(", ").to_string()),
@@ -133,6 +134,46 @@ pub fn lost_item_events(world: &WorldOutcome) -> Vec<WorldEvent> {
             at_ns: world.sim_ns,
             what: format!("{LOST_ITEM}{item} on {node}"),
         })
+        .collect()
+}
+
+/// What marks, in the history's world events, a server whose disk the plan
+/// damaged in a way that can leave a log recovery cannot read.
+pub const DAMAGED_DISK: &str = "disk damaged on ";
+
+/// One event per server whose disk had a write flipped, misdirected or lost
+/// by the plan: only those may refuse service by design (a corrupt log); an
+/// unavailable server whose disk was never damaged corrupted its own log.
+pub fn damaged_disk_events(world: &WorldOutcome) -> Vec<WorldEvent> {
+    world
+        .disk_faults
+        .iter()
+        .filter_map(|(node, kinds)| {
+            let damage: Vec<String> = ["flip_on_write", "misdirected_write", "lost_write"]
+                .iter()
+                .filter_map(|k| {
+                    kinds
+                        .get(*k)
+                        .filter(|n| **n > 0)
+                        .map(|n| format!("{k}×{n}"))
+                })
+                .collect();
+            (!damage.is_empty()).then(|| WorldEvent {
+                at_ns: world.sim_ns,
+                what: format!("{DAMAGED_DISK}{node}: {}", damage.join(", ")),
+            })
+        })
+        .collect()
+}
+
+/// The servers whose disk the plan damaged (see [`damaged_disk_events`]).
+fn damaged_servers(history: &OccHistory) -> BTreeSet<String> {
+    history
+        .events
+        .iter()
+        .filter_map(|e| e.what.strip_prefix(DAMAGED_DISK))
+        .filter_map(|rest| rest.split(':').next())
+        .map(str::to_string)
         .collect()
 }
 
@@ -197,103 +238,578 @@ impl Checker<OccHistory> for RetryDiscipline {
     }
 }
 
-/// The version each (item, ETag) names, from the successful responses that
-/// carried both: looked up, never iterated (a fixed hasher; ETags share a
-/// long prefix, which makes ordered lookups slow).
-type VersionMap<'a> = HashMap<(&'a str, &'a str), (u64, u64), FixedState>;
+/// Where the probe ran: the window after the heal in which it had to
+/// finish, and which items live on which server.
+#[derive(Clone, Debug)]
+pub struct ProbeSetup {
+    /// Servers in the run (partition `p` is on server `p % servers`).
+    pub servers: usize,
+    /// Partitions in the run.
+    pub partitions: u32,
+    /// Every item the probe must reach.
+    pub items: Vec<String>,
+    /// The bound, ms after the probe's start.
+    pub bound_ms: u64,
+}
 
-/// The ETag-to-version map and E1 (freshness and one version per ETag).
-fn etag_versions(history: &OccHistory) -> (VersionMap<'_>, Option<Violation>) {
-    let mut version_of: VersionMap<'_> = HashMap::default();
-    let mut e1 = None;
-    let mut produced = Vec::new();
-    for o in &history.ops {
-        if let Some(Outcome::Response {
-            status: 200 | 201,
-            etag: Some(e),
-            version: Some(v),
-            ..
-        }) = &o.result
-        {
-            if o.call.op == "put" {
-                produced.push((o.key.as_str(), e.as_str(), o.id));
-            }
-            let (first_v, first_op) = *version_of
-                .entry((o.key.as_str(), e.as_str()))
-                .or_insert((*v, o.id));
-            if first_v != *v && e1.is_none() {
-                e1 = Some(Violation {
-                    property: "E1".into(),
-                    message: format!("item {}: the ETag {e} named version {first_v} (op {first_op}) and version {v} (op {})", o.key, o.id),
-                    ops: vec![first_op, o.id],
+impl ProbeSetup {
+    /// The server node (`server-1`) that holds `item`'s partition.
+    fn server_of(&self, item: &str) -> String {
+        let p = wire::partition_of(item, self.partitions) as usize;
+        format!("server-{}", p % self.servers.max(1))
+    }
+
+    /// When the probe started (its first call) and the end of its bound.
+    fn window(&self, history: &OccHistory) -> Option<(u64, u64)> {
+        let start = history
+            .ops
+            .iter()
+            .filter(|o| is_probe(o.client))
+            .map(|o| o.invoke_ns)
+            .min()?;
+        Some((start, start + self.bound_ms * 1_000_000))
+    }
+}
+
+/// A server that declared itself unavailable by design (its log found
+/// corrupt), from the history's node events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// When it became unavailable, true ns.
+    pub since_ns: u64,
+    /// Why, as the server said.
+    pub reason: String,
+}
+
+/// The servers (by node name without incarnation, `server-1`) that were
+/// unavailable by design at some instant of `[from_ns, to_ns]`, each with
+/// the start of that unavailability and its reason. A server is unavailable
+/// from an [`OccEvent::Unavailable`] until its next [`OccEvent::Serving`],
+/// and only a server whose disk the plan damaged counts ([`DAMAGED_DISK`]).
+pub fn unavailable_between(
+    history: &OccHistory,
+    from_ns: u64,
+    to_ns: u64,
+) -> BTreeMap<String, Refusal> {
+    let mut open: BTreeMap<&str, Refusal> = BTreeMap::new();
+    let mut found = BTreeMap::new();
+    let damaged = damaged_servers(history);
+    for e in &history.node_events {
+        if e.at_ns > to_ns {
+            break;
+        }
+        let server = e.node.split('#').next().unwrap_or(&e.node);
+        // Only a damaged disk excuses a refusal; any other is the model's.
+        if !damaged.contains(server) {
+            continue;
+        }
+        match &e.event {
+            OccEvent::Unavailable { reason } => {
+                open.entry(server).or_insert(Refusal {
+                    since_ns: e.at_ns,
+                    reason: reason.clone(),
                 });
+            }
+            OccEvent::Serving { .. } => {
+                if let Some(r) = open.remove(server) {
+                    if e.at_ns >= from_ns {
+                        found.entry(server.to_string()).or_insert(r);
+                    }
+                }
             }
         }
     }
-    (version_of, check_fresh("E1", produced).or(e1))
+    for (server, r) in open {
+        found.entry(server.to_string()).or_insert(r);
+    }
+    found
 }
 
-/// Turns the history into the checker's operations (ETags replaced by the
-/// versions they name), and checks E1 on the way: every successful write's
-/// ETag is new for its item, and one ETag always names one version.
-pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, Option<Violation>) {
-    let (version_of, e1) = etag_versions(history);
+/// "k3, k5 not judged: server-1 unavailable since 12.3 s (reason)", one
+/// clause per server, for the items `excused` maps to their server.
+fn excused_note(
+    excused: &BTreeMap<String, Vec<&str>>,
+    refusals: &BTreeMap<String, Refusal>,
+) -> String {
+    excused
+        .iter()
+        .map(|(server, items)| {
+            let r = &refusals[server];
+            format!(
+                "{} not judged: {server} unavailable since {} ({})",
+                items.join(", "),
+                secs(r.since_ns),
+                r.reason
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The application's invariant over the counter items (`n0`, ...), judged
+/// on the probe's final read after the heal: every acknowledged increment's
+/// token is in the body exactly once, every unknown one at most once, and no
+/// other token is there. A counter the probe could not read because its
+/// server was unavailable by design during the probe is not judged, and the
+/// note says so; items a lying disk lost writes of are not judged either.
+pub struct Increments {
+    /// Where the probe ran.
+    pub probe: ProbeSetup,
+}
+
+/// What became of one increment token, from the puts that carried it.
+#[derive(Clone, Copy, Debug, Default)]
+struct TokenFate {
+    acked: bool,
+    unknown: bool,
+}
+
+impl Checker<OccHistory> for Increments {
+    fn properties(&self) -> &'static [&'static str] {
+        &["increments"]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let (history, lost) = without_lost_items(history);
+        let mut fates: BTreeMap<&str, BTreeMap<&str, TokenFate>> = BTreeMap::new();
+        let mut finals: BTreeMap<&str, &OpRecord<Call, Outcome>> = BTreeMap::new();
+        for o in &history.ops {
+            if !o.key.starts_with('n') {
+                continue;
+            }
+            if is_probe(o.client) {
+                if o.call.op == "read"
+                    && matches!(
+                        o.result,
+                        Some(Outcome::Response {
+                            status: 200 | 404,
+                            ..
+                        })
+                    )
+                    && finals
+                        .get(o.key.as_str())
+                        .is_none_or(|f| f.invoke_ns < o.invoke_ns)
+                {
+                    finals.insert(&o.key, o);
+                }
+                continue;
+            }
+            let Some(token) = o
+                .call
+                .body
+                .as_deref()
+                .and_then(|b| b.split_whitespace().last())
+            else {
+                continue;
+            };
+            let fate = fates.entry(&o.key).or_default().entry(token).or_default();
+            match &o.result {
+                None => fate.unknown = true,
+                Some(Outcome::Response {
+                    status: 200 | 201, ..
+                }) => fate.acked = true,
+                _ => {}
+            }
+        }
+        let refusals = match self.probe.window(&history) {
+            Some((from, to)) => unavailable_between(&history, from, to),
+            None => BTreeMap::new(),
+        };
+        let mut excused: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        let mut judged = 0;
+        let mut violations = Vec::new();
+        for (item, tokens) in &fates {
+            let Some(last) = finals.get(item) else {
+                let server = self.probe.server_of(item);
+                if refusals.contains_key(&server) {
+                    excused.entry(server).or_default().push(item);
+                    continue;
+                }
+                return Checked::new(Verdict::Undecided {
+                    reason: format!("the probe never read {item} after the heal"),
+                });
+            };
+            judged += 1;
+            let body = match &last.result {
+                Some(Outcome::Response { body, .. }) => body.as_deref().unwrap_or(""),
+                _ => "",
+            };
+            let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+            for t in body.split_whitespace() {
+                *count.entry(t).or_default() += 1;
+            }
+            let mut bad = |message: String| {
+                violations.push(Violation {
+                    property: "increments".into(),
+                    message,
+                    ops: vec![last.id],
+                })
+            };
+            for (token, fate) in tokens {
+                let n = count.get(token).copied().unwrap_or(0);
+                if fate.acked && n != 1 {
+                    bad(format!("{item}: the increment {token} was acknowledged, but the final body (op {}) holds it {n} times", last.id));
+                } else if !fate.acked && fate.unknown && n > 1 {
+                    bad(format!("{item}: the increment {token} (outcome unknown) is in the final body (op {}) {n} times", last.id));
+                }
+            }
+            for (token, n) in &count {
+                let known = tokens.get(token).is_some_and(|f| f.acked || f.unknown);
+                if !known {
+                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id));
+                }
+            }
+        }
+        let note = [
+            format!("{judged} counters"),
+            excused_note(&excused, &refusals),
+            lost_note(&lost).trim_start_matches(", ").to_string(),
+        ]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+        if fates.is_empty() {
+            // Nothing to judge is not a pass the check earned: say so.
+            return Checked::new(Verdict::Held).with_note("no increments in this run".to_string());
+        }
+        if judged == 0 && violations.is_empty() {
+            return Checked::new(Verdict::Undecided {
+                reason: format!("no counter could be judged: {note}"),
+            });
+        }
+        Checked::new(Verdict::from_violations(violations)).with_note(note)
+    }
+}
+
+/// Liveness after the heal: the probe read and conditionally wrote every
+/// item within its bound. A failure names the item, the operation pending,
+/// what the probe last heard and from which server. An item whose server
+/// was unavailable by design during the probe (its log corrupt, a typed
+/// node event) is not judged, and the note says so; any other
+/// unavailability is a failure.
+pub struct ProbeLiveness {
+    /// Where the probe ran.
+    pub probe: ProbeSetup,
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+impl Checker<OccHistory> for ProbeLiveness {
+    fn properties(&self) -> &'static [&'static str] {
+        &[LIVENESS]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let probe: Vec<&OpRecord<Call, Outcome>> =
+            history.ops.iter().filter(|o| is_probe(o.client)).collect();
+        let violation = |message: String, ops: Vec<u64>| Violation {
+            property: LIVENESS.into(),
+            message,
+            ops,
+        };
+        let at = |what: &str| {
+            history
+                .events
+                .iter()
+                .find(|e| e.what == what)
+                .map(|e| e.at_ns)
+        };
+        let run_end = at("end").unwrap_or(u64::MAX);
+        let Some((start, end)) = self.probe.window(history) else {
+            let quiet = run_end.saturating_sub(at("heal").unwrap_or(0));
+            if quiet < self.probe.bound_ms * 1_000_000 {
+                return Checked::new(Verdict::Undecided {
+                    reason: format!(
+                        "the run ended {} after the heal, before the probe started (the quiet phase is shorter than the probe's bound of {} ms)",
+                        secs(quiet),
+                        self.probe.bound_ms
+                    ),
+                });
+            }
+            return Checked::new(Verdict::Broken {
+                violations: vec![violation(
+                    "the probe never ran after the heal".into(),
+                    vec![],
+                )],
+            });
+        };
+        let refusals = unavailable_between(history, start, end);
+        let mut excused: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        let mut judged = 0;
+        let mut violations = Vec::new();
+        for item in &self.probe.items {
+            let ops: Vec<_> = probe.iter().filter(|o| &o.key == item).collect();
+            let done = |op: &str, ok: &[u16]| {
+                ops.iter().any(|o| {
+                    o.call.op == op
+                        && o.return_ns.is_some_and(|r| r <= end)
+                        && matches!(&o.result, Some(Outcome::Response { status, .. }) if ok.contains(status))
+                })
+            };
+            let pending = if !done("read", &[200, 404]) {
+                "read"
+            } else if !done("put", &[200, 201]) {
+                "conditional write"
+            } else {
+                judged += 1;
+                continue;
+            };
+            let name = self.probe.server_of(item);
+            if refusals.contains_key(&name) {
+                excused.entry(name).or_default().push(item);
+                continue;
+            }
+            judged += 1;
+            if run_end < end {
+                return Checked::new(Verdict::Undecided {
+                    reason: format!(
+                        "the run ended {} after the probe started, before its bound of {} ms (the quiet phase is too short)",
+                        secs(run_end - start),
+                        self.probe.bound_ms
+                    ),
+                });
+            }
+            let since = ops.first().map_or(end, |o| o.invoke_ns);
+            let heard = match ops.last() {
+                None => format!("the probe never reached it ({name} serves it)"),
+                Some(o) => match o.attempts.last() {
+                    None => format!(
+                        "its last call (from {}) had no answer by the end of the run ({name} serves it)",
+                        secs(o.invoke_ns)
+                    ),
+                    Some(a) => match &a.result {
+                        AttemptResult::Timeout => format!(
+                            "its last attempt (at {}) timed out waiting for {name}",
+                            secs(a.sent_ns)
+                        ),
+                        AttemptResult::Status { status, .. } => {
+                            format!(
+                                "its last attempt (at {}) was answered {status} by {name}",
+                                secs(a.sent_ns)
+                            )
+                        }
+                    },
+                },
+            };
+            let restarted = history
+                .events
+                .iter()
+                .filter(|e| e.what == format!("restart {name}"))
+                .map(|e| e.at_ns)
+                .next_back()
+                .map_or(String::new(), |t| {
+                    format!(", which restarted at {}", secs(t))
+                });
+            violations.push(violation(
+                format!(
+                    "probe: {pending} of {item} pending since {} (bound {} ms after the probe started at {}); {heard}{restarted}",
+                    secs(since.min(end)),
+                    self.probe.bound_ms,
+                    secs(start),
+                ),
+                ops.last().map(|o| vec![o.id]).unwrap_or_default(),
+            ));
+        }
+        let note = excused_note(&excused, &refusals);
+        if judged == 0 {
+            return Checked::new(Verdict::Undecided {
+                reason: format!("no item could be judged: {note}"),
+            });
+        }
+        let checked = Checked::new(Verdict::from_violations(violations));
+        if note.is_empty() {
+            checked
+        } else {
+            checked.with_note(note)
+        }
+    }
+}
+
+/// Checks every item of the history against [`ItemSpec`]. The checker's
+/// version claims come from the model's version numbers; a "linearizable"
+/// verdict is a witness replayed through [`ItemSpec`]'s steps (ETags, bodies,
+/// statuses and dates only), and any other verdict is confirmed by a search
+/// without claims, so no verdict rests on those numbers.
+pub fn check_items(history: &OccHistory, options: &lin::Options) -> lin::Report {
+    let (ops, mut spec) = to_lin_ops(history);
+    spec.use_hints = true;
+    let report = lin::check(&spec, &ops, options);
+    if report.verdict == lin::Verdict::Linearizable {
+        return report;
+    }
+    spec.use_hints = false;
+    lin::check(&spec, &ops, options)
+}
+
+/// E1 from the responses alone: every successful put's ETag is new for its
+/// item, and one ETag never shows two bodies (equal ETag ⇔ same version).
+fn e1(history: &OccHistory) -> Option<Violation> {
+    let mut produced = Vec::new();
+    let mut body_of: HashMap<(&str, &str), (&str, u64), FixedState> = HashMap::default();
+    for o in &history.ops {
+        let Some(Outcome::Response {
+            status,
+            etag: Some(e),
+            body,
+            ..
+        }) = &o.result
+        else {
+            continue;
+        };
+        let shown = match (o.call.op.as_str(), status) {
+            ("put", 200 | 201) => {
+                produced.push((o.key.as_str(), e.as_str(), o.id));
+                o.call.body.as_deref()
+            }
+            ("read", 200) => body.as_deref(),
+            _ => None,
+        };
+        let Some(shown) = shown else { continue };
+        let (first, first_op) = *body_of
+            .entry((o.key.as_str(), e.as_str()))
+            .or_insert((shown, o.id));
+        if first != shown {
+            return Some(Violation {
+                property: "E1".into(),
+                message: format!(
+                    "item {}: the ETag {e} stood for the body {first:?} (op {first_op}) and for {shown:?} (op {})",
+                    o.key, o.id
+                ),
+                ops: vec![first_op, o.id],
+            });
+        }
+    }
+    check_fresh("E1", produced)
+}
+
+/// The version the model says each (item, ETag) is, from the responses that
+/// carried both: a hint for the fast path, never judged.
+type Hints<'a> = HashMap<(&'a str, &'a str), u64, FixedState>;
+
+/// Interns ETags (quotes ignored) into [`Tag`]s.
+#[derive(Default)]
+struct Interner<'a> {
+    ids: HashMap<&'a str, Tag, FixedState>,
+    names: Vec<String>,
+}
+
+impl<'a> Interner<'a> {
+    fn tag(&mut self, etag: &'a str) -> Tag {
+        let bare = etag.trim_matches('"');
+        if let Some(t) = self.ids.get(bare) {
+            return *t;
+        }
+        let t = self.names.len() as Tag;
+        self.names.push(etag.to_string());
+        self.ids.insert(bare, t);
+        t
+    }
+
+    fn header(&mut self, h: &'a Option<String>) -> Option<Match> {
+        h.as_deref().map(|h| match h.trim() {
+            "*" => Match::Any,
+            list => Match::Tags(list.split(',').map(|e| self.tag(e.trim())).collect()),
+        })
+    }
+}
+
+fn seconds(ms: &Option<Vec<u64>>) -> Option<Vec<u64>> {
+    ms.as_ref().map(|d| d.iter().map(|t| t / 1000).collect())
+}
+
+/// True for a status SPEC §4 says means "not executed" (or the SDK gave
+/// up without an answer): such an operation says nothing about the item.
+fn not_executed(status: u16) -> bool {
+    matches!(status, 408 | 410 | 429 | 449 | 503)
+}
+
+/// Turns the history into the checker's operations and the spec that judges
+/// them (which knows the ETag strings for its reports). Only operations that
+/// ended in a "not executed" status are left out; unknown outcomes stay.
+pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, ItemSpec) {
+    let mut tags = Interner::default();
+    let mut hints: Hints<'_> = HashMap::default();
+    // ETags some acknowledged put produced, and every version a response showed.
+    let mut acked: HashMap<(&str, Tag), (), FixedState> = HashMap::default();
+    let mut shown: Vec<(&str, Orphan)> = Vec::new();
+    for o in &history.ops {
+        if let Some(Outcome::Response {
+            status,
+            etag: Some(e),
+            version,
+            last_modified,
+            ..
+        }) = &o.result
+        {
+            let t = tags.tag(e);
+            if let Some(v) = version {
+                hints.entry((o.key.as_str(), e.as_str())).or_insert(*v);
+            }
+            if o.call.op == "put" && matches!(status, 200 | 201) {
+                acked.insert((o.key.as_str(), t), ());
+            } else {
+                shown.push((
+                    o.key.as_str(),
+                    Orphan {
+                        etag: t,
+                        last_modified: last_modified.map(|ms| ms / 1000),
+                    },
+                ));
+            }
+        }
+    }
+    let mut orphans: BTreeMap<&str, Vec<Orphan>> = BTreeMap::new();
+    for (key, orphan) in shown {
+        if !acked.contains_key(&(key, orphan.etag)) {
+            let list = orphans.entry(key).or_default();
+            if !list.contains(&orphan) {
+                list.push(orphan);
+            }
+        }
+    }
     let mut ops = Vec::new();
     for o in &history.ops {
-        let version = |etag: &Option<String>| {
-            etag.as_ref()
-                .and_then(|e| version_of.get(&(o.key.as_str(), e.as_str())).map(|v| v.0))
+        let cond = Cond {
+            if_match: tags.header(&o.call.if_match),
+            if_none_match: tags.header(&o.call.if_none_match),
+            if_modified_since: seconds(&o.call.if_modified_since),
+            if_unmodified_since: seconds(&o.call.if_unmodified_since),
         };
-        let input = match o.call.op.as_str() {
-            "read" => match &o.call.if_none_match {
-                None => ItemOp::Read,
-                Some(_) => match version(&o.call.if_none_match) {
-                    Some(v) => ItemOp::ReadIfNoneMatch(v),
-                    None => continue,
+        let input = match (o.call.op.as_str(), &o.call.body) {
+            ("read", _) => ItemOp::Read(cond),
+            ("put", Some(body)) => ItemOp::Put {
+                body: body.clone(),
+                cond,
+                orphans: if o.result.is_none() {
+                    orphans.get(o.key.as_str()).cloned().unwrap_or_default()
+                } else {
+                    Vec::new()
                 },
             },
-            "put" => match (&o.call.if_match, &o.call.if_none_match, &o.call.body) {
-                (None, None, Some(b)) => ItemOp::Put(b.clone()),
-                (None, Some(star), Some(b)) if star == "*" => ItemOp::Create(b.clone()),
-                (Some(_), None, Some(b)) => match version(&o.call.if_match) {
-                    Some(v) => ItemOp::PutIfVersion(v, b.clone()),
-                    None => continue,
-                },
-                _ => continue,
-            },
-            "delete" => match &o.call.if_match {
-                None => ItemOp::Delete,
-                Some(_) => match version(&o.call.if_match) {
-                    Some(v) => ItemOp::DeleteIfVersion(v),
-                    None => continue,
-                },
-            },
+            ("delete", _) => ItemOp::Delete(cond),
             _ => continue,
         };
         let output = match &o.result {
             None => None,
             Some(Outcome::TimedOut) => continue,
+            Some(Outcome::Response { status, .. }) if not_executed(*status) => continue,
             Some(Outcome::Response {
                 status,
+                etag,
                 body,
-                version,
+                last_modified,
                 ..
-            }) => Some(match (&input, status) {
-                (ItemOp::Read, 200) => {
-                    ItemResult::Present(body.clone().unwrap_or_default(), version.unwrap_or(0))
-                }
-                (ItemOp::ReadIfNoneMatch(_), 200) => {
-                    ItemResult::Present(body.clone().unwrap_or_default(), version.unwrap_or(0))
-                }
-                (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), 404) => ItemResult::Absent,
-                (ItemOp::ReadIfNoneMatch(_), 304) => ItemResult::NotModified,
-                (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), _) => continue,
-                (_, 200..=202) => ItemResult::Ok(*version),
-                (_, 412) => ItemResult::PreconditionFailed,
-                (_, 409) => ItemResult::Conflict,
-                (ItemOp::Delete, 404) => ItemResult::NotFound,
-                // 429, 449, 503 (and 410 surfaced as 503): rejected, not executed.
-                _ => continue,
+            }) => Some(ItemResult {
+                status: *status,
+                etag: etag.as_deref().map(|e| tags.tag(e)),
+                body: body.clone(),
+                last_modified: last_modified.map(|ms| ms / 1000),
+                hint: etag
+                    .as_deref()
+                    .and_then(|e| hints.get(&(o.key.as_str(), e)).copied()),
             }),
         };
         ops.push(Operation {
@@ -310,11 +826,59 @@ pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, 
             output,
         });
     }
-    (ops, e1)
+    (
+        ops,
+        ItemSpec {
+            tags: tags.names,
+            use_hints: false,
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::run::run;
+    use crate::scenario::Scenario;
+
+    /// Replaces every version number the model sent by a wrong one.
+    fn scramble_versions(h: &mut OccHistory) {
+        for o in &mut h.ops {
+            if let Some(Outcome::Response {
+                version: Some(v), ..
+            }) = &mut o.result
+            {
+                *v = (*v * 7 + 3) % 5;
+            }
+        }
+    }
+
+    fn verdict(h: &OccHistory) -> lin::Verdict {
+        let opts = lin::Options {
+            parallel: false,
+            ..lin::Options::default()
+        };
+        check_items(h, &opts).verdict
+    }
+
+    #[test]
+    fn no_verdict_depends_on_the_version_numbers_the_model_sends() {
+        let mut s = Scenario::named("occ", 3).unwrap();
+        s.params["ops_per_client"] = 40.into();
+        let mut good: OccHistory = serde_json::from_str(&run(&s).history.to_json()).unwrap();
+        assert_eq!(verdict(&good), lin::Verdict::Linearizable);
+        scramble_versions(&mut good);
+        assert_eq!(verdict(&good), lin::Verdict::Linearizable);
+        s.bugs = vec!["skip_if_match".into()];
+        let mut bad: OccHistory = serde_json::from_str(&run(&s).history.to_json()).unwrap();
+        assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);
+        scramble_versions(&mut bad);
+        assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);
+    }
+}
+
+#[cfg(test)]
+mod lost_tests {
     use super::*;
     use overcast_model::conditions::ETag;
     use overcast_model::store::{Item, ItemKey};
@@ -333,6 +897,8 @@ mod tests {
                 body: put.map(str::to_string),
                 if_match: None,
                 if_none_match: None,
+                if_modified_since: None,
+                if_unmodified_since: None,
             },
             invoke_ns: id * 10,
             return_ns: Some(id * 10 + 5),
@@ -347,6 +913,7 @@ mod tests {
             etag: Some(ETag::from_version(version).0),
             version: Some(version),
             body: body.map(str::to_string),
+            last_modified: Some(0),
         }
     }
 
@@ -366,6 +933,7 @@ mod tests {
                         etag: None,
                         version: None,
                         body: None,
+                        last_modified: None,
                     },
                 ),
                 op(3, "k2", Some("b"), ok(201, 1, None)),

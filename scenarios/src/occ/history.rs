@@ -24,6 +24,12 @@ pub struct Call {
     /// `If-None-Match` (an ETag or `*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub if_none_match: Option<String>,
+    /// `If-Modified-Since`: every date the header listed, ms on the sender's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_modified_since: Option<Vec<u64>>,
+    /// `If-Unmodified-Since`, as `if_modified_since`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_unmodified_since: Option<Vec<u64>>,
 }
 
 fn header(m: &Option<EtagMatch>) -> Option<String> {
@@ -62,6 +68,8 @@ impl Call {
             body,
             if_match: c.and_then(|c| header(&c.if_match)),
             if_none_match: c.and_then(|c| header(&c.if_none_match)),
+            if_modified_since: c.and_then(|c| c.if_modified_since.clone()),
+            if_unmodified_since: c.and_then(|c| c.if_unmodified_since.clone()),
         }
     }
 }
@@ -83,6 +91,9 @@ pub enum Outcome {
         /// Body (200 reads).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         body: Option<String>,
+        /// Last-Modified, ms on the server's clock (whenever the response had an item).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_modified: Option<u64>,
     },
     /// A read whose timeout retries ran out. No longer produced (a read's timeouts now end
     /// as 503, SPEC §4.1 row 408); kept so that older history files still load.
@@ -101,6 +112,7 @@ impl Outcome {
                     etag: item.map(|i| i.etag.0.clone()),
                     version: item.map(|i| i.version),
                     body: item.and_then(|i| i.body.clone()),
+                    last_modified: item.map(|i| i.last_modified),
                 })
             }
         }
@@ -125,3 +137,28 @@ pub fn attempt(a: &AttemptLog) -> Attempt {
         },
     }
 }
+
+/// What a node of `occ` reported about itself: the history's typed node
+/// events (`History::node_events`), with the node, the true time and the
+/// node's own clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum OccEvent {
+    /// A server's start-up (or its recovery after a failed log sync) found
+    /// the log sound: it serves, having replayed this many records.
+    Serving {
+        /// Log records replayed.
+        replayed: u64,
+    },
+    /// A server's start-up (or recovery) found its log corrupt, not merely
+    /// torn at the end: it answers every request 503 until a later start-up
+    /// finds the log sound. Unavailable by design (SPEC allows a server to
+    /// refuse service rather than serve from a log it cannot vouch for).
+    Unavailable {
+        /// Why, as the log's recovery put it.
+        reason: String,
+    },
+}
+
+/// The recorder `occ`'s nodes write into.
+pub type OccRecorder = overcast_sim::history::Recorder<Call, Outcome, OccEvent>;

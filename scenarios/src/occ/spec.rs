@@ -1,93 +1,425 @@
-//! The reference spec the linearizability checker holds the store to: one
-//! register per item with a value (absent or a body) and a version that every
-//! successful write or delete raises by one. Small and written from SPEC §1,
-//! not from the model's code.
+//! The reference spec the linearizability checker holds the store to, written
+//! from SPEC §1.1 (not from the model's code) against the observable contract
+//! only: one register per item holding a body (or nothing), an opaque ETag and
+//! a Last-Modified date in whole seconds. Every status a request can get is
+//! an output the spec judges: 200 / 201 / 202 / 304 / 400 / 404 / 409 / 412,
+//! with the ETag, body and Last-Modified the response carried.
+//!
+//! ETags are opaque: the spec never orders them or reads a number out of
+//! them; it only asks "is this the ETag of the current version?". They are
+//! interned per history ([`Tag`]) so that states stay small. The model's own
+//! version counter reaches the spec only as a hint ([`ItemResult::hint`]) for
+//! the checker's version fast path: [`Spec::step`] never reads it, so every
+//! "linearizable" verdict (a witness replayed through `step`) rests on ETags,
+//! bodies, statuses and dates alone.
 
 use overcast_sim::lin::{Claim, Next, Spec};
 use serde::{Deserialize, Serialize};
 
-/// What a client asked of one item, with ETags already turned into the
-/// versions they name.
+/// An interned ETag: equal ids ⇔ equal ETag strings (quotes ignored).
+pub type Tag = u32;
+
+/// The value of an `If-Match` / `If-None-Match` header.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Match {
+    /// `*`.
+    Any,
+    /// A list of ETags.
+    Tags(Vec<Tag>),
+}
+
+impl Match {
+    fn matches(&self, current: Tag) -> bool {
+        match self {
+            Match::Any => true,
+            Match::Tags(t) => t.contains(&current),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Match::Any => 1,
+            Match::Tags(t) => t.len(),
+        }
+    }
+}
+
+/// The conditional headers of one request; dates in whole seconds (the
+/// resolution of an RFC 1123 date).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Cond {
+    /// `If-Match`.
+    pub if_match: Option<Match>,
+    /// `If-None-Match`.
+    pub if_none_match: Option<Match>,
+    /// `If-Modified-Since` (every value the header listed).
+    pub if_modified_since: Option<Vec<u64>>,
+    /// `If-Unmodified-Since` (every value the header listed).
+    pub if_unmodified_since: Option<Vec<u64>>,
+}
+
+impl Cond {
+    fn count(&self) -> usize {
+        usize::from(self.if_match.is_some())
+            + usize::from(self.if_none_match.is_some())
+            + usize::from(self.if_modified_since.is_some())
+            + usize::from(self.if_unmodified_since.is_some())
+    }
+
+    fn several_dates(&self) -> bool {
+        self.if_modified_since.as_ref().is_some_and(|d| d.len() > 1)
+            || self
+                .if_unmodified_since
+                .as_ref()
+                .is_some_and(|d| d.len() > 1)
+    }
+
+    fn ims(&self) -> Option<u64> {
+        self.if_modified_since
+            .as_ref()
+            .and_then(|d| d.first().copied())
+    }
+
+    fn ius(&self) -> Option<u64> {
+        self.if_unmodified_since
+            .as_ref()
+            .and_then(|d| d.first().copied())
+    }
+
+    /// The dates the headers name (candidate Last-Modified values to try when
+    /// the state's is unknown: `t` and `t + 1` cover both sides of every test).
+    fn dates(&self) -> Vec<u64> {
+        let mut out = vec![0];
+        for t in self.ims().into_iter().chain(self.ius()) {
+            out.push(t);
+            out.push(t + 1);
+        }
+        out
+    }
+}
+
+/// A version some response showed that no acknowledged write produced: the
+/// ETag (and Last-Modified, when known) a write with an unknown outcome may
+/// have got.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Orphan {
+    /// The ETag.
+    pub etag: Tag,
+    /// Its Last-Modified, whole seconds.
+    pub last_modified: Option<u64>,
+}
+
+/// What a client asked of one item.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ItemOp {
-    /// Read the item.
-    Read,
-    /// Read with `If-None-Match` on the ETag of this version: 304 if the item
-    /// is still at it (SPEC §1.1.4, E6).
-    ReadIfNoneMatch(u64),
-    /// Unconditional upsert: last writer wins.
-    Put(String),
-    /// Upsert with `If-None-Match: *`: only if absent.
-    Create(String),
-    /// Upsert with `If-Match`: only if present at this version.
-    PutIfVersion(u64, String),
-    /// Unconditional delete.
-    Delete,
-    /// Delete with `If-Match`: only if present at this version.
-    DeleteIfVersion(u64),
+    /// Get Blob with these conditions (SPEC §1.1.4).
+    Read(Cond),
+    /// Put Blob (an upsert) with these conditions (SPEC §1.1.3).
+    Put {
+        /// The body written.
+        body: String,
+        /// The conditions.
+        cond: Cond,
+        /// If the outcome is unknown: the orphan versions of the item, one of
+        /// which may be the one this write made.
+        orphans: Vec<Orphan>,
+    },
+    /// Delete Blob with these conditions (SPEC §1.1.3).
+    Delete(Cond),
 }
 
-/// What the client saw.
+/// What the client saw: the status and what the response carried.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ItemResult {
-    /// Read: 404.
-    Absent,
-    /// Read: 200 with this body and version.
-    Present(String, u64),
-    /// Conditional read: 304, the item is still at the version named.
-    NotModified,
-    /// Write: 2xx, with the new version if the response carried one.
-    Ok(Option<u64>),
-    /// 412: a condition did not hold.
-    PreconditionFailed,
-    /// 409: `If-None-Match: *` on an existing item.
-    Conflict,
-    /// 404 on a delete: nothing to delete.
-    NotFound,
+pub struct ItemResult {
+    /// The HTTP status.
+    pub status: u16,
+    /// The ETag (200 and 304 reads: current; 200/201 writes: new).
+    pub etag: Option<Tag>,
+    /// The body (200 reads).
+    pub body: Option<String>,
+    /// Last-Modified, whole seconds (when the response had an item).
+    pub last_modified: Option<u64>,
+    /// The version the model says this ETag is: a hint for the fast path
+    /// only, never judged.
+    pub hint: Option<u64>,
 }
 
-/// State of one item: its body (None = absent) and its version.
-pub type ItemState = (Option<String>, u64);
+/// State of one item. `etag: None` on a live item = a version made by a
+/// write whose outcome was unknown and whose ETag nobody saw.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ItemState {
+    /// The body (None = absent).
+    pub body: Option<String>,
+    /// The current ETag, when known.
+    pub etag: Option<Tag>,
+    /// The current Last-Modified (whole seconds), when known.
+    pub last_modified: Option<u64>,
+    /// Successful mutations so far: the spec's own count, for the fast path.
+    pub mutations: u64,
+}
 
-/// The spec (stateless; every item starts absent at version 0).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ItemSpec;
+/// The spec; holds the ETag strings for reports.
+#[derive(Clone, Debug, Default)]
+pub struct ItemSpec {
+    /// The ETag each [`Tag`] stands for.
+    pub tags: Vec<String>,
+    /// Whether to hand the checker version claims from the model's hints
+    /// (its fast path and search pruning trust them); off, the verdict rests
+    /// on [`Spec::step`] alone.
+    pub use_hints: bool,
+}
+
+/// How a write's conditions decide (SPEC §1.1.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decision {
+    Proceed,
+    Refuse(u16),
+}
+
+/// Whether the current ETag is `t`: unknown (`None`) ETags match no header
+/// value, since a client can only name ETags it saw.
+fn is(current: Option<Tag>, m: &Match) -> bool {
+    match (m, current) {
+        (Match::Any, _) => true,
+        (m, Some(c)) => m.matches(c),
+        (_, None) => false,
+    }
+}
+
+/// SPEC §1.1.3 for a write, given the state's Last-Modified `lm`.
+fn write_decision(c: &Cond, s: &ItemState, lm: u64, is_put: bool) -> Decision {
+    // Step 1: the combination, before any state is read.
+    let one_tag = |m: &Option<Match>| m.as_ref().is_none_or(|m| m.len() <= 1);
+    if !one_tag(&c.if_match) || !one_tag(&c.if_none_match) || c.several_dates() {
+        return Decision::Refuse(400);
+    }
+    match c.count() {
+        0 | 1 => {}
+        2 if (c.if_match.is_some() && c.ius().is_some())
+            || (c.if_none_match.is_some() && c.ims().is_some()) => {}
+        _ => return Decision::Refuse(400),
+    }
+    let exists = s.body.is_some();
+    // Step 2: the first header present decides.
+    if let Some(inm) = &c.if_none_match {
+        return match (inm, exists) {
+            (_, false) => Decision::Proceed,
+            (Match::Any, true) => Decision::Refuse(if is_put { 409 } else { 412 }),
+            (m, true) if is(s.etag, m) => Decision::Refuse(412),
+            _ => Decision::Proceed,
+        };
+    }
+    if let Some(im) = &c.if_match {
+        return if exists && is(s.etag, im) {
+            Decision::Proceed
+        } else {
+            Decision::Refuse(412)
+        };
+    }
+    if let (Some(t), true) = (c.ims(), exists) {
+        return if lm <= t {
+            Decision::Refuse(412)
+        } else {
+            Decision::Proceed
+        };
+    }
+    if let (Some(t), true) = (c.ius(), exists) {
+        return if t < lm {
+            Decision::Refuse(412)
+        } else {
+            Decision::Proceed
+        };
+    }
+    Decision::Proceed
+}
+
+/// SPEC §1.1.4 for a read, given the state's Last-Modified `lm`: the status.
+fn read_status(c: &Cond, s: &ItemState, lm: u64) -> u16 {
+    if c.several_dates() || matches!(c.if_none_match, Some(Match::Any)) {
+        return 400;
+    }
+    if s.body.is_none() {
+        return 404;
+    }
+    let im = c.if_match.as_ref().map(|m| is(s.etag, m));
+    let ius = c.ius().map(|t| lm <= t);
+    let inm = c.if_none_match.as_ref().map(|m| !is(s.etag, m));
+    let ims = c.ims().map(|t| t < lm);
+    if im == Some(false) || ius == Some(false) {
+        412
+    } else if (inm == Some(false) && ims != Some(true)) || (ims == Some(false) && inm != Some(true))
+    {
+        304
+    } else {
+        200
+    }
+}
 
 impl ItemSpec {
-    /// Whether the op's condition holds in `s` (so a write would apply).
-    fn applies(op: &ItemOp, s: &ItemState) -> bool {
-        match op {
-            ItemOp::Read | ItemOp::ReadIfNoneMatch(_) => false,
-            ItemOp::Put(_) => true,
-            ItemOp::Create(_) => s.0.is_none(),
-            ItemOp::PutIfVersion(v, _) | ItemOp::DeleteIfVersion(v) => s.0.is_some() && s.1 == *v,
-            ItemOp::Delete => s.0.is_some(),
+    /// The Last-Modified values to evaluate `c` with in `s`: the known one,
+    /// or (unknown) one on each side of every date the headers name.
+    fn lms(c: &Cond, s: &ItemState) -> Vec<u64> {
+        match s.last_modified {
+            Some(lm) => vec![lm],
+            None => c.dates(),
         }
     }
 
-    /// The state after the op applies.
-    fn after(op: &ItemOp, s: &ItemState) -> ItemState {
-        match op {
-            ItemOp::Put(b) | ItemOp::Create(b) | ItemOp::PutIfVersion(_, b) => {
-                (Some(b.clone()), s.1 + 1)
+    /// Whether a read answered `out` in `s`.
+    fn read_ok(c: &Cond, s: &ItemState, out: &ItemResult) -> bool {
+        Self::lms(c, s)
+            .into_iter()
+            .any(|lm| read_status(c, s, lm) == out.status)
+            && match out.status {
+                // An ETag nobody was told by its write is one no response showed
+                // either (every ETag a response showed is an acknowledged write's
+                // or an orphan, which the unknown write's other branches carry).
+                200 => {
+                    out.body == s.body
+                        && out.etag == s.etag
+                        && (s.last_modified.is_none() || out.last_modified == s.last_modified)
+                }
+                304 => {
+                    out.body.is_none()
+                        && out.etag == s.etag
+                        && (s.last_modified.is_none()
+                            || out.last_modified.is_none()
+                            || out.last_modified == s.last_modified)
+                }
+                _ => out.body.is_none() && out.etag.is_none(),
             }
-            ItemOp::Delete | ItemOp::DeleteIfVersion(_) => (None, s.1 + 1),
-            ItemOp::Read | ItemOp::ReadIfNoneMatch(_) => s.clone(),
+    }
+
+    /// The decisions a write's conditions may reach in `s`.
+    fn decisions(c: &Cond, s: &ItemState, is_put: bool) -> Vec<Decision> {
+        let mut d: Vec<Decision> = Self::lms(c, s)
+            .into_iter()
+            .map(|lm| write_decision(c, s, lm, is_put))
+            .collect();
+        d.sort_by_key(|x| match x {
+            Decision::Proceed => 0,
+            Decision::Refuse(s) => *s,
+        });
+        d.dedup();
+        d
+    }
+
+    fn step_put(
+        s: &ItemState,
+        body: &str,
+        c: &Cond,
+        orphans: &[Orphan],
+        out: Option<&ItemResult>,
+    ) -> Next<ItemState> {
+        let decisions = Self::decisions(c, s, true);
+        let may_apply = decisions.contains(&Decision::Proceed);
+        let written = |etag: Option<Tag>, last_modified: Option<u64>| ItemState {
+            body: Some(body.to_string()),
+            etag,
+            last_modified,
+            mutations: s.mutations + 1,
+        };
+        match out {
+            None => {
+                let mut next: Vec<ItemState> = Vec::new();
+                if may_apply {
+                    next.extend(
+                        orphans
+                            .iter()
+                            .map(|o| written(Some(o.etag), o.last_modified)),
+                    );
+                    next.push(written(None, None));
+                }
+                if decisions.iter().any(|d| *d != Decision::Proceed) {
+                    next.push(s.clone());
+                }
+                Next::Many(next)
+            }
+            Some(o) if o.status == 200 || o.status == 201 => {
+                let created = if s.body.is_none() { 201 } else { 200 };
+                match o.etag {
+                    Some(e) if may_apply && o.status == created && s.etag != Some(e) => {
+                        Next::One(written(Some(e), o.last_modified))
+                    }
+                    _ => Next::Illegal,
+                }
+            }
+            Some(o) => {
+                if decisions.contains(&Decision::Refuse(o.status)) && o.etag.is_none() {
+                    Next::One(s.clone())
+                } else {
+                    Next::Illegal
+                }
+            }
         }
     }
 
-    /// The answer the op gets in `s` when it does not apply.
-    fn refusal(op: &ItemOp, s: &ItemState) -> ItemResult {
-        match (op, &s.0) {
-            (ItemOp::ReadIfNoneMatch(v), Some(_)) if s.1 == *v => ItemResult::NotModified,
-            (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), None) => ItemResult::Absent,
-            (ItemOp::Read | ItemOp::ReadIfNoneMatch(_), Some(b)) => {
-                ItemResult::Present(b.clone(), s.1)
+    fn step_delete(s: &ItemState, c: &Cond, out: Option<&ItemResult>) -> Next<ItemState> {
+        let mut decisions = Self::decisions(c, s, false);
+        // Step 4: an absent item that passed its conditions: 404.
+        if s.body.is_none() {
+            for d in &mut decisions {
+                if *d == Decision::Proceed {
+                    *d = Decision::Refuse(404);
+                }
             }
-            (ItemOp::Create(_), _) => ItemResult::Conflict,
-            (ItemOp::Delete, _) => ItemResult::NotFound,
-            _ => ItemResult::PreconditionFailed,
         }
+        let deleted = ItemState {
+            body: None,
+            etag: None,
+            last_modified: None,
+            mutations: s.mutations + 1,
+        };
+        let may_apply = decisions.contains(&Decision::Proceed);
+        match out {
+            None => {
+                let mut next = Vec::new();
+                if may_apply {
+                    next.push(deleted);
+                }
+                if decisions.iter().any(|d| *d != Decision::Proceed) {
+                    next.push(s.clone());
+                }
+                Next::Many(next)
+            }
+            Some(o) if o.status == 202 && may_apply && o.etag.is_none() => Next::One(deleted),
+            Some(o) if decisions.contains(&Decision::Refuse(o.status)) && o.etag.is_none() => {
+                Next::One(s.clone())
+            }
+            Some(_) => Next::Illegal,
+        }
+    }
+
+    fn tag(&self, t: Tag) -> &str {
+        self.tags.get(t as usize).map_or("?", String::as_str)
+    }
+
+    fn describe_match(&self, m: &Match) -> String {
+        match m {
+            Match::Any => "*".into(),
+            Match::Tags(t) => t
+                .iter()
+                .map(|t| self.tag(*t).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
+    fn describe_cond(&self, c: &Cond) -> String {
+        let mut out = String::new();
+        if let Some(m) = &c.if_match {
+            out += &format!(" If-Match: {}", self.describe_match(m));
+        }
+        if let Some(m) = &c.if_none_match {
+            out += &format!(" If-None-Match: {}", self.describe_match(m));
+        }
+        if let Some(d) = &c.if_modified_since {
+            out += &format!(" If-Modified-Since: {d:?} s");
+        }
+        if let Some(d) = &c.if_unmodified_since {
+            out += &format!(" If-Unmodified-Since: {d:?} s");
+        }
+        out
     }
 }
 
@@ -97,99 +429,109 @@ impl Spec for ItemSpec {
     type Output = ItemResult;
 
     fn init(&self, _key: &str) -> ItemState {
-        (None, 0)
+        ItemState {
+            body: None,
+            etag: None,
+            last_modified: None,
+            mutations: 0,
+        }
     }
 
     fn step(&self, s: &ItemState, op: &ItemOp, out: Option<&ItemResult>) -> Next<ItemState> {
-        let applies = Self::applies(op, s);
-        match out {
-            None if applies => Next::One(Self::after(op, s)),
-            None => Next::One(s.clone()),
-            Some(ItemResult::Ok(v)) if applies => {
-                let next = Self::after(op, s);
-                if v.is_some_and(|v| v != next.1) {
-                    Next::Illegal
-                } else {
-                    Next::One(next)
-                }
-            }
-            Some(r) if !applies && *r == Self::refusal(op, s) => Next::One(s.clone()),
-            Some(_) => Next::Illegal,
+        match op {
+            ItemOp::Read(c) => match out {
+                Some(o) if !Self::read_ok(c, s, o) => Next::Illegal,
+                _ => Next::One(s.clone()),
+            },
+            ItemOp::Put {
+                body,
+                cond,
+                orphans,
+            } => Self::step_put(s, body, cond, orphans, out),
+            ItemOp::Delete(c) => Self::step_delete(s, c, out),
+        }
+    }
+
+    fn is_legal(&self, s: &ItemState, op: &ItemOp, out: Option<&ItemResult>) -> bool {
+        match (op, out) {
+            (ItemOp::Read(c), Some(o)) => Self::read_ok(c, s, o),
+            _ => self.step(s, op, out).is_legal(),
         }
     }
 
     fn is_read_only(&self, op: &ItemOp, out: Option<&ItemResult>) -> bool {
-        matches!(op, ItemOp::Read | ItemOp::ReadIfNoneMatch(_))
-            || out.is_some_and(|r| !matches!(r, ItemResult::Ok(_)))
+        matches!(op, ItemOp::Read(_)) || out.is_some_and(|r| !matches!(r.status, 200..=202))
     }
 
     fn version_of(&self, s: &ItemState) -> Option<u64> {
-        Some(s.1)
+        self.use_hints.then_some(s.mutations)
     }
 
     fn claim(&self, op: &ItemOp, out: &ItemResult) -> Claim {
-        match (op, out) {
-            (ItemOp::ReadIfNoneMatch(v), ItemResult::NotModified) => Claim::At(*v),
-            (_, ItemResult::Present(_, v)) => Claim::At(*v),
-            (_, ItemResult::Ok(Some(v))) => Claim::Produced(*v),
-            // A conditional delete succeeds only at version v and leaves v + 1.
-            (ItemOp::DeleteIfVersion(v), ItemResult::Ok(None)) => Claim::Produced(v + 1),
+        if !self.use_hints {
+            return Claim::None;
+        }
+        match (op, out.status, out.hint) {
+            (ItemOp::Read(_), 200 | 304, Some(v)) => Claim::At(v),
+            (ItemOp::Put { .. }, 200 | 201, Some(v)) => Claim::Produced(v),
             _ => Claim::None,
         }
     }
 
     fn describe_op(&self, op: &ItemOp, out: Option<&ItemResult>) -> String {
         let call = match op {
-            ItemOp::Read => "read".to_string(),
-            ItemOp::ReadIfNoneMatch(v) => format!("read If-None-Match v{v}"),
-            ItemOp::Put(b) => format!("put {b:?}"),
-            ItemOp::Create(b) => format!("create {b:?} (If-None-Match: *)"),
-            ItemOp::PutIfVersion(v, b) => format!("put {b:?} If-Match v{v}"),
-            ItemOp::Delete => "delete".to_string(),
-            ItemOp::DeleteIfVersion(v) => format!("delete If-Match v{v}"),
+            ItemOp::Read(c) => format!("read{}", self.describe_cond(c)),
+            ItemOp::Put { body, cond, .. } => format!("put {body:?}{}", self.describe_cond(cond)),
+            ItemOp::Delete(c) => format!("delete{}", self.describe_cond(c)),
         };
         let seen = match out {
             None => "unknown".to_string(),
-            Some(ItemResult::Absent) => "404 absent".to_string(),
-            Some(ItemResult::NotModified) => "304 not modified".to_string(),
-            Some(ItemResult::Present(b, v)) => format!("{b:?} v{v}"),
-            Some(ItemResult::Ok(Some(v))) => format!("ok v{v}"),
-            Some(ItemResult::Ok(None)) => "ok".to_string(),
-            Some(ItemResult::PreconditionFailed) => "412".to_string(),
-            Some(ItemResult::Conflict) => "409".to_string(),
-            Some(ItemResult::NotFound) => "404".to_string(),
+            Some(o) => {
+                let mut t = o.status.to_string();
+                if let Some(b) = &o.body {
+                    t += &format!(" {b:?}");
+                }
+                if let Some(e) = o.etag {
+                    t += &format!(" {}", self.tag(e));
+                }
+                if let Some(lm) = o.last_modified {
+                    t += &format!(" @{lm}s");
+                }
+                t
+            }
         };
         format!("{call} -> {seen}")
     }
 
     fn describe_state(&self, s: &ItemState) -> String {
-        match &s.0 {
-            None => format!("absent (v{})", s.1),
-            Some(b) => format!("{b:?} v{}", s.1),
+        match &s.body {
+            None => "absent".to_string(),
+            Some(b) => format!(
+                "{b:?} {} @{}",
+                s.etag.map_or("(ETag unseen)", |e| self.tag(e)),
+                s.last_modified
+                    .map_or("?".to_string(), |lm| format!("{lm}s"))
+            ),
         }
     }
 
     fn describe_need(&self, op: &ItemOp, out: &ItemResult) -> Option<String> {
-        Some(match (op, out) {
-            (_, ItemResult::Present(b, v)) => format!("the item to hold {b:?} at v{v}"),
-            (_, ItemResult::Absent) => "the item to be absent".into(),
-            (ItemOp::ReadIfNoneMatch(v), ItemResult::NotModified) => {
-                format!("the item to be at v{v}")
-            }
-            (_, ItemResult::NotModified) => "the item unchanged".into(),
-            (_, ItemResult::Ok(Some(v))) => format!(
-                "the item at v{}{}",
-                v.saturating_sub(1),
-                match op {
-                    ItemOp::PutIfVersion(e, _) => format!(" (and If-Match v{e} to hold)"),
-                    ItemOp::Create(_) => " and absent".into(),
-                    _ => String::new(),
-                }
+        Some(match (op, out.status) {
+            (ItemOp::Read(_), 200) => format!(
+                "the item to hold {:?} with ETag {}",
+                out.body.as_deref().unwrap_or(""),
+                out.etag.map_or("?", |e| self.tag(e))
             ),
-            (_, ItemResult::Conflict) => "the item to exist".into(),
-            (_, ItemResult::PreconditionFailed) => "the condition to fail".into(),
-            (_, ItemResult::NotFound) => "the item to be absent".into(),
-            (_, ItemResult::Ok(None)) => "the item to be present (or the condition to hold)".into(),
+            (_, 404) => {
+                "the item to be absent (or its conditions to pass on an absent item)".into()
+            }
+            (_, 304) => "the item unchanged since the condition's ETag or date".into(),
+            (_, 201) => "the conditions to hold on an absent item".into(),
+            (_, 200 | 202) => "the conditions to hold on a present item".into(),
+            (_, 409) => "the item to exist".into(),
+            (_, 412) => "a condition to fail".into(),
+            (_, 400) => "an illegal header combination".into(),
+            _ => return None,
         })
     }
 }
@@ -201,7 +543,6 @@ mod tests {
 
     fn op(
         id: u64,
-        client: u64,
         input: ItemOp,
         invoke: i64,
         ret: Option<i64>,
@@ -209,7 +550,7 @@ mod tests {
     ) -> Operation<ItemOp, ItemResult> {
         Operation {
             id,
-            client,
+            client: id,
             key: "k".into(),
             input,
             invoke,
@@ -218,158 +559,228 @@ mod tests {
         }
     }
 
+    fn put(body: &str, cond: Cond) -> ItemOp {
+        ItemOp::Put {
+            body: body.into(),
+            cond,
+            orphans: Vec::new(),
+        }
+    }
+
+    fn if_match(t: Tag) -> Cond {
+        Cond {
+            if_match: Some(Match::Tags(vec![t])),
+            ..Cond::default()
+        }
+    }
+
+    fn res(status: u16, etag: Option<Tag>, body: Option<&str>, lm: Option<u64>) -> ItemResult {
+        ItemResult {
+            status,
+            etag,
+            body: body.map(str::to_string),
+            last_modified: lm,
+            hint: None,
+        }
+    }
+
+    fn verdict(h: &[Operation<ItemOp, ItemResult>]) -> Verdict {
+        let opts = Options {
+            parallel: false,
+            ..Options::default()
+        };
+        check(&ItemSpec::default(), h, &opts).verdict
+    }
+
     #[test]
-    fn a_lost_update_is_not_linearizable() {
-        // Two read-modify-writes from v1 both succeed: one must have got 412.
+    fn two_puts_with_the_same_if_match_cannot_both_succeed() {
         let h = vec![
             op(
                 0,
-                0,
-                ItemOp::Create("a".into()),
+                put("a", Cond::default()),
                 0,
                 Some(1),
-                Some(ItemResult::Ok(Some(1))),
+                Some(res(201, Some(1), None, Some(0))),
             ),
             op(
                 1,
-                1,
-                ItemOp::PutIfVersion(1, "b".into()),
+                put("b", if_match(1)),
                 2,
                 Some(5),
-                Some(ItemResult::Ok(Some(2))),
+                Some(res(200, Some(2), None, Some(0))),
             ),
             op(
                 2,
-                2,
-                ItemOp::PutIfVersion(1, "c".into()),
+                put("c", if_match(1)),
                 3,
                 Some(6),
-                Some(ItemResult::Ok(Some(2))),
+                Some(res(200, Some(3), None, Some(0))),
             ),
         ];
-        assert_eq!(
-            check(&ItemSpec, &h, &Options::default()).verdict,
-            Verdict::NotLinearizable
-        );
+        assert_eq!(verdict(&h), Verdict::NotLinearizable);
         let mut ok = h.clone();
-        ok[2].output = Some(ItemResult::PreconditionFailed);
-        assert_eq!(
-            check(&ItemSpec, &ok, &Options::default()).verdict,
-            Verdict::Linearizable
-        );
+        ok[2].output = Some(res(412, None, None, None));
+        assert_eq!(verdict(&ok), Verdict::Linearizable);
     }
 
     #[test]
-    fn an_unknown_write_may_land_late_or_never() {
-        let h = vec![
-            op(0, 0, ItemOp::Put("a".into()), 0, None, None),
-            op(1, 1, ItemOp::Read, 5, Some(6), Some(ItemResult::Absent)),
-            op(
-                2,
-                1,
-                ItemOp::Read,
-                7,
-                Some(8),
-                Some(ItemResult::Present("a".into(), 1)),
-            ),
-        ];
-        assert_eq!(
-            check(&ItemSpec, &h, &Options::default()).verdict,
-            Verdict::Linearizable
-        );
+    fn every_status_is_judged_not_only_the_ones_a_write_succeeds_with() {
+        // An If-Match delete of a missing item is 412 (SPEC §1.1.3), not 404.
+        let h = vec![op(
+            0,
+            ItemOp::Delete(if_match(7)),
+            0,
+            Some(1),
+            Some(res(412, None, None, None)),
+        )];
+        assert_eq!(verdict(&h), Verdict::Linearizable);
         let mut bad = h.clone();
-        bad.push(op(
-            3,
-            1,
-            ItemOp::Read,
-            9,
-            Some(10),
-            Some(ItemResult::Absent),
-        ));
-        assert_eq!(
-            check(&ItemSpec, &bad, &Options::default()).verdict,
-            Verdict::NotLinearizable
-        );
-    }
-
-    #[test]
-    fn a_conditional_read_is_304_only_at_the_version_named() {
-        let h = vec![
+        bad[0].output = Some(res(404, None, None, None));
+        assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+        // A plain read of an existing item is 200 with its body, never 304.
+        let r = vec![
             op(
                 0,
-                0,
-                ItemOp::Create("a".into()),
+                put("a", Cond::default()),
                 0,
                 Some(1),
-                Some(ItemResult::Ok(Some(1))),
+                Some(res(201, Some(1), None, Some(3))),
             ),
             op(
                 1,
-                1,
-                ItemOp::ReadIfNoneMatch(1),
+                ItemOp::Read(Cond::default()),
                 2,
                 Some(3),
-                Some(ItemResult::NotModified),
+                Some(res(200, Some(1), Some("a"), Some(3))),
+            ),
+        ];
+        assert_eq!(verdict(&r), Verdict::Linearizable);
+        let mut bad = r.clone();
+        bad[1].output = Some(res(304, Some(1), None, Some(3)));
+        assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+        // A replace of an existing item is 200, a create 201.
+        let mut bad = r.clone();
+        bad[0].output = Some(res(200, Some(1), None, Some(3)));
+        assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+        // Several ETags in a write's If-Match: 400, nothing changed.
+        let w = vec![
+            op(
+                0,
+                put(
+                    "a",
+                    Cond {
+                        if_match: Some(Match::Tags(vec![1, 2])),
+                        ..Cond::default()
+                    },
+                ),
+                0,
+                Some(1),
+                Some(res(400, None, None, None)),
+            ),
+            op(
+                1,
+                ItemOp::Read(Cond::default()),
+                2,
+                Some(3),
+                Some(res(404, None, None, None)),
+            ),
+        ];
+        assert_eq!(verdict(&w), Verdict::Linearizable);
+        let mut bad = w.clone();
+        bad[0].output = Some(res(201, Some(1), None, Some(0)));
+        assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+    }
+
+    #[test]
+    fn an_unknown_write_may_land_late_or_never_with_an_etag_only_reads_saw() {
+        let unknown = ItemOp::Put {
+            body: "a".into(),
+            cond: Cond::default(),
+            orphans: vec![Orphan {
+                etag: 4,
+                last_modified: Some(9),
+            }],
+        };
+        let h = vec![
+            op(0, unknown, 0, None, None),
+            op(
+                1,
+                ItemOp::Read(Cond::default()),
+                5,
+                Some(6),
+                Some(res(404, None, None, None)),
             ),
             op(
                 2,
-                0,
-                ItemOp::Put("b".into()),
-                4,
-                Some(5),
-                Some(ItemResult::Ok(Some(2))),
+                ItemOp::Read(Cond::default()),
+                7,
+                Some(8),
+                Some(res(200, Some(4), Some("a"), Some(9))),
             ),
             op(
                 3,
-                1,
-                ItemOp::ReadIfNoneMatch(1),
-                6,
-                Some(7),
-                Some(ItemResult::Present("b".into(), 2)),
+                put("b", if_match(4)),
+                9,
+                Some(10),
+                Some(res(200, Some(5), None, Some(9))),
             ),
         ];
-        assert_eq!(
-            check(&ItemSpec, &h, &Options::default()).verdict,
-            Verdict::Linearizable
-        );
-        let mut stale = h.clone();
-        stale[3].output = Some(ItemResult::NotModified);
-        assert_eq!(
-            check(&ItemSpec, &stale, &Options::default()).verdict,
-            Verdict::NotLinearizable
-        );
+        assert_eq!(verdict(&h), Verdict::Linearizable);
+        let mut bad = h.clone();
+        bad.push(op(
+            4,
+            ItemOp::Read(Cond::default()),
+            11,
+            Some(12),
+            Some(res(200, Some(4), Some("a"), Some(9))),
+        ));
+        assert_eq!(verdict(&bad), Verdict::NotLinearizable);
     }
 
     #[test]
-    fn versions_continue_across_delete_and_recreate() {
+    fn date_conditions_compare_whole_seconds_against_last_modified() {
+        let ims = |t| Cond {
+            if_modified_since: Some(vec![t]),
+            ..Cond::default()
+        };
         let h = vec![
             op(
                 0,
-                0,
-                ItemOp::Create("a".into()),
+                put("a", Cond::default()),
                 0,
                 Some(1),
-                Some(ItemResult::Ok(Some(1))),
+                Some(res(201, Some(1), None, Some(10))),
             ),
-            op(1, 0, ItemOp::Delete, 2, Some(3), Some(ItemResult::Ok(None))),
+            // Modified since 9 s: yes. Since 10 s: no (same second) → 304.
+            op(
+                1,
+                ItemOp::Read(ims(9)),
+                2,
+                Some(3),
+                Some(res(200, Some(1), Some("a"), Some(10))),
+            ),
             op(
                 2,
-                0,
-                ItemOp::Create("b".into()),
+                ItemOp::Read(ims(10)),
                 4,
                 Some(5),
-                Some(ItemResult::Ok(Some(3))),
+                Some(res(304, Some(1), None, Some(10))),
+            ),
+            // A write with If-Modified-Since 10 s: 412.
+            op(
+                3,
+                put("b", ims(10)),
+                6,
+                Some(7),
+                Some(res(412, None, None, None)),
             ),
         ];
-        assert_eq!(
-            check(&ItemSpec, &h, &Options::default()).verdict,
-            Verdict::Linearizable
-        );
-        let mut reused = h.clone();
-        reused[2].output = Some(ItemResult::Ok(Some(1)));
-        assert_eq!(
-            check(&ItemSpec, &reused, &Options::default()).verdict,
-            Verdict::NotLinearizable
-        );
+        assert_eq!(verdict(&h), Verdict::Linearizable);
+        let mut bad = h.clone();
+        bad[2].output = Some(res(200, Some(1), Some("a"), Some(10)));
+        assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+        let mut bad = h.clone();
+        bad[3].output = Some(res(200, Some(2), None, Some(11)));
+        assert_eq!(verdict(&bad), Verdict::NotLinearizable);
     }
 }

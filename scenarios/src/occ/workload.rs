@@ -4,20 +4,40 @@
 //! recording every call (begun before it is sent, so a call cut short by a
 //! crash stays in the history with an unknown outcome).
 
+use super::history::OccRecorder;
 use super::history::{attempt, Call, Outcome};
-use super::{item_name, OccParams, CONTAINER};
+use super::{counter_names, item_name, OccParams, CONTAINER};
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
-use overcast_model::store::{Conditions, ETag, ItemKey, StoreRequest};
-use overcast_sim::history::{OpRecord, Recorder, Slot};
+use overcast_model::retry::FinalOutcome;
+use overcast_model::store::{Conditions, ETag, EtagMatch, ItemKey, StoreRequest};
+use overcast_sim::clock::NodeClock;
+use overcast_sim::history::{OpRecord, Slot};
 use rand::Rng;
 use std::collections::BTreeMap;
 
-/// Records each call into the history and remembers the last ETag seen per item.
-struct Observer {
+/// Records each call into the history and remembers the last ETag (and
+/// body, when known) seen per item.
+pub(crate) struct Observer {
     client: usize,
-    recorder: Recorder<Call, Outcome>,
+    recorder: OccRecorder,
     etags: BTreeMap<String, ETag>,
+    bodies: BTreeMap<String, String>,
+    last_modified: BTreeMap<String, u64>,
     in_flight: Option<Slot>,
+}
+
+impl Observer {
+    /// An observer recording as client `client`.
+    pub(crate) fn new(client: usize, recorder: OccRecorder) -> Observer {
+        Observer {
+            client,
+            recorder,
+            etags: BTreeMap::new(),
+            bodies: BTreeMap::new(),
+            last_modified: BTreeMap::new(),
+            in_flight: None,
+        }
+    }
 }
 
 impl CallObserver for Observer {
@@ -40,6 +60,16 @@ impl CallObserver for Observer {
         if let (
             Some(key),
             Some(Outcome::Response {
+                last_modified: Some(lm),
+                ..
+            }),
+        ) = (request.key(), &outcome)
+        {
+            self.last_modified.insert(key.id.clone(), *lm);
+        }
+        if let (
+            Some(key),
+            Some(Outcome::Response {
                 etag: Some(e),
                 status,
                 ..
@@ -48,6 +78,15 @@ impl CallObserver for Observer {
         {
             if matches!(status, 200 | 201) {
                 self.etags.insert(key.id.clone(), ETag(e.clone()));
+                let body = match (request, &outcome) {
+                    (StoreRequest::Put { body, .. }, _) => Some(body.clone()),
+                    (_, Some(Outcome::Response { body, .. })) => body.clone(),
+                    _ => None,
+                };
+                match body {
+                    Some(b) => self.bodies.insert(key.id.clone(), b),
+                    None => self.bodies.remove(&key.id),
+                };
             }
         }
         if let (
@@ -58,6 +97,7 @@ impl CallObserver for Observer {
         ) = (request, &outcome)
         {
             self.etags.remove(&key.id);
+            self.bodies.remove(&key.id);
         }
         if let Some(slot) = self.in_flight.take() {
             self.recorder.complete(
@@ -74,19 +114,16 @@ impl CallObserver for Observer {
 pub async fn client_workload(
     s: OccParams,
     seed: u64,
-    index: usize,
     client_id: usize,
     client: &mut StoreClient,
-    recorder: Recorder<Call, Outcome>,
+    recorder: OccRecorder,
     deadline_ns: u64,
+    clock: NodeClock,
 ) {
-    let mut rng = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
-    let mut obs = Observer {
-        client: client_id,
-        recorder,
-        etags: BTreeMap::new(),
-        in_flight: None,
-    };
+    // A restarted client (a fresh id) draws a workload of its own.
+    let mut rng = overcast_sim::rng::stream(seed, &format!("client-{client_id}-workload"));
+    let mut obs = Observer::new(client_id, recorder);
+    let counters = counter_names(&s);
     let m = &s.mix;
     let weights = [
         m.read,
@@ -95,6 +132,9 @@ pub async fn client_workload(
         m.read_modify_write,
         m.conditional_delete,
         m.conditional_read,
+        m.increment,
+        m.same_body,
+        m.conditions,
     ];
     let total: u32 = weights.iter().sum();
     for n in 0..s.ops_per_client {
@@ -108,14 +148,14 @@ pub async fn client_workload(
         };
         let id = item_name(item);
         let key = ItemKey::new(CONTAINER, id.clone(), id.clone());
-        let body = format!("c{index}.{n}");
+        let body = format!("c{client_id}.{n}");
         let mut pick = rng.gen_range(0..total.max(1));
         let mut kind = 0;
         while kind < weights.len() - 1 && pick >= weights[kind] {
             pick -= weights[kind];
             kind += 1;
         }
-        if crate::ops::skipped_in("client", index, n).await {
+        if crate::ops::skipped_in("client", client_id % s.clients, n).await {
             continue;
         }
         match kind {
@@ -174,6 +214,44 @@ pub async fn client_workload(
                     .observed_call(StoreRequest::Delete { key, conditions }, &mut obs)
                     .await;
             }
+            6 => {
+                // The application's own meaning: append this increment's token
+                // to a counter item (the helper retries on a lost race).
+                let counter = counters[rng.gen_range(0..counters.len())].clone();
+                let key = ItemKey::new(CONTAINER, counter.clone(), counter);
+                let token = format!("c{client_id}.{n}");
+                let outcome: RmwOutcome = client
+                    .read_modify_write(
+                        &key,
+                        |old| match old {
+                            Some(old) if !old.is_empty() => format!("{old} {token}"),
+                            _ => token.clone(),
+                        },
+                        s.rmw_max_tries,
+                        &mut obs,
+                    )
+                    .await;
+                tracing::trace!(?outcome, "increment");
+            }
+            7 => {
+                // Write the body the item already has: it must still get a fresh ETag.
+                let request = match (obs.etags.get(&id), obs.bodies.get(&id)) {
+                    (Some(e), Some(b)) => StoreRequest::Put {
+                        key,
+                        body: b.clone(),
+                        conditions: Conditions::if_match(e.clone()),
+                    },
+                    _ => StoreRequest::Read {
+                        key,
+                        conditions: Conditions::none(),
+                    },
+                };
+                client.observed_call(request, &mut obs).await;
+            }
+            8 => {
+                let request = odd_conditions(&mut rng, &obs, &clock, key, body);
+                client.observed_call(request, &mut obs).await;
+            }
             _ => {
                 // 304 if the item is still at the version this client last saw.
                 let conditions = match obs.etags.get(&id) {
@@ -183,6 +261,192 @@ pub async fn client_workload(
                 client
                     .observed_call(StoreRequest::Read { key, conditions }, &mut obs)
                     .await;
+            }
+        }
+    }
+}
+
+/// The history's client id of the probe of item `i` is `PROBE_CLIENT + i`:
+/// every item has a probe of its own (a client of its own, running at the
+/// same time as the others), so an item whose server does not answer never
+/// keeps the probe from the other items.
+pub const PROBE_CLIENT: usize = 1_000_000;
+
+/// True for the client ids of the probe.
+pub fn is_probe(client: usize) -> bool {
+    client >= PROBE_CLIENT
+}
+
+/// The probe of one item, run once every fault is healed: a read, a
+/// conditional write of the body it read (a create of an empty body if
+/// absent), and a final read, each retried until it succeeds or simulated
+/// time passes `end_ns`. What it did not finish, the liveness check names.
+pub async fn probe(
+    id: String,
+    probe_client: usize,
+    client: &mut StoreClient,
+    recorder: OccRecorder,
+    end_ns: u64,
+) {
+    let mut obs = Observer::new(probe_client, recorder);
+    let pause = || madsim::time::sleep(std::time::Duration::from_millis(200));
+    let live = || overcast_model::client::sim_now_ns() < end_ns;
+    let key = ItemKey::new(CONTAINER, id.clone(), id.clone());
+    let read = || StoreRequest::Read {
+        key: key.clone(),
+        conditions: Conditions::none(),
+    };
+    // A read and a conditional write.
+    'item: while live() {
+        let r = client.observed_call(read(), &mut obs).await;
+        let put = match (&r.outcome, &r.response) {
+            (FinalOutcome::Response { status: 200 }, Some(resp)) => match &resp.item {
+                Some(item) => StoreRequest::Put {
+                    key: key.clone(),
+                    body: item.body.clone().unwrap_or_default(),
+                    conditions: Conditions::if_match(item.etag.clone()),
+                },
+                None => break 'item,
+            },
+            (FinalOutcome::Response { status: 404 }, _) => StoreRequest::Put {
+                key: key.clone(),
+                body: String::new(),
+                conditions: Conditions::if_none_match_any(),
+            },
+            _ => {
+                pause().await;
+                continue;
+            }
+        };
+        while live() {
+            let w = client.observed_call(put.clone(), &mut obs).await;
+            match w.outcome {
+                FinalOutcome::Response { status: 200 | 201 } => break 'item,
+                // Changed since the read: read again.
+                FinalOutcome::Response { status: 412 | 409 } => continue 'item,
+                _ => pause().await,
+            }
+        }
+    }
+    // The final read, which the application invariant judges.
+    while live() {
+        let r = client.observed_call(read(), &mut obs).await;
+        if matches!(r.outcome, FinalOutcome::Response { status: 200 | 404 }) {
+            break;
+        }
+        pause().await;
+    }
+}
+
+/// A request with one of the condition shapes of SPEC §1.1.3 and §1.1.4 the
+/// other operations never send: `If-Match` on reads, several ETags in one
+/// header, date conditions (from this client's own, possibly skewed, clock or
+/// from a Last-Modified it has seen, give or take a second), and illegal
+/// combinations (400, nothing changed).
+fn odd_conditions(
+    rng: &mut impl Rng,
+    obs: &Observer,
+    clock: &NodeClock,
+    key: ItemKey,
+    body: String,
+) -> StoreRequest {
+    let etag = obs.etags.get(&key.id).cloned();
+    let stranger = ETag::quoted("0x8DFFFFFFFFFFFFFF");
+    let seen = etag.clone().unwrap_or_else(|| stranger.clone());
+    let (shape, sub, coin, coin2) = (
+        rng.gen_range(0..12),
+        rng.gen_range(0..3),
+        rng.gen_bool(0.5),
+        rng.gen_bool(0.5),
+    );
+    let mut date = || match (obs.last_modified.get(&key.id), rng.gen_bool(0.5)) {
+        (Some(lm), true) => (lm + rng.gen_range(0..3) * 1000).saturating_sub(1000),
+        _ => clock.now_ms().saturating_sub(rng.gen_range(0..5_000)),
+    };
+    let c = |f: &dyn Fn(&mut Conditions)| {
+        let mut c = Conditions::none();
+        f(&mut c);
+        c
+    };
+    let read = |conditions| StoreRequest::Read {
+        key: key.clone(),
+        conditions,
+    };
+    let put = |conditions| StoreRequest::Put {
+        key: key.clone(),
+        body: body.clone(),
+        conditions,
+    };
+    match shape {
+        0 => read(match &etag {
+            Some(e) => Conditions::if_match(e.clone()),
+            None => Conditions::if_match_any(),
+        }),
+        1 => read(c(&|c| {
+            c.if_none_match = Some(EtagMatch::Tags(vec![stranger.clone(), seen.clone()]))
+        })),
+        2 => read(c(&|c| {
+            c.if_match = Some(EtagMatch::Tags(vec![stranger.clone(), seen.clone()]))
+        })),
+        3 => read(Conditions::if_modified_since(date())),
+        4 => read(Conditions::if_unmodified_since(date())),
+        5 => {
+            let (a, b) = (date(), date());
+            read(c(&|c| {
+                c.if_modified_since = Some(vec![a]);
+                c.if_unmodified_since = Some(vec![b]);
+            }))
+        }
+        6 => read(Conditions::if_none_match_any()),
+        7 => {
+            let (a, b) = (date(), date());
+            read(c(&|c| c.if_modified_since = Some(vec![a, b])))
+        }
+        8 => {
+            let t = date();
+            put(c(&|c| {
+                c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                c.if_unmodified_since = Some(vec![t]);
+            }))
+        }
+        9 => {
+            let t = date();
+            put(c(&|c| {
+                c.if_none_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                c.if_modified_since = Some(vec![t]);
+            }))
+        }
+        10 => match sub {
+            // Illegal: a pair other than the two allowed, or two ETags on a write.
+            0 => put(c(&|c| {
+                c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                c.if_none_match = Some(EtagMatch::Any);
+            })),
+            1 => put(c(&|c| {
+                c.if_match = Some(EtagMatch::Tags(vec![seen.clone(), stranger.clone()]))
+            })),
+            _ => {
+                let t = date();
+                StoreRequest::Delete {
+                    key: key.clone(),
+                    conditions: c(&|c| {
+                        c.if_match = Some(EtagMatch::Any);
+                        c.if_modified_since = Some(vec![t]);
+                    }),
+                }
+            }
+        },
+        _ => {
+            let t = date();
+            let conditions = if coin {
+                Conditions::if_unmodified_since(t)
+            } else {
+                Conditions::if_modified_since(t)
+            };
+            if coin2 {
+                put(conditions)
+            } else {
+                StoreRequest::Delete { key, conditions }
             }
         }
     }
