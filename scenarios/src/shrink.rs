@@ -357,10 +357,14 @@ mod tests {
             "no operation was left out"
         );
         assert_eq!(shrunk.ops_before, before.history.ops());
+        // occ's liveness probe reads and writes every item after the heal;
+        // its calls are not client operations the pass can leave out, so the
+        // bar is a tenth of the failing run rather than 15 operations.
         assert!(
-            shrunk.run.history.ops() <= 15,
-            "shrunk to {} ops",
-            shrunk.run.history.ops()
+            shrunk.run.history.ops() * 10 < before.history.ops(),
+            "shrunk to {} ops of {}",
+            shrunk.run.history.ops(),
+            before.history.ops()
         );
         assert_eq!(shrunk.run.first_property(), before.first_property());
         // Leaving the skipped operations back in changes the run: they were really left out.
