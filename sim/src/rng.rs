@@ -14,47 +14,12 @@ pub fn stream(seed: u64, name: &str) -> ChaCha8Rng {
     ChaCha8Rng::from_seed(key)
 }
 
-/// A stable 64-bit FNV-1a hash of bytes (trace hashes).
+/// A stable 64-bit FNV-1a hash of bytes (stream names, seeds). Trace hashes
+/// use [`TraceHasher`], which streams and takes eight bytes at a time.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h = Fnv1a::default();
-    h.update(bytes);
-    h.finish()
-}
-
-/// Streaming FNV-1a: a `std::io::Write` sink, so a history can be hashed as
-/// it is serialised, without building the text.
-#[derive(Clone, Copy, Debug)]
-pub struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv1a {
-    /// Adds bytes.
-    pub fn update(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
-    /// The hash so far.
-    pub fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl std::io::Write for Fnv1a {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// The trace hasher: a `std::io::Write` sink over `rustc-hash`'s FxHasher,
