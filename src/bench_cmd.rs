@@ -46,8 +46,36 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Bytes the allocator holds for live allocations, or `None` where the C
+/// library cannot say. Resident memory alone keeps the high-water mark of
+/// the largest run (the allocator does not hand freed pages back), so a leak
+/// shows here first.
+fn heap_in_use() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's own counters.
+        let info = unsafe { libc::mallinfo2() };
+        Some((info.uordblks + info.hblkhd) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
+/// One soak checkpoint's figures.
+struct SoakPoint {
+    seeds: u64,
+    rss_kib: u64,
+    heap: Option<u64>,
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
 /// `overcast bench --soak`: seeds of every scenario in turn, one job, with
-/// memory and speed checkpoints.
+/// memory and speed checkpoints after 1,000 seeds and at each quarter.
 fn soak(seeds: u64) -> u8 {
     if seeds < 1_000 {
         eprintln!("overcast: --soak-seeds must be at least 1000");
@@ -59,11 +87,9 @@ fn soak(seeds: u64) -> u8 {
         !cfg!(debug_assertions)
     );
     let started = Instant::now();
-    let mut done = 0u64;
     let mut window = (Instant::now(), 0u64);
-    let mut at_1k = None;
-    let total = seeds * registry::SCENARIOS.len() as u64;
-    let checkpoints = [1_000, total / 4, total / 2, 3 * total / 4, total];
+    let mut points: Vec<SoakPoint> = Vec::new();
+    let checkpoints = [1_000, seeds / 4, seeds / 2, 3 * seeds / 4, seeds];
     for seed in 0..seeds {
         for def in registry::SCENARIOS {
             let s = Scenario::new(*def, seed);
@@ -75,26 +101,41 @@ fn soak(seeds: u64) -> u8 {
                     r.first_problem().unwrap_or_default()
                 );
             }
-            done += 1;
-            if checkpoints.contains(&done) {
-                let rate = (done - window.1) as f64 / window.0.elapsed().as_secs_f64();
-                window = (Instant::now(), done);
-                let rss = rss_kib();
-                println!(
-                    "after {done:>7} runs: resident {:.1} MiB, {rate:.1} runs/s since the last checkpoint ({:.0} s in all)",
-                    rss as f64 / 1024.0,
-                    started.elapsed().as_secs_f64()
-                );
-                at_1k.get_or_insert(rss);
-            }
+        }
+        let done = seed + 1;
+        if checkpoints.contains(&done) && points.last().is_none_or(|p| p.seeds != done) {
+            let rate = (done - window.1) as f64 / window.0.elapsed().as_secs_f64();
+            window = (Instant::now(), done);
+            let point = SoakPoint {
+                seeds: done,
+                rss_kib: rss_kib(),
+                heap: heap_in_use(),
+            };
+            println!(
+                "after {done:>7} seeds: resident {}, heap in use {}, {rate:.2} seeds/s since the last checkpoint ({:.0} s in all)",
+                mib(point.rss_kib * 1024),
+                point.heap.map(mib).unwrap_or_else(|| "unknown".into()),
+                started.elapsed().as_secs_f64()
+            );
+            points.push(point);
         }
     }
-    if let Some(first) = at_1k {
-        let last = rss_kib();
+    if let (Some(first), Some(last)) = (points.first(), points.last()) {
+        let change = |a: u64, b: u64| (b as f64 / a.max(1) as f64 - 1.0) * 100.0;
         println!(
-            "resident memory at the end is {:+.1}% of that after 1,000 runs",
-            (last as f64 / first.max(1) as f64 - 1.0) * 100.0
+            "from {} to {} seeds: resident {:+.1}%",
+            first.seeds,
+            last.seeds,
+            change(first.rss_kib, last.rss_kib)
         );
+        if let (Some(a), Some(b)) = (first.heap, last.heap) {
+            println!(
+                "from {} to {} seeds: heap in use {:+.1}%",
+                first.seeds,
+                last.seeds,
+                change(a, b)
+            );
+        }
     }
     0
 }
