@@ -25,6 +25,9 @@ pub(crate) const CHECK_STEPS: u64 = 2_000_000;
 const SHRINK_STEPS: u64 = 20_000_000;
 /// Candidate sub-histories tried while shrinking one failure.
 const SHRINK_TRIES: usize = 2_000;
+/// Operations that doomed configurations a pruned search dropped, tried as
+/// the one that cannot be placed.
+const DOOM_CANDIDATES: usize = 4;
 
 fn copy<'a, I, O>(k: &KOp<'a, I, O>) -> KOp<'a, I, O> {
     KOp {
@@ -62,7 +65,12 @@ impl Budget {
 }
 
 /// Searches `w` (indices into `kops`, in increasing order) from `start`, cut
-/// at the return of `x` (a member of `w`), without pruning.
+/// at the return of `x` (a member of `w`), without pruning: exactly, except
+/// that configurations doomed by an overwritten value that die by `x`'s
+/// return are dropped. If the search then fails before `x`'s return, every
+/// configuration still dies by it, and the history without `x`, cut just
+/// before that return, being linearizable shows that one survives until
+/// then: the exact search fails exactly at `x`.
 #[allow(clippy::too_many_arguments)]
 fn cut_check<P: Spec>(
     spec: &P,
@@ -78,6 +86,10 @@ fn cut_check<P: Spec>(
         return Cut::Other;
     };
     let sub: Vec<KOp<'_, P::Input, P::Output>> = w.iter().map(|&o| copy(&kops[o])).collect();
+    let ev = search::events(&sub);
+    let Some(x_ret) = ev.iter().position(|e| e.kind == 1 && e.op as usize == xi) else {
+        return Cut::Other;
+    };
     let limits = Limits {
         deadline: budget.deadline,
         max_steps: Some(budget.steps.min(CHECK_STEPS)),
@@ -87,16 +99,136 @@ fn cut_check<P: Spec>(
         prune: false,
         stop_after: Some(xi),
         frontier_cap: opts.frontier_cap,
-        doom_until: 0,
+        doom_until: x_ret,
     };
     let (outcome, steps) = search::search(spec, start, &sub, &limits);
     budget.steps = budget.steps.saturating_sub(steps.max(1));
     budget.tries = budget.tries.saturating_sub(1);
     match outcome {
         Outcome::Fail(f) if f.op == xi => Cut::FailsAt(f),
+        Outcome::Fail(f) if f.pruned => {
+            // The witness: w without x, up to the last return before x's.
+            let Some(last) = ev[..x_ret].iter().rposition(|e| e.kind == 1) else {
+                return Cut::FailsAt(f);
+            };
+            let stop = ev[last].op as usize;
+            let without: Vec<KOp<'_, P::Input, P::Output>> = (0..sub.len())
+                .filter(|&i| i != xi)
+                .map(|i| copy(&sub[i]))
+                .collect();
+            let witness = Limits {
+                record_paths: false,
+                prune: true,
+                stop_after: Some(stop - usize::from(stop > xi)),
+                doom_until: 0,
+                max_steps: Some(budget.steps.min(CHECK_STEPS)),
+                ..limits
+            };
+            let (outcome, steps) = search::search(spec, start, &without, &witness);
+            budget.steps = budget.steps.saturating_sub(steps.max(1));
+            match outcome {
+                Outcome::Ok => Cut::FailsAt(f),
+                Outcome::GaveUp(_) => Cut::Unknown,
+                Outcome::Fail(_) => Cut::Other,
+            }
+        }
         Outcome::GaveUp(_) => Cut::Unknown,
         _ => Cut::Other,
     }
+}
+
+/// Finds, among `info.doom_needers` (the first few tried), the operation
+/// the full history cannot place, when a search pruned only configurations
+/// doomed by an overwritten value: `g` is it when (a) every configuration
+/// of the exact search dies by `g`'s return, and (b) one survives every
+/// return before it. Then, at `g`'s return, every configuration has
+/// overwritten the value `g` needs, with no operation left that could write
+/// it again: the search of the full history fails exactly there.
+///
+/// (a) holds when `g` is the only one of them returning after the failure
+/// (the exact search's configurations that outlive it descend from ones
+/// doomed by `g`), or else when a search that drops only configurations
+/// dying by `g`'s return fails. (b) holds when the history without `g`, cut
+/// just before `g`'s return, is linearizable. Returns the findings of the
+/// failed search, naming `g`.
+pub(crate) fn confirm_doomed<P: Spec>(
+    spec: &P,
+    init: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    info: &FailInfo<P::State>,
+    limits: &Limits<'_>,
+) -> Option<Box<FailInfo<P::State>>> {
+    let ev = search::events(kops);
+    let mut call_pos = vec![0usize; kops.len()];
+    let mut ret_pos = vec![usize::MAX; kops.len()];
+    for (i, e) in ev.iter().enumerate() {
+        if e.kind == 0 {
+            call_pos[e.op as usize] = i;
+        } else {
+            ret_pos[e.op as usize] = i;
+        }
+    }
+    let bounded = |stop_after: usize, prune: bool, doom_until: usize| Limits {
+        deadline: limits.deadline,
+        max_steps: Some(CHECK_STEPS * 5),
+        memory: limits.memory,
+        cancel: None,
+        record_paths: false,
+        prune,
+        stop_after: Some(stop_after),
+        frontier_cap: limits.frontier_cap,
+        doom_until,
+    };
+    for &g in info.doom_needers.iter().take(DOOM_CANDIDATES) {
+        let u = ret_pos[g];
+        // (b): the history without g, cut before its return.
+        let Some(last) = ev[..u].iter().rposition(|e| e.kind == 1) else {
+            continue;
+        };
+        let before: Vec<usize> = (0..kops.len())
+            .filter(|&o| o != g && call_pos[o] < ret_pos[g])
+            .collect();
+        let sub: Vec<KOp<'_, P::Input, P::Output>> =
+            before.iter().map(|&o| copy(&kops[o])).collect();
+        let stop = before.binary_search(&(ev[last].op as usize)).ok()?;
+        if !matches!(
+            search::search(spec, init, &sub, &bounded(stop, true, 0)).0,
+            Outcome::Ok
+        ) {
+            continue;
+        }
+        // (a)
+        if info.doom_needers.iter().any(|&o| o != g) {
+            let within: Vec<usize> = (0..kops.len())
+                .filter(|&o| call_pos[o] < ret_pos[g])
+                .collect();
+            let sub: Vec<KOp<'_, P::Input, P::Output>> =
+                within.iter().map(|&o| copy(&kops[o])).collect();
+            let gi = within.binary_search(&g).ok()?;
+            let g_ret = search::events(&sub)
+                .iter()
+                .position(|e| e.kind == 1 && e.op as usize == gi)?;
+            if !matches!(
+                search::search(spec, init, &sub, &bounded(gi, false, g_ret)).0,
+                Outcome::Fail(_)
+            ) {
+                continue;
+            }
+        }
+        return Some(Box::new(FailInfo {
+            op: g,
+            states: Vec::new(),
+            longest: Vec::new(),
+            snapshot: info.snapshot.clone(),
+            recent: info.recent.clone(),
+            pruned: false,
+            version_pruned: false,
+            doom_needers: vec![g],
+            overwritten: true,
+            event: u,
+        }));
+    }
+    None
 }
 
 /// Whether `o`, applied to `start`, leads to a state where `x` (which is not
@@ -353,24 +485,47 @@ pub(crate) fn from_search<P: Spec>(
         .and_then(|out| spec.describe_need(xo.input, out))
         .unwrap_or_else(|| "a state in which its output is possible".to_string());
     let state_words: Vec<String> = info.states.iter().map(|s| spec.describe_state(s)).collect();
-    let sentence = format!(
-        "operation #{} by client {} ({}, {}) cannot be placed before it returns: it needs {}, but no order of the operations invoked before its return {}reaches such a state (the key is then in {}, and no pending operation leads from there to what it needs).",
+    let head = format!(
+        "operation #{} by client {} ({}, {})",
         xv.id,
         xv.client,
         xv.text,
-        interval_words(&xv, unit),
-        need,
-        if exact {
-            ""
-        } else {
-            "that leaves every pending operation a version it can still take effect at "
-        },
-        if state_words.is_empty() {
-            "no possible state".to_string()
-        } else {
-            join_or(&state_words)
-        }
+        interval_words(&xv, unit)
     );
+    let sentence = if info.overwritten {
+        format!(
+            "{head} cannot be placed before it returns: it needs {need}, but in every order of the operations invoked before its return that has been overwritten by then, and no operation that could bring it back is left."
+        )
+    } else if info.pruned && !info.version_pruned {
+        let by: Vec<String> = info
+            .doom_needers
+            .iter()
+            .take(4)
+            .map(|&o| format!("#{}", view(spec, ops, kops, orig, o).id))
+            .collect();
+        format!(
+            "{head} cannot be placed before it returns in any order of the operations invoked before then that keeps available every value a known operation still needs{}: each order either cannot place it, or has overwritten such a value with no operation left that could bring it back (which operation cannot be placed was not confirmed within the budget).",
+            if by.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} among them)", by.join(", "))
+            }
+        )
+    } else {
+        format!(
+            "{head} cannot be placed before it returns: it needs {need}, but no order of the operations invoked before its return {}reaches such a state (the key is then in {}, and no pending operation leads from there to what it needs).",
+            if exact {
+                ""
+            } else {
+                "that leaves every pending operation a version it can still take effect at "
+            },
+            if state_words.is_empty() {
+                "no possible state".to_string()
+            } else {
+                join_or(&state_words)
+            }
+        )
+    };
     let mut f = match found {
         Some(e) => failure_of(spec, key, ops, kops, orig, x, e),
         None => unchecked(spec, key, ops, kops, orig, init, x),

@@ -380,6 +380,15 @@ fn check_key<P: Spec>(
         (Outcome::GaveUp(r), steps) => KeyResult::GaveUp(r, steps),
         (Outcome::Fail(mut info), steps) => {
             failed();
+            if info.pruned && !info.version_pruned {
+                // Only configurations doomed by an overwritten value were
+                // dropped: the operation that doomed them is the one that
+                // cannot be placed, if a search of the history cut at its
+                // return confirms it.
+                if let Some(i) = explain::confirm_doomed(spec, &init, &kops, &info, &limits) {
+                    info = i;
+                }
+            }
             if info.pruned {
                 // Pruning may name an operation that could be placed (where
                 // the last surviving configuration died): search again

@@ -143,6 +143,20 @@ pub(crate) struct FailInfo<S> {
     /// Whether configurations were dropped by [`Limits::prune`] before the
     /// failure (then `op` may not be an operation that cannot be placed).
     pub pruned: bool,
+    /// Whether some of them were dropped for passing a needed version
+    /// (not only as doomed by an overwritten value).
+    pub version_pruned: bool,
+    /// The operations that doomed the configurations dropped as doomed and
+    /// return after the failure: those that doomed one while the failing
+    /// return was closed first, then the others, each group by return.
+    /// Every configuration of the exact search that outlives the failure
+    /// descends from such a configuration, and can never place its
+    /// operation.
+    pub doom_needers: Vec<usize>,
+    /// Confirmed: at `op`'s return every configuration has overwritten the
+    /// value `op` needs, and no operation that could write it again is left
+    /// (see `explain::confirm_doomed`; `states` is then empty).
+    pub overwritten: bool,
     /// The index of the failing return event.
     pub event: usize,
 }
@@ -487,6 +501,11 @@ struct Search<'s, 'o, P: Spec, B> {
     /// ([`Search::doomed`]) would all have died: a failure at or after it is
     /// where the search without the drops fails too.
     doom_deadline: usize,
+    /// Per operation: the last return event being closed when a
+    /// configuration it doomed was dropped (`usize::MAX`: none).
+    doomed_by: Vec<usize>,
+    /// The return event being closed.
+    closing: usize,
 }
 
 fn need(c: Claim) -> Option<u64> {
@@ -541,6 +560,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             },
             is_pending: vec![false; ops.len()],
             doom_deadline: 0,
+            doomed_by: vec![usize::MAX; ops.len()],
+            closing: 0,
         }
     }
 
@@ -586,8 +607,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
     /// never complete: an operation that needs `v` is not placed, and every
     /// operation that could write `v` again already is. If so, the return
     /// event by which all its extensions die (the first return of such an
-    /// operation).
-    fn doomed(&self, v: u32, bits: &B) -> Option<usize> {
+    /// operation), and that operation.
+    fn doomed(&self, v: u32, bits: &B) -> Option<(usize, u32)> {
         let vals = self.vals.as_ref()?;
         let v = v as usize;
         if v >= vals.needers.len() || !vals.writers[v].iter().all(|&o| self.placed(o, bits)) {
@@ -596,8 +617,22 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         vals.needers[v]
             .iter()
             .filter(|&&o| !self.placed(o, bits))
-            .map(|&o| vals.ret_ev[o as usize])
+            .map(|&o| (vals.ret_ev[o as usize], o))
             .min()
+    }
+
+    /// The operations that doomed dropped configurations and return after
+    /// event `ei` (see [`FailInfo::doom_needers`]).
+    fn doom_needers_after(&self, ei: usize) -> Vec<usize> {
+        let Some(vals) = &self.vals else {
+            return Vec::new();
+        };
+        let mut v: Vec<(bool, usize, usize)> = (0..self.ops.len())
+            .filter(|&o| self.doomed_by[o] != usize::MAX && vals.ret_ev[o] > ei)
+            .map(|o| (self.doomed_by[o] != ei, vals.ret_ev[o], o))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, _, o)| o).collect()
     }
 
     /// Among the pending operations not placed in `bits`: the unconditional
@@ -830,6 +865,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             }
             // A return: every configuration must have placed x.
             let slot = self.slot_of[x];
+            self.closing = ei;
             let next =
                 match self.close(&frontier, slot, self.limits.frontier_cap.saturating_mul(10)) {
                     Ok(n) => n,
@@ -854,6 +890,9 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     snapshot,
                     recent,
                     pruned: self.pruned || self.doom_deadline > ei,
+                    version_pruned: self.pruned,
+                    doom_needers: self.doom_needers_after(ei),
+                    overwritten: false,
                     event: ei,
                 }));
             }
@@ -966,6 +1005,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             let x = ev[r].op;
             let slot = self.slot_of[x as usize];
             let state = cfg.state.clone();
+            self.closing = r;
             let next = match self.close(std::slice::from_ref(&cfg), slot, usize::MAX) {
                 Ok(n) => n,
                 Err(r) => {
@@ -996,6 +1036,9 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             snapshot: None,
             recent: Vec::new(),
             pruned: self.pruned || self.doom_deadline > r,
+            version_pruned: self.pruned,
+            doom_needers: self.doom_needers_after(r),
+            overwritten: false,
             event: r,
         }))
     }
@@ -1126,11 +1169,13 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                             let mut nb = bits.clone();
                             nb.set(s);
                             match self.doomed(old, &nb) {
-                                Some(d) if self.limits.prune => {
+                                Some((d, g))
+                                    if self.limits.prune || d <= self.limits.doom_until =>
+                                {
                                     self.doom_deadline = self.doom_deadline.max(d);
+                                    self.doomed_by[g as usize] = self.closing;
                                     continue;
                                 }
-                                Some(d) if d <= self.limits.doom_until => continue,
                                 _ => {}
                             }
                         }
