@@ -667,36 +667,12 @@ struct Gathered {
     init: BTreeMap<String, KvState>,
     expected: Option<String>,
     format_ok: bool,
-    format_named: bool,
     seen_ops: bool,
 }
 
 /// Reads a kvhist/1 document in one pass, converting every operation as it
 /// is read (no intermediate copy of the `ops` array); `None` on any error.
 fn parse_fast(text: &str) -> Option<KvHistory> {
-    if !text.trim_start().starts_with('{') {
-        return None;
-    }
-    read_fast(&mut serde_json::Deserializer::from_str(text)).map(|(h, _)| h)
-}
-
-/// Reads a kvhist/1 file as it streams through the parser (the text is
-/// never held whole; operations are converted as they are read). `Ok(None)`
-/// when the file is not a well-formed kvhist/1 document that names its
-/// format: [`parse_kvhist`] of its text then says what is wrong (or it is
-/// another format).
-pub fn read_kvhist_file(path: &std::path::Path) -> std::io::Result<Option<KvHistory>> {
-    let f = std::fs::File::open(path)?;
-    let mut de =
-        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, f));
-    Ok(read_fast(&mut de).and_then(|(h, named)| named.then_some(h)))
-}
-
-/// [`parse_fast`] over any input; also says whether the document named its
-/// format.
-fn read_fast<'de, R: serde_json::de::Read<'de>>(
-    de: &mut serde_json::Deserializer<R>,
-) -> Option<(KvHistory, bool)> {
     use serde::de::{DeserializeSeed, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
     struct Doc<'g>(&'g mut Gathered);
     struct Ops<'g>(&'g mut Gathered);
@@ -745,7 +721,6 @@ fn read_fast<'de, R: serde_json::de::Read<'de>>(
                     "format" => {
                         once(&mut format)?;
                         let f = map.next_value::<Option<Str<'de>>>()?;
-                        g.format_named = f.is_some();
                         g.format_ok = f.is_none_or(|f| &*f == "kvhist/1");
                     }
                     "meta" => {
@@ -781,26 +756,27 @@ fn read_fast<'de, R: serde_json::de::Read<'de>>(
             d.deserialize_map(self)
         }
     }
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
     let mut g = Gathered {
         format_ok: true,
         ..Gathered::default()
     };
-    Doc(&mut g).deserialize(&mut *de).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    Doc(&mut g).deserialize(&mut de).ok()?;
     de.end().ok()?;
     if !g.format_ok || !g.seen_ops {
         return None;
     }
-    Some((
-        KvHistory {
-            ops: g.ops,
-            spec: KvSpec {
-                init: g.init,
-                track_versions: g.track,
-            },
-            expected: g.expected,
+    Some(KvHistory {
+        ops: g.ops,
+        spec: KvSpec {
+            init: g.init,
+            track_versions: g.track,
         },
-        g.format_named,
-    ))
+        expected: g.expected,
+    })
 }
 
 /// Parses a kvhist/1 document tracking JSON paths, for the error message.
@@ -1049,30 +1025,6 @@ mod tests {
         {"id":1,"client":1,"key":"x","f":"cas","expect":null,"value":"2","call":1,"ret":9,"out":{"ok":false}},
         {"id":2,"client":2,"key":"x","f":"cput","expect_version":3,"value":"3","call":11},
         {"id":3,"client":3,"key":"y","f":"get","call":12,"ret":13,"out":{"value":null,"version":0}}]}"#;
-
-    #[test]
-    fn a_streamed_file_reads_as_its_text_parses_and_only_a_named_kvhist_streams() {
-        let dir = std::env::temp_dir().join(format!("overcast-lin-kv-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let named = dir.join("named.json");
-        std::fs::write(&named, DOC).expect("write");
-        let streamed = read_kvhist_file(&named)
-            .expect("read")
-            .expect("a kvhist/1 file");
-        let parsed = parse_kvhist(DOC).expect("parse");
-        assert_eq!(streamed.ops, parsed.ops);
-        assert_eq!(streamed.spec.init, parsed.spec.init);
-        assert_eq!(streamed.spec.track_versions, parsed.spec.track_versions);
-        // No format named (or broken): left to the whole-text readers.
-        let unnamed = dir.join("unnamed.json");
-        std::fs::write(&unnamed, DOC.replace(r#""format":"kvhist/1","#, "")).expect("write");
-        assert!(read_kvhist_file(&unnamed).expect("read").is_none());
-        let broken = dir.join("broken.json");
-        std::fs::write(&broken, &DOC[..DOC.len() - 3]).expect("write");
-        assert!(read_kvhist_file(&broken).expect("read").is_none());
-        assert!(read_kvhist_file(&dir.join("absent.json")).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 
     #[test]
     fn parses_the_format() {
