@@ -39,6 +39,14 @@ pub const INITIAL_RANGES: u32 = 4;
 /// init lock): a TTL purge deletes it once its `_ts` is old enough.
 pub const TTL_MARK: &str = "\"ttl\":true";
 
+/// The body of the tombstone that the seeded bug `feed_shows_deletes` shows
+/// for a deleted item.
+pub const TOMBSTONE: &str = "{\"_deleted\":true}";
+
+/// How many log records behind the log the replica of the seeded bug
+/// `lagging_replica_304` serves range reads.
+pub const REPLICA_LAG: u64 = 4;
+
 /// The EPK of a partition key: FNV-1a folded into `[0, KEY_SPACE)`.
 pub fn epk(partition_key: &str) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -319,10 +327,23 @@ impl ChangeFeed {
                         },
                     );
                 }
-                ItemChange::Deleted { key, .. } => {
+                ItemChange::Deleted { key, version } => {
+                    let tombstone = self.bugs.feed_shows_deletes;
                     let feed = self.container(&key.container);
-                    feed.latest
-                        .remove(&(key.partition_key.clone(), key.id.clone()));
+                    let slot = (key.partition_key.clone(), key.id.clone());
+                    match feed.latest.remove(&slot) {
+                        Some(old) if tombstone => {
+                            // The bug: the delete shows as a version no write committed.
+                            let ghost = Latest {
+                                lsn,
+                                version: *version,
+                                body: TOMBSTONE.to_string(),
+                                ts: old.ts,
+                            };
+                            feed.latest.insert(slot, ghost);
+                        }
+                        _ => {}
+                    }
                 }
             }
         }
@@ -427,6 +448,14 @@ impl ChangeFeed {
                 page_size,
                 ..
             } => {
+                // The bug `lagging_replica_304`: a range read sees the log
+                // only up to a few records back.
+                let lagging = self.bugs.lagging_replica_304 && matches!(scope, FeedScope::Range(_));
+                let visible = if lagging {
+                    partition_lsn.saturating_sub(REPLICA_LAG)
+                } else {
+                    partition_lsn
+                };
                 let filter: Box<dyn Fn(&str) -> bool> = match scope {
                     FeedScope::Range(id) => {
                         if let Some(children) = feed.split.get(id) {
@@ -464,7 +493,7 @@ impl ChangeFeed {
                 let mut items: Vec<FeedItem> = feed
                     .latest
                     .iter()
-                    .filter(|((pk, _), l)| l.lsn > after && filter(pk))
+                    .filter(|((pk, _), l)| l.lsn > after && l.lsn <= visible && filter(pk))
                     .map(|((pk, id), l)| FeedItem {
                         lsn: l.lsn,
                         partition_key: pk.clone(),
@@ -477,11 +506,11 @@ impl ChangeFeed {
                 items.sort();
                 if items.is_empty() {
                     let mut r = status(304, 0);
-                    r.continuation = after.max(partition_lsn);
+                    r.continuation = after.max(visible);
                     r.start_lsn = start_lsn;
                     return (r, None);
                 }
-                let mut continuation = partition_lsn;
+                let mut continuation = visible;
                 if *page_size > 0 && items.len() > *page_size {
                     // Keep the last LSN's items whole (a batch is atomic).
                     let last = items[*page_size - 1].lsn;
@@ -491,6 +520,9 @@ impl ChangeFeed {
                         items.retain(|i| i.lsn <= last);
                     }
                     continuation = last;
+                }
+                if self.bugs.page_sorted_by_id {
+                    items.sort_by(|a, b| (&a.partition_key, &a.id).cmp(&(&b.partition_key, &b.id)));
                 }
                 let r = FeedResponse {
                     status: 200,
