@@ -814,4 +814,76 @@ mod tests {
         );
         assert!(matches!(r.0, Response::Feed(ref f) if f.ranges.len() == 5));
     }
+
+    fn with_bug(name: &str) -> Partition {
+        let mut bugs = ModelBugs::default();
+        assert!(bugs.set(name));
+        Partition::new(bugs, &[])
+    }
+
+    fn delete(p: &mut Partition, pk: &str, id: &str, now: u64) {
+        let req = Request::Cosmos(CosmosRequest::Item {
+            container: "items".into(),
+            partition_key: pk.into(),
+            op: ItemOp::Delete {
+                id: id.into(),
+                if_match: None,
+            },
+        });
+        assert!(p.apply(&req, now).1.is_some());
+    }
+
+    #[test]
+    fn bug_feed_shows_deletes_hands_out_a_tombstone_no_write_committed() {
+        let k = pk_in(0);
+        for (bug, shown) in [
+            (None, vec![]),
+            (Some("feed_shows_deletes"), vec![TOMBSTONE]),
+        ] {
+            let mut p = bug.map_or_else(partition, with_bug);
+            write(&mut p, &k, "a", "v1", 1_000);
+            delete(&mut p, &k, "a", 2_000);
+            let r = read(&mut p, FeedScope::Range(0), StartFrom::Beginning, 0);
+            let bodies: Vec<&str> = r.items.iter().map(|i| i.body.as_str()).collect();
+            assert_eq!(bodies, shown, "bug {bug:?}");
+        }
+    }
+
+    #[test]
+    fn bug_page_sorted_by_id_hands_one_keys_changes_out_of_lsn_order() {
+        let k = pk_in(1);
+        for (bug, order) in [(None, ["b", "a"]), (Some("page_sorted_by_id"), ["a", "b"])] {
+            let mut p = bug.map_or_else(partition, with_bug);
+            write(&mut p, &k, "b", "v1", 1_000);
+            write(&mut p, &k, "a", "v1", 1_000);
+            let r = read(&mut p, FeedScope::Range(1), StartFrom::Beginning, 0);
+            let got: Vec<&str> = r.items.iter().map(|i| i.id.as_str()).collect();
+            assert_eq!(got, order, "bug {bug:?}");
+            assert_eq!(r.continuation, 2, "the page is still cut by LSN");
+        }
+    }
+
+    #[test]
+    fn bug_lagging_replica_304_answers_304_while_a_committed_change_is_unseen() {
+        let k = pk_in(2);
+        let other = pk_in(3);
+        let mut p = with_bug("lagging_replica_304");
+        write(&mut p, &k, "a", "v1", 1_000);
+        let r = read(&mut p, FeedScope::Range(2), StartFrom::Continuation(0), 0);
+        assert_eq!(
+            (r.status, r.continuation),
+            (304, 0),
+            "hidden, and not skipped"
+        );
+        for i in 0..REPLICA_LAG {
+            write(&mut p, &other, &format!("x{i}"), "v", 1_000);
+        }
+        let r = read(&mut p, FeedScope::Range(2), StartFrom::Continuation(0), 0);
+        assert_eq!((r.status, ids(&r)), (200, vec![("a".into(), 1, 1)]));
+        // The unmodified feed answers at once.
+        let mut q = partition();
+        write(&mut q, &k, "a", "v1", 1_000);
+        let r = read(&mut q, FeedScope::Range(2), StartFrom::Continuation(0), 0);
+        assert_eq!(r.status, 200);
+    }
 }

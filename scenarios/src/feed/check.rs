@@ -23,7 +23,7 @@
 //! - CF10: a pull read answered 304 only if nothing committed before it in its
 //!   range after its token is still in the feed.
 
-use super::history::{FeedEvent, FeedHistory};
+use super::history::{FeedCall, FeedEvent, FeedHistory};
 use super::{FeedParams, ITEMS, LEASES};
 use overcast_model::cosmos::{CosmosEffect, ItemChange};
 use overcast_model::feed::{epk, FeedEffect, FeedItem, KEY_SPACE};
@@ -555,9 +555,11 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         v.push(violation(
             "CF8",
             format!(
-                "leases still change hands in the last {} of the quiet phase: {}",
+                "leases still change hands in the last {} of the quiet phase ({} times): {}{}",
                 secs(window_ns),
-                late.join("; ")
+                late.len(),
+                late[..late.len().min(6)].join("; "),
+                if late.len() > 6 { "; …" } else { "" }
             ),
         ));
     }
@@ -610,7 +612,19 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         });
         if let Some((c, _)) = pending {
             let key = key_of(&c.change);
-            v.push(violation(
+            // The reader's page as an operation, to highlight on the page.
+            let page_ops = h
+                .ops
+                .iter()
+                .filter(|o| {
+                    o.invoke_ns == *begin_ns
+                        && matches!(&o.call, FeedCall::Pull { from: f, .. } if f == from)
+                })
+                .map(|o| o.id)
+                .collect();
+            v.push(Violation {
+                ops: page_ops,
+                ..violation(
                 "CF10",
                 format!(
                     "{} got 304 for range [{min:02X}-{max:02X}) after lsn {from} at {}, but item {}/{} was committed at lsn {} at {}",
@@ -621,7 +635,8 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                     c.lsn,
                     secs(c.at_ns)
                 ),
-            ));
+            )
+            });
         }
     }
     notes.insert("CF10", format!("{pulls} pull pages"));
@@ -742,7 +757,6 @@ pub fn checkers(p: &FeedParams) -> Vec<FeedRule> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::feed::history::FeedCall;
     use overcast_model::conditions::ETag;
     use overcast_model::cosmos::{CosmosItem, ItemKey};
     use overcast_sim::history::{History, NodeEvent};

@@ -76,14 +76,12 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
         let owned = Lane {
             id: format!("{host}:owned"),
             label: "↳ owned (log)".into(),
-            note: format!("the leases the lease container's log says {host} owned (solid)"),
+            note: "per the lease log (solid)".into(),
         };
         let processed = Lane {
             id: format!("{host}:processing"),
             label: "↳ processing".into(),
-            note: format!(
-                "the leases {host} processed, from its acquire to its stop (hatched); ▸ delivery, ✓ checkpoint, ✗ delegate error or rejected checkpoint"
-            ),
+            note: "acquire → stop (hatched); ▸ delivery ✓ checkpoint ✗ error".into(),
         };
         t.lanes.insert(at.min(t.lanes.len()), processed);
         t.lanes.insert(at.min(t.lanes.len()), owned);
