@@ -43,7 +43,12 @@ pub fn words(call: &FeedCall, result: Option<&FeedResult>) -> (String, Tone) {
         FeedCall::Pull { range, from } => format!("pull range {range} after {from}"),
         FeedCall::Host { what } => what.clone(),
     };
-    call_words(asked, result.map(|r| (r.status, r.status.to_string())))
+    let (words, tone) = call_words(asked, result.map(|r| (r.status, r.status.to_string())));
+    // A feed read's 304 (nothing new) is the normal answer of a poll, not an error.
+    match result {
+        Some(FeedResult { status: 304 }) => (words, Tone::Ok),
+        _ => (words, tone),
+    }
 }
 
 /// True if a finding names lease `token` (as the checks word it: `lease 3`).
