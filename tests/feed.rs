@@ -41,12 +41,46 @@ fn each_seeded_feed_bug_is_caught_by_the_property_it_breaks() {
         ("expiry_on_wrong_clock", &["CF8"]),
         ("page_cut_splits_batch", &["CF3"]),
         ("split_keeps_parent", &["CF7"]),
+        ("feed_shows_deletes", &["CF1"]),
+        ("page_sorted_by_id", &["CF2"]),
+        ("lagging_replica_304", &["CF10"]),
     ] {
         assert!(
             first_seed_breaking(bug, properties, 100).is_some(),
             "{properties:?} never caught {bug} in 100 seeds"
         );
     }
+}
+
+#[test]
+fn a_run_counts_the_writers_the_readers_and_the_hosts_operations() {
+    let r = run_with(feed(), &Scenario::new(feed(), 3));
+    let h = r
+        .history
+        .as_any()
+        .downcast_ref::<overcast_scenarios::feed::history::FeedHistory>()
+        .expect("a feed history");
+    use overcast_scenarios::feed::history::FeedCall;
+    let writes = h
+        .ops
+        .iter()
+        .filter(|o| matches!(o.call, FeedCall::Write { .. }))
+        .count();
+    let pulls = h
+        .ops
+        .iter()
+        .filter(|o| matches!(o.call, FeedCall::Pull { .. }))
+        .count();
+    let host = h
+        .ops
+        .iter()
+        .filter(|o| matches!(o.call, FeedCall::Host { .. }))
+        .count();
+    assert!(
+        writes > 50 && pulls > 50 && host > 100,
+        "{writes} writes, {pulls} pulls, {host} host calls"
+    );
+    assert_eq!(r.history.ops(), writes + pulls + host);
 }
 
 #[test]

@@ -183,6 +183,19 @@ model_bugs! {
     /// Change feed processor: split handling creates the children but never
     /// deletes the parent lease. Breaks CF7.
     split_keeps_parent,
+    /// Change feed: latest-version mode shows a delete (a hard delete or a
+    /// TTL purge) as a tombstone version of the item, a document no write
+    /// committed (all-versions-and-deletes leaking into latest-version mode).
+    /// Breaks CF1.
+    feed_shows_deletes,
+    /// Change feed: a page is cut by LSN correctly but its items are handed
+    /// out sorted by partition key and item id, so one key's changes can come
+    /// out of commit order. Breaks CF2.
+    page_sorted_by_id,
+    /// Change feed: range reads are served by a replica that lags the log by
+    /// a few records and answers 304 (instead of 200 with 0 items) while the
+    /// newest changes are not visible to it yet. Breaks CF10.
+    lagging_replica_304,
 }
 
 #[cfg(test)]

@@ -39,6 +39,14 @@ pub const INITIAL_RANGES: u32 = 4;
 /// init lock): a TTL purge deletes it once its `_ts` is old enough.
 pub const TTL_MARK: &str = "\"ttl\":true";
 
+/// The body of the tombstone that the seeded bug `feed_shows_deletes` shows
+/// for a deleted item.
+pub const TOMBSTONE: &str = "{\"_deleted\":true}";
+
+/// How many log records behind the log the replica of the seeded bug
+/// `lagging_replica_304` serves range reads.
+pub const REPLICA_LAG: u64 = 4;
+
 /// The EPK of a partition key: FNV-1a folded into `[0, KEY_SPACE)`.
 pub fn epk(partition_key: &str) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -319,10 +327,23 @@ impl ChangeFeed {
                         },
                     );
                 }
-                ItemChange::Deleted { key, .. } => {
+                ItemChange::Deleted { key, version } => {
+                    let tombstone = self.bugs.feed_shows_deletes;
                     let feed = self.container(&key.container);
-                    feed.latest
-                        .remove(&(key.partition_key.clone(), key.id.clone()));
+                    let slot = (key.partition_key.clone(), key.id.clone());
+                    match feed.latest.remove(&slot) {
+                        Some(old) if tombstone => {
+                            // The bug: the delete shows as a version no write committed.
+                            let ghost = Latest {
+                                lsn,
+                                version: *version,
+                                body: TOMBSTONE.to_string(),
+                                ts: old.ts,
+                            };
+                            feed.latest.insert(slot, ghost);
+                        }
+                        _ => {}
+                    }
                 }
             }
         }
@@ -427,6 +448,14 @@ impl ChangeFeed {
                 page_size,
                 ..
             } => {
+                // The bug `lagging_replica_304`: a range read sees the log
+                // only up to a few records back.
+                let lagging = self.bugs.lagging_replica_304 && matches!(scope, FeedScope::Range(_));
+                let visible = if lagging {
+                    partition_lsn.saturating_sub(REPLICA_LAG)
+                } else {
+                    partition_lsn
+                };
                 let filter: Box<dyn Fn(&str) -> bool> = match scope {
                     FeedScope::Range(id) => {
                         if let Some(children) = feed.split.get(id) {
@@ -464,7 +493,7 @@ impl ChangeFeed {
                 let mut items: Vec<FeedItem> = feed
                     .latest
                     .iter()
-                    .filter(|((pk, _), l)| l.lsn > after && filter(pk))
+                    .filter(|((pk, _), l)| l.lsn > after && l.lsn <= visible && filter(pk))
                     .map(|((pk, id), l)| FeedItem {
                         lsn: l.lsn,
                         partition_key: pk.clone(),
@@ -477,11 +506,11 @@ impl ChangeFeed {
                 items.sort();
                 if items.is_empty() {
                     let mut r = status(304, 0);
-                    r.continuation = after.max(partition_lsn);
+                    r.continuation = after.max(visible);
                     r.start_lsn = start_lsn;
                     return (r, None);
                 }
-                let mut continuation = partition_lsn;
+                let mut continuation = visible;
                 if *page_size > 0 && items.len() > *page_size {
                     // Keep the last LSN's items whole (a batch is atomic).
                     let last = items[*page_size - 1].lsn;
@@ -491,6 +520,9 @@ impl ChangeFeed {
                         items.retain(|i| i.lsn <= last);
                     }
                     continuation = last;
+                }
+                if self.bugs.page_sorted_by_id {
+                    items.sort_by(|a, b| (&a.partition_key, &a.id).cmp(&(&b.partition_key, &b.id)));
                 }
                 let r = FeedResponse {
                     status: 200,
@@ -781,5 +813,77 @@ mod tests {
             0,
         );
         assert!(matches!(r.0, Response::Feed(ref f) if f.ranges.len() == 5));
+    }
+
+    fn with_bug(name: &str) -> Partition {
+        let mut bugs = ModelBugs::default();
+        assert!(bugs.set(name));
+        Partition::new(bugs, &[])
+    }
+
+    fn delete(p: &mut Partition, pk: &str, id: &str, now: u64) {
+        let req = Request::Cosmos(CosmosRequest::Item {
+            container: "items".into(),
+            partition_key: pk.into(),
+            op: ItemOp::Delete {
+                id: id.into(),
+                if_match: None,
+            },
+        });
+        assert!(p.apply(&req, now).1.is_some());
+    }
+
+    #[test]
+    fn bug_feed_shows_deletes_hands_out_a_tombstone_no_write_committed() {
+        let k = pk_in(0);
+        for (bug, shown) in [
+            (None, vec![]),
+            (Some("feed_shows_deletes"), vec![TOMBSTONE]),
+        ] {
+            let mut p = bug.map_or_else(partition, with_bug);
+            write(&mut p, &k, "a", "v1", 1_000);
+            delete(&mut p, &k, "a", 2_000);
+            let r = read(&mut p, FeedScope::Range(0), StartFrom::Beginning, 0);
+            let bodies: Vec<&str> = r.items.iter().map(|i| i.body.as_str()).collect();
+            assert_eq!(bodies, shown, "bug {bug:?}");
+        }
+    }
+
+    #[test]
+    fn bug_page_sorted_by_id_hands_one_keys_changes_out_of_lsn_order() {
+        let k = pk_in(1);
+        for (bug, order) in [(None, ["b", "a"]), (Some("page_sorted_by_id"), ["a", "b"])] {
+            let mut p = bug.map_or_else(partition, with_bug);
+            write(&mut p, &k, "b", "v1", 1_000);
+            write(&mut p, &k, "a", "v1", 1_000);
+            let r = read(&mut p, FeedScope::Range(1), StartFrom::Beginning, 0);
+            let got: Vec<&str> = r.items.iter().map(|i| i.id.as_str()).collect();
+            assert_eq!(got, order, "bug {bug:?}");
+            assert_eq!(r.continuation, 2, "the page is still cut by LSN");
+        }
+    }
+
+    #[test]
+    fn bug_lagging_replica_304_answers_304_while_a_committed_change_is_unseen() {
+        let k = pk_in(2);
+        let other = pk_in(3);
+        let mut p = with_bug("lagging_replica_304");
+        write(&mut p, &k, "a", "v1", 1_000);
+        let r = read(&mut p, FeedScope::Range(2), StartFrom::Continuation(0), 0);
+        assert_eq!(
+            (r.status, r.continuation),
+            (304, 0),
+            "hidden, and not skipped"
+        );
+        for i in 0..REPLICA_LAG {
+            write(&mut p, &other, &format!("x{i}"), "v", 1_000);
+        }
+        let r = read(&mut p, FeedScope::Range(2), StartFrom::Continuation(0), 0);
+        assert_eq!((r.status, ids(&r)), (200, vec![("a".into(), 1, 1)]));
+        // The unmodified feed answers at once.
+        let mut q = partition();
+        write(&mut q, &k, "a", "v1", 1_000);
+        let r = read(&mut q, FeedScope::Range(2), StartFrom::Continuation(0), 0);
+        assert_eq!(r.status, 200);
     }
 }

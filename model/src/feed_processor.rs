@@ -23,7 +23,7 @@
 //! it answers every live lease document at its latest version.
 
 use crate::bugs::ModelBugs;
-use crate::client::{CallResult, StoreClient};
+use crate::client::{AttemptLog, CallResult, StoreClient};
 use crate::conditions::ETag;
 use crate::cosmos::CosmosResponse;
 use crate::cosmos_client::CosmosContainer;
@@ -256,6 +256,11 @@ pub enum ProcessorEvent {
         continuation: Option<u64>,
         /// The owner the balancer saw (a steal if another host).
         from: Option<String>,
+        /// The `timestamp` of the copy the balancer judged (none for a
+        /// split's child): says which version of the lease its expiry was
+        /// judged on (the checker's CF8 tells an expired lease from a steal).
+        #[serde(default)]
+        seen_timestamp: Option<u64>,
     },
     /// A lease stopped being processed here.
     Stopped {
@@ -322,10 +327,30 @@ pub enum ProcessorEvent {
     Left,
 }
 
+/// One SDK call a host made (a lease read, create, replace or delete, a
+/// feed read), reported when it returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessorCall {
+    /// What it was (`"renew"`, `"checkpoint"`, `"read feed"`, …).
+    pub what: String,
+    /// The status the host saw.
+    pub status: u16,
+    /// The outcome is unknown (a write that may or may not have committed).
+    pub unknown: bool,
+    /// Every attempt the SDK made.
+    pub attempts: Vec<AttemptLog>,
+    /// Simulated ns at the call's start.
+    pub invoke_ns: u64,
+    /// Simulated ns at its return.
+    pub return_ns: u64,
+}
+
 /// Where a host's events go.
 pub trait ProcessorObserver {
     /// One event, at the host's clock.
     fn event(&self, e: ProcessorEvent);
+    /// One SDK call that returned (default: not recorded).
+    fn call(&self, _call: ProcessorCall) {}
 }
 
 /// Why a lease update failed.
@@ -412,6 +437,30 @@ impl Host {
         }
     }
 
+    /// Reports one returned SDK call to the observer.
+    fn note<R>(&self, what: &str, r: &CallResult<R>) {
+        self.observer.call(ProcessorCall {
+            what: what.to_string(),
+            status: status_of(r),
+            unknown: matches!(r.outcome, FinalOutcome::Unknown { .. }),
+            attempts: r.attempts.clone(),
+            invoke_ns: r.invoke_ns,
+            return_ns: r.return_ns,
+        });
+    }
+
+    /// A feed request of this host, reported as `what`.
+    async fn feed(
+        &self,
+        client: &mut StoreClient,
+        what: &str,
+        req: FeedRequest,
+    ) -> Option<FeedResponse> {
+        let r = client.request(&Request::Feed(req)).await;
+        self.note(what, &r);
+        r.response.and_then(Response::into_feed)
+    }
+
     async fn read_lease(
         &self,
         client: &mut StoreClient,
@@ -419,6 +468,7 @@ impl Host {
     ) -> Result<Option<CachedLease>, u16> {
         let mut c = CosmosContainer::new(client, &self.opts.lease_container);
         let r = c.read(&self.opts.prefix, id, None).await;
+        self.note("read lease", &r);
         match (status_of(&r), r.response) {
             (200, Some(resp)) => Ok(cached_from(id, &resp)),
             (404, _) => Ok(None),
@@ -465,6 +515,7 @@ impl Host {
                     Some(lease.etag.clone()),
                 )
                 .await;
+            self.note("replace lease", &r);
             match (status_of(&r), r.response) {
                 (200, Some(resp)) => {
                     if let Some(fresh) = cached_from(&lease.id, &resp) {
@@ -488,7 +539,7 @@ impl Host {
             from: StartFrom::Beginning,
             page_size: 0,
         };
-        let r = feed_call(client, req).await?;
+        let r = self.feed(client, "list leases", req).await?;
         let mut leases: Vec<CachedLease> = r
             .items
             .iter()
@@ -513,6 +564,7 @@ impl Host {
         while now_ns() < until_ns {
             let mut c = CosmosContainer::new(client, &self.opts.lease_container);
             let r = c.read(&self.opts.prefix, &info, None).await;
+            self.note("read .info", &r);
             if status_of(&r) == 200 {
                 self.observer
                     .event(ProcessorEvent::Bootstrapped { initialized: false });
@@ -521,19 +573,22 @@ impl Host {
             let r = c
                 .create(&self.opts.prefix, &lock, "{\"lock\":true,\"ttl\":true}")
                 .await;
+            self.note("create .lock", &r);
             if status_of(&r) == 201 {
                 let lock_etag = r
                     .response
                     .as_ref()
                     .and_then(|x| x.item())
                     .map(|i| i.etag.clone());
-                let ranges = feed_call(
-                    client,
-                    FeedRequest::Ranges {
-                        container: self.opts.monitored.clone(),
-                    },
-                )
-                .await;
+                let ranges = self
+                    .feed(
+                        client,
+                        "read ranges",
+                        FeedRequest::Ranges {
+                            container: self.opts.monitored.clone(),
+                        },
+                    )
+                    .await;
                 if let Some(ranges) = ranges {
                     let mut c = CosmosContainer::new(client, &self.opts.lease_container);
                     let mut ok = true;
@@ -548,21 +603,25 @@ impl Host {
                             by: self.opts.instance.clone(),
                             parent: None,
                         };
-                        let s = status_of(
-                            &c.create(
+                        let r = c
+                            .create(
                                 &self.opts.prefix,
                                 &self.opts.lease_id(range.id),
                                 &doc.to_body(),
                             )
-                            .await,
-                        );
+                            .await;
+                        self.note("create lease", &r);
+                        let s = status_of(&r);
                         ok &= s == 201 || s == 409;
                     }
                     if ok {
-                        let s = status_of(&c.create(&self.opts.prefix, &info, "{}").await);
+                        let r = c.create(&self.opts.prefix, &info, "{}").await;
+                        self.note("create .info", &r);
+                        let s = status_of(&r);
                         ok = s == 201 || s == 409;
                     }
-                    c.delete(&self.opts.prefix, &lock, lock_etag).await;
+                    let r = c.delete(&self.opts.prefix, &lock, lock_etag).await;
+                    self.note("delete .lock", &r);
                     if ok {
                         self.observer
                             .event(ProcessorEvent::Bootstrapped { initialized: true });
@@ -579,6 +638,7 @@ impl Host {
     /// the server's owner is still the one the balancer saw.
     async fn acquire(&mut self, client: &mut StoreClient, mut lease: CachedLease) -> bool {
         let seen = lease.doc.owner.clone();
+        let seen_timestamp = Some(lease.doc.timestamp);
         let me = self.opts.instance.clone();
         let r = self
             .update(
@@ -603,6 +663,7 @@ impl Host {
                     lease: token,
                     continuation,
                     from: seen,
+                    seen_timestamp,
                 });
                 self.owned.borrow_mut().leases.insert(
                     token,
@@ -703,7 +764,7 @@ impl Host {
             from,
             page_size: self.opts.max_items,
         };
-        let r = feed_call(client, req).await;
+        let r = self.feed(client, "read feed", req).await;
         let (status, items) = r.as_ref().map_or((0, 0), |r| (r.status, r.items.len()));
         self.observer.event(ProcessorEvent::Read {
             lease: token,
@@ -839,7 +900,7 @@ impl Host {
                     from: StartFrom::Now,
                     page_size: 1,
                 };
-                if let Some(r) = feed_call(client, now).await {
+                if let Some(r) = self.feed(client, "read feed now", now).await {
                     continuation = r.start_lsn;
                 }
             }
@@ -856,6 +917,7 @@ impl Host {
             let id = self.opts.lease_id(child.id);
             let mut c = CosmosContainer::new(client, &self.opts.lease_container);
             let r = c.create(&self.opts.prefix, &id, &doc.to_body()).await;
+            self.note("create child lease", &r);
             // 409: a concurrent handler created it (`CreateLeaseIfNotExist` → null).
             all_exist &= matches!(status_of(&r), 201 | 409);
             if status_of(&r) == 201 {
@@ -870,7 +932,8 @@ impl Host {
         let delete_parent = all_exist && !self.opts.bugs.split_keeps_parent;
         if delete_parent {
             let mut c = CosmosContainer::new(client, &self.opts.lease_container);
-            c.delete(&self.opts.prefix, &parent.id, None).await;
+            let r = c.delete(&self.opts.prefix, &parent.id, None).await;
+            self.note("delete parent lease", &r);
         }
         self.observer.event(ProcessorEvent::Split {
             lease: token,
@@ -891,6 +954,7 @@ impl Host {
                 lease: lease.doc.token,
                 continuation: lease.doc.continuation,
                 from: None,
+                seen_timestamp: None,
             });
             self.owned.borrow_mut().leases.insert(
                 lease.doc.token,

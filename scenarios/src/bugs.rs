@@ -296,6 +296,24 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["feed"],
         caught_by: &["CF7"],
     },
+    BugInfo {
+        name: "feed_shows_deletes",
+        what: "the latest-version feed shows a delete or TTL purge as a tombstone version of the item, a document no write committed",
+        scenarios: &["feed"],
+        caught_by: &["CF1"],
+    },
+    BugInfo {
+        name: "page_sorted_by_id",
+        what: "a feed page is cut by LSN but handed out sorted by partition key and item id, so one key's changes come out of commit order",
+        scenarios: &["feed"],
+        caught_by: &["CF2"],
+    },
+    BugInfo {
+        name: "lagging_replica_304",
+        what: "range reads are served by a replica a few log records behind, which answers 304 instead of 200 with 0 items while it has not seen the newest changes",
+        scenarios: &["feed"],
+        caught_by: &["CF10"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its

@@ -146,8 +146,8 @@ pub fn fault_counters(stats: &Mutex<ServerStats>) -> BTreeMap<String, u64> {
 /// Runs one call with its record: begun before it is sent (a call cut short
 /// by a crash stays in the history with an unknown outcome), completed with
 /// `outcome(result)` (`None` = unknown) and the attempts.
-pub async fn recorded<C, R, T, F>(
-    recorder: &Recorder<C, R>,
+pub async fn recorded<C, R, E, T, F>(
+    recorder: &Recorder<C, R, E>,
     client: usize,
     key: String,
     call: C,

@@ -1,4 +1,5 @@
-//! The `feed` history: no client operations, only the nodes' typed events —
+//! The `feed` history: the operations (writers' writes, pull-model pages,
+//! every SDK call a processor host made) and the nodes' typed events —
 //! the server's log as it was written (every committed item version, lease
 //! document and split, with its LSN), each processor host's events (reads,
 //! deliveries, delegate returns, checkpoints, acquisitions, splits), the
@@ -55,8 +56,43 @@ pub enum FeedEvent {
     },
 }
 
+/// One operation of the `feed` scenario (counted in the run summary; the
+/// checks judge the log and the node events).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FeedCall {
+    /// A writer's write: create, replace, upsert, soft delete, delete or batch.
+    Write {
+        /// Which kind.
+        kind: String,
+        /// The partition key.
+        partition_key: String,
+        /// The item ids (several for a batch).
+        ids: Vec<String>,
+    },
+    /// A pull-model page of one range from a continuation.
+    Pull {
+        /// The range id.
+        range: u32,
+        /// The continuation.
+        from: u64,
+    },
+    /// A processor host's SDK call (a lease read or write, a feed read),
+    /// recorded when it returned (a call cut short by a crash is not).
+    Host {
+        /// What it was.
+        what: String,
+    },
+}
+
+/// What an operation of the `feed` scenario was answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedResult {
+    /// The HTTP status.
+    pub status: u16,
+}
+
 /// The `feed` history.
-pub type FeedHistory = History<(), (), FeedEvent>;
+pub type FeedHistory = History<FeedCall, FeedResult, FeedEvent>;
 
 /// Its recorder.
-pub type FeedRecorder = Recorder<(), (), FeedEvent>;
+pub type FeedRecorder = Recorder<FeedCall, FeedResult, FeedEvent>;

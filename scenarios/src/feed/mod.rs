@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod history;
+pub mod timeline;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
@@ -382,7 +383,15 @@ impl ScenarioDef for Feed {
                     let name = env.incarnation_name();
                     match env.role.as_str() {
                         "writer" => {
-                            workload::writer(&p, env.index, &mut client, rng, deadline_ns).await
+                            workload::writer(
+                                &p,
+                                env.index,
+                                &mut client,
+                                &recorder,
+                                rng,
+                                deadline_ns,
+                            )
+                            .await
                         }
                         "splitter" => {
                             workload::splitter(
@@ -414,6 +423,7 @@ impl ScenarioDef for Feed {
                                 rec: recorder.clone(),
                                 name: name.clone(),
                                 clock: env.clock.clone(),
+                                client: p.writers + 1 + env.index,
                             });
                             // Some hosts leave once (StopAsync) and rejoin, in the window.
                             let leave = env.incarnation == 0 && rng.gen_bool(p.leave_probability);
@@ -470,6 +480,10 @@ impl ScenarioDef for Feed {
             (history, counters)
         });
         Deployment { program, collect }
+    }
+
+    fn timeline(&self, p: &FeedParams, h: &FeedHistory, t: &mut overcast_sim::timeline::Timeline) {
+        timeline::draw(p, h, t);
     }
 
     fn checkers(&self, p: &FeedParams) -> Vec<Box<dyn Checker<FeedHistory>>> {

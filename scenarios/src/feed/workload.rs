@@ -5,19 +5,24 @@
 //! range, and a splitter that splits ranges and runs the TTL purge; plus the
 //! server's log device, which records every log record it appends.
 
-use super::history::{FeedEvent, FeedRecorder};
+use super::history::{FeedCall, FeedEvent, FeedRecorder, FeedResult};
 use super::{FeedParams, ITEMS, LEASES};
 use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::dialects::recorded;
+use crate::occ::history::attempt;
 use overcast_model::client::{sim_now_ns, StoreClient};
 use overcast_model::cosmos::ItemOp;
 use overcast_model::cosmos_client::CosmosContainer;
 use overcast_model::env::{Clock, LogDevice};
 use overcast_model::feed::{FeedItem, FeedRange, FeedRequest, FeedScope, StartFrom};
 use overcast_model::feed_processor::{
-    feed_call, Delegate, DelegatePlan, ProcessorEvent, ProcessorObserver,
+    feed_call, Delegate, DelegatePlan, ProcessorCall, ProcessorEvent, ProcessorObserver,
 };
+use overcast_model::partition::{Request, Response};
+use overcast_model::retry::FinalOutcome;
 use overcast_model::wal;
 use overcast_sim::clock::NodeClock;
+use overcast_sim::history::OpRecord;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -65,7 +70,7 @@ impl LogDevice for RecordingDisk {
     }
 }
 
-/// A host's observer: every processor event into the history.
+/// A host's observer: every processor event and SDK call into the history.
 pub struct HostObserver {
     /// The recorder.
     pub rec: FeedRecorder,
@@ -73,12 +78,36 @@ pub struct HostObserver {
     pub name: String,
     /// Its clock.
     pub clock: NodeClock,
+    /// Its client number in the history's operations.
+    pub client: usize,
 }
 
 impl ProcessorObserver for HostObserver {
     fn event(&self, e: ProcessorEvent) {
         self.rec
             .event(self.name.clone(), self.clock.now_ms(), FeedEvent::Host(e));
+    }
+
+    fn call(&self, c: ProcessorCall) {
+        let known = !c.unknown;
+        self.rec.push(OpRecord {
+            id: 0,
+            client: self.client,
+            key: LEASES.to_string(),
+            call: FeedCall::Host { what: c.what },
+            invoke_ns: c.invoke_ns,
+            return_ns: known.then_some(c.return_ns),
+            result: known.then_some(FeedResult { status: c.status }),
+            attempts: c.attempts.iter().map(attempt).collect(),
+        });
+    }
+}
+
+/// The answer of a write for the history (`None`: unknown outcome).
+fn write_result<T>(r: &overcast_model::client::CallResult<T>) -> Option<FeedResult> {
+    match r.outcome {
+        FinalOutcome::Response { status } => Some(FeedResult { status }),
+        FinalOutcome::Unknown { .. } => None,
     }
 }
 
@@ -121,11 +150,13 @@ pub fn pk(k: usize) -> String {
     format!("k{k}")
 }
 
-/// One writer: random writes until `ops` or the deadline.
+/// One writer: random writes until `ops` or the deadline, each recorded as
+/// an operation of client `index`.
 pub async fn writer(
     p: &FeedParams,
     index: usize,
     client: &mut StoreClient,
+    rec: &FeedRecorder,
     mut rng: ChaCha8Rng,
     deadline_ns: u64,
 ) {
@@ -142,27 +173,101 @@ pub async fn writer(
         let body = format!("{{\"w\":{index},\"n\":{n}}}");
         let mut c = CosmosContainer::new(client, ITEMS);
         let draw: f64 = rng.gen();
+        let call = |kind: &str, ids: Vec<String>| FeedCall::Write {
+            kind: kind.to_string(),
+            partition_key: key.clone(),
+            ids,
+        };
         if draw < p.batch_probability {
             let size = rng.gen_range(2..=4);
-            let ops = (0..size)
+            let ops: Vec<ItemOp> = (0..size)
                 .map(|j| ItemOp::Upsert {
                     id: id(&mut rng),
                     body: format!("{{\"w\":{index},\"n\":{n},\"b\":{j}}}"),
                     if_match: None,
                 })
                 .collect();
-            c.batch(&key, ops).await;
+            let ids = ops
+                .iter()
+                .filter_map(|o| match o {
+                    ItemOp::Upsert { id, .. } => Some(id.clone()),
+                    _ => None,
+                })
+                .collect();
+            let send = c.batch(&key, ops);
+            recorded(
+                rec,
+                index,
+                key.clone(),
+                call("batch", ids),
+                send,
+                write_result,
+            )
+            .await;
         } else if draw < p.batch_probability + p.soft_delete_probability {
             let soft = format!("{{\"w\":{index},\"n\":{n},\"deleted\":true,\"ttl\":true}}");
-            c.upsert(&key, &id(&mut rng), &soft, None).await;
+            let id = id(&mut rng);
+            let send = c.upsert(&key, &id, &soft, None);
+            recorded(
+                rec,
+                index,
+                key.clone(),
+                call("soft delete", vec![id.clone()]),
+                send,
+                write_result,
+            )
+            .await;
         } else if draw < p.batch_probability + p.soft_delete_probability + 0.03 {
-            c.delete(&key, &id(&mut rng), None).await;
+            let id = id(&mut rng);
+            let send = c.delete(&key, &id, None);
+            recorded(
+                rec,
+                index,
+                key.clone(),
+                call("delete", vec![id.clone()]),
+                send,
+                write_result,
+            )
+            .await;
         } else {
             let id = id(&mut rng);
-            match rng.gen_range(0..3) {
-                0 => c.create(&key, &id, &body).await,
-                1 => c.replace(&key, &id, &body, None).await,
-                _ => c.upsert(&key, &id, &body, None).await,
+            let what = rng.gen_range(0..3);
+            let kind = ["create", "replace", "upsert"][what];
+            let the_call = call(kind, vec![id.clone()]);
+            match what {
+                0 => {
+                    recorded(
+                        rec,
+                        index,
+                        key.clone(),
+                        the_call,
+                        c.create(&key, &id, &body),
+                        write_result,
+                    )
+                    .await
+                }
+                1 => {
+                    recorded(
+                        rec,
+                        index,
+                        key.clone(),
+                        the_call,
+                        c.replace(&key, &id, &body, None),
+                        write_result,
+                    )
+                    .await
+                }
+                _ => {
+                    recorded(
+                        rec,
+                        index,
+                        key.clone(),
+                        the_call,
+                        c.upsert(&key, &id, &body, None),
+                        write_result,
+                    )
+                    .await
+                }
             };
         }
     }
@@ -250,7 +355,22 @@ pub async fn reader(
             from: StartFrom::Continuation(from),
             page_size: p.max_items,
         };
-        let r = feed_call(client, req).await;
+        let call = FeedCall::Pull {
+            range: range.id,
+            from,
+        };
+        let wire = Request::Feed(req);
+        let send = client.request(&wire);
+        let answered = recorded(
+            rec,
+            p.writers,
+            format!("range-{}", range.id),
+            call,
+            send,
+            write_result,
+        )
+        .await;
+        let r = answered.response.and_then(Response::into_feed);
         let (status, items, continuation) = match &r {
             Some(page) => (page.status, page.items.clone(), page.continuation),
             None => (0, Vec::new(), from),
