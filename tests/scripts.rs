@@ -454,6 +454,86 @@ fn required_cells() -> Vec<Cell> {
     ] {
         add(name, None);
     }
+    // §5.2: every row of the push table in both columns, and the rules around it.
+    for row in [
+        "MODIFIED",
+        "NOT_MODIFIED",
+        "REPOSITORY_ERROR",
+        "REQUEUE",
+        "UNSPECIFIED",
+        "no queue",
+        "queue q",
+    ] {
+        for column in ["absent", "present"] {
+            add(&format!("5.2 {row} / {column}"), None);
+        }
+    }
+    for name in [
+        "5.2 hashes / absent",
+        "5.2 hashes equal / present",
+        "5.2 hashes different / present",
+        "5.2 hashes different / NEW_ITEM stays",
+        "5.2 type with a hash is 400",
+        "5.2 repositoryError without REPOSITORY_ERROR is 400",
+        "5.2 NOT_MODIFIED unreserves",
+        "5.2 MODIFIED keeps the reservation",
+        "5.2 hash pushes keep the reservation",
+        "5.2 REPOSITORY_ERROR waits for its backoff",
+        "5.2 the backoff doubles",
+        "5.2 REQUEUE of an unreserved item is refused",
+        "5.2 relabelling a reserved item keeps its reservation",
+        "5.3 limit defaults to 20",
+        "5.3 limit above 100 is 400",
+        "5.3 limit 100 is accepted",
+        "5.3 queue defaults to default",
+        "5.3 empty statuses = all",
+        "5.3 status filter",
+        "5.3 priority ERROR > MODIFIED > NEW_ITEM > ACCEPTED",
+        "5.3 oldest first within a status",
+        "5.3 a poll returns min(limit, eligible)",
+        "5.3 polled items are reserved",
+        "5.3 a lost poll still reserved its items",
+        "5.3 returned items carry version, payload, status, queue",
+        "5.3 reservation ends after 4 h",
+        "5.3 REQUEUE goes to the back of its status",
+        "5.4 index inserts an absent item ACCEPTED",
+        "5.4 index needs a greater version (bytewise)",
+        "5.4 a stale index changes nothing",
+        "5.4 index accepts and unreserves",
+        "5.4 index sets the queue",
+        "5.4 unreserve frees its queue's items",
+        "5.4 unreserve leaves other queues",
+        "5.4 deleteQueueItems answers an operation not yet done",
+        "5.4 getOperation shows it done",
+        "5.4 deleteQueueItems deletes the items labelled at its start",
+        "5.4 an item labelled after the start survives",
+        "5.4 delete needs a greater version",
+        "5.4 delete of a missing item is 404",
+        "5.4 a deleted item is not polled",
+        "5.4 re-indexing a soft-deleted item needs a greater version",
+        "5.4 after the soft delete the version no longer applies",
+        "5.4 argument limits are 400: queue",
+        "5.4 argument limits are 400: payload",
+        "5.4 argument limits are 400: hash",
+        "5.4 argument limits are 400: version",
+        "3.1 only the latest version of an item is in the feed",
+        "3.1 deletes are not captured",
+        "3.1 changes come in modification order",
+        "3.2 GetFeedRanges lists one range per physical partition",
+        "3.2 start from the beginning",
+        "3.2 start from now",
+        "3.2 start from a point in time",
+        "3.2 start from a continuation token",
+        "3.2 a partition key's feed range",
+        "3.2 no new changes is 304",
+        "3.2 the page-size hint caps a page",
+        "3.2 a batch may exceed the page-size hint",
+        "3.2 a continuation token never expires",
+        "3.2 a split range answers 410 with sub-status 1002/1007 and its children",
+        "3.2 the children resume from the parent's continuation",
+    ] {
+        add(name, None);
+    }
     cells
 }
 
@@ -477,7 +557,7 @@ fn covers_of(doc: &serde_json::Value) -> Vec<(usize, String)> {
 }
 
 #[test]
-fn every_lease_table_cell_and_every_search_and_cosmos_row_is_reached_by_some_script() {
+fn every_lease_table_cell_every_search_cosmos_queue_and_pull_model_row_is_reached_by_some_script() {
     let required = required_cells();
     let mut reached: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for (path, text) in shipped() {
@@ -505,7 +585,7 @@ fn every_lease_table_cell_and_every_search_and_cosmos_row_is_reached_by_some_scr
     for (cell, steps) in &reached {
         println!("{cell}: {}", steps.join(", "));
     }
-    assert!(required.len() >= 150, "{} cells", required.len());
+    assert!(required.len() >= 240, "{} cells", required.len());
 }
 
 /// A step that shows the lease state of the resource step `step` addresses
@@ -622,7 +702,53 @@ fn seeded_lease_cosmos_and_search_bugs_make_the_scripts_that_pin_them_fail() {
 }
 
 #[test]
-fn the_readme_examples_of_lease_cosmos_and_search_steps_pass() {
+fn seeded_queue_and_change_feed_bugs_make_the_scripts_that_pin_them_fail() {
+    for (script, bug, step, why) in [
+        (
+            "queue_push.json",
+            "poll_returns_reserved",
+            7,
+            "items [a] are not []",
+        ),
+        (
+            "queue_poll.json",
+            "poll_ignores_priority",
+            12,
+            "are not [err1, mod1, new1, new2, acc1]",
+        ),
+        (
+            "queue_poll.json",
+            "reservation_never_expires",
+            17,
+            "items [] are not [acc1]",
+        ),
+        (
+            "queue_poll.json",
+            "requeue_keeps_time",
+            30,
+            "items [r1, r2, r3] are not [r2, r3, r1]",
+        ),
+        (
+            "queue_methods.json",
+            "index_ignores_version",
+            4,
+            "status 200 is not 400",
+        ),
+        (
+            "feed_pull.json",
+            "page_cut_splits_batch",
+            20,
+            "items [x] are not [x, y, z]",
+        ),
+    ] {
+        let d = differs_with_bug(script, bug);
+        assert_eq!(d.step, step, "{script} with {bug}: {d:?}");
+        assert!(d.why.contains(why), "{script} with {bug}: {d:?}");
+    }
+}
+
+#[test]
+fn the_readme_examples_of_lease_cosmos_search_queue_and_feed_steps_pass() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
         .expect("README");
     let from = readme
@@ -646,7 +772,7 @@ fn the_readme_examples_of_lease_cosmos_and_search_steps_pass() {
         blocks += 1;
         rest = &rest[end + 3..];
     }
-    assert_eq!(blocks, 3);
+    assert_eq!(blocks, 5);
 }
 
 /// A changed copy of expectation field `field` holding `v`, or `None` when
@@ -688,12 +814,44 @@ fn mutated(field: &str, v: &serde_json::Value) -> Option<serde_json::Value> {
             list.push(json!("zzz"));
             json!(list)
         }
+        // Items: one fewer, or one more when none is expected.
+        "items" => {
+            let mut list = v.as_array()?.clone();
+            if list.pop().is_none() {
+                list.push(json!("zzz"));
+            }
+            json!(list)
+        }
+        "ranges" => {
+            let mut list = v.as_array()?.clone();
+            list.push(json!(99));
+            json!(list)
+        }
+        "item_status" => json!(if s? == "MODIFIED" {
+            "ACCEPTED"
+        } else {
+            "MODIFIED"
+        }),
+        "done" => json!(!v.as_bool()?),
+        "sub_status" => json!(v.as_u64()? + 1),
+        "operation" | "continuation" => {
+            let s = s?;
+            if let Some(n) = s.strip_prefix("same as ") {
+                json!(format!("different from {n}"))
+            } else if let Some(n) = s.strip_prefix("different from ") {
+                json!(format!("same as {n}"))
+            } else if s == "fresh" || s == "present" {
+                json!("absent")
+            } else {
+                return None;
+            }
+        }
         _ => return None,
     })
 }
 
 #[test]
-fn changing_any_shipped_lease_field_error_code_body_definition_or_batch_result_fails_the_script_at_that_step(
+fn changing_any_shipped_lease_field_error_code_body_definition_batch_result_or_queue_and_feed_answer_fails_the_script_at_that_step(
 ) {
     let mut mutants = 0;
     for (path, text) in shipped() {

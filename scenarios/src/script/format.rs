@@ -16,6 +16,7 @@
 
 use super::time::{parse_duration, parse_rfc1123};
 use overcast_model::conditions::Millis;
+use overcast_model::queue::{ItemStatus, PushType};
 use overcast_sim::clock::EPOCH_MS;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -85,6 +86,29 @@ pub enum Step {
     SearchPut(SearchOp),
     /// Search: DELETE an index or a synonym map.
     SearchDelete(SearchOp),
+    /// Indexing queues: create a datasource with its settings (SPEC §5; the
+    /// service's provisioning, as containers are the store's).
+    QueueCreateDatasource(QueueDatasource),
+    /// Indexing queues: `items.push` (SPEC §5.2).
+    QueuePush(QueuePush),
+    /// Indexing queues: `items.poll` (SPEC §5.3).
+    QueuePoll(QueuePoll),
+    /// Indexing queues: `items.index` (SPEC §5.4).
+    QueueIndex(QueueIndex),
+    /// Indexing queues: `items.delete` (SPEC §5.4).
+    QueueDelete(QueueDelete),
+    /// Indexing queues: `items.unreserve` (SPEC §5.4).
+    QueueUnreserve(QueueOp),
+    /// Indexing queues: `items.deleteQueueItems`, a long-running operation (SPEC §5.4).
+    QueueDeleteQueueItems(QueueOp),
+    /// Indexing queues: `operations.get` of a `deleteQueueItems`.
+    QueueGetOperation(QueueGetOperation),
+    /// Change feed: `GetFeedRangesAsync`, the container's physical ranges (SPEC §3.2).
+    FeedRanges(FeedRanges),
+    /// Change feed: one page of the pull model's `FeedIterator` (SPEC §3.2).
+    FeedRead(FeedRead),
+    /// Change feed: a physical range splits in two (a fault event, logged).
+    FeedSplit(FeedSplit),
     /// Move the clocks forward.
     Advance(Advance),
     /// Crash the server (a process crash: what it appended survives), restart it
@@ -332,7 +356,324 @@ pub struct SearchOp {
     pub expect: Expect,
 }
 
-/// `advance`: both amounts are durations (`1500ms`, `2s`, `1min`).
+/// A text parameter of a queue step: a literal, or `{"repeat": "x", "times": 101}`
+/// (the literal repeated, to reach the argument limits without writing them out).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Text {
+    /// The text as written (an item name may be a captured `$name`).
+    Literal(String),
+    /// `repeat` written `times` times.
+    Repeat(Repeat),
+}
+
+/// `{"repeat": "x", "times": 101}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repeat {
+    /// The text to repeat.
+    pub repeat: String,
+    /// How many times.
+    pub times: usize,
+}
+
+impl Text {
+    /// The text it stands for (a captured name is resolved by the runner).
+    pub fn expand(&self) -> String {
+        match self {
+            Text::Literal(s) => s.clone(),
+            Text::Repeat(r) => r.repeat.repeat(r.times),
+        }
+    }
+
+    /// The captured `$name` it is, if it is one.
+    pub fn captured_name(&self) -> Option<&str> {
+        match self {
+            Text::Literal(s) if s.trim().starts_with('$') => Some(s.trim()),
+            _ => None,
+        }
+    }
+}
+
+/// The three hashes of a push (compared with the indexed ones) or an index
+/// (stored): `metadataHash`, `structuredDataHash`, `contentHash`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueHashes {
+    /// `metadataHash`.
+    #[serde(default)]
+    pub metadata: Option<Text>,
+    /// `structuredDataHash`.
+    #[serde(default)]
+    pub structured_data: Option<Text>,
+    /// `contentHash`.
+    #[serde(default)]
+    pub content: Option<Text>,
+}
+
+/// `queue_create_datasource`: a datasource and its settings (durations like `1s`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueDatasource {
+    /// The datasource.
+    pub datasource: String,
+    /// The 4 h reservation and the 7-day soft delete are divided by this (default 1).
+    #[serde(default)]
+    pub time_scale: Option<u64>,
+    /// The first REPOSITORY_ERROR backoff (default `1s`); it doubles with each one more.
+    #[serde(default)]
+    pub backoff: Option<String>,
+    /// The longest backoff (default `60s`).
+    #[serde(default)]
+    pub max_backoff: Option<String>,
+    /// How long a `deleteQueueItems` runs before it is done (default `0ms`:
+    /// done by the next request).
+    #[serde(default)]
+    pub delete_takes: Option<String>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `queue_push`: `items.push` of one item.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueuePush {
+    /// The datasource.
+    pub datasource: String,
+    /// The item's name (a literal, a captured `$name`, or a repeat).
+    pub item: Text,
+    /// `type`: `MODIFIED`, `NOT_MODIFIED`, `REPOSITORY_ERROR`, `REQUEUE`,
+    /// `UNSPECIFIED` (absent: none, the same as `UNSPECIFIED`).
+    #[serde(default, rename = "type")]
+    pub push_type: Option<PushType>,
+    /// The hashes to compare with the indexed ones.
+    #[serde(default)]
+    pub hashes: Option<QueueHashes>,
+    /// `payload`.
+    #[serde(default)]
+    pub payload: Option<Text>,
+    /// `queue` (absent: the default queue).
+    #[serde(default)]
+    pub queue: Option<Text>,
+    /// `repositoryError` (the service accepts it only with REPOSITORY_ERROR).
+    #[serde(default)]
+    pub repository_error: Option<String>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `queue_poll`: `items.poll`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueuePoll {
+    /// The datasource.
+    pub datasource: String,
+    /// `queue` (absent: the default queue).
+    #[serde(default)]
+    pub queue: Option<Text>,
+    /// `statusCodes` (empty or absent: every status).
+    #[serde(default)]
+    pub statuses: Vec<ItemStatus>,
+    /// `limit` (absent or 0: 20; at most 100).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `queue_index`: `items.index` (a full replace).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueIndex {
+    /// The datasource.
+    pub datasource: String,
+    /// The item's name.
+    pub item: Text,
+    /// `version`, compared bytewise with the indexed one.
+    pub version: Text,
+    /// `item.queue` (absent: unchanged, or default for a new item).
+    #[serde(default)]
+    pub queue: Option<Text>,
+    /// The content (default empty).
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The hashes to store.
+    #[serde(default)]
+    pub hashes: Option<QueueHashes>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `queue_delete`: `items.delete`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueDelete {
+    /// The datasource.
+    pub datasource: String,
+    /// The item's name.
+    pub item: Text,
+    /// `version`, compared bytewise with the indexed one.
+    pub version: Text,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `queue_unreserve`, `queue_delete_queue_items`: a method on one queue.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueOp {
+    /// The datasource.
+    pub datasource: String,
+    /// `queue` (absent: the default queue).
+    #[serde(default)]
+    pub queue: Option<Text>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `queue_get_operation`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueGetOperation {
+    /// The datasource the operation belongs to.
+    pub datasource: String,
+    /// The operation's name: a captured `$name` or a literal.
+    pub operation: String,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// A feed range: its id, or a captured `$name`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RangeRef {
+    /// A range id (`GetFeedRangesAsync` lists them).
+    Id(u32),
+    /// A captured `$name`.
+    Captured(String),
+}
+
+/// `feed_ranges`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedRanges {
+    /// The Cosmos container.
+    pub container: String,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `feed_read`: one page. The scope is a `range` or a `partition_key`
+/// (exactly one); the start is `start` (`beginning` or `now`), `start_time` (a
+/// date expression) or `continuation` (exactly one: the SDK's
+/// `ChangeFeedStartFrom` is one of them).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedRead {
+    /// The Cosmos container.
+    pub container: String,
+    /// A physical range (`FeedRange` from `GetFeedRangesAsync`).
+    #[serde(default)]
+    pub range: Option<RangeRef>,
+    /// `FeedRange.FromPartitionKey`.
+    #[serde(default)]
+    pub partition_key: Option<String>,
+    /// `beginning` or `now`.
+    #[serde(default)]
+    pub start: Option<String>,
+    /// A point in time: a date expression (`start + 10s`).
+    #[serde(default)]
+    pub start_time: Option<String>,
+    /// A continuation token: a captured `$name` or a literal.
+    #[serde(default)]
+    pub continuation: Option<String>,
+    /// `PageSizeHint` (absent: no limit).
+    #[serde(default)]
+    pub page_size: Option<usize>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `feed_split`: range `range` of `container` splits into two children.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedSplit {
+    /// The Cosmos container.
+    pub container: String,
+    /// The range.
+    pub range: RangeRef,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// One item a poll or a feed page is expected to return: its id (a literal
+/// or a captured `$name`), or an object with the id and the fields to pin.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ItemExpect {
+    /// Only the id (the queue item's name, the feed item's `id`).
+    Id(String),
+    /// The id and fields.
+    Fields(ItemFields),
+}
+
+impl ItemExpect {
+    /// The expected id.
+    pub fn id(&self) -> &str {
+        match self {
+            ItemExpect::Id(id) => id,
+            ItemExpect::Fields(f) => &f.id,
+        }
+    }
+}
+
+/// A number or a text (a version: a queue item's is a byte string, a feed
+/// item's a number).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Scalar {
+    /// A number.
+    Number(u64),
+    /// A text.
+    Text(String),
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Number(n) => write!(f, "{n}"),
+            Scalar::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// The fields of one expected item; only those given are checked.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemFields {
+    /// The id.
+    pub id: String,
+    /// Queue: its status.
+    #[serde(default)]
+    pub status: Option<ItemStatus>,
+    /// Queue: the indexed version; feed: the item's version (behind `_etag`).
+    #[serde(default)]
+    pub version: Option<Scalar>,
+    /// Queue: its queue label.
+    #[serde(default)]
+    pub queue: Option<String>,
+    /// Queue: its payload.
+    #[serde(default)]
+    pub payload: Option<String>,
+    /// Feed: its partition key.
+    #[serde(default)]
+    pub partition_key: Option<String>,
+    /// Feed: the document.
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+/// `advance`: both amounts are durations (`1500ms`, `2s`, `1min`, `4h`, `7d`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Advance {
@@ -436,6 +777,28 @@ pub struct Expect {
     /// and checks the lease state each lease cell claims.
     #[serde(default)]
     pub covers: Vec<String>,
+    /// Queue push and index: the item's status after the request.
+    #[serde(default)]
+    pub item_status: Option<ItemStatus>,
+    /// A poll's items or a feed page's, exactly and in order.
+    #[serde(default)]
+    pub items: Option<Vec<ItemExpect>>,
+    /// A long-running operation's name: `fresh`, `same as $o1`, ...
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// Whether the operation is done.
+    #[serde(default)]
+    pub done: Option<bool>,
+    /// A feed page's continuation: `same as $c1`, `different from $c1`,
+    /// `present`, `absent`, or a literal token.
+    #[serde(default)]
+    pub continuation: Option<String>,
+    /// A feed answer's sub-status (1002 with a split range's 410).
+    #[serde(default)]
+    pub sub_status: Option<u32>,
+    /// Feed ranges by id: `feed_ranges`'s list, a split's or a 410's children.
+    #[serde(default)]
+    pub ranges: Option<Vec<u32>>,
 }
 
 /// A response field a capture can bind.
@@ -447,6 +810,14 @@ pub enum Field {
     LastModified,
     /// A lease id (`x-ms-lease-id`).
     LeaseId,
+    /// A long-running operation's name.
+    Operation,
+    /// A feed page's continuation token.
+    Continuation,
+    /// The id of the n-th item returned (0-based): `items[0]`.
+    Item(usize),
+    /// The id of the n-th range listed (0-based): `ranges[0]`.
+    Range(usize),
 }
 
 impl Field {
@@ -456,7 +827,32 @@ impl Field {
             "etag" => Some(Field::Etag),
             "last_modified" => Some(Field::LastModified),
             "lease_id" => Some(Field::LeaseId),
-            _ => None,
+            "operation" => Some(Field::Operation),
+            "continuation" => Some(Field::Continuation),
+            _ => {
+                let index = |prefix: &str| {
+                    name.strip_prefix(prefix)?
+                        .strip_suffix(']')?
+                        .parse::<usize>()
+                        .ok()
+                };
+                index("items[")
+                    .map(Field::Item)
+                    .or_else(|| index("ranges[").map(Field::Range))
+            }
+        }
+    }
+
+    /// The name of its family in [`answer_fields`] (`items[N]` for any item).
+    fn family(self) -> &'static str {
+        match self {
+            Field::Etag => "etag",
+            Field::LastModified => "last_modified",
+            Field::LeaseId => "lease_id",
+            Field::Operation => "operation",
+            Field::Continuation => "continuation",
+            Field::Item(_) => "items[N]",
+            Field::Range(_) => "ranges[N]",
         }
     }
 
@@ -465,6 +861,10 @@ impl Field {
             Field::Etag => Kind::Etag,
             Field::LastModified => Kind::Time,
             Field::LeaseId => Kind::LeaseId,
+            Field::Operation => Kind::Operation,
+            Field::Continuation => Kind::Continuation,
+            Field::Item(_) => Kind::Item,
+            Field::Range(_) => Kind::Range,
         }
     }
 }
@@ -499,8 +899,10 @@ impl Compare {
             }
         };
         Ok(match s {
-            "fresh" if field != Field::LastModified => Compare::Fresh,
-            "fresh" => return Err("`fresh` applies to ETags and lease ids only".into()),
+            "fresh" if matches!(field, Field::Etag | Field::LeaseId | Field::Operation) => {
+                Compare::Fresh
+            }
+            "fresh" => return Err("`fresh` applies to ETags, lease ids and operations only".into()),
             "present" => Compare::Present,
             "absent" => Compare::Absent,
             _ => {
@@ -576,13 +978,26 @@ pub enum Captured {
     Time(Millis),
     /// A lease id as the server sent it.
     LeaseId(String),
+    /// A long-running operation's name.
+    Operation(String),
+    /// A feed continuation token.
+    Continuation(u64),
+    /// An item's id (a queue item's name, a feed item's `id`).
+    Item(String),
+    /// A feed range's id.
+    Range(u32),
 }
 
 impl fmt::Display for Captured {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Captured::Etag(e) | Captured::LeaseId(e) => f.write_str(e),
+            Captured::Etag(e)
+            | Captured::LeaseId(e)
+            | Captured::Operation(e)
+            | Captured::Item(e) => f.write_str(e),
             Captured::Time(t) => f.write_str(&super::time::format_rfc1123(*t)),
+            Captured::Continuation(c) => write!(f, "{c}"),
+            Captured::Range(r) => write!(f, "{r}"),
         }
     }
 }
@@ -648,6 +1063,10 @@ enum Kind {
     Etag,
     Time,
     LeaseId,
+    Operation,
+    Continuation,
+    Item,
+    Range,
 }
 
 impl Kind {
@@ -656,6 +1075,10 @@ impl Kind {
             Kind::Etag => "an ETag",
             Kind::Time => "a date",
             Kind::LeaseId => "a lease id",
+            Kind::Operation => "an operation name",
+            Kind::Continuation => "a continuation token",
+            Kind::Item => "an item id",
+            Kind::Range => "a feed range",
         }
     }
 }
@@ -774,6 +1197,39 @@ impl Script {
                     validate_search(op, kind, &names)
                         .map_err(|(f, m)| at(&format!("{kind}.{f}"), m))?;
                 }
+                Step::QueueCreateDatasource(d) => {
+                    for (f, v) in [
+                        ("backoff", &d.backoff),
+                        ("max_backoff", &d.max_backoff),
+                        ("delete_takes", &d.delete_takes),
+                    ] {
+                        if let Some(v) = v {
+                            let ms =
+                                parse_duration(v).map_err(|m| at(&format!("{kind}.{f}"), m))?;
+                            if ms < 0 {
+                                return Err(at(&format!("{kind}.{f}"), "not negative".into()));
+                            }
+                        }
+                    }
+                }
+                Step::QueuePush(QueuePush { item, .. })
+                | Step::QueueIndex(QueueIndex { item, .. })
+                | Step::QueueDelete(QueueDelete { item, .. }) => {
+                    if let Some(n) = item.captured_name() {
+                        use_name(&names, n, Kind::Item)
+                            .map_err(|m| at(&format!("{kind}.item"), m))?;
+                    }
+                }
+                Step::QueueGetOperation(o) => {
+                    use_value(&names, &o.operation, Kind::Operation)
+                        .map_err(|m| at(&format!("{kind}.operation"), m))?;
+                }
+                Step::FeedRead(r) => {
+                    validate_feed_read(r, &names).map_err(|(f, m)| at(&format!("{kind}.{f}"), m))?
+                }
+                Step::FeedSplit(r) => {
+                    use_range(&names, &r.range).map_err(|m| at(&format!("{kind}.range"), m))?
+                }
                 _ => {}
             }
             if let Some(v) = step.blob_op().and_then(|h| h.lease_id.as_ref()) {
@@ -830,6 +1286,70 @@ impl Script {
     }
 }
 
+/// A range parameter: an id, or a `$name` captured as a range.
+fn use_range(names: &BTreeMap<String, Kind>, r: &RangeRef) -> Result<(), String> {
+    match r {
+        RangeRef::Id(_) => Ok(()),
+        RangeRef::Captured(n) if n.starts_with('$') => use_name(names, n, Kind::Range),
+        RangeRef::Captured(n) => Err(format!("`{n}`: a range id or a captured $name")),
+    }
+}
+
+/// The start options of a `feed_read`.
+pub const FEED_STARTS: [&str; 2] = ["beginning", "now"];
+
+/// Checks a `feed_read`'s scope (one of range, partition key) and start (one
+/// of start, start_time, continuation).
+fn validate_feed_read(
+    r: &FeedRead,
+    names: &BTreeMap<String, Kind>,
+) -> Result<(), (&'static str, String)> {
+    match (&r.range, &r.partition_key) {
+        (Some(range), None) => use_range(names, range).map_err(|m| ("range", m))?,
+        (None, Some(_)) => {}
+        _ => return Err(("range", "name exactly one of range, partition_key".into())),
+    }
+    let starts = [
+        r.start.is_some(),
+        r.start_time.is_some(),
+        r.continuation.is_some(),
+    ];
+    if starts.iter().filter(|s| **s).count() != 1 {
+        return Err((
+            "start",
+            "name exactly one of start, start_time, continuation (ChangeFeedStartFrom is one of them)"
+                .into(),
+        ));
+    }
+    if let Some(s) = &r.start {
+        if !FEED_STARTS.contains(&s.as_str()) {
+            return Err(("start", format!("`{s}`: one of {}", FEED_STARTS.join(", "))));
+        }
+    }
+    if let Some(t) = &r.start_time {
+        let d = DateExpr::parse(t).map_err(|m| ("start_time", m))?;
+        if let Some(n) = &d.var {
+            use_name(names, n, Kind::Time).map_err(|m| ("start_time", m))?;
+        }
+    }
+    if let Some(c) = &r.continuation {
+        continuation_value(c, names).map_err(|m| ("continuation", m))?;
+    }
+    Ok(())
+}
+
+/// A continuation as written: a `$name` captured as one, or a token (a number).
+fn continuation_value(c: &str, names: &BTreeMap<String, Kind>) -> Result<(), String> {
+    let c = c.trim();
+    if c.starts_with('$') {
+        use_name(names, c, Kind::Continuation)
+    } else {
+        c.parse::<u64>()
+            .map(|_| ())
+            .map_err(|_| format!("`{c}`: a captured $name or a token (a number)"))
+    }
+}
+
 /// The tokens of an `If-Match` / `If-None-Match` value.
 pub fn etag_tokens(v: &str) -> Vec<&str> {
     v.split(',')
@@ -869,6 +1389,17 @@ fn answer_fields(kind: &str) -> (&'static [&'static str], &'static [&'static str
         "cosmos_batch_result" => (&["etag", "body", "no_body"], &["etag"]),
         k if k.starts_with("cosmos_") => (&["etag", "body", "no_body"], &["etag"]),
         k if k.starts_with("search_") => (&["etag", "fields", "synonyms"], &["etag"]),
+        "queue_push" | "queue_index" => (&["error_code", "item_status"], &[]),
+        "queue_poll" => (&["error_code", "items"], &["items[N]"]),
+        "queue_delete_queue_items" | "queue_get_operation" => {
+            (&["error_code", "operation", "done"], &["operation"])
+        }
+        k if k.starts_with("queue_") => (&["error_code"], &[]),
+        "feed_ranges" | "feed_split" => (&["ranges"], &["ranges[N]"]),
+        "feed_read" => (
+            &["sub_status", "items", "continuation", "ranges"],
+            &["continuation", "items[N]", "ranges[N]"],
+        ),
         _ => (&[], &[]),
     }
 }
@@ -894,6 +1425,13 @@ fn named_fields(e: &Expect) -> Vec<&'static str> {
     add("fields", e.fields.is_some());
     add("synonyms", e.synonyms.is_some());
     add("results", e.results.is_some());
+    add("item_status", e.item_status.is_some());
+    add("items", e.items.is_some());
+    add("operation", e.operation.is_some());
+    add("done", e.done.is_some());
+    add("continuation", e.continuation.is_some());
+    add("sub_status", e.sub_status.is_some());
+    add("ranges", e.ranges.is_some());
     out
 }
 
@@ -984,6 +1522,52 @@ fn validate_expect(
         names,
     )?;
     check(Field::LeaseId, &e.lease_id, "lease_id", names)?;
+    check(Field::Operation, &e.operation, "operation", names)?;
+    if let Some(c) = &e.continuation {
+        let at = |m| (format!("{path}.continuation"), m);
+        match Compare::parse(c, Field::Continuation).map_err(at)? {
+            Compare::SameAs(n) | Compare::DifferentFrom(n) => {
+                use_name(names, &n, Kind::Continuation).map_err(at)?
+            }
+            Compare::Literal(l) => continuation_value(&l, names).map_err(at)?,
+            _ => {}
+        }
+    }
+    if let Some(items) = &e.items {
+        for (i, item) in items.iter().enumerate() {
+            let at = |f: &str, m: String| (format!("{path}.items[{i}]{f}"), m);
+            let id = item.id().trim();
+            if id.starts_with('$') {
+                use_name(names, id, Kind::Item).map_err(|m| at("", m))?;
+            }
+            let ItemExpect::Fields(f) = item else {
+                continue;
+            };
+            let queue_fields = [
+                ("status", f.status.is_some()),
+                ("queue", f.queue.is_some()),
+                ("payload", f.payload.is_some()),
+            ];
+            let feed_fields = [
+                ("partition_key", f.partition_key.is_some()),
+                ("body", f.body.is_some()),
+            ];
+            let foreign = if kind == "queue_poll" {
+                &feed_fields[..]
+            } else {
+                &queue_fields[..]
+            };
+            if let Some((name, _)) = foreign.iter().find(|(_, present)| *present) {
+                return Err(at(
+                    &format!(".{name}"),
+                    format!("a {kind} item has no {name}"),
+                ));
+            }
+            if kind == "feed_read" && matches!(f.version, Some(Scalar::Text(_))) {
+                return Err(at(".version", "a feed item's version is a number".into()));
+            }
+        }
+    }
     if let Some(v) = &e.lease_state {
         if !LEASE_STATES.contains(&v.as_str()) {
             return Err((
@@ -1030,7 +1614,7 @@ fn validate_expect(
     for (field, name) in &e.capture {
         let at = |m: String| (format!("{path}.capture.{field}"), m);
         let f = Field::parse(field)
-            .filter(|_| capturable.contains(&field.as_str()))
+            .filter(|f| capturable.contains(&f.family()))
             .ok_or_else(|| {
                 at(format!(
                     "a {kind} answer has no field `{field}` to capture ({})",
@@ -1246,6 +1830,17 @@ impl Step {
             Step::SearchGet(_) => "search_get",
             Step::SearchPut(_) => "search_put",
             Step::SearchDelete(_) => "search_delete",
+            Step::QueueCreateDatasource(_) => "queue_create_datasource",
+            Step::QueuePush(_) => "queue_push",
+            Step::QueuePoll(_) => "queue_poll",
+            Step::QueueIndex(_) => "queue_index",
+            Step::QueueDelete(_) => "queue_delete",
+            Step::QueueUnreserve(_) => "queue_unreserve",
+            Step::QueueDeleteQueueItems(_) => "queue_delete_queue_items",
+            Step::QueueGetOperation(_) => "queue_get_operation",
+            Step::FeedRanges(_) => "feed_ranges",
+            Step::FeedRead(_) => "feed_read",
+            Step::FeedSplit(_) => "feed_split",
             Step::Advance(_) => "advance",
             Step::CrashServer(_) => "crash_server",
             Step::DropNextReply(_) => "drop_next_reply",
@@ -1266,6 +1861,16 @@ impl Step {
             | Step::CosmosDelete(s) => Some(&s.expect),
             Step::CosmosBatch(s) => Some(&s.expect),
             Step::SearchGet(s) | Step::SearchPut(s) | Step::SearchDelete(s) => Some(&s.expect),
+            Step::QueueCreateDatasource(s) => Some(&s.expect),
+            Step::QueuePush(s) => Some(&s.expect),
+            Step::QueuePoll(s) => Some(&s.expect),
+            Step::QueueIndex(s) => Some(&s.expect),
+            Step::QueueDelete(s) => Some(&s.expect),
+            Step::QueueUnreserve(s) | Step::QueueDeleteQueueItems(s) => Some(&s.expect),
+            Step::QueueGetOperation(s) => Some(&s.expect),
+            Step::FeedRanges(s) => Some(&s.expect),
+            Step::FeedRead(s) => Some(&s.expect),
+            Step::FeedSplit(s) => Some(&s.expect),
             Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => None,
         }
     }
@@ -1459,6 +2064,74 @@ mod tests {
             ),
             (Some(1), "search_put.only_if_unchanged".into())
         );
+    }
+
+    #[test]
+    fn queue_and_feed_parameters_and_captures_go_with_their_operation() {
+        assert_eq!(
+            refused(
+                r#"{"queue_push": {"datasource": "d", "item": "a", "type": "CHANGED", "expect": {}}}"#
+            )
+            .1,
+            "queue_push.type"
+        );
+        assert_eq!(
+            refused(r#"{"queue_push": {"datasource": "d", "item": "$i", "expect": {}}}"#),
+            (Some(1), "queue_push.item".into())
+        );
+        assert_eq!(
+            refused(r#"{"queue_push": {"datasource": "d", "item": "a", "expect": {"items": []}}}"#),
+            (Some(1), "queue_push.expect.items".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"queue_poll": {"datasource": "d", "expect": {"items": [{"id": "a", "body": "x"}]}}}"#
+            ),
+            (Some(1), "queue_poll.expect.items[0].body".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"queue_poll": {"datasource": "d", "expect": {"capture": {"operation": "$o"}}}}"#
+            ),
+            (Some(1), "queue_poll.expect.capture.operation".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"queue_delete_queue_items": {"datasource": "d", "expect": {"capture": {"operation": "$o"}}}},
+                   {"feed_read": {"container": "c", "range": 0, "continuation": "$o", "expect": {}}}"#
+            ),
+            (Some(2), "feed_read.continuation".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"feed_read": {"container": "c", "range": 0, "start": "beginning", "continuation": "7", "expect": {}}}"#
+            ),
+            (Some(1), "feed_read.start".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"feed_read": {"container": "c", "range": 0, "partition_key": "p", "start": "now", "expect": {}}}"#
+            ),
+            (Some(1), "feed_read.range".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"feed_read": {"container": "c", "range": 0, "start": "yesterday", "expect": {}}}"#
+            ),
+            (Some(1), "feed_read.start".into())
+        );
+        assert_eq!(
+            refused(
+                r#"{"feed_read": {"container": "c", "range": 0, "start": "now", "expect": {"continuation": "fresh"}}}"#
+            ),
+            (Some(1), "feed_read.expect.continuation".into())
+        );
+        let ok = r#"{"feed_ranges": {"container": "c", "expect": {"capture": {"ranges[2]": "$r"}}}},
+            {"feed_read": {"container": "c", "range": "$r", "start": "beginning",
+              "expect": {"items": ["a", {"id": "b", "version": 2}], "capture": {"continuation": "$c", "items[1]": "$i"}}}},
+            {"feed_read": {"container": "c", "range": "$r", "continuation": "$c", "expect": {"continuation": "same as $c"}}},
+            {"queue_push": {"datasource": "d", "item": "$i", "queue": {"repeat": "q", "times": 3}, "expect": {}}}"#;
+        assert!(parse(&script(ok)).is_ok(), "{:?}", parse(&script(ok)).err());
     }
 
     #[test]

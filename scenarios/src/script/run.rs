@@ -13,7 +13,8 @@
 
 use super::format::{
     etag_tokens, parse_lease_duration, Captured, Compare, ConditionHeaders, DateExpr, Expect,
-    Field, LeaseDurationExpect, LeaseOp, Script, SearchOp, Step,
+    FeedRead, Field, ItemExpect, LeaseDurationExpect, LeaseOp, QueueHashes, RangeRef, Script,
+    SearchOp, Step, Text,
 };
 use super::time::{format_rfc1123, parse_duration};
 use crate::bridge::DiskAdapter;
@@ -25,10 +26,14 @@ use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::conditions::{Conditions, ETag, EtagMatch, Millis};
 use overcast_model::cosmos::{CosmosRequest, ItemOp};
 use overcast_model::env::Clock;
+use overcast_model::feed::{FeedRange, FeedRequest, FeedScope, StartFrom};
 use overcast_model::lease::{
     self, LeaseAction, LeaseRequest, LeaseResponse, LeaseState, LeaseTarget,
 };
 use overcast_model::partition::{Request, Response};
+use overcast_model::queue::{
+    Hashes, ItemStatus, OperationView, PushItem, QueueConfig, QueueRequest,
+};
 use overcast_model::retry::{FinalOutcome, RetryOptions};
 use overcast_model::search::{ResourceKind, SearchRequest};
 use overcast_model::search_client::{Definition, SearchClient};
@@ -327,10 +332,84 @@ struct Observed {
     entries: Option<(ResourceKind, BTreeSet<String>)>,
     /// A Cosmos batch's per-operation results.
     results: Option<Vec<Observed>>,
+    /// A queue item's status after a push or an index.
+    item_status: Option<ItemStatus>,
+    /// A poll's items or a feed page's, in order.
+    items: Option<Vec<ObservedItem>>,
+    /// A long-running operation.
+    operation: Option<OperationView>,
+    /// A feed page's continuation (200 and 304).
+    continuation: Option<u64>,
+    /// A feed answer's sub-status.
+    sub_status: Option<u32>,
+    /// Feed ranges: the container's, a split's children, a 410's children.
+    ranges: Option<Vec<FeedRange>>,
+}
+
+/// One item of a poll or a feed page, with the fields its service answers.
+struct ObservedItem {
+    /// The queue item's name, the feed item's `id`.
+    id: String,
+    /// Queue: the indexed version (bytes); feed: the item's version.
+    version: String,
+    status: Option<ItemStatus>,
+    queue: Option<String>,
+    payload: Option<String>,
+    partition_key: Option<String>,
+    body: Option<String>,
+    /// Feed: `_lsn`.
+    lsn: Option<u64>,
+}
+
+impl ObservedItem {
+    fn describe(&self) -> String {
+        let mut out = self.id.clone();
+        let mut fields = Vec::new();
+        if let Some(s) = self.status {
+            fields.push(status_name(s).to_string());
+        }
+        if let Some(pk) = &self.partition_key {
+            fields.push(format!("pk {pk:?}"));
+        }
+        fields.push(format!("version {:?}", self.version));
+        if let Some(q) = &self.queue {
+            fields.push(format!("queue {}", short(q)));
+        }
+        if let Some(p) = self.payload.as_ref().filter(|p| !p.is_empty()) {
+            fields.push(format!("payload {}", short(p)));
+        }
+        if let Some(l) = self.lsn {
+            fields.push(format!("lsn {l}"));
+        }
+        out += &format!(" ({})", fields.join(", "));
+        out
+    }
+}
+
+/// A queue item status as scripts write it.
+fn status_name(s: ItemStatus) -> &'static str {
+    match s {
+        ItemStatus::Error => "ERROR",
+        ItemStatus::Modified => "MODIFIED",
+        ItemStatus::NewItem => "NEW_ITEM",
+        ItemStatus::Accepted => "ACCEPTED",
+    }
+}
+
+/// A text for a message: long ones (the argument limits) abbreviated.
+fn short(s: &str) -> String {
+    const MAX: usize = 40;
+    if s.chars().count() <= MAX {
+        format!("{s:?}")
+    } else {
+        let head: String = s.chars().take(8).collect();
+        format!("{head:?}… ({} chars)", s.chars().count())
+    }
 }
 
 impl Observed {
-    fn of(status: u16, response: Option<&Response>) -> Observed {
+    /// The fields of `response` (answering a `kind` step) a script can check.
+    fn of(status: u16, response: Option<&Response>, kind: &str) -> Observed {
         let mut o = Observed {
             status,
             ..Observed::default()
@@ -374,8 +453,52 @@ impl Observed {
                     o.entries = Some((res.kind, res.entries.clone()));
                 }
             }
-            // No script step sends an indexing-queue or change feed request yet.
-            Some(Response::Queue(_)) | Some(Response::Feed(_)) => {}
+            Some(Response::Queue(r)) => {
+                o.error_code = r.error.clone();
+                o.item_status = r.item_status;
+                o.operation = r.operation.clone();
+                o.items = (kind == "queue_poll").then(|| {
+                    r.items
+                        .iter()
+                        .map(|i| ObservedItem {
+                            id: i.name.clone(),
+                            version: i.version.clone(),
+                            status: Some(i.status),
+                            queue: Some(i.queue.clone()),
+                            payload: Some(i.payload.clone()),
+                            partition_key: None,
+                            body: None,
+                            lsn: None,
+                        })
+                        .collect()
+                });
+            }
+            Some(Response::Feed(r)) => {
+                // The change feed layer's own status: a split range's 410/1002
+                // travels through the transport as a delivered answer
+                // (`FeedResponse::transport_status`), and the pull iterator sees the 410.
+                o.status = r.status;
+                o.sub_status = Some(r.sub_status);
+                if matches!(r.status, 200 | 304) {
+                    o.continuation = Some(r.continuation);
+                }
+                o.ranges = Some(r.ranges.clone());
+                o.items = (kind == "feed_read").then(|| {
+                    r.items
+                        .iter()
+                        .map(|i| ObservedItem {
+                            id: i.id.clone(),
+                            version: i.version.to_string(),
+                            status: None,
+                            queue: None,
+                            payload: None,
+                            partition_key: Some(i.partition_key.clone()),
+                            body: Some(i.body.clone()),
+                            lsn: Some(i.lsn),
+                        })
+                        .collect()
+                });
+            }
         }
         o
     }
@@ -428,6 +551,30 @@ impl Observed {
                 None => {}
             }
         }
+        if let Some(s) = self.item_status {
+            out += &format!(", item {}", status_name(s));
+        }
+        if let Some(op) = &self.operation {
+            out += &format!(
+                ", operation {} ({})",
+                op.name,
+                if op.done { "done" } else { "not done" }
+            );
+        }
+        if let Some(s) = self.sub_status.filter(|s| *s != 0) {
+            out += &format!(", sub-status {s}");
+        }
+        if let Some(items) = &self.items {
+            let each: Vec<String> = items.iter().map(ObservedItem::describe).collect();
+            out += &format!(", items [{}]", each.join(", "));
+        }
+        if let Some(c) = self.continuation {
+            out += &format!(", continuation {c}");
+        }
+        if let Some(ranges) = self.ranges.as_ref().filter(|r| !r.is_empty()) {
+            let each: Vec<String> = ranges.iter().map(|r| format!("{} {r}", r.id)).collect();
+            out += &format!(", ranges [{}]", each.join(", "));
+        }
         if let Some(results) = &self.results {
             if results.len() > 1 || self.etag.is_none() {
                 let each: Vec<String> = results
@@ -470,7 +617,10 @@ impl Answer {
     }
 
     fn describe(&self) -> String {
-        let mut out = self.status().to_string();
+        let mut out = self.observed.status.to_string();
+        if self.observed.status != self.status() {
+            out += &format!(" (delivered as {})", self.status());
+        }
         if self.unknown() {
             out += " (outcome unknown)";
         }
@@ -551,7 +701,7 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
         let answer = Answer {
             outcome: result.outcome,
             attempts: result.attempts.len(),
-            observed: Observed::of(status, result.response.as_ref()),
+            observed: Observed::of(status, result.response.as_ref(), step.kind()),
         };
         let expect = step.expect().expect("a request step has an expectation");
         if let Err(why) = check(expect, &answer, &target, &mut state) {
@@ -585,6 +735,10 @@ fn remember(o: &Observed, target: &Target, state: &mut State) {
         }
     };
     seen(&target.resource, &o.etag);
+    // Operation names are "seen" like ETags, for `fresh`.
+    if let Some(op) = &o.operation {
+        seen(&target.resource, &Some(ETag(op.name.clone())));
+    }
     if let Some(results) = &o.results {
         for (r, resource) in results.iter().zip(&target.per_op) {
             seen(resource, &r.etag);
@@ -757,9 +911,182 @@ fn build_request(
             let (request, name) = search_request(step.kind(), s, state, client)?;
             (Request::Search(request), target(format!("search:{name}")))
         }
+        Step::QueueCreateDatasource(_)
+        | Step::QueuePush(_)
+        | Step::QueuePoll(_)
+        | Step::QueueIndex(_)
+        | Step::QueueDelete(_)
+        | Step::QueueUnreserve(_)
+        | Step::QueueDeleteQueueItems(_)
+        | Step::QueueGetOperation(_) => {
+            let request = queue_request(step, state)?;
+            let resource = format!("queue:{}", request.datasource());
+            (Request::Queue(request), target(resource))
+        }
+        Step::FeedRanges(s) => (
+            Request::Feed(FeedRequest::Ranges {
+                container: s.container.clone(),
+            }),
+            target(format!("feed:{}", s.container)),
+        ),
+        Step::FeedRead(s) => (
+            Request::Feed(feed_read(s, state)?),
+            target(format!("feed:{}", s.container)),
+        ),
+        Step::FeedSplit(s) => (
+            Request::Feed(FeedRequest::Split {
+                container: s.container.clone(),
+                range: range_id(&s.range, state)?,
+            }),
+            target(format!("feed:{}", s.container)),
+        ),
         Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => {
             return Err("not a request".into())
         }
+    })
+}
+
+/// A queue item's name as sent: a captured `$name`'s value, or the text.
+fn item_name(t: &Text, state: &State) -> Result<String, String> {
+    match t.captured_name() {
+        Some(n) => match lookup(state, n)? {
+            Captured::Item(id) => Ok(id.clone()),
+            _ => Err(format!("{n} holds no item id")),
+        },
+        None => Ok(t.expand()),
+    }
+}
+
+fn hashes(h: &Option<QueueHashes>) -> Hashes {
+    let text = |t: &Option<Text>| t.as_ref().map(Text::expand);
+    h.as_ref().map_or_else(Hashes::default, |h| Hashes {
+        metadata: text(&h.metadata),
+        structured_data: text(&h.structured_data),
+        content: text(&h.content),
+    })
+}
+
+/// The indexing-queue request of a queue step.
+fn queue_request(step: &Step, state: &State) -> Result<QueueRequest, String> {
+    let queue = |q: &Option<Text>| q.as_ref().map(Text::expand);
+    let duration = |d: &Option<String>, default: Millis| -> Millis {
+        // Durations were validated with the script.
+        d.as_deref()
+            .and_then(|d| parse_duration(d).ok())
+            .map_or(default, |ms| ms.max(0) as Millis)
+    };
+    Ok(match step {
+        Step::QueueCreateDatasource(s) => {
+            let defaults = QueueConfig::default();
+            let takes = duration(&s.delete_takes, defaults.delete_ms.0);
+            QueueRequest::CreateDatasource {
+                datasource: s.datasource.clone(),
+                config: QueueConfig {
+                    time_scale: s.time_scale.unwrap_or(defaults.time_scale),
+                    backoff_ms: duration(&s.backoff, defaults.backoff_ms),
+                    max_backoff_ms: duration(&s.max_backoff, defaults.max_backoff_ms),
+                    delete_ms: (takes, takes),
+                },
+            }
+        }
+        Step::QueuePush(s) => QueueRequest::Push {
+            datasource: s.datasource.clone(),
+            item: PushItem {
+                name: item_name(&s.item, state)?,
+                r#type: s.push_type.unwrap_or_default(),
+                hashes: hashes(&s.hashes),
+                payload: s.payload.as_ref().map(Text::expand),
+                queue: queue(&s.queue),
+                repository_error: s.repository_error.clone(),
+            },
+        },
+        Step::QueuePoll(s) => QueueRequest::Poll {
+            datasource: s.datasource.clone(),
+            queue: queue(&s.queue),
+            statuses: s.statuses.clone(),
+            limit: s.limit,
+        },
+        Step::QueueIndex(s) => QueueRequest::Index {
+            datasource: s.datasource.clone(),
+            name: item_name(&s.item, state)?,
+            version: s.version.expand(),
+            queue: queue(&s.queue),
+            content: s.content.clone().unwrap_or_default(),
+            hashes: hashes(&s.hashes),
+        },
+        Step::QueueDelete(s) => QueueRequest::Delete {
+            datasource: s.datasource.clone(),
+            name: item_name(&s.item, state)?,
+            version: s.version.expand(),
+        },
+        Step::QueueUnreserve(s) => QueueRequest::Unreserve {
+            datasource: s.datasource.clone(),
+            queue: queue(&s.queue),
+        },
+        Step::QueueDeleteQueueItems(s) => QueueRequest::DeleteQueueItems {
+            datasource: s.datasource.clone(),
+            queue: queue(&s.queue),
+        },
+        Step::QueueGetOperation(s) => {
+            let v = s.operation.trim();
+            let operation = if v.starts_with('$') {
+                match lookup(state, v)? {
+                    Captured::Operation(o) => o.clone(),
+                    _ => return Err(format!("{v} holds no operation")),
+                }
+            } else {
+                v.to_string()
+            };
+            QueueRequest::GetOperation {
+                datasource: s.datasource.clone(),
+                operation,
+            }
+        }
+        _ => return Err("not a queue step".into()),
+    })
+}
+
+/// A range as sent: its id, or a captured `$name`'s.
+fn range_id(r: &RangeRef, state: &State) -> Result<u32, String> {
+    match r {
+        RangeRef::Id(id) => Ok(*id),
+        RangeRef::Captured(n) => match lookup(state, n)? {
+            Captured::Range(id) => Ok(*id),
+            _ => Err(format!("{n} holds no range")),
+        },
+    }
+}
+
+/// A `feed_read`'s request: its scope, its start, its page-size hint.
+fn feed_read(s: &FeedRead, state: &State) -> Result<FeedRequest, String> {
+    let scope = match (&s.range, &s.partition_key) {
+        (Some(r), _) => FeedScope::Range(range_id(r, state)?),
+        (None, Some(pk)) => FeedScope::PartitionKey(pk.clone()),
+        (None, None) => return Err("no scope".into()),
+    };
+    let from = if let Some(c) = &s.continuation {
+        let c = c.trim();
+        if c.starts_with('$') {
+            match lookup(state, c)? {
+                Captured::Continuation(t) => StartFrom::Continuation(*t),
+                _ => return Err(format!("{c} holds no continuation")),
+            }
+        } else {
+            StartFrom::Continuation(c.parse().map_err(|_| format!("`{c}` is no token"))?)
+        }
+    } else if let Some(t) = &s.start_time {
+        StartFrom::Time(date(t, state)?)
+    } else {
+        match s.start.as_deref() {
+            Some("now") => StartFrom::Now,
+            _ => StartFrom::Beginning,
+        }
+    };
+    Ok(FeedRequest::Read {
+        container: s.container.clone(),
+        scope,
+        from,
+        page_size: s.page_size.unwrap_or(0),
     })
 }
 
@@ -1130,8 +1457,146 @@ fn describe_request(step: &Step, req: &Request) -> String {
                 describe_match("If-Match", if_match.as_ref())
             ),
         },
-        Request::Queue(r) => format!("{kind} {r:?}"),
-        Request::Feed(r) => format!("{kind} {r:?}"),
+        Request::Queue(r) => describe_queue_request(kind, r),
+        Request::Feed(r) => describe_feed_request(kind, r),
+    }
+}
+
+fn describe_hashes(h: &Hashes) -> String {
+    let mut out = String::new();
+    for (name, v) in [
+        ("metadataHash", &h.metadata),
+        ("structuredDataHash", &h.structured_data),
+        ("contentHash", &h.content),
+    ] {
+        if let Some(v) = v {
+            out += &format!(", {name} {}", short(v));
+        }
+    }
+    out
+}
+
+fn describe_queue_request(kind: &str, r: &QueueRequest) -> String {
+    let ds = r.datasource();
+    let queue = |q: &Option<String>| match q {
+        Some(q) => format!(", queue {}", short(q)),
+        None => String::new(),
+    };
+    match r {
+        QueueRequest::CreateDatasource { config, .. } => format!(
+            "{kind} {ds}, time_scale {}, backoff {}ms..{}ms, deleteQueueItems takes {}ms",
+            config.time_scale, config.backoff_ms, config.max_backoff_ms, config.delete_ms.0
+        ),
+        QueueRequest::Push { item, .. } => {
+            let mut out = format!("{kind} {ds}/{} type {:?}", short(&item.name), item.r#type);
+            out += &describe_hashes(&item.hashes);
+            if let Some(p) = &item.payload {
+                out += &format!(", payload {}", short(p));
+            }
+            out += &queue(&item.queue);
+            if let Some(e) = &item.repository_error {
+                out += &format!(", repositoryError {e:?}");
+            }
+            out
+        }
+        QueueRequest::Poll {
+            queue: q,
+            statuses,
+            limit,
+            ..
+        } => {
+            let mut out = format!("{kind} {ds}{}", queue(q));
+            if !statuses.is_empty() {
+                let names: Vec<&str> = statuses.iter().map(|s| status_name(*s)).collect();
+                out += &format!(", statusCodes [{}]", names.join(", "));
+            }
+            if let Some(l) = limit {
+                out += &format!(", limit {l}");
+            }
+            out
+        }
+        QueueRequest::Index {
+            name,
+            version,
+            queue: q,
+            content,
+            hashes,
+            ..
+        } => format!(
+            "{kind} {ds}/{} version {}{} content {content:?}{}",
+            short(name),
+            short(version),
+            queue(q),
+            describe_hashes(hashes)
+        ),
+        QueueRequest::Delete { name, version, .. } => {
+            format!("{kind} {ds}/{} version {}", short(name), short(version))
+        }
+        QueueRequest::Unreserve { queue: q, .. }
+        | QueueRequest::DeleteQueueItems { queue: q, .. } => format!("{kind} {ds}{}", queue(q)),
+        QueueRequest::GetOperation { operation, .. } => format!("{kind} {ds} {operation}"),
+    }
+}
+
+fn describe_feed_request(kind: &str, r: &FeedRequest) -> String {
+    match r {
+        FeedRequest::Ranges { container } => format!("{kind} {container}"),
+        FeedRequest::Split { container, range } => format!("{kind} {container} range {range}"),
+        FeedRequest::PurgeExpired { container, ttl_s } => {
+            format!("{kind} {container} ttl {ttl_s}s")
+        }
+        FeedRequest::Read {
+            container,
+            scope,
+            from,
+            page_size,
+        } => {
+            let scope = match scope {
+                FeedScope::Range(id) => format!("range {id}"),
+                FeedScope::PartitionKey(pk) => format!("partition key {pk:?}"),
+            };
+            let from = match from {
+                StartFrom::Beginning => "from the beginning".to_string(),
+                StartFrom::Now => "from now".to_string(),
+                StartFrom::Time(t) => format!("from {}", format_rfc1123(*t)),
+                StartFrom::Continuation(c) => format!("continuation {c}"),
+            };
+            let page = if *page_size > 0 {
+                format!(", page size {page_size}")
+            } else {
+                String::new()
+            };
+            format!("{kind} {container} {scope} {from}{page}")
+        }
+    }
+}
+
+/// An expected item as text.
+fn describe_item_expect(i: &ItemExpect) -> String {
+    match i {
+        ItemExpect::Id(id) => id.clone(),
+        ItemExpect::Fields(f) => {
+            let mut fields = Vec::new();
+            if let Some(s) = f.status {
+                fields.push(status_name(s).to_string());
+            }
+            if let Some(pk) = &f.partition_key {
+                fields.push(format!("pk {pk:?}"));
+            }
+            if let Some(v) = &f.version {
+                fields.push(format!("version {:?}", v.to_string()));
+            }
+            if let Some(q) = &f.queue {
+                fields.push(format!("queue {}", short(q)));
+            }
+            if let Some(p) = &f.payload {
+                fields.push(format!("payload {}", short(p)));
+            }
+            if let Some(b) = &f.body {
+                fields.push(format!("body {b:?}"));
+            }
+            format!("{} ({})", f.id, fields.join(", "))
+        }
     }
 }
 
@@ -1187,6 +1652,29 @@ fn describe_expect(e: &Expect) -> String {
         let each: Vec<String> = results.iter().map(describe_expect).collect();
         parts.push(format!("results [{}]", each.join(" | ")));
     }
+    if let Some(s) = e.item_status {
+        parts.push(format!("item {}", status_name(s)));
+    }
+    if let Some(o) = &e.operation {
+        parts.push(format!("operation {o}"));
+    }
+    if let Some(d) = e.done {
+        parts.push(if d { "done" } else { "not done" }.into());
+    }
+    if let Some(s) = e.sub_status {
+        parts.push(format!("sub-status {s}"));
+    }
+    if let Some(items) = &e.items {
+        let each: Vec<String> = items.iter().map(describe_item_expect).collect();
+        parts.push(format!("items [{}]", each.join(", ")));
+    }
+    if let Some(c) = &e.continuation {
+        parts.push(format!("continuation {c}"));
+    }
+    if let Some(r) = &e.ranges {
+        let ids: Vec<String> = r.iter().map(u32::to_string).collect();
+        parts.push(format!("ranges [{}]", ids.join(", ")));
+    }
     let mut out = parts.join(", ");
     if !e.any_of.is_empty() {
         let alts: Vec<String> = e.any_of.iter().map(describe_expect).collect();
@@ -1241,6 +1729,21 @@ fn capture(e: &Expect, o: &Observed, state: &mut State) -> Result<(), String> {
                 .as_ref()
                 .and_then(|l| l.lease_id.clone())
                 .map(Captured::LeaseId),
+            Some(Field::Operation) => o
+                .operation
+                .as_ref()
+                .map(|op| Captured::Operation(op.name.clone())),
+            Some(Field::Continuation) => o.continuation.map(Captured::Continuation),
+            Some(Field::Item(n)) => o
+                .items
+                .as_ref()
+                .and_then(|items| items.get(n))
+                .map(|i| Captured::Item(i.id.clone())),
+            Some(Field::Range(n)) => o
+                .ranges
+                .as_ref()
+                .and_then(|r| r.get(n))
+                .map(|r| Captured::Range(r.id)),
             None => None,
         };
         let Some(value) = value else {
@@ -1294,7 +1797,11 @@ fn compare_value(
 ) -> Result<bool, String> {
     let captured = |n: &str| match state.captured.get(n) {
         Some(Captured::Etag(e)) => Some(ETag(e.clone()).unquoted().to_string()),
-        Some(Captured::LeaseId(l)) => Some(l.clone()),
+        Some(Captured::LeaseId(l)) | Some(Captured::Operation(l)) | Some(Captured::Item(l)) => {
+            Some(l.clone())
+        }
+        Some(Captured::Continuation(c)) => Some(c.to_string()),
+        Some(Captured::Range(r)) => Some(r.to_string()),
         _ => None,
     };
     Ok(match Compare::parse(v, field)? {
@@ -1432,6 +1939,7 @@ fn check_fields(e: &Expect, o: &Observed, resource: &str, state: &State) -> Resu
             return Err(format!("the answer's {what} are not [{}]", v.join(", ")));
         }
     }
+    check_queue_and_feed_fields(e, o, resource, state)?;
     let body = o.body.as_deref();
     if let Some(b) = &e.body {
         if body != Some(b.as_str()) {
@@ -1441,6 +1949,149 @@ fn check_fields(e: &Expect, o: &Observed, resource: &str, state: &State) -> Resu
     if let Some(no) = e.no_body {
         if body.is_none() != no {
             return Err(format!("body {body:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// The fields of queue and feed answers: item status, items, operation,
+/// continuation, sub-status, ranges.
+fn check_queue_and_feed_fields(
+    e: &Expect,
+    o: &Observed,
+    resource: &str,
+    state: &State,
+) -> Result<(), String> {
+    if let Some(want) = e.item_status {
+        if o.item_status != Some(want) {
+            return Err(format!(
+                "item status {} is not {}",
+                o.item_status.map_or("(none)", status_name),
+                status_name(want)
+            ));
+        }
+    }
+    if let Some(v) = &e.operation {
+        let got = o.operation.as_ref().map(|op| op.name.as_str());
+        let ok = compare_value(
+            v,
+            Field::Operation,
+            got,
+            state.seen.get(resource),
+            state,
+            |g, l| g == l,
+        )?;
+        if !ok {
+            return Err(format!(
+                "{} is not {v}",
+                got.map_or("no operation".to_string(), |g| format!("operation {g}"))
+            ));
+        }
+    }
+    if let Some(d) = e.done {
+        let got = o.operation.as_ref().map(|op| op.done);
+        if got != Some(d) {
+            return Err(format!(
+                "the operation is {}",
+                match got {
+                    Some(true) => "done",
+                    Some(false) => "not done",
+                    None => "absent",
+                }
+            ));
+        }
+    }
+    if let Some(v) = &e.continuation {
+        let got = o.continuation.map(|c| c.to_string());
+        let ok = compare_value(
+            v,
+            Field::Continuation,
+            got.as_deref(),
+            None,
+            state,
+            |g, l| g == l.trim(),
+        )?;
+        if !ok {
+            return Err(format!(
+                "{} is not {v}",
+                got.map_or("no continuation".to_string(), |g| format!(
+                    "continuation {g}"
+                ))
+            ));
+        }
+    }
+    if let Some(s) = e.sub_status {
+        if o.sub_status != Some(s) {
+            return Err(format!(
+                "sub-status {} is not {s}",
+                o.sub_status.map_or("(none)".to_string(), |g| g.to_string())
+            ));
+        }
+    }
+    if let Some(want) = &e.ranges {
+        let got: Option<Vec<u32>> = o.ranges.as_ref().map(|r| r.iter().map(|r| r.id).collect());
+        if got.as_ref() != Some(want) {
+            return Err(format!("ranges {got:?} are not {want:?}"));
+        }
+    }
+    if let Some(want) = &e.items {
+        let Some(got) = &o.items else {
+            return Err("the answer has no items".into());
+        };
+        let ids = |got: &[ObservedItem]| -> String {
+            let each: Vec<&str> = got.iter().map(|i| i.id.as_str()).collect();
+            format!("[{}]", each.join(", "))
+        };
+        let expected_id = |w: &ItemExpect| -> Result<String, String> {
+            let id = w.id().trim();
+            if id.starts_with('$') {
+                match lookup(state, id)? {
+                    Captured::Item(i) => Ok(i.clone()),
+                    _ => Err(format!("{id} holds no item id")),
+                }
+            } else {
+                Ok(id.to_string())
+            }
+        };
+        let want_ids = want
+            .iter()
+            .map(expected_id)
+            .collect::<Result<Vec<_>, _>>()?;
+        let got_ids: Vec<&str> = got.iter().map(|i| i.id.as_str()).collect();
+        if got_ids != want_ids {
+            return Err(format!(
+                "items {} are not [{}]",
+                ids(got),
+                want_ids.join(", ")
+            ));
+        }
+        for (w, g) in want.iter().zip(got) {
+            let ItemExpect::Fields(f) = w else { continue };
+            let mut wrong = Vec::new();
+            if f.status.is_some() && f.status != g.status {
+                wrong.push(format!("status {}", g.status.map_or("(none)", status_name)));
+            }
+            if let Some(v) = &f.version {
+                if v.to_string() != g.version {
+                    wrong.push(format!("version {:?}", g.version));
+                }
+            }
+            for (name, want, got) in [
+                ("queue", &f.queue, &g.queue),
+                ("payload", &f.payload, &g.payload),
+                ("partition key", &f.partition_key, &g.partition_key),
+                ("body", &f.body, &g.body),
+            ] {
+                if want.is_some() && want != got {
+                    wrong.push(format!(
+                        "{name} {}",
+                        got.as_deref().map_or("(none)".to_string(), short)
+                    ));
+                }
+            }
+            if !wrong.is_empty() {
+                return Err(format!("item {}: {}", g.id, wrong.join(", ")));
+            }
         }
     }
     Ok(())

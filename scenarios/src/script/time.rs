@@ -101,7 +101,7 @@ pub fn parse_duration(s: &str) -> Result<i64, String> {
     let s = s.trim();
     let split = s
         .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("`{s}` has no unit (ms, s, min, h)"))?;
+        .ok_or_else(|| format!("`{s}` has no unit (ms, s, min, h, d)"))?;
     let (n, unit) = s.split_at(split);
     let n: i64 = n
         .parse()
@@ -111,7 +111,8 @@ pub fn parse_duration(s: &str) -> Result<i64, String> {
         "s" => 1000,
         "min" => 60_000,
         "h" => 3_600_000,
-        _ => return Err(format!("`{s}`: unit must be ms, s, min or h")),
+        "d" => 86_400_000,
+        _ => return Err(format!("`{s}`: unit must be ms, s, min, h or d")),
     };
     Ok(n * per)
 }
@@ -146,6 +147,8 @@ mod tests {
         assert_eq!(parse_duration("2s"), Ok(2000));
         assert_eq!(parse_duration("1min"), Ok(60_000));
         assert!(parse_duration("5").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert_eq!(parse_duration("4h"), Ok(14_400_000));
+        assert_eq!(parse_duration("7d"), Ok(604_800_000));
+        assert!(parse_duration("5w").is_err());
     }
 }
