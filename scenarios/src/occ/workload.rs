@@ -417,7 +417,8 @@ fn odd_conditions(
             }))
         }
         10 => match sub {
-            // Illegal: a pair other than the two allowed, or two ETags on a write.
+            // Illegal: a pair other than the two allowed, two ETags on a
+            // write, or three headers.
             0 => put(c(&|c| {
                 c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
                 c.if_none_match = Some(EtagMatch::Any);
@@ -427,12 +428,21 @@ fn odd_conditions(
             })),
             _ => {
                 let t = date();
-                StoreRequest::Delete {
-                    key: key.clone(),
-                    conditions: c(&|c| {
-                        c.if_match = Some(EtagMatch::Any);
+                if coin {
+                    StoreRequest::Delete {
+                        key: key.clone(),
+                        conditions: c(&|c| {
+                            c.if_match = Some(EtagMatch::Any);
+                            c.if_modified_since = Some(vec![t]);
+                        }),
+                    }
+                } else {
+                    // Three headers (SPEC §1.1.3 step 1 allows at most two).
+                    put(c(&|c| {
+                        c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                        c.if_unmodified_since = Some(vec![t]);
                         c.if_modified_since = Some(vec![t]);
-                    }),
+                    }))
                 }
             }
         },
