@@ -778,11 +778,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         } else {
             let replay = h
                 .seed
-                .map(|s| {
-                    run_command(&hunt_scenario_in(
-                        def, s, b.name, h.swarm,
-                    ))
-                })
+                .map(|s| run_command(&hunt_scenario_in(def, s, b.name, h.swarm)))
                 .unwrap_or_else(|| "-".into());
             let ops = match (h.ops, h.shrunk_ops) {
                 (Some(n), Some(m)) => format!("{n} ({m})"),

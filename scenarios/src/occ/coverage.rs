@@ -214,7 +214,11 @@ fn not_executed(status: u16) -> bool {
 fn tags(header: &str) -> Option<Vec<&str>> {
     match header.trim() {
         "*" => None,
-        list => Some(list.split(',').map(|t| t.trim().trim_matches('"')).collect()),
+        list => Some(
+            list.split(',')
+                .map(|t| t.trim().trim_matches('"'))
+                .collect(),
+        ),
     }
 }
 
@@ -265,9 +269,11 @@ fn classify(
             // Step 1, before any state is read.
             let step1 = if several(&c.if_match) || several(&c.if_none_match) {
                 Some(("W1.several_etags", "several ETags"))
-            } else if several_dates(&c.if_modified_since) || several_dates(&c.if_unmodified_since)
-            {
-                Some(("W1.several_etags", "several dates (the reference spec's reading)"))
+            } else if several_dates(&c.if_modified_since) || several_dates(&c.if_unmodified_since) {
+                Some((
+                    "W1.several_etags",
+                    "several dates (the reference spec's reading)",
+                ))
             } else if headers > 2 {
                 Some(("W1.three_headers", "three or four headers"))
             } else if headers == 2 && !legal_pair {
