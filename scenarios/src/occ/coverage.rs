@@ -460,7 +460,7 @@ fn may_mutate(o: &OpRecord<Call, Outcome>) -> bool {
     match (&o.call.op[..], &o.result) {
         ("put" | "delete", None) => true,
         ("put" | "delete", Some(Outcome::Response { status, .. })) => {
-            matches!(status, 200 | 201 | 202)
+            matches!(status, 200..=202)
         }
         _ => false,
     }
