@@ -20,6 +20,9 @@ pub struct Row {
     pub spec: &'static str,
     /// Why no run can reach the row, when that is by design (`None`: reachable).
     pub unreachable: Option<&'static str>,
+    /// The row's cells (its columns and outcomes), each shown in the table
+    /// even at zero; an answer outside them shows up as a cell of its own.
+    pub cells: &'static [&'static str],
 }
 
 /// The rows, in SPEC order: §1.1.3 step 1 and step 2, then §1.1.4; plus
@@ -30,46 +33,55 @@ pub const ROWS: &[Row] = &[
         id: "W1.several_etags",
         spec: "§1.1.3 step 1: more than one ETag in If-Match or If-None-Match → 400",
         unreachable: None,
+        cells: &["several ETags → 400"],
     },
     Row {
         id: "W1.three_headers",
         spec: "§1.1.3 step 1: more than 2 condition headers → 400",
         unreachable: None,
+        cells: &["three or four headers → 400"],
     },
     Row {
         id: "W1.illegal_pair",
         spec: "§1.1.3 step 1: a pair other than {If-Match, If-Unmodified-Since} or {If-None-Match, If-Modified-Since} → 400",
         unreachable: None,
+        cells: &["illegal pair → 400"],
     },
     Row {
         id: "W2.if_none_match_etag",
         spec: "§1.1.3 order 1: If-None-Match: <etag>",
         unreachable: None,
+        cells: &["exists, ETag equal → 412", "exists, ETag differs → proceed", "absent → proceed (put 201, delete 404)"],
     },
     Row {
         id: "W2.if_none_match_any",
         spec: "§1.1.3 order 1: If-None-Match: *",
         unreachable: None,
+        cells: &["exists → 409 (put)", "exists → 412 (delete)", "absent → proceed (put 201, delete 404)"],
     },
     Row {
         id: "W2.if_match",
         spec: "§1.1.3 order 2: If-Match: <etag> or *",
         unreachable: None,
+        cells: &["exists, * or ETag equal → proceed", "exists, ETag differs → 412", "absent → 412"],
     },
     Row {
         id: "W2.if_modified_since",
         spec: "§1.1.3 order 3: If-Modified-Since: t",
         unreachable: None,
+        cells: &["exists, lastModified <= t → 412", "exists, lastModified > t → proceed", "absent → proceed (put 201, delete 404)"],
     },
     Row {
         id: "W2.if_unmodified_since",
         spec: "§1.1.3 order 4: If-Unmodified-Since: t",
         unreachable: None,
+        cells: &["exists, t < lastModified → 412", "exists, lastModified <= t → proceed", "absent → proceed (put 201, delete 404)"],
     },
     Row {
         id: "W.unconditional",
         spec: "§1.1.1 no condition header: last writer wins",
         unreachable: None,
+        cells: &["put of an existing item → 200", "put of a missing item → 201", "delete of an existing item → 202", "delete of a missing item → 404"],
     },
     Row {
         id: "W.old_reads",
@@ -77,46 +89,55 @@ pub const ROWS: &[Row] = &[
         unreachable: Some(
             "by design: the model serves one protocol version, whose reads follow §1.1.4",
         ),
+        cells: &[],
     },
     Row {
         id: "R.several_dates",
         spec: "§1.1.4 several values in one If-(Un)Modified-Since header → 400",
         unreachable: None,
+        cells: &["→ 400"],
     },
     Row {
         id: "R.absent_if_match",
         spec: "§1.1.4 resource absent and If-Match present → 404",
         unreachable: None,
+        cells: &["→ 404"],
     },
     Row {
         id: "R.if_none_match_any",
         spec: "§1.1.4 If-None-Match: * on a read → 400",
         unreachable: None,
+        cells: &["→ 400"],
     },
     Row {
         id: "R.precondition_false",
         spec: "§1.1.4 If-Match false, or If-Unmodified-Since false → 412",
         unreachable: None,
+        cells: &["If-Match false", "If-Unmodified-Since false"],
     },
     Row {
         id: "R.if_none_match_false",
         spec: "§1.1.4 If-None-Match false and If-Modified-Since not true → 304",
         unreachable: None,
+        cells: &["alone", "with the other condition sent"],
     },
     Row {
         id: "R.if_modified_since_false",
         spec: "§1.1.4 If-Modified-Since false and If-None-Match not true → 304",
         unreachable: None,
+        cells: &["alone", "with the other condition sent"],
     },
     Row {
         id: "R.otherwise",
         spec: "§1.1.4 otherwise → 200",
         unreachable: None,
+        cells: &["no condition → 200", "conditions held → 200"],
     },
     Row {
         id: "R.absent",
         spec: "§1.1.4 (implicit) resource absent, no If-Match → 404",
         unreachable: None,
+        cells: &["→ 404"],
     },
 ];
 
@@ -171,6 +192,15 @@ impl Coverage {
             .sum()
     }
 
+    /// The cells of reachable rows no operation reached.
+    pub fn cells_at_zero(&self) -> Vec<(&'static str, &'static str)> {
+        ROWS.iter()
+            .filter(|r| r.unreachable.is_none())
+            .flat_map(|r| r.cells.iter().map(move |c| (r.id, *c)))
+            .filter(|(id, c)| !self.cells.contains_key(&(*id, c.to_string())))
+            .collect()
+    }
+
     /// The reachable rows no operation exercised.
     pub fn rows_at_zero(&self) -> Vec<&'static str> {
         ROWS.iter()
@@ -189,7 +219,21 @@ impl Coverage {
                 Some(why) => out += &format!("{:<26} {:>8}  {}  [{why}]\n", r.id, "-", r.spec),
                 None => out += &format!("{:<26} {:>8}  {}\n", r.id, n, r.spec),
             }
-            for ((_, cell), n) in self.cells.iter().filter(|((id, _), _)| *id == r.id) {
+            for cell in r.cells {
+                let n = self
+                    .cells
+                    .get(&(r.id, cell.to_string()))
+                    .copied()
+                    .unwrap_or(0);
+                out += &format!("    {:<22} {:>8}  {cell}\n", "", n);
+            }
+            // Answers outside the row's cells (other statuses, or a cell the
+            // history cannot decide).
+            for ((_, cell), n) in self
+                .cells
+                .iter()
+                .filter(|((id, cell), _)| *id == r.id && !r.cells.contains(&cell.as_str()))
+            {
                 out += &format!("    {:<22} {:>8}  {cell}\n", "", n);
             }
         }
@@ -538,4 +582,109 @@ pub fn over_seeds(
         }
     }
     (total, failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(
+        id: u64,
+        op: &str,
+        span: (u64, u64),
+        if_match: Option<&str>,
+        status: u16,
+    ) -> OpRecord<Call, Outcome> {
+        OpRecord {
+            id,
+            client: id as usize,
+            key: "k0".into(),
+            call: Call {
+                op: op.into(),
+                item: "k0".into(),
+                body: (op == "put").then(|| "b".to_string()),
+                if_match: if_match.map(str::to_string),
+                if_none_match: None,
+                if_modified_since: None,
+                if_unmodified_since: None,
+            },
+            invoke_ns: span.0,
+            return_ns: Some(span.1),
+            result: Some(Outcome::Response {
+                status,
+                etag: None,
+                version: None,
+                body: None,
+                last_modified: None,
+            }),
+            attempts: Vec::new(),
+        }
+    }
+
+    fn cells_of(ops: Vec<OpRecord<Call, Outcome>>) -> Vec<(&'static str, String)> {
+        let h = OccHistory {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops,
+            events: Vec::new(),
+            node_events: Vec::new(),
+        };
+        Coverage::of(&h).cells.into_keys().collect()
+    }
+
+    #[test]
+    fn a_412_to_an_if_match_write_takes_its_cell_from_the_last_answer_before_it() {
+        // Read 404, then a put with If-Match answered 412: the item was absent.
+        let absent = cells_of(vec![
+            op(0, "read", (0, 10), None, 404),
+            op(1, "put", (20, 30), Some("\"0x1\""), 412),
+        ]);
+        assert!(
+            absent.contains(&("W2.if_match", "absent → 412".to_string())),
+            "{absent:?}"
+        );
+        // Read 200, then the same 412: another ETag.
+        let differs = cells_of(vec![
+            op(0, "read", (0, 10), None, 200),
+            op(1, "put", (20, 30), Some("\"0x1\""), 412),
+        ]);
+        assert!(
+            differs.contains(&("W2.if_match", "exists, ETag differs → 412".to_string())),
+            "{differs:?}"
+        );
+        // A blind write overlapping the span: the history does not say.
+        let open = cells_of(vec![
+            op(0, "read", (0, 10), None, 404),
+            op(2, "put", (5, 25), None, 201),
+            op(1, "put", (20, 30), Some("\"0x1\""), 412),
+        ]);
+        assert!(
+            open.contains(&(
+                "W2.if_match",
+                "412, existence not known from the history".to_string()
+            )),
+            "{open:?}"
+        );
+    }
+
+    #[test]
+    fn a_304_read_is_placed_by_which_condition_its_answer_shows_false() {
+        let mut read = op(0, "read", (0, 10), None, 304);
+        read.call.if_none_match = Some("\"0x9\"".into());
+        read.call.if_modified_since = Some(vec![5_000]);
+        read.result = Some(Outcome::Response {
+            status: 304,
+            etag: Some("\"0x1\"".into()),
+            version: None,
+            body: None,
+            last_modified: Some(4_000),
+        });
+        let cells = cells_of(vec![read]);
+        assert_eq!(
+            cells,
+            vec![(
+                "R.if_modified_since_false",
+                "with the other condition sent".to_string()
+            )]
+        );
+    }
 }
