@@ -3,7 +3,7 @@
 //! 1 violation, 2 bad input, 3 liveness, 4 undecided, 5 harness error.
 
 use overcast_scenarios::bugs::BUGS;
-use overcast_scenarios::hunt::hunt;
+use overcast_scenarios::hunt::{hunt_both, hunt_scenario_in, shrink_found, BugHunt};
 use overcast_scenarios::registry::{self, DynScenario, SCENARIOS};
 use overcast_scenarios::run::{run_isolated_with, RunResult};
 use overcast_scenarios::saved::{
@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// restarts, `debug` every SDK attempt (a tracing filter, e.g. `overcast_model=debug`).
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
+    /// `occ` only: print which row and cell of SPEC §1.1.3 / §1.1.4 each
+    /// operation exercised (row, cell, count).
+    #[arg(long)]
+    pub coverage: bool,
 }
 
 /// Arguments of `overcast sweep`.
@@ -89,6 +93,11 @@ pub struct SweepArgs {
     /// save the shrunk one too, under FAILURES/shrunk/.
     #[arg(long)]
     pub shrink: bool,
+    /// `occ` only: instead of the usual report, the coverage table of SPEC
+    /// §1.1.3 / §1.1.4 summed over the seeds (row, cell, count), and the
+    /// seeds that did not pass.
+    #[arg(long)]
+    pub coverage: bool,
 }
 
 /// Arguments of `overcast merge`.
@@ -126,7 +135,8 @@ pub struct ShrinkArgs {
 /// Arguments of `overcast bugs`.
 #[derive(clap::Args, Debug)]
 pub struct BugsArgs {
-    /// One JSON object per line: bug, found, property, seeds, seconds.
+    /// One JSON object per line and per mix (the one that found the bug first,
+    /// then the other): bug, swarm, found, property, seeds, seconds.
     #[arg(long)]
     pub json: bool,
     /// Give up on a bug after this many seeds.
@@ -294,8 +304,18 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(x) => x,
         Err(e) => return bad_input(e),
     };
+    if args.coverage && def.name() != "occ" {
+        return bad_input("--coverage is for occ only");
+    }
     println!("{}", header(def, &s));
-    print_run(&run_isolated_with(def, &s), args.history.as_deref())
+    let r = run_isolated_with(def, &s);
+    let code = print_run(&r, args.history.as_deref());
+    if args.coverage {
+        if let Some(c) = overcast_scenarios::occ::coverage::of_run(&r) {
+            print!("{}", c.table());
+        }
+    }
+    code
 }
 
 /// Reads a saved run or scenario file; on failure, says why in one line and
@@ -467,6 +487,9 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         determinism: args.check_determinism,
         shrink: args.shrink.then_some(DEFAULT_MAX_TRIES),
     };
+    if args.coverage {
+        return sweep_coverage(args, &names, &seeds, opts.jobs);
+    }
     let mut worst = Outcome::Passed;
     let scenario_count = defs.len() as u32;
     for def in defs {
@@ -590,6 +613,30 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     worst.exit_code()
 }
 
+/// `overcast sweep occ --coverage`: the coverage table over the seeds.
+fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) -> u8 {
+    if names != ["occ"] || args.for_time.is_some() || args.shard.is_some() {
+        return bad_input("--coverage is for `sweep occ --seeds A..B` only");
+    }
+    let started = Instant::now();
+    let (coverage, failed) = overcast_scenarios::occ::coverage::over_seeds(seeds, jobs, |seed| {
+        scenario_for("occ", seed, &args.bugs, args.swarm, &args.faults)
+            .expect("validated above")
+            .1
+    });
+    for (seed, problem) in &failed {
+        println!("seed {seed} did not pass: {problem}");
+    }
+    print!("{}", coverage.table());
+    println!(
+        "occ coverage: {} seeds in {:.1} s, {} did not pass",
+        seeds.len(),
+        started.elapsed().as_secs_f64(),
+        failed.len()
+    );
+    u8::from(!failed.is_empty() || !coverage.rows_at_zero().is_empty())
+}
+
 /// Saves a failure shrunk during a sweep under `dir`, says how far it shrank
 /// and where it went; returns the saved file.
 fn save_shrunk(s: &overcast_scenarios::shrink::Shrunk, dir: &Path) -> Option<PathBuf> {
@@ -703,8 +750,8 @@ pub fn bugs(args: &BugsArgs) -> u8 {
     let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
     if !args.json {
         println!(
-            "{:<28} {:<6} {:<16} {:>6} {:>8} {:>13}  replay",
-            "bug", "found", "property", "seeds", "seconds", "ops (shrunk)"
+            "{:<28} {:<6} {:<16} {:<8} {:>6} {:>6} {:>8} {:>13}  replay",
+            "bug", "found", "property", "mix", "seeds", "swarm", "seconds", "ops (shrunk)"
         );
     }
     let mut missed = 0;
@@ -713,33 +760,47 @@ pub fn bugs(args: &BugsArgs) -> u8 {
             Ok(d) => d,
             Err(e) => return bad_input(e),
         };
-        let mut h = hunt(b.name, def, args.cap, jobs);
+        // Both mixes: the bug's hunt profile and swarm mode.
+        let both = hunt_both(b.name, def, args.cap, jobs);
+        let mut h = both.first().clone();
         if !args.no_shrink {
-            overcast_scenarios::hunt::shrink_found(&mut h, def, args.shrink_tries);
+            shrink_found(&mut h, def, args.shrink_tries);
         }
         missed += usize::from(!h.found);
         if args.json {
-            println!(
-                "{}",
-                serde_json::to_string(&h).expect("hunt rows serialise")
-            );
+            let other = if h.swarm { &both.default } else { &both.swarm };
+            for row in [&h, other] {
+                println!(
+                    "{}",
+                    serde_json::to_string(row).expect("hunt rows serialise")
+                );
+            }
         } else {
             let replay = h
                 .seed
-                .map(|s| run_command(&overcast_scenarios::hunt::hunt_scenario(def, s, b.name)))
+                .map(|s| run_command(&hunt_scenario_in(def, s, b.name, h.swarm)))
                 .unwrap_or_else(|| "-".into());
             let ops = match (h.ops, h.shrunk_ops) {
                 (Some(n), Some(m)) => format!("{n} ({m})"),
                 (Some(n), None) => n.to_string(),
                 _ => "-".into(),
             };
+            let seeds = |x: &BugHunt| {
+                if x.found {
+                    x.seeds.to_string()
+                } else {
+                    format!(">{}", x.seeds)
+                }
+            };
             println!(
-                "{:<28} {:<6} {:<16} {:>6} {:>8.2} {:>13}  {}",
+                "{:<28} {:<6} {:<16} {:<8} {:>6} {:>6} {:>8.2} {:>13}  {}",
                 h.bug,
                 if h.found { "yes" } else { "NO" },
                 h.property.as_deref().unwrap_or("-"),
-                h.seeds,
-                h.seconds,
+                both.found_by(),
+                seeds(&both.default),
+                seeds(&both.swarm),
+                both.default.seconds + both.swarm.seconds,
                 ops,
                 replay
             );

@@ -1,6 +1,7 @@
 //! The bug hunt: for a seeded bug, sweep seeds from 0 until a check fails,
 //! and report which property caught it, after how many seeds and how long,
-//! and (when asked) how many operations its shrunk counterexample has.
+//! and (when asked) how many operations its shrunk counterexample has. A bug
+//! is hunted under its hunt profile and in swarm mode ([`hunt_both`]).
 
 use crate::registry::DynScenario;
 use crate::run::run_with;
@@ -15,6 +16,9 @@ use std::time::Instant;
 pub struct BugHunt {
     /// The bug's name.
     pub bug: String,
+    /// The fault mix hunted under: `false` the bug's hunt profile, `true`
+    /// swarm mode ([`overcast_sim::faults::FaultMix::swarm`]).
+    pub swarm: bool,
     /// Whether a seed caught it (a violation or a liveness failure).
     pub found: bool,
     /// How the first run that did not pass ended (`None` if every seed passed).
@@ -42,7 +46,7 @@ pub struct BugHunt {
 /// runs) and records its size in operations and the shrunk scenario.
 pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: usize) {
     let Some(seed) = h.seed else { return };
-    let s = hunt_scenario(def, seed, &h.bug);
+    let s = hunt_scenario_in(def, seed, &h.bug, h.swarm);
     if let Some(r) = crate::shrink::shrink(def, &s, max_tries, |_, _| {}) {
         h.shrunk_ops = Some(r.run.history.ops());
         h.shrunk = Some(r.scenario);
@@ -52,10 +56,17 @@ pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: u
 /// The run of `bug` on `seed`: the scenario's defaults with the bug's hunt
 /// profile ([`crate::bugs::hunt_profile`]) and the bug on.
 pub fn hunt_scenario(def: &dyn DynScenario, seed: u64, bug: &str) -> Scenario {
+    hunt_scenario_in(def, seed, bug, false)
+}
+
+/// [`hunt_scenario`], in swarm mode when `swarm` (the swarm mix replaces
+/// the hunt profile's).
+pub fn hunt_scenario_in(def: &dyn DynScenario, seed: u64, bug: &str, swarm: bool) -> Scenario {
     let s = Scenario::new(def, seed);
     let mut s =
         crate::scenario::with_profile(def, s.clone(), crate::bugs::hunt_profile(bug)).unwrap_or(s);
     s.bugs = vec![bug.to_string()];
+    s.swarm = swarm;
     s
 }
 
@@ -64,6 +75,11 @@ pub fn hunt_scenario(def: &dyn DynScenario, seed: u64, bug: &str) -> Scenario {
 /// order and the lowest failing one is reported, so the result does not
 /// depend on `jobs`.
 pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt {
+    hunt_in(bug, def, cap, jobs, false)
+}
+
+/// [`hunt`] under the bug's hunt profile (`swarm` false) or in swarm mode.
+pub fn hunt_in(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize, swarm: bool) -> BugHunt {
     let started = Instant::now();
     let opts = SweepOptions {
         jobs,
@@ -78,7 +94,7 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
             &seeds,
             &opts,
             |seed| {
-                let s = hunt_scenario(def, seed, bug);
+                let s = hunt_scenario_in(def, seed, bug, swarm);
                 let r = run_with(def, &s);
                 (r.outcome, r.first_property(), r.history.ops())
             },
@@ -94,6 +110,7 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
             };
             return BugHunt {
                 bug: bug.into(),
+                swarm,
                 found: matches!(outcome, Outcome::Violation | Outcome::Liveness),
                 outcome: Some(outcome),
                 property,
@@ -109,6 +126,7 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
     }
     BugHunt {
         bug: bug.into(),
+        swarm,
         found: false,
         outcome: None,
         property: None,
@@ -118,5 +136,45 @@ pub fn hunt(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BugHunt 
         ops: None,
         shrunk_ops: None,
         shrunk: None,
+    }
+}
+
+/// Both hunts of `bug`: under its hunt profile, then in swarm mode, and
+/// which found it first (fewer seeds; the profile's on a tie).
+#[derive(Clone, Debug)]
+pub struct BothHunts {
+    /// Under the bug's hunt profile.
+    pub default: BugHunt,
+    /// In swarm mode.
+    pub swarm: BugHunt,
+}
+
+impl BothHunts {
+    /// The hunt that found the bug on fewer seeds (the profile's on a tie
+    /// or when neither found it).
+    pub fn first(&self) -> &BugHunt {
+        match (self.default.found, self.swarm.found) {
+            (false, true) => &self.swarm,
+            (true, true) if self.swarm.seeds < self.default.seeds => &self.swarm,
+            _ => &self.default,
+        }
+    }
+
+    /// Which mixes found the bug: `default`, `swarm`, `both` or `none`.
+    pub fn found_by(&self) -> &'static str {
+        match (self.default.found, self.swarm.found) {
+            (true, true) => "both",
+            (true, false) => "default",
+            (false, true) => "swarm",
+            (false, false) => "none",
+        }
+    }
+}
+
+/// Hunts `bug` under its hunt profile and in swarm mode ([`hunt_in`]).
+pub fn hunt_both(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize) -> BothHunts {
+    BothHunts {
+        default: hunt_in(bug, def, cap, jobs, false),
+        swarm: hunt_in(bug, def, cap, jobs, true),
     }
 }

@@ -20,8 +20,10 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasherDefault;
 
-/// std's SipHash with its fixed default keys: the same hashes in every run.
-type FixedState = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+/// FxHash: fixed, so the same hashes in every run, and cheaper than SipHash
+/// on the checker's short string keys (these maps are only looked up, never
+/// iterated).
+type FixedState = BuildHasherDefault<rustc_hash::FxHasher>;
 
 /// The history `occ` records.
 pub type OccHistory = History<Call, Outcome, OccEvent>;

@@ -5,6 +5,7 @@
 //! ETag freshness (E1), retry discipline (R1–R3), liveness.
 
 pub mod check;
+pub mod coverage;
 pub mod history;
 pub mod retry;
 pub mod spec;

@@ -382,9 +382,22 @@ fn odd_conditions(
             Some(e) => Conditions::if_match(e.clone()),
             None => Conditions::if_match_any(),
         }),
-        1 => read(c(&|c| {
-            c.if_none_match = Some(EtagMatch::Tags(vec![stranger.clone(), seen.clone()]))
-        })),
+        1 => {
+            // Sometimes with If-Modified-Since too: which of the two was
+            // false decides the 304 (SPEC §1.1.4).
+            // (And sometimes naming only an ETag the item never had, so
+            // that If-None-Match holds and the date decides.)
+            let t = coin.then(&mut date);
+            let tags = if coin && coin2 {
+                vec![stranger.clone()]
+            } else {
+                vec![stranger.clone(), seen.clone()]
+            };
+            read(c(&|c| {
+                c.if_none_match = Some(EtagMatch::Tags(tags.clone()));
+                c.if_modified_since = t.map(|t| vec![t]);
+            }))
+        }
         2 => read(c(&|c| {
             c.if_match = Some(EtagMatch::Tags(vec![stranger.clone(), seen.clone()]))
         })),
@@ -397,6 +410,11 @@ fn odd_conditions(
                 c.if_unmodified_since = Some(vec![b]);
             }))
         }
+        // A delete with `If-None-Match: *` is 412 on an existing item.
+        6 if coin && coin2 => StoreRequest::Delete {
+            key: key.clone(),
+            conditions: Conditions::if_none_match_any(),
+        },
         6 => read(Conditions::if_none_match_any()),
         7 => {
             let (a, b) = (date(), date());
@@ -417,7 +435,8 @@ fn odd_conditions(
             }))
         }
         10 => match sub {
-            // Illegal: a pair other than the two allowed, or two ETags on a write.
+            // Illegal: a pair other than the two allowed, two ETags on a
+            // write, or three headers.
             0 => put(c(&|c| {
                 c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
                 c.if_none_match = Some(EtagMatch::Any);
@@ -427,12 +446,21 @@ fn odd_conditions(
             })),
             _ => {
                 let t = date();
-                StoreRequest::Delete {
-                    key: key.clone(),
-                    conditions: c(&|c| {
-                        c.if_match = Some(EtagMatch::Any);
+                if coin {
+                    StoreRequest::Delete {
+                        key: key.clone(),
+                        conditions: c(&|c| {
+                            c.if_match = Some(EtagMatch::Any);
+                            c.if_modified_since = Some(vec![t]);
+                        }),
+                    }
+                } else {
+                    // Three headers (SPEC §1.1.3 step 1 allows at most two).
+                    put(c(&|c| {
+                        c.if_match = Some(EtagMatch::Tags(vec![seen.clone()]));
+                        c.if_unmodified_since = Some(vec![t]);
                         c.if_modified_since = Some(vec![t]);
-                    }),
+                    }))
                 }
             }
         },
