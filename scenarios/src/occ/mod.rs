@@ -163,8 +163,7 @@ fn default_probe_bound_ms() -> u64 {
 
 impl Default for OccParams {
     /// 2 servers, 4 partitions, 8 clients doing 100 operations each over 8
-    /// items with 30% on the hot one, every server fault point on, log
-    /// syncs of 2–20 ms.
+    /// items with 30% on the hot one, every server fault point on.
     fn default() -> Self {
         OccParams {
             servers: 2,
@@ -189,10 +188,7 @@ impl Default for OccParams {
                 throttle_zero_retry_after: 0.1,
             },
             retry: RetryOptions::default(),
-            // Long enough, against a request every few ms, that several log
-            // records are often unsynced at once and a crash finds some (at
-            // 1..3 ms, 0 of 60 seeds crashed a server with any unsynced).
-            fsync_ms: (2, 20),
+            fsync_ms: (1, 3),
             counters: default_counters(),
             probe_bound_ms: default_probe_bound_ms(),
         }
