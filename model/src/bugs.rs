@@ -53,6 +53,10 @@ model_bugs! {
     /// Server: answers a write before its log record is synced, so a crash can
     /// lose an acknowledged write.
     ack_before_sync,
+    /// Server: answers a read at once from the state it has applied, records
+    /// not yet synced included, so a crash can take back a value a client
+    /// has already read.
+    read_unsynced,
     /// Client: re-sends a non-idempotent write after a timeout, which may apply
     /// it twice.
     retry_write_after_timeout,

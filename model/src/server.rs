@@ -4,11 +4,27 @@
 //! acknowledges it only once synced, recovers by replaying the log after a
 //! crash, and has fault points that answer with the transient errors of SPEC §4.
 //!
+//! Group commit: the server keeps receiving and applying requests while a log
+//! sync is in flight. Every applied effect's record is appended at once; a
+//! sync covers every record appended before it started, and the next sync
+//! starts as soon as one ends with records left unsynced. The rule for
+//! replies is one for every kind of request: a reply is sent only once every
+//! record appended up to the moment its request was applied is synced. For
+//! a write that is its own record; for a read (or a refused write) it is
+//! whatever it could have observed, so nothing a client is told can be taken
+//! back by a crash. (Simplest correct rule: a read waits for the sync in
+//! flight even when it touched no unsynced item; a read with nothing
+//! unsynced is answered at once.) Held replies leave in the order their
+//! requests were applied.
+//!
 //! Faults of the disk and the network it survives: a log that recovery finds
 //! corrupt makes every partition of the server unavailable (503, see
-//! [`serve`]); a failed sync is never retried (the server drops its state and
-//! recovers from what is durable); a duplicated request is answered from a
-//! bounded table of recent outcomes ([`Dedup`]), never executed twice.
+//! [`serve`]); a failed sync is never retried (the server drops its state,
+//! every reply waiting for a sync is dropped unsent, and it recovers from
+//! what is durable); a duplicated request is answered from a bounded table
+//! of recent outcomes ([`Dedup`]), never executed twice, and a duplicate of
+//! a request whose reply waits for a sync gets that reply once the sync
+//! succeeds (none if it fails).
 //!
 //! [`Partition::apply`]: crate::partition::Partition::apply
 
@@ -25,8 +41,11 @@ use madsim::time::sleep;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 /// How often each fault point fires, per request (0 = never).
@@ -100,8 +119,8 @@ pub struct ServerConfig {
     pub faults: FaultRates,
     /// How long a log sync takes, ms range.
     pub fsync_ms: (u64, u64),
-    /// The seeded bugs: the server reads `ack_before_sync` and
-    /// `restart_drops_partition` and hands the set to its partitions.
+    /// The seeded bugs: the server reads `ack_before_sync`, `read_unsynced`
+    /// and `restart_drops_partition` and hands the set to its partitions.
     pub bugs: ModelBugs,
     /// What the network does to the answers the server sends.
     pub send: SendPolicy,
@@ -132,6 +151,20 @@ pub struct ServerStats {
     /// several) can tell when a server became unavailable and why.
     #[serde(default)]
     pub recoveries: Vec<Recovery>,
+    /// Log records appended and not yet synced, now (for an incarnation
+    /// that was killed: what its crash put at risk).
+    #[serde(default)]
+    pub unsynced: u64,
+    /// The most log records that were appended and not yet synced at once
+    /// (group commit: above 1 means requests were served during a sync).
+    #[serde(default)]
+    pub max_unsynced: u64,
+    /// Successful syncs that made more than one record durable.
+    #[serde(default)]
+    pub shared_syncs: u64,
+    /// Reads held until a sync made durable the records they could have seen.
+    #[serde(default)]
+    pub held_reads: u64,
 }
 
 /// One start-up or in-place recovery of a server and what it found.
@@ -257,6 +290,155 @@ struct ReplyTo<'a> {
     send: &'a SendPolicy,
 }
 
+/// A reply held until the log sync that makes it safe to send has succeeded.
+struct Waiting {
+    to: SocketAddr,
+    req_id: u64,
+    session: u64,
+    /// The table key, as in [`ReplyTo::key`].
+    key: Option<(u64, u64)>,
+    reply: WireReply,
+    /// Sent once every record with a lower `seq` is synced.
+    need: u64,
+    /// Whether sending it records it in the table (false for the copy
+    /// answering a duplicate, whose original records it).
+    remember: bool,
+}
+
+impl Waiting {
+    fn reply_to<'a>(&self, ep: &'a Arc<Endpoint>, send: &'a SendPolicy) -> ReplyTo<'a> {
+        ReplyTo {
+            ep,
+            to: self.to,
+            req_id: self.req_id,
+            session: self.session,
+            key: self.key,
+            send,
+        }
+    }
+
+    /// The same answer for a duplicate of the request, sent to `to`.
+    fn copy_to(&self, to: SocketAddr) -> Waiting {
+        Waiting {
+            to,
+            req_id: self.req_id,
+            session: self.session,
+            key: self.key,
+            reply: self.reply.clone(),
+            need: self.need,
+            remember: false,
+        }
+    }
+}
+
+/// What a successful sync released.
+struct Released {
+    /// The replies now safe to send, in the order their requests were applied.
+    replies: Vec<Waiting>,
+    /// How many records the sync made durable.
+    records: u64,
+}
+
+/// Group commit's bookkeeping: how much of the log is synced and the replies
+/// waiting for more of it. Pure: the serve loop starts the syncs.
+struct GroupCommit {
+    /// Every record with a lower `seq` is synced.
+    durable: u64,
+    /// Replies in the order their requests were applied (so by `need`).
+    waiting: VecDeque<Waiting>,
+}
+
+impl GroupCommit {
+    /// Nothing waiting; every record below `next_seq` (what recovery found) is durable.
+    fn new(next_seq: u64) -> GroupCommit {
+        GroupCommit {
+            durable: next_seq,
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// Records appended and not yet synced, when the next record is `next_seq`.
+    fn unsynced(&self, next_seq: u64) -> u64 {
+        next_seq.saturating_sub(self.durable)
+    }
+
+    /// Holds a reply until its records are synced.
+    fn hold(&mut self, w: Waiting) {
+        self.waiting.push_back(w);
+    }
+
+    /// The reply held for the attempt `key`, if any.
+    fn waiting_for(&self, key: (u64, u64)) -> Option<&Waiting> {
+        self.waiting
+            .iter()
+            .find(|w| w.remember && w.key == Some(key))
+    }
+
+    /// A sync of every record below `covers` succeeded.
+    fn release(&mut self, covers: u64) -> Released {
+        let records = covers.saturating_sub(self.durable);
+        self.durable = self.durable.max(covers);
+        let mut replies = Vec::new();
+        while self.waiting.front().is_some_and(|w| w.need <= self.durable) {
+            replies.extend(self.waiting.pop_front());
+        }
+        Released { replies, records }
+    }
+
+    /// A sync failed: every held reply is dropped unsent; the table keys of
+    /// their requests, now in doubt.
+    fn abandon(&mut self) -> Vec<(u64, u64)> {
+        self.waiting
+            .drain(..)
+            .filter(|w| w.remember)
+            .filter_map(|w| w.key)
+            .collect()
+    }
+}
+
+/// A log sync under way: `done` completes when its latency has passed.
+struct SyncInFlight {
+    done: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// It covers every record with a lower `seq`.
+    covers: u64,
+}
+
+/// A receive in progress; it hands its buffer back with what it got.
+type Receiving =
+    Pin<Box<dyn Future<Output = (Vec<u8>, std::io::Result<(usize, SocketAddr)>)> + Send>>;
+
+/// Receives one request into `buf`.
+fn receive(ep: Arc<Endpoint>, mut buf: Vec<u8>) -> Receiving {
+    Box::pin(async move {
+        let received = ep.recv_from(REQUEST_TAG, &mut buf).await;
+        (buf, received)
+    })
+}
+
+/// What woke the serve loop.
+enum Event {
+    /// The sync in flight has waited out its latency.
+    Synced,
+    /// A datagram (or an error) from the receive in progress.
+    Received(Vec<u8>, std::io::Result<(usize, SocketAddr)>),
+}
+
+/// The next event: the sync in flight first when both are ready (a fixed
+/// order, so the run stays deterministic). Neither future is dropped here.
+async fn next_event(recv: &mut Receiving, mut sync: Option<&mut SyncInFlight>) -> Event {
+    std::future::poll_fn(|cx| {
+        if let Some(s) = sync.as_mut() {
+            if s.done.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Event::Synced);
+            }
+        }
+        recv.as_mut()
+            .poll(cx)
+            .map(|(buf, received)| Event::Received(buf, received))
+    })
+    .await
+}
+
 /// Runs a server until the node is killed. `rng` drives the fault points and
 /// the sync latency; `stats` is shared with whoever wants the counts.
 pub async fn serve(
@@ -281,16 +463,84 @@ pub async fn serve(
             return;
         }
     };
-    let mut buf = vec![0u8; MAX_DATAGRAM];
     // Reused for every answer and log record.
     let mut out = Vec::new();
     let mut record = Vec::new();
     let mut dropped: Option<u32> = None;
+    let mut commit = GroupCommit::new(next_seq);
+    // The sync in flight, if any, and the receive in progress: both stay
+    // alive across turns of the loop (a receive is never dropped half done).
+    let mut syncing: Option<SyncInFlight> = None;
+    let mut receiving: Option<Receiving> = None;
+    let mut spare = Some(vec![0u8; MAX_DATAGRAM]);
     loop {
-        let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else {
-            continue;
+        if syncing.is_none() && commit.unsynced(next_seq) > 0 {
+            // One sync covers every record appended before it starts.
+            let (lo, hi) = cfg.fsync_ms;
+            let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
+            syncing = Some(SyncInFlight {
+                done: Box::pin(sleep(fsync)),
+                covers: next_seq,
+            });
+        }
+        let recv = receiving.get_or_insert_with(|| {
+            let buf = spare.take().unwrap_or_else(|| vec![0u8; MAX_DATAGRAM]);
+            receive(ep.clone(), buf)
+        });
+        let (buf, received) = match next_event(recv, syncing.as_mut()).await {
+            Event::Received(buf, received) => {
+                receiving = None;
+                (buf, received)
+            }
+            Event::Synced => {
+                let Some(done) = syncing.take() else {
+                    continue;
+                };
+                let synced = match log.sync() {
+                    Ok(()) => true,
+                    Err(_) => {
+                        stats.lock().unwrap_or_else(|e| e.into_inner()).fsync_errors += 1;
+                        tracing::warn!("server {}: log sync failed", cfg.bind);
+                        // The seeded bug syncs again, which "succeeds" with nothing to write.
+                        cfg.bugs.retry_fsync_after_error && log.sync().is_ok()
+                    }
+                };
+                if !synced {
+                    // The device may have dropped the bytes (and a retry would not
+                    // bring them back): the log is unreliable. Crash in place: no
+                    // answer to anything waiting for a sync, state rebuilt from
+                    // what is durable (which may or may not hold those writes: a
+                    // copy of one is never answered).
+                    for (session, req_id) in commit.abandon() {
+                        dedup.record(session, req_id, None);
+                    }
+                    let replayed;
+                    (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
+                    report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
+                    commit = GroupCommit::new(next_seq);
+                    stats.lock().unwrap_or_else(|e| e.into_inner()).unsynced = 0;
+                    continue;
+                }
+                let released = commit.release(done.covers);
+                {
+                    let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
+                    st.unsynced = commit.unsynced(next_seq);
+                    if released.records > 1 {
+                        st.shared_syncs += 1;
+                    }
+                }
+                for w in released.replies {
+                    let table = w.remember.then_some(&mut dedup);
+                    send(&w.reply_to(&ep, &cfg.send), w.reply, &mut out, table).await;
+                }
+                continue;
+            }
         };
-        let Some(req) = wire::from_bytes::<WireRequest>(&buf[..len]) else {
+        let decoded = received
+            .ok()
+            .and_then(|(len, from)| Some((wire::from_bytes::<WireRequest>(&buf[..len])?, from)));
+        spare = Some(buf);
+        let Some((req, from)) = decoded else {
             continue;
         };
         let session = if cfg.bugs.dedup_without_session {
@@ -309,7 +559,16 @@ pub async fn serve(
         };
         if key.is_some() {
             match dedup.seen(session, req.req_id) {
-                Seen::New => {}
+                Seen::New => {
+                    if let Some(w) = commit.waiting_for((session, req.req_id)) {
+                        // Executed, its sync still to come: answered with the
+                        // original, once that sync succeeds (never if it fails).
+                        stats.lock().unwrap_or_else(|e| e.into_inner()).duplicates += 1;
+                        let copy = w.copy_to(from);
+                        commit.hold(copy);
+                        continue;
+                    }
+                }
                 Seen::Answered(reply) => {
                     stats.lock().unwrap_or_else(|e| e.into_inner()).duplicates += 1;
                     send(&to, reply, &mut out, None).await;
@@ -421,52 +680,45 @@ pub async fn serve(
             Some(status) => reply_transient(status, &mut rng),
             None => WireReply::Ok(response),
         };
-        let Some(effect) = effect else {
+        let own_record = effect.is_some();
+        if let Some(effect) = effect {
+            wal::encode_into(
+                &mut record,
+                next_seq,
+                &LogRecord {
+                    partition: req.partition,
+                    lsn,
+                    effect,
+                },
+            );
+            log.append(&record);
+            next_seq += 1;
+            let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
+            st.unsynced = commit.unsynced(next_seq);
+            st.max_unsynced = st.max_unsynced.max(st.unsynced);
+        }
+        // The reply may reflect every record appended so far (its own, and
+        // others' it read), so it waits until all of them are synced. The
+        // seeded bugs answer a write, or a read, at once.
+        let at_once = commit.unsynced(next_seq) == 0
+            || (own_record && cfg.bugs.ack_before_sync)
+            || (!is_write && cfg.bugs.read_unsynced);
+        if at_once {
             send(&to, reply, &mut out, Some(&mut dedup)).await;
             continue;
-        };
-        wal::encode_into(
-            &mut record,
-            next_seq,
-            &LogRecord {
-                partition: req.partition,
-                lsn,
-                effect,
-            },
-        );
-        log.append(&record);
-        next_seq += 1;
-        let (lo, hi) = cfg.fsync_ms;
-        let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
-        if cfg.bugs.ack_before_sync {
-            send(&to, reply.clone(), &mut out, Some(&mut dedup)).await;
         }
-        sleep(fsync).await;
-        let synced = match log.sync() {
-            Ok(()) => true,
-            Err(_) => {
-                stats.lock().unwrap_or_else(|e| e.into_inner()).fsync_errors += 1;
-                tracing::warn!("server {}: log sync failed", cfg.bind);
-                // The seeded bug syncs again, which "succeeds" with nothing to write.
-                cfg.bugs.retry_fsync_after_error && log.sync().is_ok()
-            }
-        };
-        if !synced {
-            // The device may have dropped the bytes (and a retry would not
-            // bring them back): the log is unreliable. Crash in place: no
-            // answer, state rebuilt from what is durable (which may or may
-            // not hold this write: a copy of it is never answered).
-            if let Some((session, req_id)) = key {
-                dedup.record(session, req_id, None);
-            }
-            let replayed;
-            (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
-            report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
-            continue;
+        if !is_write {
+            stats.lock().unwrap_or_else(|e| e.into_inner()).held_reads += 1;
         }
-        if !cfg.bugs.ack_before_sync {
-            send(&to, reply, &mut out, Some(&mut dedup)).await;
-        }
+        commit.hold(Waiting {
+            to: from,
+            req_id: req.req_id,
+            session: req.session,
+            key,
+            reply,
+            need: next_seq,
+            remember: true,
+        });
     }
 }
 
@@ -530,6 +782,52 @@ mod tests {
             sub_status: 0,
             retry_after_ms: None,
         }
+    }
+
+    fn held(req_id: u64, need: u64) -> Waiting {
+        Waiting {
+            to: "10.0.0.1:1".parse().expect("an address"),
+            req_id,
+            session: 7,
+            key: Some((7, req_id)),
+            reply: reply(200),
+            need,
+            remember: true,
+        }
+    }
+
+    #[test]
+    fn a_sync_releases_only_the_replies_whose_records_it_covers_in_apply_order() {
+        // Records 10.. appended: req 1 wrote seq 10, req 2 read after it,
+        // req 3 wrote seq 11 after the sync covering seq 10 had started.
+        let mut c = GroupCommit::new(10);
+        assert_eq!(c.unsynced(12), 2);
+        c.hold(held(1, 11));
+        c.hold(held(2, 11));
+        c.hold(held(3, 12));
+        assert!(c.waiting_for((7, 3)).is_some());
+        let first = c.release(11);
+        assert_eq!(first.records, 1);
+        let ids: Vec<u64> = first.replies.iter().map(|w| w.req_id).collect();
+        assert_eq!(ids, vec![1, 2]);
+        assert_eq!(c.unsynced(12), 1);
+        assert!(c.waiting_for((7, 1)).is_none());
+        let second = c.release(12);
+        assert_eq!(second.replies.len(), 1);
+        assert_eq!(c.unsynced(12), 0);
+    }
+
+    #[test]
+    fn a_failed_sync_drops_every_held_reply_and_names_the_attempts_in_doubt() {
+        let mut c = GroupCommit::new(0);
+        let original = held(4, 1);
+        let duplicate = original.copy_to("10.0.0.2:1".parse().expect("an address"));
+        assert!(!duplicate.remember, "the original records the outcome");
+        c.hold(original);
+        c.hold(duplicate);
+        c.hold(held(5, 2));
+        assert_eq!(c.abandon(), vec![(7, 4), (7, 5)]);
+        assert!(c.release(2).replies.is_empty());
     }
 
     #[test]

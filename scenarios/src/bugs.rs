@@ -48,6 +48,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["linearizability", "E1"],
     },
     BugInfo {
+        name: "read_unsynced",
+        what: "the server answers a read from state whose log records are not yet synced, so a crash can take back a value a client has read",
+        scenarios: &["occ"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
         name: "etag_reuse",
         what: "a deleted and re-created item starts its version again and gets an ETag it had before",
         scenarios: &["occ"],

@@ -497,8 +497,26 @@ impl ScenarioDef for Occ {
             let mut history = recorder.take_history(events);
             let mut counters: std::collections::BTreeMap<String, u64> = Default::default();
             let (mut duplicates, mut fsync_errors, mut unavailable) = (0, 0, 0);
-            for (node, stats) in lock(&stats).iter() {
+            let (mut max_unsynced, mut shared_syncs, mut held_reads) = (0, 0, 0);
+            // An incarnation followed by another of the same server was
+            // killed: what it had unsynced then was at risk.
+            let all_stats = lock(&stats);
+            let mut crash_unsynced_max = 0;
+            let server_of = |node: &str| node.split('#').next().unwrap_or(node).to_string();
+            for (i, (node, stats)) in all_stats.iter().enumerate() {
+                let s = lock(stats);
+                let restarted = all_stats[i + 1..]
+                    .iter()
+                    .any(|(later, _)| server_of(later) == server_of(node));
+                if restarted {
+                    crash_unsynced_max = crash_unsynced_max.max(s.unsynced);
+                }
+            }
+            for (node, stats) in all_stats.iter() {
                 let stats = lock(stats);
+                max_unsynced = max_unsynced.max(stats.max_unsynced);
+                shared_syncs += stats.shared_syncs;
+                held_reads += stats.held_reads;
                 for (status, n) in &stats.transient {
                     *counters.entry(status.to_string()).or_default() += n;
                 }
@@ -533,6 +551,10 @@ impl ScenarioDef for Occ {
                 ("duplicates_answered", duplicates),
                 ("fsync_errors_seen", fsync_errors),
                 ("unavailable_startups", unavailable),
+                ("max_unsynced_records", max_unsynced),
+                ("shared_syncs", shared_syncs),
+                ("reads_held_for_sync", held_reads),
+                ("unsynced_at_crash_max", crash_unsynced_max),
             ] {
                 if n > 0 {
                     counters.insert(name.into(), n);
