@@ -38,6 +38,10 @@ pub struct Shrunk {
     pub ops_before: usize,
 }
 
+/// The shortest active phase (workload and faults, before the heal) the
+/// envelope's reductions leave a run, ms.
+const MIN_ACTIVE_MS: u64 = 1_000;
+
 /// A reduction of the envelope (faults), common to every scenario: the
 /// `i`-th candidate, or `None`.
 type EnvelopeReduction = fn(&Scenario, usize) -> Option<Scenario>;
@@ -66,6 +70,19 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
         (i == 0 && plan.network != Default::default()).then(|| {
             let mut t = s.clone();
             t.plan.as_mut().expect("checked").network = Default::default();
+            t
+        })
+    }),
+    ("halve the active phase", |s, i| {
+        // The quiet phase after it (heal, probes, drain) stays whole, so a
+        // check that needs it still gets it; only the time the workload and
+        // the fault plan have shrinks.
+        (i == 0 && s.deadline_ms >= 2 * MIN_ACTIVE_MS).then(|| {
+            let mut t = s.clone();
+            t.deadline_ms /= 2;
+            if let Some(plan) = t.plan.as_mut() {
+                plan.events.retain(|e| e.at_ms < t.deadline_ms);
+            }
             t
         })
     }),

@@ -119,6 +119,13 @@ impl Node {
 }
 
 /// A GUID from the node's random stream.
+/// The random stream of one round or operation, seeded from its node's
+/// stream: a unit the shrinker leaves out (see [`crate::ops`]) stops drawing
+/// midway, and the units after it must draw the same as before.
+fn unit_stream(node: &mut impl Rng) -> rand_chacha::ChaCha8Rng {
+    rand::SeedableRng::seed_from_u64(node.gen())
+}
+
 fn guid(rng: &mut impl Rng) -> String {
     let (a, b): (u64, u64) = (rng.gen(), rng.gen());
     let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x4000;
@@ -164,7 +171,7 @@ pub async fn holder(
     p: &LeasesParams,
     node: &Node,
     client: &mut StoreClient,
-    mut rng: impl Rng,
+    mut rounds: impl Rng,
     bugs: overcast_model::bugs::ModelBugs,
     deadline_ns: u64,
 ) {
@@ -172,6 +179,7 @@ pub async fn holder(
         if past(deadline_ns) {
             break;
         }
+        let mut rng = unit_stream(&mut rounds);
         let target = LeaseTarget::Blob(blob_key(rng.gen_range(0..p.blobs)));
         let cfg = HolderConfig {
             target: target.clone(),
@@ -317,7 +325,7 @@ pub async fn client(
     p: &LeasesParams,
     node: &Node,
     client: &mut StoreClient,
-    mut rng: impl Rng,
+    mut ops: impl Rng,
     deadline_ns: u64,
 ) {
     let container = LeaseTarget::Container(CONTAINER.into());
@@ -325,6 +333,7 @@ pub async fn client(
         if past(deadline_ns) {
             break;
         }
+        let mut rng = unit_stream(&mut ops);
         sleep_ms(&mut rng, p.client_pause_ms).await;
         let key = blob_key(rng.gen_range(0..p.blobs));
         let blob = LeaseTarget::Blob(key.clone());

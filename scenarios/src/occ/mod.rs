@@ -151,6 +151,20 @@ pub struct OccParams {
     /// be longer).
     #[serde(default = "default_probe_bound_ms")]
     pub probe_bound_ms: u64,
+    /// Whether the probe runs after the heal. The shrinker turns it off when
+    /// a failure does not need it (the probe's calls are part of the check,
+    /// not of the workload); without it the increments and liveness checks,
+    /// which judge the probe's reads, are not run.
+    #[serde(default = "probe_on", skip_serializing_if = "is_probe_on")]
+    pub probe: bool,
+}
+
+fn probe_on() -> bool {
+    true
+}
+
+fn is_probe_on(on: &bool) -> bool {
+    *on
 }
 
 fn default_counters() -> usize {
@@ -192,6 +206,7 @@ impl Default for OccParams {
             fsync_ms: (1, 3),
             counters: default_counters(),
             probe_bound_ms: default_probe_bound_ms(),
+            probe: true,
         }
     }
 }
@@ -304,7 +319,7 @@ impl ScenarioDef for Occ {
     fn header(&self, p: &OccParams) -> String {
         let f = &p.server_faults;
         format!(
-            "servers={} clients={} partitions={} keys={} hot_key={}% ops/client={} rmw_tries={}\n\
+            "servers={} clients={} partitions={} keys={} hot_key={}% ops/client={} rmw_tries={}{}\n\
              server  429={} (no retry-after {}, zero {}) 449={} 503={} 410={} (1000 {}, 1002 {}, 1022 {}) 408={} fsync={}..{} ms; request timeout {} ms",
             p.servers,
             p.clients,
@@ -313,6 +328,7 @@ impl ScenarioDef for Occ {
             p.hot_key_percent,
             p.ops_per_client,
             p.rmw_max_tries,
+            if p.probe { "" } else { " probe=off" },
             f.throttle,
             f.throttle_without_retry_after,
             f.throttle_zero_retry_after,
@@ -398,6 +414,8 @@ impl ScenarioDef for Occ {
                     Box::new(rng),
                     stats,
                 ))
+            } else if env.role == "probe" && !p.probe {
+                Box::pin(async {})
             } else if env.role == "probe" {
                 let finished = finished.clone();
                 let items: Vec<String> = (0..p.keys)
@@ -572,7 +590,7 @@ impl ScenarioDef for Occ {
             items: (0..p.keys).map(item_name).chain(counter_names(p)).collect(),
             bound_ms: p.probe_bound_ms,
         };
-        vec![
+        let mut checkers: Vec<Box<dyn Checker<OccHistory>>> = vec![
             Box::new(Linearizability {
                 options: lin::Options {
                     max_steps: Some(LIN_MAX_STEPS),
@@ -586,11 +604,14 @@ impl ScenarioDef for Occ {
             Box::new(RetryDiscipline {
                 retry: p.retry.clone(),
             }),
-            Box::new(Increments {
+        ];
+        if p.probe {
+            checkers.push(Box::new(Increments {
                 probe: probe.clone(),
-            }),
-            Box::new(ProbeLiveness { probe }),
-        ]
+            }));
+            checkers.push(Box::new(ProbeLiveness { probe }));
+        }
+        checkers
     }
 
     fn check_history_file(
@@ -612,6 +633,14 @@ impl ScenarioDef for Occ {
 
     fn reductions(&self) -> Vec<Reduction<OccParams>> {
         vec![
+            ("no liveness probe", |p, i| {
+                once(i, || {
+                    p.probe.then(|| OccParams {
+                        probe: false,
+                        ..p.clone()
+                    })
+                })
+            }),
             ("halve the clients", |p, i| {
                 once(i, || {
                     halve(p.clients, 1).map(|c| OccParams {

@@ -156,7 +156,7 @@ pub async fn editor(
         event(&d.id, d.rev, Some(d.content));
     }
     let deadline_ns = deadline.as_nanos() as u64;
-    for _ in 0..p.edits {
+    for n in 0..p.edits {
         let (lo, hi) = p.edit_ms;
         madsim::time::sleep(Duration::from_millis(rng.gen_range(lo..=hi.max(lo)).max(1))).await;
         if sim_now_ns() >= deadline_ns {
@@ -164,12 +164,16 @@ pub async fn editor(
         }
         let docs = repo.docs();
         let draw: f64 = rng.gen();
-        if docs.len() < 2 || draw < p.add_share {
+        let add = docs.len() < 2 || draw < p.add_share;
+        let id = (!add).then(|| docs[rng.gen_range(0..docs.len())].id.clone());
+        if crate::ops::skipped(name, n).await {
+            continue;
+        }
+        let Some(id) = id else {
             let d = repo.add();
             event(&d.id, d.rev, Some(d.content));
             continue;
-        }
-        let id = docs[rng.gen_range(0..docs.len())].id.clone();
+        };
         if draw < p.add_share + p.remove_share {
             if let Some(rev) = repo.remove(&id) {
                 event(&id, rev, None);
