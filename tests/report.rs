@@ -92,7 +92,7 @@ fn a_failing_occ_run_gets_a_page_with_the_linearizability_counterexample_in_seco
 
 #[test]
 fn a_failing_leases_run_draws_each_holders_lease_as_the_server_saw_it_and_as_it_believed() {
-    let r = run("leases", 197, "lease_expiry_on_client_clock");
+    let r = run("leases", 222, "lease_expiry_on_client_clock");
     let page = assert_is_a_failure_page(&r);
     assert_eq!(r.first_property().as_deref(), Some("L9"));
     assert!(page.contains("server's view") && page.contains("↳ belief"));
