@@ -434,9 +434,14 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             format!("at the end the leases stop at {at:02X}, before the end of the key space"),
         ));
     }
+    // Ownership at the end is a quiescence property like balance: judged
+    // below only once the hosts have settled (a failed acquire in the quiet
+    // phase releases the old owner's copy, SPEC §3.3.4, and the lease is
+    // taken again within an acquire interval).
+    let mut unowned = Vec::new();
     for d in &final_leases {
         if !d.owner.as_ref().is_some_and(|o| hosts.contains(o)) {
-            v.push(violation(
+            unowned.push(violation(
                 "CF7",
                 format!(
                     "at the end lease {} is owned by {}, not by a live host",
@@ -548,8 +553,19 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             "CF8",
             "not judged: a lease expired late in the quiet phase (its renewals were lost)".into(),
         );
+        if !unowned.is_empty() {
+            notes.insert(
+                "CF7",
+                format!(
+                    "{} leases at the end; owners not judged: the hosts were still settling after a late expiry ({} without a live owner)",
+                    final_leases.len(),
+                    unowned.len()
+                ),
+            );
+        }
     } else {
         v.extend(imbalance);
+        v.extend(unowned);
     }
     if !settling && !late.is_empty() {
         v.push(violation(
