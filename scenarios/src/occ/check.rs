@@ -724,7 +724,7 @@ fn seconds(ms: &Option<Vec<u64>>) -> Option<Vec<u64>> {
 
 /// True for a status SPEC §4 says means "not executed" (or the SDK gave
 /// up without an answer): such an operation says nothing about the item.
-fn not_executed(status: u16) -> bool {
+pub(crate) fn not_executed(status: u16) -> bool {
     matches!(status, 408 | 410 | 429 | 449 | 503)
 }
 

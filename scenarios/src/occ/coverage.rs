@@ -6,7 +6,7 @@
 //! existed as the rest of the history shows it. `overcast run occ
 //! --coverage` and `overcast sweep occ --coverage` print the table.
 
-use super::check::OccHistory;
+use super::check::{not_executed, OccHistory};
 use super::history::{Call, Outcome};
 use overcast_sim::history::OpRecord;
 use std::collections::BTreeMap;
@@ -247,11 +247,6 @@ impl Coverage {
         }
         out
     }
-}
-
-/// True for a status SPEC §4 says means "not executed" (as the checker's).
-fn not_executed(status: u16) -> bool {
-    matches!(status, 408 | 410 | 429 | 449 | 503)
 }
 
 /// The ETags a header lists (`None` for `*`).
