@@ -200,6 +200,35 @@ model_bugs! {
     /// a few records and answers 304 (instead of 200 with 0 items) while the
     /// newest changes are not visible to it yet. Breaks CF10.
     lagging_replica_304,
+    /// Replica: the primary serves strong reads for as long as it believes
+    /// it is primary, without its leader lease, so a primary cut off from its
+    /// replica set keeps serving after a new one took writes. Breaks
+    /// linearizability of strong operations.
+    stale_read_after_failover,
+    /// Replica: the leader lease has no margin for clock drift, so under the
+    /// stated drift bound the old primary's lease can outlast a follower's
+    /// promise. Breaks linearizability under drift.
+    leader_lease_no_skew_margin,
+    /// Replica: a session read is served below the client's session token.
+    /// Breaks R5 (session guarantees).
+    session_token_ignored,
+    /// Replica: a vote is granted without comparing logs, so a primary can be
+    /// elected without every committed entry. Breaks durability.
+    failover_loses_committed,
+    /// Replica: the primary commits (and acknowledges) a write as soon as it
+    /// holds it itself, before a quorum does. Breaks durability after a crash.
+    commit_before_quorum,
+    /// SDK: a region marked unavailable is retried at once (the mark is
+    /// ignored when ordering the regions). Breaks R6.
+    region_retry_loop,
+    /// Replica: read replicas are shipped, and apply, entries the primary has
+    /// not committed yet, so an eventual read can see a write that a failover
+    /// then loses. Breaks convergence / no phantom reads.
+    learner_reads_uncommitted,
+    /// SDK: the session token of a partition is replaced by the one of the
+    /// latest response instead of merged (the larger kept), so an older
+    /// replica's answer lowers it. Breaks R5 (monotonic reads).
+    session_token_overwritten,
 }
 
 #[cfg(test)]
