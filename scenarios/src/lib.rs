@@ -13,6 +13,7 @@ pub mod leases;
 pub mod occ;
 pub mod ops;
 pub mod queues;
+pub mod regions;
 pub mod registry;
 pub mod report;
 pub mod run;
