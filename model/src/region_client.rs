@@ -212,7 +212,9 @@ impl RegionClient {
 
     /// The client's session token for a partition, if it has one.
     pub fn token(&self, partition: u32) -> Option<String> {
-        self.tokens.get(&partition).map(|l| session_token(partition, *l))
+        self.tokens
+            .get(&partition)
+            .map(|l| session_token(partition, *l))
     }
 
     /// The partition a request routes to.
@@ -245,7 +247,12 @@ impl RegionClient {
     }
 
     /// The replica of `region` the next attempt goes to.
-    fn replica_in(&mut self, region: &str, partition: u32, to_primary: bool) -> Option<(ReplicaId, SocketAddr)> {
+    fn replica_in(
+        &mut self,
+        region: &str,
+        partition: u32,
+        to_primary: bool,
+    ) -> Option<(ReplicaId, SocketAddr)> {
         let info = self.region(region)?.clone();
         if info.replicas.is_empty() {
             return None;
@@ -355,7 +362,8 @@ impl RegionClient {
                     order[i % order.len().max(1)].clone()
                 }
             };
-            let to_primary = is_write || consistency == ReadConsistency::Strong || aim == Aim::WriteRegion;
+            let to_primary =
+                is_write || consistency == ReadConsistency::Strong || aim == Aim::WriteRegion;
             let Some((_, addr)) = self.replica_in(&region, partition, to_primary) else {
                 return finish(
                     RegionFinal::Refused {

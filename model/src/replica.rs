@@ -836,10 +836,7 @@ impl Replica {
             })
             .collect();
         held.sort_unstable_by(|a, b| b.cmp(a));
-        let mut candidate = held
-            .get(self.cfg.quorum() - 1)
-            .copied()
-            .unwrap_or_default();
+        let mut candidate = held.get(self.cfg.quorum() - 1).copied().unwrap_or_default();
         if self.cfg.bugs.commit_before_quorum {
             candidate = self.last_lsn();
         }
@@ -894,9 +891,9 @@ impl Replica {
                 }
             }
             Role::Primary => {
-                let lease_end = self
-                    .lease_start(now)
-                    .map_or(self.last_heard, |s| s.max(self.last_heard) + self.cfg.lease_ms);
+                let lease_end = self.lease_start(now).map_or(self.last_heard, |s| {
+                    s.max(self.last_heard) + self.cfg.lease_ms
+                });
                 if now > lease_end + self.cfg.election_timeout() {
                     // No majority for long: let clients find another primary.
                     self.step_down(self.term, now);
@@ -1167,7 +1164,13 @@ mod tests {
             o
         }
 
-        fn read(&mut self, i: usize, req: &Request, c: ReadConsistency, t: Option<u64>) -> ReadOutcome {
+        fn read(
+            &mut self,
+            i: usize,
+            req: &Request,
+            c: ReadConsistency,
+            t: Option<u64>,
+        ) -> ReadOutcome {
             let now = self.clock(i);
             self.replicas[i].read(req, c, t, now)
         }
@@ -1220,7 +1223,12 @@ mod tests {
         }
         c.run(500);
         for r in &c.replicas {
-            assert_eq!(r.applied_lsn(), c.replicas[p].commit(), "replica {}", r.cfg.me);
+            assert_eq!(
+                r.applied_lsn(),
+                c.replicas[p].commit(),
+                "replica {}",
+                r.cfg.me
+            );
             assert!(r.applied_lsn() <= r.commit());
         }
         let served = c.read(3, &read("a"), ReadConsistency::Eventual, None);
@@ -1290,7 +1298,13 @@ mod tests {
         );
         assert_eq!(
             r.take_out(),
-            vec![(2, Message::Vote { term: 4, granted: false })]
+            vec![(
+                2,
+                Message::Vote {
+                    term: 4,
+                    granted: false
+                }
+            )]
         );
         // The bug grants it.
         let mut bad = Replica::new(cfg(1, only("failover_loses_committed")), 0);
@@ -1305,7 +1319,13 @@ mod tests {
         );
         assert_eq!(
             bad.take_out(),
-            vec![(2, Message::Vote { term: 4, granted: true })]
+            vec![(
+                2,
+                Message::Vote {
+                    term: 4,
+                    granted: true
+                }
+            )]
         );
     }
 
@@ -1342,12 +1362,24 @@ mod tests {
         // Promise: until 100 + 2000 + 81 of its own clock.
         assert_eq!(
             vote(&mut r, 100 + 2_000 + margin - 1),
-            vec![(2, Message::Vote { term: 1, granted: false })]
+            vec![(
+                2,
+                Message::Vote {
+                    term: 1,
+                    granted: false
+                }
+            )]
         );
         assert_eq!(r.term(), 1, "the promise keeps the term too");
         assert_eq!(
             vote(&mut r, 100 + 2_000 + margin),
-            vec![(2, Message::Vote { term: 2, granted: true })]
+            vec![(
+                2,
+                Message::Vote {
+                    term: 2,
+                    granted: true
+                }
+            )]
         );
     }
 

@@ -32,8 +32,7 @@ use crate::conditions::Millis;
 use crate::env::{Clock, LogDevice, SendPolicy};
 use crate::partition::{Request, Response};
 use crate::replica::{
-    Message, Persist, ReadConsistency, ReadOutcome, Replica, ReplicaConfig, ReplicaId,
-    WriteOutcome,
+    Message, Persist, ReadConsistency, ReadOutcome, Replica, ReplicaConfig, ReplicaId, WriteOutcome,
 };
 use crate::wire;
 use madsim::net::Endpoint;
@@ -210,6 +209,8 @@ pub struct ReplicaReport {
     pub primaries: Vec<PrimaryChange>,
     /// Counts: `answered_<status>`, `fsync_errors`, `torn_frames`, `duplicate_writes`.
     pub counts: BTreeMap<String, u64>,
+    /// The node's clock when it last handled an event, ms.
+    pub last_local_ms: u64,
 }
 
 /// A replica node's report, shared.
@@ -342,7 +343,9 @@ pub async fn serve_replica(
     let mut seen_order: VecDeque<(u64, u64)> = VecDeque::new();
     loop {
         let recv = receiving.get_or_insert_with(|| {
-            let buf = spare.take().unwrap_or_else(|| vec![0u8; MAX_REPLICA_DATAGRAM]);
+            let buf = spare
+                .take()
+                .unwrap_or_else(|| vec![0u8; MAX_REPLICA_DATAGRAM]);
             receive(ep.clone(), buf)
         });
         let event = std::future::poll_fn(|cx| {
@@ -358,6 +361,7 @@ pub async fn serve_replica(
         let mut replies: Vec<(SocketAddr, RegionResponse)> = Vec::new();
         {
             let mut rep = lock(&report);
+            rep.last_local_ms = now;
             match event {
                 Event::Tick => {
                     ticker = Box::pin(sleep(tick));
@@ -513,8 +517,8 @@ pub async fn serve_replica(
             let _ = wire::send_datagram(&ep, to, REPLICA_TAG, &bytes, &cfg.send).await;
         }
         for (to, reply) in replies {
-            let _ = wire::send_datagram(&ep, to, REPLY_TAG, &wire::to_bytes(&reply), &cfg.send)
-                .await;
+            let _ =
+                wire::send_datagram(&ep, to, REPLY_TAG, &wire::to_bytes(&reply), &cfg.send).await;
         }
     }
 }
@@ -582,9 +586,9 @@ mod tests {
                 Persist::Entry(Entry {
                     term: 2,
                     lsn: 1,
-                    effect: crate::partition::Effect::Cosmos(
-                        crate::cosmos::CosmosEffect::Batch(vec![]),
-                    ),
+                    effect: crate::partition::Effect::Cosmos(crate::cosmos::CosmosEffect::Batch(
+                        vec![],
+                    )),
                 }),
             ),
             (1, Persist::Commit(1)),

@@ -33,6 +33,7 @@ pub static SCENARIOS: &[&dyn DynScenario] = &[
     &crate::search::Search,
     &crate::queues::Queues,
     &crate::feed::Feed,
+    &crate::regions::Regions,
 ];
 
 /// The registered scenario called `name`, or the one-line error naming the known ones.

@@ -1,7 +1,696 @@
 //! The regions scenario: replicated partitions across a write region and
 //! read regions, consistency levels per request, region outages and primary
-//! failover (issue 13). This folder holds the history records and the
-//! checkers for session guarantees (R5), convergence, durability and routing
-//! bounds (R6).
+//! failover (issue 13). This folder holds the deployment and workload, the
+//! history records and the checkers: linearizability of the strong
+//! operations per item, session guarantees (R5), convergence, durability
+//! and routing bounds (R6).
+//!
+//! Topology: the write region `r0` holds a replica set of `replicas` nodes
+//! (`replica-i`, disks, crashable); each read region `r1`, `r2` one read
+//! replica (`reader-j`, disks, crashable); `client-k` nodes (crashable, a
+//! restarted client is a new SDK session without tokens) each with a
+//! consistency level (strong, session, eventual in turn) and preferred
+//! regions (its own region first). Faults: the shared mix (crashes, pauses,
+//! partitions, clock skew) plus region outages (every node of a region cut
+//! from every other node) drawn into the parameters; replica clocks drift
+//! up to the stated bound [`DRIFT_BOUND_PPM`] with no steps (a step is
+//! outside any drift bound: the leader lease argument needs bounded rates).
 
 pub mod history;
+pub mod strong;
+pub mod workload;
+
+use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
+use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
+use history::{FinalItem, RegionCall, RegionEvent, RegionOutcome, RegionsHistory};
+use overcast_model::cosmos::ItemKey;
+use overcast_model::region_client::{RegionClient, RegionClientConfig, RegionInfo};
+use overcast_model::replica::{ReplicaId, Role};
+use overcast_model::replica_server::{
+    serve_replica, ReplicaReport, ReplicaServerConfig, SharedReport,
+};
+use overcast_sim::check::Checker;
+use overcast_sim::faults::{Fault, FaultEvent, FaultMix, FaultPlan};
+use overcast_sim::history::{NodeEvent, Recorder};
+use overcast_sim::lin;
+use overcast_sim::rng::stream;
+use overcast_sim::world::{Role as WorldRole, Topology};
+use proptest::prelude::*;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The container every item lives in.
+pub const CONTAINER: &str = "items";
+
+/// The stated bound on the replicas' clock rate error, ppm (2%): the lease
+/// margin comes from it, and `adjust_plan` keeps the replicas' drift within
+/// it (scaling the shared mix's drift up to it, so drift matters).
+pub const DRIFT_BOUND_PPM: u64 = 20_000;
+
+/// How much the replicas' drift is scaled from the shared mix (±200 ppm ×
+/// 100 = ±2%, the bound).
+pub const DRIFT_SCALE: i64 = 100;
+
+/// The SDK's 5 min of unavailability, scaled by 1/100.
+pub const UNAVAILABLE_FOR: Duration = Duration::from_secs(3);
+
+/// Recorder of a regions run.
+pub type RegionsRecorder = Recorder<RegionCall, RegionOutcome, RegionEvent>;
+
+/// `(container, partition key, id)` of an item: each item is its own
+/// partition key, so items spread over the partitions.
+pub fn item_key(item: &str) -> (String, String, String) {
+    (CONTAINER.into(), item.into(), item.into())
+}
+
+/// Relative weights of the calls a client picks from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionsMix {
+    /// Reads at the client's level.
+    pub read: u32,
+    /// Replaces with If-Match of the last ETag seen (an upsert when none).
+    pub replace: u32,
+    /// Blind upserts.
+    pub upsert: u32,
+    /// Creates.
+    pub create: u32,
+    /// Deletes (with If-Match of the last ETag seen, if any).
+    pub delete: u32,
+}
+
+impl Default for RegionsMix {
+    fn default() -> Self {
+        RegionsMix {
+            read: 50,
+            replace: 30,
+            upsert: 8,
+            create: 7,
+            delete: 5,
+        }
+    }
+}
+
+/// A region outage: every node of a region cut from every other node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outage {
+    /// Region index (0 = the write region).
+    pub region: usize,
+    /// When, ms after the start.
+    pub at_ms: u64,
+    /// How long.
+    pub for_ms: u64,
+}
+
+/// The parameters of `regions`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionsParams {
+    /// The write region's replica set.
+    pub replicas: usize,
+    /// Read regions, one read replica each.
+    pub read_regions: usize,
+    /// Client nodes.
+    pub clients: usize,
+    /// Partitions.
+    pub partitions: u32,
+    /// Items (`k0`, `k1`, ...).
+    pub items: usize,
+    /// Calls each client makes.
+    pub ops_per_client: usize,
+    /// Call weights.
+    pub mix: RegionsMix,
+    /// Every client's level (`strong`, `session`, `eventual`), or the mix when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<String>,
+    /// Clients (the first ones) whose account view names a read region as the write region.
+    pub stale_view_clients: usize,
+    /// Leader lease, ms.
+    pub lease_ms: u64,
+    /// Election timeout, ms.
+    pub election_timeout_ms: u64,
+    /// Heartbeat interval, ms.
+    pub heartbeat_ms: u64,
+    /// Shipping interval to read replicas, ms.
+    pub ship_ms: u64,
+    /// Log sync latency, ms range.
+    pub fsync_ms: (u64, u64),
+    /// The SDK's request timeout, ms.
+    pub request_timeout_ms: u64,
+    /// Region outages.
+    pub outages: Vec<Outage>,
+}
+
+impl Default for RegionsParams {
+    fn default() -> Self {
+        RegionsParams {
+            replicas: 3,
+            read_regions: 2,
+            clients: 6,
+            partitions: 2,
+            items: 4,
+            ops_per_client: 60,
+            mix: RegionsMix::default(),
+            consistency: None,
+            stale_view_clients: 1,
+            lease_ms: 2_000,
+            election_timeout_ms: 500,
+            heartbeat_ms: 100,
+            ship_ms: 300,
+            fsync_ms: (1, 3),
+            request_timeout_ms: 1_000,
+            outages: Vec::new(),
+        }
+    }
+}
+
+/// Outages drawn from the seed: up to two, over the first 30 s.
+fn draw_outages(seed: u64, regions: usize) -> Vec<Outage> {
+    let mut rng = stream(seed, "regions-outages");
+    let n = rng.gen_range(0..=2);
+    (0..n)
+        .map(|_| Outage {
+            region: rng.gen_range(0..regions.max(1)),
+            at_ms: rng.gen_range(0..30_000),
+            for_ms: rng.gen_range(500..6_000),
+        })
+        .collect()
+}
+
+/// Node names of region `r`.
+fn region_nodes(p: &RegionsParams, r: usize) -> Vec<String> {
+    if r == 0 {
+        (0..p.replicas).map(|i| format!("replica-{i}")).collect()
+    } else {
+        vec![format!("reader-{}", r - 1)]
+    }
+}
+
+/// The region of a node (`r0`, `r1`, ...), by role and index.
+fn region_name(r: usize) -> String {
+    format!("r{r}")
+}
+
+/// The replica id of a node: voters `0..replicas`, read replicas after.
+fn replica_id(p: &RegionsParams, role: &str, index: usize) -> ReplicaId {
+    if role == "replica" {
+        index as ReplicaId
+    } else {
+        (p.replicas + index) as ReplicaId
+    }
+}
+
+/// The regions as the SDK sees them.
+fn regions_of(p: &RegionsParams, topo: &Topology) -> Vec<RegionInfo> {
+    let mut out = vec![RegionInfo {
+        name: region_name(0),
+        replicas: topo
+            .addrs("replica")
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| (i as ReplicaId, a))
+            .collect(),
+        write: true,
+    }];
+    for (j, a) in topo.addrs("reader").into_iter().enumerate() {
+        out.push(RegionInfo {
+            name: region_name(j + 1),
+            replicas: vec![((p.replicas + j) as ReplicaId, a)],
+            write: false,
+        });
+    }
+    out
+}
+
+/// The linearizability search budget per item (steps, not seconds).
+pub const LIN_MAX_STEPS: u64 = 5_000_000;
+
+/// The `regions` scenario.
+pub struct Regions;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every replica incarnation's report: `(incarnation name, node, region, report)`.
+type Reports = Arc<Mutex<Vec<(String, String, String, SharedReport)>>>;
+
+impl ScenarioDef for Regions {
+    type Params = RegionsParams;
+    type History = RegionsHistory;
+
+    fn name(&self) -> &'static str {
+        "regions"
+    }
+
+    fn describe(&self) -> &'static str {
+        "replicated partitions, regions and the SDK's region/session rules (SPEC §4.1, §4.4): \
+         linearizability of strong operations, R5, convergence, durability, R6"
+    }
+
+    fn params(&self, seed: u64) -> RegionsParams {
+        let p = RegionsParams::default();
+        RegionsParams {
+            outages: draw_outages(seed, 1 + p.read_regions),
+            ..p
+        }
+    }
+
+    fn defaults(&self) -> RunDefaults {
+        RunDefaults {
+            faults: FaultMix::default(),
+            fault_window_ms: 30_000,
+            deadline_ms: 90_000,
+            quiet_ms: 8_000,
+        }
+    }
+
+    fn strategy(&self) -> BoxedStrategy<RegionsParams> {
+        (
+            1usize..=3,
+            0usize..=2,
+            1usize..=6,
+            1u32..=3,
+            1usize..=5,
+            5usize..=60,
+            any::<u64>(),
+        )
+            .prop_map(
+                |(replicas, read_regions, clients, partitions, items, ops, seed)| {
+                    let replicas = if replicas == 2 { 3 } else { replicas };
+                    RegionsParams {
+                        replicas,
+                        read_regions,
+                        clients,
+                        partitions,
+                        items,
+                        ops_per_client: ops,
+                        outages: draw_outages(seed, 1 + read_regions),
+                        ..RegionsParams::default()
+                    }
+                },
+            )
+            .boxed()
+    }
+
+    fn validate(&self, p: &RegionsParams) -> Result<(), String> {
+        if p.replicas == 0 || p.replicas > 7 {
+            return Err("replicas must be between 1 and 7".into());
+        }
+        if p.read_regions > 4 {
+            return Err("read_regions must be at most 4".into());
+        }
+        if p.clients == 0 || p.partitions == 0 || p.items == 0 {
+            return Err("clients, partitions and items must be at least 1".into());
+        }
+        let m = &p.mix;
+        if m.read + m.replace + m.upsert + m.create + m.delete == 0 {
+            return Err("the mix has no weight".into());
+        }
+        if let Some(c) = &p.consistency {
+            if !["strong", "session", "eventual"].contains(&c.as_str()) {
+                return Err(format!("unknown consistency '{c}'"));
+            }
+        }
+        if p.fsync_ms.0 > p.fsync_ms.1 {
+            return Err("fsync_ms has its low end above its high end".into());
+        }
+        if p.election_timeout_ms == 0 || p.heartbeat_ms == 0 || p.lease_ms == 0 {
+            return Err("lease, election timeout and heartbeat must be positive".into());
+        }
+        if p.outages.iter().any(|o| o.region > p.read_regions) {
+            return Err("an outage names a region that does not exist".into());
+        }
+        Ok(())
+    }
+
+    fn header(&self, p: &RegionsParams) -> String {
+        format!(
+            "write region r0: {} replicas; read regions: {}; clients={} ({} with a stale account view) \
+             partitions={} items={} ops/client={} consistency={}\n\
+             lease={} ms (drift bound {} ppm) election timeout={} ms heartbeat={} ms ship={} ms \
+             fsync={}..{} ms request timeout={} ms; outages: {}",
+            p.replicas,
+            p.read_regions,
+            p.clients,
+            p.stale_view_clients.min(p.clients),
+            p.partitions,
+            p.items,
+            p.ops_per_client,
+            p.consistency.as_deref().unwrap_or("mix"),
+            p.lease_ms,
+            DRIFT_BOUND_PPM,
+            p.election_timeout_ms,
+            p.heartbeat_ms,
+            p.ship_ms,
+            p.fsync_ms.0,
+            p.fsync_ms.1,
+            p.request_timeout_ms,
+            if p.outages.is_empty() {
+                "none".to_string()
+            } else {
+                p.outages
+                    .iter()
+                    .map(|o| format!("r{} at {} ms for {} ms", o.region, o.at_ms, o.for_ms))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        )
+    }
+
+    fn topology(&self, p: &RegionsParams) -> Topology {
+        Topology::new(vec![
+            WorldRole::new("replica", p.replicas)
+                .with_disk()
+                .crashable(),
+            WorldRole::new("reader", p.read_regions)
+                .with_disk()
+                .crashable(),
+            WorldRole::new("client", p.clients).awaited().crashable(),
+        ])
+    }
+
+    fn adjust_plan(&self, p: &RegionsParams, plan: &mut FaultPlan) {
+        // Replicas with a corrupt log would need repair from their peers,
+        // which the model does not do: the disk stays honest here (torn
+        // tails on crashes remain). Disk faults are judged by `occ`.
+        plan.storage = Default::default();
+        // Replica clocks: drift scaled up to the stated bound, no steps.
+        let bound = DRIFT_BOUND_PPM as i64;
+        for (node, skew) in plan.clocks.iter_mut() {
+            if node.starts_with("replica") || node.starts_with("reader") {
+                skew.drift_ppm = (skew.drift_ppm * DRIFT_SCALE).clamp(-bound, bound);
+                skew.steps.clear();
+            }
+        }
+        let all: Vec<String> = (0..=p.read_regions)
+            .flat_map(|r| region_nodes(p, r))
+            .chain((0..p.clients).map(|i| format!("client-{i}")))
+            .collect();
+        for o in &p.outages {
+            let inside = region_nodes(p, o.region);
+            let outside: Vec<String> = all
+                .iter()
+                .filter(|n| !inside.contains(n))
+                .cloned()
+                .collect();
+            plan.events.push(FaultEvent {
+                at_ms: o.at_ms,
+                fault: Fault::Partition {
+                    from: inside,
+                    to: outside,
+                    one_way: false,
+                    for_ms: o.for_ms,
+                },
+            });
+        }
+        plan.events.sort_by_key(|e| e.at_ms);
+    }
+
+    fn deploy(&self, p: &RegionsParams, ctx: &RunCtx) -> Deployment<RegionsHistory> {
+        let bugs = crate::bugs::model_bugs(&ctx.bugs);
+        let reports: Reports = Arc::default();
+        let network_counts = NetworkCounts::default();
+        let recorder = RegionsRecorder::with_capacity(p.clients * p.ops_per_client);
+        let params = p.clone();
+        let program_reports = reports.clone();
+        let program_recorder = recorder.clone();
+        let finished: Arc<Mutex<std::collections::BTreeSet<usize>>> = Arc::default();
+        let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
+            let p = params.clone();
+            let send = NetworkAdapter::policy(&env, &network_counts);
+            let fut: crate::registry::NodeFuture = if env.role == "replica" || env.role == "reader"
+            {
+                let me = replica_id(&p, &env.role, env.index);
+                let region = if env.role == "replica" {
+                    region_name(0)
+                } else {
+                    region_name(env.index + 1)
+                };
+                let topo = &env.topology;
+                let addrs: BTreeMap<ReplicaId, _> = topo
+                    .addrs("replica")
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, a)| (i as ReplicaId, a))
+                    .chain(
+                        topo.addrs("reader")
+                            .into_iter()
+                            .enumerate()
+                            .map(|(j, a)| ((p.replicas + j) as ReplicaId, a)),
+                    )
+                    .collect();
+                let cfg = ReplicaServerConfig {
+                    me,
+                    region: region.clone(),
+                    node: env.incarnation_name(),
+                    addrs,
+                    voters: (0..p.replicas as ReplicaId).collect(),
+                    learners: (0..p.read_regions)
+                        .map(|j| (p.replicas + j) as ReplicaId)
+                        .collect(),
+                    partitions: p.partitions,
+                    lease_ms: p.lease_ms,
+                    drift_bound_ppm: DRIFT_BOUND_PPM,
+                    election_timeout_ms: p.election_timeout_ms,
+                    heartbeat_ms: p.heartbeat_ms,
+                    ship_ms: p.ship_ms,
+                    tick_ms: 20,
+                    fsync_ms: p.fsync_ms,
+                    containers: vec![CONTAINER.to_string()],
+                    bugs,
+                    send,
+                    quiet_after_restart: if env.incarnation == 0 {
+                        Duration::ZERO
+                    } else {
+                        env.max_in_flight()
+                    },
+                };
+                let report: SharedReport = Arc::new(Mutex::new(ReplicaReport::default()));
+                lock(&program_reports).push((
+                    env.incarnation_name(),
+                    env.name.clone(),
+                    region,
+                    report.clone(),
+                ));
+                let rng = stream(env.seed, &format!("{}-{}", env.name, env.incarnation));
+                let disk = env.disk.clone().expect("replicas have disks");
+                Box::pin(serve_replica(
+                    cfg,
+                    Arc::new(ClockAdapter(env.clock.clone())),
+                    Arc::new(DiskAdapter(disk)),
+                    Box::new(rng),
+                    report,
+                ))
+            } else {
+                let finished = finished.clone();
+                let recorder = program_recorder.clone();
+                Box::pin(async move {
+                    if lock(&finished).contains(&env.index) {
+                        return;
+                    }
+                    let regions = regions_of(&p, &env.topology);
+                    let home = env.index % regions.len();
+                    let preferred: Vec<String> = (0..regions.len())
+                        .map(|k| regions[(home + k) % regions.len()].name.clone())
+                        .collect();
+                    let stale = (env.index < p.stale_view_clients && regions.len() > 1)
+                        .then(|| regions[1].name.clone());
+                    let cfg = RegionClientConfig {
+                        regions,
+                        preferred,
+                        stale_write_region: stale,
+                        partitions: p.partitions,
+                        request_timeout: Duration::from_millis(p.request_timeout_ms),
+                        unavailable_for: UNAVAILABLE_FOR,
+                        max_failover_retries: 120,
+                        max_forbidden_retries: 2,
+                        max_gone_retries: 10,
+                        gone_backoff: Duration::from_millis(10),
+                        read_retry_wait: Duration::from_millis(100),
+                        bugs,
+                        send,
+                    };
+                    let rng = stream(
+                        env.seed,
+                        &format!("client-{}-sdk-{}", env.index, env.incarnation),
+                    );
+                    let clock = env.clock.clone();
+                    let Ok(mut sdk) = RegionClient::connect(
+                        cfg,
+                        Arc::new(ClockAdapter(clock.clone())),
+                        Box::new(rng),
+                    )
+                    .await
+                    else {
+                        tracing::error!("client {} could not bind", env.index);
+                        return;
+                    };
+                    let client = env.index + env.incarnation as usize * p.clients;
+                    workload::client_workload(
+                        p.clone(),
+                        env.seed,
+                        env.index,
+                        client,
+                        env.incarnation_name(),
+                        &mut sdk,
+                        recorder,
+                        env.deadline.as_nanos() as u64,
+                        clock,
+                    )
+                    .await;
+                    lock(&finished).insert(env.index);
+                })
+            };
+            fut
+        });
+        let params = p.clone();
+        let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
+            let mut history = recorder.take_history(world.events.clone());
+            let mut counters: BTreeMap<String, u64> = BTreeMap::new();
+            let reports = lock(&reports);
+            // The last incarnation of each node holds its final state.
+            let mut last: BTreeMap<String, (String, String, SharedReport)> = BTreeMap::new();
+            for (inc, node, region, report) in reports.iter() {
+                let r = lock(report);
+                for c in &r.primaries {
+                    history.node_events.push(NodeEvent {
+                        node: c.node.clone(),
+                        at_ns: c.at_ns,
+                        local_ms: c.local_ms,
+                        event: RegionEvent::Primary {
+                            partition: c.partition,
+                            term: c.term,
+                        },
+                    });
+                }
+                for (k, n) in &r.counts {
+                    *counters.entry(k.clone()).or_default() += n;
+                }
+                last.insert(node.clone(), (inc.clone(), region.clone(), report.clone()));
+            }
+            let replicas = (params.replicas + params.read_regions) as u32;
+            for (inc, region, report) in last.values() {
+                let r = lock(report);
+                for (partition, replica) in &r.replicas {
+                    let items = (0..params.items)
+                        .map(|i| format!("k{i}"))
+                        .filter(|item| {
+                            overcast_model::wire::partition_of(item, params.partitions)
+                                == *partition
+                        })
+                        .filter_map(|item| {
+                            let (c, pk, id) = item_key(&item);
+                            replica
+                                .applied()
+                                .cosmos()
+                                .item(&ItemKey::new(c, pk, id))
+                                .map(|i| FinalItem {
+                                    item: item.clone(),
+                                    etag: i.etag.0.clone(),
+                                    body: i.body.clone(),
+                                })
+                        })
+                        .collect();
+                    history.node_events.push(NodeEvent {
+                        node: inc.clone(),
+                        at_ns: world.sim_ns,
+                        local_ms: r.last_local_ms,
+                        event: RegionEvent::Final {
+                            partition: *partition,
+                            region: region.clone(),
+                            role: match replica.role() {
+                                Role::Primary => "primary",
+                                Role::ReadReplica => "read",
+                                Role::Follower | Role::Candidate => "secondary",
+                            }
+                            .to_string(),
+                            term: replica.term(),
+                            applied_lsn: replica.applied_lsn(),
+                            items,
+                            replicas,
+                        },
+                    });
+                }
+            }
+            history.node_events.sort_by_key(|e| e.at_ns);
+            (history, counters)
+        });
+        Deployment { program, collect }
+    }
+
+    fn checkers(&self, _p: &RegionsParams) -> Vec<Box<dyn Checker<RegionsHistory>>> {
+        vec![Box::new(strong::StrongLinearizability {
+            options: lin::Options {
+                max_steps: Some(LIN_MAX_STEPS),
+                parallel: false,
+                time_unit: lin::TimeUnit::Nanos,
+                ..lin::Options::default()
+            },
+        })]
+    }
+
+    fn reductions(&self) -> Vec<Reduction<RegionsParams>> {
+        vec![
+            ("no outages", |p, i| {
+                once(i, || {
+                    (!p.outages.is_empty()).then(|| RegionsParams {
+                        outages: Vec::new(),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the clients", |p, i| {
+                once(i, || {
+                    halve(p.clients, 1).map(|c| RegionsParams {
+                        clients: c,
+                        stale_view_clients: p.stale_view_clients.min(c),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the operations", |p, i| {
+                once(i, || {
+                    halve(p.ops_per_client, 1).map(|n| RegionsParams {
+                        ops_per_client: n,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the items", |p, i| {
+                once(i, || {
+                    halve(p.items, 1).map(|n| RegionsParams {
+                        items: n,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one read region fewer", |p, i| {
+                once(i, || {
+                    (p.read_regions > 0).then(|| RegionsParams {
+                        read_regions: p.read_regions - 1,
+                        outages: p
+                            .outages
+                            .iter()
+                            .filter(|o| o.region < p.read_regions)
+                            .cloned()
+                            .collect(),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one partition", |p, i| {
+                once(i, || {
+                    (p.partitions > 1).then(|| RegionsParams {
+                        partitions: 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+        ]
+    }
+}

@@ -1,0 +1,328 @@
+//! Linearizability of the strong operations of `regions`, per item: every
+//! write (writes always go to the primary) and every strong read, against a
+//! register of the item's body (absent = deleted). Conditions are judged
+//! from the outside: a replace's If-Match ETag stands for the body that the
+//! history shows with that ETag (from any answer), so the check needs no
+//! model counter; an ETag the history never showed with a body is not
+//! judged (any present body matches it). Calls refused without being
+//! executed (403/3, 404/1002, 410, 503, an SDK give-up) are left out; a write
+//! with no answer may have taken effect at any point after it was sent, or
+//! never.
+
+use super::history::{Consistency, RegionCall, RegionOutcome, RegionsHistory};
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::lin::{self, Next, Operation, Spec};
+use std::collections::BTreeMap;
+
+/// One operation as the register spec sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegisterOp {
+    /// A strong read.
+    Read,
+    /// A blind write of a body (upsert).
+    Upsert(String),
+    /// Create a body if absent.
+    Create(String),
+    /// Replace with a body if the current body is `expected` (`None`: an
+    /// ETag never seen with a body: any present body).
+    Replace {
+        /// The new body.
+        body: String,
+        /// The body behind the If-Match ETag.
+        expected: Option<String>,
+    },
+    /// Delete, if the current body is `expected` (`Some(None)`: no If-Match).
+    Delete {
+        /// The body behind the If-Match ETag; `None` for an unconditional delete
+        /// or an ETag never seen with a body.
+        expected: Option<String>,
+        /// Whether an If-Match was sent.
+        conditional: bool,
+    },
+}
+
+/// What was answered: the status and, for reads, the body seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterOut {
+    /// The status.
+    pub status: u16,
+    /// The body a read saw.
+    pub body: Option<String>,
+}
+
+/// The register of one item's body.
+pub struct Register;
+
+impl Spec for Register {
+    type State = Option<String>;
+    type Input = RegisterOp;
+    type Output = RegisterOut;
+
+    fn init(&self, _key: &str) -> Option<String> {
+        None
+    }
+
+    fn step(
+        &self,
+        s: &Option<String>,
+        op: &RegisterOp,
+        out: Option<&RegisterOut>,
+    ) -> Next<Option<String>> {
+        let matches = |expected: &Option<String>| match (s, expected) {
+            (Some(cur), Some(e)) => cur == e,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let status = out.map(|o| o.status);
+        match op {
+            RegisterOp::Read => match out {
+                None => Next::One(s.clone()),
+                Some(o) if o.status == 404 && s.is_none() => Next::One(None),
+                Some(o) if o.status == 200 && o.body.is_some() && o.body == *s => {
+                    Next::One(s.clone())
+                }
+                Some(_) => Next::Illegal,
+            },
+            RegisterOp::Upsert(b) => match status {
+                None | Some(200 | 201) => Next::One(Some(b.clone())),
+                Some(_) => Next::Illegal,
+            },
+            RegisterOp::Create(b) => match status {
+                None if s.is_none() => Next::One(Some(b.clone())),
+                None => Next::One(s.clone()),
+                Some(201) if s.is_none() => Next::One(Some(b.clone())),
+                Some(409) if s.is_some() => Next::One(s.clone()),
+                Some(_) => Next::Illegal,
+            },
+            RegisterOp::Replace { body, expected } => match status {
+                None if matches(expected) => Next::Many(vec![Some(body.clone()), s.clone()]),
+                None => Next::One(s.clone()),
+                Some(200) if matches(expected) => Next::One(Some(body.clone())),
+                Some(412) if s.is_some() && (expected.is_none() || !matches(expected)) => {
+                    Next::One(s.clone())
+                }
+                Some(404) if s.is_none() => Next::One(None),
+                Some(_) => Next::Illegal,
+            },
+            RegisterOp::Delete {
+                expected,
+                conditional,
+            } => {
+                let holds = s.is_some() && (!conditional || matches(expected));
+                match status {
+                    None if holds => Next::Many(vec![None, s.clone()]),
+                    None => Next::One(s.clone()),
+                    Some(204) if holds => Next::One(None),
+                    Some(412)
+                        if *conditional
+                            && s.is_some()
+                            && (expected.is_none() || !matches(expected)) =>
+                    {
+                        Next::One(s.clone())
+                    }
+                    Some(404) if s.is_none() => Next::One(None),
+                    Some(_) => Next::Illegal,
+                }
+            }
+        }
+    }
+
+    fn is_read_only(&self, op: &RegisterOp, out: Option<&RegisterOut>) -> bool {
+        match op {
+            RegisterOp::Read => true,
+            _ => out.is_some_and(|o| matches!(o.status, 404 | 409 | 412)),
+        }
+    }
+}
+
+/// True for an answer the service executed (a read's 200/404, a write's
+/// 200/201/204/404/409/412), false for one refused before execution.
+fn executed(o: &RegionOutcome) -> bool {
+    match o {
+        RegionOutcome::Ok { .. } => true,
+        RegionOutcome::Failed {
+            status, sub_status, ..
+        } => matches!(status, 409 | 412) || (*status == 404 && *sub_status == 0),
+    }
+}
+
+/// The body behind each ETag, from every answer that showed both.
+fn bodies_by_etag(h: &RegionsHistory) -> BTreeMap<(String, String), String> {
+    let mut m = BTreeMap::new();
+    for op in &h.ops {
+        if let Some(RegionOutcome::Ok {
+            etag: Some(e),
+            body: Some(b),
+            ..
+        }) = &op.result
+        {
+            m.entry((op.call.item.clone(), e.clone()))
+                .or_insert_with(|| b.clone());
+        }
+    }
+    m
+}
+
+fn register_op(call: &RegionCall, etags: &BTreeMap<(String, String), String>) -> RegisterOp {
+    let expected = call
+        .if_match
+        .as_ref()
+        .and_then(|e| etags.get(&(call.item.clone(), e.clone())).cloned());
+    let body = call.body.clone().unwrap_or_default();
+    match call.op.as_str() {
+        "read" => RegisterOp::Read,
+        "replace" => RegisterOp::Replace { body, expected },
+        "create" => RegisterOp::Create(body),
+        "delete" => RegisterOp::Delete {
+            expected,
+            conditional: call.if_match.is_some(),
+        },
+        _ => RegisterOp::Upsert(body),
+    }
+}
+
+/// The strong operations of a history, as the lin checker's operations.
+pub fn strong_ops(h: &RegionsHistory) -> Vec<Operation<RegisterOp, RegisterOut>> {
+    let etags = bodies_by_etag(h);
+    h.ops
+        .iter()
+        .filter(|op| op.call.is_write() || op.call.consistency == Consistency::Strong)
+        .filter(|op| op.result.as_ref().is_none_or(executed))
+        .map(|op| Operation {
+            id: op.id,
+            client: op.client as u64,
+            key: op.key.clone(),
+            input: register_op(&op.call, &etags),
+            invoke: op.invoke_ns as i64,
+            ret: op.return_ns.map(|t| t as i64),
+            output: op.result.as_ref().map(|r| RegisterOut {
+                status: r.status(),
+                body: r.body().map(str::to_string).filter(|_| !op.call.is_write()),
+            }),
+        })
+        .collect()
+}
+
+/// The checker.
+pub struct StrongLinearizability {
+    /// Search budget and report settings.
+    pub options: lin::Options,
+}
+
+impl Checker<RegionsHistory> for StrongLinearizability {
+    fn properties(&self) -> &'static [&'static str] {
+        &["linearizability"]
+    }
+
+    fn check(&self, h: &RegionsHistory) -> Checked {
+        let ops = strong_ops(h);
+        let reads = ops.iter().filter(|o| o.input == RegisterOp::Read).count();
+        let report = lin::check(&Register, &ops, &self.options);
+        let verdict = match report.verdict {
+            lin::Verdict::Linearizable => Verdict::Held,
+            lin::Verdict::Unknown => Verdict::Undecided {
+                reason: format!(
+                    "the linearizability search gave up: {}",
+                    report
+                        .unknown_reason
+                        .as_deref()
+                        .unwrap_or("budget exhausted")
+                ),
+            },
+            lin::Verdict::NotLinearizable => Verdict::Broken {
+                violations: vec![Violation {
+                    property: "linearizability".into(),
+                    message: match &report.failure {
+                        Some(f) => format!("item {} (strong operations): {}", f.key, f.sentence),
+                        None => "the strong operations are not linearizable".into(),
+                    },
+                    ops: report
+                        .failure
+                        .as_ref()
+                        .map(|f| f.ops.iter().map(|o| o.id).collect())
+                        .unwrap_or_default(),
+                }],
+            },
+        };
+        let mut checked = Checked::new(verdict).with_note(format!(
+            "{} items, {} writes, {reads} strong reads",
+            report.keys,
+            ops.len() - reads
+        ));
+        if report.failure.is_some() {
+            checked.explanation = Some(report.to_text());
+            checked.html = Some(report.to_html("overcast regions (strong operations)"));
+        }
+        checked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(status: u16, body: Option<&str>) -> Option<RegisterOut> {
+        Some(RegisterOut {
+            status,
+            body: body.map(str::to_string),
+        })
+    }
+
+    fn op(
+        id: u64,
+        input: RegisterOp,
+        t: (i64, i64),
+        o: Option<RegisterOut>,
+    ) -> Operation<RegisterOp, RegisterOut> {
+        Operation {
+            id,
+            client: id,
+            key: "k0".into(),
+            input,
+            invoke: t.0,
+            ret: Some(t.1),
+            output: o,
+        }
+    }
+
+    #[test]
+    fn a_read_of_the_old_body_after_a_replace_returned_is_not_linearizable() {
+        let h = [
+            op(0, RegisterOp::Upsert("a".into()), (0, 10), out(201, None)),
+            op(
+                1,
+                RegisterOp::Replace {
+                    body: "b".into(),
+                    expected: Some("a".into()),
+                },
+                (11, 20),
+                out(200, None),
+            ),
+            op(2, RegisterOp::Read, (21, 30), out(200, Some("a"))),
+        ];
+        let r = lin::check(&Register, &h, &lin::Options::default());
+        assert_eq!(r.verdict, lin::Verdict::NotLinearizable);
+        let ok = [
+            h[0].clone(),
+            h[1].clone(),
+            op(2, RegisterOp::Read, (21, 30), out(200, Some("b"))),
+        ];
+        assert_eq!(
+            lin::check(&Register, &ok, &lin::Options::default()).verdict,
+            lin::Verdict::Linearizable
+        );
+    }
+
+    #[test]
+    fn a_write_with_no_answer_may_or_may_not_have_taken_effect() {
+        let h = [
+            op(0, RegisterOp::Create("a".into()), (0, 10), None),
+            op(1, RegisterOp::Read, (20, 30), out(404, None)),
+            op(2, RegisterOp::Read, (40, 50), out(200, Some("a"))),
+        ];
+        assert_eq!(
+            lin::check(&Register, &h, &lin::Options::default()).verdict,
+            lin::Verdict::Linearizable
+        );
+    }
+}
