@@ -5,3 +5,4 @@
 //! bounds (R6).
 
 pub mod history;
+pub mod session;
