@@ -11,6 +11,7 @@
 
 use overcast_sim::history::OpRecord;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Consistency level a request asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -72,8 +73,8 @@ impl RegionCall {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RegionOutcome {
-    /// A 2xx answer (or a 304/404 with an item state: `etag`/`body` absent
-    /// when the response carried none; a 204 delete carries none).
+    /// A 2xx answer (`etag`/`body` absent when the response carried none,
+    /// as on a 204 delete). A 404 is a [`RegionOutcome::Failed`].
     Ok {
         /// HTTP status.
         status: u16,
@@ -252,6 +253,471 @@ pub fn session_of(op: &RegionOp) -> String {
     }
 }
 
+/// True when a write-like call may have taken effect: it was acknowledged
+/// (2xx), its outcome is unknown, or it failed in a way that does not prove
+/// it was not executed (no status, 408, 410 or a 5xx). A 4xx such as 412,
+/// 409 or 404 proves it had no effect.
+pub fn may_have_applied(op: &RegionOp) -> bool {
+    match &op.result {
+        None => true,
+        Some(RegionOutcome::Ok { status, .. }) => (200..300).contains(status),
+        Some(RegionOutcome::Failed { status, .. }) => {
+            matches!(*status, 0 | 408 | 410) || *status >= 500
+        }
+    }
+}
+
+/// A version of an item, as far as the outside can name it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Version {
+    /// The version carrying this ETag.
+    Etag(String),
+    /// The absence left by this acknowledged delete (its op id).
+    Deleted(u64),
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Version::Etag(e) => write!(f, "version {e}"),
+            Version::Deleted(op) => write!(f, "the deletion by op {op}"),
+        }
+    }
+}
+
+/// What established an order between two versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// If-Match chains alone: a write that succeeded with `If-Match: P`
+    /// found the item at P, so its version came right after P.
+    Chain,
+    /// The chains together with real time: a write acknowledged before
+    /// another write was invoked took effect first (writes go to one primary).
+    RealTime,
+}
+
+impl Basis {
+    /// Words for a message.
+    pub fn words(self) -> &'static str {
+        match self {
+            Basis::Chain => "by the If-Match chains",
+            Basis::RealTime => {
+                "by real time (a write acknowledged before another was invoked) with the If-Match chains"
+            }
+        }
+    }
+}
+
+/// How two versions of one item are ordered, seen from the outside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// The same version.
+    Same,
+    /// The first came before the second.
+    Before(Basis),
+    /// The first came after the second.
+    After(Basis),
+    /// Nothing in the history orders them.
+    Unordered,
+    /// The history orders them both ways (only a broken model does that;
+    /// other checks judge it, so the order is not used).
+    Contradictory,
+}
+
+/// One version node of an [`ItemOrder`].
+#[derive(Clone, Debug)]
+struct VersionNode {
+    version: Version,
+    /// The write that produced it, when known: (op id, invoke_ns, return_ns).
+    writer: Option<(u64, u64, Option<u64>)>,
+}
+
+/// The order of one item's versions from the outside: ETags linked by the
+/// If-Match chains of the writes that took effect (acknowledged, or
+/// identified by a read of their unique body), and by real time between
+/// writes whose versions are known. No model counter (LSN, session token,
+/// term) is used.
+#[derive(Clone, Debug, Default)]
+pub struct ItemOrder {
+    nodes: Vec<VersionNode>,
+    by_etag: BTreeMap<String, usize>,
+    by_delete: BTreeMap<u64, usize>,
+    /// Per node, the nodes reachable by chain edges (bit set).
+    chain_reach: Vec<Vec<u64>>,
+    /// Per node, the nodes reachable by chain and real-time edges (bit set).
+    all_reach: Vec<Vec<u64>>,
+}
+
+fn bit(set: &[u64], i: usize) -> bool {
+    set[i / 64] >> (i % 64) & 1 == 1
+}
+
+/// Every node reachable from `from` (not counting `from` itself unless on a
+/// cycle), as a bit set over the first `n` nodes.
+fn reach(adj: &[Vec<usize>], from: usize, n: usize) -> Vec<u64> {
+    let mut seen = vec![false; adj.len()];
+    let mut set = vec![0u64; n.div_ceil(64)];
+    let mut stack: Vec<usize> = adj[from].clone();
+    while let Some(v) = stack.pop() {
+        if std::mem::replace(&mut seen[v], true) {
+            continue;
+        }
+        if v < n {
+            set[v / 64] |= 1 << (v % 64);
+        }
+        stack.extend(adj[v].iter().copied());
+    }
+    set
+}
+
+impl ItemOrder {
+    /// The order of the versions of one item, from its operations.
+    pub fn build<'a>(ops: impl IntoIterator<Item = &'a RegionOp>) -> ItemOrder {
+        let ops: Vec<&RegionOp> = ops.into_iter().collect();
+        let mut order = ItemOrder::default();
+        let body_writer: BTreeMap<&str, &RegionOp> = ops
+            .iter()
+            .filter(|o| o.call.is_write() && o.call.op != "delete")
+            .filter_map(|o| o.call.body.as_deref().map(|b| (b, *o)))
+            .collect();
+        // Writes that took effect, with the version each produced.
+        let mut applied: Vec<(&RegionOp, usize)> = Vec::new();
+        for op in &ops {
+            let Some(res) = &op.result else { continue };
+            if !res.is_success() {
+                continue;
+            }
+            let writer = Some((op.id, op.invoke_ns, op.return_ns));
+            if op.call.op == "delete" {
+                let n = order.add(Version::Deleted(op.id), writer);
+                order.by_delete.insert(op.id, n);
+                applied.push((op, n));
+            } else if op.call.is_write() {
+                if let Some(e) = res.etag() {
+                    let n = order.etag_node(e, writer);
+                    applied.push((op, n));
+                }
+            }
+        }
+        for op in &ops {
+            let (Some(res), false) = (&op.result, op.call.is_write()) else {
+                continue;
+            };
+            let (Some(e), true) = (res.etag(), res.is_success()) else {
+                continue;
+            };
+            let w = res
+                .body()
+                .and_then(|b| body_writer.get(b))
+                .filter(|w| !w.result.as_ref().is_some_and(|r| r.is_success()));
+            let writer = w.map(|w| (w.id, w.invoke_ns, w.return_ns));
+            let had_writer = order
+                .etag(e)
+                .is_some_and(|n| order.nodes[n].writer.is_some());
+            let n = order.etag_node(e, writer);
+            if let (Some(w), false) = (w, had_writer) {
+                applied.push((w, n));
+            }
+        }
+        let mut chain: Vec<Vec<usize>> = Vec::new();
+        for &(op, n) in &applied {
+            if let Some(p) = op.call.if_match.as_deref().filter(|p| *p != "*") {
+                let pn = order.etag_node(p, None);
+                chain.resize(order.nodes.len(), Vec::new());
+                chain[pn].push(n);
+            }
+        }
+        let n = order.nodes.len();
+        chain.resize(n, Vec::new());
+        // Real time through time points: point i stands for "invoked at
+        // times[i] or later"; a version whose write returned at r reaches
+        // the first point after r, and points lead to later points and to
+        // the versions written from them on.
+        let mut points: Vec<(u64, usize)> = order
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.writer.map(|(_, inv, _)| (inv, i)))
+            .collect();
+        points.sort_unstable();
+        let mut all = chain.clone();
+        all.resize(n + points.len(), Vec::new());
+        for (k, &(_, v)) in points.iter().enumerate() {
+            all[n + k].push(v);
+            if k + 1 < points.len() {
+                all[n + k].push(n + k + 1);
+            }
+        }
+        for (i, v) in order.nodes.iter().enumerate() {
+            if let Some((_, _, Some(ret))) = v.writer {
+                let k = points.partition_point(|&(t, _)| t <= ret);
+                if k < points.len() {
+                    all[i].push(n + k);
+                }
+            }
+        }
+        order.chain_reach = (0..n).map(|i| reach(&chain, i, n)).collect();
+        order.all_reach = (0..n).map(|i| reach(&all, i, n)).collect();
+        order
+    }
+
+    fn add(&mut self, version: Version, writer: Option<(u64, u64, Option<u64>)>) -> usize {
+        self.nodes.push(VersionNode { version, writer });
+        self.nodes.len() - 1
+    }
+
+    fn etag_node(&mut self, etag: &str, writer: Option<(u64, u64, Option<u64>)>) -> usize {
+        if let Some(&n) = self.by_etag.get(etag) {
+            if self.nodes[n].writer.is_none() {
+                self.nodes[n].writer = writer;
+            }
+            return n;
+        }
+        let n = self.add(Version::Etag(etag.to_string()), writer);
+        self.by_etag.insert(etag.to_string(), n);
+        n
+    }
+
+    /// The node of the version carrying this ETag, if the history names it.
+    pub fn etag(&self, etag: &str) -> Option<usize> {
+        self.by_etag.get(etag).copied()
+    }
+
+    /// The node of the absence left by this acknowledged delete.
+    pub fn deleted(&self, op: u64) -> Option<usize> {
+        self.by_delete.get(&op).copied()
+    }
+
+    /// The version a node stands for.
+    pub fn version(&self, node: usize) -> &Version {
+        &self.nodes[node].version
+    }
+
+    /// The op id of the write that produced a node's version, when known.
+    pub fn writer(&self, node: usize) -> Option<u64> {
+        self.nodes[node].writer.map(|w| w.0)
+    }
+
+    /// How version `a` stands to version `b`: chains decide first, real time
+    /// only where they do not.
+    pub fn order(&self, a: usize, b: usize) -> Order {
+        if a == b {
+            return Order::Same;
+        }
+        for (reach, basis) in [
+            (&self.chain_reach, Basis::Chain),
+            (&self.all_reach, Basis::RealTime),
+        ] {
+            match (bit(&reach[a], b), bit(&reach[b], a)) {
+                (true, true) => return Order::Contradictory,
+                (true, false) => return Order::Before(basis),
+                (false, true) => return Order::After(basis),
+                (false, false) => {}
+            }
+        }
+        Order::Unordered
+    }
+}
+
+/// The version order of every item of a history, by item id.
+pub fn item_orders(history: &RegionsHistory) -> BTreeMap<String, ItemOrder> {
+    let mut by_item: BTreeMap<&str, Vec<&RegionOp>> = BTreeMap::new();
+    for op in &history.ops {
+        by_item.entry(op.call.item.as_str()).or_default().push(op);
+    }
+    by_item
+        .into_iter()
+        .map(|(item, ops)| (item.to_string(), ItemOrder::build(ops)))
+        .collect()
+}
+
+/// Builders of hand-written histories for the checkers' tests.
+#[cfg(test)]
+pub(crate) mod build {
+    use super::*;
+
+    /// A history under construction; ops get ids in the order they are added
+    /// (add them in invocation order).
+    pub(crate) struct Builder {
+        pub(crate) h: RegionsHistory,
+    }
+
+    fn ok(status: u16, etag: Option<&str>, body: Option<&str>) -> RegionOutcome {
+        RegionOutcome::Ok {
+            status,
+            etag: etag.map(str::to_string),
+            body: body.map(str::to_string),
+            session_token: None,
+            region: "west".into(),
+            node: "server-1".into(),
+        }
+    }
+
+    impl Builder {
+        pub(crate) fn new() -> Builder {
+            Builder {
+                h: RegionsHistory {
+                    version: overcast_sim::history::HISTORY_VERSION,
+                    ops: vec![],
+                    events: vec![],
+                    node_events: vec![],
+                },
+            }
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        fn push(
+            &mut self,
+            session: &str,
+            op: &str,
+            item: &str,
+            body: Option<&str>,
+            if_match: Option<&str>,
+            consistency: Consistency,
+            (inv, ret): (u64, Option<u64>),
+            result: Option<RegionOutcome>,
+        ) -> u64 {
+            let id = self.h.ops.len() as u64;
+            let seq = self
+                .h
+                .ops
+                .iter()
+                .filter(|o| o.call.session == session)
+                .count() as u64;
+            let client = session
+                .trim_start_matches("client-")
+                .split('#')
+                .next()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            self.h.ops.push(RegionOp {
+                id,
+                client,
+                key: item.into(),
+                call: RegionCall {
+                    op: op.into(),
+                    item: item.into(),
+                    body: body.map(str::to_string),
+                    if_match: if_match.map(str::to_string),
+                    consistency,
+                    session_token: Some("p0:1".into()),
+                    session: session.into(),
+                    seq,
+                },
+                invoke_ns: inv,
+                return_ns: if result.is_some() { ret } else { None },
+                result,
+                attempts: vec![],
+            });
+            id
+        }
+
+        /// A write (`create`, `replace`, `upsert`) acknowledged with `etag`
+        /// (`None`: its outcome is unknown).
+        pub(crate) fn write(
+            &mut self,
+            session: &str,
+            op: &str,
+            item: &str,
+            body: &str,
+            if_match: Option<&str>,
+            at: (u64, u64),
+            etag: Option<&str>,
+        ) -> u64 {
+            let status = if op == "create" { 201 } else { 200 };
+            let result = etag.map(|e| ok(status, Some(e), Some(body)));
+            self.push(
+                session,
+                op,
+                item,
+                Some(body),
+                if_match,
+                Consistency::Session,
+                (at.0, Some(at.1)),
+                result,
+            )
+        }
+
+        /// A delete acknowledged with 204.
+        pub(crate) fn delete(
+            &mut self,
+            session: &str,
+            item: &str,
+            if_match: Option<&str>,
+            at: (u64, u64),
+        ) -> u64 {
+            self.push(
+                session,
+                "delete",
+                item,
+                None,
+                if_match,
+                Consistency::Session,
+                (at.0, Some(at.1)),
+                Some(ok(204, None, None)),
+            )
+        }
+
+        /// A read that returned `etag` and `body`.
+        pub(crate) fn read(
+            &mut self,
+            session: &str,
+            consistency: Consistency,
+            item: &str,
+            at: (u64, u64),
+            etag: &str,
+            body: &str,
+        ) -> u64 {
+            self.push(
+                session,
+                "read",
+                item,
+                None,
+                None,
+                consistency,
+                (at.0, Some(at.1)),
+                Some(ok(200, Some(etag), Some(body))),
+            )
+        }
+
+        /// A read that failed with `status`/`sub_status`.
+        pub(crate) fn failed_read(
+            &mut self,
+            session: &str,
+            item: &str,
+            at: (u64, u64),
+            status: u16,
+            sub_status: u16,
+        ) -> u64 {
+            self.push(
+                session,
+                "read",
+                item,
+                None,
+                None,
+                Consistency::Session,
+                (at.0, Some(at.1)),
+                Some(RegionOutcome::Failed {
+                    status,
+                    sub_status,
+                    region: Some("east".into()),
+                    node: Some("server-4".into()),
+                }),
+            )
+        }
+
+        /// A node event at true time `at_ns` (local clock = true time in ms).
+        pub(crate) fn event(&mut self, node: &str, at_ns: u64, event: RegionEvent) {
+            self.h.node_events.push(overcast_sim::history::NodeEvent {
+                node: node.into(),
+                at_ns,
+                local_ms: at_ns / 1_000_000,
+                event,
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,5 +778,47 @@ mod tests {
         assert_eq!(session_of(&op), "client-2");
         op.call.session = "client-2#1".into();
         assert_eq!(session_of(&op), "client-2#1");
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::build::Builder;
+    use super::*;
+
+    #[test]
+    fn if_match_chains_order_versions_before_real_time_does() {
+        let mut b = Builder::new();
+        b.write("client-0", "create", "k", "b1", None, (0, 10), Some("e1"));
+        b.write(
+            "client-1",
+            "replace",
+            "k",
+            "b2",
+            Some("e1"),
+            (20, 30),
+            Some("e2"),
+        );
+        b.write("client-0", "upsert", "k", "b3", None, (40, 50), Some("e3"));
+        b.write("client-1", "upsert", "k", "b4", None, (45, 55), Some("e4"));
+        let o = ItemOrder::build(&b.h.ops);
+        let n = |e: &str| o.etag(e).unwrap();
+        assert_eq!(o.order(n("e1"), n("e2")), Order::Before(Basis::Chain));
+        assert_eq!(o.order(n("e2"), n("e1")), Order::After(Basis::Chain));
+        assert_eq!(o.order(n("e1"), n("e3")), Order::Before(Basis::RealTime));
+        assert_eq!(o.order(n("e3"), n("e4")), Order::Unordered);
+        assert_eq!(o.order(n("e2"), n("e2")), Order::Same);
+    }
+
+    #[test]
+    fn a_write_of_unknown_outcome_is_placed_by_a_read_of_its_body() {
+        let mut b = Builder::new();
+        b.write("client-0", "create", "k", "b1", None, (0, 10), Some("e1"));
+        b.write("client-0", "replace", "k", "b2", Some("e1"), (20, 30), None);
+        b.read("client-1", Consistency::Eventual, "k", (40, 50), "e2", "b2");
+        let o = ItemOrder::build(&b.h.ops);
+        let (e1, e2) = (o.etag("e1").unwrap(), o.etag("e2").unwrap());
+        assert_eq!(o.order(e1, e2), Order::Before(Basis::Chain));
+        assert_eq!(o.writer(e2), Some(1));
     }
 }

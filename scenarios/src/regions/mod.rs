@@ -17,6 +17,7 @@
 //! outside any drift bound: the leader lease argument needs bounded rates).
 
 pub mod history;
+pub mod session;
 pub mod strong;
 pub mod workload;
 
@@ -624,14 +625,17 @@ impl ScenarioDef for Regions {
     }
 
     fn checkers(&self, _p: &RegionsParams) -> Vec<Box<dyn Checker<RegionsHistory>>> {
-        vec![Box::new(strong::StrongLinearizability {
-            options: lin::Options {
-                max_steps: Some(LIN_MAX_STEPS),
-                parallel: false,
-                time_unit: lin::TimeUnit::Nanos,
-                ..lin::Options::default()
-            },
-        })]
+        vec![
+            Box::new(strong::StrongLinearizability {
+                options: lin::Options {
+                    max_steps: Some(LIN_MAX_STEPS),
+                    parallel: false,
+                    time_unit: lin::TimeUnit::Nanos,
+                    ..lin::Options::default()
+                },
+            }),
+            Box::new(session::SessionGuarantees),
+        ]
     }
 
     fn reductions(&self) -> Vec<Reduction<RegionsParams>> {

@@ -1,0 +1,422 @@
+//! R5, the session guarantees (SPEC §4.4, §4.5): within one client session,
+//! a session-consistency read returns a version no older than any version
+//! the session has written or read before it (read-your-writes, monotonic
+//! reads), or fails (404/1002, 503); and a write issued after a read is
+//! ordered after the version read (write-follows-reads).
+//!
+//! A session is a client incarnation ([`session_of`]): a recreated client
+//! has lost its tokens. What the session "has seen" is its acknowledged
+//! writes and its session-consistency reads that returned before the op was
+//! invoked; strong and eventual reads do not count (whether the SDK merges
+//! their tokens is a model choice, and a check must not depend on it).
+//! Versions are ordered from the outside ([`ItemOrder`]): If-Match chains
+//! first, real time between writes where chains do not decide; session
+//! tokens appear in messages only. A read whose order against what the
+//! session saw cannot be established is not judged and is counted in the note.
+
+use super::history::{
+    item_orders, may_have_applied, session_of, Consistency, ItemOrder, Order, RegionOp,
+    RegionOutcome, RegionsHistory, Version,
+};
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::timeline::secs;
+use std::collections::BTreeMap;
+
+/// The R5 checker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionGuarantees;
+
+/// A version a session has seen.
+struct Seen<'a> {
+    node: usize,
+    op: &'a RegionOp,
+    returned_ns: u64,
+}
+
+impl Seen<'_> {
+    fn how(&self) -> &'static str {
+        if self.op.call.is_write() {
+            "its write"
+        } else {
+            "its read"
+        }
+    }
+}
+
+/// What one pass over the sessions found.
+#[derive(Default)]
+struct Tally {
+    sessions: usize,
+    judged: usize,
+    unordered: usize,
+    unknown: usize,
+    violations: Vec<Violation>,
+}
+
+impl Checker<RegionsHistory> for SessionGuarantees {
+    fn properties(&self) -> &'static [&'static str] {
+        &["R5"]
+    }
+
+    fn check(&self, history: &RegionsHistory) -> Checked {
+        let orders = item_orders(history);
+        let mut sessions: BTreeMap<String, Vec<&RegionOp>> = BTreeMap::new();
+        for op in &history.ops {
+            sessions.entry(session_of(op)).or_default().push(op);
+        }
+        let mut t = Tally {
+            sessions: sessions.len(),
+            ..Tally::default()
+        };
+        for (session, ops) in &sessions {
+            check_session(session, ops, history, &orders, &mut t);
+        }
+        let mut note = format!(
+            "{} sessions, {} reads and writes judged",
+            t.sessions, t.judged
+        );
+        if t.unordered + t.unknown > 0 {
+            note.push_str(&format!(
+                "; not judged: {} whose order against what the session saw is not established, {} of a version no write names",
+                t.unordered, t.unknown
+            ));
+        }
+        Checked::new(Verdict::from_violations(t.violations)).with_note(note)
+    }
+}
+
+fn check_session(
+    session: &str,
+    ops: &[&RegionOp],
+    history: &RegionsHistory,
+    orders: &BTreeMap<String, ItemOrder>,
+    t: &mut Tally,
+) {
+    let mut seen: BTreeMap<&str, Vec<Seen>> = BTreeMap::new();
+    for &op in ops {
+        let (Some(res), Some(ret)) = (&op.result, op.return_ns) else {
+            continue;
+        };
+        let item = op.call.item.as_str();
+        let order = &orders[item];
+        let prior: Vec<&Seen> = seen
+            .get(item)
+            .map(|s| s.iter().filter(|s| s.returned_ns < op.invoke_ns).collect())
+            .unwrap_or_default();
+        let node = if op.call.is_write() {
+            if !res.is_success() {
+                continue;
+            }
+            if op.call.op == "delete" {
+                order.deleted(op.id)
+            } else {
+                res.etag().and_then(|e| order.etag(e))
+            }
+        } else {
+            if op.call.consistency != Consistency::Session {
+                continue;
+            }
+            match res {
+                RegionOutcome::Ok { .. } if res.is_success() => {
+                    res.etag().and_then(|e| order.etag(e))
+                }
+                RegionOutcome::Failed {
+                    status: 404,
+                    sub_status: 0,
+                    ..
+                } => {
+                    judge_absent(session, op, &prior, history, order, t);
+                    continue;
+                }
+                _ => continue,
+            }
+        };
+        let Some(node) = node else {
+            t.unknown += 1;
+            continue;
+        };
+        let mut unordered = false;
+        let mut broken = None;
+        for s in &prior {
+            match order.order(node, s.node) {
+                Order::Before(basis) => {
+                    broken = Some((s, basis));
+                    break;
+                }
+                Order::Unordered | Order::Contradictory => unordered = true,
+                Order::Same | Order::After(_) => {}
+            }
+        }
+        if let Some((s, basis)) = broken {
+            t.violations
+                .push(violation(session, op, node, s, order, basis.words()));
+            t.judged += 1;
+        } else if unordered {
+            t.unordered += 1;
+        } else if !prior.is_empty() {
+            t.judged += 1;
+        }
+        seen.entry(item).or_default().push(Seen {
+            node,
+            op,
+            returned_ns: ret,
+        });
+    }
+}
+
+/// A session read found no item (404/0). That is older than an existing
+/// version the session saw only when every absence the item could be in
+/// lies before that version: the state before its first create always does;
+/// an acknowledged delete must be ordered before it; a delete of unknown
+/// outcome cannot be placed, so the read is then not judged.
+fn judge_absent(
+    session: &str,
+    op: &RegionOp,
+    prior: &[&Seen],
+    history: &RegionsHistory,
+    order: &ItemOrder,
+    t: &mut Tally,
+) {
+    let mut seen_versions = prior
+        .iter()
+        .filter(|s| matches!(order.version(s.node), Version::Etag(_)))
+        .peekable();
+    if seen_versions.peek().is_none() {
+        return;
+    }
+    let deletes: Vec<&RegionOp> = history
+        .ops
+        .iter()
+        .filter(|d| d.call.item == op.call.item && d.call.op == "delete" && may_have_applied(d))
+        .collect();
+    for s in seen_versions {
+        let all_before = deletes.iter().all(|d| {
+            order
+                .deleted(d.id)
+                .is_some_and(|dn| matches!(order.order(dn, s.node), Order::Before(_)))
+        });
+        if all_before {
+            t.judged += 1;
+            t.violations.push(Violation {
+                property: "R5".into(),
+                message: format!(
+                    "session {session}, item {}: read op {} (session token {}, answered by {}) found no item (404) \
+                     although the session had seen {} via {} op {} (returned at {}), and no delete of the item \
+                     can have come after that version",
+                    op.call.item,
+                    op.id,
+                    token(op),
+                    answered(op),
+                    order.version(s.node),
+                    s.how(),
+                    s.op.id,
+                    secs(s.returned_ns),
+                ),
+                ops: vec![s.op.id, op.id],
+            });
+            return;
+        }
+    }
+    t.unordered += 1;
+}
+
+fn token(op: &RegionOp) -> String {
+    op.call
+        .session_token
+        .as_deref()
+        .map(|t| format!("{t:?}"))
+        .unwrap_or_else(|| "none".into())
+}
+
+fn answered(op: &RegionOp) -> String {
+    op.result
+        .as_ref()
+        .map(|r| r.answered_by())
+        .unwrap_or_else(|| "-".into())
+}
+
+fn violation(
+    session: &str,
+    op: &RegionOp,
+    node: usize,
+    seen: &Seen,
+    order: &ItemOrder,
+    basis: &str,
+) -> Violation {
+    let message = if op.call.is_write() {
+        format!(
+            "session {session}, item {}: write-follows-reads broken: write op {} ({}), issued after the session \
+             had seen {} via {} op {} (returned at {}), produced {}, which comes before it {basis}",
+            op.call.item,
+            op.id,
+            op.call.op,
+            order.version(seen.node),
+            seen.how(),
+            seen.op.id,
+            secs(seen.returned_ns),
+            order.version(node),
+        )
+    } else {
+        format!(
+            "session {session}, item {}: read op {} (session token {}, answered by {}) returned {}, older than \
+             {} the session had seen via {} op {} (returned at {}); the order is {basis}",
+            op.call.item,
+            op.id,
+            token(op),
+            answered(op),
+            order.version(node),
+            order.version(seen.node),
+            seen.how(),
+            seen.op.id,
+            secs(seen.returned_ns),
+        )
+    };
+    Violation {
+        property: "R5".into(),
+        message,
+        ops: vec![seen.op.id, op.id],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::history::build::Builder;
+    use super::super::history::Consistency::{Eventual, Session};
+    use super::*;
+
+    fn verdict(b: &Builder) -> Checked {
+        SessionGuarantees.check(&b.h)
+    }
+
+    /// client-0 creates k (e1) and replaces it (e2); others read.
+    fn two_versions() -> Builder {
+        let mut b = Builder::new();
+        b.write("client-0", "create", "k", "b1", None, (0, 10), Some("e1"));
+        b.write(
+            "client-0",
+            "replace",
+            "k",
+            "b2",
+            Some("e1"),
+            (20, 30),
+            Some("e2"),
+        );
+        b
+    }
+
+    #[test]
+    fn reads_of_the_sessions_own_write_or_newer_hold() {
+        let mut b = two_versions();
+        b.read("client-0", Session, "k", (40, 50), "e2", "b2");
+        b.write(
+            "client-1",
+            "replace",
+            "k",
+            "b3",
+            Some("e2"),
+            (60, 70),
+            Some("e3"),
+        );
+        b.read("client-0", Session, "k", (80, 90), "e3", "b3");
+        b.failed_read("client-0", "k", (100, 110), 404, 1002);
+        b.failed_read("client-0", "k", (120, 130), 503, 0);
+        let c = verdict(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+        assert!(c.note.contains("2 sessions"), "{}", c.note);
+    }
+
+    #[test]
+    fn a_read_older_than_the_sessions_own_write_breaks_r5_and_names_everything() {
+        let mut b = two_versions();
+        b.read("client-0", Session, "k", (40, 50), "e1", "b1");
+        let c = verdict(&b);
+        let v = c.verdict().violations();
+        assert_eq!(v.len(), 1, "{c:?}");
+        assert_eq!(v[0].property, "R5");
+        for words in [
+            "client-0",
+            "item k",
+            "version e1",
+            "version e2",
+            "its write op 1",
+            "\"p0:1\"",
+            "west/server-1",
+        ] {
+            assert!(v[0].message.contains(words), "{words}: {}", v[0].message);
+        }
+        assert_eq!(v[0].ops, vec![1, 2]);
+    }
+
+    #[test]
+    fn monotonic_reads_are_judged_across_reads_of_other_writers_versions() {
+        let mut b = two_versions();
+        b.read("client-1", Session, "k", (40, 50), "e2", "b2");
+        b.read("client-1", Session, "k", (60, 70), "e1", "b1");
+        let c = verdict(&b);
+        let v = c.verdict().violations();
+        assert_eq!(v.len(), 1, "{c:?}");
+        assert!(v[0].message.contains("its read op 2"), "{}", v[0].message);
+    }
+
+    #[test]
+    fn a_recreated_client_is_a_new_session_and_eventual_reads_are_not_judged() {
+        let mut b = two_versions();
+        b.read("client-0", Eventual, "k", (40, 50), "e1", "b1");
+        b.read("client-0#1", Session, "k", (60, 70), "e1", "b1");
+        let c = verdict(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+    }
+
+    #[test]
+    fn a_404_after_the_sessions_own_create_breaks_r5_unless_a_delete_may_follow() {
+        let mut b = two_versions();
+        b.failed_read("client-0", "k", (40, 50), 404, 0);
+        let c = verdict(&b);
+        assert_eq!(c.verdict().violations().len(), 1, "{c:?}");
+        assert!(c.verdict().violations()[0]
+            .message
+            .contains("found no item"));
+
+        let mut b = two_versions();
+        b.delete("client-1", "k", None, (35, 45));
+        b.failed_read("client-0", "k", (40, 50), 404, 0);
+        let c = verdict(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+        assert!(c.note.contains("not judged: 1"), "{}", c.note);
+    }
+
+    #[test]
+    fn unordered_versions_are_not_judged_and_the_note_says_so() {
+        let mut b = Builder::new();
+        // Two concurrent blind writes: nothing orders e1 and e2.
+        b.write("client-0", "upsert", "k", "b1", None, (0, 30), Some("e1"));
+        b.write("client-1", "upsert", "k", "b2", None, (5, 35), Some("e2"));
+        b.read("client-0", Session, "k", (40, 50), "e2", "b2");
+        let c = verdict(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+        assert!(
+            c.note
+                .contains("1 whose order against what the session saw is not established"),
+            "{}",
+            c.note
+        );
+    }
+
+    #[test]
+    fn a_write_ordered_before_the_version_the_session_read_breaks_write_follows_reads() {
+        let mut b = Builder::new();
+        b.write("client-0", "create", "k", "b1", None, (0, 10), Some("e1"));
+        // client-1 reads e3, then blind-writes e2; yet e3's write had If-Match e2.
+        b.read("client-1", Session, "k", (20, 30), "e3", "b3");
+        b.write("client-1", "upsert", "k", "b2", None, (40, 50), Some("e2"));
+        b.write("client-2", "replace", "k", "b3", Some("e2"), (15, 60), None);
+        let c = verdict(&b);
+        let v = c.verdict().violations();
+        assert_eq!(v.len(), 1, "{c:?}");
+        assert!(
+            v[0].message.contains("write-follows-reads"),
+            "{}",
+            v[0].message
+        );
+    }
+}
