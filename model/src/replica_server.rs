@@ -25,7 +25,9 @@
 //! primary 410 sub-status 0, with the primary it believes in; no primary
 //! known, or a primary without its lease for a strong read, 503; a session
 //! read below its token 404/1002 (`ReadSessionNotAvailable`). A duplicated
-//! write request (same session and request id) is executed once.
+//! write request (same session and request id) is handled once: a copy
+//! arriving after the first was refused is dropped too, since the client
+//! may already have been told the write was not executed.
 
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
@@ -388,6 +390,17 @@ pub async fn serve_replica(
                                 if duplicate {
                                     *rep.counts.entry("duplicate_writes".into()).or_default() += 1;
                                 } else if let Some(r) = rep.replicas.get_mut(&req.partition) {
+                                    if req.op.is_write() {
+                                        // Refused or taken, a later copy of it is never run: the
+                                        // client may have been told "not executed".
+                                        seen.insert(key);
+                                        seen_order.push_back(key);
+                                        if seen_order.len() > DEDUP_KEPT {
+                                            if let Some(old) = seen_order.pop_front() {
+                                                seen.remove(&old);
+                                            }
+                                        }
+                                    }
                                     let reply = handle_client(r, &req, now);
                                     match reply {
                                         Handled::Reply(reply) => replies.push((
@@ -405,13 +418,6 @@ pub async fn serve_replica(
                                             wait_lsn,
                                             term,
                                         } => {
-                                            seen.insert(key);
-                                            seen_order.push_back(key);
-                                            if seen_order.len() > DEDUP_KEPT {
-                                                if let Some(old) = seen_order.pop_front() {
-                                                    seen.remove(&old);
-                                                }
-                                            }
                                             pending.push(PendingWrite {
                                                 to: from,
                                                 req_id: req.req_id,
