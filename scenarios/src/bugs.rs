@@ -320,6 +320,54 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["feed"],
         caught_by: &["CF10"],
     },
+    BugInfo {
+        name: "stale_read_after_failover",
+        what: "a primary serves strong reads for as long as it believes it is primary, without its leader lease, so a primary cut off from its replica set keeps answering after another took writes",
+        scenarios: &["regions"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "leader_lease_no_skew_margin",
+        what: "the leader lease has no margin for the stated clock drift bound, so an old primary's lease can outlast its followers' promises",
+        scenarios: &["regions"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "session_token_ignored",
+        what: "a replica serves a session read below the client's session token",
+        scenarios: &["regions"],
+        caught_by: &["R5"],
+    },
+    BugInfo {
+        name: "failover_loses_committed",
+        what: "a vote is granted without comparing logs, so a primary can be elected without every committed write",
+        scenarios: &["regions"],
+        caught_by: &["durability", "linearizability", "R5"],
+    },
+    BugInfo {
+        name: "commit_before_quorum",
+        what: "the primary commits and acknowledges a write as soon as it holds it itself, before a quorum of its replica set does",
+        scenarios: &["regions"],
+        caught_by: &["durability", "linearizability", "R5"],
+    },
+    BugInfo {
+        name: "region_retry_loop",
+        what: "the SDK ignores its unavailable-region marks, so a failed region is retried at once",
+        scenarios: &["regions"],
+        caught_by: &["R6", "liveness"],
+    },
+    BugInfo {
+        name: "learner_reads_uncommitted",
+        what: "read replicas are shipped and apply entries the primary has not committed, so an eventual or session read can see a write a failover then loses",
+        scenarios: &["regions"],
+        caught_by: &["convergence", "durability", "R5"],
+    },
+    BugInfo {
+        name: "session_token_overwritten",
+        what: "the SDK replaces a partition's session token with the latest answer's instead of keeping the larger, so a lagging replica's answer lowers it",
+        scenarios: &["regions"],
+        caught_by: &["R5"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its
