@@ -674,6 +674,84 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         p
     }
 
+    /// Drops the configurations another one can reach by a detour: from the
+    /// same canonical state (a value nobody can observe any more), placing
+    /// one pending unconditional write and the placed reads of its value
+    /// leads back to that state, so the configuration without them can do
+    /// everything the one with them can (and may still use the write later).
+    /// Exact: only dominated configurations go. Without it, every subset of
+    /// such round trips is a configuration of its own (48 clients: thousands).
+    fn drop_detours(&mut self, cfgs: Vec<Cfg<P::State, B>>) -> Vec<Cfg<P::State, B>> {
+        let Some(vals) = &self.vals else {
+            return cfgs;
+        };
+        if cfgs.len() < 2 {
+            return cfgs;
+        }
+        let mut at: FxHashMap<(&P::State, &B), usize> = FxHashMap::default();
+        for (i, c) in cfgs.iter().enumerate() {
+            at.insert((&c.state, &c.bits), i);
+        }
+        let mut dominated = vec![false; cfgs.len()];
+        for (i, c) in cfgs.iter().enumerate() {
+            if (vals.values.value_of)(&c.state).is_some() {
+                continue; // not the canonical state
+            }
+            for &(s, op) in &self.pending {
+                if !c.bits.get(s) {
+                    continue;
+                }
+                let u = &vals.values.uses[op as usize];
+                let o = &self.ops[op as usize];
+                let Some(v) = u.writes else { continue };
+                if !u.unconditional || o.read_only || !self.value_dead(v, &c.bits) {
+                    continue;
+                }
+                // The round trip: the write and the placed pending reads of
+                // its value.
+                let mut without = c.bits.clone();
+                without.clear(s);
+                let mut reads: Vec<u32> = Vec::new();
+                for &(rs, r) in &self.pending_ro {
+                    if c.bits.get(rs) && vals.values.uses[r as usize].observes == Some(v) {
+                        without.clear(rs);
+                        reads.push(r);
+                    }
+                }
+                let Some(&j) = at.get(&(&c.state, &without)) else {
+                    continue;
+                };
+                // (Dominance is acyclic, the configuration without has
+                // fewer writes placed: dropping every dominated one keeps
+                // the end of each chain.)
+                let _ = j;
+                // Check the detour with the spec: reads legal here go first,
+                // then the write, then the reads of its value.
+                self.steps += 1;
+                let Next::One(after) = self.spec.step(&c.state, o.input, o.output) else {
+                    continue;
+                };
+                let legal = reads.iter().all(|&r| {
+                    let ro = &self.ops[r as usize];
+                    self.spec.is_legal(&c.state, ro.input, ro.output)
+                        || self.spec.is_legal(&after, ro.input, ro.output)
+                });
+                if legal && (vals.values.overwritten)(&after) == c.state {
+                    dominated[i] = true;
+                    break;
+                }
+            }
+        }
+        if !dominated.contains(&true) {
+            return cfgs;
+        }
+        cfgs.into_iter()
+            .zip(dominated)
+            .filter(|(_, d)| !d)
+            .map(|(c, _)| c)
+            .collect()
+    }
+
     /// Places every pending read-only operation legal in the state.
     fn normalize(&mut self, c: &mut Cfg<P::State, B>) {
         for k in 0..self.pending_ro.len() {
@@ -896,6 +974,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     event: ei,
                 }));
             }
+            let next = self.drop_detours(next);
             if self.debug {
                 eprintln!(
                     "ev {ei} ret {x} frontier {} -> {} pending {} steps {} ro {} unk {} states {}",
