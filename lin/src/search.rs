@@ -506,7 +506,17 @@ struct Search<'s, 'o, P: Spec, B> {
     doomed_by: Vec<usize>,
     /// The return event being closed.
     closing: usize,
+    /// [`Limits::frontier_cap`], or [`BARE_FRONTIER_CAP`] for a bare search.
+    frontier_cap: usize,
 }
+
+/// The frontier cap of the main search of a key with neither value
+/// reductions nor versions (e.g. with appends): there a wide breadth-first
+/// frontier stays wide, and going depth-first sooner finds a linearization
+/// sooner (Porcupine's c50-ok kv log: 0.74 -> 0.26 s of CPU). Explanations
+/// and searches with value reductions keep [`Limits::frontier_cap`]: their
+/// reports use the breadth-first snapshots.
+const BARE_FRONTIER_CAP: usize = 1_000;
 
 fn need(c: Claim) -> Option<u64> {
     match c {
@@ -535,7 +545,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             .collect();
         produced.sort_unstable();
         let versioned = ops.iter().any(|o| o.claim != Claim::None);
-        Search {
+        let mut s = Search {
             spec,
             ops,
             limits,
@@ -562,7 +572,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             doom_deadline: 0,
             doomed_by: vec![usize::MAX; ops.len()],
             closing: 0,
+            frontier_cap: limits.frontier_cap,
+        };
+        if s.vals.is_none() && !s.versioned && limits.prune && limits.stop_after.is_none() {
+            s.frontier_cap = s.frontier_cap.min(BARE_FRONTIER_CAP);
         }
+        s
     }
 
     /// Whether operation `o` is placed in a configuration with `bits`
@@ -889,8 +904,9 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let outcome = self.run_events(init, ev);
         if self.debug {
             eprintln!(
-                "search of {} ops (prune {}, stop {:?}): {:?}",
+                "search of {} ops in {} steps (prune {}, stop {:?}): {:?}",
                 self.ops.len(),
+                self.steps,
                 self.limits.prune,
                 self.limits.stop_after,
                 match &outcome {
@@ -944,12 +960,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             // A return: every configuration must have placed x.
             let slot = self.slot_of[x];
             self.closing = ei;
-            let next =
-                match self.close(&frontier, slot, self.limits.frontier_cap.saturating_mul(10)) {
-                    Ok(n) => n,
-                    Err(None) => return self.dfs(frontier, ev, ei, last_ret),
-                    Err(Some(r)) => return Outcome::GaveUp(r),
-                };
+            let next = match self.close(&frontier, slot, self.frontier_cap.saturating_mul(10)) {
+                Ok(n) => n,
+                Err(None) => return self.dfs(frontier, ev, ei, last_ret),
+                Err(Some(r)) => return Outcome::GaveUp(r),
+            };
             if next.is_empty() {
                 if self.debug {
                     eprintln!("ev {ei} ret {x}: fail (prune {})", self.limits.prune);
@@ -989,7 +1004,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             }
             self.apply(e);
             self.pos = ei + 1;
-            if next.len() > self.limits.frontier_cap {
+            if next.len() > self.frontier_cap {
                 return self.dfs(next, ev, ei + 1, last_ret);
             }
             frontier = next;
@@ -1180,6 +1195,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 }
             }
         }
+        // The states one step leads to (one buffer, not one per step).
+        let mut nexts: Vec<P::State> = Vec::new();
         let mut qi = 0;
         while qi < queue.len() {
             if qi & 255 == 255 {
@@ -1235,12 +1252,13 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     blind_tried = true;
                 }
                 self.steps += 1;
-                let nexts = match self.spec.step(&state, o.input, o.output) {
+                nexts.clear();
+                match self.spec.step(&state, o.input, o.output) {
                     Next::Illegal => continue,
-                    Next::One(n) => vec![n],
-                    Next::Many(v) => v,
-                };
-                for ns in nexts {
+                    Next::One(n) => nexts.push(n),
+                    Next::Many(v) => nexts.extend(v),
+                }
+                for ns in nexts.drain(..) {
                     if let (Some(old), Some(vals)) = (old_value, &self.vals) {
                         if (self.limits.prune || self.limits.doom_until > 0)
                             && (vals.values.value_of)(&ns) != Some(old)
