@@ -700,7 +700,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         let Some(vals) = &self.vals else {
             return cfgs;
         };
-        if cfgs.len() < 2 {
+        let canonical = |c: &Cfg<P::State, B>| (vals.values.value_of)(&c.state).is_none();
+        if cfgs.len() < 2 || !cfgs.iter().any(canonical) {
             return cfgs;
         }
         let mut at: FxHashMap<(&P::State, &B), usize> = FxHashMap::default();
@@ -709,8 +710,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         }
         let mut dominated = vec![false; cfgs.len()];
         for (i, c) in cfgs.iter().enumerate() {
-            if (vals.values.value_of)(&c.state).is_some() {
-                continue; // not the canonical state
+            if !canonical(c) {
+                continue;
             }
             for &(s, op) in &self.pending {
                 if !c.bits.get(s) {
