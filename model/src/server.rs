@@ -132,6 +132,38 @@ pub struct ServerStats {
     /// several) can tell when a server became unavailable and why.
     #[serde(default)]
     pub recoveries: Vec<Recovery>,
+    /// Every request received and what it was answered, in order, when
+    /// `Some` (a scenario that judges retries from the servers' side starts
+    /// the server with `Some(vec![])`); `None`: not recorded. Copies answered
+    /// from the table of recent outcomes are not listed again.
+    #[serde(default)]
+    pub receipts: Option<Vec<Receipt>>,
+}
+
+/// One request as the server received and answered it: the servers' side
+/// of the SDK's retries (SPEC §4).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// When it was received, true simulated ns since the start of the run.
+    pub at_ns: u64,
+    /// The server's own clock then, ms.
+    pub local_ms: u64,
+    /// When it was answered (after the log sync for a write), true ns.
+    pub answered_ns: u64,
+    /// The logical operation it is an attempt of.
+    pub operation: crate::wire::OperationId,
+    /// The attempt's request id (increasing with every attempt of a session).
+    pub req_id: u64,
+    /// A write (not idempotent for retry purposes).
+    pub write: bool,
+    /// The status answered; `None` when it was never answered (its log sync
+    /// failed and the server recovered in place).
+    pub status: Option<u16>,
+    /// The Cosmos sub-status of a transient answer (0 for none).
+    pub sub_status: u32,
+    /// The `x-ms-retry-after-ms` sent: `None` for none (a 429 without the
+    /// header, or any other status), `Some(0)` for a 0.
+    pub retry_after_ms: Option<u64>,
 }
 
 /// One start-up or in-place recovery of a server and what it found.
@@ -255,6 +287,46 @@ struct ReplyTo<'a> {
     /// `(session, req_id)`, or `None` when the table is off (`no_dedup`).
     key: Option<(u64, u64)>,
     send: &'a SendPolicy,
+    /// The operation the request is an attempt of.
+    operation: crate::wire::OperationId,
+    /// When the request was received: true ns, and the server's clock (ms).
+    received_ns: u64,
+    received_local_ms: u64,
+    /// The request is a write.
+    write: bool,
+    /// Where its receipt goes.
+    stats: &'a std::sync::Mutex<ServerStats>,
+}
+
+impl ReplyTo<'_> {
+    /// Records the request's receipt with the answer it got (`None`: none),
+    /// if the server records receipts.
+    fn record_receipt(&self, reply: Option<&WireReply>) {
+        let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(receipts) = stats.receipts.as_mut() else {
+            return;
+        };
+        let (status, sub_status, retry_after_ms) = match reply {
+            None => (None, sub_status::NONE, None),
+            Some(WireReply::Ok(r)) => (Some(r.status()), sub_status::NONE, None),
+            Some(WireReply::Transient {
+                status,
+                sub_status,
+                retry_after_ms,
+            }) => (Some(*status), *sub_status, *retry_after_ms),
+        };
+        receipts.push(Receipt {
+            at_ns: self.received_ns,
+            local_ms: self.received_local_ms,
+            answered_ns: crate::client::sim_now_ns(),
+            operation: self.operation,
+            req_id: self.req_id,
+            write: self.write,
+            status,
+            sub_status,
+            retry_after_ms,
+        });
+    }
 }
 
 /// Runs a server until the node is killed. `rng` drives the fault points and
@@ -306,6 +378,14 @@ pub async fn serve(
             session: req.session,
             key,
             send: &cfg.send,
+            operation: crate::wire::OperationId {
+                session: req.session,
+                op: req.op_id,
+            },
+            received_ns: crate::client::sim_now_ns(),
+            received_local_ms: clock.now_ms(),
+            write: req.op.is_write(),
+            stats: &stats,
         };
         if key.is_some() {
             match dedup.seen(session, req.req_id) {
@@ -459,6 +539,7 @@ pub async fn serve(
             if let Some((session, req_id)) = key {
                 dedup.record(session, req_id, None);
             }
+            to.record_receipt(None);
             let replayed;
             (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
             report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
@@ -503,8 +584,12 @@ fn report_damage(
 }
 
 /// Sends `reply` to the request `to` names, and remembers it in `table`
-/// (when given and the table is on).
+/// (when given and the table is on). A first answer (one with a table)
+/// is also the request's receipt.
 async fn send(to: &ReplyTo<'_>, reply: WireReply, out: &mut Vec<u8>, table: Option<&mut Dedup>) {
+    if table.is_some() {
+        to.record_receipt(Some(&reply));
+    }
     if let (Some(table), Some((session, req_id))) = (table, to.key) {
         table.record(session, req_id, Some(&reply));
     }

@@ -364,7 +364,11 @@ impl ScenarioDef for Occ {
         // The clients (by index) that finished their workload: the probe starts
         // after the last.
         let finished: Arc<Mutex<BTreeSet<usize>>> = Arc::default();
+        // The network's in-flight bound, as the nodes are told it.
+        let max_in_flight: Arc<Mutex<Option<Duration>>> = Arc::default();
+        let program_max_in_flight = max_in_flight.clone();
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
+            lock(&program_max_in_flight).get_or_insert(env.max_in_flight());
             let p = params.clone();
             let all_stats = program_stats.clone();
             let recorder = program_recorder.clone();
@@ -388,7 +392,11 @@ impl ScenarioDef for Occ {
                     &format!("server-{}-{}", env.index, env.incarnation),
                 );
                 let disk = env.disk.clone().expect("servers have disks");
-                let stats = Arc::new(Mutex::new(ServerStats::default()));
+                // Every receipt is kept: the retry checks judge from them.
+                let stats = Arc::new(Mutex::new(ServerStats {
+                    receipts: Some(Vec::new()),
+                    ..ServerStats::default()
+                }));
                 lock(&all_stats).push((env.incarnation_name(), stats.clone()));
                 Box::pin(serve(
                     cfg,
@@ -519,6 +527,24 @@ impl ScenarioDef for Occ {
                             },
                         },
                     }));
+                history
+                    .node_events
+                    .extend(stats.receipts.iter().flatten().map(|r| NodeEvent {
+                        node: node.clone(),
+                        at_ns: r.at_ns,
+                        local_ms: r.local_ms,
+                        event: OccEvent::Received(r.clone()),
+                    }));
+            }
+            if let Some(bound) = *lock(&max_in_flight) {
+                history.node_events.push(NodeEvent {
+                    node: "world".into(),
+                    at_ns: 0,
+                    local_ms: 0,
+                    event: OccEvent::InFlightBound {
+                        max_in_flight_ms: bound.as_millis() as u64,
+                    },
+                });
             }
             history.node_events.sort_by_key(|e| e.at_ns);
             counters.extend(
@@ -562,6 +588,11 @@ impl ScenarioDef for Occ {
             Box::new(EtagFreshness),
             Box::new(RetryDiscipline {
                 retry: p.retry.clone(),
+            }),
+            Box::new(retry::RetryFromServers {
+                retry: p.retry.clone(),
+                // A server reads no request while it waits for its log sync.
+                stall_ms: p.fsync_ms.1,
             }),
             Box::new(Increments {
                 probe: probe.clone(),

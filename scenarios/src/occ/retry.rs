@@ -2,8 +2,14 @@
 //! operation: no blind re-send of a non-idempotent write after a timeout, the
 //! 429 budget and the server's retry-after honoured, the right status surfaced.
 
-use overcast_sim::check::Violation;
+use super::check::OccHistory;
+use super::history::{OccEvent, Outcome};
+use overcast_model::retry::{self, RetryOptions};
+use overcast_model::wire::OperationId;
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::{Attempt, AttemptResult};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// The wait after a 429 whose retry-after is 0 or missing (SPEC §4.2).
 pub const DEFAULT_RETRY_AFTER_MS: u64 = 5_000;
@@ -188,6 +194,509 @@ pub fn check_retries<'a>(
     cases.into_iter().find_map(|c| check_case(rules, &c))
 }
 
+// ---- The servers' side ------------------------------------------------------------------
+
+/// One attempt of an operation as a server received it: the first copy of
+/// its request id (a duplicated datagram is the same attempt).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenAttempt {
+    /// The server node that received it, without its incarnation (`server-1`).
+    pub server: String,
+    /// The attempt's request id (the SDK's attempts of an operation have
+    /// increasing ids).
+    pub req_id: u64,
+    /// Received, true ns.
+    pub at_ns: u64,
+    /// Answered, true ns (the receipt time when never answered).
+    pub answered_ns: u64,
+    /// A write.
+    pub write: bool,
+    /// The status answered; `None` when never answered.
+    pub status: Option<u16>,
+    /// The sub-status of a transient answer.
+    pub sub_status: u32,
+    /// The `x-ms-retry-after-ms` sent, if any.
+    pub retry_after_ms: Option<u64>,
+}
+
+/// What the servers' side knows of the run besides the receipts: the SDK
+/// options the run used, and the bounds on how late a request can reach a
+/// server, which decide whether an attempt can have followed a client-side
+/// timeout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSideRules {
+    /// The SDK's budgets, windows, request timeout, regions (SPEC §4.1–§4.3).
+    pub retry: RetryOptions,
+    /// The longest a datagram can be on its way (latency, hold-back,
+    /// duplicate delay), ms; `None` when unknown, and then no rule that
+    /// needs it is judged.
+    pub max_in_flight_ms: Option<u64>,
+    /// How long a server may leave a request unread while it is busy (its
+    /// log sync), ms.
+    pub stall_ms: u64,
+}
+
+/// The SDK's attempts of one logical operation as the servers saw them, in
+/// request-id order, with what the caller was told.
+#[derive(Clone, Debug)]
+pub struct ServerCase<'a> {
+    /// The history's operation id, when the operation is in the history.
+    pub op: Option<u64>,
+    /// The seen attempts, by increasing request id.
+    pub attempts: &'a [SeenAttempt],
+    /// What the caller was told; `None` when the call did not return a
+    /// status (an unknown outcome, or its client crashed).
+    pub surfaced: Option<Surfaced>,
+    /// When the call returned, true ns.
+    pub return_ns: Option<u64>,
+    /// Time intervals `[from, to]` (true ns) in which a server of this
+    /// operation was paused: a request may have reached it arbitrarily late.
+    pub paused: &'a [(u64, u64)],
+}
+
+const MS: u64 = 1_000_000;
+
+/// A 429's wait as SPEC §4.2 states it: the retry-after sent, or 5 s when
+/// it is 0 or missing.
+fn asked_wait_ms(retry_after_ms: Option<u64>) -> u64 {
+    match retry_after_ms {
+        Some(ms) if ms > 0 => ms,
+        _ => DEFAULT_RETRY_AFTER_MS,
+    }
+}
+
+/// The 410 window's transient answers: a 410 the transport retries (not
+/// 410/1022, which is 503 at once) or a 449.
+fn is_window(a: &SeenAttempt) -> bool {
+    matches!(
+        (a.status, a.sub_status),
+        (Some(449), _) | (Some(410), 0..=1021) | (Some(410), 1023..)
+    )
+}
+
+/// A 503 to the caller at once: a 503, or a 410/1022 `LeaseNotFound`.
+fn is_unavailable(a: &SeenAttempt) -> bool {
+    matches!((a.status, a.sub_status), (Some(503), _) | (Some(410), 1022))
+}
+
+fn status_words(a: &SeenAttempt) -> String {
+    match (a.status, a.sub_status, a.retry_after_ms) {
+        (None, ..) => "no answer".into(),
+        (Some(429), _, None) => "429 without a retry-after".into(),
+        (Some(429), _, Some(ms)) => format!("429 with retry-after {ms} ms"),
+        (Some(s), 0, _) => s.to_string(),
+        (Some(s), sub, _) => format!("{s}/{sub}"),
+    }
+}
+
+impl ServerCase<'_> {
+    /// True when no server of the operation was paused in `[from, to]`.
+    fn unpaused(&self, from_ns: u64, to_ns: u64) -> bool {
+        !self
+            .paused
+            .iter()
+            .any(|(a, b)| *a <= to_ns && *b >= from_ns)
+    }
+}
+
+impl ServerSideRules {
+    /// How long after answering `a` a server must have seen the next attempt
+    /// `b` for the client to have possibly timed out on `a` first, ns; `None`
+    /// when that is unknown (no in-flight bound, or a pause).
+    fn timeout_horizon_ns(&self, case: &ServerCase<'_>, a: &SeenAttempt) -> Option<u64> {
+        let in_flight = self.max_in_flight_ms?;
+        // The client timed out on `a` no earlier than it sent it plus the
+        // request timeout; it sent it no earlier than the server received it
+        // minus the in-flight bound and the server's stall.
+        let timeout = self.retry.request_timeout.as_nanos() as u64;
+        let slack = (in_flight + self.stall_ms) * MS + (a.answered_ns - a.at_ns);
+        let from = a.at_ns.saturating_sub(timeout);
+        case.unpaused(from, a.answered_ns + timeout)
+            .then(|| timeout.saturating_sub(slack))
+    }
+
+    /// True when the client must have heard `a`'s answer before it sent the
+    /// next attempt, which the servers saw `b`: a write that timed out is
+    /// never re-sent (SPEC §4.1 row 408), and a read's re-send after a
+    /// timeout comes at least the request timeout after it was sent.
+    fn heard(&self, case: &ServerCase<'_>, a: &SeenAttempt, b: &SeenAttempt) -> bool {
+        if a.status.is_none() {
+            return false;
+        }
+        if a.write && b.write {
+            return true;
+        }
+        self.timeout_horizon_ns(case, a)
+            .is_some_and(|h| b.at_ns < a.answered_ns + h)
+    }
+
+    /// 503 retries the SDK may make for this kind of operation (SPEC §4.1 row 503).
+    fn unavailable_retries(&self, write: bool) -> u32 {
+        let o = &self.retry;
+        if o.preferred_regions < 2 || (write && !o.multi_write) {
+            0
+        } else {
+            o.max_service_unavailable_retries
+        }
+    }
+
+    /// Judges one operation from the servers' side; the first broken rule.
+    pub fn check(&self, case: &ServerCase<'_>) -> Option<Violation> {
+        let v = |property: &str, message: String| {
+            Some(Violation {
+                property: property.into(),
+                message,
+                ops: case.op.into_iter().collect(),
+            })
+        };
+        let a = case.attempts;
+        let first = a.first()?;
+        let name = |x: &SeenAttempt| {
+            format!(
+                "{} #{} (seen by {} at {:.3} s)",
+                if x.write { "write" } else { "read" },
+                x.req_id,
+                x.server,
+                x.at_ns as f64 / 1e9
+            )
+        };
+        let op = case
+            .op
+            .map_or("an operation".to_string(), |o| format!("op {o}"));
+        let (mut throttled_retries, mut throttled_wait_ms) = (0u32, 0u64);
+        let mut unavailable_retries = 0u32;
+        // The transport window (one region: one window per operation): whether
+        // it has retried, how many 410 backoffs it has used, and a lower bound
+        // on the time it has used up.
+        let (mut window_retried, mut gone_backoffs) = (false, 0u32);
+        let mut window_used_ns = 0u64;
+        let one_window = self.retry.preferred_regions < 2;
+        for w in a.windows(2) {
+            let (x, y) = (&w[0], &w[1]);
+            let gap_ns = y.at_ns.saturating_sub(x.answered_ns);
+            let gap_ms = gap_ns / MS;
+            // R1: a write is re-sent only after an answer that says it did not run.
+            if x.write {
+                let retryable = matches!(x.status, Some(429 | 449))
+                    || (is_window(x))
+                    || (is_unavailable(x) && self.unavailable_retries(true) > 0);
+                if !retryable {
+                    return v(
+                        "R1",
+                        format!(
+                            "{op}: the servers saw the write re-sent ({}) after {} answered {}; a write is re-sent only after 429, 449, 410 (SPEC §4.5 R1)",
+                            name(y),
+                            name(x),
+                            status_words(x)
+                        ),
+                    );
+                }
+            }
+            if !self.heard(case, x, y) {
+                // The client may have timed out on `x`: none of the rules below
+                // can be judged for this pair (and the window may have moved on).
+                window_retried |= is_window(x);
+                continue;
+            }
+            match x.status {
+                Some(429) => {
+                    let asked = asked_wait_ms(x.retry_after_ms);
+                    if gap_ns < asked * MS {
+                        return v(
+                            "R2",
+                            format!(
+                                "{op}: {} reached a server {gap_ms} ms after {} was answered {}; SPEC §4.2 asks for {asked} ms",
+                                name(y),
+                                name(x),
+                                status_words(x)
+                            ),
+                        );
+                    }
+                    throttled_retries += 1;
+                    throttled_wait_ms += asked;
+                    let o = &self.retry;
+                    if throttled_retries > o.max_rate_limited_retries {
+                        return v(
+                            "R2",
+                            format!(
+                                "{op}: the servers saw {throttled_retries} retries after answered 429s (the last {}), over the budget of {} (SPEC §4.2)",
+                                name(y),
+                                o.max_rate_limited_retries
+                            ),
+                        );
+                    }
+                    if throttled_wait_ms > o.max_rate_limited_wait.as_millis() as u64 {
+                        return v(
+                            "R2",
+                            format!(
+                                "{op}: the 429s answered asked for {throttled_wait_ms} ms in all before {}, over the budget of {} ms (SPEC §4.2)",
+                                name(y),
+                                o.max_rate_limited_wait.as_millis()
+                            ),
+                        );
+                    }
+                }
+                _ if is_unavailable(x) => {
+                    unavailable_retries += 1;
+                    let allowed = self.unavailable_retries(x.write);
+                    if unavailable_retries > allowed {
+                        return v(
+                            if x.write { "R1" } else { "R3" },
+                            format!(
+                                "{op}: {} answered {}, then the servers saw {}; SPEC §4.1 allows {allowed} retr{} after a 503 here",
+                                name(x),
+                                status_words(x),
+                                name(y),
+                                if allowed == 1 { "y" } else { "ies" }
+                            ),
+                        );
+                    }
+                }
+                _ if is_window(x) && one_window => {
+                    // SPEC §4.1 rows 410 and 449: the first retry in the window is
+                    // immediate, later ones wait their backoff (410: 1 s doubling
+                    // to 15 s; 449: at least 10 ms plus a 1 ms salt), cut to what
+                    // is left of the window, and none once nothing is left.
+                    let window = if x.status == Some(449) {
+                        self.retry.retry_with_window
+                    } else {
+                        self.retry.gone_window
+                    }
+                    .as_nanos() as u64;
+                    if window_retried {
+                        if window_used_ns >= window {
+                            return v(
+                                "R3",
+                                format!(
+                                    "{op}: {} was retried ({}) although the waits the servers saw already filled the {} s window (SPEC §4.1 row 410: then 503)",
+                                    name(x),
+                                    name(y),
+                                    window / 1_000_000_000
+                                ),
+                            );
+                        }
+                        let backoff = if x.status == Some(449) {
+                            (retry::RETRY_WITH_INITIAL_BACKOFF
+                                + Duration::from_millis(retry::RETRY_WITH_SALT_MS.0))
+                            .as_nanos() as u64
+                        } else {
+                            let b = retry::GONE_INITIAL_BACKOFF
+                                .saturating_mul(1 << gone_backoffs.min(16))
+                                .min(retry::GONE_MAX_BACKOFF);
+                            gone_backoffs += 1;
+                            b.as_nanos() as u64
+                        };
+                        // What is left of the window is at least the window less
+                        // the time since the first attempt was sent.
+                        let used_at_most = self
+                            .max_in_flight_ms
+                            .map(|f| x.at_ns - first.at_ns + (f + self.stall_ms) * MS);
+                        let least = match used_at_most {
+                            Some(used) => backoff.min(window.saturating_sub(used)),
+                            None => 0,
+                        };
+                        if gap_ns < least {
+                            return v(
+                                "R3",
+                                format!(
+                                    "{op}: {} reached a server {gap_ms} ms after {} was answered {}; SPEC §4.1 asks for a backoff of at least {} ms there",
+                                    name(y),
+                                    name(x),
+                                    status_words(x),
+                                    least / MS
+                                ),
+                            );
+                        }
+                        window_used_ns += least;
+                    }
+                    window_retried = true;
+                }
+                Some(s) if !is_window(x) && s != 429 => {
+                    // A final status, heard: the SDK does not retry it (SPEC §4.1).
+                    // (A 500 on a read may be retried in another region.)
+                    let cross_region_500 =
+                        s == 500 && !x.write && self.unavailable_retries(false) > 0;
+                    if !cross_region_500 {
+                        return v(
+                            if x.write { "R1" } else { "R3" },
+                            format!(
+                                "{op}: {} answered {}, a final status the SDK does not retry, yet the servers saw {}",
+                                name(x),
+                                status_words(x),
+                                name(y)
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.check_surfaced(case, &op).map(|message| Violation {
+            property: "R3".into(),
+            message,
+            ops: case.op.into_iter().collect(),
+        })
+    }
+
+    /// R3 from the servers' side: when the last attempt the servers saw was
+    /// surely the last one sent and its answer was heard, the caller was
+    /// told what SPEC §4.1 says for it.
+    fn check_surfaced(&self, case: &ServerCase<'_>, op: &str) -> Option<String> {
+        let (Some(surfaced), Some(return_ns)) = (case.surfaced, case.return_ns) else {
+            return None;
+        };
+        let last = case.attempts.last()?;
+        let status = last.status?;
+        // A later attempt that no server saw would have timed out, so the call
+        // would have returned at least a request timeout after this answer; a
+        // time out on this one, at least the timeout horizon after it.
+        let horizon = self.timeout_horizon_ns(case, last)?;
+        if return_ns >= last.answered_ns + horizon {
+            return None;
+        }
+        let window_449 = case.attempts.iter().any(|a| a.status == Some(449));
+        let expected: Vec<Surfaced> = match status {
+            408 if last.write => vec![Surfaced::Unknown],
+            410 if last.sub_status == 1022 => vec![Surfaced::Status(503)],
+            410 | 449 if window_449 => vec![Surfaced::Status(449), Surfaced::Status(503)],
+            410 => vec![Surfaced::Status(503)],
+            s => vec![Surfaced::Status(s)],
+        };
+        (!expected.contains(&surfaced)).then(|| {
+            format!(
+                "{op}: the last attempt the servers saw (#{} at {:.3} s on {}) was answered {} and the call returned {:.3} ms later, so its answer was heard; the caller was told {surfaced:?}, SPEC §4.1 says {expected:?}",
+                last.req_id,
+                last.at_ns as f64 / 1e9,
+                last.server,
+                status_words(last),
+                (return_ns - last.answered_ns) as f64 / 1e6,
+            )
+        })
+    }
+}
+
+/// Every operation's attempts as the servers received them, from the
+/// history's receipts: the first copy of each request id, in request-id order.
+pub fn seen_attempts(history: &OccHistory) -> BTreeMap<OperationId, Vec<SeenAttempt>> {
+    let mut by_op: BTreeMap<OperationId, BTreeMap<u64, SeenAttempt>> = BTreeMap::new();
+    for e in &history.node_events {
+        let OccEvent::Received(r) = &e.event else {
+            continue;
+        };
+        let seen = SeenAttempt {
+            server: e.node.split('#').next().unwrap_or(&e.node).to_string(),
+            req_id: r.req_id,
+            at_ns: r.at_ns,
+            answered_ns: r.answered_ns.max(r.at_ns),
+            write: r.write,
+            status: r.status,
+            sub_status: r.sub_status,
+            retry_after_ms: r.retry_after_ms,
+        };
+        let attempts = by_op.entry(r.operation).or_default();
+        match attempts.get(&r.req_id) {
+            Some(earlier) if earlier.at_ns <= seen.at_ns => {}
+            _ => {
+                attempts.insert(r.req_id, seen);
+            }
+        }
+    }
+    by_op
+        .into_iter()
+        .map(|(op, attempts)| (op, attempts.into_values().collect()))
+        .collect()
+}
+
+/// The pauses of each node (`server-1`) the world's events list, as true-ns
+/// intervals.
+pub fn pauses(history: &OccHistory) -> BTreeMap<String, Vec<(u64, u64)>> {
+    let mut out: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    for e in &history.events {
+        let Some((node, rest)) = e
+            .what
+            .strip_prefix("pause ")
+            .and_then(|r| r.split_once(" for "))
+        else {
+            continue;
+        };
+        let Some(ms) = rest
+            .strip_suffix(" ms")
+            .and_then(|m| m.trim().parse::<u64>().ok())
+        else {
+            continue;
+        };
+        out.entry(node.to_string())
+            .or_default()
+            .push((e.at_ns, e.at_ns + ms * MS));
+    }
+    out
+}
+
+/// R1–R3 judged from what reached the servers (SPEC §4.1, §4.2, §4.5): the
+/// servers' receipts of every attempt (`OccEvent::Received`), grouped by the
+/// operation id the SDK sends on every attempt; see [`ServerSideRules::check`].
+pub struct RetryFromServers {
+    /// The SDK's options in the run.
+    pub retry: RetryOptions,
+    /// How long a server may leave a request unread while busy, ms.
+    pub stall_ms: u64,
+}
+
+impl Checker<OccHistory> for RetryFromServers {
+    fn properties(&self) -> &'static [&'static str] {
+        &["R1", "R2", "R3"]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let max_in_flight_ms = history.node_events.iter().find_map(|e| match e.event {
+            OccEvent::InFlightBound { max_in_flight_ms } => Some(max_in_flight_ms),
+            _ => None,
+        });
+        let rules = ServerSideRules {
+            retry: self.retry.clone(),
+            max_in_flight_ms,
+            stall_ms: self.stall_ms,
+        };
+        let seen = seen_attempts(history);
+        let pauses = pauses(history);
+        let ops: BTreeMap<
+            OperationId,
+            &overcast_sim::history::OpRecord<super::history::Call, Outcome>,
+        > = history
+            .ops
+            .iter()
+            .filter_map(|o| o.call.operation.map(|id| (id, o)))
+            .collect();
+        let none = Vec::new();
+        let judged: usize = seen.values().map(Vec::len).sum();
+        let mut violation = None;
+        for (id, attempts) in &seen {
+            let op = ops.get(id);
+            let server = attempts.first().map(|a| a.server.as_str()).unwrap_or("");
+            let case = ServerCase {
+                op: op.map(|o| o.id),
+                attempts,
+                // An unknown outcome is recorded as no outcome, like a call cut
+                // short by a crash: only calls that returned a status are judged.
+                surfaced: op.and_then(|o| o.result.as_ref()).map(|r| match r {
+                    Outcome::TimedOut => Surfaced::TimedOut,
+                    Outcome::Response { status, .. } => Surfaced::Status(*status),
+                }),
+                return_ns: op.and_then(|o| o.return_ns),
+                paused: pauses.get(server).unwrap_or(&none),
+            };
+            if let Some(v) = rules.check(&case) {
+                violation = Some(v);
+                break;
+            }
+        }
+        Checked::new(Verdict::from_violations(violation.into_iter().collect())).with_note(format!(
+            "{judged} attempts of {} operations as the servers received them",
+            seen.len()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +835,208 @@ mod tests {
             );
         }
         assert_eq!(case(false, &quick(Some(5)), Surfaced::Status(200)), None);
+    }
+
+    // ---- the servers' side ----
+
+    fn seen(
+        req_id: u64,
+        at_ms: u64,
+        write: bool,
+        status: Option<u16>,
+        ra: Option<u64>,
+    ) -> SeenAttempt {
+        SeenAttempt {
+            server: "server-0".into(),
+            req_id,
+            at_ns: at_ms * MS,
+            answered_ns: at_ms * MS,
+            write,
+            status,
+            sub_status: 0,
+            retry_after_ms: ra,
+        }
+    }
+
+    fn rules() -> ServerSideRules {
+        ServerSideRules {
+            retry: RetryOptions::default(),
+            max_in_flight_ms: Some(600),
+            stall_ms: 3,
+        }
+    }
+
+    fn judge(
+        attempts: &[SeenAttempt],
+        surfaced: Option<Surfaced>,
+        return_ms: u64,
+    ) -> Option<String> {
+        judge_paused(attempts, surfaced, return_ms, &[])
+    }
+
+    fn judge_paused(
+        attempts: &[SeenAttempt],
+        surfaced: Option<Surfaced>,
+        return_ms: u64,
+        paused: &[(u64, u64)],
+    ) -> Option<String> {
+        rules()
+            .check(&ServerCase {
+                op: Some(1),
+                attempts,
+                surfaced,
+                return_ns: Some(return_ms * MS),
+                paused,
+            })
+            .map(|v| v.property)
+    }
+
+    #[test]
+    fn servers_side_a_clean_sequence_passes() {
+        let a = [
+            seen(1, 0, true, Some(429), Some(100)),
+            seen(2, 105, true, Some(429), None),
+            seen(3, 5110, true, Some(449), None),
+            seen(4, 5112, true, Some(449), None),
+            seen(5, 5130, true, Some(201), None),
+        ];
+        assert_eq!(judge(&a, Some(Surfaced::Status(201)), 5131), None);
+        // 410s: immediate, then 1 s, 2 s.
+        let g = [
+            seen(1, 0, false, Some(410), None),
+            seen(2, 2, false, Some(410), None),
+            seen(3, 1004, false, Some(410), None),
+            seen(4, 3010, false, Some(200), None),
+        ];
+        assert_eq!(judge(&g, Some(Surfaced::Status(200)), 3011), None);
+    }
+
+    #[test]
+    fn servers_side_r2_the_wait_after_a_429_is_the_retry_after_sent_or_5_s() {
+        for (ra, gap, broken) in [
+            (Some(100), 50, true),
+            (Some(100), 101, false),
+            (None, 4000, true),
+            (Some(0), 4000, true),
+            (Some(0), 5001, false),
+        ] {
+            let a = [
+                seen(1, 0, true, Some(429), ra),
+                seen(2, gap, true, Some(201), None),
+            ];
+            let got = judge(&a, Some(Surfaced::Status(201)), gap + 1);
+            assert_eq!(got.as_deref() == Some("R2"), broken, "{ra:?} {gap}");
+        }
+        // Ten retries after 429s: over the budget of nine.
+        let many: Vec<_> = (0..11)
+            .map(|i| seen(i + 1, i * 20, true, Some(429), Some(10)))
+            .collect();
+        assert_eq!(
+            judge(&many, Some(Surfaced::Status(429)), 300).as_deref(),
+            Some("R2")
+        );
+        // Nine are fine, and the caller then sees 429.
+        assert_eq!(judge(&many[..10], Some(Surfaced::Status(429)), 190), None);
+    }
+
+    #[test]
+    fn servers_side_a_read_that_may_have_timed_out_is_not_judged() {
+        // A read answered 429 whose answer may have been lost: the client timed
+        // out after 6 s and re-sent at once, which is allowed.
+        let a = [
+            seen(1, 0, false, Some(429), Some(100)),
+            seen(2, 6000, false, Some(200), None),
+        ];
+        assert_eq!(judge(&a, Some(Surfaced::Status(200)), 6001), None);
+        // Received late because its server was paused: not judged either.
+        let b = [
+            seen(1, 0, false, Some(429), Some(100)),
+            seen(2, 1, false, Some(200), None),
+        ];
+        assert_eq!(
+            judge(&b, Some(Surfaced::Status(200)), 2).as_deref(),
+            Some("R2")
+        );
+        assert_eq!(
+            judge_paused(&b, Some(Surfaced::Status(200)), 2, &[(0, 5 * MS)]),
+            None
+        );
+    }
+
+    #[test]
+    fn servers_side_r1_a_write_is_re_sent_only_after_an_answer_that_says_it_did_not_run() {
+        for status in [Some(201), Some(408), Some(412), Some(503), None] {
+            let a = [
+                seen(1, 0, true, status, None),
+                seen(2, 7000, true, Some(201), None),
+            ];
+            assert_eq!(
+                judge(&a, Some(Surfaced::Status(201)), 7001).as_deref(),
+                Some("R1"),
+                "{status:?}"
+            );
+        }
+        // A read answered 503 and heard is not retried in one region either.
+        let r = [
+            seen(1, 0, false, Some(503), None),
+            seen(2, 3, false, Some(200), None),
+        ];
+        assert_eq!(
+            judge(&r, Some(Surfaced::Status(200)), 4).as_deref(),
+            Some("R3")
+        );
+    }
+
+    #[test]
+    fn servers_side_410_backoff_and_window() {
+        // The second retry came 10 ms after a 410: the backoff is 1 s.
+        let a = [
+            seen(1, 0, false, Some(410), None),
+            seen(2, 1, false, Some(410), None),
+            seen(3, 11, false, Some(200), None),
+        ];
+        assert_eq!(
+            judge(&a, Some(Surfaced::Status(200)), 12).as_deref(),
+            Some("R3")
+        );
+        // 449: 10 ms plus the salt.
+        let w = [
+            seen(1, 0, true, Some(449), None),
+            seen(2, 1, true, Some(449), None),
+            seen(3, 5, true, Some(201), None),
+        ];
+        assert_eq!(
+            judge(&w, Some(Surfaced::Status(201)), 6).as_deref(),
+            Some("R3")
+        );
+    }
+
+    #[test]
+    fn servers_side_r3_the_caller_is_told_what_the_spec_says_for_the_last_answer_heard() {
+        let a = [
+            seen(1, 0, true, Some(410), None),
+            seen(2, 1, true, Some(201), None),
+        ];
+        assert_eq!(judge(&a, Some(Surfaced::Status(201)), 2), None);
+        assert_eq!(
+            judge(&a, Some(Surfaced::Status(200)), 2).as_deref(),
+            Some("R3")
+        );
+        // A write answered 408 has an unknown outcome: a 408 status is wrong.
+        let t = [seen(1, 0, true, Some(408), None)];
+        assert_eq!(
+            judge(&t, Some(Surfaced::Status(408)), 2).as_deref(),
+            Some("R3")
+        );
+        // The window ran out on a 410: 503 (449 only with a 449 in it).
+        let g = [seen(1, 0, false, Some(410), None)];
+        assert_eq!(judge(&g, Some(Surfaced::Status(503)), 2), None);
+        assert_eq!(
+            judge(&g, Some(Surfaced::Status(449)), 2).as_deref(),
+            Some("R3")
+        );
+        // Returned long after the last answer: a later attempt may have been lost.
+        assert_eq!(judge(&a, Some(Surfaced::Status(503)), 9000), None);
     }
 
     #[test]
