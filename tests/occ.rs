@@ -130,3 +130,33 @@ fn seed_7_trace_summary() {
     );
     insta::assert_snapshot!(summary);
 }
+
+#[test]
+fn a_transport_re_send_after_a_429_is_seen_only_from_the_servers_side() {
+    use overcast_model::retry::RetryOptions;
+    use overcast_scenarios::occ::check::RetryDiscipline;
+    use overcast_scenarios::occ::retry::RetryFromServers;
+    use overcast_sim::check::{Checker, Verdict};
+    let mut s = occ_seed(0);
+    s.bugs = vec!["transport_retries_throttled".into()];
+    let r = run_isolated(move || run(&s)).unwrap();
+    let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
+    let from_sdk = RetryDiscipline {
+        retry: RetryOptions::default(),
+    }
+    .check(&history);
+    let from_servers = RetryFromServers {
+        retry: RetryOptions::default(),
+    }
+    .check(&history);
+    assert_eq!(from_sdk.verdict(), &Verdict::Held);
+    assert!(
+        from_servers
+            .verdict()
+            .violations()
+            .iter()
+            .any(|v| v.property == "R2"),
+        "{:?}",
+        from_servers.verdict()
+    );
+}

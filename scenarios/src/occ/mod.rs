@@ -405,7 +405,11 @@ impl ScenarioDef for Occ {
                     &format!("server-{}-{}", env.index, env.incarnation),
                 );
                 let disk = env.disk.clone().expect("servers have disks");
-                let stats = Arc::new(Mutex::new(ServerStats::default()));
+                // Every receipt is kept: the retry checks judge from them.
+                let stats = Arc::new(Mutex::new(ServerStats {
+                    receipts: Some(Vec::new()),
+                    ..ServerStats::default()
+                }));
                 lock(&all_stats).push((env.incarnation_name(), stats.clone()));
                 Box::pin(serve(
                     cfg,
@@ -556,6 +560,14 @@ impl ScenarioDef for Occ {
                             },
                         },
                     }));
+                history
+                    .node_events
+                    .extend(stats.receipts.iter().flatten().map(|r| NodeEvent {
+                        node: node.clone(),
+                        at_ns: r.at_ns,
+                        local_ms: r.local_ms,
+                        event: OccEvent::Received(r.clone()),
+                    }));
             }
             history.node_events.sort_by_key(|e| e.at_ns);
             counters.extend(
@@ -602,6 +614,9 @@ impl ScenarioDef for Occ {
             }),
             Box::new(EtagFreshness),
             Box::new(RetryDiscipline {
+                retry: p.retry.clone(),
+            }),
+            Box::new(retry::RetryFromServers {
                 retry: p.retry.clone(),
             }),
         ];
