@@ -160,3 +160,55 @@ fn a_transport_re_send_after_a_429_is_seen_only_from_the_servers_side() {
         from_servers.verdict()
     );
 }
+
+/// `occ`'s throttling variant for `seed`.
+fn throttled_seed(seed: u64) -> Scenario {
+    let mut s = occ_seed(seed);
+    overcast_scenarios::occ::throttled(&mut s).expect("occ has a throttling variant");
+    s
+}
+
+#[test]
+fn the_throttling_variant_spends_the_429_budget_and_the_410_window_and_passes() {
+    let mut totals = std::collections::BTreeMap::<String, u64>::new();
+    for seed in 0..12 {
+        let s = throttled_seed(seed);
+        let r = run_isolated(move || run(&s)).unwrap();
+        assert!(r.passed(), "throttled seed {seed}: {}", r.summary());
+        for (name, n) in &r.counters {
+            *totals.entry(name.clone()).or_default() += n;
+        }
+    }
+    for name in [
+        "storms_429",
+        "storms_410",
+        "r2_retries_spent",
+        "r2_wait_spent",
+        "gone_window_spent",
+    ] {
+        assert!(
+            totals.get(name).copied().unwrap_or(0) > 0,
+            "{name} stayed at zero over 12 throttled seeds: {totals:?}"
+        );
+    }
+}
+
+#[test]
+fn the_retry_bugs_are_still_found_in_the_throttling_variant() {
+    for (bug, property) in [
+        ("transport_retries_throttled", "R2"),
+        ("ignore_retry_after", "R2"),
+        ("retry_write_after_timeout", "R1"),
+    ] {
+        let caught = (0..20).any(|seed| {
+            let mut s = throttled_seed(seed);
+            s.bugs = vec![bug.into()];
+            let r = run_isolated(move || run(&s)).unwrap();
+            r.violations().iter().any(|v| v.property == property)
+        });
+        assert!(
+            caught,
+            "{property} never caught {bug} in 20 throttled seeds"
+        );
+    }
+}

@@ -86,6 +86,73 @@ pub struct FaultRates {
     /// Share of the 429s sent with `x-ms-retry-after-ms: 0` (the SDK then waits 5 s, §4.2).
     #[serde(default)]
     pub throttle_zero_retry_after: f64,
+    /// Storms (the throttling variant): per partition, a stretch of time in
+    /// which every request is answered 429, or 410; `None`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storms: Option<Storms>,
+}
+
+/// 429 storms and 410 streaks per partition: long enough that an operation
+/// meets its 429 budget (9 retries, 30 s of waits, SPEC §4.2) or its 410
+/// window (30 s, SPEC §4.1 row 410). The 429s carry a retry-after (or none,
+/// or 0) as the other fault rates say; the 410s their sub-statuses.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Storms {
+    /// Chance, per request to a partition not in a storm, that a 429 storm starts.
+    pub throttle: f64,
+    /// Chance, per such request, that a 410 streak starts.
+    pub gone: f64,
+    /// How long a storm or streak lasts, ms range.
+    pub duration_ms: (u64, u64),
+    /// True time (ms since the start of the run) after which no storm
+    /// starts or lasts: the scenario's workload is over by then, so that
+    /// whatever runs after the heal meets none.
+    pub until_ms: u64,
+}
+
+/// The storms under way, per partition of one server incarnation.
+#[derive(Default)]
+struct StormState {
+    /// Partition → (status answered, until true ns).
+    by_partition: BTreeMap<u32, (u16, u64)>,
+}
+
+impl StormState {
+    /// The status a storm answers a request to `partition` with at `now_ns`,
+    /// starting one by `storms`' chances (drawing from `rng`) if none is under way.
+    fn status(
+        &mut self,
+        storms: &Storms,
+        partition: u32,
+        now_ns: u64,
+        rng: &mut dyn RngCore,
+    ) -> Option<u16> {
+        const MS: u64 = 1_000_000;
+        let end_ns = storms.until_ms.saturating_mul(MS);
+        if now_ns >= end_ns {
+            return None;
+        }
+        if let Some((status, until)) = self.by_partition.get(&partition) {
+            if now_ns < *until {
+                return Some(*status);
+            }
+        }
+        let draw: f64 = rng.gen();
+        let status = if draw < storms.throttle {
+            429
+        } else if draw < storms.throttle + storms.gone {
+            410
+        } else {
+            return None;
+        };
+        let (lo, hi) = storms.duration_ms;
+        let until = now_ns
+            .saturating_add(rng.gen_range(lo..=hi.max(lo)).saturating_mul(MS))
+            .min(end_ns);
+        self.by_partition.insert(partition, (status, until));
+        Some(status)
+    }
 }
 
 /// Picks one of `choices` by `rates` (shares of 1, the rest is `otherwise`), drawing from
@@ -166,6 +233,9 @@ pub struct ServerStats {
     /// Reads held until a sync made durable the records they could have seen.
     #[serde(default)]
     pub held_reads: u64,
+    /// Storms started, by status (429 storms, 410 streaks).
+    #[serde(default)]
+    pub storms: BTreeMap<u16, u64>,
     /// Every request answered (or given up on), in the order its answer was
     /// sent, when `Some` (a scenario that judges retries from the servers'
     /// side starts the server with `Some(vec![])`); `None`: not recorded.
@@ -582,6 +652,7 @@ pub async fn serve(
     let mut out = Vec::new();
     let mut record = Vec::new();
     let mut dropped: Option<u32> = None;
+    let mut storms = StormState::default();
     let mut commit = GroupCommit::new(next_seq);
     // The sync in flight, if any, and the receive in progress: both stay
     // alive across turns of the loop (a receive is never dropped half done).
@@ -732,9 +803,29 @@ pub async fn serve(
             }
         }
         let f = &cfg.faults;
+        // A storm answers first; drawn only when the scenario has storms, so
+        // that the others draw as before.
+        let stormed = match &f.storms {
+            Some(s) => {
+                let before = storms.by_partition.get(&req.partition).copied();
+                let status =
+                    storms.status(s, req.partition, crate::client::sim_now_ns(), rng.as_mut());
+                let after = storms.by_partition.get(&req.partition).copied();
+                if let (Some(status), true) = (status, before != after) {
+                    *stats
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .storms
+                        .entry(status)
+                        .or_default() += 1;
+                }
+                status
+            }
+            None => None,
+        };
         let draw: f64 = rng.gen();
         let is_write = req.op.is_write();
-        let mut transient = None;
+        let mut transient = stormed;
         let mut acc = 0.0;
         for (status, rate) in [
             (429u16, f.throttle),

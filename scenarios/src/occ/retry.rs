@@ -723,6 +723,62 @@ impl Checker<OccHistory> for RetryFromServers {
     }
 }
 
+/// How many operations spent a retry budget, by the SDK's own attempt logs
+/// (what the throttling variant is for): `r2_retries_spent`, the caller saw
+/// 429 after the 9 retries (SPEC §4.2); `r2_wait_spent`, the caller saw 429
+/// with fewer retries, the 30 s of waits being spent; `gone_window_spent`,
+/// the caller saw 503 or 449 (or a read's timeouts) after 410s, 449s and
+/// read timeouts had used up the 30 s transport window (SPEC §4.1 row 410).
+pub fn budgets_spent(history: &OccHistory, options: &RetryOptions) -> [(&'static str, u64); 3] {
+    let (mut retries, mut wait, mut window) = (0, 0, 0);
+    let timeout = options.request_timeout.as_nanos() as u64;
+    for o in &history.ops {
+        let throttled = o
+            .attempts
+            .iter()
+            .filter(|a| matches!(a.result, AttemptResult::Status { status: 429, .. }))
+            .count() as u64;
+        // The window's use as the SDK counts it: the delays after 410s and
+        // 449s, and the timeouts.
+        let mut used = 0u64;
+        for w in o.attempts.windows(2) {
+            match w[0].result {
+                AttemptResult::Timeout => used += timeout + w[1].waited_ns,
+                AttemptResult::Status {
+                    status: 410 | 449, ..
+                } => used += w[1].waited_ns,
+                _ => {}
+            }
+        }
+        if o.attempts.last().map(|a| &a.result) == Some(&AttemptResult::Timeout) {
+            used += timeout;
+        }
+        match o.result {
+            Some(Outcome::Response { status: 429, .. }) => {
+                if throttled > u64::from(options.max_rate_limited_retries) {
+                    retries += 1;
+                } else {
+                    wait += 1;
+                }
+            }
+            Some(Outcome::Response {
+                status: 503 | 449, ..
+            })
+            | Some(Outcome::TimedOut)
+                if used >= options.gone_window.as_nanos() as u64 =>
+            {
+                window += 1;
+            }
+            _ => {}
+        }
+    }
+    [
+        ("r2_retries_spent", retries),
+        ("r2_wait_spent", wait),
+        ("gone_window_spent", window),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
