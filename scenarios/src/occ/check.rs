@@ -314,6 +314,7 @@ pub fn unavailable_between(
                     reason: reason.clone(),
                 });
             }
+            OccEvent::Received(_) => {}
             OccEvent::Serving { .. } => {
                 if let Some(r) = open.remove(server) {
                     if e.at_ns >= from_ns {
@@ -906,6 +907,7 @@ mod lost_tests {
                 if_none_match: None,
                 if_modified_since: None,
                 if_unmodified_since: None,
+                operation: None,
             },
             invoke_ns: id * 10,
             return_ns: Some(id * 10 + 5),
