@@ -169,7 +169,7 @@ fn throttled_seed(seed: u64) -> Scenario {
 }
 
 #[test]
-fn the_throttling_variant_spends_the_429_budget_and_the_410_window_and_passes() {
+fn the_throttling_variant_spends_the_429_retry_count_and_the_410_window_and_passes() {
     let mut totals = std::collections::BTreeMap::<String, u64>::new();
     for seed in 0..12 {
         let s = throttled_seed(seed);
@@ -183,9 +183,10 @@ fn the_throttling_variant_spends_the_429_budget_and_the_410_window_and_passes() 
         "storms_429",
         "storms_410",
         "r2_retries_spent",
-        "r2_wait_spent",
         "gone_window_spent",
     ] {
+        // The 30 s 429 wait budget (`r2_wait_spent`) is not reached at these
+        // storm rates (README says so); the retry count is.
         assert!(
             totals.get(name).copied().unwrap_or(0) > 0,
             "{name} stayed at zero over 12 throttled seeds: {totals:?}"

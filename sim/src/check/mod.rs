@@ -222,7 +222,10 @@ mod tests {
     fn a_partly_judged_held_check_says_so() {
         let full = Checked::new(Verdict::Held);
         assert_eq!(full.verdict_words(), "held");
-        assert_eq!(full.clone().partly(true).verdict_words(), "held, partly judged");
+        assert_eq!(
+            full.clone().partly(true).verdict_words(),
+            "held, partly judged"
+        );
         let broken = Checked::new(Verdict::from_violations(vec![Violation {
             property: "E1".into(),
             message: "m".into(),
