@@ -4,5 +4,7 @@
 //! checkers for session guarantees (R5), convergence, durability and routing
 //! bounds (R6).
 
+pub mod converge;
+pub mod durable;
 pub mod history;
 pub mod session;
