@@ -172,7 +172,7 @@ fn forked(op: &RegionOp, history: &RegionsHistory) -> Option<String> {
             d.call.op == "delete"
                 && may_have_applied(d)
                 && d.invoke_ns < other_ret
-                && d.return_ns.map_or(true, |r| r > op.invoke_ns)
+                && d.return_ns.is_none_or(|r| r > op.invoke_ns)
         });
         if !deleted_between {
             return Some(format!(
@@ -229,7 +229,7 @@ fn judge_final(
                 d.call.item == op.call.item
                     && d.call.op == "delete"
                     && may_have_applied(d)
-                    && d.return_ns.map_or(true, |r| r > op.invoke_ns)
+                    && d.return_ns.is_none_or(|r| r > op.invoke_ns)
             });
             if later_delete {
                 Judged::Kept
@@ -250,7 +250,7 @@ fn lost(op: &RegionOp, why: &str, partition: Option<u32>, history: &RegionsHisto
         .iter()
         .filter(|e| e.at_ns > ret)
         .filter_map(|e| match &e.event {
-            RegionEvent::Primary { partition: p, term } if partition.map_or(true, |q| q == *p) => {
+            RegionEvent::Primary { partition: p, term } if partition.is_none_or(|q| q == *p) => {
                 Some(format!(
                     "{} (partition {p}, term {term}) at {}",
                     e.node,

@@ -7,4 +7,5 @@
 pub mod converge;
 pub mod durable;
 pub mod history;
+pub mod routing;
 pub mod session;
