@@ -349,7 +349,7 @@ pub struct ItemOrder {
 }
 
 fn bit(set: &[u64], i: usize) -> bool {
-    set[i / 64] >> (i % 64) & 1 == 1
+    (set[i / 64] >> (i % 64)) & 1 == 1
 }
 
 /// Every node reachable from `from` (not counting `from` itself unless on a

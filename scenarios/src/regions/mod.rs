@@ -16,7 +16,10 @@
 //! up to the stated bound [`DRIFT_BOUND_PPM`] with no steps (a step is
 //! outside any drift bound: the leader lease argument needs bounded rates).
 
+pub mod converge;
+pub mod durable;
 pub mod history;
+pub mod routing;
 pub mod session;
 pub mod strong;
 pub mod workload;

@@ -1,0 +1,570 @@
+//! R6 and the region rows of SPEC §4.1, judged from the SDK's `Route`
+//! events (joined to their call by session and [`RegionCall::seq`]) and the
+//! ops' attempts.
+//!
+//! What SPEC states (the default [`RoutingBounds`]):
+//! - 503 (and 500 on reads, 410/1022, a 410 window run out): one retry on
+//!   the next region (`MaxServiceUnavailableRetryCount = 1`, one budget);
+//! - 404/1002: `MaxSessionTokenRetryCount = 2` region retries (single-write);
+//! - connection errors / 403: up to `MaxRetryCount = 120` failovers;
+//! - 410: the caller never sees a 410 (after the 30 s window it is a 503);
+//!   410/0 refreshes the addresses, 410/1007 and 410/1008 the partition map,
+//!   410/1000 the container map and is retried twice (the third is a 503),
+//!   410/1022 is a 503 at once (no retry in the region);
+//! - a region marked unavailable is not used before its time is up, unless
+//!   every region is marked (it is moved to the end of the list).
+//!
+//! Model choices of this checker (not SPEC): a region move is counted
+//! against the budget of the status of the attempt before it; the 410
+//! window runs from the first attempt of a run of attempts in one region;
+//! times allow `slack_ms` for the client's clock drift and event
+//! recording; the unavailable mark is judged for reads only (a
+//! single-write account has one write region, which writes keep using);
+//! the set of regions is every region the history names.
+//!
+//! [`RegionCall::seq`]: super::history::RegionCall::seq
+
+use super::history::{route, session_of, RegionEvent, RegionOp, RegionOutcome, RegionsHistory};
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::history::NodeEvent;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The bounds the routing checker holds the SDK to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoutingBounds {
+    /// Cross-region retries after 503/500/410 (`MaxServiceUnavailableRetryCount`).
+    pub unavailable_retries: u32,
+    /// Region retries after 404/1002 (`MaxSessionTokenRetryCount`).
+    pub session_region_retries: u32,
+    /// Failovers after connection errors and 403 (`MaxRetryCount`).
+    pub failovers: u32,
+    /// Retries after 410/1000 in one region.
+    pub name_cache_retries: u32,
+    /// The 410 retry window, ms (30 s; the scenario may scale it).
+    pub gone_window_ms: u64,
+    /// Tolerance on times, ms (a choice of this checker).
+    pub slack_ms: u64,
+}
+
+impl Default for RoutingBounds {
+    /// The values SPEC §4.1 states, with 1 s of slack.
+    fn default() -> Self {
+        RoutingBounds {
+            unavailable_retries: 1,
+            session_region_retries: 2,
+            failovers: 120,
+            name_cache_retries: 2,
+            gone_window_ms: 30_000,
+            slack_ms: 1_000,
+        }
+    }
+}
+
+/// The R6 / §4.1 region-rows checker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Routing {
+    /// The bounds.
+    pub bounds: RoutingBounds,
+}
+
+/// One `attempt` event, flattened.
+struct Attempt<'a> {
+    /// Index of the event in the op's route events.
+    at: usize,
+    region: &'a str,
+    status: u16,
+    sub_status: u16,
+    /// True send time (ns) from the op's attempts, when they align.
+    sent_ns: Option<u64>,
+    /// The client's clock at the send, ms (estimated from the event).
+    local_ms: u64,
+}
+
+/// A region mark: region, from and until (client clock, ms), the true time
+/// it was made, and the op that made it.
+struct Mark<'a> {
+    region: &'a str,
+    from_ms: u64,
+    until_ms: u64,
+    at_ns: u64,
+    op_id: u64,
+    status: u16,
+    sub_status: u16,
+}
+
+impl Checker<RegionsHistory> for Routing {
+    fn properties(&self) -> &'static [&'static str] {
+        &["R6"]
+    }
+
+    fn check(&self, history: &RegionsHistory) -> Checked {
+        let ops: BTreeMap<(String, u64), &RegionOp> = history
+            .ops
+            .iter()
+            .map(|o| ((session_of(o), o.call.seq), o))
+            .collect();
+        let mut routes: BTreeMap<(&str, u64), Vec<&NodeEvent<RegionEvent>>> = BTreeMap::new();
+        let mut regions: BTreeSet<&str> = BTreeSet::new();
+        for e in &history.node_events {
+            match &e.event {
+                RegionEvent::Route { op_id, region, .. } => {
+                    routes.entry((&e.node, *op_id)).or_default().push(e);
+                    regions.insert(region);
+                }
+                RegionEvent::Final { region, .. } => {
+                    regions.insert(region);
+                }
+                RegionEvent::Primary { .. } => {}
+            }
+        }
+        for op in &history.ops {
+            if let Some(RegionOutcome::Ok { region, .. }) = &op.result {
+                regions.insert(region);
+            }
+        }
+        let mut violations = Vec::new();
+        let mut unaligned = 0;
+        for op in &history.ops {
+            if let Some(RegionOutcome::Failed {
+                status: 410,
+                sub_status,
+                ..
+            }) = &op.result
+            {
+                violations.push(v(
+                    op,
+                    format!("the caller saw 410/{sub_status}; SPEC §4.1: after the 410 window the caller sees 503"),
+                ));
+            }
+        }
+        let mut marks: BTreeMap<&str, Vec<Mark>> = BTreeMap::new();
+        let mut judged = 0;
+        for (&(node, op_id), events) in &routes {
+            let Some(op) = ops.get(&(node.to_string(), op_id)) else {
+                continue;
+            };
+            judged += 1;
+            let attempts = attempts_of(op, events);
+            if attempts.iter().any(|a| a.sent_ns.is_none()) {
+                unaligned += 1;
+            }
+            self.check_op(op, events, &attempts, &mut violations);
+            for e in events {
+                if let RegionEvent::Route {
+                    what,
+                    region,
+                    status,
+                    sub_status,
+                    for_ms: Some(for_ms),
+                    ..
+                } = &e.event
+                {
+                    if what == route::MARK_UNAVAILABLE {
+                        marks.entry(node).or_default().push(Mark {
+                            region,
+                            from_ms: e.local_ms,
+                            until_ms: e.local_ms + for_ms,
+                            at_ns: e.at_ns,
+                            op_id: op.id,
+                            status: *status,
+                            sub_status: *sub_status,
+                        });
+                    }
+                }
+            }
+        }
+        // Marks are judged across a session's ops: a later read must not go
+        // to a region still marked unavailable.
+        for (&(node, op_id), events) in &routes {
+            let (Some(op), Some(marks)) = (ops.get(&(node.to_string(), op_id)), marks.get(node))
+            else {
+                continue;
+            };
+            if op.call.is_write() {
+                continue;
+            }
+            for a in attempts_of(op, events) {
+                let sent_ns = a.sent_ns.unwrap_or(events[a.at].at_ns);
+                let active = |m: &&Mark| {
+                    m.at_ns < sent_ns
+                        && m.from_ms <= a.local_ms
+                        && a.local_ms + self.bounds.slack_ms < m.until_ms
+                };
+                let marked: BTreeSet<&str> =
+                    marks.iter().filter(active).map(|m| m.region).collect();
+                if !marked.contains(a.region) || regions.iter().all(|r| marked.contains(r)) {
+                    continue;
+                }
+                let m = marks
+                    .iter()
+                    .filter(active)
+                    .find(|m| m.region == a.region)
+                    .expect("a mark on the region is active");
+                violations.push(v(
+                    op,
+                    format!(
+                        "an attempt went to region {} at {} ms on the client's clock, but op {} had marked it \
+                         unavailable at {} ms (after {}/{}) until {} ms, and not every region was marked \
+                         (SPEC §4.1: an unavailable region is moved to the end of the list)",
+                        a.region, a.local_ms, m.op_id, m.from_ms, m.status, m.sub_status, m.until_ms
+                    ),
+                ));
+                break;
+            }
+        }
+        let mut note = format!("{judged} ops with routing events");
+        if unaligned > 0 {
+            note.push_str(&format!(
+                "; {unaligned} whose attempt events do not match their attempts (410 window not judged)"
+            ));
+        }
+        Checked::new(Verdict::from_violations(violations)).with_note(note)
+    }
+}
+
+/// The op's `attempt` events, with send times from its attempts when the
+/// two lists have the same length.
+fn attempts_of<'a>(op: &RegionOp, events: &[&'a NodeEvent<RegionEvent>]) -> Vec<Attempt<'a>> {
+    let mut out: Vec<Attempt> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(at, e)| match &e.event {
+            RegionEvent::Route {
+                what,
+                region,
+                status,
+                sub_status,
+                ..
+            } if what == route::ATTEMPT => Some(Attempt {
+                at,
+                region,
+                status: *status,
+                sub_status: *sub_status,
+                sent_ns: None,
+                local_ms: e.local_ms,
+            }),
+            _ => None,
+        })
+        .collect();
+    if out.len() == op.attempts.len() {
+        for (a, sent) in out.iter_mut().zip(&op.attempts) {
+            let e = events[a.at];
+            a.sent_ns = Some(sent.sent_ns);
+            a.local_ms = e
+                .local_ms
+                .saturating_sub(e.at_ns.saturating_sub(sent.sent_ns) / 1_000_000);
+        }
+    }
+    out
+}
+
+fn v(op: &RegionOp, what: String) -> Violation {
+    Violation {
+        property: "R6".into(),
+        message: format!(
+            "session {}, {} op {} of item {}: {what}",
+            session_of(op),
+            op.call.op,
+            op.id,
+            op.call.item
+        ),
+        ops: vec![op.id],
+    }
+}
+
+impl Routing {
+    fn check_op(
+        &self,
+        op: &RegionOp,
+        events: &[&NodeEvent<RegionEvent>],
+        attempts: &[Attempt],
+        violations: &mut Vec<Violation>,
+    ) {
+        let b = &self.bounds;
+        let (mut unavailable, mut session, mut failover) = (0u32, 0u32, 0u32);
+        let mut run_start = 0;
+        let mut name_cache = 0u32;
+        for (i, a) in attempts.iter().enumerate() {
+            if i > 0 && a.region != attempts[i - 1].region {
+                let prev = &attempts[i - 1];
+                match (prev.status, prev.sub_status) {
+                    (503 | 500 | 410, _) => unavailable += 1,
+                    (404, 1002) => session += 1,
+                    (0 | 403, _) => failover += 1,
+                    _ => {}
+                }
+                run_start = i;
+                name_cache = 0;
+            }
+            if (a.status, a.sub_status) == (410, 1000) {
+                name_cache += 1;
+                if name_cache == b.name_cache_retries + 2 {
+                    violations.push(v(
+                        op,
+                        format!(
+                            "{name_cache} attempts in region {} ended 410/1000; SPEC §4.1: retried {} times, the next is a 503",
+                            a.region, b.name_cache_retries
+                        ),
+                    ));
+                }
+            }
+            let Some(next) = attempts.get(i + 1) else {
+                continue;
+            };
+            if a.status == 410 && next.region == a.region {
+                let needed = match a.sub_status {
+                    0 => Some(route::REFRESH_ADDRESSES),
+                    1007 | 1008 => Some(route::REFRESH_PARTITION_MAP),
+                    1000 => Some(route::REFRESH_CONTAINER_MAP),
+                    1022 => {
+                        violations.push(v(
+                            op,
+                            format!(
+                                "after 410/1022 in region {} it was retried in the same region; SPEC §4.1: 410/1022 is a 503 at once",
+                                a.region
+                            ),
+                        ));
+                        None
+                    }
+                    _ => None,
+                };
+                let refreshed = |w: &str| {
+                    events[a.at + 1..next.at]
+                        .iter()
+                        .any(|e| matches!(&e.event, RegionEvent::Route { what, .. } if what == w))
+                };
+                if let Some(w) = needed.filter(|w| !refreshed(w)) {
+                    violations.push(v(
+                        op,
+                        format!(
+                            "after 410/{} in region {} it was retried without a {w} (R6: re-routed with a refreshed map)",
+                            a.sub_status, a.region
+                        ),
+                    ));
+                }
+                if let (Some(start), Some(sent)) = (attempts[run_start].sent_ns, next.sent_ns) {
+                    let limit = (b.gone_window_ms + b.slack_ms) * 1_000_000;
+                    if sent.saturating_sub(start) > limit {
+                        violations.push(v(
+                            op,
+                            format!(
+                                "it retried a 410 in region {} {} ms after the run's first attempt; the 410 window is {} ms",
+                                a.region,
+                                (sent - start) / 1_000_000,
+                                b.gone_window_ms
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for (n, bound, what) in [
+            (
+                unavailable,
+                b.unavailable_retries,
+                "after 503/500/410 (SPEC §4.1: MaxServiceUnavailableRetryCount)",
+            ),
+            (
+                session,
+                b.session_region_retries,
+                "after 404/1002 (SPEC §4.1: MaxSessionTokenRetryCount)",
+            ),
+            (
+                failover,
+                b.failovers,
+                "after connection errors or 403 (SPEC §4.1: MaxRetryCount)",
+            ),
+        ] {
+            if n > bound {
+                violations.push(v(
+                    op,
+                    format!("{n} cross-region retries {what}; the bound is {bound}"),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::history::build::Builder;
+    use super::super::history::Consistency::Session;
+    use super::*;
+    use overcast_sim::history::{Attempt as Sent, AttemptResult};
+
+    const S: u64 = 1_000_000_000;
+
+    fn ev(b: &mut Builder, at_s: u64, op_id: u64, what: &str, region: &str, st: (u16, u16)) {
+        b.event(
+            "client-0",
+            at_s * S,
+            RegionEvent::Route {
+                op_id,
+                what: what.into(),
+                region: region.into(),
+                status: st.0,
+                sub_status: st.1,
+                for_ms: (what == route::MARK_UNAVAILABLE).then_some(300_000),
+            },
+        );
+    }
+
+    /// Op 0 (seq 0): 503 in west, marks west, succeeds in east. Regions: west, east.
+    fn failed_over() -> Builder {
+        let mut b = Builder::new();
+        b.read("client-0", Session, "k", (S, 3 * S), "e1", "b1");
+        ev(&mut b, 1, 0, route::ATTEMPT, "west", (503, 0));
+        ev(&mut b, 1, 0, route::MARK_UNAVAILABLE, "west", (503, 0));
+        ev(&mut b, 2, 0, route::ATTEMPT, "east", (200, 0));
+        b
+    }
+
+    fn check(b: &Builder) -> Checked {
+        Routing::default().check(&b.h)
+    }
+
+    #[test]
+    fn one_failover_and_a_return_after_the_mark_ends_hold() {
+        let mut b = failed_over();
+        b.read("client-0", Session, "k", (400 * S, 401 * S), "e1", "b1");
+        ev(&mut b, 400, 1, route::ATTEMPT, "west", (200, 0));
+        let c = check(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+        assert!(c.note.contains("2 ops"), "{}", c.note);
+    }
+
+    #[test]
+    fn a_marked_region_retried_before_its_time_breaks_r6_unless_every_region_is_marked() {
+        let mut b = failed_over();
+        b.read("client-0", Session, "k", (10 * S, 11 * S), "e1", "b1");
+        ev(&mut b, 10, 1, route::ATTEMPT, "west", (200, 0));
+        let c = check(&b);
+        let v = c.verdict().violations();
+        assert_eq!(v.len(), 1, "{c:?}");
+        assert_eq!(v[0].property, "R6");
+        assert!(
+            v[0].message.contains("marked it unavailable"),
+            "{}",
+            v[0].message
+        );
+
+        let mut b = failed_over();
+        ev(&mut b, 2, 0, route::MARK_UNAVAILABLE, "east", (503, 0));
+        b.read("client-0", Session, "k", (10 * S, 11 * S), "e1", "b1");
+        ev(&mut b, 10, 1, route::ATTEMPT, "west", (200, 0));
+        let c = check(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+    }
+
+    #[test]
+    fn a_second_cross_region_retry_after_503_breaks_r6() {
+        let mut b = failed_over();
+        b.h.node_events.pop();
+        ev(&mut b, 2, 0, route::ATTEMPT, "east", (503, 0));
+        ev(&mut b, 2, 0, route::ATTEMPT, "south", (200, 0));
+        let c = check(&b);
+        let v = c.verdict().violations();
+        assert_eq!(v.len(), 1, "{c:?}");
+        assert!(
+            v[0].message.contains("MaxServiceUnavailableRetryCount"),
+            "{}",
+            v[0].message
+        );
+    }
+
+    #[test]
+    fn session_token_region_retries_are_bounded_by_two() {
+        let mut b = Builder::new();
+        b.failed_read("client-0", "k", (S, 2 * S), 404, 1002);
+        for r in ["west", "east", "west"] {
+            ev(&mut b, 1, 0, route::ATTEMPT, r, (404, 1002));
+        }
+        assert_eq!(check(&b).verdict(), &Verdict::Held);
+        ev(&mut b, 1, 0, route::ATTEMPT, "east", (404, 1002));
+        let c = check(&b);
+        assert_eq!(c.verdict().violations().len(), 1, "{c:?}");
+        assert!(c.verdict().violations()[0]
+            .message
+            .contains("3 cross-region retries"));
+    }
+
+    #[test]
+    fn a_410_retry_needs_its_refresh_and_the_caller_never_sees_410() {
+        let mut b = Builder::new();
+        b.read("client-0", Session, "k", (S, 2 * S), "e1", "b1");
+        ev(&mut b, 1, 0, route::ATTEMPT, "west", (410, 1007));
+        ev(
+            &mut b,
+            1,
+            0,
+            route::REFRESH_PARTITION_MAP,
+            "west",
+            (410, 1007),
+        );
+        ev(&mut b, 1, 0, route::ATTEMPT, "west", (200, 0));
+        assert_eq!(check(&b).verdict(), &Verdict::Held);
+
+        let mut b = Builder::new();
+        b.failed_read("client-0", "k", (S, 2 * S), 410, 1007);
+        ev(&mut b, 1, 0, route::ATTEMPT, "west", (410, 1007));
+        ev(&mut b, 1, 0, route::ATTEMPT, "west", (410, 1007));
+        let c = check(&b);
+        let msgs: Vec<&str> = c
+            .verdict()
+            .violations()
+            .iter()
+            .map(|v| v.message.as_str())
+            .collect();
+        assert_eq!(msgs.len(), 2, "{c:?}");
+        assert!(msgs[0].contains("the caller saw 410/1007"), "{msgs:?}");
+        assert!(
+            msgs[1].contains("without a refresh_partition_map"),
+            "{msgs:?}"
+        );
+    }
+
+    #[test]
+    fn a_fourth_410_1000_in_one_region_and_a_retry_past_the_window_break_r6() {
+        let mut b = Builder::new();
+        b.read("client-0", Session, "k", (S, 50 * S), "e1", "b1");
+        for _ in 0..4 {
+            ev(&mut b, 1, 0, route::ATTEMPT, "west", (410, 1000));
+            ev(
+                &mut b,
+                1,
+                0,
+                route::REFRESH_CONTAINER_MAP,
+                "west",
+                (410, 1000),
+            );
+        }
+        ev(&mut b, 40, 0, route::ATTEMPT, "west", (200, 0));
+        b.h.ops[0].attempts = [1, 1, 2, 3, 40]
+            .iter()
+            .map(|&s| Sent {
+                sent_ns: s * S,
+                waited_ns: 0,
+                result: AttemptResult::Status {
+                    status: 410,
+                    retry_after_ms: None,
+                },
+            })
+            .collect();
+        let c = check(&b);
+        let msgs: Vec<&str> = c
+            .verdict()
+            .violations()
+            .iter()
+            .map(|v| v.message.as_str())
+            .collect();
+        assert_eq!(msgs.len(), 2, "{c:?}");
+        assert!(
+            msgs[0].contains("4 attempts in region west ended 410/1000"),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs[1].contains("39000 ms after the run's first attempt"),
+            "{msgs:?}"
+        );
+    }
+}
