@@ -205,7 +205,8 @@ model_bugs! {
     /// newest changes are not visible to it yet. Breaks CF10.
     lagging_replica_304,
     /// Replica: the primary serves strong reads for as long as it believes
-    /// it is primary, without its leader lease, so a primary cut off from its
+    /// it is primary, without its leader lease (and, trusting its role, does
+    /// not step down without a majority), so a primary cut off from its
     /// replica set keeps serving after a new one took writes. Breaks
     /// linearizability of strong operations.
     stale_read_after_failover,

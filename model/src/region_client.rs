@@ -109,6 +109,9 @@ pub struct RouteLog {
     pub sub_status: u16,
     /// How long the region stays unavailable (client clock, ms), for `mark_unavailable`.
     pub for_ms: Option<u64>,
+    /// The client's clock when the decision was taken (for an attempt: when
+    /// it was sent), ms.
+    pub local_ms: u64,
 }
 
 /// How a call ended.
@@ -290,15 +293,28 @@ impl RegionClient {
 
     fn mark_unavailable(&mut self, region: &str, routes: &mut Vec<RouteLog>, status: u16) {
         let for_ms = self.cfg.unavailable_for.as_millis() as u64;
-        self.unavailable
-            .insert(region.to_string(), self.clock.now_ms() + for_ms);
+        let now = self.clock.now_ms();
+        self.unavailable.insert(region.to_string(), now + for_ms);
         routes.push(RouteLog {
             what: "mark_unavailable",
             region: region.to_string(),
             status,
             sub_status: 0,
             for_ms: Some(for_ms),
+            local_ms: now,
         });
+    }
+
+    /// A routing decision taken now.
+    fn route(&self, what: &'static str, region: &str, status: u16, sub_status: u16) -> RouteLog {
+        RouteLog {
+            what,
+            region: region.to_string(),
+            status,
+            sub_status,
+            for_ms: None,
+            local_ms: self.clock.now_ms(),
+        }
     }
 
     /// One attempt: send, wait for the matching answer until the timeout.
@@ -386,6 +402,7 @@ impl RegionClient {
                 session_lsn,
             };
             let sent_ns = sim_now_ns();
+            let sent_ms = self.clock.now_ms();
             let answer = self.attempt(addr, &req).await;
             let (status, sub_status) = match &answer {
                 None => (0, 0),
@@ -410,18 +427,19 @@ impl RegionClient {
                 status,
                 sub_status,
                 for_ms: None,
+                local_ms: sent_ms,
             });
             waited = Duration::ZERO;
             let Some(resp) = answer else {
                 if is_write {
                     // Sent, never answered: it may have committed. Not re-sent (408).
                     self.rotate_primary(partition);
-                    routes.push(route("refresh_addresses", &region, 0, 0));
+                    routes.push(self.route("refresh_addresses", &region, 0, 0));
                     return finish(RegionFinal::Unknown, attempts, routes);
                 }
                 if to_primary {
                     self.rotate_primary(partition);
-                    routes.push(route("refresh_addresses", &region, 0, 0));
+                    routes.push(self.route("refresh_addresses", &region, 0, 0));
                 }
                 self.mark_unavailable(&region, &mut routes, 0);
                 failovers += 1;
@@ -479,7 +497,7 @@ impl RegionClient {
                 } if forbidden_retries < self.cfg.max_forbidden_retries => {
                     forbidden_retries += 1;
                     self.write_region = true_write_region(&self.cfg.regions);
-                    routes.push(route("refresh_account", &region, 403, 3));
+                    routes.push(self.route("refresh_account", &region, 403, 3));
                     aim = Aim::WriteRegion;
                 }
                 RegionReply::Refused {
@@ -505,7 +523,7 @@ impl RegionClient {
                         }
                         None => self.rotate_primary(partition),
                     }
-                    routes.push(route("refresh_addresses", &region, 410, 0));
+                    routes.push(self.route("refresh_addresses", &region, 410, 0));
                     if let Some(w) = gone_wait {
                         sleep(w).await;
                         waited = w;
@@ -521,7 +539,7 @@ impl RegionClient {
                     if consistency == ReadConsistency::Strong {
                         // Strong reads have one place to go: the primary, found again.
                         self.rotate_primary(partition);
-                        routes.push(route("refresh_addresses", &region, 503, 0));
+                        routes.push(self.route("refresh_addresses", &region, 503, 0));
                     } else {
                         let order = self.read_order();
                         let here = order.iter().position(|r| *r == region).unwrap_or(0);
@@ -536,15 +554,6 @@ impl RegionClient {
     }
 }
 
-fn route(what: &'static str, region: &str, status: u16, sub_status: u16) -> RouteLog {
-    RouteLog {
-        what,
-        region: region.to_string(),
-        status,
-        sub_status,
-        for_ms: None,
-    }
-}
 
 /// The account's write region (the first region if none is marked).
 fn true_write_region(regions: &[RegionInfo]) -> String {

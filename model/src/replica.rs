@@ -894,7 +894,13 @@ impl Replica {
                 let lease_end = self.lease_start(now).map_or(self.last_heard, |s| {
                     s.max(self.last_heard) + self.cfg.lease_ms
                 });
-                if now > lease_end + self.cfg.election_timeout() {
+                // The seeded bug `stale_read_after_failover` trusts the role,
+                // not the lease: it neither checks the lease on reads nor
+                // steps down without a majority (it believes until a higher
+                // term reaches it), as a primary without lease or quorum check.
+                if now > lease_end + self.cfg.election_timeout()
+                    && !self.cfg.bugs.stale_read_after_failover
+                {
                     // No majority for long: let clients find another primary.
                     self.step_down(self.term, now);
                     self.primary_hint = None;

@@ -329,7 +329,7 @@ pub const BUGS: &[BugInfo] = &[
     },
     BugInfo {
         name: "stale_read_after_failover",
-        what: "a primary serves strong reads for as long as it believes it is primary, without its leader lease, so a primary cut off from its replica set keeps answering after another took writes",
+        what: "a primary serves strong reads for as long as it believes it is primary, without its leader lease (and, trusting its role, does not step down without a majority), so a primary cut off from its replica set keeps answering after another took writes",
         scenarios: &["regions"],
         caught_by: &["linearizability"],
     },

@@ -72,7 +72,9 @@ impl Checker<RegionsHistory> for Durability {
                 "; {unsettled} judged by forks only (their partition did not settle or left no final state)"
             ));
         }
-        Checked::new(Verdict::from_violations(violations)).with_note(note)
+        Checked::new(Verdict::from_violations(violations))
+            .with_note(note)
+            .partly(unjudged + unsettled > 0)
     }
 }
 

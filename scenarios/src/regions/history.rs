@@ -219,6 +219,10 @@ pub enum RegionEvent {
     },
     /// An SDK routing decision, recorded by the client (the event's node is
     /// the session, see [`RegionCall::session`]). For R6.
+    ///
+    /// The event's `local_ms` is the client's clock when the decision was
+    /// taken (an attempt: when it was sent); its `at_ns` is when it was
+    /// recorded, at the end of the call.
     Route {
         /// The call's [`RegionCall::seq`] in that session.
         op_id: u64,

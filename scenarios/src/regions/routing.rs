@@ -11,20 +11,27 @@
 //!   410/0 refreshes the addresses, 410/1007 and 410/1008 the partition map,
 //!   410/1000 the container map and is retried twice (the third is a 503),
 //!   410/1022 is a 503 at once (no retry in the region);
-//! - a region marked unavailable is not used before its time is up, unless
-//!   every region is marked (it is moved to the end of the list).
+//! - a region marked unavailable is moved to the end of the list until its
+//!   time is up: a read's first attempt does not go to a marked region
+//!   unless every region is marked (later attempts of the call walk the
+//!   list, whose end holds the marked regions).
 //!
 //! Model choices of this checker (not SPEC): a region move is counted
 //! against the budget of the status of the attempt before it; the 410
 //! window runs from the first attempt of a run of attempts in one region;
 //! times allow `slack_ms` for the client's clock drift and event
-//! recording; the unavailable mark is judged for reads only (a
-//! single-write account has one write region, which writes keep using);
-//! the set of regions is every region the history names.
+//! recording; the unavailable mark is judged for session and eventual
+//! reads only (a single-write account has one write region, which writes
+//! keep using, and in this model a strong read is served by the primary,
+//! so it goes there too); the set of regions is every region the history
+//! names. A `Route` event's `local_ms` is the client's clock at the
+//! decision (an attempt: its send), which is what marks are judged on.
 //!
 //! [`RegionCall::seq`]: super::history::RegionCall::seq
 
-use super::history::{route, session_of, RegionEvent, RegionOp, RegionOutcome, RegionsHistory};
+use super::history::{
+    route, session_of, Consistency, RegionEvent, RegionOp, RegionOutcome, RegionsHistory,
+};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::NodeEvent;
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,7 +83,7 @@ struct Attempt<'a> {
     sub_status: u16,
     /// True send time (ns) from the op's attempts, when they align.
     sent_ns: Option<u64>,
-    /// The client's clock at the send, ms (estimated from the event).
+    /// The client's clock at the send, ms (the event's `local_ms`).
     local_ms: u64,
 }
 
@@ -180,19 +187,26 @@ impl Checker<RegionsHistory> for Routing {
             else {
                 continue;
             };
-            if op.call.is_write() {
+            if op.call.is_write() || op.call.consistency == Consistency::Strong {
                 continue;
             }
-            for a in attempts_of(op, events) {
+            // The first attempt goes to the head of the list; a retry walks on.
+            if let Some(a) = attempts_of(op, events).into_iter().next() {
                 let sent_ns = a.sent_ns.unwrap_or(events[a.at].at_ns);
                 let active = |m: &&Mark| {
-                    m.at_ns < sent_ns
+                    m.at_ns <= sent_ns
                         && m.from_ms <= a.local_ms
                         && a.local_ms + self.bounds.slack_ms < m.until_ms
                 };
-                let marked: BTreeSet<&str> =
-                    marks.iter().filter(active).map(|m| m.region).collect();
-                if !marked.contains(a.region) || regions.iter().all(|r| marked.contains(r)) {
+                // The slack counts for the SDK both ways: the region it used
+                // must surely have been marked, and every other region counts
+                // as marked if it may still have been.
+                let maybe = |m: &&Mark| {
+                    m.at_ns <= sent_ns && a.local_ms < m.until_ms + self.bounds.slack_ms
+                };
+                let marked: BTreeSet<&str> = marks.iter().filter(maybe).map(|m| m.region).collect();
+                let surely = marks.iter().filter(active).any(|m| m.region == a.region);
+                if !surely || regions.iter().all(|r| marked.contains(r)) {
                     continue;
                 }
                 let m = marks
@@ -209,7 +223,6 @@ impl Checker<RegionsHistory> for Routing {
                         a.region, a.local_ms, m.op_id, m.from_ms, m.status, m.sub_status, m.until_ms
                     ),
                 ));
-                break;
             }
         }
         let mut note = format!("{judged} ops with routing events");
@@ -218,7 +231,9 @@ impl Checker<RegionsHistory> for Routing {
                 "; {unaligned} whose attempt events do not match their attempts (410 window not judged)"
             ));
         }
-        Checked::new(Verdict::from_violations(violations)).with_note(note)
+        Checked::new(Verdict::from_violations(violations))
+            .with_note(note)
+            .partly(unaligned > 0)
     }
 }
 
@@ -248,11 +263,7 @@ fn attempts_of<'a>(op: &RegionOp, events: &[&'a NodeEvent<RegionEvent>]) -> Vec<
         .collect();
     if out.len() == op.attempts.len() {
         for (a, sent) in out.iter_mut().zip(&op.attempts) {
-            let e = events[a.at];
             a.sent_ns = Some(sent.sent_ns);
-            a.local_ms = e
-                .local_ms
-                .saturating_sub(e.at_ns.saturating_sub(sent.sent_ns) / 1_000_000);
         }
     }
     out
@@ -451,6 +462,64 @@ mod tests {
         let mut b = failed_over();
         ev(&mut b, 2, 0, route::MARK_UNAVAILABLE, "east", (503, 0));
         b.read("client-0", Session, "k", (10 * S, 11 * S), "e1", "b1");
+        ev(&mut b, 10, 1, route::ATTEMPT, "west", (200, 0));
+        let c = check(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+        // East's mark may still hold within the slack: every region may
+        // have been marked, so going to the head of the list is allowed.
+        let mut b = Builder::new();
+        b.read("client-0", Session, "k", (S, 3 * S), "e1", "b1");
+        ev(&mut b, 1, 0, route::ATTEMPT, "east", (0, 0));
+        b.event(
+            "client-0",
+            S,
+            RegionEvent::Route {
+                op_id: 0,
+                what: route::MARK_UNAVAILABLE.into(),
+                region: "east".into(),
+                status: 0,
+                sub_status: 0,
+                for_ms: Some(9_500),
+            },
+        );
+        ev(&mut b, 2, 0, route::MARK_UNAVAILABLE, "west", (0, 0));
+        ev(&mut b, 2, 0, route::ATTEMPT, "west", (200, 0));
+        b.read("client-0", Session, "k", (10 * S + S / 2, 11 * S), "e1", "b1");
+        b.event(
+            "client-0",
+            10 * S + S / 2,
+            RegionEvent::Route {
+                op_id: 1,
+                what: route::ATTEMPT.into(),
+                region: "west".into(),
+                status: 200,
+                sub_status: 0,
+                for_ms: None,
+            },
+        );
+        let c = check(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+    }
+
+    #[test]
+    fn strong_reads_and_later_attempts_may_use_a_marked_region() {
+        // A strong read goes to the primary's region whatever the marks.
+        let mut b = failed_over();
+        b.read(
+            "client-0",
+            super::super::history::Consistency::Strong,
+            "k",
+            (10 * S, 11 * S),
+            "e1",
+            "b1",
+        );
+        ev(&mut b, 10, 1, route::ATTEMPT, "west", (200, 0));
+        let c = check(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+        // A retry walks the list onto its end, where the marked region is.
+        let mut b = failed_over();
+        b.read("client-0", Session, "k", (10 * S, 11 * S), "e1", "b1");
+        ev(&mut b, 10, 1, route::ATTEMPT, "east", (503, 0));
         ev(&mut b, 10, 1, route::ATTEMPT, "west", (200, 0));
         let c = check(&b);
         assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");

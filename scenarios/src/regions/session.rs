@@ -81,7 +81,9 @@ impl Checker<RegionsHistory> for SessionGuarantees {
                 t.unordered, t.unknown
             ));
         }
-        Checked::new(Verdict::from_violations(t.violations)).with_note(note)
+        Checked::new(Verdict::from_violations(t.violations))
+            .with_note(note)
+            .partly(t.unordered + t.unknown > 0)
     }
 }
 

@@ -15,7 +15,6 @@ use overcast_model::region_client::{RegionCallResult, RegionClient, RegionFinal}
 use overcast_model::replica::ReadConsistency;
 use overcast_model::retry::AttemptOutcome;
 use overcast_model::store::ETag;
-use overcast_sim::clock::NodeClock;
 use overcast_sim::history::{Attempt, AttemptResult, OpRecord};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -122,7 +121,6 @@ pub async fn client_workload(
     sdk: &mut RegionClient,
     recorder: RegionsRecorder,
     deadline_ns: u64,
-    clock: NodeClock,
 ) {
     let mut rng = overcast_sim::rng::stream(seed, &format!("{session}-workload"));
     let consistency = client_level(&p, index);
@@ -239,11 +237,12 @@ pub async fn client_workload(
                 _ => {}
             }
         }
-        let local_ms = clock.now_ms();
+        // Each decision carries the client's clock when it was taken, so a
+        // mark's span and an attempt's send time are exact on that clock.
         for r in &result.routes {
             recorder.event(
                 session.clone(),
-                local_ms,
+                r.local_ms,
                 RegionEvent::Route {
                     op_id: n as u64,
                     what: r.what.to_string(),
