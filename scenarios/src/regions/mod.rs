@@ -12,8 +12,9 @@
 //! consistency level (strong, session, eventual in turn) and preferred
 //! regions (its own region first). Faults: the shared mix (crashes, pauses,
 //! partitions, clock skew) plus region outages (every node of a region cut
-//! from every other node) and replica-set splits (one replica cut from its
-//! peers, clients still reaching it) drawn into the parameters; replica clocks drift
+//! from every other node) and replica-set splits (one replica cut from the
+//! rest of its replica set, clients and read regions still reaching it)
+//! drawn into the parameters; replica clocks drift
 //! up to the stated bound [`DRIFT_BOUND_PPM`] with no steps (a step is
 //! outside any drift bound: the leader lease argument needs bounded rates).
 
@@ -114,8 +115,9 @@ pub struct Outage {
 }
 
 /// A split inside the replica set: one replica of the write region cut from
-/// every other replica (voters and read replicas) while clients still reach
-/// it, the classic setting of a deposed primary that keeps answering.
+/// the other replicas of its region while clients and the read regions
+/// still reach it, the classic setting of a deposed primary that keeps
+/// answering (and shipping to the read replicas).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Split {
@@ -143,6 +145,11 @@ pub struct RegionsParams {
     pub items: usize,
     /// Calls each client makes.
     pub ops_per_client: usize,
+    /// A client's pause before each call, ms, drawn uniformly from this
+    /// range: it spreads the calls over the fault window (without it the
+    /// clients are done long before the faults of its second half).
+    #[serde(default)]
+    pub think_ms: (u64, u64),
     /// Call weights.
     pub mix: RegionsMix,
     /// Every client's level (`strong`, `session`, `eventual`), or the mix when absent.
@@ -178,6 +185,7 @@ impl Default for RegionsParams {
             partitions: 2,
             items: 4,
             ops_per_client: 60,
+            think_ms: (0, 800),
             mix: RegionsMix::default(),
             consistency: None,
             stale_view_clients: 1,
@@ -360,6 +368,9 @@ impl ScenarioDef for Regions {
                 return Err(format!("unknown consistency '{c}'"));
             }
         }
+        if p.think_ms.0 > p.think_ms.1 {
+            return Err("think_ms has its low end above its high end".into());
+        }
         if p.fsync_ms.0 > p.fsync_ms.1 {
             return Err("fsync_ms has its low end above its high end".into());
         }
@@ -378,7 +389,7 @@ impl ScenarioDef for Regions {
     fn header(&self, p: &RegionsParams) -> String {
         format!(
             "write region r0: {} replicas; read regions: {}; clients={} ({} with a stale account view) \
-             partitions={} items={} ops/client={} consistency={}\n\
+             partitions={} items={} ops/client={} think={}..{} ms consistency={}\n\
              lease={} ms (drift bound {} ppm) election timeout={} ms heartbeat={} ms ship={} ms \
              fsync={}..{} ms request timeout={} ms; outages: {}; splits: {}",
             p.replicas,
@@ -388,6 +399,8 @@ impl ScenarioDef for Regions {
             p.partitions,
             p.items,
             p.ops_per_client,
+            p.think_ms.0,
+            p.think_ms.1,
             p.consistency.as_deref().unwrap_or("mix"),
             p.lease_ms,
             DRIFT_BOUND_PPM,
@@ -466,8 +479,8 @@ impl ScenarioDef for Regions {
         }
         for s in &p.splits {
             let me = format!("replica-{}", s.replica);
-            let peers: Vec<String> = (0..=p.read_regions)
-                .flat_map(|r| region_nodes(p, r))
+            let peers: Vec<String> = region_nodes(p, 0)
+                .into_iter()
                 .filter(|n| *n != me)
                 .collect();
             plan.events.push(FaultEvent {

@@ -193,27 +193,31 @@ impl Checker<RegionsHistory> for Routing {
             // The first attempt goes to the head of the list; a retry walks on.
             if let Some(a) = attempts_of(op, events).into_iter().next() {
                 let sent_ns = a.sent_ns.unwrap_or(events[a.at].at_ns);
-                let active = |m: &&Mark| {
-                    m.at_ns <= sent_ns
-                        && m.from_ms <= a.local_ms
-                        && a.local_ms + self.bounds.slack_ms < m.until_ms
-                };
+                // The SDK keeps one mark per region, the newest: marks of
+                // earlier calls in recording order, the last one per region.
+                let mut latest: BTreeMap<&str, &Mark> = BTreeMap::new();
+                for m in marks
+                    .iter()
+                    .filter(|m| m.op_id != op.id && m.at_ns <= sent_ns)
+                {
+                    latest.insert(m.region, m);
+                }
                 // The slack counts for the SDK both ways: the region it used
                 // must surely have been marked, and every other region counts
                 // as marked if it may still have been.
-                let maybe = |m: &&Mark| {
-                    m.at_ns <= sent_ns && a.local_ms < m.until_ms + self.bounds.slack_ms
+                let marked: BTreeSet<&str> = latest
+                    .values()
+                    .filter(|m| a.local_ms < m.until_ms + self.bounds.slack_ms)
+                    .map(|m| m.region)
+                    .collect();
+                let Some(m) = latest.get(a.region).copied().filter(|m| {
+                    m.from_ms <= a.local_ms && a.local_ms + self.bounds.slack_ms < m.until_ms
+                }) else {
+                    continue;
                 };
-                let marked: BTreeSet<&str> = marks.iter().filter(maybe).map(|m| m.region).collect();
-                let surely = marks.iter().filter(active).any(|m| m.region == a.region);
-                if !surely || regions.iter().all(|r| marked.contains(r)) {
+                if regions.iter().all(|r| marked.contains(r)) {
                     continue;
                 }
-                let m = marks
-                    .iter()
-                    .filter(active)
-                    .find(|m| m.region == a.region)
-                    .expect("a mark on the region is active");
                 violations.push(v(
                     op,
                     format!(
@@ -497,6 +501,31 @@ mod tests {
                 for_ms: None,
             },
         );
+        let c = check(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+    }
+
+    #[test]
+    fn only_the_newest_mark_of_a_region_counts_even_when_the_clock_stepped_back() {
+        // West marked at 1 s for 300 s, then (the client's clock stepped
+        // back) marked again at 0.5 s for 2 s: the SDK keeps the newer mark,
+        // which has run out when op 1 goes there at 10 s.
+        let mut b = failed_over();
+        b.h.node_events.push(overcast_sim::history::NodeEvent {
+            node: "client-0".into(),
+            at_ns: S,
+            local_ms: 500,
+            event: RegionEvent::Route {
+                op_id: 0,
+                what: route::MARK_UNAVAILABLE.into(),
+                region: "west".into(),
+                status: 0,
+                sub_status: 0,
+                for_ms: Some(2_000),
+            },
+        });
+        b.read("client-0", Session, "k", (10 * S, 11 * S), "e1", "b1");
+        ev(&mut b, 10, 1, route::ATTEMPT, "west", (200, 0));
         let c = check(&b);
         assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
     }

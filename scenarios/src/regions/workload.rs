@@ -140,6 +140,10 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
+        let think = rng.gen_range(p.think_ms.0..=p.think_ms.1);
+        if think > 0 {
+            madsim::time::sleep(std::time::Duration::from_millis(think)).await;
+        }
         if crate::ops::skipped_in("client", index, n).await {
             continue;
         }
