@@ -554,7 +554,6 @@ impl RegionClient {
     }
 }
 
-
 /// The account's write region (the first region if none is marked).
 fn true_write_region(regions: &[RegionInfo]) -> String {
     regions

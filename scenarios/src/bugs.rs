@@ -328,18 +328,6 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["CF10"],
     },
     BugInfo {
-        name: "stale_read_after_failover",
-        what: "a primary serves strong reads for as long as it believes it is primary, without its leader lease (and, trusting its role, does not step down without a majority), so a primary cut off from its replica set keeps answering after another took writes",
-        scenarios: &["regions"],
-        caught_by: &["linearizability"],
-    },
-    BugInfo {
-        name: "leader_lease_no_skew_margin",
-        what: "the leader lease has no margin for the stated clock drift bound, so an old primary's lease can outlast its followers' promises",
-        scenarios: &["regions"],
-        caught_by: &["linearizability"],
-    },
-    BugInfo {
         name: "session_token_ignored",
         what: "a replica serves a session read below the client's session token",
         scenarios: &["regions"],
@@ -365,15 +353,9 @@ pub const BUGS: &[BugInfo] = &[
     },
     BugInfo {
         name: "learner_reads_uncommitted",
-        what: "read replicas are shipped and apply entries the primary has not committed, so an eventual or session read can see a write a failover then loses",
+        what: "read replicas are shipped and apply entries the primary has not committed, so an eventual or session read can see a write a failover then loses (and its ETag, which the new primary then gives another version, lets an If-Match succeed on the wrong version)",
         scenarios: &["regions"],
-        caught_by: &["convergence", "durability", "R5"],
-    },
-    BugInfo {
-        name: "session_token_overwritten",
-        what: "the SDK replaces a partition's session token with the latest answer's instead of keeping the larger, so a lagging replica's answer lowers it",
-        scenarios: &["regions"],
-        caught_by: &["R5"],
+        caught_by: &["convergence", "durability", "R5", "linearizability"],
     },
 ];
 

@@ -488,7 +488,14 @@ mod tests {
         );
         ev(&mut b, 2, 0, route::MARK_UNAVAILABLE, "west", (0, 0));
         ev(&mut b, 2, 0, route::ATTEMPT, "west", (200, 0));
-        b.read("client-0", Session, "k", (10 * S + S / 2, 11 * S), "e1", "b1");
+        b.read(
+            "client-0",
+            Session,
+            "k",
+            (10 * S + S / 2, 11 * S),
+            "e1",
+            "b1",
+        );
         b.event(
             "client-0",
             10 * S + S / 2,
