@@ -319,7 +319,7 @@ impl RegionClient {
 
     /// One attempt: send, wait for the matching answer until the timeout.
     async fn attempt(&mut self, to: SocketAddr, req: &RegionRequest) -> Option<RegionResponse> {
-        let bytes = wire::to_bytes(&Datagram::Client(req.clone()));
+        let bytes = wire::to_bytes(&Datagram::Client(Box::new(req.clone())));
         let sent = wire::send_datagram(&self.ep, to, REPLICA_TAG, &bytes, &self.cfg.send).await;
         let deadline = Instant::now() + self.cfg.request_timeout;
         if sent.is_err() {

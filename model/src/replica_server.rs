@@ -122,7 +122,7 @@ pub enum Datagram {
         msg: Message,
     },
     /// From a client.
-    Client(RegionRequest),
+    Client(Box<RegionRequest>),
 }
 
 /// A replica node's settings.
