@@ -18,7 +18,9 @@
 //!
 //! Model choices of this checker (not SPEC): a region move is counted
 //! against the budget of the status of the attempt before it; the 410
-//! window runs from the first attempt of a run of attempts in one region;
+//! window runs from the first attempt of a streak of 410s in one region
+//! (an attempt that ended otherwise, e.g. a connection error the SDK failed
+//! over from, starts a new transport request and so a new window);
 //! times allow `slack_ms` for the client's clock drift and event
 //! recording; the unavailable mark is judged for session and eventual
 //! reads only (a single-write account has one write region, which writes
@@ -310,6 +312,8 @@ impl Routing {
                 }
                 run_start = i;
                 name_cache = 0;
+            } else if i > 0 && attempts[i - 1].status != 410 {
+                run_start = i;
             }
             if (a.status, a.sub_status) == (410, 1000) {
                 name_cache += 1;
@@ -535,6 +539,42 @@ mod tests {
         ev(&mut b, 10, 1, route::ATTEMPT, "west", (200, 0));
         let c = check(&b);
         assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+    }
+
+    /// One read in region west: attempts sent at `sent` seconds ending with
+    /// `statuses`, each 410 followed by its address refresh.
+    fn attempts_at(sent: &[u64], statuses: &[(u16, u16)]) -> Builder {
+        let mut b = Builder::new();
+        b.read("client-0", Session, "k", (S, 45 * S), "e1", "b1");
+        for (&at, &st) in sent.iter().zip(statuses) {
+            ev(&mut b, at, 0, route::ATTEMPT, "west", st);
+            if st.0 == 410 {
+                ev(&mut b, at, 0, route::REFRESH_ADDRESSES, "west", st);
+            }
+        }
+        b.h.ops[0].attempts = sent
+            .iter()
+            .map(|&s| Sent {
+                sent_ns: s * S,
+                waited_ns: 0,
+                result: AttemptResult::Timeout,
+            })
+            .collect();
+        b
+    }
+
+    #[test]
+    fn the_410_window_starts_at_the_first_410_of_a_streak() {
+        // Connection errors for 40 s in one region, then two 410s 1 s apart:
+        // the window runs from the first 410, not from the first attempt.
+        let b = attempts_at(&[1, 40, 41, 42], &[(0, 0), (410, 0), (410, 0), (200, 0)]);
+        let c = check(&b);
+        assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+        // A streak of 410s longer than the window still breaks R6.
+        let b = attempts_at(&[1, 2, 40], &[(410, 0), (410, 0), (200, 0)]);
+        let c = check(&b);
+        assert_eq!(c.verdict().violations().len(), 1, "{c:?}");
+        assert!(c.verdict().violations()[0].message.contains("410 window"));
     }
 
     #[test]
