@@ -213,3 +213,16 @@ fn the_retry_bugs_are_still_found_in_the_throttling_variant() {
         );
     }
 }
+
+#[test]
+fn a_throttled_failure_is_rerun_and_saved_as_throttled() {
+    let s = throttled_seed(538);
+    let cmd = overcast_scenarios::saved::run_command(&s);
+    assert!(cmd.ends_with("run occ --seed 538 --throttle"), "{cmd}");
+    assert_eq!(
+        overcast_scenarios::saved::failure_stem(&s),
+        "occ-seed538-throttle"
+    );
+    let plain = occ_seed(538);
+    assert!(!overcast_scenarios::saved::run_command(&plain).contains("--throttle"));
+}
