@@ -8,6 +8,7 @@ use overcast_sim::disk::SimDisk;
 use overcast_sim::faults::NetworkFaults;
 use overcast_sim::world::NodeEnv;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,7 +26,21 @@ pub struct DiskAdapter(pub SimDisk);
 
 impl LogDevice for DiskAdapter {
     fn append(&self, bytes: &[u8]) {
-        self.0.append(bytes)
+        // A log record is named by its partition and LSN, so that its disk
+        // faults do not move when a shrunk run writes fewer records before
+        // it (to other partitions); anything else by its place.
+        let records = overcast_model::wal::scan_fragment(bytes);
+        if records.valid == bytes.len() && !records.records.is_empty() {
+            let names: Vec<u8> = records
+                .records
+                .iter()
+                .flat_map(|r| [u64::from(r.partition).to_le_bytes(), r.lsn.to_le_bytes()])
+                .flatten()
+                .collect();
+            self.0.append_as(overcast_sim::rng::fnv1a(&names), bytes)
+        } else {
+            self.0.append(bytes)
+        }
     }
     fn sync(&self) -> Result<(), SyncError> {
         self.0.sync().map_err(|_| SyncError)
@@ -42,11 +57,19 @@ impl LogDevice for DiskAdapter {
 /// every node's [`NetworkAdapter`] of one run.
 pub type NetworkCounts = Arc<Mutex<BTreeMap<String, u64>>>;
 
-/// The plan's network faults as the model's [`SendFaults`], drawn from one
-/// node incarnation's own stream.
+/// The plan's network faults as the model's [`SendFaults`]. Each datagram's
+/// faults are drawn from a stream of its own, keyed by the run's seed, the
+/// sending incarnation, the receiver, the operation the sender drew last
+/// ([`crate::ops::current`]) and the datagram's number among those: leaving
+/// an operation out (the shrinker's history pass) leaves every other
+/// operation's datagrams their faults.
 pub struct NetworkAdapter {
     faults: NetworkFaults,
-    rng: Mutex<rand_chacha::ChaCha8Rng>,
+    seed: u64,
+    /// The sending incarnation's name.
+    sender: String,
+    /// Datagrams sent so far, by receiver and operation.
+    sent: Mutex<BTreeMap<(SocketAddr, Option<usize>), u64>>,
     counts: NetworkCounts,
 }
 
@@ -59,18 +82,28 @@ impl NetworkAdapter {
         }
         SendPolicy(Some(Arc::new(NetworkAdapter {
             faults: env.network.clone(),
-            rng: Mutex::new(env.network_rng()),
+            seed: env.seed,
+            sender: env.incarnation_name(),
+            sent: Mutex::default(),
             counts: counts.clone(),
         })))
     }
 }
 
 impl SendFaults for NetworkAdapter {
-    fn copies(&self) -> Vec<Duration> {
-        let copies = {
-            let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
-            self.faults.copies(&mut *rng)
+    fn copies(&self, to: SocketAddr) -> Vec<Duration> {
+        let op = crate::ops::current(&self.sender);
+        let n = {
+            let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
+            let n = sent.entry((to, op)).or_default();
+            *n += 1;
+            *n
         };
+        let op = op.map_or_else(|| "-".to_string(), |op| op.to_string());
+        let key = format!("net-{}-{to}-{op}-{n}", self.sender);
+        let copies = self
+            .faults
+            .copies(&mut overcast_sim::rng::stream(self.seed, &key));
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         if !copies[0].is_zero() {
             *counts.entry("reorder".into()).or_default() += 1;

@@ -40,6 +40,8 @@ struct Active {
     skip: SkipSet,
     pace: Pace,
     drawn: Drawn,
+    /// Per node, the operation it drew last.
+    current: BTreeMap<String, usize>,
 }
 
 thread_local! {
@@ -60,6 +62,7 @@ impl OpPlan {
             skip: skip.clone(),
             pace: pace.clone(),
             drawn: Drawn::new(),
+            current: BTreeMap::new(),
         };
         OpPlan {
             previous: Some(ACTIVE.with(|a| a.borrow_mut().replace(active))),
@@ -113,6 +116,7 @@ pub async fn skipped(node: &str, op: usize) -> bool {
     let decided = ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         let a = a.as_mut()?;
+        a.current.insert(node.to_string(), op);
         if a.skip.get(node).is_some_and(|s| s.contains(&op)) {
             record(&mut a.drawn, node, op, now_ns());
             return Some((true, 0));
@@ -136,6 +140,14 @@ pub async fn skipped(node: &str, op: usize) -> bool {
         });
     }
     skip
+}
+
+/// The operation node `node` (its name or incarnation name) drew last in
+/// the run on this thread, if any: what the datagrams it sends now belong
+/// to (see `bridge::NetworkAdapter`).
+pub fn current(node: &str) -> Option<usize> {
+    let node = node_of(node);
+    ACTIVE.with(|a| a.borrow().as_ref()?.current.get(node).copied())
 }
 
 /// [`skipped`] for node `index` of role `role` (e.g. `client`, 3).

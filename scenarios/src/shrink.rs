@@ -3,8 +3,9 @@
 //! helps:
 //!
 //! 1. parameters: greedily try the scenario's own reductions (fewer clients,
-//!    operations, items, ...) and the envelope's (no packet loss, disk
-//!    faults, duplicated and reordered datagrams, clock faults);
+//!    operations, items, no occ liveness probe, ...) and the envelope's (no
+//!    packet loss, disk faults, duplicated and reordered datagrams, a
+//!    shorter active phase, clock faults);
 //! 2. the history: leave out individual client operations (the scenario's
 //!    `skip` set, see [`crate::ops`]) and fault events, delta-debugging
 //!    style: halves, then quarters, ... then one at a time. The operations
@@ -12,7 +13,10 @@
 //!    that leaving one out does not pull the rest of its client's forward.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
-//! a fault event or an operation never reshuffles the others. The whole
+//! a fault event or an operation never reshuffles the others, and the
+//! network and disk draw each datagram's and record's faults from a stream
+//! keyed by its identity, so they stay on the datagrams and records that
+//! remain (see `bridge::NetworkAdapter`, `overcast_sim::disk`). The whole
 //! shrink is bounded by a number of candidate runs.
 
 use crate::ops::SkipSet;
