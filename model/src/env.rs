@@ -29,11 +29,11 @@ pub trait LogDevice: Send + Sync {
     fn truncate(&self, len: usize);
 }
 
-/// What the network does to one datagram the model sends, beyond loss and
-/// latency: the delays after which copies of it are sent.
+/// What the network does to one datagram the model sends, beyond the least
+/// latency: the delays after which copies of it are sent (none: it is lost).
 pub trait SendFaults: Send + Sync {
     /// `[0]` for a plain send; a later first delay holds the datagram back
-    /// (reordering); a second delay sends a duplicate. `to` is the
+    /// (latency, reordering); a second delay sends a duplicate; empty: lost. `to` is the
     /// datagram's receiver, so that faults can be drawn link by link.
     fn copies(&self, to: std::net::SocketAddr) -> Vec<Duration>;
 }

@@ -7,6 +7,7 @@ use overcast_sim::clock::NodeClock;
 use overcast_sim::disk::SimDisk;
 use overcast_sim::faults::NetworkFaults;
 use overcast_sim::world::NodeEnv;
+use rand::Rng;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -57,17 +58,26 @@ impl LogDevice for DiskAdapter {
 /// every node's [`NetworkAdapter`] of one run.
 pub type NetworkCounts = Arc<Mutex<BTreeMap<String, u64>>>;
 
-/// The plan's network faults as the model's [`SendFaults`]. Each datagram's
-/// faults are drawn from a stream of its own, keyed by the run's seed, the
-/// sending incarnation, the receiver, the operation the sender drew last
-/// ([`crate::ops::current`]) and the datagram's number among those: leaving
-/// an operation out (the shrinker's history pass) leaves every other
-/// operation's datagrams their faults.
+/// The plan's network faults as the model's [`SendFaults`]: loss, the
+/// latency above the least (madsim applies the least), duplicated and
+/// held-back datagrams. Each datagram's are drawn from a stream of its own,
+/// keyed by the run's seed, the sending incarnation, the receiver, the
+/// operation it belongs to and its number among those: leaving an operation
+/// out (the shrinker's history pass) leaves every other operation's
+/// datagrams their fates. A datagram belongs to the operation its sender
+/// drew last ([`crate::ops::current`]), or, from a node that draws none (a
+/// server), to the one its receiver drew last (the reply to it).
 pub struct NetworkAdapter {
     faults: NetworkFaults,
+    /// Share of datagrams lost.
+    packet_loss: f64,
+    /// Latency range, ns: madsim applies the least, the adapter the rest.
+    latency_ns: (u64, u64),
     seed: u64,
     /// The sending incarnation's name.
     sender: String,
+    /// Node names by address (the receivers).
+    topology: Arc<overcast_sim::world::Topology>,
     /// Datagrams sent so far, by receiver and operation.
     sent: Mutex<BTreeMap<(SocketAddr, Option<usize>), u64>>,
     counts: NetworkCounts,
@@ -75,15 +85,23 @@ pub struct NetworkAdapter {
 
 impl NetworkAdapter {
     /// The send policy of the node `env` describes; counts go to `counts`.
-    /// No faults in the plan: no policy (nothing drawn).
+    /// No faults and no latency range in the plan: no policy (nothing drawn).
     pub fn policy(env: &NodeEnv, counts: &NetworkCounts) -> SendPolicy {
-        if env.network.duplicate <= 0.0 && env.network.reorder <= 0.0 {
+        let (lo, hi) = env.latency_ms;
+        if env.network.duplicate <= 0.0
+            && env.network.reorder <= 0.0
+            && env.packet_loss <= 0.0
+            && hi <= lo
+        {
             return SendPolicy::default();
         }
         SendPolicy(Some(Arc::new(NetworkAdapter {
             faults: env.network.clone(),
+            packet_loss: env.packet_loss,
+            latency_ns: (lo * 1_000_000, hi.max(lo) * 1_000_000),
             seed: env.seed,
             sender: env.incarnation_name(),
+            topology: env.topology.clone(),
             sent: Mutex::default(),
             counts: counts.clone(),
         })))
@@ -92,7 +110,10 @@ impl NetworkAdapter {
 
 impl SendFaults for NetworkAdapter {
     fn copies(&self, to: SocketAddr) -> Vec<Duration> {
-        let op = crate::ops::current(&self.sender);
+        let op = crate::ops::current(&self.sender).or_else(|| {
+            let receiver = self.topology.node_at(to)?;
+            crate::ops::current(&receiver)
+        });
         let n = {
             let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
             let n = sent.entry((to, op)).or_default();
@@ -101,9 +122,17 @@ impl SendFaults for NetworkAdapter {
         };
         let op = op.map_or_else(|| "-".to_string(), |op| op.to_string());
         let key = format!("net-{}-{to}-{op}-{n}", self.sender);
-        let copies = self
-            .faults
-            .copies(&mut overcast_sim::rng::stream(self.seed, &key));
+        let mut rng = overcast_sim::rng::stream(self.seed, &key);
+        if self.packet_loss > 0.0 && rng.gen_bool(self.packet_loss.clamp(0.0, 1.0)) {
+            return Vec::new();
+        }
+        let (lo, hi) = self.latency_ns;
+        let extra = Duration::from_nanos(if hi > lo {
+            rng.gen_range(0..hi - lo)
+        } else {
+            0
+        });
+        let copies = self.faults.copies(&mut rng);
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         if !copies[0].is_zero() {
             *counts.entry("reorder".into()).or_default() += 1;
@@ -111,6 +140,6 @@ impl SendFaults for NetworkAdapter {
         if copies.len() > 1 {
             *counts.entry("duplicate".into()).or_default() += 1;
         }
-        copies
+        copies.into_iter().map(|d| d + extra).collect()
     }
 }
