@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// operation exercised (row, cell, count).
     #[arg(long)]
     pub coverage: bool,
+    /// `occ` only: the throttling variant (429 storms and 410 streaks per
+    /// partition, so that the 429 budget and the 410 window are spent).
+    #[arg(long)]
+    pub throttle: bool,
 }
 
 /// Arguments of `overcast sweep`.
@@ -98,6 +102,9 @@ pub struct SweepArgs {
     /// seeds that did not pass.
     #[arg(long)]
     pub coverage: bool,
+    /// `occ` only: the throttling variant (see `run --help`).
+    #[arg(long)]
+    pub throttle: bool,
 }
 
 /// Arguments of `overcast merge`.
@@ -196,11 +203,15 @@ fn scenario_for(
     bugs: &[String],
     swarm: bool,
     faults: &str,
+    throttle: bool,
 ) -> Result<(&'static dyn DynScenario, Scenario), String> {
     let def = registry::find(name)?;
     let mut s = overcast_scenarios::scenario::with_profile(def, Scenario::new(def, seed), faults)?;
     s.bugs = bugs.to_vec();
     s.swarm = swarm;
+    if throttle {
+        overcast_scenarios::occ::throttled(&mut s)?;
+    }
     s.validate_with(def)?;
     Ok((def, s))
 }
@@ -300,6 +311,7 @@ pub fn run(args: &RunArgs) -> u8 {
         &args.bugs,
         args.swarm,
         &args.faults,
+        args.throttle,
     ) {
         Ok(x) => x,
         Err(e) => return bad_input(e),
@@ -465,7 +477,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     };
     let mut defs = Vec::new();
     for name in &names {
-        match scenario_for(name, 0, &args.bugs, args.swarm, &args.faults) {
+        match scenario_for(name, 0, &args.bugs, args.swarm, &args.faults, args.throttle) {
             Ok((def, _)) => defs.push(def),
             Err(e) => return bad_input(e),
         }
@@ -496,9 +508,16 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let name = def.name();
         let started = Instant::now();
         let make = |seed: u64| {
-            scenario_for(name, seed, &args.bugs, args.swarm, &args.faults)
-                .expect("validated above")
-                .1
+            scenario_for(
+                name,
+                seed,
+                &args.bugs,
+                args.swarm,
+                &args.faults,
+                args.throttle,
+            )
+            .expect("validated above")
+            .1
         };
         let shard_of = |s: Vec<u64>| match shard {
             Some((k, n)) => overcast_scenarios::sweep::shard(&s, k, n),
@@ -620,9 +639,16 @@ fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) 
     }
     let started = Instant::now();
     let (coverage, failed) = overcast_scenarios::occ::coverage::over_seeds(seeds, jobs, |seed| {
-        scenario_for("occ", seed, &args.bugs, args.swarm, &args.faults)
-            .expect("validated above")
-            .1
+        scenario_for(
+            "occ",
+            seed,
+            &args.bugs,
+            args.swarm,
+            &args.faults,
+            args.throttle,
+        )
+        .expect("validated above")
+        .1
     });
     for (seed, problem) in &failed {
         println!("seed {seed} did not pass: {problem}");

@@ -3,16 +3,18 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use overcast_lin::gen::{bench_cases, generate, unknown_write_chains};
-use overcast_lin::kv::{parse_kvhist, KvHistory};
+use overcast_lin::kv::{parse_kvhist, to_kvhist, KvHistory};
 use overcast_lin::{check, Options, Verdict};
 use std::path::Path;
 use std::time::Duration;
 
-fn etcd() -> Vec<KvHistory> {
+/// The files of one corpus of `../shared/histories`, by name, with their text.
+fn corpus(name: &str) -> Vec<(String, String)> {
     let dir = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/histories/porcupine-etcd"
-    ));
+        "/../../shared/histories"
+    ))
+    .join(name);
     let mut files: Vec<_> = match std::fs::read_dir(dir) {
         Ok(d) => d.filter_map(|e| e.ok().map(|e| e.path())).collect(),
         Err(_) => return Vec::new(),
@@ -20,8 +22,26 @@ fn etcd() -> Vec<KvHistory> {
     files.sort();
     files
         .iter()
-        .filter_map(|f| parse_kvhist(&std::fs::read_to_string(f).ok()?).ok())
+        .filter_map(|f| {
+            let stem = f.file_stem()?.to_string_lossy().into_owned();
+            Some((stem, std::fs::read_to_string(f).ok()?))
+        })
         .collect()
+}
+
+fn etcd() -> Vec<KvHistory> {
+    corpus("porcupine-etcd")
+        .iter()
+        .filter_map(|(_, text)| parse_kvhist(text).ok())
+        .collect()
+}
+
+/// The verdict a kvhist/1 file expects (`meta.expected`).
+fn expected(h: &KvHistory) -> Verdict {
+    match h.expected.as_deref() {
+        Some("not_linearizable") => Verdict::NotLinearizable,
+        _ => Verdict::Linearizable,
+    }
 }
 
 fn opts() -> Options {
@@ -51,6 +71,23 @@ fn bench(c: &mut Criterion) {
         });
     }
 
+    // Porcupine's multi-key kv logs (50 clients, with append), as files:
+    // parsing included.
+    for (stem, text) in corpus("porcupine-kv") {
+        if !stem.starts_with("c50") {
+            continue;
+        }
+        let want = parse_kvhist(&text).map(|h| expected(&h));
+        let name = format!("porcupine_kv_{}", stem.replace('-', "_"));
+        g.bench_function(&name, |b| {
+            b.iter(|| {
+                let h = parse_kvhist(&text).expect("parse");
+                let r = check(&h.spec, &h.ops, &opts());
+                assert_eq!(Ok(r.verdict), want, "{name}");
+            })
+        });
+    }
+
     for (name, gen_opts) in bench_cases() {
         let stale = gen_opts.stale_read;
         let h = generate(&gen_opts);
@@ -65,6 +102,19 @@ fn bench(c: &mut Criterion) {
                 assert_eq!(r.verdict, want, "{name}");
             })
         });
+        if gen_opts.keys > 1 {
+            // End to end as `overcast check` does it: the kvhist/1 text is
+            // parsed, then checked.
+            let text = to_kvhist(&h.spec, &h.ops, None);
+            let name = format!("{name}_from_json");
+            g.bench_function(&name, |b| {
+                b.iter(|| {
+                    let h = parse_kvhist(&text).expect("parse");
+                    let r = check(&h.spec, &h.ops, &opts());
+                    assert_eq!(r.verdict, want, "{name}");
+                })
+            });
+        }
     }
     for (ops, label) in [(1_000, "1k"), (30_000, "30k"), (100_000, "100k")] {
         for bad in [false, true] {

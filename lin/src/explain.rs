@@ -25,6 +25,8 @@ pub(crate) const CHECK_STEPS: u64 = 2_000_000;
 const SHRINK_STEPS: u64 = 20_000_000;
 /// Candidate sub-histories tried while shrinking one failure.
 const SHRINK_TRIES: usize = 2_000;
+/// Fresh shrinking budgets for narrower starts after one ran out.
+const SHRINK_REFILLS: usize = 2;
 /// Operations that doomed configurations a pruned search dropped, tried as
 /// the one that cannot be placed.
 const DOOM_CANDIDATES: usize = 4;
@@ -257,7 +259,8 @@ fn gives_what_x_needs<P: Spec>(
 /// at `x`: complements of chunks first, then single operations; `x` and the
 /// writes that give what it needs ([`gives_what_x_needs`]) stay. With budget
 /// to spare, the result is 1-minimal: removing any other one operation makes
-/// it linearizable up to `x`'s return, or fail elsewhere.
+/// it linearizable up to `x`'s return, or fail elsewhere (then the flag
+/// returned is true).
 #[allow(clippy::too_many_arguments)]
 fn shrink<P: Spec>(
     spec: &P,
@@ -267,7 +270,7 @@ fn shrink<P: Spec>(
     x: usize,
     opts: &Options,
     budget: &mut Budget,
-) -> Vec<usize> {
+) -> (Vec<usize>, bool) {
     let kept: Vec<usize> = w
         .iter()
         .copied()
@@ -280,15 +283,18 @@ fn shrink<P: Spec>(
             .copied()
             .filter(|&o| o != x && kept.binary_search(&o).is_err())
             .collect();
-        if others.is_empty() || !budget.left() {
-            return w;
+        if others.is_empty() {
+            return (w, true);
+        }
+        if !budget.left() {
+            return (w, false);
         }
         let parts_now = parts.min(others.len());
         let chunk = others.len().div_ceil(parts_now);
         let mut removed = false;
         for c in others.chunks(chunk) {
             if !budget.left() {
-                return w;
+                return (w, false);
             }
             let trial: Vec<usize> = w
                 .iter()
@@ -304,7 +310,7 @@ fn shrink<P: Spec>(
         if removed {
             parts = parts.saturating_sub(1).max(2);
         } else if chunk == 1 {
-            return w;
+            return (w, true);
         } else {
             parts = (parts * 2).min(others.len());
         }
@@ -345,13 +351,19 @@ fn explain_window<P: Spec>(
             .any(|&o| gives_what_x_needs(spec, &st.state, kops, o, x))
     });
     starts.extend(rest);
+    // A start whose window is too wide to shrink within the budget gives a
+    // sub-history that is not minimal: then later starts (narrower windows)
+    // get a fresh budget, a bounded number of times, and the first such
+    // sub-history is the fallback.
+    let mut fallback: Option<Explained<P::State>> = None;
+    let mut refills = SHRINK_REFILLS;
     for st in starts {
         let w = st.window;
         match cut_check(spec, &st.state, kops, &w, x, opts, &mut budget, false) {
             Cut::FailsAt(_) => {}
             Cut::Other | Cut::Unknown => continue,
         }
-        let w = shrink(spec, &st.state, kops, w, x, opts, &mut budget);
+        let (w, minimal) = shrink(spec, &st.state, kops, w, x, opts, &mut budget);
         // The final search records the longest partial linearization; it
         // is the same search as the last successful check, so it fails at x
         // again (given steps for it whatever the shrinking left).
@@ -361,17 +373,30 @@ fn explain_window<P: Spec>(
             deadline: None,
         };
         if let Cut::FailsAt(info) = cut_check(spec, &st.state, kops, &w, x, opts, &mut last, true) {
-            return Some(Explained {
+            let found = Explained {
                 ops: w,
                 start: st.state,
                 start_note: (st.of > 1).then_some(st.of),
                 settled_before: st.settled,
                 settled_ops: st.settled_ops,
                 info,
-            });
+            };
+            if minimal {
+                return Some(found);
+            }
+            if refills == 0 {
+                return Some(fallback.unwrap_or(found));
+            }
+            refills -= 1;
+            fallback.get_or_insert(found);
+            budget = Budget {
+                steps: SHRINK_STEPS,
+                tries: SHRINK_TRIES,
+                deadline,
+            };
         }
     }
-    None
+    fallback
 }
 
 /// A place to start a sub-history from.

@@ -477,6 +477,7 @@ pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
             1,
         ),
         ("100k_ops_100_keys_ok", false, false, 100_000, 32, 100),
+        ("100k_ops_100_keys_bad", false, true, 100_000, 32, 100),
     ]
     .into_iter()
     .map(|(name, versions, stale_read, ops, clients, keys)| {

@@ -63,6 +63,10 @@ model_bugs! {
     /// Client: retries a 429 at once instead of waiting for the server's
     /// `x-ms-retry-after-ms`.
     ignore_retry_after,
+    /// Client transport: re-sends a throttled (429) request once at once,
+    /// below the retry policy, so the server's retry-after is ignored and the
+    /// re-send is neither in the SDK's attempt log nor in its 429 budget.
+    transport_retries_throttled,
     /// Server: executes every request it receives, duplicates included (no
     /// table of recent outcomes), so a delayed copy of a write applies it again.
     no_dedup,

@@ -9,7 +9,9 @@ use crate::env::SendPolicy;
 use crate::partition::{Request, Response};
 use crate::retry::{AttemptOutcome, Decision, FinalOutcome, RetryOptions, RetryState};
 use crate::store::{Conditions, ItemKey, StoreRequest, StoreResponse};
-use crate::wire::{self, WireReply, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
+use crate::wire::{
+    self, OperationId, WireReply, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
+};
 use madsim::net::Endpoint;
 use madsim::time::{sleep_until, Instant};
 use rand::{Rng, RngCore};
@@ -30,7 +32,7 @@ pub struct ClientConfig {
     /// Retry budgets and the request timeout.
     pub retry: RetryOptions,
     /// The seeded bugs: the client reads `retry_write_after_timeout`,
-    /// `ignore_retry_after` and `rmw_blind_fallback`.
+    /// `ignore_retry_after`, `transport_retries_throttled` and `rmw_blind_fallback`.
     pub bugs: ModelBugs,
     /// What the network does to the requests the client sends (duplicates,
     /// reordering); none by default.
@@ -62,6 +64,8 @@ pub struct CallResult<R = StoreResponse> {
     pub invoke_ns: u64,
     /// See `invoke_ns`.
     pub return_ns: u64,
+    /// The operation's id, sent on every attempt.
+    pub operation: OperationId,
 }
 
 impl<R> CallResult<R> {
@@ -74,6 +78,7 @@ impl<R> CallResult<R> {
             attempts: self.attempts,
             invoke_ns: self.invoke_ns,
             return_ns: self.return_ns,
+            operation: self.operation,
         }
     }
 }
@@ -81,9 +86,10 @@ impl<R> CallResult<R> {
 /// Receives every call the client makes, as it finishes.
 pub trait CallObserver {
     /// A logical call is about to be sent, at `invoke_ns` (the `invoke_ns` its
-    /// result will carry). A node that crashes mid-call never reaches
-    /// [`CallObserver::on_call`]: this is how an observer learns of the call.
-    fn on_invoke(&mut self, _request: &StoreRequest, _invoke_ns: u64) {}
+    /// result will carry), as `operation` on every attempt. A node that
+    /// crashes mid-call never reaches [`CallObserver::on_call`]: this is how
+    /// an observer learns of the call.
+    fn on_invoke(&mut self, _request: &StoreRequest, _invoke_ns: u64, _operation: OperationId) {}
     /// One logical call and its result.
     fn on_call(&mut self, request: &StoreRequest, result: &CallResult);
 }
@@ -100,6 +106,8 @@ pub struct StoreClient {
     /// This connection's session id, sent with every attempt.
     session: u64,
     next_req: u64,
+    /// The last logical operation's number in this session.
+    next_op: u64,
     rng: Box<dyn RngCore + Send>,
     buf: Vec<u8>,
     out: Vec<u8>,
@@ -119,6 +127,7 @@ impl StoreClient {
             cfg,
             session: rng.gen(),
             next_req: 0,
+            next_op: 0,
             rng,
             buf: vec![0u8; MAX_DATAGRAM],
             out: Vec::new(),
@@ -131,17 +140,54 @@ impl StoreClient {
         (p, self.cfg.servers[p as usize % self.cfg.servers.len()])
     }
 
-    /// One attempt: send, then wait for the matching answer until the timeout.
-    /// `op` is the operation's wire encoding, made once per logical call.
+    /// The id the next logical call will send on every attempt.
+    pub fn next_operation(&self) -> OperationId {
+        OperationId {
+            session: self.session,
+            op: self.next_op + 1,
+        }
+    }
+
+    /// One attempt as the retry policy sees it: [`StoreClient::send_once`],
+    /// and, under the seeded bug `transport_retries_throttled`, a second send
+    /// at once after a 429, below the policy (neither logged nor counted).
     async fn attempt(
         &mut self,
         partition: u32,
         to: SocketAddr,
         op: &[u8],
+        operation: OperationId,
+    ) -> (AttemptOutcome, Option<Response>) {
+        let first = self.send_once(partition, to, op, operation).await;
+        let throttled = matches!(first.0, AttemptOutcome::Response { status: 429, .. });
+        if throttled && self.cfg.bugs.transport_retries_throttled {
+            return self.send_once(partition, to, op, operation).await;
+        }
+        first
+    }
+
+    /// One request on the wire: send, then wait for the matching answer until
+    /// the timeout. `op` is the operation's wire encoding, made once per
+    /// logical call.
+    async fn send_once(
+        &mut self,
+        partition: u32,
+        to: SocketAddr,
+        op: &[u8],
+        operation: OperationId,
     ) -> (AttemptOutcome, Option<Response>) {
         self.next_req += 1;
         let req_id = self.next_req;
-        wire::encode_request(&mut self.out, req_id, partition, op, self.session);
+        // Stamped with the send instant, so the servers' side can measure the
+        // SDK's wait between its own sends of one operation.
+        wire::encode_request(
+            &mut self.out,
+            req_id,
+            partition,
+            op,
+            operation,
+            sim_now_ns(),
+        );
         let sent = wire::send_datagram(&self.ep, to, REQUEST_TAG, &self.out, &self.cfg.send).await;
         let deadline = Instant::now() + self.cfg.retry.request_timeout;
         if sent.is_err() {
@@ -201,13 +247,16 @@ impl StoreClient {
             attempts: r.attempts,
             invoke_ns: r.invoke_ns,
             return_ns: r.return_ns,
+            operation: r.operation,
         }
     }
 
     /// One logical call to any service with the SDK's retries. The request is
     /// encoded once, and every attempt sends that encoding under its own
-    /// request id.
+    /// request id and the call's operation id.
     pub async fn request(&mut self, op: &Request) -> CallResult<Response> {
+        let operation = self.next_operation();
+        self.next_op = operation.op;
         let kind = op.retry_kind(self.cfg.bugs.acquire_not_idempotent_retry);
         let mut state = RetryState::new(
             kind,
@@ -221,7 +270,7 @@ impl StoreClient {
         let mut waited = Duration::ZERO;
         loop {
             let sent_ns = sim_now_ns();
-            let (outcome, response) = self.attempt(partition, to, &op_bytes).await;
+            let (outcome, response) = self.attempt(partition, to, &op_bytes, operation).await;
             tracing::debug!(
                 "{} attempt {}: {outcome:?}",
                 describe_request(op),
@@ -261,6 +310,7 @@ impl StoreClient {
                         attempts,
                         invoke_ns,
                         return_ns: sim_now_ns(),
+                        operation,
                     };
                 }
             }
@@ -273,7 +323,7 @@ impl StoreClient {
         op: StoreRequest,
         observer: &mut dyn CallObserver,
     ) -> CallResult {
-        observer.on_invoke(&op, sim_now_ns());
+        observer.on_invoke(&op, sim_now_ns(), self.next_operation());
         let result = self.call_ref(&op).await;
         observer.on_call(&op, &result);
         result

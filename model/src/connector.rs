@@ -31,6 +31,7 @@ use crate::queue::{
     Hashes, ItemStatus, PushItem, PushType, QueueConfig, QueueRequest, QueueResponse,
 };
 use crate::retry::FinalOutcome;
+use crate::wire::OperationId;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -361,6 +362,8 @@ impl Connector {
                 attempts: Vec::new(),
                 invoke_ns: now,
                 return_ns: now,
+                // Never sent, so it names no operation on the wire.
+                operation: OperationId::default(),
             };
         }
         let token = self.obs.begin(&req, source);

@@ -86,14 +86,9 @@ pub fn describe(op: &LeaseRequest) -> String {
 impl StoreClient {
     /// One lease request with the SDK's retries.
     pub async fn lease(&mut self, req: &LeaseRequest) -> CallResult<LeaseResponse> {
-        let r = self.request(&Request::Lease(req.clone())).await;
-        CallResult {
-            outcome: r.outcome,
-            response: r.response.and_then(Response::into_lease),
-            attempts: r.attempts,
-            invoke_ns: r.invoke_ns,
-            return_ns: r.return_ns,
-        }
+        self.request(&Request::Lease(req.clone()))
+            .await
+            .map_response(Response::into_lease)
     }
 
     /// Acquire: `duration_s` 15–60 or −1 (infinite). Retried after a timeout only

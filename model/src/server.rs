@@ -34,7 +34,8 @@ use crate::partition::Partitions;
 use crate::retry::sub_status;
 use crate::wal::{self, LogRecord};
 use crate::wire::{
-    self, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
+    self, OperationId, WireReply, WireRequest, WireResponse, MAX_DATAGRAM, REQUEST_TAG,
+    RESPONSE_TAG,
 };
 use madsim::net::Endpoint;
 use madsim::time::sleep;
@@ -85,6 +86,73 @@ pub struct FaultRates {
     /// Share of the 429s sent with `x-ms-retry-after-ms: 0` (the SDK then waits 5 s, §4.2).
     #[serde(default)]
     pub throttle_zero_retry_after: f64,
+    /// Storms (the throttling variant): per partition, a stretch of time in
+    /// which every request is answered 429, or 410; `None`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storms: Option<Storms>,
+}
+
+/// 429 storms and 410 streaks per partition: long enough that an operation
+/// meets its 429 budget (9 retries, 30 s of waits, SPEC §4.2) or its 410
+/// window (30 s, SPEC §4.1 row 410). The 429s carry a retry-after (or none,
+/// or 0) as the other fault rates say; the 410s their sub-statuses.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Storms {
+    /// Chance, per request to a partition not in a storm, that a 429 storm starts.
+    pub throttle: f64,
+    /// Chance, per such request, that a 410 streak starts.
+    pub gone: f64,
+    /// How long a storm or streak lasts, ms range.
+    pub duration_ms: (u64, u64),
+    /// True time (ms since the start of the run) after which no storm
+    /// starts or lasts: the scenario's workload is over by then, so that
+    /// whatever runs after the heal meets none.
+    pub until_ms: u64,
+}
+
+/// The storms under way, per partition of one server incarnation.
+#[derive(Default)]
+struct StormState {
+    /// Partition → (status answered, until true ns).
+    by_partition: BTreeMap<u32, (u16, u64)>,
+}
+
+impl StormState {
+    /// The status a storm answers a request to `partition` with at `now_ns`,
+    /// starting one by `storms`' chances (drawing from `rng`) if none is under way.
+    fn status(
+        &mut self,
+        storms: &Storms,
+        partition: u32,
+        now_ns: u64,
+        rng: &mut dyn RngCore,
+    ) -> Option<u16> {
+        const MS: u64 = 1_000_000;
+        let end_ns = storms.until_ms.saturating_mul(MS);
+        if now_ns >= end_ns {
+            return None;
+        }
+        if let Some((status, until)) = self.by_partition.get(&partition) {
+            if now_ns < *until {
+                return Some(*status);
+            }
+        }
+        let draw: f64 = rng.gen();
+        let status = if draw < storms.throttle {
+            429
+        } else if draw < storms.throttle + storms.gone {
+            410
+        } else {
+            return None;
+        };
+        let (lo, hi) = storms.duration_ms;
+        let until = now_ns
+            .saturating_add(rng.gen_range(lo..=hi.max(lo)).saturating_mul(MS))
+            .min(end_ns);
+        self.by_partition.insert(partition, (status, until));
+        Some(status)
+    }
 }
 
 /// Picks one of `choices` by `rates` (shares of 1, the rest is `otherwise`), drawing from
@@ -165,6 +233,48 @@ pub struct ServerStats {
     /// Reads held until a sync made durable the records they could have seen.
     #[serde(default)]
     pub held_reads: u64,
+    /// Storms started, by status (429 storms, 410 streaks).
+    #[serde(default)]
+    pub storms: BTreeMap<u16, u64>,
+    /// Every request answered (or given up on), in the order its answer was
+    /// sent, when `Some` (a scenario that judges retries from the servers'
+    /// side starts the server with `Some(vec![])`); `None`: not recorded.
+    /// Copies answered from the table of recent outcomes are not listed
+    /// again; a request whose held reply died with its server is not listed.
+    #[serde(default)]
+    pub receipts: Option<Vec<Receipt>>,
+}
+
+/// One request as the server received and answered it: the servers' side
+/// of the SDK's retries (SPEC §4). Recorded when the answer is sent (for a
+/// reply held by group commit: after the sync that releases it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// When it was received, true simulated ns since the start of the run.
+    pub at_ns: u64,
+    /// The server's own clock then, ms.
+    pub local_ms: u64,
+    /// When it was answered (for a reply held by group commit, once the
+    /// sync released it), true ns.
+    pub answered_ns: u64,
+    /// When the client's SDK sent this attempt, true ns, as the request
+    /// carries it ([`WireRequest::sent_ns`]).
+    #[serde(default)]
+    pub sent_ns: u64,
+    /// The logical operation it is an attempt of.
+    pub operation: OperationId,
+    /// The attempt's request id (increasing with every attempt of a session).
+    pub req_id: u64,
+    /// A write (not idempotent for retry purposes).
+    pub write: bool,
+    /// The status answered; `None` when it was never answered (its log sync
+    /// failed and the server recovered in place).
+    pub status: Option<u16>,
+    /// The Cosmos sub-status of a transient answer (0 for none).
+    pub sub_status: u32,
+    /// The `x-ms-retry-after-ms` sent: `None` for none (a 429 without the
+    /// header, or any other status), `Some(0)` for a 0.
+    pub retry_after_ms: Option<u64>,
 }
 
 /// One start-up or in-place recovery of a server and what it found.
@@ -288,6 +398,75 @@ struct ReplyTo<'a> {
     /// `(session, req_id)`, or `None` when the table is off (`no_dedup`).
     key: Option<(u64, u64)>,
     send: &'a SendPolicy,
+    /// What its receipt records of the request.
+    arrival: Arrival,
+    /// Where its receipt goes.
+    stats: &'a std::sync::Mutex<ServerStats>,
+}
+
+/// What a receipt records of a request, kept with its reply until it is sent.
+#[derive(Clone, Copy, Debug)]
+struct Arrival {
+    /// The operation the request is an attempt of.
+    operation: OperationId,
+    /// When it was received: true ns, and the server's clock (ms).
+    received_ns: u64,
+    received_local_ms: u64,
+    /// When the SDK sent it (true ns, from the request).
+    sent_ns: u64,
+    /// The request is a write.
+    write: bool,
+}
+
+impl Arrival {
+    /// `req` as it arrives now, on a server whose clock reads `local_ms`.
+    fn of(req: &WireRequest, local_ms: u64) -> Arrival {
+        Arrival {
+            operation: OperationId {
+                session: req.session,
+                op: req.op_id,
+            },
+            received_ns: crate::client::sim_now_ns(),
+            received_local_ms: local_ms,
+            sent_ns: req.sent_ns,
+            write: req.op.is_write(),
+        }
+    }
+
+    /// Records the receipt of request `req_id` with the answer it got
+    /// (`None`: none, ever), now, if the server records receipts.
+    fn record(
+        &self,
+        req_id: u64,
+        reply: Option<&WireReply>,
+        stats: &std::sync::Mutex<ServerStats>,
+    ) {
+        let mut stats = stats.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(receipts) = stats.receipts.as_mut() else {
+            return;
+        };
+        let (status, sub_status, retry_after_ms) = match reply {
+            None => (None, sub_status::NONE, None),
+            Some(WireReply::Ok(r)) => (Some(r.status()), sub_status::NONE, None),
+            Some(WireReply::Transient {
+                status,
+                sub_status,
+                retry_after_ms,
+            }) => (Some(*status), *sub_status, *retry_after_ms),
+        };
+        receipts.push(Receipt {
+            at_ns: self.received_ns,
+            local_ms: self.received_local_ms,
+            answered_ns: crate::client::sim_now_ns(),
+            sent_ns: self.sent_ns,
+            operation: self.operation,
+            req_id,
+            write: self.write,
+            status,
+            sub_status,
+            retry_after_ms,
+        });
+    }
 }
 
 /// A reply held until the log sync that makes it safe to send has succeeded.
@@ -300,13 +479,20 @@ struct Waiting {
     reply: WireReply,
     /// Sent once every record with a lower `seq` is synced.
     need: u64,
-    /// Whether sending it records it in the table (false for the copy
-    /// answering a duplicate, whose original records it).
+    /// Whether sending it records it in the table and as a receipt (false
+    /// for the copy answering a duplicate, whose original records it).
     remember: bool,
+    /// What its receipt records of the request.
+    arrival: Arrival,
 }
 
 impl Waiting {
-    fn reply_to<'a>(&self, ep: &'a Arc<Endpoint>, send: &'a SendPolicy) -> ReplyTo<'a> {
+    fn reply_to<'a>(
+        &self,
+        ep: &'a Arc<Endpoint>,
+        send: &'a SendPolicy,
+        stats: &'a std::sync::Mutex<ServerStats>,
+    ) -> ReplyTo<'a> {
         ReplyTo {
             ep,
             to: self.to,
@@ -314,6 +500,8 @@ impl Waiting {
             session: self.session,
             key: self.key,
             send,
+            arrival: self.arrival,
+            stats,
         }
     }
 
@@ -327,6 +515,7 @@ impl Waiting {
             reply: self.reply.clone(),
             need: self.need,
             remember: false,
+            arrival: self.arrival,
         }
     }
 }
@@ -385,14 +574,10 @@ impl GroupCommit {
         Released { replies, records }
     }
 
-    /// A sync failed: every held reply is dropped unsent; the table keys of
-    /// their requests, now in doubt.
-    fn abandon(&mut self) -> Vec<(u64, u64)> {
-        self.waiting
-            .drain(..)
-            .filter(|w| w.remember)
-            .filter_map(|w| w.key)
-            .collect()
+    /// A sync failed: every held reply is dropped unsent; the originals
+    /// (not the copies for duplicates), whose requests are now in doubt.
+    fn abandon(&mut self) -> Vec<Waiting> {
+        self.waiting.drain(..).filter(|w| w.remember).collect()
     }
 }
 
@@ -467,6 +652,7 @@ pub async fn serve(
     let mut out = Vec::new();
     let mut record = Vec::new();
     let mut dropped: Option<u32> = None;
+    let mut storms = StormState::default();
     let mut commit = GroupCommit::new(next_seq);
     // The sync in flight, if any, and the receive in progress: both stay
     // alive across turns of the loop (a receive is never dropped half done).
@@ -511,8 +697,11 @@ pub async fn serve(
                     // answer to anything waiting for a sync, state rebuilt from
                     // what is durable (which may or may not hold those writes: a
                     // copy of one is never answered).
-                    for (session, req_id) in commit.abandon() {
-                        dedup.record(session, req_id, None);
+                    for w in commit.abandon() {
+                        if let Some((session, req_id)) = w.key {
+                            dedup.record(session, req_id, None);
+                        }
+                        w.arrival.record(w.req_id, None, &stats);
                     }
                     let replayed;
                     (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
@@ -531,7 +720,13 @@ pub async fn serve(
                 }
                 for w in released.replies {
                     let table = w.remember.then_some(&mut dedup);
-                    send(&w.reply_to(&ep, &cfg.send), w.reply, &mut out, table).await;
+                    send(
+                        &w.reply_to(&ep, &cfg.send, &stats),
+                        w.reply,
+                        &mut out,
+                        table,
+                    )
+                    .await;
                 }
                 continue;
             }
@@ -549,6 +744,7 @@ pub async fn serve(
             req.session
         };
         let key = (!cfg.bugs.no_dedup).then_some((session, req.req_id));
+        let arrival = Arrival::of(&req, clock.now_ms());
         let to = ReplyTo {
             ep: &ep,
             to: from,
@@ -556,6 +752,8 @@ pub async fn serve(
             session: req.session,
             key,
             send: &cfg.send,
+            arrival,
+            stats: &stats,
         };
         if key.is_some() {
             match dedup.seen(session, req.req_id) {
@@ -605,9 +803,29 @@ pub async fn serve(
             }
         }
         let f = &cfg.faults;
+        // A storm answers first; drawn only when the scenario has storms, so
+        // that the others draw as before.
+        let stormed = match &f.storms {
+            Some(s) => {
+                let before = storms.by_partition.get(&req.partition).copied();
+                let status =
+                    storms.status(s, req.partition, crate::client::sim_now_ns(), rng.as_mut());
+                let after = storms.by_partition.get(&req.partition).copied();
+                if let (Some(status), true) = (status, before != after) {
+                    *stats
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .storms
+                        .entry(status)
+                        .or_default() += 1;
+                }
+                status
+            }
+            None => None,
+        };
         let draw: f64 = rng.gen();
         let is_write = req.op.is_write();
-        let mut transient = None;
+        let mut transient = stormed;
         let mut acc = 0.0;
         for (status, rate) in [
             (429u16, f.throttle),
@@ -718,6 +936,7 @@ pub async fn serve(
             reply,
             need: next_seq,
             remember: true,
+            arrival,
         });
     }
 }
@@ -755,8 +974,12 @@ fn report_damage(
 }
 
 /// Sends `reply` to the request `to` names, and remembers it in `table`
-/// (when given and the table is on).
+/// (when given and the table is on). A first answer (one with a table) is
+/// also the request's receipt: recorded here, as it is sent.
 async fn send(to: &ReplyTo<'_>, reply: WireReply, out: &mut Vec<u8>, table: Option<&mut Dedup>) {
+    if table.is_some() {
+        to.arrival.record(to.req_id, Some(&reply), to.stats);
+    }
     if let (Some(table), Some((session, req_id))) = (table, to.key) {
         table.record(session, req_id, Some(&reply));
     }
@@ -793,6 +1016,13 @@ mod tests {
             reply: reply(200),
             need,
             remember: true,
+            arrival: Arrival {
+                operation: OperationId { session: 7, op: 1 },
+                received_ns: 0,
+                received_local_ms: 0,
+                sent_ns: 0,
+                write: true,
+            },
         }
     }
 
@@ -826,7 +1056,8 @@ mod tests {
         c.hold(original);
         c.hold(duplicate);
         c.hold(held(5, 2));
-        assert_eq!(c.abandon(), vec![(7, 4), (7, 5)]);
+        let in_doubt: Vec<_> = c.abandon().iter().filter_map(|w| w.key).collect();
+        assert_eq!(in_doubt, vec![(7, 4), (7, 5)]);
         assert!(c.release(2).replies.is_empty());
     }
 

@@ -21,7 +21,7 @@ pub const MAX_DATAGRAM: usize = 16 * 1024;
 /// A request: the client's id for matching the answer, the partition, the operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireRequest {
-    /// Unique per client; the response carries it back.
+    /// Unique per attempt of a client connection; the response carries it back.
     pub req_id: u64,
     /// The partition the key routes to.
     pub partition: u32,
@@ -30,6 +30,27 @@ pub struct WireRequest {
     /// The SDK connection's session id, drawn at connect: with `req_id` it
     /// names one attempt, which the server executes at most once.
     pub session: u64,
+    /// The logical operation this attempt belongs to: the same on every
+    /// attempt of one SDK call (with `session` it names the operation), so a
+    /// server can count the attempts of an operation it receives.
+    pub op_id: u64,
+    /// When the SDK sent this attempt: true simulated ns since the start of
+    /// the run (the harness's stamp, not the client's skewed clock), so the
+    /// servers' receipts tell the client's own spacing of its attempts, not
+    /// just when they arrived.
+    pub sent_ns: u64,
+}
+
+/// One logical operation of an SDK connection, as every attempt of it names
+/// it on the wire ([`WireRequest::session`], [`WireRequest::op_id`]).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct OperationId {
+    /// The connection's session id.
+    pub session: u64,
+    /// The operation's number in that session, from 1.
+    pub op: u64,
 }
 
 /// The server's answer.
@@ -77,16 +98,25 @@ pub fn to_bytes_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
 
 /// Writes into `out` (cleared first) the encoding of a [`WireRequest`] whose
 /// operation is already encoded as `op` (by [`to_bytes`]): the same bytes as
-/// `to_bytes(&WireRequest { req_id, partition, op, session })`, without
-/// encoding the operation again for every attempt.
-pub fn encode_request(out: &mut Vec<u8>, req_id: u64, partition: u32, op: &[u8], session: u64) {
+/// `to_bytes(&WireRequest { req_id, partition, op, session, op_id, sent_ns })`,
+/// without encoding the operation again for every attempt.
+pub fn encode_request(
+    out: &mut Vec<u8>,
+    req_id: u64,
+    partition: u32,
+    op: &[u8],
+    operation: OperationId,
+    sent_ns: u64,
+) {
     out.clear();
-    out.reserve(20 + op.len());
+    out.reserve(36 + op.len());
     // bincode's default options: fixed-width little-endian integers, fields in order.
     out.extend_from_slice(&req_id.to_le_bytes());
     out.extend_from_slice(&partition.to_le_bytes());
     out.extend_from_slice(op);
-    out.extend_from_slice(&session.to_le_bytes());
+    out.extend_from_slice(&operation.session.to_le_bytes());
+    out.extend_from_slice(&operation.op.to_le_bytes());
+    out.extend_from_slice(&sent_ns.to_le_bytes());
 }
 
 /// Sends a datagram as the network's send faults say: at once, or held back,
@@ -145,6 +175,8 @@ mod tests {
             partition: 3,
             op: op.clone(),
             session: 0x1112_1314_1516_1718,
+            op_id: 0x2122_2324_2526_2728,
+            sent_ns: 0x3132_3334_3536_3738,
         });
         let mut out = vec![9, 9];
         encode_request(
@@ -152,7 +184,11 @@ mod tests {
             0x0102_0304_0506_0708,
             3,
             &to_bytes(&op),
-            0x1112_1314_1516_1718,
+            OperationId {
+                session: 0x1112_1314_1516_1718,
+                op: 0x2122_2324_2526_2728,
+            },
+            0x3132_3334_3536_3738,
         );
         assert_eq!(out, whole);
         assert_eq!(from_bytes::<WireRequest>(&out).map(|r| r.op), Some(op));

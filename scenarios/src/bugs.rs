@@ -41,6 +41,13 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["R2"],
     },
     BugInfo {
+        name: "transport_retries_throttled",
+        what: "the client's transport re-sends a throttled (429) request at once, below the retry policy: the retry-after is ignored and the re-send is neither in the SDK's attempt log nor in its budget",
+        scenarios: &["occ"],
+        // Only the servers see the re-send: the SDK's own log shows one attempt.
+        caught_by: &["R2"],
+    },
+    BugInfo {
         name: "ack_before_sync",
         what: "the server acknowledges a write before its log record is durable, so a crash can lose it",
         scenarios: &["occ"],

@@ -34,6 +34,7 @@ pub fn default_server_faults() -> FaultRates {
         gone_lease_not_found: 0.1,
         throttle_without_retry_after: 0.1,
         throttle_zero_retry_after: 0.1,
+        storms: None,
     }
 }
 

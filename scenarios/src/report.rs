@@ -102,14 +102,7 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
     let checks: Vec<String> = input
         .checks
         .iter()
-        .map(|c| {
-            let verdict = match c.checked.verdict() {
-                Verdict::Held => "held".to_string(),
-                Verdict::Broken { violations } => format!("BROKEN ×{}", violations.len()),
-                Verdict::Undecided { .. } => "UNDECIDED".into(),
-            };
-            format!("{} {verdict}", c.properties.join("/"))
-        })
+        .map(|c| format!("{} {}", c.properties.join("/"), c.checked.verdict_words()))
         .collect();
     t.facts = vec![
         (

@@ -139,12 +139,7 @@ impl RunResult {
                 } else {
                     format!(" ({})", c.checked.note)
                 };
-                let verdict = match c.checked.verdict() {
-                    Verdict::Held => "held".to_string(),
-                    Verdict::Broken { violations } => format!("BROKEN ×{}", violations.len()),
-                    Verdict::Undecided { .. } => "UNDECIDED".to_string(),
-                };
-                format!("{name} {verdict}{note}")
+                format!("{name} {}{note}", c.checked.verdict_words())
             })
             .collect::<Vec<_>>()
             .join(", ")

@@ -77,6 +77,8 @@ pub fn lease_log(h: &FeedHistory) -> BTreeMap<String, Vec<LeaseVersion>> {
 struct Analysis {
     violations: Vec<Violation>,
     notes: BTreeMap<&'static str, String>,
+    /// Properties only partly judged (their note says why).
+    partly: BTreeSet<&'static str>,
 }
 
 fn violation(property: &str, message: String) -> Violation {
@@ -121,6 +123,7 @@ fn key_of(c: &ItemChange) -> &overcast_model::cosmos::ItemKey {
 fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     let mut v = Vec::new();
     let mut notes = BTreeMap::new();
+    let mut partly = BTreeSet::new();
     let log = durable_log(h);
     let end_ns = h
         .events
@@ -549,11 +552,13 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         .map(|(_, _, what)| what.clone())
         .collect();
     if settling {
+        partly.insert("CF8");
         notes.insert(
             "CF8",
             "not judged: a lease expired late in the quiet phase (its renewals were lost)".into(),
         );
         if !unowned.is_empty() {
+            partly.insert("CF7");
             notes.insert(
                 "CF7",
                 format!(
@@ -662,6 +667,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     Analysis {
         violations: v,
         notes,
+        partly,
     }
 }
 
@@ -744,7 +750,10 @@ impl Checker<FeedHistory> for FeedRule {
             .filter(|v| self.properties.contains(&v.property.as_str()))
             .collect();
         let note = a.notes.get(self.properties[0]).cloned().unwrap_or_default();
-        Checked::new(Verdict::from_violations(mine)).with_note(note)
+        let partly = self.properties.iter().any(|p| a.partly.contains(p));
+        Checked::new(Verdict::from_violations(mine))
+            .with_note(note)
+            .partly(partly)
     }
 }
 

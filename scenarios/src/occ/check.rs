@@ -70,8 +70,9 @@ impl Checker<OccHistory> for Linearizability {
                 }],
             },
         };
-        let mut checked =
-            Checked::new(verdict).with_note(format!("{} items{}", report.keys, lost_note(&lost)));
+        let mut checked = Checked::new(verdict)
+            .with_note(format!("{} items{}", report.keys, lost_note(&lost)))
+            .partly(!lost.is_empty());
         if report.failure.is_some() {
             checked.explanation = Some(report.to_text());
             checked.html = Some(report.to_html(&self.title));
@@ -91,7 +92,8 @@ impl Checker<OccHistory> for EtagFreshness {
 
     fn check(&self, history: &OccHistory) -> Checked {
         let (history, lost) = without_lost_items(history);
-        let checked = Checked::new(Verdict::from_violations(e1(&history).into_iter().collect()));
+        let checked = Checked::new(Verdict::from_violations(e1(&history).into_iter().collect()))
+            .partly(!lost.is_empty());
         match lost_note(&lost) {
             note if note.is_empty() => checked,
             note => checked.with_note(note.trim_start_matches(", ").to_string()),
@@ -312,6 +314,7 @@ pub fn unavailable_between(
                     reason: reason.clone(),
                 });
             }
+            OccEvent::Received(_) => {}
             OccEvent::Serving { .. } => {
                 if let Some(r) = open.remove(server) {
                     if e.at_ns >= from_ns {
@@ -480,7 +483,9 @@ impl Checker<OccHistory> for Increments {
                 reason: format!("no counter could be judged: {note}"),
             });
         }
-        Checked::new(Verdict::from_violations(violations)).with_note(note)
+        Checked::new(Verdict::from_violations(violations))
+            .with_note(note)
+            .partly(!excused.is_empty() || !lost.is_empty())
     }
 }
 
@@ -621,7 +626,8 @@ impl Checker<OccHistory> for ProbeLiveness {
                 reason: format!("no item could be judged: {note}"),
             });
         }
-        let checked = Checked::new(Verdict::from_violations(violations));
+        let checked =
+            Checked::new(Verdict::from_violations(violations)).partly(!excused.is_empty());
         if note.is_empty() {
             checked
         } else {
@@ -901,6 +907,7 @@ mod lost_tests {
                 if_none_match: None,
                 if_modified_since: None,
                 if_unmodified_since: None,
+                operation: None,
             },
             invoke_ns: id * 10,
             return_ns: Some(id * 10 + 5),

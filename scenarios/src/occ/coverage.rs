@@ -602,6 +602,7 @@ mod tests {
                 if_none_match: None,
                 if_modified_since: None,
                 if_unmodified_since: None,
+                operation: None,
             },
             invoke_ns: span.0,
             return_ns: Some(span.1),

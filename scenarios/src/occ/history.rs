@@ -3,7 +3,9 @@
 
 use overcast_model::client::{AttemptLog, CallResult};
 use overcast_model::retry::{AttemptOutcome, FinalOutcome};
+use overcast_model::server::Receipt;
 use overcast_model::store::{EtagMatch, StoreRequest};
+use overcast_model::wire::OperationId;
 use overcast_sim::history::{Attempt, AttemptResult};
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +32,10 @@ pub struct Call {
     /// `If-Unmodified-Since`, as `if_modified_since`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub if_unmodified_since: Option<Vec<u64>>,
+    /// The SDK's id of the call, sent on every attempt: how the servers'
+    /// receipts ([`OccEvent::Received`]) are matched to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<OperationId>,
 }
 
 fn header(m: &Option<EtagMatch>) -> Option<String> {
@@ -70,6 +76,7 @@ impl Call {
             if_none_match: c.and_then(|c| header(&c.if_none_match)),
             if_modified_since: c.and_then(|c| c.if_modified_since.clone()),
             if_unmodified_since: c.and_then(|c| c.if_unmodified_since.clone()),
+            operation: None,
         }
     }
 }
@@ -158,6 +165,10 @@ pub enum OccEvent {
         /// Why, as the log's recovery put it.
         reason: String,
     },
+    /// A server received a request and answered it (or never did): what the
+    /// retry checks judge the SDK by, from the servers' side (SPEC §4).
+    /// The event's times are the receipt's.
+    Received(Receipt),
 }
 
 /// The recorder `occ`'s nodes write into.

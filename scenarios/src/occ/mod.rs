@@ -157,6 +157,47 @@ pub struct OccParams {
     /// which judge the probe's reads, are not run.
     #[serde(default = "probe_on", skip_serializing_if = "is_probe_on")]
     pub probe: bool,
+    /// The throttling variant (`overcast run occ --throttle`): the servers
+    /// also answer in storms per partition, 429s (more of them without a
+    /// retry-after, or with 0) and 410 streaks, long enough to spend the 429
+    /// budget and the 410 window (see [`throttled_faults`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub throttle: bool,
+}
+
+/// Turns `s`, a run of `occ`, into its throttling variant (`--throttle`).
+pub fn throttled(s: &mut crate::scenario::Scenario) -> Result<(), String> {
+    if s.name != "occ" {
+        return Err(format!("--throttle is for occ only, not {}", s.name));
+    }
+    let params = s
+        .params
+        .as_object_mut()
+        .ok_or("occ's parameters are not an object")?;
+    params.insert("throttle".into(), serde_json::Value::Bool(true));
+    Ok(())
+}
+
+/// The server fault points of the throttling variant: `base` with storms
+/// per partition until `until_ms` (true time: the workload's deadline), half
+/// the 429s without a useful retry-after (none or 0: the 5 s default), the
+/// others asking up to 3 s, and few 410s that end the window early
+/// (410/1022 is 503 at once, a third 410/1000 is 503).
+pub fn throttled_faults(base: &FaultRates, until_ms: u64) -> FaultRates {
+    FaultRates {
+        retry_after_ms: (100, 3_000),
+        throttle_without_retry_after: 0.25,
+        throttle_zero_retry_after: 0.25,
+        gone_name_cache_stale: 0.02,
+        gone_lease_not_found: 0.02,
+        storms: Some(overcast_model::server::Storms {
+            throttle: 0.004,
+            gone: 0.004,
+            duration_ms: (2_000, 40_000),
+            until_ms,
+        }),
+        ..base.clone()
+    }
 }
 
 fn probe_on() -> bool {
@@ -201,12 +242,14 @@ impl Default for OccParams {
                 gone_lease_not_found: 0.1,
                 throttle_without_retry_after: 0.1,
                 throttle_zero_retry_after: 0.1,
+                storms: None,
             },
             retry: RetryOptions::default(),
             fsync_ms: (1, 3),
             counters: default_counters(),
             probe_bound_ms: default_probe_bound_ms(),
             probe: true,
+            throttle: false,
         }
     }
 }
@@ -328,7 +371,12 @@ impl ScenarioDef for Occ {
             p.hot_key_percent,
             p.ops_per_client,
             p.rmw_max_tries,
-            if p.probe { "" } else { " probe=off" },
+            match (p.probe, p.throttle) {
+                (true, false) => "",
+                (false, false) => " probe=off",
+                (true, true) => " throttle=storms",
+                (false, true) => " probe=off throttle=storms",
+            },
             f.throttle,
             f.throttle_without_retry_after,
             f.throttle_zero_retry_after,
@@ -390,7 +438,12 @@ impl ScenarioDef for Occ {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![CONTAINER.to_string()],
-                    faults: p.server_faults.clone(),
+                    // The variant's storms end by the workload's deadline.
+                    faults: if p.throttle {
+                        throttled_faults(&p.server_faults, env.deadline.as_millis() as u64)
+                    } else {
+                        p.server_faults.clone()
+                    },
                     fsync_ms: p.fsync_ms,
                     bugs,
                     send,
@@ -405,7 +458,11 @@ impl ScenarioDef for Occ {
                     &format!("server-{}-{}", env.index, env.incarnation),
                 );
                 let disk = env.disk.clone().expect("servers have disks");
-                let stats = Arc::new(Mutex::new(ServerStats::default()));
+                // Every receipt is kept: the retry checks judge from them.
+                let stats = Arc::new(Mutex::new(ServerStats {
+                    receipts: Some(Vec::new()),
+                    ..ServerStats::default()
+                }));
                 lock(&all_stats).push((env.incarnation_name(), stats.clone()));
                 Box::pin(serve(
                     cfg,
@@ -508,6 +565,7 @@ impl ScenarioDef for Occ {
             };
             fut
         });
+        let collect_retry = p.retry.clone();
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
             let mut events = world.events.clone();
             events.extend(check::lost_item_events(world));
@@ -516,6 +574,7 @@ impl ScenarioDef for Occ {
             let mut counters: std::collections::BTreeMap<String, u64> = Default::default();
             let (mut duplicates, mut fsync_errors, mut unavailable) = (0, 0, 0);
             let (mut max_unsynced, mut shared_syncs, mut held_reads) = (0, 0, 0);
+            let (mut storms_429, mut storms_410) = (0, 0);
             // An incarnation followed by another of the same server was
             // killed: what it had unsynced then was at risk.
             let all_stats = lock(&stats);
@@ -535,6 +594,8 @@ impl ScenarioDef for Occ {
                 max_unsynced = max_unsynced.max(stats.max_unsynced);
                 shared_syncs += stats.shared_syncs;
                 held_reads += stats.held_reads;
+                storms_429 += stats.storms.get(&429).copied().unwrap_or(0);
+                storms_410 += stats.storms.get(&410).copied().unwrap_or(0);
                 for (status, n) in &stats.transient {
                     *counters.entry(status.to_string()).or_default() += n;
                 }
@@ -556,6 +617,14 @@ impl ScenarioDef for Occ {
                             },
                         },
                     }));
+                history
+                    .node_events
+                    .extend(stats.receipts.iter().flatten().map(|r| NodeEvent {
+                        node: node.clone(),
+                        at_ns: r.at_ns,
+                        local_ms: r.local_ms,
+                        event: OccEvent::Received(r.clone()),
+                    }));
             }
             history.node_events.sort_by_key(|e| e.at_ns);
             counters.extend(
@@ -573,7 +642,12 @@ impl ScenarioDef for Occ {
                 ("shared_syncs", shared_syncs),
                 ("reads_held_for_sync", held_reads),
                 ("unsynced_at_crash_max", crash_unsynced_max),
-            ] {
+                ("storms_429", storms_429),
+                ("storms_410", storms_410),
+            ]
+            .into_iter()
+            .chain(retry::budgets_spent(&history, &collect_retry))
+            {
                 if n > 0 {
                     counters.insert(name.into(), n);
                 }
@@ -602,6 +676,9 @@ impl ScenarioDef for Occ {
             }),
             Box::new(EtagFreshness),
             Box::new(RetryDiscipline {
+                retry: p.retry.clone(),
+            }),
+            Box::new(retry::RetryFromServers {
                 retry: p.retry.clone(),
             }),
         ];

@@ -2,8 +2,14 @@
 //! operation: no blind re-send of a non-idempotent write after a timeout, the
 //! 429 budget and the server's retry-after honoured, the right status surfaced.
 
-use overcast_sim::check::Violation;
+use super::check::OccHistory;
+use super::history::{OccEvent, Outcome};
+use overcast_model::retry::{self, RetryOptions};
+use overcast_model::wire::OperationId;
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::{Attempt, AttemptResult};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// The wait after a 429 whose retry-after is 0 or missing (SPEC §4.2).
 pub const DEFAULT_RETRY_AFTER_MS: u64 = 5_000;
@@ -188,6 +194,591 @@ pub fn check_retries<'a>(
     cases.into_iter().find_map(|c| check_case(rules, &c))
 }
 
+// ---- The servers' side ------------------------------------------------------------------
+
+/// One attempt of an operation as a server received it: the first copy of
+/// its request id (a duplicated datagram is the same attempt).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenAttempt {
+    /// The server node that received it, without its incarnation (`server-1`).
+    pub server: String,
+    /// The attempt's request id (the SDK's attempts of an operation have
+    /// increasing ids).
+    pub req_id: u64,
+    /// When the SDK sent it, true ns, as stamped on the request.
+    pub sent_ns: u64,
+    /// Received, true ns.
+    pub at_ns: u64,
+    /// Answered, true ns (the receipt time when never answered).
+    pub answered_ns: u64,
+    /// A write.
+    pub write: bool,
+    /// The status answered; `None` when never answered.
+    pub status: Option<u16>,
+    /// The sub-status of a transient answer.
+    pub sub_status: u32,
+    /// The `x-ms-retry-after-ms` sent, if any.
+    pub retry_after_ms: Option<u64>,
+}
+
+/// The rules the servers' side judges by: the SDK options the run used
+/// (SPEC §4.1–§4.3). No other bound is needed: every attempt carries the
+/// instant the SDK sent it, so the client's own spacing of its sends is
+/// measured, not guessed from when they arrived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSideRules {
+    /// The SDK's budgets, windows, request timeout, regions.
+    pub retry: RetryOptions,
+}
+
+/// The SDK's attempts of one logical operation as the servers saw them, in
+/// request-id order, with what the caller was told.
+#[derive(Clone, Debug)]
+pub struct ServerCase<'a> {
+    /// The history's operation id, when the operation is in the history.
+    pub op: Option<u64>,
+    /// The seen attempts, by increasing request id.
+    pub attempts: &'a [SeenAttempt],
+    /// What the caller was told; `None` when the call did not return a
+    /// status (an unknown outcome, or its client crashed).
+    pub surfaced: Option<Surfaced>,
+    /// When the call was invoked, true ns (no attempt of it was sent
+    /// earlier); `None` when the operation is not in the history.
+    pub invoke_ns: Option<u64>,
+    /// When the call returned, true ns.
+    pub return_ns: Option<u64>,
+}
+
+const MS: u64 = 1_000_000;
+
+/// A 429's wait as SPEC §4.2 states it: the retry-after sent, or 5 s when
+/// it is 0 or missing.
+fn asked_wait_ms(retry_after_ms: Option<u64>) -> u64 {
+    match retry_after_ms {
+        Some(ms) if ms > 0 => ms,
+        _ => DEFAULT_RETRY_AFTER_MS,
+    }
+}
+
+/// The 410 window's transient answers: a 410 the transport retries (not
+/// 410/1022, which is 503 at once) or a 449.
+fn is_window(a: &SeenAttempt) -> bool {
+    matches!(
+        (a.status, a.sub_status),
+        (Some(449), _) | (Some(410), 0..=1021) | (Some(410), 1023..)
+    )
+}
+
+/// A 503 to the caller at once: a 503, or a 410/1022 `LeaseNotFound`.
+fn is_unavailable(a: &SeenAttempt) -> bool {
+    matches!((a.status, a.sub_status), (Some(503), _) | (Some(410), 1022))
+}
+
+fn status_words(a: &SeenAttempt) -> String {
+    match (a.status, a.sub_status, a.retry_after_ms) {
+        (None, ..) => "no answer".into(),
+        (Some(429), _, None) => "429 without a retry-after".into(),
+        (Some(429), _, Some(ms)) => format!("429 with retry-after {ms} ms"),
+        (Some(s), 0, _) => s.to_string(),
+        (Some(s), sub, _) => format!("{s}/{sub}"),
+    }
+}
+
+/// How sure the servers' side is that the client heard `x`'s answer before
+/// its next send of the operation (which came at or before `y`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Heard {
+    /// `y` was sent sooner than the request timeout after `x`: the client
+    /// did not time out on `x` (a timed-out or unsendable attempt waits the
+    /// whole timeout), so it heard `x`'s one answer.
+    Surely,
+    /// A write answered, re-sent the timeout or later after `x`: either the
+    /// client heard `x`, or it re-sent a write after a timeout, which SPEC
+    /// §4.1 row 408 forbids. A rule broken here is reported as R1.
+    OrR1,
+    /// The client may have timed out on `x` (or `x` was never answered).
+    Unknown,
+}
+
+impl ServerSideRules {
+    /// Whether the client heard `x`'s answer before sending again; `y` is
+    /// a later attempt of the same operation.
+    fn heard(&self, x: &SeenAttempt, y: &SeenAttempt) -> Heard {
+        let timeout = self.retry.request_timeout.as_nanos() as u64;
+        match x.status {
+            None => Heard::Unknown,
+            Some(_) if y.sent_ns < x.sent_ns.saturating_add(timeout) => Heard::Surely,
+            Some(_) if x.write && y.write => Heard::OrR1,
+            Some(_) => Heard::Unknown,
+        }
+    }
+
+    /// 503 retries the SDK may make for this kind of operation (SPEC §4.1 row 503).
+    fn unavailable_retries(&self, write: bool) -> u32 {
+        let o = &self.retry;
+        if o.preferred_regions < 2 || (write && !o.multi_write) {
+            0
+        } else {
+            o.max_service_unavailable_retries
+        }
+    }
+
+    /// Judges one operation from the servers' side; the first broken rule.
+    /// Every wait is measured from the server's answer to the SDK's next
+    /// send: the client heard the answer no sooner than it was sent, so a
+    /// correct SDK's wait can only look longer than it was, never shorter.
+    pub fn check(&self, case: &ServerCase<'_>) -> Option<Violation> {
+        let v = |property: &str, message: String| {
+            Some(Violation {
+                property: property.into(),
+                message,
+                ops: case.op.into_iter().collect(),
+            })
+        };
+        let a = case.attempts;
+        let name = |x: &SeenAttempt| {
+            format!(
+                "{} #{} (sent at {:.3} s, seen by {} at {:.3} s)",
+                if x.write { "write" } else { "read" },
+                x.req_id,
+                x.sent_ns as f64 / 1e9,
+                x.server,
+                x.at_ns as f64 / 1e9
+            )
+        };
+        let op = case
+            .op
+            .map_or("an operation".to_string(), |o| format!("op {o}"));
+        let (mut throttled_retries, mut throttled_wait_ms) = (0u32, 0u64);
+        let mut unavailable_retries = 0u32;
+        // The transport window (one region: one window per operation): whether
+        // it has retried, how many 410, 449 and 410/1000 retries it has surely
+        // made, and a lower bound on the window it has used up.
+        let (mut window_retried, mut gone_backoffs, mut retry_with_backoffs) = (false, 0u32, 0u32);
+        let mut name_cache_stale = 0u32;
+        let mut window_used_ns = 0u64;
+        let one_window = self.retry.preferred_regions < 2;
+        for w in a.windows(2) {
+            let (x, y) = (&w[0], &w[1]);
+            let gap_ns = y.sent_ns.saturating_sub(x.answered_ns);
+            let gap_ms = gap_ns / MS;
+            // R1: a write is re-sent only after an answer that says it did not run.
+            if x.write {
+                let retryable = matches!(x.status, Some(429 | 449))
+                    || (is_window(x))
+                    || (is_unavailable(x) && self.unavailable_retries(true) > 0);
+                if !retryable {
+                    return v(
+                        "R1",
+                        format!(
+                            "{op}: the servers saw the write re-sent ({}) after {} answered {}; a write is re-sent only after 429, 449, 410 (SPEC §4.5 R1)",
+                            name(y),
+                            name(x),
+                            status_words(x)
+                        ),
+                    );
+                }
+            }
+            let heard = self.heard(x, y);
+            // A read that may have timed out on `x` still retried in the 410
+            // window when `x` was a window answer or none: a read's timeout is
+            // retried as a 410 (SPEC §4.1 row 408), so either way its backoff is
+            // owed, from the earlier of the answer and the timeout.
+            let read_window = !x.write && one_window && (x.status.is_none() || is_window(x));
+            if heard == Heard::Unknown && !read_window {
+                // The client may have timed out on `x`: none of the rules below
+                // can be judged for this pair (and the window may have moved on).
+                window_retried |= is_window(x);
+                continue;
+            }
+            // A broken rule after an answer that was surely heard is the rule's;
+            // after a write's answer that may not have been, R1 (see `Heard`).
+            let (r2, r3) = match heard {
+                Heard::OrR1 => ("R1", "R1"),
+                _ => ("R2", "R3"),
+            };
+            let or_r1 = if heard == Heard::OrR1 {
+                " (or, since it came the request timeout or later after it, the write was re-sent after a timeout, SPEC §4.1 row 408)"
+            } else {
+                ""
+            };
+            match x.status {
+                Some(429) => {
+                    let asked = asked_wait_ms(x.retry_after_ms);
+                    if gap_ns < asked * MS {
+                        return v(
+                            r2,
+                            format!(
+                                "{op}: {} was sent {gap_ms} ms after {} was answered {}; SPEC §4.2 asks for {asked} ms{or_r1}",
+                                name(y),
+                                name(x),
+                                status_words(x)
+                            ),
+                        );
+                    }
+                    throttled_retries += 1;
+                    throttled_wait_ms += asked;
+                    let o = &self.retry;
+                    if asked >= o.max_rate_limited_wait.as_millis() as u64 {
+                        return v(
+                            r2,
+                            format!(
+                                "{op}: {} was retried ({}) although it asked for {asked} ms, not less than the budget of {} ms (SPEC §4.2){or_r1}",
+                                name(x),
+                                name(y),
+                                o.max_rate_limited_wait.as_millis()
+                            ),
+                        );
+                    }
+                    if throttled_retries > o.max_rate_limited_retries {
+                        return v(
+                            r2,
+                            format!(
+                                "{op}: the servers saw {throttled_retries} retries after answered 429s (the last {}), over the budget of {} (SPEC §4.2){or_r1}",
+                                name(y),
+                                o.max_rate_limited_retries
+                            ),
+                        );
+                    }
+                    if throttled_wait_ms > o.max_rate_limited_wait.as_millis() as u64 {
+                        return v(
+                            r2,
+                            format!(
+                                "{op}: the 429s answered asked for {throttled_wait_ms} ms in all before {}, over the budget of {} ms (SPEC §4.2){or_r1}",
+                                name(y),
+                                o.max_rate_limited_wait.as_millis()
+                            ),
+                        );
+                    }
+                }
+                _ if is_unavailable(x) => {
+                    unavailable_retries += 1;
+                    let allowed = self.unavailable_retries(x.write);
+                    if unavailable_retries > allowed {
+                        return v(
+                            if x.write { "R1" } else { r3 },
+                            format!(
+                                "{op}: {} answered {}, then the servers saw {}; SPEC §4.1 allows {allowed} retr{} after a 503 here",
+                                name(x),
+                                status_words(x),
+                                name(y),
+                                if allowed == 1 { "y" } else { "ies" }
+                            ),
+                        );
+                    }
+                }
+                _ if one_window && (is_window(x) || heard == Heard::Unknown) => {
+                    // SPEC §4.1 rows 410 and 449: the first retry in the window is
+                    // immediate, later ones wait their backoff (410: 1 s doubling
+                    // to 15 s; 449: 10 ms doubling to 1 s, plus a 1–4 ms salt),
+                    // cut to what is left of the window, and none once nothing is
+                    // left.
+                    let is_449 = x.status == Some(449) && heard != Heard::Unknown;
+                    // When the client heard `x`, it did so no sooner than `x` was
+                    // answered; when it may have timed out, no sooner than the
+                    // earlier of that and the request timeout after the send.
+                    let timeout = self.retry.request_timeout.as_nanos() as u64;
+                    let base_ns = match (heard, x.status) {
+                        (Heard::Unknown, Some(_)) => x.answered_ns.min(x.sent_ns + timeout),
+                        (Heard::Unknown, None) => x.sent_ns + timeout,
+                        _ => x.answered_ns,
+                    };
+                    let gap_ns = y.sent_ns.saturating_sub(base_ns);
+                    let gap_ms = gap_ns / MS;
+                    let window = if is_449 {
+                        self.retry.retry_with_window
+                    } else {
+                        self.retry.gone_window
+                    }
+                    .as_nanos() as u64;
+                    if window_retried {
+                        if window_used_ns >= window {
+                            return v(
+                                r3,
+                                format!(
+                                    "{op}: {} was retried ({}) although the backoffs the servers saw had already used up the {} s window (SPEC §4.1 row 410: then 503){or_r1}",
+                                    name(x),
+                                    name(y),
+                                    window / 1_000_000_000
+                                ),
+                            );
+                        }
+                        // The backoffs seen are at most the ones the SDK used, and
+                        // a backoff only grows with their number: a lower bound.
+                        let backoff = if is_449 {
+                            let b = retry::RETRY_WITH_INITIAL_BACKOFF
+                                .saturating_mul(1 << retry_with_backoffs.min(16))
+                                + Duration::from_millis(retry::RETRY_WITH_SALT_MS.0);
+                            retry_with_backoffs += 1;
+                            b.min(retry::RETRY_WITH_MAX_BACKOFF)
+                        } else {
+                            let b = retry::GONE_INITIAL_BACKOFF
+                                .saturating_mul(1 << gone_backoffs.min(16))
+                                .min(retry::GONE_MAX_BACKOFF);
+                            gone_backoffs += 1;
+                            b
+                        };
+                        let backoff = backoff.as_nanos() as u64;
+                        // The delay is the backoff cut to what is left of the
+                        // window, and the window used when `x` was heard is at
+                        // most the time since the call was invoked (the SPEC's
+                        // window counts time since the first attempt; the model's
+                        // counts its delays and timeouts, no more). So a delay
+                        // shorter than the backoff leaves `y` sent the window or
+                        // later after the invocation: before that, the backoff
+                        // is owed in full.
+                        let least = match case.invoke_ns {
+                            Some(invoke) if y.sent_ns < invoke.saturating_add(window) => backoff,
+                            _ => 0,
+                        };
+                        if gap_ns < least {
+                            return v(
+                                r3,
+                                format!(
+                                    "{op}: {} was sent {gap_ms} ms after {} was answered {}{}; SPEC §4.1 asks for a backoff of at least {} ms there{or_r1}",
+                                    name(y),
+                                    name(x),
+                                    status_words(x),
+                                    if heard == Heard::Unknown {
+                                        " (or timed out)"
+                                    } else {
+                                        ""
+                                    },
+                                    least / MS
+                                ),
+                            );
+                        }
+                        // Used after this delay: at least the backoff seen added,
+                        // or the whole window when the delay was cut to it.
+                        window_used_ns = window_used_ns.saturating_add(backoff).min(window);
+                    }
+                    if heard != Heard::Unknown
+                        && x.status == Some(410)
+                        && x.sub_status == retry::sub_status::NAME_CACHE_IS_STALE
+                    {
+                        name_cache_stale += 1;
+                        if name_cache_stale > retry::MAX_NAME_CACHE_STALE_RETRIES {
+                            return v(
+                                r3,
+                                format!(
+                                    "{op}: {} answered {} was retried ({}): the servers saw {name_cache_stale} retries after 410/1000, and SPEC §4.1 row 410 retries it twice, the third is 503{or_r1}",
+                                    name(x),
+                                    status_words(x),
+                                    name(y)
+                                ),
+                            );
+                        }
+                    }
+                    window_retried = true;
+                }
+                Some(s) if !is_window(x) && s != 429 => {
+                    // A final status, heard: the SDK does not retry it (SPEC §4.1).
+                    // (A 500 on a read may be retried in another region.)
+                    let cross_region_500 =
+                        s == 500 && !x.write && self.unavailable_retries(false) > 0;
+                    if !cross_region_500 {
+                        return v(
+                            if x.write { "R1" } else { r3 },
+                            format!(
+                                "{op}: {} answered {}, a final status the SDK does not retry, yet the servers saw {}",
+                                name(x),
+                                status_words(x),
+                                name(y)
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.check_surfaced(case, &op).map(|message| Violation {
+            property: "R3".into(),
+            message,
+            ops: case.op.into_iter().collect(),
+        })
+    }
+
+    /// R3 from the servers' side: when the last attempt the servers saw was
+    /// surely the last one sent and its answer was heard, the caller was
+    /// told what SPEC §4.1 says for it.
+    fn check_surfaced(&self, case: &ServerCase<'_>, op: &str) -> Option<String> {
+        let (Some(surfaced), Some(return_ns)) = (case.surfaced, case.return_ns) else {
+            return None;
+        };
+        let last = case.attempts.last()?;
+        let status = last.status?;
+        // The call returned sooner than the request timeout after `last` was
+        // sent: it did not time out on `last`, so it heard its answer, and it
+        // sent nothing after it (a later attempt that no server saw would
+        // have waited out its own timeout before the call returned).
+        let timeout = self.retry.request_timeout.as_nanos() as u64;
+        if return_ns >= last.sent_ns.saturating_add(timeout) {
+            return None;
+        }
+        let window_449 = case.attempts.iter().any(|a| a.status == Some(449));
+        let expected: Vec<Surfaced> = match status {
+            408 if last.write => vec![Surfaced::Unknown],
+            410 if last.sub_status == 1022 => vec![Surfaced::Status(503)],
+            410 | 449 if window_449 => vec![Surfaced::Status(449), Surfaced::Status(503)],
+            410 => vec![Surfaced::Status(503)],
+            s => vec![Surfaced::Status(s)],
+        };
+        (!expected.contains(&surfaced)).then(|| {
+            format!(
+                "{op}: the last attempt the servers saw (#{} sent at {:.3} s, seen by {}) was answered {} and the call returned {:.3} ms after it was sent, sooner than the request timeout, so its answer was heard and nothing was sent after it; the caller was told {surfaced:?}, SPEC §4.1 says {expected:?}",
+                last.req_id,
+                last.sent_ns as f64 / 1e9,
+                last.server,
+                status_words(last),
+                (return_ns - last.sent_ns) as f64 / 1e6,
+            )
+        })
+    }
+}
+
+/// Every operation's attempts as the servers received them, from the
+/// history's receipts: the first copy of each request id, in request-id order.
+pub fn seen_attempts(history: &OccHistory) -> BTreeMap<OperationId, Vec<SeenAttempt>> {
+    let mut by_op: BTreeMap<OperationId, BTreeMap<u64, SeenAttempt>> = BTreeMap::new();
+    for e in &history.node_events {
+        let OccEvent::Received(r) = &e.event else {
+            continue;
+        };
+        let seen = SeenAttempt {
+            server: e.node.split('#').next().unwrap_or(&e.node).to_string(),
+            req_id: r.req_id,
+            sent_ns: r.sent_ns,
+            at_ns: r.at_ns,
+            answered_ns: r.answered_ns.max(r.at_ns),
+            write: r.write,
+            status: r.status,
+            sub_status: r.sub_status,
+            retry_after_ms: r.retry_after_ms,
+        };
+        let attempts = by_op.entry(r.operation).or_default();
+        match attempts.get(&r.req_id) {
+            Some(earlier) if earlier.at_ns <= seen.at_ns => {}
+            _ => {
+                attempts.insert(r.req_id, seen);
+            }
+        }
+    }
+    by_op
+        .into_iter()
+        .map(|(op, attempts)| (op, attempts.into_values().collect()))
+        .collect()
+}
+
+/// R1–R3 judged from what reached the servers (SPEC §4.1, §4.2, §4.5): the
+/// servers' receipts of every attempt (`OccEvent::Received`), grouped by the
+/// operation id the SDK sends on every attempt; see [`ServerSideRules::check`].
+pub struct RetryFromServers {
+    /// The SDK's options in the run.
+    pub retry: RetryOptions,
+}
+
+impl Checker<OccHistory> for RetryFromServers {
+    fn properties(&self) -> &'static [&'static str] {
+        &["R1", "R2", "R3"]
+    }
+
+    fn check(&self, history: &OccHistory) -> Checked {
+        let rules = ServerSideRules {
+            retry: self.retry.clone(),
+        };
+        let seen = seen_attempts(history);
+        let ops: BTreeMap<
+            OperationId,
+            &overcast_sim::history::OpRecord<super::history::Call, Outcome>,
+        > = history
+            .ops
+            .iter()
+            .filter_map(|o| o.call.operation.map(|id| (id, o)))
+            .collect();
+        let judged: usize = seen.values().map(Vec::len).sum();
+        let mut violation = None;
+        for (id, attempts) in &seen {
+            let op = ops.get(id);
+            let case = ServerCase {
+                op: op.map(|o| o.id),
+                attempts,
+                // An unknown outcome is recorded as no outcome, like a call cut
+                // short by a crash: only calls that returned a status are judged.
+                surfaced: op.and_then(|o| o.result.as_ref()).map(|r| match r {
+                    Outcome::TimedOut => Surfaced::TimedOut,
+                    Outcome::Response { status, .. } => Surfaced::Status(*status),
+                }),
+                invoke_ns: op.map(|o| o.invoke_ns),
+                return_ns: op.and_then(|o| o.return_ns),
+            };
+            if let Some(v) = rules.check(&case) {
+                violation = Some(v);
+                break;
+            }
+        }
+        Checked::new(Verdict::from_violations(violation.into_iter().collect())).with_note(format!(
+            "{judged} attempts of {} operations as the servers received them",
+            seen.len()
+        ))
+    }
+}
+
+/// How many operations spent a retry budget, by the SDK's own attempt logs
+/// (what the throttling variant is for): `r2_retries_spent`, the caller saw
+/// 429 after the 9 retries (SPEC §4.2); `r2_wait_spent`, the caller saw 429
+/// with fewer retries, the 30 s of waits being spent; `gone_window_spent`,
+/// the caller saw 503 or 449 (or a read's timeouts) after 410s, 449s and
+/// read timeouts had used up the 30 s transport window (SPEC §4.1 row 410).
+pub fn budgets_spent(history: &OccHistory, options: &RetryOptions) -> [(&'static str, u64); 3] {
+    let (mut retries, mut wait, mut window) = (0, 0, 0);
+    let timeout = options.request_timeout.as_nanos() as u64;
+    for o in &history.ops {
+        let throttled = o
+            .attempts
+            .iter()
+            .filter(|a| matches!(a.result, AttemptResult::Status { status: 429, .. }))
+            .count() as u64;
+        // The window's use as the SDK counts it: the delays after 410s and
+        // 449s, and the timeouts.
+        let mut used = 0u64;
+        for w in o.attempts.windows(2) {
+            match w[0].result {
+                AttemptResult::Timeout => used += timeout + w[1].waited_ns,
+                AttemptResult::Status {
+                    status: 410 | 449, ..
+                } => used += w[1].waited_ns,
+                _ => {}
+            }
+        }
+        if o.attempts.last().map(|a| &a.result) == Some(&AttemptResult::Timeout) {
+            used += timeout;
+        }
+        match o.result {
+            Some(Outcome::Response { status: 429, .. }) => {
+                if throttled > u64::from(options.max_rate_limited_retries) {
+                    retries += 1;
+                } else {
+                    wait += 1;
+                }
+            }
+            Some(Outcome::Response {
+                status: 503 | 449, ..
+            })
+            | Some(Outcome::TimedOut)
+                if used >= options.gone_window.as_nanos() as u64 =>
+            {
+                window += 1;
+            }
+            _ => {}
+        }
+    }
+    [
+        ("r2_retries_spent", retries),
+        ("r2_wait_spent", wait),
+        ("gone_window_spent", window),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +917,238 @@ mod tests {
             );
         }
         assert_eq!(case(false, &quick(Some(5)), Surfaced::Status(200)), None);
+    }
+
+    // ---- the servers' side ----
+
+    /// An attempt sent at `sent_ms`, seen and answered 1 ms later.
+    fn seen(
+        req_id: u64,
+        sent_ms: u64,
+        write: bool,
+        status: Option<u16>,
+        ra: Option<u64>,
+    ) -> SeenAttempt {
+        SeenAttempt {
+            server: "server-0".into(),
+            req_id,
+            sent_ns: sent_ms * MS,
+            at_ns: (sent_ms + 1) * MS,
+            answered_ns: (sent_ms + 1) * MS,
+            write,
+            status,
+            sub_status: 0,
+            retry_after_ms: ra,
+        }
+    }
+
+    fn judge(
+        attempts: &[SeenAttempt],
+        surfaced: Option<Surfaced>,
+        return_ms: u64,
+    ) -> Option<String> {
+        ServerSideRules {
+            retry: RetryOptions::default(),
+        }
+        .check(&ServerCase {
+            op: Some(1),
+            attempts,
+            surfaced,
+            invoke_ns: Some(0),
+            return_ns: Some(return_ms * MS),
+        })
+        .map(|v| v.property)
+    }
+
+    #[test]
+    fn servers_side_a_clean_sequence_passes() {
+        let a = [
+            seen(1, 0, true, Some(429), Some(100)),
+            seen(2, 105, true, Some(429), None),
+            seen(3, 5110, true, Some(449), None),
+            seen(4, 5112, true, Some(449), None),
+            seen(5, 5130, true, Some(449), None),
+            seen(6, 5160, true, Some(201), None),
+        ];
+        assert_eq!(judge(&a, Some(Surfaced::Status(201)), 5162), None);
+        // 410s: immediate, then 1 s, 2 s.
+        let g = [
+            seen(1, 0, false, Some(410), None),
+            seen(2, 2, false, Some(410), None),
+            seen(3, 1004, false, Some(410), None),
+            seen(4, 3010, false, Some(200), None),
+        ];
+        assert_eq!(judge(&g, Some(Surfaced::Status(200)), 3012), None);
+    }
+
+    #[test]
+    fn servers_side_r2_the_wait_after_a_429_is_the_retry_after_sent_or_5_s() {
+        for (ra, gap, broken) in [
+            (Some(100), 50, true),
+            (Some(100), 101, false),
+            (None, 4000, true),
+            (Some(0), 4000, true),
+            (Some(0), 5001, false),
+        ] {
+            let a = [
+                seen(1, 0, true, Some(429), ra),
+                seen(2, gap, true, Some(201), None),
+            ];
+            let got = judge(&a, Some(Surfaced::Status(201)), gap + 2);
+            assert_eq!(got.as_deref() == Some("R2"), broken, "{ra:?} {gap}");
+        }
+        // Ten retries after 429s: over the budget of nine.
+        let many: Vec<_> = (0..11)
+            .map(|i| seen(i + 1, i * 20, true, Some(429), Some(10)))
+            .collect();
+        assert_eq!(
+            judge(&many, Some(Surfaced::Status(429)), 300).as_deref(),
+            Some("R2")
+        );
+        // Nine are fine, and the caller then sees 429.
+        assert_eq!(judge(&many[..10], Some(Surfaced::Status(429)), 190), None);
+        // Six 5 s waits fill the 30 s budget: a seventh retry breaks it.
+        let slow: Vec<_> = (0..8)
+            .map(|i| seen(i + 1, i * 5002, false, Some(429), None))
+            .collect();
+        assert_eq!(judge(&slow[..7], Some(Surfaced::Status(429)), 30_013), None);
+        assert_eq!(
+            judge(&slow, Some(Surfaced::Status(429)), 35_015).as_deref(),
+            Some("R2")
+        );
+    }
+
+    #[test]
+    fn servers_side_a_read_that_may_have_timed_out_is_not_judged() {
+        // A read answered 429 whose answer may have been lost: the client timed
+        // out after 6 s and re-sent at once, which is allowed.
+        let a = [
+            seen(1, 0, false, Some(429), Some(100)),
+            seen(2, 6000, false, Some(200), None),
+        ];
+        assert_eq!(judge(&a, Some(Surfaced::Status(200)), 6002), None);
+        // Received late (a paused server, a held-back datagram) but sent
+        // at once: judged by the send stamps, whatever the arrival times.
+        let mut late = seen(2, 5, false, Some(200), None);
+        late.at_ns = 9000 * MS;
+        late.answered_ns = 9000 * MS;
+        let b = [seen(1, 0, false, Some(429), Some(100)), late];
+        assert_eq!(
+            judge(&b, Some(Surfaced::Status(200)), 9001).as_deref(),
+            Some("R2")
+        );
+    }
+
+    #[test]
+    fn servers_side_r1_a_write_is_re_sent_only_after_an_answer_that_says_it_did_not_run() {
+        for status in [Some(201), Some(408), Some(412), Some(503), None] {
+            let a = [
+                seen(1, 0, true, status, None),
+                seen(2, 7000, true, Some(201), None),
+            ];
+            assert_eq!(
+                judge(&a, Some(Surfaced::Status(201)), 7002).as_deref(),
+                Some("R1"),
+                "{status:?}"
+            );
+        }
+        // A read answered 503 and heard is not retried in one region either.
+        let r = [
+            seen(1, 0, false, Some(503), None),
+            seen(2, 3, false, Some(200), None),
+        ];
+        assert_eq!(
+            judge(&r, Some(Surfaced::Status(200)), 5).as_deref(),
+            Some("R3")
+        );
+        // A write answered 429, re-sent at once but 7 s after its first send:
+        // either it did not wait, or it re-sent after a timeout: R1.
+        let mut slow = seen(1, 0, true, Some(429), Some(100));
+        slow.answered_ns = 6990 * MS;
+        let w = [slow, seen(2, 7000, true, Some(201), None)];
+        assert_eq!(
+            judge(&w, Some(Surfaced::Status(201)), 7002).as_deref(),
+            Some("R1")
+        );
+    }
+
+    #[test]
+    fn servers_side_410_and_449_backoff_and_window() {
+        // The second retry came 10 ms after a 410: the backoff is 1 s.
+        let a = [
+            seen(1, 0, false, Some(410), None),
+            seen(2, 2, false, Some(410), None),
+            seen(3, 12, false, Some(200), None),
+        ];
+        assert_eq!(
+            judge(&a, Some(Surfaced::Status(200)), 14).as_deref(),
+            Some("R3")
+        );
+        // 449: 10 ms plus the salt, then 20 ms plus the salt.
+        let w = [
+            seen(1, 0, true, Some(449), None),
+            seen(2, 2, true, Some(449), None),
+            seen(3, 7, true, Some(201), None),
+        ];
+        assert_eq!(
+            judge(&w, Some(Surfaced::Status(201)), 9).as_deref(),
+            Some("R3")
+        );
+        let doubled = [
+            seen(1, 0, true, Some(449), None),
+            seen(2, 2, true, Some(449), None),
+            seen(3, 15, true, Some(449), None),
+            seen(4, 30, true, Some(201), None),
+        ];
+        assert_eq!(
+            judge(&doubled, Some(Surfaced::Status(201)), 32).as_deref(),
+            Some("R3")
+        );
+        // 410s whose backoffs fill the 30 s window (0, 1, 2, 4, 8, 15 s):
+        // the SDK stops there; one more retry breaks it.
+        let mut t = 0;
+        let mut g = vec![seen(1, 0, false, Some(410), None)];
+        for (i, wait) in [0u64, 1000, 2000, 4000, 8000, 15_000, 15_000]
+            .iter()
+            .enumerate()
+        {
+            t += 1 + wait + 1;
+            g.push(seen(i as u64 + 2, t, false, Some(410), None));
+        }
+        assert_eq!(judge(&g[..7], Some(Surfaced::Status(503)), t), None);
+        assert_eq!(
+            judge(&g, Some(Surfaced::Status(503)), t + 2).as_deref(),
+            Some("R3")
+        );
+    }
+
+    #[test]
+    fn servers_side_r3_the_caller_is_told_what_the_spec_says_for_the_last_answer_heard() {
+        let a = [
+            seen(1, 0, true, Some(410), None),
+            seen(2, 2, true, Some(201), None),
+        ];
+        assert_eq!(judge(&a, Some(Surfaced::Status(201)), 4), None);
+        assert_eq!(
+            judge(&a, Some(Surfaced::Status(200)), 4).as_deref(),
+            Some("R3")
+        );
+        // A write answered 408 has an unknown outcome: a 408 status is wrong.
+        let t = [seen(1, 0, true, Some(408), None)];
+        assert_eq!(
+            judge(&t, Some(Surfaced::Status(408)), 2).as_deref(),
+            Some("R3")
+        );
+        // The window ran out on a 410: 503 (449 only with a 449 in it).
+        let g = [seen(1, 0, false, Some(410), None)];
+        assert_eq!(judge(&g, Some(Surfaced::Status(503)), 2), None);
+        assert_eq!(
+            judge(&g, Some(Surfaced::Status(449)), 2).as_deref(),
+            Some("R3")
+        );
+        // Returned the request timeout or later after the last send: a later
+        // attempt may have been sent and lost.
+        assert_eq!(judge(&a, Some(Surfaced::Status(503)), 6002), None);
     }
 
     #[test]

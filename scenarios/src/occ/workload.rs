@@ -10,6 +10,7 @@ use super::{counter_names, item_name, OccParams, CONTAINER};
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
 use overcast_model::retry::FinalOutcome;
 use overcast_model::store::{Conditions, ETag, EtagMatch, ItemKey, StoreRequest};
+use overcast_model::wire::OperationId;
 use overcast_sim::clock::NodeClock;
 use overcast_sim::history::{OpRecord, Slot};
 use rand::Rng;
@@ -41,8 +42,11 @@ impl Observer {
 }
 
 impl CallObserver for Observer {
-    fn on_invoke(&mut self, request: &StoreRequest, invoke_ns: u64) {
-        let call = Call::from_request(request);
+    fn on_invoke(&mut self, request: &StoreRequest, invoke_ns: u64, operation: OperationId) {
+        let call = Call {
+            operation: Some(operation),
+            ..Call::from_request(request)
+        };
         self.in_flight = Some(self.recorder.begin(OpRecord {
             id: 0,
             client: self.client,

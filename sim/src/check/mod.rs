@@ -83,6 +83,10 @@ pub struct Checked {
     pub explanation: Option<String>,
     /// A self-contained HTML page drawing the counterexample.
     pub html: Option<String>,
+    /// Some of the history could not be judged (the note says which part
+    /// and why): a held verdict then reads "held, partly judged", so a
+    /// reader never takes a partial check for a full one.
+    pub partly_judged: bool,
 }
 
 impl Checked {
@@ -103,6 +107,23 @@ impl Checked {
     pub fn with_note(mut self, note: impl Into<String>) -> Checked {
         self.note = note.into();
         self
+    }
+
+    /// Marked as partly judged when `partly` (see [`Checked::partly_judged`]).
+    pub fn partly(mut self, partly: bool) -> Checked {
+        self.partly_judged = partly;
+        self
+    }
+
+    /// The verdict in a word or two for summary lines: "held", "held, partly
+    /// judged", "BROKEN ×n" or "UNDECIDED".
+    pub fn verdict_words(&self) -> String {
+        match self.verdict() {
+            Verdict::Held if self.partly_judged => "held, partly judged".to_string(),
+            Verdict::Held => "held".to_string(),
+            Verdict::Broken { violations } => format!("BROKEN ×{}", violations.len()),
+            Verdict::Undecided { .. } => "UNDECIDED".to_string(),
+        }
     }
 }
 
@@ -195,6 +216,23 @@ mod tests {
                 ops: vec![],
             }],
         }
+    }
+
+    #[test]
+    fn a_partly_judged_held_check_says_so() {
+        let full = Checked::new(Verdict::Held);
+        assert_eq!(full.verdict_words(), "held");
+        assert_eq!(
+            full.clone().partly(true).verdict_words(),
+            "held, partly judged"
+        );
+        let broken = Checked::new(Verdict::from_violations(vec![Violation {
+            property: "E1".into(),
+            message: "m".into(),
+            ops: vec![],
+        }]))
+        .partly(true);
+        assert_eq!(broken.verdict_words(), "BROKEN ×1");
     }
 
     #[test]
