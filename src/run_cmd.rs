@@ -536,11 +536,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             ),
         };
         println!(
-            "overcast: sweep {name} {what}{}, {} jobs, swarm={}, faults={}, determinism check={}, bugs=[{}]",
+            "overcast: sweep {name} {what}{}, {} jobs, swarm={}, faults={}{}, determinism check={}, bugs=[{}]",
             shard.map_or(String::new(), |(k, n)| format!(", shard {k}/{n}")),
             opts.jobs,
             args.swarm,
             args.faults,
+            if args.throttle { ", throttle" } else { "" },
             args.check_determinism,
             args.bugs.join(",")
         );

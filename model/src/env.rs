@@ -29,12 +29,13 @@ pub trait LogDevice: Send + Sync {
     fn truncate(&self, len: usize);
 }
 
-/// What the network does to one datagram the model sends, beyond loss and
-/// latency: the delays after which copies of it are sent.
+/// What the network does to one datagram the model sends, beyond the least
+/// latency: the delays after which copies of it are sent (none: it is lost).
 pub trait SendFaults: Send + Sync {
     /// `[0]` for a plain send; a later first delay holds the datagram back
-    /// (reordering); a second delay sends a duplicate.
-    fn copies(&self) -> Vec<Duration>;
+    /// (latency, reordering); a second delay sends a duplicate; empty: lost. `to` is the
+    /// datagram's receiver, so that faults can be drawn link by link.
+    fn copies(&self, to: std::net::SocketAddr) -> Vec<Duration>;
 }
 
 /// The network's send faults as a node's sends see them (none by default).
@@ -42,10 +43,10 @@ pub trait SendFaults: Send + Sync {
 pub struct SendPolicy(pub Option<Arc<dyn SendFaults>>);
 
 impl SendPolicy {
-    /// The delays of one datagram's copies.
-    pub fn copies(&self) -> Vec<Duration> {
+    /// The delays of the copies of one datagram to `to`.
+    pub fn copies(&self, to: std::net::SocketAddr) -> Vec<Duration> {
         match &self.0 {
-            Some(f) => f.copies(),
+            Some(f) => f.copies(to),
             None => vec![Duration::ZERO],
         }
     }

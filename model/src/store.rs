@@ -446,7 +446,13 @@ impl Store {
                 self.containers.insert(container.clone());
             }
             Effect::ItemWritten { key, item } => {
-                self.slots.insert(key.clone(), Slot::Live(item.clone()));
+                // An existing slot is overwritten in place: no copy of the key.
+                match self.slots.get_mut(key) {
+                    Some(slot) => *slot = Slot::Live(item.clone()),
+                    None => {
+                        self.slots.insert(key.clone(), Slot::Live(item.clone()));
+                    }
+                }
                 // §2.6, judged at the write's own time (its Last-Modified).
                 let keep = self.bugs.renew_after_write;
                 self.leases.after_blob_write(key, item.last_modified, keep);
@@ -457,8 +463,13 @@ impl Store {
                 keep_tombstone,
             } => {
                 if *keep_tombstone {
-                    self.slots
-                        .insert(key.clone(), Slot::Tombstone { version: *version });
+                    let tombstone = Slot::Tombstone { version: *version };
+                    match self.slots.get_mut(key) {
+                        Some(slot) => *slot = tombstone,
+                        None => {
+                            self.slots.insert(key.clone(), tombstone);
+                        }
+                    }
                 } else {
                     self.slots.remove(key);
                 }

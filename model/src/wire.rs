@@ -132,7 +132,7 @@ pub async fn send_datagram(
     policy: &SendPolicy,
 ) -> std::io::Result<()> {
     let mut result = Ok(());
-    for delay in policy.copies() {
+    for delay in policy.copies(to) {
         if delay.is_zero() {
             result = ep.send_to(to, tag, bytes).await;
             continue;

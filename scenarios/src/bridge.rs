@@ -7,7 +7,9 @@ use overcast_sim::clock::NodeClock;
 use overcast_sim::disk::SimDisk;
 use overcast_sim::faults::NetworkFaults;
 use overcast_sim::world::NodeEnv;
+use rand::Rng;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,7 +27,21 @@ pub struct DiskAdapter(pub SimDisk);
 
 impl LogDevice for DiskAdapter {
     fn append(&self, bytes: &[u8]) {
-        self.0.append(bytes)
+        // A log record is named by its partition and LSN, so that its disk
+        // faults do not move when a shrunk run writes fewer records before
+        // it (to other partitions); anything else by its place.
+        let records = overcast_model::wal::scan_fragment(bytes);
+        if records.valid == bytes.len() && !records.records.is_empty() {
+            let names: Vec<u8> = records
+                .records
+                .iter()
+                .flat_map(|r| [u64::from(r.partition).to_le_bytes(), r.lsn.to_le_bytes()])
+                .flatten()
+                .collect();
+            self.0.append_as(overcast_sim::rng::fnv1a(&names), bytes)
+        } else {
+            self.0.append(bytes)
+        }
     }
     fn sync(&self) -> Result<(), SyncError> {
         self.0.sync().map_err(|_| SyncError)
@@ -42,35 +58,81 @@ impl LogDevice for DiskAdapter {
 /// every node's [`NetworkAdapter`] of one run.
 pub type NetworkCounts = Arc<Mutex<BTreeMap<String, u64>>>;
 
-/// The plan's network faults as the model's [`SendFaults`], drawn from one
-/// node incarnation's own stream.
+/// The plan's network faults as the model's [`SendFaults`]: loss, the
+/// latency above the least (madsim applies the least), duplicated and
+/// held-back datagrams. Each datagram's are drawn from a stream of its own,
+/// keyed by the run's seed, the sending incarnation, the receiver, the
+/// operation it belongs to and its number among those: leaving an operation
+/// out (the shrinker's history pass) leaves every other operation's
+/// datagrams their fates. A datagram belongs to the operation its sender
+/// drew last ([`crate::ops::current`]), or, from a node that draws none (a
+/// server), to the one its receiver drew last (the reply to it).
 pub struct NetworkAdapter {
     faults: NetworkFaults,
-    rng: Mutex<rand_chacha::ChaCha8Rng>,
+    /// Share of datagrams lost.
+    packet_loss: f64,
+    /// Latency range, ns: madsim applies the least, the adapter the rest.
+    latency_ns: (u64, u64),
+    seed: u64,
+    /// The sending incarnation's name.
+    sender: String,
+    /// Node names by address (the receivers).
+    topology: Arc<overcast_sim::world::Topology>,
+    /// Datagrams sent so far, by receiver and operation.
+    sent: Mutex<BTreeMap<(SocketAddr, Option<usize>), u64>>,
     counts: NetworkCounts,
 }
 
 impl NetworkAdapter {
     /// The send policy of the node `env` describes; counts go to `counts`.
-    /// No faults in the plan: no policy (nothing drawn).
+    /// No faults and no latency range in the plan: no policy (nothing drawn).
     pub fn policy(env: &NodeEnv, counts: &NetworkCounts) -> SendPolicy {
-        if env.network.duplicate <= 0.0 && env.network.reorder <= 0.0 {
+        let (lo, hi) = env.latency_ms;
+        if env.network.duplicate <= 0.0
+            && env.network.reorder <= 0.0
+            && env.packet_loss <= 0.0
+            && hi <= lo
+        {
             return SendPolicy::default();
         }
         SendPolicy(Some(Arc::new(NetworkAdapter {
             faults: env.network.clone(),
-            rng: Mutex::new(env.network_rng()),
+            packet_loss: env.packet_loss,
+            latency_ns: (lo * 1_000_000, hi.max(lo) * 1_000_000),
+            seed: env.seed,
+            sender: env.incarnation_name(),
+            topology: env.topology.clone(),
+            sent: Mutex::default(),
             counts: counts.clone(),
         })))
     }
 }
 
 impl SendFaults for NetworkAdapter {
-    fn copies(&self) -> Vec<Duration> {
-        let copies = {
-            let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
-            self.faults.copies(&mut *rng)
+    fn copies(&self, to: SocketAddr) -> Vec<Duration> {
+        let op = crate::ops::current(&self.sender).or_else(|| {
+            let receiver = self.topology.node_at(to)?;
+            crate::ops::current(&receiver)
+        });
+        let n = {
+            let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
+            let n = sent.entry((to, op)).or_default();
+            *n += 1;
+            *n
         };
+        let op = op.map_or_else(|| "-".to_string(), |op| op.to_string());
+        let key = format!("net-{}-{to}-{op}-{n}", self.sender);
+        let mut rng = overcast_sim::rng::stream(self.seed, &key);
+        if self.packet_loss > 0.0 && rng.gen_bool(self.packet_loss.clamp(0.0, 1.0)) {
+            return Vec::new();
+        }
+        let (lo, hi) = self.latency_ns;
+        let extra = Duration::from_nanos(if hi > lo {
+            rng.gen_range(0..hi - lo)
+        } else {
+            0
+        });
+        let copies = self.faults.copies(&mut rng);
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         if !copies[0].is_zero() {
             *counts.entry("reorder".into()).or_default() += 1;
@@ -78,6 +140,6 @@ impl SendFaults for NetworkAdapter {
         if copies.len() > 1 {
             *counts.entry("duplicate".into()).or_default() += 1;
         }
-        copies
+        copies.into_iter().map(|d| d + extra).collect()
     }
 }

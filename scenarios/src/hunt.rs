@@ -34,7 +34,8 @@ pub struct BugHunt {
     /// Operations in the first failing run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ops: Option<usize>,
-    /// Operations in the shrunk counterexample (when shrinking was asked for).
+    /// Workload operations in the shrunk counterexample (when shrinking was
+    /// asked for; a check's own calls, such as occ's probe, not counted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrunk_ops: Option<usize>,
     /// The shrunk counterexample (when shrinking was asked for), to save or replay.
@@ -48,7 +49,7 @@ pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: u
     let Some(seed) = h.seed else { return };
     let s = hunt_scenario_in(def, seed, &h.bug, h.swarm);
     if let Some(r) = crate::shrink::shrink(def, &s, max_tries, |_, _| {}) {
-        h.shrunk_ops = Some(r.run.history.ops());
+        h.shrunk_ops = Some(r.run.history.workload_ops());
         h.shrunk = Some(r.scenario);
     }
 }

@@ -32,7 +32,8 @@ pub type Pace = BTreeMap<String, BTreeMap<usize, u64>>;
 /// Per node, the simulated time (ns) each operation its workload drew
 /// started at, by index (a skipped one: when it was drawn). A restarted
 /// node draws its operations again; the first incarnation's times are kept.
-pub type Drawn = BTreeMap<String, Vec<u64>>;
+/// Indices need not be dense (a holder numbers its calls by round).
+pub type Drawn = BTreeMap<String, BTreeMap<usize, u64>>;
 
 /// The plan of the run on this thread: what to leave out, when to start,
 /// and what was drawn.
@@ -40,6 +41,8 @@ struct Active {
     skip: SkipSet,
     pace: Pace,
     drawn: Drawn,
+    /// Per node, the operation it drew last.
+    current: BTreeMap<String, usize>,
 }
 
 thread_local! {
@@ -60,6 +63,7 @@ impl OpPlan {
             skip: skip.clone(),
             pace: pace.clone(),
             drawn: Drawn::new(),
+            current: BTreeMap::new(),
         };
         OpPlan {
             previous: Some(ACTIVE.with(|a| a.borrow_mut().replace(active))),
@@ -95,10 +99,11 @@ fn now_ns() -> u64 {
 
 /// Notes that `node` drew operation `op` at `at_ns` (the first time only).
 fn record(drawn: &mut Drawn, node: &str, op: usize, at_ns: u64) {
-    let times = drawn.entry(node.to_string()).or_default();
-    while times.len() <= op {
-        times.push(at_ns);
-    }
+    drawn
+        .entry(node.to_string())
+        .or_default()
+        .entry(op)
+        .or_insert(at_ns);
 }
 
 /// Whether node `node` (its name or incarnation name) leaves out its
@@ -113,6 +118,7 @@ pub async fn skipped(node: &str, op: usize) -> bool {
     let decided = ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         let a = a.as_mut()?;
+        a.current.insert(node.to_string(), op);
         if a.skip.get(node).is_some_and(|s| s.contains(&op)) {
             record(&mut a.drawn, node, op, now_ns());
             return Some((true, 0));
@@ -138,6 +144,30 @@ pub async fn skipped(node: &str, op: usize) -> bool {
     skip
 }
 
+/// [`skipped`] for an operation that runs on its own schedule (a
+/// connector's timer-driven calls): whether to leave it out, decided at
+/// once, without pacing (its schedule already says when it starts).
+pub fn skipped_now(node: &str, op: usize) -> bool {
+    let node = node_of(node);
+    ACTIVE.with(|a| {
+        let mut a = a.borrow_mut();
+        let Some(a) = a.as_mut() else {
+            return false;
+        };
+        a.current.insert(node.to_string(), op);
+        record(&mut a.drawn, node, op, now_ns());
+        a.skip.get(node).is_some_and(|s| s.contains(&op))
+    })
+}
+
+/// The operation node `node` (its name or incarnation name) drew last in
+/// the run on this thread, if any: what the datagrams it sends now belong
+/// to (see `bridge::NetworkAdapter`).
+pub fn current(node: &str) -> Option<usize> {
+    let node = node_of(node);
+    ACTIVE.with(|a| a.borrow().as_ref()?.current.get(node).copied())
+}
+
 /// [`skipped`] for node `index` of role `role` (e.g. `client`, 3).
 pub async fn skipped_in(role: &str, index: usize, op: usize) -> bool {
     skipped(&overcast_sim::world::Topology::node_name(role, index), op).await
@@ -150,10 +180,7 @@ pub fn count(skip: &SkipSet) -> usize {
 
 /// The pace of a run that drew `drawn`: each operation no earlier than it started there.
 pub fn pace_of(drawn: &Drawn) -> Pace {
-    drawn
-        .iter()
-        .map(|(node, times)| (node.clone(), times.iter().copied().enumerate().collect()))
-        .collect()
+    drawn.clone()
 }
 
 #[cfg(test)]

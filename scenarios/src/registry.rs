@@ -113,6 +113,10 @@ pub fn once<P>(i: usize, f: impl FnOnce() -> Option<P>) -> Option<P> {
     }
 }
 
+/// History client ids from this one on are a check's own calls (occ's
+/// liveness probe, `occ::workload::PROBE_CLIENT`), not the workload's.
+pub const CHECK_CLIENTS: usize = 1_000_000;
+
 /// The history a run records, as the generic layer sees it.
 pub trait RunHistory: Send + 'static {
     /// Pretty JSON (the `.history.json` file).
@@ -121,6 +125,9 @@ pub trait RunHistory: Send + 'static {
     fn trace_hash(&self) -> u64;
     /// Operations recorded.
     fn ops(&self) -> usize;
+    /// Operations recorded of the workload: those of clients below
+    /// [`CHECK_CLIENTS`] (what a shrink minimises and the bug table counts).
+    fn workload_ops(&self) -> usize;
     /// Operations whose outcome is unknown.
     fn unknown_ops(&self) -> usize;
     /// Attempts beyond the first of each operation.
@@ -152,6 +159,9 @@ where
     }
     fn ops(&self) -> usize {
         self.ops.len()
+    }
+    fn workload_ops(&self) -> usize {
+        self.ops.iter().filter(|o| o.client < CHECK_CLIENTS).count()
     }
     fn unknown_ops(&self) -> usize {
         self.ops.iter().filter(|o| o.result.is_none()).count()

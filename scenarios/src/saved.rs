@@ -154,7 +154,16 @@ pub fn run_command(s: &Scenario) -> String {
     } else if let Some(profile) = crate::scenario::profile_of(s) {
         cmd += &format!(" --faults {profile}");
     }
+    if is_throttled(s) {
+        cmd += " --throttle";
+    }
     cmd
+}
+
+/// Whether `s` is occ's throttling variant (`--throttle`), which its command
+/// line and file name must say, or a rerun would run the plain scenario.
+fn is_throttled(s: &Scenario) -> bool {
+    s.params.get("throttle") == Some(&serde_json::Value::Bool(true))
 }
 
 /// The command line that replays a saved file.
@@ -167,6 +176,9 @@ pub fn failure_stem(s: &Scenario) -> String {
     let mut stem = format!("{}-seed{}", s.name, s.seed);
     if s.swarm {
         stem += "-swarm";
+    }
+    if is_throttled(s) {
+        stem += "-throttle";
     }
     for b in &s.bugs {
         stem += &format!("-{b}");

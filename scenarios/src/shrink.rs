@@ -3,16 +3,23 @@
 //! helps:
 //!
 //! 1. parameters: greedily try the scenario's own reductions (fewer clients,
-//!    operations, items, ...) and the envelope's (no packet loss, disk
-//!    faults, duplicated and reordered datagrams, clock faults);
+//!    operations, items, no occ liveness probe, ...) and the envelope's (no
+//!    packet loss, disk faults, duplicated and reordered datagrams, a
+//!    shorter active phase, clock faults);
 //! 2. the history: leave out individual client operations (the scenario's
 //!    `skip` set, see [`crate::ops`]) and fault events, delta-debugging
-//!    style: halves, then quarters, ... then one at a time. The operations
+//!    style: halves, then quarters, ... then one at a time; once with the
+//!    units node by node, once in time order (operations and the fault
+//!    events among them together). The operations
 //!    kept start no earlier than they did in the failure (its `pace`), so
 //!    that leaving one out does not pull the rest of its client's forward.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
-//! a fault event or an operation never reshuffles the others. The whole
+//! a fault event or an operation never reshuffles the others, and the
+//! network and disk draw each datagram's loss, latency and faults and each
+//! record's faults from a stream
+//! keyed by its identity, so they stay on the datagrams and records that
+//! remain (see `bridge::NetworkAdapter`, `overcast_sim::disk`). The whole
 //! shrink is bounded by a number of candidate runs.
 
 use crate::ops::SkipSet;
@@ -34,7 +41,7 @@ pub struct Shrunk {
     pub tried: usize,
     /// Candidates kept.
     pub kept: usize,
-    /// Operations of the failing run before shrinking.
+    /// Workload operations of the failing run before shrinking (see [`size`]).
     pub ops_before: usize,
 }
 
@@ -118,10 +125,12 @@ fn reduction_name(def: &dyn DynScenario, r: usize) -> &'static str {
         .unwrap_or_else(|| ENVELOPE_REDUCTIONS[r - names.len()].0)
 }
 
-/// The size a shrink minimises: operations first, then fault events.
+/// The size a shrink minimises: the workload's operations first (a check's
+/// own calls, such as occ's liveness probe, are not counted: a failure that
+/// needs the probe keeps it whole), then fault events.
 pub fn size(r: &RunResult) -> (usize, usize) {
     let events = r.scenario.plan.as_ref().map_or(0, |p| p.events.len());
-    (r.history.ops(), events)
+    (r.history.workload_ops(), events)
 }
 
 /// The state of one shrink: the smallest failure so far and the budget.
@@ -180,12 +189,27 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
 
     /// Pass 2: leave out operations and fault events of the current failure,
     /// in chunks of half the remaining ones, then quarters, ..., then one by
-    /// one until none can go. True if one was left out.
-    fn remove_history(&mut self) -> bool {
+    /// one until none can go, the units in `order`. True if one was left out.
+    fn remove_history(&mut self, order: Order) -> bool {
         // The operations kept start when they did in the current failure.
         let mut base = self.best_s.clone();
         base.pace = crate::ops::pace_of(&self.best.drawn);
-        let units = history_units(&self.best, &base);
+        let mut units = history_units(&self.best, &base);
+        if order == Order::ByTime {
+            let start = |u: &Unit| match u {
+                Unit::Op(node, i) => base
+                    .pace
+                    .get(node)
+                    .and_then(|p| p.get(i))
+                    .copied()
+                    .unwrap_or(0),
+                Unit::Fault(e) => base
+                    .plan
+                    .as_ref()
+                    .map_or(0, |p| p.events[*e].at_ms * 1_000_000),
+            };
+            units.sort_by_key(start);
+        }
         let mut live: Vec<usize> = (0..units.len()).collect();
         let kept_before = self.kept;
         let mut chunk = (live.len() / 2).max(1);
@@ -214,6 +238,16 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     }
 }
 
+/// The order of the units the history pass cuts into chunks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Order {
+    /// Node by node, then the fault events: early chunks are whole clients.
+    ByNode,
+    /// By start time, operations and fault events together: early chunks
+    /// are stretches of the run (all that happened before the failure, say).
+    ByTime,
+}
+
 /// What the history pass may leave out.
 #[derive(Clone, Debug, PartialEq)]
 enum Unit {
@@ -230,9 +264,10 @@ fn history_units(run: &RunResult, s: &Scenario) -> Vec<Unit> {
     for (node, drawn) in &run.drawn {
         let skipped = s.skip.get(node);
         units.extend(
-            (0..drawn.len())
+            drawn
+                .keys()
                 .filter(|i| !skipped.is_some_and(|k| k.contains(i)))
-                .map(|i| Unit::Op(node.clone(), i)),
+                .map(|i| Unit::Op(node.clone(), *i)),
         );
     }
     let events = s.plan.as_ref().map_or(0, |p| p.events.len());
@@ -301,7 +336,7 @@ pub fn shrink(
     let best_s = resolved(def, s).ok()?;
     let first = run_isolated_with(def, &best_s);
     let property = first.first_property()?;
-    let ops_before = first.history.ops();
+    let ops_before = first.history.workload_ops();
     let mut search = Search {
         def,
         property,
@@ -313,7 +348,15 @@ pub fn shrink(
         progress: &mut progress,
     };
     search.reduce_parameters();
-    while search.remove_history() && search.reduce_parameters() {}
+    loop {
+        // Two cuts of the same units: one may leave out what the other cannot
+        // (a whole client; a stretch of time with its faults).
+        let by_node = search.remove_history(Order::ByNode);
+        let by_time = search.remove_history(Order::ByTime);
+        if !(by_node || by_time) || !search.reduce_parameters() {
+            break;
+        }
+    }
     let mut scenario = search.best_s;
     // A skipped operation never waits: its start time says nothing.
     for (node, ops) in &scenario.skip {
@@ -373,7 +416,7 @@ mod tests {
             crate::ops::count(&shrunk.scenario.skip) > 0,
             "no operation was left out"
         );
-        assert_eq!(shrunk.ops_before, before.history.ops());
+        assert_eq!(shrunk.ops_before, before.history.workload_ops());
         // occ's liveness probe reads and writes every item after the heal;
         // its calls are not client operations the pass can leave out, so the
         // bar is a tenth of the failing run rather than 15 operations.
@@ -439,6 +482,14 @@ mod tests {
         assert_eq!(
             removal_step([&units[3]].into_iter()),
             "leave out 1 fault event"
+        );
+    }
+
+    #[test]
+    fn occs_probe_calls_are_the_ones_the_size_leaves_out() {
+        assert_eq!(
+            crate::occ::workload::PROBE_CLIENT,
+            crate::registry::CHECK_CLIENTS
         );
     }
 

@@ -10,8 +10,15 @@
 //! (the bytes land at an earlier offset, their own place stays zeros), lost
 //! writes that a sync reported done (a lying disk: gone at the next power
 //! failure, zeros in the middle of the log or a shorter log at its end), and
-//! failing syncs. Every fault is drawn from the disk's own seeded stream and
-//! counted; the bytes a lying disk lost are kept for the verdict.
+//! failing syncs. Every fault is counted; the bytes a lying disk lost are
+//! kept for the verdict.
+//!
+//! Each fault is drawn from a stream of its own, keyed by the disk's seed
+//! and the identity of what it hits: a write by its record's identity (the
+//! caller's, [`SimDisk::append_as`], or its number among the disk's writes),
+//! a sync by the writes it makes durable, a read by its number. So a run
+//! that writes fewer records (a shrunk one) leaves the other records their
+//! faults instead of shifting every later fault by one draw.
 
 use crate::faults::StorageFaults;
 use rand::Rng;
@@ -20,6 +27,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+
+/// What a fault stream is for: a write, a sync or a read.
+const WRITE: u64 = 1;
+const SYNC: u64 = 2;
+const READ: u64 = 3;
 
 #[derive(Debug)]
 struct DiskState {
@@ -31,8 +43,17 @@ struct DiskState {
     torn_tails: u64,
     /// Fault rates.
     faults: StorageFaults,
-    /// The faults' random stream.
-    rng: ChaCha8Rng,
+    /// The faults' random streams' key (the run's seed and the disk's name).
+    key: ChaCha8Rng,
+    /// Appends so far (a record's identity when its writer names none).
+    appends: u64,
+    /// Reads so far.
+    reads: u64,
+    /// How often each record identity was written: a record written again
+    /// (after a crash lost it) draws afresh.
+    written: BTreeMap<u64, u64>,
+    /// The identities of the writes since the last sync.
+    pending_ids: Vec<u64>,
     /// Ranges of `durable` a lying sync reported durable: lost at the next
     /// power failure.
     ghosts: Vec<(usize, usize)>,
@@ -50,7 +71,11 @@ impl Default for DiskState {
             syncs: 0,
             torn_tails: 0,
             faults: StorageFaults::default(),
-            rng: ChaCha8Rng::seed_from_u64(0),
+            key: ChaCha8Rng::seed_from_u64(0),
+            appends: 0,
+            reads: 0,
+            written: BTreeMap::new(),
+            pending_ids: Vec::new(),
             ghosts: Vec::new(),
             injected: BTreeMap::new(),
             lost: Vec::new(),
@@ -59,10 +84,22 @@ impl Default for DiskState {
 }
 
 impl DiskState {
-    /// Draws whether a fault of probability `p` happens; no draw when `p` is 0,
-    /// so a disk without faults draws nothing.
-    fn happens(&mut self, p: f64, kind: &'static str) -> bool {
-        let hit = p > 0.0 && self.rng.gen_bool(p.clamp(0.0, 1.0));
+    /// The stream of the faults of the thing `what` (a write, sync or read,
+    /// named by its identity).
+    fn stream(&self, what: &[u64]) -> ChaCha8Rng {
+        let mut seed = self.key.get_seed();
+        let mut h = crate::rng::fnv1a(&seed);
+        for w in what {
+            h = crate::rng::fnv1a(&[h.to_le_bytes(), w.to_le_bytes()].concat());
+        }
+        seed[..8].copy_from_slice(&h.to_le_bytes());
+        ChaCha8Rng::from_seed(seed)
+    }
+
+    /// Draws from `rng` whether a fault of probability `p` happens; no draw
+    /// when `p` is 0, so a disk without faults draws nothing.
+    fn happens(&mut self, rng: &mut ChaCha8Rng, p: f64, kind: &'static str) -> bool {
+        let hit = p > 0.0 && rng.gen_bool(p.clamp(0.0, 1.0));
         if hit {
             *self.injected.entry(kind).or_default() += 1;
         }
@@ -113,13 +150,14 @@ impl SimDisk {
         Self::default()
     }
 
-    /// An empty disk that injects `faults`, drawn from `rng`.
-    pub fn with_faults(faults: StorageFaults, rng: ChaCha8Rng) -> Self {
+    /// An empty disk that injects `faults`, drawn from streams keyed by
+    /// `key` (a seeded stream of the disk's own) and what each one hits.
+    pub fn with_faults(faults: StorageFaults, key: ChaCha8Rng) -> Self {
         let disk = SimDisk::new();
         {
             let mut s = disk.lock();
             s.faults = faults;
-            s.rng = rng;
+            s.key = key;
         }
         disk
     }
@@ -130,18 +168,36 @@ impl SimDisk {
     }
 
     /// Appends bytes; they are volatile until [`SimDisk::sync`]. A bit of
-    /// them may be flipped, or they may land at an earlier offset.
+    /// them may be flipped, or they may land at an earlier offset. Their
+    /// faults are those of the disk's next write by number.
     pub fn append(&self, bytes: &[u8]) {
+        let n = self.lock().appends;
+        self.append_as(n, bytes)
+    }
+
+    /// [`SimDisk::append`] of a record the writer names `identity` (e.g. its
+    /// partition and log position): its faults are drawn from the identity
+    /// (and how often it was written before), not from its place on the disk.
+    pub fn append_as(&self, identity: u64, bytes: &[u8]) {
         let mut s = self.lock();
+        s.appends += 1;
+        let times = {
+            let t = s.written.entry(identity).or_default();
+            *t += 1;
+            *t
+        };
+        let id = crate::rng::fnv1a(&[identity.to_le_bytes(), times.to_le_bytes()].concat());
+        s.pending_ids.push(id);
+        let mut rng = s.stream(&[WRITE, id]);
         let mut bytes = bytes.to_vec();
         let f = s.faults.clone();
-        if !bytes.is_empty() && s.happens(f.flip_on_write, "flip_on_write") {
-            let bit = s.rng.gen_range(0..bytes.len() * 8);
+        if !bytes.is_empty() && s.happens(&mut rng, f.flip_on_write, "flip_on_write") {
+            let bit = rng.gen_range(0..bytes.len() * 8);
             bytes[bit / 8] ^= 1 << (bit % 8);
         }
-        if s.len() > 0 && s.happens(f.misdirected_write, "misdirected_write") {
+        if s.len() > 0 && s.happens(&mut rng, f.misdirected_write, "misdirected_write") {
             let len = s.len();
-            let offset = s.rng.gen_range(0..len);
+            let offset = rng.gen_range(0..len);
             s.overwrite(offset, &bytes);
             bytes.iter_mut().for_each(|b| *b = 0);
         }
@@ -154,14 +210,17 @@ impl SimDisk {
     pub fn sync(&self) -> Result<(), SyncFailed> {
         let mut s = self.lock();
         let pending = std::mem::take(&mut s.pending);
+        let mut what = vec![SYNC];
+        what.append(&mut s.pending_ids);
+        let mut rng = s.stream(&what);
         s.syncs += 1;
         let f = s.faults.clone();
-        if !pending.is_empty() && s.happens(f.fsync_error, "fsync_error") {
-            let keep = s.rng.gen_range(0..=pending.len());
+        if !pending.is_empty() && s.happens(&mut rng, f.fsync_error, "fsync_error") {
+            let keep = rng.gen_range(0..=pending.len());
             s.durable.extend_from_slice(&pending[..keep]);
             return Err(SyncFailed);
         }
-        if !pending.is_empty() && s.happens(f.lost_write, "lost_write") {
+        if !pending.is_empty() && s.happens(&mut rng, f.lost_write, "lost_write") {
             let at = s.durable.len();
             s.ghosts.push((at, pending.len()));
         }
@@ -176,8 +235,10 @@ impl SimDisk {
         let mut all = s.durable.clone();
         all.extend_from_slice(&s.pending);
         let f = s.faults.flip_on_read;
-        if !all.is_empty() && s.happens(f, "flip_on_read") {
-            let bit = s.rng.gen_range(0..all.len() * 8);
+        s.reads += 1;
+        let mut rng = s.stream(&[READ, s.reads]);
+        if !all.is_empty() && s.happens(&mut rng, f, "flip_on_read") {
+            let bit = rng.gen_range(0..all.len() * 8);
             all[bit / 8] ^= 1 << (bit % 8);
         }
         all
@@ -189,6 +250,7 @@ impl SimDisk {
         if len <= s.durable.len() {
             s.durable.truncate(len);
             s.pending.clear();
+            s.pending_ids.clear();
             s.ghosts.retain(|(at, _)| *at < len);
             if let Some(last) = s.ghosts.last_mut() {
                 last.1 = last.1.min(len - last.0);
@@ -207,6 +269,7 @@ impl SimDisk {
     pub fn crash(&self, lose_unsynced: bool, rng: &mut impl Rng) {
         let mut s = self.lock();
         let pending = std::mem::take(&mut s.pending);
+        s.pending_ids.clear();
         let keep = if lose_unsynced && !pending.is_empty() {
             rng.gen_range(0..=pending.len())
         } else {

@@ -36,11 +36,25 @@ impl TraceHasher {
     }
 }
 
+// Inlined, and `write_all` taken whole in one `Hasher::write`, as the
+// default `write_all` loop does for a sink that takes every byte (and, like
+// it, not at all for no bytes: an empty write changes an FxHasher's hash).
+// bincode calls these once per field of every history record, and the
+// out-of-line calls were most of the trace hash's cost.
 impl std::io::Write for TraceHasher {
+    #[inline]
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         std::hash::Hasher::write(&mut self.0, buf);
         Ok(buf.len())
     }
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if !buf.is_empty() {
+            std::hash::Hasher::write(&mut self.0, buf);
+        }
+        Ok(())
+    }
+    #[inline]
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }

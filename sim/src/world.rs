@@ -115,6 +115,15 @@ impl Topology {
         ))
     }
 
+    /// The name of the node at `addr`, if it is one of the topology's.
+    pub fn node_at(&self, addr: SocketAddr) -> Option<String> {
+        self.roles.iter().find_map(|r| {
+            (0..r.count)
+                .find(|i| self.addr(&r.name, *i) == Some(addr))
+                .map(|i| Topology::node_name(&r.name, i))
+        })
+    }
+
     /// The addresses of every node of `role`, by index (empty for an unknown role).
     pub fn addrs(&self, role: &str) -> Vec<SocketAddr> {
         let n = self.role(role).map_or(0, |r| r.count);
@@ -184,6 +193,12 @@ pub struct NodeEnv {
     /// The plan's duplicated and reordered datagrams, which the node's
     /// sends apply (madsim has no such faults).
     pub network: NetworkFaults,
+    /// The plan's share of datagrams lost, which the node's sends draw
+    /// (madsim loses none itself).
+    pub packet_loss: f64,
+    /// The plan's one-way latency range, ms: madsim applies the least; the
+    /// node's sends draw each datagram's latency above it.
+    pub latency_ms: (u64, u64),
     /// The plan's largest one-way latency, ms.
     pub max_latency_ms: u64,
 }
@@ -274,9 +289,15 @@ where
     F: Future<Output = ()> + 'static,
 {
     let mut config = madsim::Config::default();
-    config.net.packet_loss_rate = cfg.plan.packet_loss;
+    // Loss and the latency above the least are drawn per datagram by the
+    // nodes' sends (`NodeEnv::packet_loss`, `NodeEnv::latency_ms`), from a
+    // stream keyed by the datagram: madsim draws them from the one global
+    // stream, so a run that sends one datagram fewer (a shrunk one) would
+    // move every later datagram's fate. madsim keeps the least latency.
+    config.net.packet_loss_rate = 0.0;
     let (lo, hi) = cfg.plan.latency_ms;
-    config.net.send_latency = Duration::from_millis(lo)..Duration::from_millis(hi.max(lo + 1));
+    let least = Duration::from_millis(lo);
+    config.net.send_latency = least..least + Duration::from_nanos(1);
     let rt = Runtime::with_seed_and_config(cfg.seed, config);
     let program = Arc::new(program);
     let topo = Arc::new(cfg.topology.clone());
@@ -315,6 +336,8 @@ where
                 deadline: cfg.deadline,
                 topology: topo.clone(),
                 network: cfg.plan.network.clone(),
+                packet_loss: cfg.plan.packet_loss,
+                latency_ms: (lo, hi.max(lo + 1)),
                 max_latency_ms: cfg.plan.latency_ms.1.max(cfg.plan.latency_ms.0 + 1),
             };
             let program = program.clone();

@@ -150,8 +150,49 @@ pub fn pk(k: usize) -> String {
     format!("k{k}")
 }
 
+/// One write a writer drew, before it is sent: the history's name for it
+/// and the request.
+enum Write {
+    /// A transactional batch of upserts.
+    Batch(Vec<ItemOp>),
+    /// An upsert of a tombstone body (`deleted`, `ttl`).
+    SoftDelete { id: String, body: String },
+    /// A hard delete.
+    Delete { id: String },
+    /// A create (0), replace (1) or upsert (2) of one item.
+    Item { id: String, what: usize },
+}
+
+impl Write {
+    /// What the history records for it.
+    fn call(&self, key: &str) -> FeedCall {
+        let (kind, ids) = match self {
+            Write::Batch(ops) => (
+                "batch",
+                ops.iter()
+                    .filter_map(|o| match o {
+                        ItemOp::Upsert { id, .. } => Some(id.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            Write::SoftDelete { id, .. } => ("soft delete", vec![id.clone()]),
+            Write::Delete { id } => ("delete", vec![id.clone()]),
+            Write::Item { id, what } => (["create", "replace", "upsert"][*what], vec![id.clone()]),
+        };
+        FeedCall::Write {
+            kind: kind.to_string(),
+            partition_key: key.to_string(),
+            ids,
+        }
+    }
+}
+
 /// One writer: random writes until `ops` or the deadline, each recorded as
-/// an operation of client `index`.
+/// an operation of client `index`. Each write is drawn whole before the
+/// shrinker is asked whether to leave it out ([`crate::ops::skipped_in`],
+/// node `writer-<index>`, numbered from 0), so the writes after a left-out
+/// one are the same.
 pub async fn writer(
     p: &FeedParams,
     index: usize,
@@ -161,7 +202,7 @@ pub async fn writer(
     deadline_ns: u64,
 ) {
     let mut n = 0u64;
-    for _ in 0..p.writer_ops {
+    for op in 0..p.writer_ops {
         let (lo, hi) = p.write_pause_ms;
         madsim::time::sleep(Duration::from_millis(rng.gen_range(lo..=hi.max(lo)))).await;
         if sim_now_ns() >= deadline_ns {
@@ -171,105 +212,77 @@ pub async fn writer(
         let id = |rng: &mut ChaCha8Rng| format!("i{}", rng.gen_range(0..p.items_per_key));
         n += 1;
         let body = format!("{{\"w\":{index},\"n\":{n}}}");
-        let mut c = CosmosContainer::new(client, ITEMS);
         let draw: f64 = rng.gen();
-        let call = |kind: &str, ids: Vec<String>| FeedCall::Write {
-            kind: kind.to_string(),
-            partition_key: key.clone(),
-            ids,
-        };
-        if draw < p.batch_probability {
+        let write = if draw < p.batch_probability {
             let size = rng.gen_range(2..=4);
-            let ops: Vec<ItemOp> = (0..size)
-                .map(|j| ItemOp::Upsert {
-                    id: id(&mut rng),
-                    body: format!("{{\"w\":{index},\"n\":{n},\"b\":{j}}}"),
-                    if_match: None,
-                })
-                .collect();
-            let ids = ops
-                .iter()
-                .filter_map(|o| match o {
-                    ItemOp::Upsert { id, .. } => Some(id.clone()),
-                    _ => None,
-                })
-                .collect();
-            let send = c.batch(&key, ops);
-            recorded(
-                rec,
-                index,
-                key.clone(),
-                call("batch", ids),
-                send,
-                write_result,
+            Write::Batch(
+                (0..size)
+                    .map(|j| ItemOp::Upsert {
+                        id: id(&mut rng),
+                        body: format!("{{\"w\":{index},\"n\":{n},\"b\":{j}}}"),
+                        if_match: None,
+                    })
+                    .collect(),
             )
-            .await;
         } else if draw < p.batch_probability + p.soft_delete_probability {
-            let soft = format!("{{\"w\":{index},\"n\":{n},\"deleted\":true,\"ttl\":true}}");
-            let id = id(&mut rng);
-            let send = c.upsert(&key, &id, &soft, None);
-            recorded(
-                rec,
-                index,
-                key.clone(),
-                call("soft delete", vec![id.clone()]),
-                send,
-                write_result,
-            )
-            .await;
+            Write::SoftDelete {
+                body: format!("{{\"w\":{index},\"n\":{n},\"deleted\":true,\"ttl\":true}}"),
+                id: id(&mut rng),
+            }
         } else if draw < p.batch_probability + p.soft_delete_probability + 0.03 {
-            let id = id(&mut rng);
-            let send = c.delete(&key, &id, None);
-            recorded(
-                rec,
-                index,
-                key.clone(),
-                call("delete", vec![id.clone()]),
-                send,
-                write_result,
-            )
-            .await;
+            Write::Delete { id: id(&mut rng) }
         } else {
             let id = id(&mut rng);
-            let what = rng.gen_range(0..3);
-            let kind = ["create", "replace", "upsert"][what];
-            let the_call = call(kind, vec![id.clone()]);
-            match what {
-                0 => {
-                    recorded(
-                        rec,
-                        index,
-                        key.clone(),
-                        the_call,
-                        c.create(&key, &id, &body),
-                        write_result,
-                    )
-                    .await
-                }
-                1 => {
-                    recorded(
-                        rec,
-                        index,
-                        key.clone(),
-                        the_call,
-                        c.replace(&key, &id, &body, None),
-                        write_result,
-                    )
-                    .await
-                }
-                _ => {
-                    recorded(
-                        rec,
-                        index,
-                        key.clone(),
-                        the_call,
-                        c.upsert(&key, &id, &body, None),
-                        write_result,
-                    )
-                    .await
-                }
-            };
+            Write::Item {
+                id,
+                what: rng.gen_range(0..3),
+            }
+        };
+        if crate::ops::skipped_in("writer", index, op).await {
+            continue;
         }
+        let call = write.call(&key);
+        let mut c = CosmosContainer::new(client, ITEMS);
+        let key2 = key.clone();
+        match write {
+            Write::Batch(ops) => {
+                recorded(rec, index, key, call, c.batch(&key2, ops), write_result).await
+            }
+            Write::SoftDelete { id, body } => {
+                let send = c.upsert(&key2, &id, &body, None);
+                recorded(rec, index, key, call, send, write_result).await
+            }
+            Write::Delete { id } => {
+                recorded(
+                    rec,
+                    index,
+                    key,
+                    call,
+                    c.delete(&key2, &id, None),
+                    write_result,
+                )
+                .await
+            }
+            Write::Item { id, what: 0 } => {
+                recorded(
+                    rec,
+                    index,
+                    key,
+                    call,
+                    c.create(&key2, &id, &body),
+                    write_result,
+                )
+                .await
+            }
+            Write::Item { id, what: 1 } => {
+                let send = c.replace(&key2, &id, &body, None);
+                recorded(rec, index, key, call, send, write_result).await
+            }
+            Write::Item { id, .. } => {
+                let send = c.upsert(&key2, &id, &body, None);
+                recorded(rec, index, key, call, send, write_result).await
+            }
+        };
     }
 }
 
@@ -324,6 +337,7 @@ pub async fn splitter(
 
 /// The pull-model reader: a composite continuation over every range from
 /// the beginning; a 410 replaces a range by its children at the same token.
+/// Each pull is numbered (from 0) for the shrinker ([`crate::ops::skipped`]).
 pub async fn reader(
     p: &FeedParams,
     client: &mut StoreClient,
@@ -346,8 +360,15 @@ pub async fn reader(
         }
     }
     let mut i = 0usize;
-    loop {
+    for pull in 0usize.. {
         let (range, from) = tokens[i % tokens.len()].clone();
+        // A left-out pull reads nothing and keeps its range's token; the
+        // reader goes on to the next range as it would have.
+        if crate::ops::skipped(name, pull).await {
+            i += 1;
+            madsim::time::sleep(Duration::from_millis(p.reader_pause_ms)).await;
+            continue;
+        }
         let begin_ns = sim_now_ns();
         let req = FeedRequest::Read {
             container: ITEMS.into(),

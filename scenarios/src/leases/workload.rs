@@ -118,7 +118,35 @@ impl Node {
     }
 }
 
-/// A GUID from the node's random stream.
+/// The calls of one holder round or client operation the shrinker can leave
+/// out one by one are numbered `unit * CALLS_PER_UNIT + k` (see
+/// [`crate::ops`]): `k` 0 is the unit itself (leaving it out leaves out the
+/// whole round), `k` > 0 its later calls, so leaving one out renumbers no
+/// other unit's.
+const CALLS_PER_UNIT: usize = 1000;
+
+/// Counts the calls of one unit (a holder round, a client operation) for
+/// [`crate::ops::skipped`].
+struct Calls<'a> {
+    node: &'a str,
+    unit: usize,
+    k: usize,
+}
+
+impl<'a> Calls<'a> {
+    /// The calls of unit `unit` of node `node`; none counted yet.
+    fn new(node: &'a str, unit: usize) -> Calls<'a> {
+        Calls { node, unit, k: 0 }
+    }
+
+    /// Whether the next call is left out (its place paced as the others').
+    async fn skipped(&mut self) -> bool {
+        let k = self.k.min(CALLS_PER_UNIT - 1);
+        self.k += 1;
+        crate::ops::skipped(self.node, self.unit * CALLS_PER_UNIT + k).await
+    }
+}
+
 /// The random stream of one round or operation, seeded from its node's
 /// stream: a unit the shrinker leaves out (see [`crate::ops`]) stops drawing
 /// midway, and the units after it must draw the same as before.
@@ -126,6 +154,7 @@ fn unit_stream(node: &mut impl Rng) -> rand_chacha::ChaCha8Rng {
     rand::SeedableRng::seed_from_u64(node.gen())
 }
 
+/// A GUID from `rng`.
 fn guid(rng: &mut impl Rng) -> String {
     let (a, b): (u64, u64) = (rng.gen(), rng.gen());
     let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x4000;
@@ -188,13 +217,19 @@ pub async fn holder(
             bugs,
         };
         let mut h = LeaseHolder::new(cfg, guid(&mut rng));
-        if crate::ops::skipped(&node.name, round).await {
+        // The round's first acquire is the round: leaving it out leaves the round out.
+        let mut calls = Calls::new(&node.name, round);
+        if calls.skipped().await {
             continue;
         }
         let mut held = false;
-        for _ in 0..p.acquire_tries {
+        for attempt in 0..p.acquire_tries {
             if past(deadline_ns) {
                 break;
+            }
+            if attempt > 0 && calls.skipped().await {
+                sleep_ms(&mut rng, p.retry_ms).await;
+                continue;
             }
             let slot = begin(
                 &node.rec,
@@ -235,7 +270,7 @@ pub async fn holder(
             if past(deadline_ns) {
                 break;
             }
-            if !stalls && h.should_renew(node.clock.now_ms()) {
+            if !stalls && h.should_renew(node.clock.now_ms()) && !calls.skipped().await {
                 let req = h.renew_request().expect("a belief to renew");
                 let slot = begin(&node.rec, node.id, Call::from_lease(&req), sim_now_ns());
                 let Some((att, r)) = h.renew(client, &node.clock).await else {
@@ -277,7 +312,7 @@ pub async fn holder(
                     });
                     break;
                 }
-            } else {
+            } else if !calls.skipped().await {
                 let body = format!("{}@{}", node.name, sim_now_ns());
                 let invoke = sim_now_ns();
                 if let Some((req, r)) = h.fenced_put(client, &node.clock, body).await {
@@ -297,7 +332,7 @@ pub async fn holder(
             lease_id: id.clone(),
             why: if stalls { "abandoned" } else { "released" }.into(),
         });
-        if stalls || rng.gen_bool(0.2) {
+        if stalls || rng.gen_bool(0.2) || calls.skipped().await {
             h.forget();
         } else {
             let req = LeaseRequest::Action {
@@ -353,7 +388,10 @@ pub async fn client(
             pick -= weights[kind];
             kind += 1;
         }
-        if crate::ops::skipped(&node.name, n).await {
+        // The operation's first call is the operation: leaving it out leaves
+        // the operation out; its later calls can be left out one by one.
+        let mut calls = Calls::new(&node.name, n);
+        if calls.skipped().await {
             continue;
         }
         match kind {
@@ -400,14 +438,18 @@ pub async fn client(
                 let Some(id) = r.response.and_then(|x| x.lease_id) else {
                     continue;
                 };
-                let put = StoreRequest::Put {
-                    key,
-                    body: format!("{}@{}", node.name, sim_now_ns()),
-                    conditions: with_lease(Conditions::none(), id.clone()),
-                };
-                node.store(client, put).await;
-                let release = action(&blob, LeaseAction::Release { lease_id: id });
-                node.lease(client, release).await;
+                if !calls.skipped().await {
+                    let put = StoreRequest::Put {
+                        key,
+                        body: format!("{}@{}", node.name, sim_now_ns()),
+                        conditions: with_lease(Conditions::none(), id.clone()),
+                    };
+                    node.store(client, put).await;
+                }
+                if !calls.skipped().await {
+                    let release = action(&blob, LeaseAction::Release { lease_id: id });
+                    node.lease(client, release).await;
+                }
             }
             4 => {
                 // Acquire with a proposed id, change it, write with the new one, release.
@@ -429,15 +471,21 @@ pub async fn client(
                         proposed_id: Some(b.clone()),
                     },
                 );
-                node.lease(client, change).await;
-                let put = StoreRequest::Put {
-                    key,
-                    body: format!("{}@{}", node.name, sim_now_ns()),
-                    conditions: with_lease(Conditions::none(), b.clone()),
-                };
-                node.store(client, put).await;
-                let release = action(&blob, LeaseAction::Release { lease_id: b });
-                node.lease(client, release).await;
+                if !calls.skipped().await {
+                    node.lease(client, change).await;
+                }
+                if !calls.skipped().await {
+                    let put = StoreRequest::Put {
+                        key,
+                        body: format!("{}@{}", node.name, sim_now_ns()),
+                        conditions: with_lease(Conditions::none(), b.clone()),
+                    };
+                    node.store(client, put).await;
+                }
+                if !calls.skipped().await {
+                    let release = action(&blob, LeaseAction::Release { lease_id: b });
+                    node.lease(client, release).await;
+                }
             }
             _ => {
                 // The container: lease it, set metadata without the id, sometimes
@@ -455,7 +503,9 @@ pub async fn client(
                     container: CONTAINER.into(),
                     lease_id: None,
                 };
-                node.lease(client, meta).await;
+                if !calls.skipped().await {
+                    node.lease(client, meta).await;
+                }
                 if rng.gen_bool(p.container_delete_probability) {
                     let with_id = rng.gen_bool(0.5);
                     let del = LeaseRequest::DeleteContainer {
@@ -472,8 +522,10 @@ pub async fn client(
                     }
                 }
                 if let Some(id) = id {
-                    let release = action(&container, LeaseAction::Release { lease_id: id });
-                    node.lease(client, release).await;
+                    if !calls.skipped().await {
+                        let release = action(&container, LeaseAction::Release { lease_id: id });
+                        node.lease(client, release).await;
+                    }
                 }
             }
         }

@@ -92,6 +92,9 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
         }
     }
     // R2: the 429 budget, and each delay at least the server's retry-after.
+    // The budget counts the delays the 429s asked for (SPEC §4.2: "cumulative
+    // 429 delay"), not the time that passed: a paused client node or a slow
+    // clock waits longer than it asked, and that spends no budget.
     let mut throttled_retries = 0u32;
     let mut throttled_wait_ms = 0u64;
     for w in a.windows(2) {
@@ -102,12 +105,8 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
         {
             throttled_retries += 1;
             let waited_ms = w[1].waited_ns / 1_000_000;
-            throttled_wait_ms += waited_ms;
-            // SPEC §4.2: a retry-after of 0, or none, means 5 s.
-            let asked = match retry_after_ms {
-                Some(ms) if ms > 0 => ms,
-                _ => DEFAULT_RETRY_AFTER_MS,
-            };
+            let asked = asked_wait_ms(retry_after_ms);
+            throttled_wait_ms += asked;
             if waited_ms < asked {
                 return v(
                     "R2",
@@ -132,7 +131,7 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
         return v(
             "R2",
             format!(
-                "op {}: waited {throttled_wait_ms} ms in all on 429s, over the budget of {} ms",
+                "op {}: the 429s asked for {throttled_wait_ms} ms of delays in all, over the budget of {} ms",
                 case.op, rules.max_rate_limited_wait_ms
             ),
         );
@@ -870,6 +869,24 @@ mod tests {
             .map(|i| at(if i == 0 { 0 } else { 10 }, throttled(10)))
             .collect();
         assert_eq!(case(true, &ten, Surfaced::Status(429)), None);
+    }
+
+    #[test]
+    fn r2_counts_the_delays_asked_not_the_time_a_paused_client_waited() {
+        // Occ throttled seed 538: six 429s asking 5 s (30 s, the whole
+        // budget), one of the waits stretched by a pause of the client.
+        let mut paused: Vec<Attempt> = (0..7)
+            .map(|i| at(if i == 0 { 0 } else { 5_000 }, throttled(5_000)))
+            .collect();
+        paused[3].waited_ns = 5_320 * MS;
+        assert_eq!(case(true, &paused, Surfaced::Status(429)), None);
+        // A seventh 5 s delay would ask for 35 s: over the budget.
+        let over: Vec<Attempt> = (0..8)
+            .map(|i| at(if i == 0 { 0 } else { 5_000 }, throttled(5_000)))
+            .collect();
+        let v = case(true, &over, Surfaced::Status(429)).unwrap();
+        assert_eq!(v.property, "R2");
+        assert!(v.message.contains("35000 ms"), "{}", v.message);
     }
 
     #[test]

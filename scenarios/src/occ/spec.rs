@@ -88,13 +88,45 @@ impl Cond {
 
     /// The dates the headers name (candidate Last-Modified values to try when
     /// the state's is unknown: `t` and `t + 1` cover both sides of every test).
-    fn dates(&self) -> Vec<u64> {
-        let mut out = vec![0];
+    fn dates(&self) -> Few<u64> {
+        let mut out = Few::one(0);
         for t in self.ims().into_iter().chain(self.ius()) {
             out.push(t);
             out.push(t + 1);
         }
         out
+    }
+}
+
+/// Up to five values kept in place: the candidate Last-Modified values and
+/// the decisions they reach (0, then `t` and `t + 1` for each of the two
+/// date headers). The checker asks these on every step, and a vector each
+/// time was a heap allocation per step.
+#[derive(Clone, Copy, Debug)]
+struct Few<T: Copy> {
+    items: [T; 5],
+    len: usize,
+}
+
+impl<T: Copy> Few<T> {
+    fn one(first: T) -> Few<T> {
+        Few {
+            items: [first; 5],
+            len: 1,
+        }
+    }
+
+    fn push(&mut self, t: T) {
+        self.items[self.len] = t;
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.items[..self.len]
     }
 }
 
@@ -258,9 +290,9 @@ fn read_status(c: &Cond, s: &ItemState, lm: u64) -> u16 {
 impl ItemSpec {
     /// The Last-Modified values to evaluate `c` with in `s`: the known one,
     /// or (unknown) one on each side of every date the headers name.
-    fn lms(c: &Cond, s: &ItemState) -> Vec<u64> {
+    fn lms(c: &Cond, s: &ItemState) -> Few<u64> {
         match s.last_modified {
-            Some(lm) => vec![lm],
+            Some(lm) => Few::one(lm),
             None => c.dates(),
         }
     }
@@ -268,8 +300,9 @@ impl ItemSpec {
     /// Whether a read answered `out` in `s`.
     fn read_ok(c: &Cond, s: &ItemState, out: &ItemResult) -> bool {
         Self::lms(c, s)
-            .into_iter()
-            .any(|lm| read_status(c, s, lm) == out.status)
+            .as_slice()
+            .iter()
+            .any(|lm| read_status(c, s, *lm) == out.status)
             && match out.status {
                 // An ETag nobody was told by its write is one no response showed
                 // either (every ETag a response showed is an acknowledged write's
@@ -291,16 +324,27 @@ impl ItemSpec {
     }
 
     /// The decisions a write's conditions may reach in `s`.
-    fn decisions(c: &Cond, s: &ItemState, is_put: bool) -> Vec<Decision> {
-        let mut d: Vec<Decision> = Self::lms(c, s)
-            .into_iter()
-            .map(|lm| write_decision(c, s, lm, is_put))
-            .collect();
-        d.sort_by_key(|x| match x {
+    fn decisions(c: &Cond, s: &ItemState, is_put: bool) -> Few<Decision> {
+        let lms = Self::lms(c, s);
+        let mut all = lms
+            .as_slice()
+            .iter()
+            .map(|lm| write_decision(c, s, *lm, is_put));
+        let mut d = Few::one(all.next().expect("at least one Last-Modified"));
+        all.for_each(|x| d.push(x));
+        d.as_mut_slice().sort_by_key(|x| match x {
             Decision::Proceed => 0,
             Decision::Refuse(s) => *s,
         });
-        d.dedup();
+        // Sorted: keep the first of each run of equal decisions.
+        let mut kept = 1;
+        for i in 1..d.len {
+            if d.items[i] != d.items[kept - 1] {
+                d.items[kept] = d.items[i];
+                kept += 1;
+            }
+        }
+        d.len = kept;
         d
     }
 
@@ -312,6 +356,7 @@ impl ItemSpec {
         out: Option<&ItemResult>,
     ) -> Next<ItemState> {
         let decisions = Self::decisions(c, s, true);
+        let decisions = decisions.as_slice();
         let may_apply = decisions.contains(&Decision::Proceed);
         let written = |etag: Option<Tag>, last_modified: Option<u64>| ItemState {
             body: Some(body.to_string()),
@@ -358,7 +403,7 @@ impl ItemSpec {
         let mut decisions = Self::decisions(c, s, false);
         // Step 4: an absent item that passed its conditions: 404.
         if s.body.is_none() {
-            for d in &mut decisions {
+            for d in decisions.as_mut_slice() {
                 if *d == Decision::Proceed {
                     *d = Decision::Refuse(404);
                 }
@@ -370,6 +415,7 @@ impl ItemSpec {
             last_modified: None,
             mutations: s.mutations + 1,
         };
+        let decisions = decisions.as_slice();
         let may_apply = decisions.contains(&Decision::Proceed);
         match out {
             None => {

@@ -448,6 +448,25 @@ impl ScenarioDef for Queues {
                     })
                 })
             }),
+            // The final pass (after the deadline) is never left out one call
+            // at a time; these two make it shorter when the failure does not
+            // need all of it.
+            ("one final traversal", |p, i| {
+                once(i, || {
+                    (p.final_traversals > 1).then(|| QueuesParams {
+                        final_traversals: 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("deletes finish at once", |p, i| {
+                once(i, || {
+                    (p.delete_ms.1 > p.delete_ms.0).then(|| QueuesParams {
+                        delete_ms: (p.delete_ms.0, p.delete_ms.0),
+                        ..p.clone()
+                    })
+                })
+            }),
             ("no server fault points", |p, i| {
                 once(i, || {
                     (p.server_faults != FaultRates::default()).then(|| QueuesParams {

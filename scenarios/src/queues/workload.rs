@@ -197,6 +197,17 @@ pub struct Observer {
     pub clock: ClockAdapter,
     slots: RefCell<BTreeMap<u64, Slot>>,
     next: Cell<u64>,
+    /// Calls asked about so far, by source and key (their skip numbers).
+    asked: RefCell<BTreeMap<(String, String), usize>>,
+}
+
+/// A connector call's number for [`crate::ops::skipped_now`]: its source
+/// and key (item or queue) hashed, then its place among that source's calls
+/// on that key, so that leaving one out renumbers no call on another key.
+fn call_number(source: &str, key: &str, nth: usize) -> usize {
+    const PER_KEY: usize = 10_000;
+    let h = overcast_sim::rng::fnv1a(format!("{source}/{key}").as_bytes());
+    (h % 1_000_000) as usize * PER_KEY + nth.min(PER_KEY - 1)
 }
 
 impl Observer {
@@ -209,6 +220,7 @@ impl Observer {
             clock,
             slots: RefCell::new(BTreeMap::new()),
             next: Cell::new(0),
+            asked: RefCell::new(BTreeMap::new()),
         }
     }
 }
@@ -255,6 +267,17 @@ impl ConnectorObserver for Observer {
         let attempts = r.attempts.iter().map(attempt).collect();
         self.rec
             .complete(slot, Some(r.return_ns), Outcome::from_call(r), attempts);
+    }
+
+    fn skipped(&self, req: &QueueRequest, source: Source) -> bool {
+        let (source, key) = (format!("{source:?}"), key_of(req));
+        let nth = {
+            let mut asked = self.asked.borrow_mut();
+            let n = asked.entry((source.clone(), key.clone())).or_default();
+            *n += 1;
+            *n - 1
+        };
+        crate::ops::skipped_now(&self.name, call_number(&source, &key, nth))
     }
 
     fn event(&self, e: ConnectorEvent) {
