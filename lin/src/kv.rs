@@ -5,7 +5,7 @@
 //! version; `get`, `put`, `cas` (compare-and-set by value), `cput`
 //! (conditional put by version) and the optional `append`.
 
-use super::spec::{Claim, Next, Spec, ValueUse, Values};
+use super::spec::{Claim, DeadStates, Next, Spec, ValueUse, Values};
 use super::Operation;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Deserializer};
@@ -370,6 +370,61 @@ impl Spec for KvSpec {
         })
     }
 
+    /// Without versions, with appends: a value is dead once no remaining
+    /// get reads a value it is a prefix of and no remaining compare-and-set
+    /// expects one (appends only extend it, a put or a successful
+    /// compare-and-set replaces it whatever it was). Dead values become
+    /// [`OVERWRITTEN`].
+    fn dead_states(
+        &self,
+        ops: &[(&KvInput, Option<&KvOutput>)],
+        last_event: &[u32],
+    ) -> Option<DeadStates<KvState>> {
+        if self.track_versions || !ops.iter().any(|(i, _)| matches!(i, KvInput::Append { .. })) {
+            return None;
+        }
+        // Per prefix hash of an observed value, the last event of its
+        // observers (a hash collision only keeps a state alive longer).
+        let mut prefixes: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut absent: Option<u32> = None;
+        for ((input, output), &last) in ops.iter().zip(last_event) {
+            let seen = match (input, output) {
+                (KvInput::Get, Some(KvOutput::Get { value, .. })) => value,
+                (KvInput::Cas { expect, .. }, _) => expect,
+                _ => continue,
+            };
+            let Some(v) = seen else {
+                absent = absent.max(Some(last));
+                continue;
+            };
+            if v.starts_with('\u{0}') {
+                return None; // could be taken for the marker
+            }
+            let mut h = PREFIX_HASH_SEED;
+            let mut note = |h: u64| {
+                let e = prefixes.entry(h).or_insert(last);
+                *e = (*e).max(last);
+            };
+            note(h);
+            for b in v.bytes() {
+                h = prefix_hash_step(h, b);
+                note(h);
+            }
+        }
+        let marker = Val::from(OVERWRITTEN);
+        Some(DeadStates {
+            last_observer: Box::new(move |s: &KvState| match &s.value {
+                // An append to an absent key starts from the empty value.
+                None => absent.max(prefixes.get(&PREFIX_HASH_SEED).copied()),
+                Some(v) => prefixes.get(&prefix_hash(v)).copied(),
+            }),
+            dead: Box::new(move |s: &KvState| KvState {
+                value: Some(marker.clone()),
+                version: s.version,
+            }),
+        })
+    }
+
     fn describe_op(&self, input: &KvInput, output: Option<&KvOutput>) -> String {
         let ver = |v: &Option<u64>| v.map_or(String::new(), |v| format!(" @v{v}"));
         let i = match input {
@@ -436,6 +491,20 @@ impl Spec for KvSpec {
             _ => return None,
         })
     }
+}
+
+/// The hash of the empty prefix ([`KvSpec::dead_states`]).
+const PREFIX_HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Extends a prefix hash by one byte (a rolling hash, so that every prefix
+/// of a value is hashed in one pass).
+fn prefix_hash_step(h: u64, b: u8) -> u64 {
+    (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+}
+
+/// The prefix hash of a whole value.
+fn prefix_hash(v: &str) -> u64 {
+    v.bytes().fold(PREFIX_HASH_SEED, prefix_hash_step)
 }
 
 /// A parsed kvhist/1 document.

@@ -17,7 +17,7 @@
 //! * the search ends when the last known operation has returned.
 
 use super::bits::Bits;
-use super::spec::{Claim, Next, Spec, ValueUse, Values};
+use super::spec::{Claim, DeadStates, Next, Spec, ValueUse, Values};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -495,6 +495,8 @@ struct Search<'s, 'o, P: Spec, B> {
     best: Path<P::State>,
     /// The spec's value view, if it gives one.
     vals: Option<ValueView<P::State>>,
+    /// The spec's dead-state view, if it gives one and no value view.
+    dead: Option<DeadStates<P::State>>,
     /// Per operation: called and not yet returned (or never returns).
     is_pending: Vec<bool>,
     /// The last return event by which configurations dropped as doomed
@@ -568,13 +570,29 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             } else {
                 None
             },
+            dead: None,
             is_pending: vec![false; ops.len()],
             doom_deadline: 0,
             doomed_by: vec![usize::MAX; ops.len()],
             closing: 0,
             frontier_cap: limits.frontier_cap,
         };
-        if s.vals.is_none() && !s.versioned && limits.prune && limits.stop_after.is_none() {
+        if s.vals.is_none() && (limits.prune || limits.doom_until > 0) {
+            let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
+            let mut last_event = vec![u32::MAX; ops.len()];
+            for (i, e) in ev.iter().enumerate() {
+                if e.kind == 1 {
+                    last_event[e.op as usize] = i as u32;
+                }
+            }
+            s.dead = spec.dead_states(&io, &last_event);
+        }
+        if s.vals.is_none()
+            && s.dead.is_none()
+            && !s.versioned
+            && limits.prune
+            && limits.stop_after.is_none()
+        {
             s.frontier_cap = s.frontier_cap.min(BARE_FRONTIER_CAP);
         }
         s
@@ -606,6 +624,14 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
     /// Replaces a state whose value no remaining operation can observe by
     /// the canonical one, so that such configurations merge.
     fn canonicalize(&self, c: &mut Cfg<P::State, B>) {
+        if let Some(d) = &self.dead {
+            // Every operation that could still tell the state apart has
+            // returned (so is placed): the state is as good as dead.
+            if (d.last_observer)(&c.state).is_none_or(|l| (l as usize) < self.pos) {
+                c.state = (d.dead)(&c.state);
+            }
+            return;
+        }
         let Some(vals) = &self.vals else {
             return;
         };
@@ -1180,11 +1206,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         };
 
         for c in frontier {
-            let c = Cfg {
+            let mut c = Cfg {
                 state: c.state.clone(),
                 bits: c.bits.clone(),
                 path: c.path.clone(),
             };
+            self.canonicalize(&mut c);
             if c.bits.get(slot) {
                 push_out(c, &mut out, &mut out_dead, &mut out_set);
             } else {
