@@ -123,6 +123,12 @@ pub(crate) struct Snapshot<S> {
     pub state: S,
     /// Pending operations already placed in it.
     pub placed: Vec<usize>,
+    /// The last return event by which every configuration dropped before
+    /// it would have died (0: none dropped; `usize::MAX`: some dropped for
+    /// passing a needed version). When it is at most some later return,
+    /// every linearization that reaches that return passes through the
+    /// configurations of the snapshot.
+    pub drops_die_by: usize,
 }
 
 /// Why the search says "not linearizable".
@@ -137,8 +143,9 @@ pub(crate) struct FailInfo<S> {
     /// The last single-configuration point before the failure (`event`
     /// `usize::MAX`: the start).
     pub snapshot: Option<Snapshot<S>>,
-    /// Later points with several configurations (each snapshot one of
-    /// them), newest first, every eighth return, at most 32.
+    /// Points every eighth return, at most 32 (each snapshot one of their
+    /// configurations): those after `snapshot` newest first, then the
+    /// earlier ones newest first.
     pub recent: Vec<Snapshot<S>>,
     /// Whether configurations were dropped by [`Limits::prune`] before the
     /// failure (then `op` may not be an operation that cannot be placed).
@@ -957,6 +964,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             of: 1,
             state: init.clone(),
             placed: Vec::new(),
+            drops_die_by: 0,
         });
         let mut recent: std::collections::VecDeque<Snapshot<P::State>> =
             std::collections::VecDeque::new();
@@ -996,13 +1004,15 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 if self.debug {
                     eprintln!("ev {ei} ret {x}: fail (prune {})", self.limits.prune);
                 }
-                let recent = recent
-                    .into_iter()
-                    .rev()
-                    .filter(|r| {
-                        !matches!(&snapshot, Some(s) if s.event != usize::MAX && s.event >= r.event)
-                    })
-                    .collect();
+                // Those after the last single configuration first (smaller
+                // windows), then the earlier ones: when the write that gave
+                // what the failing operation needs was settled by then, an
+                // earlier start still holds it, with a far smaller window
+                // than the history's start.
+                let (later, earlier): (Vec<_>, Vec<_>) = recent.into_iter().rev().partition(
+                    |r| !matches!(&snapshot, Some(s) if s.event != usize::MAX && s.event >= r.event),
+                );
+                let recent = later.into_iter().chain(earlier).collect();
                 return Outcome::Fail(Box::new(FailInfo {
                     op: x,
                     states: distinct_states(&frontier),
@@ -1048,6 +1058,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                         .filter(|(s, _)| c.bits.get(*s))
                         .map(|&(_, op)| op as usize)
                         .collect(),
+                    drops_die_by: if self.pruned {
+                        usize::MAX
+                    } else {
+                        self.doom_deadline
+                    },
                 };
                 if returns & 7 == 0 {
                     recent.push_back(snap.clone());
