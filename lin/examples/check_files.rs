@@ -69,6 +69,11 @@ fn main() {
             }
         };
         let parsed = t0.elapsed();
+        if std::env::var_os("PARSE_ONLY").is_some() {
+            // PARSE_ONLY=1: time the reading alone.
+            println!("{f}: {} ops, parse {parsed:?}", h.ops.len());
+            continue;
+        }
         let r = check(&h.spec, &h.ops, &opts);
         println!(
             "{f}: {} (expected {}) parse {:?} check {:?} steps {} {}",

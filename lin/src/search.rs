@@ -235,15 +235,30 @@ pub(crate) fn search<P: Spec>(
     }
     let nslots = next;
     if nslots <= 128 {
-        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
+        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
     } else {
-        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
+        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
     }
 }
 
 /// Keys with fewer concurrent operations than this are searched without the
 /// value view (building it costs more than it saves there).
 const VALUE_VIEW_MIN_SLOTS: usize = 4;
+
+/// The search builds its reductions once it holds more configurations, or
+/// more operations are pending, than this (see `Search::enable_reductions`).
+const REDUCTIONS_AFTER: usize = 8;
+
+/// Whether a search's value or dead-state view is built.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reductions {
+    /// Not used (explanations' searches of sub-histories).
+    Never,
+    /// Not built yet.
+    Later,
+    /// Built (if the spec gives one).
+    Built,
+}
 
 /// A key's [`Values`] with, per value, the operations that need, observe
 /// and write it.
@@ -504,6 +519,8 @@ struct Search<'s, 'o, P: Spec, B> {
     vals: Option<ValueView<P::State>>,
     /// The spec's dead-state view, if it gives one and no value view.
     dead: Option<DeadStates<P::State>>,
+    /// Whether `vals` and `dead` are built yet.
+    reductions: Reductions,
     /// Per operation: called and not yet returned (or never returns).
     is_pending: Vec<bool>,
     /// The last return event by which configurations dropped as doomed
@@ -542,7 +559,6 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         limits: &'s Limits<'s>,
         nslots: usize,
         slot_of: Vec<usize>,
-        ev: &[Event],
     ) -> Self {
         let mut produced: Vec<u64> = ops
             .iter()
@@ -554,7 +570,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             .collect();
         produced.sort_unstable();
         let versioned = ops.iter().any(|o| o.claim != Claim::None);
-        let mut s = Search {
+        Search {
             spec,
             ops,
             limits,
@@ -570,39 +586,56 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             steps: 0,
             pruned: false,
             best: None,
-            // Not in an explanation's searches of sub-histories: their
-            // snapshots and states should be real ones.
-            vals: if nslots >= VALUE_VIEW_MIN_SLOTS && (limits.prune || limits.doom_until > 0) {
-                ValueView::new(spec, ops, ev)
-            } else {
-                None
-            },
+            vals: None,
             dead: None,
+            reductions: if limits.prune || limits.doom_until > 0 {
+                Reductions::Later
+            } else {
+                // Not in an explanation's searches of sub-histories: their
+                // snapshots and states should be real ones.
+                Reductions::Never
+            },
             is_pending: vec![false; ops.len()],
             doom_deadline: 0,
             doomed_by: vec![usize::MAX; ops.len()],
             closing: 0,
             frontier_cap: limits.frontier_cap,
-        };
-        if s.vals.is_none() && (limits.prune || limits.doom_until > 0) {
-            let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
-            let mut last_event = vec![u32::MAX; ops.len()];
+        }
+    }
+
+    /// Builds the spec's value view (or else its dead-state view) once,
+    /// when the search first holds more than [`REDUCTIONS_AFTER`]
+    /// configurations or pending operations, or goes depth-first (most keys never do, and building
+    /// it costs more than their whole search). Exact whenever it is built:
+    /// the reductions only merge or drop configurations that cannot do
+    /// more than others. A key with no reductions gets the bare frontier
+    /// cap from then on.
+    fn enable_reductions(&mut self, ev: &[Event]) {
+        if self.reductions != Reductions::Later {
+            return;
+        }
+        self.reductions = Reductions::Built;
+        if self.nslots >= VALUE_VIEW_MIN_SLOTS {
+            self.vals = ValueView::new(self.spec, self.ops, ev);
+        }
+        if self.vals.is_none() {
+            let io: Vec<_> = self.ops.iter().map(|k| (k.input, k.output)).collect();
+            let mut last_event = vec![u32::MAX; self.ops.len()];
             for (i, e) in ev.iter().enumerate() {
                 if e.kind == 1 {
                     last_event[e.op as usize] = i as u32;
                 }
             }
-            s.dead = spec.dead_states(&io, &last_event);
+            self.dead = self.spec.dead_states(&io, &last_event);
         }
-        if s.vals.is_none()
-            && s.dead.is_none()
-            && !s.versioned
-            && limits.prune
-            && limits.stop_after.is_none()
+        if self.vals.is_none()
+            && self.dead.is_none()
+            && !self.versioned
+            && self.limits.prune
+            && self.limits.stop_after.is_none()
         {
-            s.frontier_cap = s.frontier_cap.min(BARE_FRONTIER_CAP);
+            self.frontier_cap = self.frontier_cap.min(BARE_FRONTIER_CAP);
         }
-        s
     }
 
     /// Whether operation `o` is placed in a configuration with `bits`
@@ -995,6 +1028,14 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             // A return: every configuration must have placed x.
             let slot = self.slot_of[x];
             self.closing = ei;
+            if self.reductions == Reductions::Later
+                && (frontier.len() > REDUCTIONS_AFTER || self.pending.len() > REDUCTIONS_AFTER)
+            {
+                self.enable_reductions(ev);
+                for c in frontier.iter_mut() {
+                    self.canonicalize(c);
+                }
+            }
             let next = match self.close(&frontier, slot, self.frontier_cap.saturating_mul(10)) {
                 Ok(n) => n,
                 Err(None) => return self.dfs(frontier, ev, ei, last_ret),
@@ -1025,6 +1066,13 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     overwritten: false,
                     event: ei,
                 }));
+            }
+            let mut next = next;
+            if self.reductions == Reductions::Later && next.len() > REDUCTIONS_AFTER {
+                self.enable_reductions(ev);
+                for c in next.iter_mut() {
+                    self.canonicalize(c);
+                }
             }
             let next = self.drop_detours(next);
             if self.debug {
@@ -1088,6 +1136,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         at: usize,
         last_ret: usize,
     ) -> Outcome<P::State> {
+        self.enable_reductions(ev);
         let mut stack: Vec<(usize, Cfg<P::State, B>)> =
             roots.into_iter().rev().map(|c| (at, c)).collect();
         let mut seen: Antichain<(u32, P::State), B> = Antichain::new();
