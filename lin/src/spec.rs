@@ -242,6 +242,10 @@ pub struct Values<S> {
     pub overwritten: Box<dyn Fn(&S) -> S + Send + Sync>,
 }
 
+/// The last event of an operation that may still tell a state apart from
+/// the dead one (see [`DeadStates::last_observer`]).
+pub type LastObserver<S> = Box<dyn Fn(&S) -> Option<u32> + Send + Sync>;
+
 /// A key's dead-state view, from [`Spec::dead_states`].
 ///
 /// The contract: let `t` be an event index and `s` a state with
@@ -255,7 +259,7 @@ pub struct DeadStates<S> {
     /// The largest `last_event` among the operations that may tell `s` (or
     /// a state the key's operations lead to from it) apart from `dead(s)`;
     /// `None` when there is none.
-    pub last_observer: Box<dyn Fn(&S) -> Option<u32> + Send + Sync>,
+    pub last_observer: LastObserver<S>,
     /// The canonical dead state standing for `s`.
     pub dead: Box<dyn Fn(&S) -> S + Send + Sync>,
 }
