@@ -246,7 +246,8 @@ pub(crate) fn search<P: Spec>(
 const VALUE_VIEW_MIN_SLOTS: usize = 4;
 
 /// The search builds its reductions once it holds more configurations, or
-/// more operations are pending, than this (see `Search::enable_reductions`).
+/// more pending operations with a known outcome (unknown ones stay pending
+/// to the end), than this (see `Search::enable_reductions`).
 const REDUCTIONS_AFTER: usize = 8;
 
 /// Whether a search's value or dead-state view is built.
@@ -1029,7 +1030,8 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             let slot = self.slot_of[x];
             self.closing = ei;
             if self.reductions == Reductions::Later
-                && (frontier.len() > REDUCTIONS_AFTER || self.pending.len() > REDUCTIONS_AFTER)
+                && (frontier.len() > REDUCTIONS_AFTER
+                    || self.pending.len() - self.masks.n_unk > REDUCTIONS_AFTER)
             {
                 self.enable_reductions(ev);
                 for c in frontier.iter_mut() {
