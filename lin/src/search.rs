@@ -218,19 +218,24 @@ pub(crate) fn search<P: Spec>(
     limits: &Limits<'_>,
 ) -> (Outcome<P::State>, u64) {
     let ev = events(ops);
-    // A slot per pending operation, lowest free first.
-    let mut free: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
+    // A slot per pending operation, lowest free first (a min-heap: no
+    // slot is ever free twice).
+    let mut free: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+        std::collections::BinaryHeap::new();
     let mut next = 0usize;
     let mut slot_of = vec![usize::MAX; ops.len()];
     for e in &ev {
         if e.kind == 0 {
-            let s = free.pop_first().unwrap_or_else(|| {
-                next += 1;
-                next - 1
-            });
+            let s = free.pop().map_or_else(
+                || {
+                    next += 1;
+                    next - 1
+                },
+                |std::cmp::Reverse(s)| s,
+            );
             slot_of[e.op as usize] = s;
         } else {
-            free.insert(slot_of[e.op as usize]);
+            free.push(std::cmp::Reverse(slot_of[e.op as usize]));
         }
     }
     let nslots = next;
