@@ -35,6 +35,23 @@ fn main() {
         let r = check(&h.spec, &h.ops, &opts);
         println!("{}", r.to_text());
     }
+    if let Ok(dir) = std::env::var("DUMP_BENCH_CASES") {
+        // DUMP_BENCH_CASES=DIR: write the criterion bench's generated
+        // histories as kvhist/1 files (to time them one by one).
+        for (name, g) in overcast_lin::gen::bench_cases() {
+            let h = overcast_lin::gen::generate(&g);
+            let expected = if g.stale_read {
+                "not_linearizable"
+            } else {
+                "linearizable"
+            };
+            let text = overcast_lin::kv::to_kvhist(&h.spec, &h.ops, Some(expected));
+            let path = format!("{dir}/{name}.json");
+            if let Err(e) = std::fs::write(&path, text) {
+                eprintln!("{path}: {e}");
+            }
+        }
+    }
     for f in std::env::args().skip(1) {
         let t0 = Instant::now();
         let text = match std::fs::read_to_string(&f) {
@@ -52,6 +69,11 @@ fn main() {
             }
         };
         let parsed = t0.elapsed();
+        if std::env::var_os("PARSE_ONLY").is_some() {
+            // PARSE_ONLY=1: time the reading alone.
+            println!("{f}: {} ops, parse {parsed:?}", h.ops.len());
+            continue;
+        }
         let r = check(&h.spec, &h.ops, &opts);
         println!(
             "{f}: {} (expected {}) parse {:?} check {:?} steps {} {}",

@@ -187,33 +187,72 @@ pub(crate) fn confirm_doomed<P: Spec>(
         let Some(last) = ev[..u].iter().rposition(|e| e.kind == 1) else {
             continue;
         };
-        let before: Vec<usize> = (0..kops.len())
-            .filter(|&o| o != g && call_pos[o] < ret_pos[g])
-            .collect();
-        let sub: Vec<KOp<'_, P::Input, P::Output>> =
-            before.iter().map(|&o| copy(&kops[o])).collect();
-        let stop = before.binary_search(&(ev[last].op as usize)).ok()?;
-        if !matches!(
-            search::search(spec, init, &sub, &bounded(stop, true, 0)).0,
-            Outcome::Ok
-        ) {
-            continue;
-        }
-        // (a)
-        if info.doom_needers.iter().any(|&o| o != g) {
-            let within: Vec<usize> = (0..kops.len())
-                .filter(|&o| call_pos[o] < ret_pos[g])
+        // First from the last single configuration of the failed search
+        // that has not placed g (a configuration that search reached, so
+        // reachable without g: a linearization from it is one of the
+        // history), then from the start.
+        let snapshot = info
+            .snapshot
+            .as_ref()
+            .filter(|s| s.event != usize::MAX && s.event < last && !s.placed.contains(&g));
+        let linearizable_without_g = |from: Option<&Snapshot<P::State>>| -> Option<bool> {
+            let before: Vec<usize> = (0..kops.len())
+                .filter(|&o| o != g && call_pos[o] < ret_pos[g])
+                .filter(|&o| from.is_none_or(|s| ret_pos[o] > s.event && !s.placed.contains(&o)))
                 .collect();
             let sub: Vec<KOp<'_, P::Input, P::Output>> =
-                within.iter().map(|&o| copy(&kops[o])).collect();
-            let gi = within.binary_search(&g).ok()?;
-            let g_ret = search::events(&sub)
+                before.iter().map(|&o| copy(&kops[o])).collect();
+            let stop = before.binary_search(&(ev[last].op as usize)).ok()?;
+            let state = from.map_or(init, |s| &s.state);
+            Some(matches!(
+                search::search(spec, state, &sub, &bounded(stop, true, 0)).0,
+                Outcome::Ok
+            ))
+        };
+        let b = match snapshot {
+            Some(s) if linearizable_without_g(Some(s)) == Some(true) => true,
+            _ => linearizable_without_g(None)?,
+        };
+        if !b {
+            continue;
+        }
+        // (a): first from the last single configuration, when every
+        // configuration dropped before it dies by g's return (then every
+        // order that reaches g's return passes through it), then from the
+        // start.
+        if info.doom_needers.iter().any(|&o| o != g) {
+            let single = info
+                .snapshot
                 .iter()
-                .position(|e| e.kind == 1 && e.op as usize == gi)?;
-            if !matches!(
-                search::search(spec, init, &sub, &bounded(gi, false, g_ret)).0,
-                Outcome::Fail(_)
-            ) {
+                .chain(&info.recent)
+                .filter(|s| s.event != usize::MAX && s.of == 1 && s.drops_die_by <= u)
+                .max_by_key(|s| s.event);
+            // Some(true): fails (a holds), Some(false): does not, None: unknown.
+            let fails_by_g = |from: Option<&Snapshot<P::State>>| -> Option<bool> {
+                let within: Vec<usize> = (0..kops.len())
+                    .filter(|&o| call_pos[o] < ret_pos[g])
+                    .filter(|&o| {
+                        from.is_none_or(|s| ret_pos[o] > s.event && !s.placed.contains(&o))
+                    })
+                    .collect();
+                let sub: Vec<KOp<'_, P::Input, P::Output>> =
+                    within.iter().map(|&o| copy(&kops[o])).collect();
+                let gi = within.binary_search(&g).ok()?;
+                let g_ret = search::events(&sub)
+                    .iter()
+                    .position(|e| e.kind == 1 && e.op as usize == gi)?;
+                let state = from.map_or(init, |s| &s.state);
+                match search::search(spec, state, &sub, &bounded(gi, false, g_ret)).0 {
+                    Outcome::Fail(_) => Some(true),
+                    Outcome::Ok => Some(false),
+                    Outcome::GaveUp(_) => None,
+                }
+            };
+            let a = match single.and_then(|s| fails_by_g(Some(s))) {
+                Some(a) => a,
+                None => fails_by_g(None) == Some(true),
+            };
+            if !a {
                 continue;
             }
         }
@@ -253,6 +292,39 @@ fn gives_what_x_needs<P: Spec>(
         gives |= spec.step(&s, b.input, b.output).is_legal();
     });
     gives
+}
+
+/// The guess [`explain_window`] tries before the whole window: `x`, the
+/// writes of `window` that give what it needs from `start`, and the
+/// operations with a known output that change the state, called after one
+/// of those writes returned and returning before `x` was called. `None`
+/// when there is no such write, or the guess is the whole window.
+fn overwrite_guess<P: Spec>(
+    spec: &P,
+    start: &P::State,
+    kops: &[KOp<'_, P::Input, P::Output>],
+    window: &[usize],
+    x: usize,
+) -> Option<Vec<usize>> {
+    let first_give = window
+        .iter()
+        .filter(|&&o| gives_what_x_needs(spec, start, kops, o, x))
+        .filter_map(|&o| kops[o].ret)
+        .min()?;
+    let guess: Vec<usize> = window
+        .iter()
+        .copied()
+        .filter(|&o| {
+            let k = &kops[o];
+            o == x
+                || gives_what_x_needs(spec, start, kops, o, x)
+                || (k.output.is_some()
+                    && !k.read_only
+                    && k.call > first_give
+                    && k.ret.is_some_and(|r| r < kops[x].call))
+        })
+        .collect();
+    (guess.len() < window.len()).then_some(guess)
 }
 
 /// Shrinks `w` (which fails at `x`) by delta debugging while it keeps failing
@@ -351,6 +423,7 @@ fn explain_window<P: Spec>(
             .any(|&o| gives_what_x_needs(spec, &st.state, kops, o, x))
     });
     starts.extend(rest);
+
     // A start whose window is too wide to shrink within the budget gives a
     // sub-history that is not minimal: then later starts (narrower windows)
     // get a fresh budget, a bounded number of times, and the first such
@@ -358,11 +431,29 @@ fn explain_window<P: Spec>(
     let mut fallback: Option<Explained<P::State>> = None;
     let mut refills = SHRINK_REFILLS;
     for st in starts {
-        let w = st.window;
-        match cut_check(spec, &st.state, kops, &w, x, opts, &mut budget, false) {
-            Cut::FailsAt(_) => {}
-            Cut::Other | Cut::Unknown => continue,
-        }
+        // A guess first: x, the writes that give what it needs, and the
+        // state-changing operations real time puts between such a write and
+        // x (a stale read's usual cause). When it fails at x it is
+        // shrunk instead of the whole window: far fewer searches.
+        let guess = overwrite_guess(spec, &st.state, kops, &st.window, x);
+        let w = match guess {
+            Some(g)
+                if matches!(
+                    cut_check(spec, &st.state, kops, &g, x, opts, &mut budget, false),
+                    Cut::FailsAt(_)
+                ) =>
+            {
+                g
+            }
+            _ => {
+                let w = st.window;
+                match cut_check(spec, &st.state, kops, &w, x, opts, &mut budget, false) {
+                    Cut::FailsAt(_) => {}
+                    Cut::Other | Cut::Unknown => continue,
+                }
+                w
+            }
+        };
         let (w, minimal) = shrink(spec, &st.state, kops, w, x, opts, &mut budget);
         // The final search records the longest partial linearization; it
         // is the same search as the last successful check, so it fails at x

@@ -75,7 +75,7 @@ mod spec;
 pub mod versioned;
 
 pub use report::{esc as html_escape, Failure, OpView, Report, Step, TimeUnit, Verdict};
-pub use spec::{Claim, Next, Spec, ValueOf, ValueUse, Values};
+pub use spec::{Claim, DeadStates, LastObserver, Next, Spec, ValueOf, ValueUse, Values};
 
 use search::{KOp, Limits, Outcome};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -17,7 +17,7 @@
 //! * the search ends when the last known operation has returned.
 
 use super::bits::Bits;
-use super::spec::{Claim, Next, Spec, ValueUse, Values};
+use super::spec::{Claim, DeadStates, Next, Spec, ValueUse, Values};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -123,6 +123,12 @@ pub(crate) struct Snapshot<S> {
     pub state: S,
     /// Pending operations already placed in it.
     pub placed: Vec<usize>,
+    /// The last return event by which every configuration dropped before
+    /// it would have died (0: none dropped; `usize::MAX`: some dropped for
+    /// passing a needed version). When it is at most some later return,
+    /// every linearization that reaches that return passes through the
+    /// configurations of the snapshot.
+    pub drops_die_by: usize,
 }
 
 /// Why the search says "not linearizable".
@@ -137,8 +143,9 @@ pub(crate) struct FailInfo<S> {
     /// The last single-configuration point before the failure (`event`
     /// `usize::MAX`: the start).
     pub snapshot: Option<Snapshot<S>>,
-    /// Later points with several configurations (each snapshot one of
-    /// them), newest first, every eighth return, at most 32.
+    /// Points every eighth return, at most 32 (each snapshot one of their
+    /// configurations): those after `snapshot` newest first, then the
+    /// earlier ones newest first.
     pub recent: Vec<Snapshot<S>>,
     /// Whether configurations were dropped by [`Limits::prune`] before the
     /// failure (then `op` may not be an operation that cannot be placed).
@@ -211,32 +218,53 @@ pub(crate) fn search<P: Spec>(
     limits: &Limits<'_>,
 ) -> (Outcome<P::State>, u64) {
     let ev = events(ops);
-    // A slot per pending operation, lowest free first.
-    let mut free: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
+    // A slot per pending operation, lowest free first (a min-heap: no
+    // slot is ever free twice).
+    let mut free: std::collections::BinaryHeap<std::cmp::Reverse<usize>> =
+        std::collections::BinaryHeap::new();
     let mut next = 0usize;
     let mut slot_of = vec![usize::MAX; ops.len()];
     for e in &ev {
         if e.kind == 0 {
-            let s = free.pop_first().unwrap_or_else(|| {
-                next += 1;
-                next - 1
-            });
+            let s = free.pop().map_or_else(
+                || {
+                    next += 1;
+                    next - 1
+                },
+                |std::cmp::Reverse(s)| s,
+            );
             slot_of[e.op as usize] = s;
         } else {
-            free.insert(slot_of[e.op as usize]);
+            free.push(std::cmp::Reverse(slot_of[e.op as usize]));
         }
     }
     let nslots = next;
     if nslots <= 128 {
-        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
+        Search::<P, u128>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
     } else {
-        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of, &ev).run(init, &ev)
+        Search::<P, Box<[u64]>>::new(spec, ops, limits, nslots, slot_of).run(init, &ev)
     }
 }
 
 /// Keys with fewer concurrent operations than this are searched without the
 /// value view (building it costs more than it saves there).
 const VALUE_VIEW_MIN_SLOTS: usize = 4;
+
+/// The search builds its reductions once it holds more configurations, or
+/// more pending operations with a known outcome (unknown ones stay pending
+/// to the end), than this (see `Search::enable_reductions`).
+const REDUCTIONS_AFTER: usize = 8;
+
+/// Whether a search's value or dead-state view is built.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reductions {
+    /// Not used (explanations' searches of sub-histories).
+    Never,
+    /// Not built yet.
+    Later,
+    /// Built (if the spec gives one).
+    Built,
+}
 
 /// A key's [`Values`] with, per value, the operations that need, observe
 /// and write it.
@@ -495,6 +523,10 @@ struct Search<'s, 'o, P: Spec, B> {
     best: Path<P::State>,
     /// The spec's value view, if it gives one.
     vals: Option<ValueView<P::State>>,
+    /// The spec's dead-state view, if it gives one and no value view.
+    dead: Option<DeadStates<P::State>>,
+    /// Whether `vals` and `dead` are built yet.
+    reductions: Reductions,
     /// Per operation: called and not yet returned (or never returns).
     is_pending: Vec<bool>,
     /// The last return event by which configurations dropped as doomed
@@ -533,7 +565,6 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         limits: &'s Limits<'s>,
         nslots: usize,
         slot_of: Vec<usize>,
-        ev: &[Event],
     ) -> Self {
         let mut produced: Vec<u64> = ops
             .iter()
@@ -545,7 +576,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             .collect();
         produced.sort_unstable();
         let versioned = ops.iter().any(|o| o.claim != Claim::None);
-        let mut s = Search {
+        Search {
             spec,
             ops,
             limits,
@@ -561,23 +592,56 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             steps: 0,
             pruned: false,
             best: None,
-            // Not in an explanation's searches of sub-histories: their
-            // snapshots and states should be real ones.
-            vals: if nslots >= VALUE_VIEW_MIN_SLOTS && (limits.prune || limits.doom_until > 0) {
-                ValueView::new(spec, ops, ev)
+            vals: None,
+            dead: None,
+            reductions: if limits.prune || limits.doom_until > 0 {
+                Reductions::Later
             } else {
-                None
+                // Not in an explanation's searches of sub-histories: their
+                // snapshots and states should be real ones.
+                Reductions::Never
             },
             is_pending: vec![false; ops.len()],
             doom_deadline: 0,
             doomed_by: vec![usize::MAX; ops.len()],
             closing: 0,
             frontier_cap: limits.frontier_cap,
-        };
-        if s.vals.is_none() && !s.versioned && limits.prune && limits.stop_after.is_none() {
-            s.frontier_cap = s.frontier_cap.min(BARE_FRONTIER_CAP);
         }
-        s
+    }
+
+    /// Builds the spec's value view (or else its dead-state view) once,
+    /// when the search first holds more than [`REDUCTIONS_AFTER`]
+    /// configurations or pending operations, or goes depth-first (most keys never do, and building
+    /// it costs more than their whole search). Exact whenever it is built:
+    /// the reductions only merge or drop configurations that cannot do
+    /// more than others. A key with no reductions gets the bare frontier
+    /// cap from then on.
+    fn enable_reductions(&mut self, ev: &[Event]) {
+        if self.reductions != Reductions::Later {
+            return;
+        }
+        self.reductions = Reductions::Built;
+        if self.nslots >= VALUE_VIEW_MIN_SLOTS {
+            self.vals = ValueView::new(self.spec, self.ops, ev);
+        }
+        if self.vals.is_none() {
+            let io: Vec<_> = self.ops.iter().map(|k| (k.input, k.output)).collect();
+            let mut last_event = vec![u32::MAX; self.ops.len()];
+            for (i, e) in ev.iter().enumerate() {
+                if e.kind == 1 {
+                    last_event[e.op as usize] = i as u32;
+                }
+            }
+            self.dead = self.spec.dead_states(&io, &last_event);
+        }
+        if self.vals.is_none()
+            && self.dead.is_none()
+            && !self.versioned
+            && self.limits.prune
+            && self.limits.stop_after.is_none()
+        {
+            self.frontier_cap = self.frontier_cap.min(BARE_FRONTIER_CAP);
+        }
     }
 
     /// Whether operation `o` is placed in a configuration with `bits`
@@ -606,6 +670,14 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
     /// Replaces a state whose value no remaining operation can observe by
     /// the canonical one, so that such configurations merge.
     fn canonicalize(&self, c: &mut Cfg<P::State, B>) {
+        if let Some(d) = &self.dead {
+            // Every operation that could still tell the state apart has
+            // returned (so is placed): the state is as good as dead.
+            if (d.last_observer)(&c.state).is_none_or(|l| (l as usize) < self.pos) {
+                c.state = (d.dead)(&c.state);
+            }
+            return;
+        }
         let Some(vals) = &self.vals else {
             return;
         };
@@ -931,6 +1003,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             of: 1,
             state: init.clone(),
             placed: Vec::new(),
+            drops_die_by: 0,
         });
         let mut recent: std::collections::VecDeque<Snapshot<P::State>> =
             std::collections::VecDeque::new();
@@ -961,6 +1034,15 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
             // A return: every configuration must have placed x.
             let slot = self.slot_of[x];
             self.closing = ei;
+            if self.reductions == Reductions::Later
+                && (frontier.len() > REDUCTIONS_AFTER
+                    || self.pending.len() - self.masks.n_unk > REDUCTIONS_AFTER)
+            {
+                self.enable_reductions(ev);
+                for c in frontier.iter_mut() {
+                    self.canonicalize(c);
+                }
+            }
             let next = match self.close(&frontier, slot, self.frontier_cap.saturating_mul(10)) {
                 Ok(n) => n,
                 Err(None) => return self.dfs(frontier, ev, ei, last_ret),
@@ -970,13 +1052,15 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                 if self.debug {
                     eprintln!("ev {ei} ret {x}: fail (prune {})", self.limits.prune);
                 }
-                let recent = recent
-                    .into_iter()
-                    .rev()
-                    .filter(|r| {
-                        !matches!(&snapshot, Some(s) if s.event != usize::MAX && s.event >= r.event)
-                    })
-                    .collect();
+                // Those after the last single configuration first (smaller
+                // windows), then the earlier ones: when the write that gave
+                // what the failing operation needs was settled by then, an
+                // earlier start still holds it, with a far smaller window
+                // than the history's start.
+                let (later, earlier): (Vec<_>, Vec<_>) = recent.into_iter().rev().partition(
+                    |r| !matches!(&snapshot, Some(s) if s.event != usize::MAX && s.event >= r.event),
+                );
+                let recent = later.into_iter().chain(earlier).collect();
                 return Outcome::Fail(Box::new(FailInfo {
                     op: x,
                     states: distinct_states(&frontier),
@@ -989,6 +1073,13 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                     overwritten: false,
                     event: ei,
                 }));
+            }
+            let mut next = next;
+            if self.reductions == Reductions::Later && next.len() > REDUCTIONS_AFTER {
+                self.enable_reductions(ev);
+                for c in next.iter_mut() {
+                    self.canonicalize(c);
+                }
             }
             let next = self.drop_detours(next);
             if self.debug {
@@ -1022,6 +1113,11 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
                         .filter(|(s, _)| c.bits.get(*s))
                         .map(|&(_, op)| op as usize)
                         .collect(),
+                    drops_die_by: if self.pruned {
+                        usize::MAX
+                    } else {
+                        self.doom_deadline
+                    },
                 };
                 if returns & 7 == 0 {
                     recent.push_back(snap.clone());
@@ -1047,6 +1143,7 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         at: usize,
         last_ret: usize,
     ) -> Outcome<P::State> {
+        self.enable_reductions(ev);
         let mut stack: Vec<(usize, Cfg<P::State, B>)> =
             roots.into_iter().rev().map(|c| (at, c)).collect();
         let mut seen: Antichain<(u32, P::State), B> = Antichain::new();
@@ -1180,11 +1277,12 @@ impl<'s, 'o, P: Spec, B: Bits> Search<'s, 'o, P, B> {
         };
 
         for c in frontier {
-            let c = Cfg {
+            let mut c = Cfg {
                 state: c.state.clone(),
                 bits: c.bits.clone(),
                 path: c.path.clone(),
             };
+            self.canonicalize(&mut c);
             if c.bits.get(slot) {
                 push_out(c, &mut out, &mut out_dead, &mut out_set);
             } else {

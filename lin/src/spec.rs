@@ -164,6 +164,24 @@ pub trait Spec: Sync {
         None
     }
 
+    /// Optional dead-state view, for specs whose states may grow past what
+    /// any operation can observe (e.g. a value built by appends): given one
+    /// key's operations (input, output; `None`: unknown outcome) and, per
+    /// operation, the index of the last event at which it may still be
+    /// placed (`u32::MAX`: none), says until when a state can still matter.
+    /// With it the search replaces every state whose observers have all
+    /// been placed by one canonical dead state, so that such configurations
+    /// merge. Used only when [`Spec::values`] gives no value view. The
+    /// contract is on [`DeadStates`]. Default: `None`.
+    fn dead_states(
+        &self,
+        ops: &[(&Self::Input, Option<&Self::Output>)],
+        last_event: &[u32],
+    ) -> Option<DeadStates<Self::State>> {
+        let _ = (ops, last_event);
+        None
+    }
+
     /// A short human description of an operation and its output, for reports.
     /// Default: the `Debug` forms.
     fn describe_op(&self, input: &Self::Input, output: Option<&Self::Output>) -> String {
@@ -222,4 +240,26 @@ pub struct Values<S> {
     pub value_of: ValueOf<S>,
     /// The state with its value replaced by one nobody observes.
     pub overwritten: Box<dyn Fn(&S) -> S + Send + Sync>,
+}
+
+/// The last event of an operation that may still tell a state apart from
+/// the dead one (see [`DeadStates::last_observer`]).
+pub type LastObserver<S> = Box<dyn Fn(&S) -> Option<u32> + Send + Sync>;
+
+/// A key's dead-state view, from [`Spec::dead_states`].
+///
+/// The contract: let `t` be an event index and `s` a state with
+/// `last_observer(s)` `None` or below `t`. Then `s` and `dead(s)` cannot be
+/// told apart by the operations whose `last_event` is at least `t`: for any
+/// sequence of them, it is legal from `s` iff it is legal from `dead(s)`,
+/// and the states it leads to are again such a pair (or equal).
+/// `last_observer(dead(s))` is `None`. A spec that breaks the contract may
+/// get wrong verdicts.
+pub struct DeadStates<S> {
+    /// The largest `last_event` among the operations that may tell `s` (or
+    /// a state the key's operations lead to from it) apart from `dead(s)`;
+    /// `None` when there is none.
+    pub last_observer: LastObserver<S>,
+    /// The canonical dead state standing for `s`.
+    pub dead: Box<dyn Fn(&S) -> S + Send + Sync>,
 }
