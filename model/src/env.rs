@@ -1,8 +1,9 @@
-//! What the model is handed by whoever runs it: a clock, a log device and
-//! the network's send faults. The model never reads a wall clock or touches
-//! a real disk.
+//! What the model is handed by whoever runs it: a clock, a log device, the
+//! network's send faults and a server's random draws. The model never reads
+//! a wall clock, touches a real disk or seeds a random stream of its own.
 
 use crate::conditions::Millis;
+use rand::RngCore;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +37,22 @@ pub trait SendFaults: Send + Sync {
     /// (latency, reordering); a second delay sends a duplicate; empty: lost. `to` is the
     /// datagram's receiver, so that faults can be drawn link by link.
     fn copies(&self, to: std::net::SocketAddr) -> Vec<Duration>;
+}
+
+/// A server's random draws, each from a fresh stream keyed by what it is
+/// for: a request's fault points (storms, 429/449/503/410/408, their
+/// sub-statuses and retry-afters, whether a 408 ran) by the request, a log
+/// sync's latency by the records it makes durable. One stream for the whole
+/// server would make every draw depend on how many requests came before it,
+/// so a run that sends one request fewer (the shrinker's history pass)
+/// would move every later request's fault, on every key.
+pub trait ServerDraws: Send + Sync {
+    /// The stream of the request just received from `from` (what it is, the
+    /// runner knows from its sender: e.g. the operation that sender is in).
+    fn request(&self, from: std::net::SocketAddr) -> Box<dyn RngCore + Send>;
+    /// The stream of the sync that makes durable the log records `records`
+    /// (partition, LSN), in log order.
+    fn sync(&self, records: &[(u32, u64)]) -> Box<dyn RngCore + Send>;
 }
 
 /// The network's send faults as a node's sends see them (none by default).
