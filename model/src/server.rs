@@ -197,6 +197,11 @@ struct Fault {
     execute: bool,
 }
 
+/// What a stream of [`ServerDraws::stream`] is for: a request's fault point
+/// or a sync's latency.
+const FAULT_POINT: u64 = 1;
+const SYNC_LATENCY: u64 = 2;
+
 /// The fault point of one request to `partition`: a storm answers first
 /// (drawn only when the scenario has storms), then one draw across the
 /// statuses' rates; every draw from the request's own stream `rng`.
@@ -734,7 +739,8 @@ async fn next_event(recv: &mut Receiving, mut sync: Option<&mut SyncInFlight>) -
     .await
 }
 
-/// Runs a server until the node is killed. `draws` hands out the streams of
+/// Runs a server until the node is killed. `draws` names each request (the
+/// identity its log record is appended under) and hands out the streams of
 /// the fault points (one per request) and of the sync latency (one per
 /// sync); `stats` is shared with whoever wants the counts.
 pub async fn serve(
@@ -765,9 +771,11 @@ pub async fn serve(
     let mut dropped: Option<u32> = None;
     let mut storms = StormState::default();
     let mut commit = GroupCommit::new(next_seq);
-    // The records appended since the last sync started (partition, LSN):
-    // the next sync's latency is drawn from them.
-    let mut unsynced: Vec<(u32, u64)> = Vec::new();
+    // What the next sync's latency is drawn from: its kind, then the records
+    // appended since the last sync started, each by the identity of the
+    // request that wrote it (not its LSN, which moves when a shrunk run
+    // writes fewer records to the partition before it).
+    let mut unsynced: Vec<u64> = vec![SYNC_LATENCY];
     let faulty = cfg.faults.any();
     // The sync in flight, if any, and the receive in progress: both stay
     // alive across turns of the loop (a receive is never dropped half done).
@@ -778,9 +786,9 @@ pub async fn serve(
         if syncing.is_none() && commit.unsynced(next_seq) > 0 {
             // One sync covers every record appended before it starts.
             let (lo, hi) = cfg.fsync_ms;
-            let records = std::mem::take(&mut unsynced);
+            let records = std::mem::replace(&mut unsynced, vec![SYNC_LATENCY]);
             let fsync = Duration::from_micros(if hi > lo {
-                draws.sync(&records).gen_range(lo * 1000..=hi * 1000)
+                draws.stream(&records).gen_range(lo * 1000..=hi * 1000)
             } else {
                 lo * 1000
             });
@@ -827,7 +835,7 @@ pub async fn serve(
                     (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
                     report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
                     commit = GroupCommit::new(next_seq);
-                    unsynced.clear();
+                    unsynced.truncate(1);
                     stats.lock().unwrap_or_else(|e| e.into_inner()).unsynced = 0;
                     continue;
                 }
@@ -926,13 +934,14 @@ pub async fn serve(
         let is_write = req.op.is_write();
         // The request's own stream: leaving another request out (a shrunk
         // run) does not move this one's fault. None drawn without faults.
+        let identity = draws.request(from);
         let fault = if faulty {
             fault_point(
                 &cfg.faults,
                 &mut storms,
                 req.partition,
                 is_write,
-                draws.request(from).as_mut(),
+                draws.stream(&[FAULT_POINT, identity]).as_mut(),
                 &stats,
             )
         } else {
@@ -972,8 +981,8 @@ pub async fn serve(
                     effect,
                 },
             );
-            log.append(&record);
-            unsynced.push((req.partition, lsn));
+            log.append_as(identity, &record);
+            unsynced.push(identity);
             next_seq += 1;
             let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
             st.unsynced = commit.unsynced(next_seq);

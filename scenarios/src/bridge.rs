@@ -26,6 +26,9 @@ impl Clock for ClockAdapter {
 pub struct DiskAdapter(pub SimDisk);
 
 impl LogDevice for DiskAdapter {
+    fn append_as(&self, identity: u64, bytes: &[u8]) {
+        self.0.append_as(identity, bytes)
+    }
     fn append(&self, bytes: &[u8]) {
         // A log record is named by its partition and LSN, so that its disk
         // faults do not move when a shrunk run writes fewer records before
@@ -144,17 +147,18 @@ impl SendFaults for NetworkAdapter {
     }
 }
 
-/// A server's random draws as the model's [`ServerDraws`], each from a
-/// stream of its own ([`overcast_sim::rng::stream`]) keyed by the run's seed,
-/// the server incarnation's stream name and what it is for. A request's is
-/// keyed by its sender's address, the operation that sender drew last
+/// A server's random draws as the model's [`ServerDraws`]. A request is
+/// named by its sender's address, the operation that sender drew last
 /// ([`crate::ops::current`]: the workload operation the request belongs to,
 /// whose number does not move when the shrinker leaves other operations
 /// out) and its number among the requests from there in that operation (its
-/// attempt, or the read and the write of a read-modify-write); a sync's by
-/// the log records it makes durable. So leaving an operation out leaves the
-/// other operations' 429s, 410s, 408s and storms, and the syncs of other
-/// records, where they were.
+/// attempt, or the read and the write of a read-modify-write); its log
+/// record is appended under that name, so its disk faults are keyed by it
+/// too. Each stream is [`overcast_sim::rng::stream`] keyed by the run's
+/// seed, the server incarnation's stream name and what it is for. So leaving
+/// an operation out leaves the other operations' 429s, 410s, 408s and
+/// storms, their records' disk faults and the latency of the syncs of
+/// their records where they were.
 pub struct ServerStreams {
     seed: u64,
     /// The server incarnation's stream name (`server-0-1`).
@@ -184,7 +188,7 @@ impl ServerStreams {
 }
 
 impl ServerDraws for ServerStreams {
-    fn request(&self, from: SocketAddr) -> Box<dyn RngCore + Send> {
+    fn request(&self, from: SocketAddr) -> u64 {
         let op = self
             .topology
             .as_ref()
@@ -197,20 +201,15 @@ impl ServerDraws for ServerStreams {
             *n
         };
         let op = op.map_or_else(|| "-".to_string(), |op| op.to_string());
-        let key = format!("{}-request-{from}-{op}-{n}", self.name);
-        Box::new(overcast_sim::rng::stream(self.seed, &key))
+        overcast_sim::rng::fnv1a(format!("{from}-{op}-{n}").as_bytes())
     }
 
-    fn sync(&self, records: &[(u32, u64)]) -> Box<dyn RngCore + Send> {
-        let names: Vec<u8> = records
-            .iter()
-            .flat_map(|(partition, lsn)| [u64::from(*partition).to_le_bytes(), lsn.to_le_bytes()])
-            .flatten()
-            .collect();
+    fn stream(&self, what: &[u64]) -> Box<dyn RngCore + Send> {
+        let words: Vec<u8> = what.iter().flat_map(|w| w.to_le_bytes()).collect();
         let key = format!(
-            "{}-sync-{:016x}",
+            "{}-draws-{:016x}",
             self.name,
-            overcast_sim::rng::fnv1a(&names)
+            overcast_sim::rng::fnv1a(&words)
         );
         Box::new(overcast_sim::rng::stream(self.seed, &key))
     }
@@ -222,7 +221,7 @@ mod tests {
     use overcast_sim::world::{Role, Topology};
 
     #[test]
-    fn a_request_and_a_sync_draw_from_their_own_streams_whatever_came_before() {
+    fn a_request_keeps_its_name_and_streams_whatever_came_before() {
         let topology = Arc::new(Topology::new(vec![
             Role::new("server", 1),
             Role::new("client", 2),
@@ -233,30 +232,24 @@ mod tests {
         assert_eq!(topology.node_at(a).as_deref(), Some("client-0"));
         let alone = ServerStreams::new(7, "server-0-0", Some(topology.clone()));
         let busy = ServerStreams::new(7, "server-0-0", Some(topology.clone()));
-        busy.request(b).next_u64();
-        busy.request(b).next_u64();
-        busy.sync(&[(1, 1)]).next_u64();
-        let first = alone.request(a).next_u64();
+        busy.request(b);
+        busy.request(b);
+        let first = alone.request(a);
         assert_eq!(
-            busy.request(a).next_u64(),
+            busy.request(a),
             first,
-            "another sender's requests do not move this one's draws"
+            "another sender's requests do not move this one's name"
         );
+        let second = alone.request(a);
         assert_ne!(
-            alone.request(a).next_u64(),
-            first,
-            "a second request from the same sender (a retry) draws afresh"
+            second, first,
+            "a retry from the same sender is another request"
         );
-        let synced = [(0, 3), (2, 5)];
-        assert_eq!(
-            alone.sync(&synced).next_u64(),
-            busy.sync(&synced).next_u64()
-        );
-        assert_ne!(
-            alone.sync(&synced[..1]).next_u64(),
-            alone.sync(&synced).next_u64()
-        );
+        let draw = |s: &ServerStreams, what: &[u64]| s.stream(what).next_u64();
+        assert_eq!(draw(&alone, &[1, first]), draw(&busy, &[1, first]));
+        assert_ne!(draw(&alone, &[1, first]), draw(&alone, &[1, second]));
+        assert_ne!(draw(&alone, &[2, first]), draw(&alone, &[2, first, second]));
         let restarted = ServerStreams::new(7, "server-0-1", Some(topology));
-        assert_ne!(restarted.request(a).next_u64(), first);
+        assert_ne!(draw(&restarted, &[1, first]), draw(&alone, &[1, first]));
     }
 }
