@@ -1,8 +1,9 @@
-//! What the model is handed by whoever runs it: a clock, a log device and
-//! the network's send faults. The model never reads a wall clock or touches
-//! a real disk.
+//! What the model is handed by whoever runs it: a clock, a log device, the
+//! network's send faults and a server's random draws. The model never reads
+//! a wall clock, touches a real disk or seeds a random stream of its own.
 
 use crate::conditions::Millis;
+use rand::RngCore;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +22,14 @@ pub struct SyncError;
 pub trait LogDevice: Send + Sync {
     /// Appends bytes (volatile until synced).
     fn append(&self, bytes: &[u8]);
+    /// [`LogDevice::append`] of a record its writer names `identity` (the
+    /// request that wrote it, [`ServerDraws::request`]): a device that draws
+    /// faults may key them by it, so that a record keeps its faults when a
+    /// run writes other records fewer (a shrunk one). By default, `append`.
+    fn append_as(&self, identity: u64, bytes: &[u8]) {
+        let _ = identity;
+        self.append(bytes)
+    }
     /// Makes everything appended so far durable, or fails.
     fn sync(&self) -> Result<(), SyncError>;
     /// Everything on the device.
@@ -36,6 +45,25 @@ pub trait SendFaults: Send + Sync {
     /// (latency, reordering); a second delay sends a duplicate; empty: lost. `to` is the
     /// datagram's receiver, so that faults can be drawn link by link.
     fn copies(&self, to: std::net::SocketAddr) -> Vec<Duration>;
+}
+
+/// A server's random draws, each from a fresh stream keyed by what it is
+/// for: a request's fault points (storms, 429/449/503/410/408, their
+/// sub-statuses and retry-afters, whether a 408 ran) by the request, a log
+/// sync's latency by the records it makes durable, each named by the
+/// request that wrote it. One stream for the whole server would make every
+/// draw depend on how many requests came before it, so a run that sends
+/// one request fewer (the shrinker's history pass) would move every later
+/// request's fault, on every key.
+pub trait ServerDraws: Send + Sync {
+    /// The identity of the request just received from `from`: the runner
+    /// knows what it is from its sender (e.g. the operation that sender is
+    /// in and the request's number there), so that it stays the same when
+    /// other requests are left out.
+    fn request(&self, from: std::net::SocketAddr) -> u64;
+    /// A fresh stream for the draws about `what` (a kind of draw, then the
+    /// identities of the requests it is about).
+    fn stream(&self, what: &[u64]) -> Box<dyn RngCore + Send>;
 }
 
 /// The network's send faults as a node's sends see them (none by default).

@@ -29,7 +29,7 @@
 //! [`Partition::apply`]: crate::partition::Partition::apply
 
 use crate::bugs::ModelBugs;
-use crate::env::{Clock, LogDevice, SendPolicy};
+use crate::env::{Clock, LogDevice, SendPolicy, ServerDraws};
 use crate::partition::Partitions;
 use crate::retry::sub_status;
 use crate::wal::{self, LogRecord};
@@ -170,6 +170,121 @@ fn pick<T: Copy>(rng: &mut dyn RngCore, choices: &[(T, f64)], otherwise: T) -> T
         }
     }
     otherwise
+}
+
+impl FaultRates {
+    /// Whether any fault point can fire: without one, a request draws nothing.
+    fn any(&self) -> bool {
+        self.storms.is_some()
+            || [
+                self.throttle,
+                self.retry_with,
+                self.unavailable,
+                self.gone,
+                self.timeout,
+            ]
+            .iter()
+            .any(|rate| *rate > 0.0)
+    }
+}
+
+/// What a request's fault point decided: the status and transient reply it
+/// answers with, and whether the request runs anyway (a 408 may come after
+/// the request ran: its outcome is unknown to the client).
+struct Fault {
+    status: u16,
+    reply: WireReply,
+    execute: bool,
+}
+
+/// What a stream of [`ServerDraws::stream`] is for: a request's fault point
+/// or a sync's latency.
+const FAULT_POINT: u64 = 1;
+const SYNC_LATENCY: u64 = 2;
+
+/// The fault point of one request to `partition`: a storm answers first
+/// (drawn only when the scenario has storms), then one draw across the
+/// statuses' rates; every draw from the request's own stream `rng`.
+fn fault_point(
+    f: &FaultRates,
+    storms: &mut StormState,
+    partition: u32,
+    is_write: bool,
+    rng: &mut dyn RngCore,
+    stats: &std::sync::Mutex<ServerStats>,
+) -> Option<Fault> {
+    let stormed = match &f.storms {
+        Some(s) => {
+            let before = storms.by_partition.get(&partition).copied();
+            let status = storms.status(s, partition, crate::client::sim_now_ns(), rng);
+            let after = storms.by_partition.get(&partition).copied();
+            if let (Some(status), true) = (status, before != after) {
+                *stats
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .storms
+                    .entry(status)
+                    .or_default() += 1;
+            }
+            status
+        }
+        None => None,
+    };
+    let draw: f64 = rng.gen();
+    let mut transient = stormed;
+    let mut acc = 0.0;
+    for (status, rate) in [
+        (429u16, f.throttle),
+        (449, if is_write { f.retry_with } else { 0.0 }),
+        (503, f.unavailable),
+        (410, f.gone),
+        (408, f.timeout),
+    ] {
+        acc += rate;
+        if transient.is_none() && draw < acc {
+            transient = Some(status);
+        }
+    }
+    let status = transient?;
+    let execute = status == 408 && rng.gen_bool(0.5);
+    let sub_status = match status {
+        410 => pick(
+            rng,
+            &[
+                (sub_status::NAME_CACHE_IS_STALE, f.gone_name_cache_stale),
+                (sub_status::PARTITION_KEY_RANGE_GONE, f.gone_range_gone),
+                (sub_status::LEASE_NOT_FOUND, f.gone_lease_not_found),
+            ],
+            sub_status::NONE,
+        ),
+        _ => sub_status::NONE,
+    };
+    let retry_after_ms = match status {
+        429 => match pick(
+            rng,
+            &[
+                (Some(None), f.throttle_without_retry_after),
+                (Some(Some(0)), f.throttle_zero_retry_after),
+            ],
+            None,
+        ) {
+            Some(header) => header,
+            None => {
+                let (lo, hi) = f.retry_after_ms;
+                Some(rng.gen_range(lo..=hi.max(lo)))
+            }
+        },
+        _ => None,
+    };
+    Some(Fault {
+        status,
+        reply: WireReply::Transient {
+            status,
+            sub_status,
+            retry_after_ms,
+        },
+        execute,
+    })
 }
 
 fn default_retry_after() -> (u64, u64) {
@@ -624,13 +739,15 @@ async fn next_event(recv: &mut Receiving, mut sync: Option<&mut SyncInFlight>) -
     .await
 }
 
-/// Runs a server until the node is killed. `rng` drives the fault points and
-/// the sync latency; `stats` is shared with whoever wants the counts.
+/// Runs a server until the node is killed. `draws` names each request (the
+/// identity its log record is appended under) and hands out the streams of
+/// the fault points (one per request) and of the sync latency (one per
+/// sync); `stats` is shared with whoever wants the counts.
 pub async fn serve(
     cfg: ServerConfig,
     clock: Arc<dyn Clock>,
     log: Arc<dyn LogDevice>,
-    mut rng: Box<dyn RngCore + Send>,
+    draws: Arc<dyn ServerDraws>,
     stats: Arc<std::sync::Mutex<ServerStats>>,
 ) {
     let (mut partitions, replayed, mut next_seq, mut damage) = recover(&cfg, log.as_ref());
@@ -654,6 +771,12 @@ pub async fn serve(
     let mut dropped: Option<u32> = None;
     let mut storms = StormState::default();
     let mut commit = GroupCommit::new(next_seq);
+    // What the next sync's latency is drawn from: its kind, then the records
+    // appended since the last sync started, each by the identity of the
+    // request that wrote it (not its LSN, which moves when a shrunk run
+    // writes fewer records to the partition before it).
+    let mut unsynced: Vec<u64> = vec![SYNC_LATENCY];
+    let faulty = cfg.faults.any();
     // The sync in flight, if any, and the receive in progress: both stay
     // alive across turns of the loop (a receive is never dropped half done).
     let mut syncing: Option<SyncInFlight> = None;
@@ -663,7 +786,12 @@ pub async fn serve(
         if syncing.is_none() && commit.unsynced(next_seq) > 0 {
             // One sync covers every record appended before it starts.
             let (lo, hi) = cfg.fsync_ms;
-            let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
+            let records = std::mem::replace(&mut unsynced, vec![SYNC_LATENCY]);
+            let fsync = Duration::from_micros(if hi > lo {
+                draws.stream(&records).gen_range(lo * 1000..=hi * 1000)
+            } else {
+                lo * 1000
+            });
             syncing = Some(SyncInFlight {
                 done: Box::pin(sleep(fsync)),
                 covers: next_seq,
@@ -707,6 +835,7 @@ pub async fn serve(
                     (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
                     report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
                     commit = GroupCommit::new(next_seq);
+                    unsynced.truncate(1);
                     stats.lock().unwrap_or_else(|e| e.into_inner()).unsynced = 0;
                     continue;
                 }
@@ -802,100 +931,43 @@ pub async fn serve(
                 continue;
             }
         }
-        let f = &cfg.faults;
-        // A storm answers first; drawn only when the scenario has storms, so
-        // that the others draw as before.
-        let stormed = match &f.storms {
-            Some(s) => {
-                let before = storms.by_partition.get(&req.partition).copied();
-                let status =
-                    storms.status(s, req.partition, crate::client::sim_now_ns(), rng.as_mut());
-                let after = storms.by_partition.get(&req.partition).copied();
-                if let (Some(status), true) = (status, before != after) {
-                    *stats
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .storms
-                        .entry(status)
-                        .or_default() += 1;
-                }
-                status
-            }
-            None => None,
-        };
-        let draw: f64 = rng.gen();
         let is_write = req.op.is_write();
-        let mut transient = stormed;
-        let mut acc = 0.0;
-        for (status, rate) in [
-            (429u16, f.throttle),
-            (449, if is_write { f.retry_with } else { 0.0 }),
-            (503, f.unavailable),
-            (410, f.gone),
-            (408, f.timeout),
-        ] {
-            acc += rate;
-            if transient.is_none() && draw < acc {
-                transient = Some(status);
-            }
-        }
-        let reply_transient = |status: u16, rng: &mut Box<dyn RngCore + Send>| {
-            let sub_status = match status {
-                410 => pick(
-                    rng.as_mut(),
-                    &[
-                        (sub_status::NAME_CACHE_IS_STALE, f.gone_name_cache_stale),
-                        (sub_status::PARTITION_KEY_RANGE_GONE, f.gone_range_gone),
-                        (sub_status::LEASE_NOT_FOUND, f.gone_lease_not_found),
-                    ],
-                    sub_status::NONE,
-                ),
-                _ => sub_status::NONE,
-            };
-            let retry_after_ms = match status {
-                429 => match pick(
-                    rng.as_mut(),
-                    &[
-                        (Some(None), f.throttle_without_retry_after),
-                        (Some(Some(0)), f.throttle_zero_retry_after),
-                    ],
-                    None,
-                ) {
-                    Some(header) => header,
-                    None => {
-                        let (lo, hi) = f.retry_after_ms;
-                        Some(rng.gen_range(lo..=hi.max(lo)))
-                    }
-                },
-                _ => None,
-            };
-            WireReply::Transient {
-                status,
-                sub_status,
-                retry_after_ms,
-            }
+        // The request's own stream: leaving another request out (a shrunk
+        // run) does not move this one's fault. None drawn without faults.
+        let identity = draws.request(from);
+        let fault = if faulty {
+            fault_point(
+                &cfg.faults,
+                &mut storms,
+                req.partition,
+                is_write,
+                draws.stream(&[FAULT_POINT, identity]).as_mut(),
+                &stats,
+            )
+        } else {
+            None
         };
-        if let Some(status) = transient {
+        if let Some(fault) = &fault {
             stats
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .transient
-                .entry(status)
+                .entry(fault.status)
                 .and_modify(|n| *n += 1)
                 .or_insert(1);
-            // A 408 may come after the request ran: its outcome is unknown to the client.
-            let execute = status == 408 && rng.gen_bool(0.5);
-            if !execute {
-                let reply = reply_transient(status, &mut rng);
-                send(&to, reply, &mut out, Some(&mut dedup)).await;
+        }
+        let fault = match fault {
+            Some(fault) if !fault.execute => {
+                send(&to, fault.reply, &mut out, Some(&mut dedup)).await;
                 continue;
             }
-        }
+            executed => executed,
+        };
         let partition = partitions.get_mut(req.partition);
         let (response, effect) = partition.apply(&req.op, clock.now_ms());
         let lsn = partition.lsn();
-        let reply = match transient {
-            Some(status) => reply_transient(status, &mut rng),
+        let reply = match fault {
+            Some(fault) => fault.reply,
             None => WireReply::Ok(response),
         };
         let own_record = effect.is_some();
@@ -909,7 +981,8 @@ pub async fn serve(
                     effect,
                 },
             );
-            log.append(&record);
+            log.append_as(identity, &record);
+            unsynced.push(identity);
             next_seq += 1;
             let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
             st.unsynced = commit.unsynced(next_seq);

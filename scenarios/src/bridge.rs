@@ -2,12 +2,12 @@
 //! model through the model's own traits (the model knows nothing of the engine).
 
 use overcast_model::conditions::Millis;
-use overcast_model::env::{Clock, LogDevice, SendFaults, SendPolicy, SyncError};
+use overcast_model::env::{Clock, LogDevice, SendFaults, SendPolicy, ServerDraws, SyncError};
 use overcast_sim::clock::NodeClock;
 use overcast_sim::disk::SimDisk;
 use overcast_sim::faults::NetworkFaults;
 use overcast_sim::world::NodeEnv;
-use rand::Rng;
+use rand::{Rng, RngCore};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -26,6 +26,9 @@ impl Clock for ClockAdapter {
 pub struct DiskAdapter(pub SimDisk);
 
 impl LogDevice for DiskAdapter {
+    fn append_as(&self, identity: u64, bytes: &[u8]) {
+        self.0.append_as(identity, bytes)
+    }
     fn append(&self, bytes: &[u8]) {
         // A log record is named by its partition and LSN, so that its disk
         // faults do not move when a shrunk run writes fewer records before
@@ -141,5 +144,112 @@ impl SendFaults for NetworkAdapter {
             *counts.entry("duplicate".into()).or_default() += 1;
         }
         copies.into_iter().map(|d| d + extra).collect()
+    }
+}
+
+/// A server's random draws as the model's [`ServerDraws`]. A request is
+/// named by its sender's address, the operation that sender drew last
+/// ([`crate::ops::current`]: the workload operation the request belongs to,
+/// whose number does not move when the shrinker leaves other operations
+/// out) and its number among the requests from there in that operation (its
+/// attempt, or the read and the write of a read-modify-write); its log
+/// record is appended under that name, so its disk faults are keyed by it
+/// too. Each stream is [`overcast_sim::rng::stream`] keyed by the run's
+/// seed, the server incarnation's stream name and what it is for. So leaving
+/// an operation out leaves the other operations' 429s, 410s, 408s and
+/// storms, their records' disk faults and the latency of the syncs of
+/// their records where they were.
+pub struct ServerStreams {
+    seed: u64,
+    /// The server incarnation's stream name (`server-0-1`).
+    name: String,
+    /// Node names by address (the senders); `None`: senders are named by
+    /// their address alone.
+    topology: Option<Arc<overcast_sim::world::Topology>>,
+    /// Requests received so far, by sender and operation.
+    received: Mutex<BTreeMap<(SocketAddr, Option<usize>), u64>>,
+}
+
+impl ServerStreams {
+    /// The draws of the server incarnation whose stream name is `name`, in
+    /// the run with seed `seed` whose nodes `topology` names.
+    pub fn new(
+        seed: u64,
+        name: impl Into<String>,
+        topology: Option<Arc<overcast_sim::world::Topology>>,
+    ) -> Arc<ServerStreams> {
+        Arc::new(ServerStreams {
+            seed,
+            name: name.into(),
+            topology,
+            received: Mutex::default(),
+        })
+    }
+}
+
+impl ServerDraws for ServerStreams {
+    fn request(&self, from: SocketAddr) -> u64 {
+        let op = self
+            .topology
+            .as_ref()
+            .and_then(|t| t.node_at(from))
+            .and_then(|node| crate::ops::current(&node));
+        let n = {
+            let mut received = self.received.lock().unwrap_or_else(|e| e.into_inner());
+            let n = received.entry((from, op)).or_default();
+            *n += 1;
+            *n
+        };
+        let op = op.map_or_else(|| "-".to_string(), |op| op.to_string());
+        overcast_sim::rng::fnv1a(format!("{from}-{op}-{n}").as_bytes())
+    }
+
+    fn stream(&self, what: &[u64]) -> Box<dyn RngCore + Send> {
+        let words: Vec<u8> = what.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let key = format!(
+            "{}-draws-{:016x}",
+            self.name,
+            overcast_sim::rng::fnv1a(&words)
+        );
+        Box::new(overcast_sim::rng::stream(self.seed, &key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overcast_sim::world::{Role, Topology};
+
+    #[test]
+    fn a_request_keeps_its_name_and_streams_whatever_came_before() {
+        let topology = Arc::new(Topology::new(vec![
+            Role::new("server", 1),
+            Role::new("client", 2),
+        ]));
+        // An SDK client's datagrams come from an ephemeral port of its node's IP.
+        let at = |i| SocketAddr::new(topology.addr("client", i).unwrap().ip(), 1);
+        let (a, b) = (at(0), at(1));
+        assert_eq!(topology.node_at(a).as_deref(), Some("client-0"));
+        let alone = ServerStreams::new(7, "server-0-0", Some(topology.clone()));
+        let busy = ServerStreams::new(7, "server-0-0", Some(topology.clone()));
+        busy.request(b);
+        busy.request(b);
+        let first = alone.request(a);
+        assert_eq!(
+            busy.request(a),
+            first,
+            "another sender's requests do not move this one's name"
+        );
+        let second = alone.request(a);
+        assert_ne!(
+            second, first,
+            "a retry from the same sender is another request"
+        );
+        let draw = |s: &ServerStreams, what: &[u64]| s.stream(what).next_u64();
+        assert_eq!(draw(&alone, &[1, first]), draw(&busy, &[1, first]));
+        assert_ne!(draw(&alone, &[1, first]), draw(&alone, &[1, second]));
+        assert_ne!(draw(&alone, &[2, first]), draw(&alone, &[2, first, second]));
+        let restarted = ServerStreams::new(7, "server-0-1", Some(topology));
+        assert_ne!(draw(&restarted, &[1, first]), draw(&alone, &[1, first]));
     }
 }

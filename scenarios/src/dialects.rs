@@ -3,7 +3,7 @@
 //! call into the history, the linearizability verdict of a report, and retry
 //! discipline (R1–R3) over any history whose calls say whether they are reads.
 
-use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use crate::occ::history::attempt;
 use crate::occ::retry::{check_retries, RetryCase, RetryRules, Surfaced};
 use crate::registry::{NodeFuture, RunDefaults};
@@ -96,16 +96,17 @@ pub fn server_program(
             env.max_in_flight()
         },
     };
-    let rng = stream(
+    let draws = ServerStreams::new(
         env.seed,
-        &format!("server-{}-{}", env.index, env.incarnation),
+        format!("server-{}-{}", env.index, env.incarnation),
+        Some(env.topology.clone()),
     );
     let disk = env.disk.clone().expect("servers have disks");
     Box::pin(serve(
         cfg,
         Arc::new(ClockAdapter(env.clock.clone())),
         Arc::new(DiskAdapter(disk)),
-        Box::new(rng),
+        draws,
         stats,
     ))
 }

@@ -115,11 +115,13 @@ impl Topology {
         ))
     }
 
-    /// The name of the node at `addr`, if it is one of the topology's.
+    /// The name of the node at `addr`, if it is one of the topology's: any
+    /// port of a node's IP is that node's (an SDK client's endpoint binds an
+    /// ephemeral port, and its datagrams come from there).
     pub fn node_at(&self, addr: SocketAddr) -> Option<String> {
         self.roles.iter().find_map(|r| {
             (0..r.count)
-                .find(|i| self.addr(&r.name, *i) == Some(addr))
+                .find(|i| self.addr(&r.name, *i).map(|a| a.ip()) == Some(addr.ip()))
                 .map(|i| Topology::node_name(&r.name, i))
         })
     }

@@ -16,7 +16,7 @@ pub mod history;
 pub mod timeline;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
+use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
 use crate::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{FeedHistory, FeedRecorder};
 use overcast_model::client::{ClientConfig, StoreClient};
@@ -345,7 +345,11 @@ impl ScenarioDef for Feed {
                         env.max_in_flight()
                     },
                 };
-                let rng = stream(env.seed, &format!("server-{}", env.incarnation));
+                let draws = ServerStreams::new(
+                    env.seed,
+                    format!("server-{}", env.incarnation),
+                    Some(env.topology.clone()),
+                );
                 let disk = workload::RecordingDisk {
                     disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                     node: env.name.clone(),
@@ -356,7 +360,7 @@ impl ScenarioDef for Feed {
                     cfg,
                     Arc::new(ClockAdapter(env.clock.clone())),
                     Arc::new(disk),
-                    Box::new(rng),
+                    draws,
                     stats,
                 ))
             } else {

@@ -40,9 +40,9 @@ pub struct RecordingDisk {
     pub recorder: FeedRecorder,
 }
 
-impl LogDevice for RecordingDisk {
-    fn append(&self, bytes: &[u8]) {
-        self.disk.append(bytes);
+impl RecordingDisk {
+    /// Records the log records in `bytes`, as appended.
+    fn record(&self, bytes: &[u8]) {
         for r in wal::scan_fragment(bytes).records {
             let e = FeedEvent::Logged {
                 lsn: r.lsn,
@@ -51,6 +51,17 @@ impl LogDevice for RecordingDisk {
             self.recorder
                 .event(self.node.clone(), self.clock.now_ms(), e);
         }
+    }
+}
+
+impl LogDevice for RecordingDisk {
+    fn append_as(&self, identity: u64, bytes: &[u8]) {
+        self.disk.append_as(identity, bytes);
+        self.record(bytes);
+    }
+    fn append(&self, bytes: &[u8]) {
+        self.disk.append(bytes);
+        self.record(bytes);
     }
     fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
         self.disk.sync()

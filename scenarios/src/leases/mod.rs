@@ -14,7 +14,7 @@ pub mod reference;
 pub mod timeline;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use crate::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{LeaseHistory, LeaseRecorder};
 use overcast_model::client::{ClientConfig, StoreClient};
@@ -344,7 +344,11 @@ impl ScenarioDef for Leases {
                         env.max_in_flight()
                     },
                 };
-                let rng = stream(env.seed, &format!("server-{}", env.incarnation));
+                let draws = ServerStreams::new(
+                    env.seed,
+                    format!("server-{}", env.incarnation),
+                    Some(env.topology.clone()),
+                );
                 let disk = workload::RecordingDisk {
                     disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                     node: env.name.clone(),
@@ -355,7 +359,7 @@ impl ScenarioDef for Leases {
                     cfg,
                     Arc::new(ClockAdapter(env.clock.clone())),
                     Arc::new(disk),
-                    Box::new(rng),
+                    draws,
                     stats,
                 ))
             } else {

@@ -36,9 +36,9 @@ pub struct RecordingDisk {
     pub recorder: LeaseRecorder,
 }
 
-impl LogDevice for RecordingDisk {
-    fn append(&self, bytes: &[u8]) {
-        self.disk.append(bytes);
+impl RecordingDisk {
+    /// Records the log records in `bytes`, as appended.
+    fn record(&self, bytes: &[u8]) {
         for r in wal::scan_fragment(bytes).records {
             let e = LeaseEvent::Logged {
                 partition: r.partition,
@@ -48,6 +48,17 @@ impl LogDevice for RecordingDisk {
             self.recorder
                 .event(self.node.clone(), self.clock.now_ms(), e);
         }
+    }
+}
+
+impl LogDevice for RecordingDisk {
+    fn append_as(&self, identity: u64, bytes: &[u8]) {
+        self.disk.append_as(identity, bytes);
+        self.record(bytes);
+    }
+    fn append(&self, bytes: &[u8]) {
+        self.disk.append(bytes);
+        self.record(bytes);
     }
     fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
         self.disk.sync()

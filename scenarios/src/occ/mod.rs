@@ -12,7 +12,7 @@ pub mod spec;
 pub mod timeline;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
+use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
 use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{
     EtagFreshness, Increments, Linearizability, OccHistory, ProbeLiveness, ProbeSetup,
@@ -453,9 +453,10 @@ impl ScenarioDef for Occ {
                         env.max_in_flight()
                     },
                 };
-                let rng = stream(
+                let draws = ServerStreams::new(
                     env.seed,
-                    &format!("server-{}-{}", env.index, env.incarnation),
+                    format!("server-{}-{}", env.index, env.incarnation),
+                    Some(env.topology.clone()),
                 );
                 let disk = env.disk.clone().expect("servers have disks");
                 // Every receipt is kept: the retry checks judge from them.
@@ -468,7 +469,7 @@ impl ScenarioDef for Occ {
                     cfg,
                     Arc::new(ClockAdapter(env.clock.clone())),
                     Arc::new(DiskAdapter(disk)),
-                    Box::new(rng),
+                    draws,
                     stats,
                 ))
             } else if env.role == "probe" && !p.probe {

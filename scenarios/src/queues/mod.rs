@@ -16,7 +16,7 @@ pub mod history;
 pub mod reference;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{QueueHistory, QueueRecorder};
 use overcast_model::client::ClientConfig;
@@ -326,7 +326,11 @@ impl ScenarioDef for Queues {
                             env.max_in_flight()
                         },
                     };
-                    let rng = stream(env.seed, &format!("server-{}", env.incarnation));
+                    let draws = ServerStreams::new(
+                        env.seed,
+                        format!("server-{}", env.incarnation),
+                        Some(env.topology.clone()),
+                    );
                     let disk = workload::RecordingDisk {
                         disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                         node: env.name.clone(),
@@ -337,7 +341,7 @@ impl ScenarioDef for Queues {
                         cfg,
                         Arc::new(ClockAdapter(env.clock.clone())),
                         Arc::new(disk),
-                        Box::new(rng),
+                        draws,
                         stats,
                     ))
                 }

@@ -17,7 +17,7 @@ use super::format::{
     SearchOp, Step, Text,
 };
 use super::time::{format_rfc1123, parse_duration};
-use crate::bridge::DiskAdapter;
+use crate::bridge::{DiskAdapter, ServerStreams};
 use madsim::net::Endpoint;
 use madsim::runtime::{Handle, Runtime};
 use madsim::time::sleep;
@@ -170,7 +170,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
                     cfg.clone(),
                     Arc::new(clock.clone()),
                     Arc::new(DiskAdapter(disk.clone())),
-                    Box::new(stream(seed, &format!("script-server-{n}"))),
+                    ServerStreams::new(seed, format!("script-server-{n}"), None),
                     stats.clone(),
                 )
             })
