@@ -606,8 +606,7 @@ impl FaultPlayer {
                             return;
                         };
                         self.record(format!("isolate {target}: {node}"), None);
-                        let peers: Vec<String> =
-                            from.into_iter().filter(|n| *n != node).collect();
+                        let peers: Vec<String> = from.into_iter().filter(|n| *n != node).collect();
                         self.cut_links(now, &[node], &peers, false, for_ms, kind);
                     }
                     Fault::Crash { node, down_ms } => {
