@@ -158,7 +158,10 @@ impl Topology {
 /// ([`Fault::Isolate`]): the node the target names at that moment, if any.
 /// Called by the fault player inside the simulation, at the fault's start.
 #[derive(Clone)]
-pub struct Resolver(pub Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+pub struct Resolver(pub Arc<ResolveFn>);
+
+/// The function inside a [`Resolver`]: a target's name to a node's name.
+pub type ResolveFn = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 impl std::fmt::Debug for Resolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
