@@ -170,7 +170,11 @@ impl ScenarioDef for Counter {
                 Default::default(),
             )
         });
-        Deployment { program, collect }
+        Deployment {
+            program,
+            collect,
+            resolver: None,
+        }
     }
     fn checkers(&self, _p: &CounterParams) -> Vec<Box<dyn Checker<CounterHistory>>> {
         vec![Box::new(CountedOnce)]

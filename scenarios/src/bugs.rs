@@ -346,6 +346,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["durability", "linearizability", "R5"],
     },
     BugInfo {
+        name: "stale_read_after_failover",
+        what: "a primary trusts its role, not its leader lease: cut off from its replica set it keeps serving strong reads (and never steps down) while the others elect a new primary that takes writes",
+        scenarios: &["regions"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
         name: "region_retry_loop",
         what: "the SDK ignores its unavailable-region marks, so a failed region is retried at once",
         scenarios: &["regions"],

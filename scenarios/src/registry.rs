@@ -93,6 +93,9 @@ pub struct Deployment<H> {
     pub program: NodeProgram,
     /// Called once after the world run.
     pub collect: Collect<H>,
+    /// Names the nodes that the plan's [`overcast_sim::faults::Fault::Isolate`]
+    /// faults aim at, when they start (none: the scenario draws no such fault).
+    pub resolver: Option<overcast_sim::world::Resolver>,
 }
 
 /// A shrink step on a scenario's parameters: the `i`-th candidate, or `None`
@@ -467,6 +470,7 @@ impl<D: ScenarioDef> DynScenario for D {
         let mut cfg = crate::run::world_config(s, topology);
         ScenarioDef::adjust_plan(self, &p, &mut cfg.plan);
         let deployment = self.deploy(&p, &ctx);
+        cfg.resolver = deployment.resolver;
         let program = deployment.program;
         let plan = crate::ops::OpPlan::install(&s.skip, &s.pace);
         let world = overcast_sim::world::run_world(&cfg, program);

@@ -245,6 +245,7 @@ pub fn world_config(s: &Scenario, topology: Topology) -> WorldConfig {
         plan,
         deadline: Duration::from_millis(s.deadline_ms),
         quiet: Duration::from_millis(s.quiet_ms),
+        resolver: None,
     }
 }
 

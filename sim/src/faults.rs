@@ -39,6 +39,21 @@ pub enum Fault {
         /// Length of the pause.
         for_ms: u64,
     },
+    /// The node that `target` names when the fault starts is cut from every
+    /// other node of `from` (both ways) for `for_ms`; the rest of the world
+    /// still reaches it. The world asks the run's resolver
+    /// ([`crate::world::Resolver`]) what `target` names, so a scenario can
+    /// aim at a role that moves (the current primary of a replica set, as
+    /// the nodes announced it); the world itself knows nothing of what the
+    /// name means. A target that names no node then is skipped (recorded).
+    Isolate {
+        /// What the scenario's resolver turns into a node name.
+        target: String,
+        /// The nodes it is cut from.
+        from: Vec<String>,
+        /// How long the cut lasts.
+        for_ms: u64,
+    },
 }
 
 impl Fault {
@@ -49,6 +64,7 @@ impl Fault {
             Fault::Partition { .. } => "partition",
             Fault::Crash { .. } => "crash",
             Fault::Pause { .. } => "pause",
+            Fault::Isolate { .. } => "isolate",
         }
     }
 }

@@ -156,6 +156,21 @@ impl Topology {
     }
 }
 
+/// What a scenario answers when a fault names a target rather than a node
+/// ([`Fault::Isolate`]): the node the target names at that moment, if any.
+/// Called by the fault player inside the simulation, at the fault's start.
+#[derive(Clone)]
+pub struct Resolver(pub Arc<ResolveFn>);
+
+/// The function inside a [`Resolver`]: a target's name to a node's name.
+pub type ResolveFn = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Resolver")
+    }
+}
+
 /// How one world run is set up.
 #[derive(Clone, Debug)]
 pub struct WorldConfig {
@@ -169,6 +184,9 @@ pub struct WorldConfig {
     pub deadline: Duration,
     /// After healing, how long the world runs without faults before the end.
     pub quiet: Duration,
+    /// Turns the targets of [`Fault::Isolate`] into node names (none: every
+    /// such fault is skipped).
+    pub resolver: Option<Resolver>,
 }
 
 /// What a node's program is handed, anew at every (re)start.
@@ -375,6 +393,7 @@ where
     let outcome = Arc::new(Mutex::new(WorldOutcome::default()));
     let plan = cfg.plan.clone();
     let (deadline, quiet, seed) = (cfg.deadline, cfg.quiet, cfg.seed);
+    let resolver = cfg.resolver.clone();
     let out = outcome.clone();
     rt.block_on(async move {
         let start = Instant::now();
@@ -386,7 +405,7 @@ where
                 .collect()
         };
         let all_done = || awaited.iter().all(|(_, d)| d.load(Ordering::Relaxed));
-        let mut faults = FaultPlayer::new(ids.clone(), disks, plan, seed, out.clone());
+        let mut faults = FaultPlayer::new(ids.clone(), disks, plan, seed, out.clone(), resolver);
         // Play faults until the deadline or until every awaited node is done.
         loop {
             let elapsed = start.elapsed();
@@ -460,6 +479,7 @@ struct FaultPlayer {
     paused: BTreeMap<String, ()>,
     rng: rand_chacha::ChaCha8Rng,
     out: Arc<Mutex<WorldOutcome>>,
+    resolver: Option<Resolver>,
 }
 
 impl FaultPlayer {
@@ -469,6 +489,7 @@ impl FaultPlayer {
         plan: FaultPlan,
         seed: u64,
         out: Arc<Mutex<WorldOutcome>>,
+        resolver: Option<Resolver>,
     ) -> Self {
         let mut p = FaultPlayer {
             ids,
@@ -481,6 +502,7 @@ impl FaultPlayer {
             paused: BTreeMap::new(),
             rng: rng::stream(seed, "disk-crash"),
             out,
+            resolver,
         };
         for e in plan.events {
             p.push(Duration::from_millis(e.at_ms), Action::Start(e.fault));
@@ -522,6 +544,49 @@ impl FaultPlayer {
         self.disks.get(node)
     }
 
+    /// Cuts every link from `from` to `to` (and back unless `one_way`) for
+    /// `for_ms`, and records it as a partition (the report draws it).
+    fn cut_links(
+        &mut self,
+        now: Duration,
+        from: &[String],
+        to: &[String],
+        one_way: bool,
+        for_ms: u64,
+        kind: &str,
+    ) {
+        let net = NetSim::current();
+        let mut links = Vec::new();
+        for a in from {
+            for b in to {
+                links.push((a.clone(), b.clone()));
+                if !one_way {
+                    links.push((b.clone(), a.clone()));
+                }
+            }
+        }
+        let links: Vec<_> = links
+            .into_iter()
+            .filter(|(a, b)| a != b && self.ids.contains_key(a) && self.ids.contains_key(b))
+            .collect();
+        for (a, b) in &links {
+            let n = self.cut.entry((a.clone(), b.clone())).or_default();
+            *n += 1;
+            if *n == 1 {
+                net.clog_link(self.ids[a], self.ids[b]);
+            }
+        }
+        let arrow = if one_way { "->" } else { "<->" };
+        self.record(
+            format!("partition {from:?} {arrow} {to:?} for {for_ms} ms"),
+            Some(kind),
+        );
+        self.push(
+            now + Duration::from_millis(for_ms),
+            Action::EndPartition(links),
+        );
+    }
+
     fn apply(&mut self, now: Duration, action: Action) {
         let net = NetSim::current();
         let handle = Handle::current();
@@ -534,38 +599,20 @@ impl FaultPlayer {
                         to,
                         one_way,
                         for_ms,
+                    } => self.cut_links(now, &from, &to, one_way, for_ms, kind),
+                    Fault::Isolate {
+                        target,
+                        from,
+                        for_ms,
                     } => {
-                        let mut links = Vec::new();
-                        for a in &from {
-                            for b in &to {
-                                links.push((a.clone(), b.clone()));
-                                if !one_way {
-                                    links.push((b.clone(), a.clone()));
-                                }
-                            }
-                        }
-                        let links: Vec<_> = links
-                            .into_iter()
-                            .filter(|(a, b)| {
-                                a != b && self.ids.contains_key(a) && self.ids.contains_key(b)
-                            })
-                            .collect();
-                        for (a, b) in &links {
-                            let n = self.cut.entry((a.clone(), b.clone())).or_default();
-                            *n += 1;
-                            if *n == 1 {
-                                net.clog_link(self.ids[a], self.ids[b]);
-                            }
-                        }
-                        let arrow = if one_way { "->" } else { "<->" };
-                        self.record(
-                            format!("partition {from:?} {arrow} {to:?} for {for_ms} ms"),
-                            Some(kind),
-                        );
-                        self.push(
-                            now + Duration::from_millis(for_ms),
-                            Action::EndPartition(links),
-                        );
+                        let node = self.resolver.as_ref().and_then(|r| (r.0)(&target));
+                        let Some(node) = node.filter(|n| self.ids.contains_key(n)) else {
+                            self.record(format!("isolate {target}: names no node"), None);
+                            return;
+                        };
+                        self.record(format!("isolate {target}: {node}"), None);
+                        let peers: Vec<String> = from.into_iter().filter(|n| *n != node).collect();
+                        self.cut_links(now, &[node], &peers, false, for_ms, kind);
                     }
                     Fault::Crash { node, down_ms } => {
                         let Some(&id) = self.ids.get(&node) else {

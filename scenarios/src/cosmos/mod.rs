@@ -265,7 +265,11 @@ impl ScenarioDef for Cosmos {
             let history = recorder.take_history(world.events.clone());
             (history, dialects::fault_counters(&stats))
         });
-        Deployment { program, collect }
+        Deployment {
+            program,
+            collect,
+            resolver: None,
+        }
     }
 
     fn checkers(&self, p: &CosmosParams) -> Vec<Box<dyn Checker<CosmosHistory>>> {

@@ -483,7 +483,11 @@ impl ScenarioDef for Feed {
                 .collect();
             (history, counters)
         });
-        Deployment { program, collect }
+        Deployment {
+            program,
+            collect,
+            resolver: None,
+        }
     }
 
     fn timeline(&self, p: &FeedParams, h: &FeedHistory, t: &mut overcast_sim::timeline::Timeline) {

@@ -410,7 +410,11 @@ impl ScenarioDef for Leases {
                 .collect();
             (history, counters)
         });
-        Deployment { program, collect }
+        Deployment {
+            program,
+            collect,
+            resolver: None,
+        }
     }
 
     fn checkers(&self, _p: &LeasesParams) -> Vec<Box<dyn Checker<LeaseHistory>>> {

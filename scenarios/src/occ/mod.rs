@@ -655,7 +655,11 @@ impl ScenarioDef for Occ {
             }
             (history, counters)
         });
-        Deployment { program, collect }
+        Deployment {
+            program,
+            collect,
+            resolver: None,
+        }
     }
 
     fn checkers(&self, p: &OccParams) -> Vec<Box<dyn Checker<OccHistory>>> {

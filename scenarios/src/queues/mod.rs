@@ -417,7 +417,11 @@ impl ScenarioDef for Queues {
                 .collect();
             (history, counters)
         });
-        Deployment { program, collect }
+        Deployment {
+            program,
+            collect,
+            resolver: None,
+        }
     }
 
     fn checkers(&self, _p: &QueuesParams) -> Vec<Box<dyn Checker<QueueHistory>>> {

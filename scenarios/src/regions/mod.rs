@@ -10,12 +10,17 @@
 //! replica (`reader-j`, disks, crashable); `client-k` nodes (crashable, a
 //! restarted client is a new SDK session without tokens) each with a
 //! consistency level (strong, session, eventual in turn) and preferred
-//! regions (its own region first). Faults: the shared mix (crashes, pauses,
-//! partitions, clock skew) plus region outages (every node of a region cut
-//! from every other node) and replica-set splits (one replica cut from the
-//! rest of its replica set, clients and read regions still reaching it)
-//! drawn into the parameters; replica clocks drift
-//! up to the stated bound [`DRIFT_BOUND_PPM`] with no steps (a step is
+//! regions (its own region first), and strong readers (client nodes after
+//! the others that only read, strongly, in a tight loop). Faults: the shared
+//! mix (crashes, pauses, partitions, clock skew) plus region outages (every
+//! node of a region cut from every other node), replica-set splits (one
+//! replica cut from the rest of its replica set, clients and read regions
+//! still reaching it) and primary isolations (the same cut aimed, when it
+//! starts, at the replica that last announced itself primary of a
+//! partition: [`Fault::Isolate`] with the target [`primary_target`], which
+//! the deployment's resolver answers from the replicas' reports), drawn into
+//! the parameters; replica clocks drift between 80% of the stated bound
+//! [`DRIFT_BOUND_PPM`] and the bound, either way, with no steps (a step is
 //! outside any drift bound: the leader lease argument needs bounded rates).
 
 pub mod converge;
@@ -59,7 +64,8 @@ pub const CONTAINER: &str = "items";
 pub const DRIFT_BOUND_PPM: u64 = 50_000;
 
 /// How much the replicas' drift is scaled from the shared mix (±200 ppm ×
-/// 250 = ±5%, the bound).
+/// 250 = ±5%, the bound); a drifting replica's clock then runs at 80% of the
+/// bound plus a fifth of that, so between 4% and 5% fast or slow.
 pub const DRIFT_SCALE: i64 = 250;
 
 /// The SDK's 5 min of unavailability, scaled by 1/100.
@@ -129,6 +135,29 @@ pub struct Split {
     pub for_ms: u64,
 }
 
+/// The isolation of a partition's current primary: whichever replica last
+/// announced itself primary of `partition` when the fault starts is cut from
+/// the rest of its replica set, while clients and the read regions still
+/// reach it (Jepsen's "isolate the leader" nemesis). A correct primary loses
+/// its lease and stops serving strong reads before the others may elect a
+/// new one; one that trusts its role keeps answering as if nothing happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Isolation {
+    /// The partition whose primary is isolated.
+    pub partition: u32,
+    /// When, ms after the start.
+    pub at_ms: u64,
+    /// How long.
+    pub for_ms: u64,
+}
+
+/// The fault target that names the current primary of `partition` (the
+/// scenario's resolver answers it from the primaries the replicas announced).
+pub fn primary_target(partition: u32) -> String {
+    format!("primary of p{partition}")
+}
+
 /// The parameters of `regions`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -145,6 +174,17 @@ pub struct RegionsParams {
     pub items: usize,
     /// Calls each client makes.
     pub ops_per_client: usize,
+    /// Strong readers besides the clients: client nodes (after the others)
+    /// that only read at strong consistency, in a tight loop over the items,
+    /// the clients most exposed to a primary that serves without its lease.
+    #[serde(default)]
+    pub strong_readers: usize,
+    /// Reads each strong reader makes.
+    #[serde(default)]
+    pub reader_ops: usize,
+    /// A strong reader's pause before each read, ms range.
+    #[serde(default)]
+    pub reader_think_ms: (u64, u64),
     /// A client's pause before each call, ms, drawn uniformly from this
     /// range: it spreads the calls over the fault window (without it the
     /// clients are done long before the faults of its second half).
@@ -174,6 +214,16 @@ pub struct RegionsParams {
     /// Replica-set splits.
     #[serde(default)]
     pub splits: Vec<Split>,
+    /// Isolations of a partition's current primary.
+    #[serde(default)]
+    pub isolations: Vec<Isolation>,
+}
+
+impl RegionsParams {
+    /// Client nodes in all: the clients, then the strong readers.
+    pub fn client_nodes(&self) -> usize {
+        self.clients + self.strong_readers
+    }
 }
 
 impl Default for RegionsParams {
@@ -185,11 +235,14 @@ impl Default for RegionsParams {
             partitions: 2,
             items: 4,
             ops_per_client: 60,
+            strong_readers: 2,
+            reader_ops: 600,
+            reader_think_ms: (0, 60),
             think_ms: (0, 800),
             mix: RegionsMix::default(),
             consistency: None,
             stale_view_clients: 1,
-            lease_ms: 2_000,
+            lease_ms: 5_000,
             election_timeout_ms: 500,
             heartbeat_ms: 100,
             ship_ms: 300,
@@ -197,6 +250,7 @@ impl Default for RegionsParams {
             request_timeout_ms: 1_000,
             outages: Vec::new(),
             splits: Vec::new(),
+            isolations: Vec::new(),
         }
     }
 }
@@ -227,6 +281,22 @@ fn draw_splits(seed: u64, replicas: usize) -> Vec<Split> {
             replica: rng.gen_range(0..replicas),
             at_ms: rng.gen_range(0..30_000),
             for_ms: rng.gen_range(1_500..6_000),
+        })
+        .collect()
+}
+
+/// Isolations of a partition's primary drawn from the seed: two to four,
+/// from 6 s (once the first primaries are in place) to 30 s, each 6 to 11 s: longer than a lease and an election,
+/// so a new primary is usually elected and takes writes while the old one
+/// is still cut off.
+fn draw_isolations(seed: u64, partitions: u32) -> Vec<Isolation> {
+    let mut rng = stream(seed, "regions-isolations");
+    let n = rng.gen_range(2..=4);
+    (0..n)
+        .map(|_| Isolation {
+            partition: rng.gen_range(0..partitions.max(1)),
+            at_ms: rng.gen_range(6_000..30_000),
+            for_ms: rng.gen_range(6_000..11_000),
         })
         .collect()
 }
@@ -307,13 +377,21 @@ impl ScenarioDef for Regions {
         RegionsParams {
             outages: draw_outages(seed, 1 + p.read_regions),
             splits: draw_splits(seed, p.replicas),
+            isolations: draw_isolations(seed, p.partitions),
             ..p
         }
     }
 
     fn defaults(&self) -> RunDefaults {
         RunDefaults {
-            faults: FaultMix::default(),
+            // The shared mix, with a quarter of its random partitions: the
+            // scenario aims its own cuts (outages, splits, primary
+            // isolations), and a failover is judged only if it can finish
+            // before the next random cut splits the replica set again.
+            faults: FaultMix {
+                partitions_per_min: FaultMix::default().partitions_per_min / 4.0,
+                ..FaultMix::default()
+            },
             fault_window_ms: 30_000,
             deadline_ms: 90_000,
             quiet_ms: 8_000,
@@ -328,10 +406,11 @@ impl ScenarioDef for Regions {
             1u32..=3,
             1usize..=5,
             5usize..=60,
+            0usize..=3,
             any::<u64>(),
         )
             .prop_map(
-                |(replicas, read_regions, clients, partitions, items, ops, seed)| {
+                |(replicas, read_regions, clients, partitions, items, ops, readers, seed)| {
                     let replicas = if replicas == 2 { 3 } else { replicas };
                     RegionsParams {
                         replicas,
@@ -340,8 +419,11 @@ impl ScenarioDef for Regions {
                         partitions,
                         items,
                         ops_per_client: ops,
+                        strong_readers: readers,
+                        reader_ops: ops * 10,
                         outages: draw_outages(seed, 1 + read_regions),
                         splits: draw_splits(seed, replicas),
+                        isolations: draw_isolations(seed, partitions),
                         ..RegionsParams::default()
                     }
                 },
@@ -368,6 +450,9 @@ impl ScenarioDef for Regions {
                 return Err(format!("unknown consistency '{c}'"));
             }
         }
+        if p.reader_think_ms.0 > p.reader_think_ms.1 {
+            return Err("reader_think_ms has its low end above its high end".into());
+        }
         if p.think_ms.0 > p.think_ms.1 {
             return Err("think_ms has its low end above its high end".into());
         }
@@ -383,15 +468,19 @@ impl ScenarioDef for Regions {
         if p.splits.iter().any(|s| s.replica >= p.replicas) {
             return Err("a split names a replica that does not exist".into());
         }
+        if p.isolations.iter().any(|i| i.partition >= p.partitions) {
+            return Err("an isolation names a partition that does not exist".into());
+        }
         Ok(())
     }
 
     fn header(&self, p: &RegionsParams) -> String {
         format!(
             "write region r0: {} replicas; read regions: {}; clients={} ({} with a stale account view) \
-             partitions={} items={} ops/client={} think={}..{} ms consistency={}\n\
+             partitions={} items={} ops/client={} think={}..{} ms consistency={}; \
+             strong readers={} ({} reads, think {}..{} ms)\n\
              lease={} ms (drift bound {} ppm) election timeout={} ms heartbeat={} ms ship={} ms \
-             fsync={}..{} ms request timeout={} ms; outages: {}; splits: {}",
+             fsync={}..{} ms request timeout={} ms; outages: {}; splits: {}; primary isolations: {}",
             p.replicas,
             p.read_regions,
             p.clients,
@@ -402,6 +491,10 @@ impl ScenarioDef for Regions {
             p.think_ms.0,
             p.think_ms.1,
             p.consistency.as_deref().unwrap_or("mix"),
+            p.strong_readers,
+            p.reader_ops,
+            p.reader_think_ms.0,
+            p.reader_think_ms.1,
             p.lease_ms,
             DRIFT_BOUND_PPM,
             p.election_timeout_ms,
@@ -427,6 +520,15 @@ impl ScenarioDef for Regions {
                     .map(|s| format!("replica-{} at {} ms for {} ms", s.replica, s.at_ms, s.for_ms))
                     .collect::<Vec<_>>()
                     .join(", ")
+            },
+            if p.isolations.is_empty() {
+                "none".to_string()
+            } else {
+                p.isolations
+                    .iter()
+                    .map(|i| format!("p{} at {} ms for {} ms", i.partition, i.at_ms, i.for_ms))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         )
     }
@@ -439,7 +541,9 @@ impl ScenarioDef for Regions {
             WorldRole::new("reader", p.read_regions)
                 .with_disk()
                 .crashable(),
-            WorldRole::new("client", p.clients).awaited().crashable(),
+            WorldRole::new("client", p.client_nodes())
+                .awaited()
+                .crashable(),
         ])
     }
 
@@ -448,17 +552,21 @@ impl ScenarioDef for Regions {
         // which the model does not do: the disk stays honest here (torn
         // tails on crashes remain). Disk faults are judged by `occ`.
         plan.storage = Default::default();
-        // Replica clocks: drift scaled up to the stated bound, no steps.
+        // Replica clocks: a drifting clock runs at 80% to 100% of the
+        // stated bound, fast or slow as the mix drew it: the lease argument
+        // is tested at its edge, where replicas drifting in opposite
+        // directions disagree most (quartz at its rated tolerance); no steps.
         let bound = DRIFT_BOUND_PPM as i64;
         for (node, skew) in plan.clocks.iter_mut() {
             if node.starts_with("replica") || node.starts_with("reader") {
-                skew.drift_ppm = (skew.drift_ppm * DRIFT_SCALE).clamp(-bound, bound);
+                let scaled = (skew.drift_ppm.abs() * DRIFT_SCALE).min(bound);
+                skew.drift_ppm = skew.drift_ppm.signum() * (bound * 4 / 5 + scaled / 5);
                 skew.steps.clear();
             }
         }
         let all: Vec<String> = (0..=p.read_regions)
             .flat_map(|r| region_nodes(p, r))
-            .chain((0..p.clients).map(|i| format!("client-{i}")))
+            .chain((0..p.client_nodes()).map(|i| format!("client-{i}")))
             .collect();
         for o in &p.outages {
             let inside = region_nodes(p, o.region);
@@ -493,6 +601,16 @@ impl ScenarioDef for Regions {
                 },
             });
         }
+        for i in &p.isolations {
+            plan.events.push(FaultEvent {
+                at_ms: i.at_ms,
+                fault: Fault::Isolate {
+                    target: primary_target(i.partition),
+                    from: region_nodes(p, 0),
+                    for_ms: i.for_ms,
+                },
+            });
+        }
         plan.events.sort_by_key(|e| e.at_ms);
     }
 
@@ -500,9 +618,12 @@ impl ScenarioDef for Regions {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let reports: Reports = Arc::default();
         let network_counts = NetworkCounts::default();
-        let recorder = RegionsRecorder::with_capacity(p.clients * p.ops_per_client);
+        let recorder = RegionsRecorder::with_capacity(
+            p.clients * p.ops_per_client + p.strong_readers * p.reader_ops,
+        );
         let params = p.clone();
         let program_reports = reports.clone();
+        let resolver_reports = reports.clone();
         let program_recorder = recorder.clone();
         let finished: Arc<Mutex<std::collections::BTreeSet<usize>>> = Arc::default();
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
@@ -614,9 +735,28 @@ impl ScenarioDef for Regions {
                         tracing::error!("client {} could not bind", env.index);
                         return;
                     };
-                    let client = env.index + env.incarnation as usize * p.clients;
+                    let client = env.index + env.incarnation as usize * p.client_nodes();
+                    // A strong reader is a client that only reads, strongly,
+                    // with little think time.
+                    let work = if env.index >= p.clients {
+                        RegionsParams {
+                            mix: RegionsMix {
+                                read: 1,
+                                replace: 0,
+                                upsert: 0,
+                                create: 0,
+                                delete: 0,
+                            },
+                            consistency: Some("strong".into()),
+                            ops_per_client: p.reader_ops,
+                            think_ms: p.reader_think_ms,
+                            ..p.clone()
+                        }
+                    } else {
+                        p.clone()
+                    };
                     workload::client_workload(
-                        p.clone(),
+                        work,
                         env.seed,
                         env.index,
                         client,
@@ -703,7 +843,29 @@ impl ScenarioDef for Regions {
             history.node_events.sort_by_key(|e| e.at_ns);
             (history, counters)
         });
-        Deployment { program, collect }
+        // What an isolation aims at: the replica that last announced itself
+        // primary of the partition (the node, whichever its incarnation).
+        let resolve_reports = resolver_reports;
+        let resolver = overcast_sim::world::Resolver(Arc::new(move |target: &str| {
+            let partition: u32 = target.strip_prefix("primary of p")?.parse().ok()?;
+            let reports = lock(&resolve_reports);
+            let mut last: Option<(u64, String)> = None;
+            for (_, node, _, report) in reports.iter() {
+                for c in lock(report).primaries.iter() {
+                    if c.partition == partition
+                        && last.as_ref().is_none_or(|(at, _)| c.at_ns >= *at)
+                    {
+                        last = Some((c.at_ns, node.clone()));
+                    }
+                }
+            }
+            last.map(|(_, node)| node)
+        }));
+        Deployment {
+            program,
+            collect,
+            resolver: Some(resolver),
+        }
     }
 
     fn checkers(&self, _p: &RegionsParams) -> Vec<Box<dyn Checker<RegionsHistory>>> {
@@ -737,6 +899,40 @@ impl ScenarioDef for Regions {
                 once(i, || {
                     (!p.splits.is_empty()).then(|| RegionsParams {
                         splits: Vec::new(),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("no primary isolations", |p, i| {
+                once(i, || {
+                    (!p.isolations.is_empty()).then(|| RegionsParams {
+                        isolations: Vec::new(),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one primary isolation fewer", |p, i| {
+                (i < p.isolations.len() && p.isolations.len() > 1).then(|| {
+                    let mut isolations = p.isolations.clone();
+                    isolations.remove(i);
+                    RegionsParams {
+                        isolations,
+                        ..p.clone()
+                    }
+                })
+            }),
+            ("halve the strong readers", |p, i| {
+                once(i, || {
+                    halve(p.strong_readers, 0).map(|n| RegionsParams {
+                        strong_readers: n,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("halve the strong reads", |p, i| {
+                once(i, || {
+                    halve(p.reader_ops, 1).map(|n| RegionsParams {
+                        reader_ops: n,
                         ..p.clone()
                     })
                 })
@@ -784,6 +980,14 @@ impl ScenarioDef for Regions {
                 once(i, || {
                     (p.partitions > 1).then(|| RegionsParams {
                         partitions: 1,
+                        isolations: p
+                            .isolations
+                            .iter()
+                            .map(|i| Isolation {
+                                partition: 0,
+                                ..i.clone()
+                            })
+                            .collect(),
                         ..p.clone()
                     })
                 })

@@ -255,7 +255,11 @@ impl ScenarioDef for Search {
             let history = recorder.take_history(world.events.clone());
             (history, dialects::fault_counters(&stats))
         });
-        Deployment { program, collect }
+        Deployment {
+            program,
+            collect,
+            resolver: None,
+        }
     }
 
     fn checkers(&self, p: &SearchParams) -> Vec<Box<dyn Checker<SearchHistory>>> {
