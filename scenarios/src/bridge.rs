@@ -111,6 +111,16 @@ impl NetworkAdapter {
     }
 }
 
+/// Adds one to `counts[kind]`, allocating its key only the first time.
+fn bump(counts: &mut BTreeMap<String, u64>, kind: &str) {
+    match counts.get_mut(kind) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(kind.to_string(), 1);
+        }
+    }
+}
+
 impl SendFaults for NetworkAdapter {
     fn copies(&self, to: SocketAddr) -> Vec<Duration> {
         let op = crate::ops::current(&self.sender).or_else(|| {
@@ -123,9 +133,16 @@ impl SendFaults for NetworkAdapter {
             *n += 1;
             *n
         };
-        let op = op.map_or_else(|| "-".to_string(), |op| op.to_string());
-        let key = format!("net-{}-{to}-{op}-{n}", self.sender);
-        let mut rng = overcast_sim::rng::stream(self.seed, &key);
+        // The name `net-SENDER-TO-OP-N` (OP `-` for none), hashed as formatted.
+        let sender = &self.sender;
+        let mut rng = match op {
+            Some(op) => {
+                overcast_sim::rng::stream_fmt(self.seed, format_args!("net-{sender}-{to}-{op}-{n}"))
+            }
+            None => {
+                overcast_sim::rng::stream_fmt(self.seed, format_args!("net-{sender}-{to}---{n}"))
+            }
+        };
         if self.packet_loss > 0.0 && rng.gen_bool(self.packet_loss.clamp(0.0, 1.0)) {
             return Vec::new();
         }
@@ -138,10 +155,10 @@ impl SendFaults for NetworkAdapter {
         let copies = self.faults.copies(&mut rng);
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         if !copies[0].is_zero() {
-            *counts.entry("reorder".into()).or_default() += 1;
+            bump(&mut counts, "reorder");
         }
         if copies.len() > 1 {
-            *counts.entry("duplicate".into()).or_default() += 1;
+            bump(&mut counts, "duplicate");
         }
         copies.into_iter().map(|d| d + extra).collect()
     }

@@ -99,11 +99,22 @@ fn now_ns() -> u64 {
 
 /// Notes that `node` drew operation `op` at `at_ns` (the first time only).
 fn record(drawn: &mut Drawn, node: &str, op: usize, at_ns: u64) {
-    drawn
-        .entry(node.to_string())
-        .or_default()
-        .entry(op)
-        .or_insert(at_ns);
+    // The node's name is allocated once, not once per operation.
+    if let Some(ops) = drawn.get_mut(node) {
+        ops.entry(op).or_insert(at_ns);
+        return;
+    }
+    drawn.entry(node.to_string()).or_default().insert(op, at_ns);
+}
+
+/// Notes that `node` drew `op` last.
+fn set_current(current: &mut BTreeMap<String, usize>, node: &str, op: usize) {
+    match current.get_mut(node) {
+        Some(last) => *last = op,
+        None => {
+            current.insert(node.to_string(), op);
+        }
+    }
 }
 
 /// Whether node `node` (its name or incarnation name) leaves out its
@@ -118,7 +129,7 @@ pub async fn skipped(node: &str, op: usize) -> bool {
     let decided = ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         let a = a.as_mut()?;
-        a.current.insert(node.to_string(), op);
+        set_current(&mut a.current, node, op);
         if a.skip.get(node).is_some_and(|s| s.contains(&op)) {
             record(&mut a.drawn, node, op, now_ns());
             return Some((true, 0));
@@ -154,7 +165,7 @@ pub fn skipped_now(node: &str, op: usize) -> bool {
         let Some(a) = a.as_mut() else {
             return false;
         };
-        a.current.insert(node.to_string(), op);
+        set_current(&mut a.current, node, op);
         record(&mut a.drawn, node, op, now_ns());
         a.skip.get(node).is_some_and(|s| s.contains(&op))
     })

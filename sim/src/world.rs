@@ -104,7 +104,12 @@ impl Topology {
     /// The address of node `i` of `role`; `None` for an unknown role.
     pub fn addr(&self, role: &str, i: usize) -> Option<SocketAddr> {
         let k = self.role_index(role)?;
-        Some(SocketAddr::new(
+        Some(Topology::addr_at(k, i))
+    }
+
+    /// The address of node `i` of the role at index `k`.
+    fn addr_at(k: usize, i: usize) -> SocketAddr {
+        SocketAddr::new(
             IpAddr::V4(Ipv4Addr::new(
                 10,
                 k as u8,
@@ -112,7 +117,7 @@ impl Topology {
                 1 + (i % 250) as u8,
             )),
             NODE_PORT,
-        ))
+        )
     }
 
     /// The name of the node at `addr`, if it is one of the topology's: any
@@ -120,8 +125,10 @@ impl Topology {
     /// ephemeral port, and its datagrams come from there).
     pub fn node_at(&self, addr: SocketAddr) -> Option<String> {
         self.roles.iter().find_map(|r| {
+            // The role's address prefix once, not per node (this runs per datagram).
+            let k = self.role_index(&r.name)?;
             (0..r.count)
-                .find(|i| self.addr(&r.name, *i).map(|a| a.ip()) == Some(addr.ip()))
+                .find(|i| Topology::addr_at(k, *i).ip() == addr.ip())
                 .map(|i| Topology::node_name(&r.name, i))
         })
     }
