@@ -127,3 +127,37 @@ fn a_passing_run_has_no_page() {
     assert!(r.passed(), "{}", r.summary());
     assert!(r.page.is_none() && r.html().is_none());
 }
+
+#[test]
+fn a_restarted_clients_operations_are_drawn_on_its_nodes_lane() {
+    // Seed 22's clients crash and restart: a restarted client is a new
+    // history client (client-7's third life is client 23), but its calls
+    // belong on client-7's lane, and every lane an operation is drawn on is
+    // a node of the run.
+    let r = run("regions", 22, "stale_read_after_failover");
+    let page = assert_is_a_failure_page(&r);
+    let doc: serde_json::Value = serde_json::from_str(&r.history.to_json()).expect("json");
+    let clients: Vec<u64> = doc["ops"]
+        .as_array()
+        .expect("ops")
+        .iter()
+        .map(|o| o["client"].as_u64().expect("client"))
+        .collect();
+    assert!(
+        clients.iter().any(|&c| c >= 8),
+        "the run has a restarted client (8 client nodes)"
+    );
+    let data = page_data(&page);
+    let nodes: Vec<&str> = data["lanes"]
+        .as_array()
+        .expect("lanes")
+        .iter()
+        .filter(|l| l["note"].as_str().is_some_and(|n| n.starts_with("client")))
+        .map(|l| l["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(nodes.len(), 8, "one lane per client node: {nodes:?}");
+    for op in data["ops"].as_array().expect("ops") {
+        let lane = op["lane"].as_str().expect("lane");
+        assert!(nodes.contains(&lane), "op {} drawn on {lane}", op["id"]);
+    }
+}

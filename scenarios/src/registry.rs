@@ -120,6 +120,26 @@ pub fn once<P>(i: usize, f: impl FnOnce() -> Option<P>) -> Option<P> {
 /// liveness probe, `occ::workload::PROBE_CLIENT`), not the workload's.
 pub const CHECK_CLIENTS: usize = 1_000_000;
 
+/// The history's client number of life `incarnation` of node `index`, one of
+/// `nodes` nodes of its role: a restarted client is a new client to the
+/// checkers (it starts without the old one's state), numbered after every
+/// node's earlier lives. [`client_node`] is the inverse.
+pub fn history_client(index: usize, incarnation: u32, nodes: usize) -> usize {
+    index + incarnation as usize * nodes
+}
+
+/// The node whose operations carry history client number `client`
+/// ([`history_client`]'s inverse): `ROLE-i` for `client = i + life * nodes`.
+/// A check's own clients (from [`CHECK_CLIENTS`] on) keep a lane of their own.
+pub fn client_node(role: &str, client: usize, nodes: usize) -> String {
+    let i = if client < CHECK_CLIENTS && nodes > 0 {
+        client % nodes
+    } else {
+        client
+    };
+    Topology::node_name(role, i)
+}
+
 /// The history a run records, as the generic layer sees it.
 pub trait RunHistory: Send + 'static {
     /// Pretty JSON (the `.history.json` file).
@@ -141,11 +161,12 @@ pub trait RunHistory: Send + 'static {
     /// The history itself, for a scenario that draws its own type.
     fn as_any(&self) -> &dyn std::any::Any;
     /// Draws the operations and node events on a failure page, knowing
-    /// nothing of the scenario: operation `client` i on lane `client-i`,
-    /// labelled with its call's JSON, coloured by a `status` field of its
-    /// result (2xx, 4xx, 5xx); node events as marks. A scenario draws its
-    /// own with [`ScenarioDef::timeline`].
-    fn draw_generic(&self, t: &mut Timeline);
+    /// nothing of the scenario: an operation of history client `c` on the
+    /// lane `lane(c)` names (its node), labelled with its call's JSON,
+    /// coloured by a `status` field of its result (2xx, 4xx, 5xx); node
+    /// events as marks. A scenario draws its own with
+    /// [`ScenarioDef::timeline`].
+    fn draw_generic(&self, t: &mut Timeline, lane: &dyn Fn(usize) -> String);
 }
 
 impl<C, R, E> RunHistory for History<C, R, E>
@@ -196,18 +217,15 @@ where
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-    fn draw_generic(&self, t: &mut Timeline) {
+    fn draw_generic(&self, t: &mut Timeline, lane: &dyn Fn(usize) -> String) {
         let json = |v: &dyn erased::Json| v.compact();
         for o in &self.ops {
-            t.lane(
-                &format!("client-{}", o.client),
-                &format!("client-{}", o.client),
-                "",
-            );
+            let name = lane(o.client);
+            t.lane(&name, &name, "");
         }
         t.add_ops(
             &self.ops,
-            |o| format!("client-{}", o.client),
+            |o| lane(o.client),
             |o| {
                 let tone = o
                     .result
@@ -291,6 +309,19 @@ pub trait ScenarioDef: Send + Sync + 'static {
     fn header(&self, p: &Self::Params) -> String;
     /// The nodes.
     fn topology(&self, p: &Self::Params) -> Topology;
+    /// The role whose nodes issue the history's operations and how many
+    /// nodes have it, so that a failure page draws history client `c` on
+    /// its node's lane ([`client_node`]). Default: the role `client` of
+    /// [`ScenarioDef::topology`].
+    fn client_role(&self, p: &Self::Params) -> (&'static str, usize) {
+        let nodes = self
+            .topology(p)
+            .roles
+            .iter()
+            .find(|r| r.name == "client")
+            .map_or(0, |r| r.count);
+        ("client", nodes)
+    }
     /// The seeded bugs that belong to it. Default: the rows of
     /// [`crate::bugs::BUGS`] that name this scenario.
     fn bugs(&self) -> Vec<&'static BugInfo> {
@@ -322,9 +353,11 @@ pub trait ScenarioDef: Send + Sync + 'static {
     /// Draws a failing run's operations and the scenario's own events on its
     /// page ([`crate::report`]); the world's part (node lanes, faults, clocks)
     /// and the violation's words are drawn already, and `t.highlight` holds
-    /// the operations the violations name. Default: [`RunHistory::draw_generic`].
-    fn timeline(&self, _p: &Self::Params, h: &Self::History, t: &mut Timeline) {
-        h.draw_generic(t);
+    /// the operations the violations name. Default: [`RunHistory::draw_generic`],
+    /// each operation on its node's lane ([`ScenarioDef::client_role`]).
+    fn timeline(&self, p: &Self::Params, h: &Self::History, t: &mut Timeline) {
+        let (role, nodes) = self.client_role(p);
+        h.draw_generic(t, &|c| client_node(role, c, nodes));
     }
 }
 
@@ -530,7 +563,7 @@ impl<D: ScenarioDef> DynScenario for D {
         t.add_world(&topology, &plan, &world.events, &lost);
         match history.as_any().downcast_ref::<D::History>() {
             Some(h) => ScenarioDef::timeline(self, &p, h, t),
-            None => history.draw_generic(t),
+            None => history.draw_generic(t, &|c| client_node("client", c, 0)),
         }
         Ok(())
     }
@@ -543,5 +576,26 @@ impl<D: ScenarioDef> DynScenario for D {
                 s
             })
             .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_client_number_leads_back_to_its_node() {
+        for index in 0..3 {
+            for life in 0..4 {
+                let c = history_client(index, life, 3);
+                assert_eq!(client_node("client", c, 3), format!("client-{index}"));
+            }
+        }
+        assert_eq!(history_client(1, 2, 8), 17);
+        // A check's own clients keep their number.
+        assert_eq!(
+            client_node("client", CHECK_CLIENTS + 2, 3),
+            format!("client-{}", CHECK_CLIENTS + 2)
+        );
     }
 }

@@ -147,7 +147,9 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
             "note".into(),
             format!("drawn without the scenario's view: {e}"),
         ));
-        input.history.draw_generic(&mut t);
+        input
+            .history
+            .draw_generic(&mut t, &|c| crate::registry::client_node("client", c, 0));
     }
     for c in input.checks {
         let name = c.properties.join("/");
@@ -200,23 +202,21 @@ pub fn call_words(asked: String, seen: Option<(u16, String)>) -> (String, Tone) 
     }
 }
 
-/// Draws a history whose calls come from role `client` (`client` = index):
-/// each call on its client's lane, in the words `words` gives.
+/// Draws a history whose calls come from the `nodes` nodes of role `client`
+/// (history client numbers from [`crate::registry::history_client`]): each
+/// call on its node's lane, whichever life of the node made it, in the words
+/// `words` gives.
 pub fn draw_client_calls<C, R, E>(
     h: &overcast_sim::history::History<C, R, E>,
     t: &mut Timeline,
+    nodes: usize,
     words: impl Fn(&C, Option<&R>) -> (String, Tone),
 ) {
     t.add_ops(
         &h.ops,
-        |o| client_lane(o.client),
+        |o| crate::registry::client_node("client", o.client, nodes),
         |o| words(&o.call, o.result.as_ref()),
     );
-}
-
-/// The lane of the client whose operations carry `client` = `i`: `client-i`.
-pub fn client_lane(i: usize) -> String {
-    overcast_sim::world::Topology::node_name("client", i)
 }
 
 #[cfg(test)]

@@ -385,7 +385,7 @@ impl ScenarioDef for Leases {
                     };
                     let node = workload::Node {
                         rec: recorder,
-                        id: index + env.incarnation as usize * nodes,
+                        id: crate::registry::history_client(index, env.incarnation, nodes),
                         name: env.incarnation_name(),
                         clock: ClockAdapter(env.clock.clone()),
                     };

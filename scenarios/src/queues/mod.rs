@@ -281,6 +281,10 @@ impl ScenarioDef for Queues {
         ])
     }
 
+    fn client_role(&self, p: &QueuesParams) -> (&'static str, usize) {
+        ("connector", p.connectors)
+    }
+
     fn adjust_plan(&self, _p: &QueuesParams, plan: &mut FaultPlan) {
         // Versions are the connectors' clocks (SPEC §5.1): skew between them
         // makes the service refuse the slower one's indexes as stale, which
@@ -381,7 +385,8 @@ impl ScenarioDef for Queues {
                         final_traversals: p.final_traversals,
                         bugs,
                     };
-                    let id = env.index + env.incarnation as usize * p.connectors;
+                    let id =
+                        crate::registry::history_client(env.index, env.incarnation, p.connectors);
                     let obs = workload::Observer::new(
                         recorder,
                         id,

@@ -735,7 +735,11 @@ impl ScenarioDef for Regions {
                         tracing::error!("client {} could not bind", env.index);
                         return;
                     };
-                    let client = env.index + env.incarnation as usize * p.client_nodes();
+                    let client = crate::registry::history_client(
+                        env.index,
+                        env.incarnation,
+                        p.client_nodes(),
+                    );
                     // A strong reader is a client that only reads, strongly,
                     // with little think time.
                     let work = if env.index >= p.clients {

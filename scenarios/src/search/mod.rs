@@ -235,7 +235,7 @@ impl ScenarioDef for Search {
                         return;
                     };
                     // A restarted client is a new process: a fresh identity.
-                    let id = env.index + env.incarnation as usize * p.clients;
+                    let id = crate::registry::history_client(env.index, env.incarnation, p.clients);
                     let deadline_ns = env.deadline.as_nanos() as u64;
                     workload::client_workload(
                         p,
@@ -292,11 +292,11 @@ impl ScenarioDef for Search {
 
     fn timeline(
         &self,
-        _p: &SearchParams,
+        p: &SearchParams,
         h: &check::SearchHistory,
         t: &mut overcast_sim::timeline::Timeline,
     ) {
-        timeline::draw(h, t);
+        timeline::draw(h, p.clients, t);
     }
 
     fn reductions(&self) -> Vec<Reduction<SearchParams>> {

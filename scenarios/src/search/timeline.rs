@@ -28,7 +28,7 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
     call_words(asked, seen)
 }
 
-/// Draws the history's calls.
-pub fn draw(h: &SearchHistory, t: &mut Timeline) {
-    draw_client_calls(h, t, words);
+/// Draws the history's calls, each on the lane of its node (one of `clients`).
+pub fn draw(h: &SearchHistory, clients: usize, t: &mut Timeline) {
+    draw_client_calls(h, t, clients, words);
 }
