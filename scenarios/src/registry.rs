@@ -219,10 +219,6 @@ where
     }
     fn draw_generic(&self, t: &mut Timeline, lane: &dyn Fn(usize) -> String) {
         let json = |v: &dyn erased::Json| v.compact();
-        for o in &self.ops {
-            let name = lane(o.client);
-            t.lane(&name, &name, "");
-        }
         t.add_ops(
             &self.ops,
             |o| lane(o.client),

@@ -202,19 +202,18 @@ pub fn call_words(asked: String, seen: Option<(u16, String)>) -> (String, Tone) 
     }
 }
 
-/// Draws a history whose calls come from the `nodes` nodes of role `client`
-/// (history client numbers from [`crate::registry::history_client`]): each
-/// call on its node's lane, whichever life of the node made it, in the words
+/// Draws a history's calls, each on the lane `lane` gives for its history
+/// client number (its node: [`crate::registry::client_node`]), in the words
 /// `words` gives.
 pub fn draw_client_calls<C, R, E>(
     h: &overcast_sim::history::History<C, R, E>,
     t: &mut Timeline,
-    nodes: usize,
+    lane: impl Fn(usize) -> String,
     words: impl Fn(&C, Option<&R>) -> (String, Tone),
 ) {
     t.add_ops(
         &h.ops,
-        |o| crate::registry::client_node("client", o.client, nodes),
+        |o| lane(o.client),
         |o| words(&o.call, o.result.as_ref()),
     );
 }

@@ -560,7 +560,7 @@ impl Timeline {
     }
 
     /// Adds a history's operations: `lane` says where each is drawn (a node
-    /// name), `label` gives its words and tone. An operation without a
+    /// name; a lane no node has is added), `label` gives its words and tone. An operation without a
     /// result is drawn open-ended, whatever `label` says.
     pub fn add_ops<'a, C: 'a, R: 'a>(
         &mut self,
@@ -595,9 +595,12 @@ impl Timeline {
                     String::new()
                 }
             );
+            // A lane no node has (a check's own client) is still drawn,
+            // below the nodes, rather than on the network's row.
+            let lane = self.lane(&lane(o), &lane(o), "");
             self.ops.push(OpBar {
                 id: o.id,
-                lane: lane(o),
+                lane,
                 start_ns: o.invoke_ns,
                 end_ns,
                 label: words,

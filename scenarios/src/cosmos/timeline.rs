@@ -40,5 +40,10 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
 
 /// Draws the history's calls, each on the lane of its node (one of `clients`).
 pub fn draw(h: &CosmosHistory, clients: usize, t: &mut Timeline) {
-    draw_client_calls(h, t, clients, words);
+    draw_client_calls(
+        h,
+        t,
+        |c| crate::registry::client_node("client", c, clients),
+        words,
+    );
 }

@@ -36,7 +36,19 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
     call_words(asked, seen)
 }
 
-/// Draws the history's calls, each on the lane of its node (one of `clients`).
+/// Draws the history's calls, each on the lane of its node (one of `clients`,
+/// or the probe's).
 pub fn draw(h: &OccHistory, clients: usize, t: &mut Timeline) {
-    draw_client_calls(h, t, clients, words);
+    draw_client_calls(
+        h,
+        t,
+        |c| {
+            if super::workload::is_probe(c) {
+                overcast_sim::world::Topology::node_name("probe", 0)
+            } else {
+                crate::registry::client_node("client", c, clients)
+            }
+        },
+        words,
+    );
 }
