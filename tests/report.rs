@@ -80,6 +80,24 @@ fn a_failing_occ_run_gets_a_page_with_the_linearizability_counterexample_in_seco
     assert!(page.contains("the checker&#39;s own report"));
     assert!(page.contains("How the key got there"));
     assert!(!page.contains("earlier operations"));
+    // Every call, the liveness probe's included, is on a node's lane.
+    let data = page_data(&page);
+    let nodes: Vec<&str> = data["lanes"]
+        .as_array()
+        .expect("lanes")
+        .iter()
+        .filter(|l| !l["note"].as_str().unwrap_or("").is_empty())
+        .map(|l| l["id"].as_str().expect("id"))
+        .collect();
+    for op in data["ops"].as_array().expect("ops") {
+        let lane = op["lane"].as_str().expect("lane");
+        assert!(nodes.contains(&lane), "op {} drawn on {lane}", op["id"]);
+    }
+    assert!(data["ops"]
+        .as_array()
+        .expect("ops")
+        .iter()
+        .any(|o| o["lane"] == "probe-0"));
     let dir = std::env::temp_dir().join(format!("overcast-report-{}", std::process::id()));
     let files = save_failure(&r, &dir).expect("saved");
     let html = files.html.expect("the page is written beside the failure");
