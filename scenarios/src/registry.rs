@@ -12,10 +12,9 @@
 use crate::bugs::BugInfo;
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Checker};
-use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::History;
-use overcast_sim::timeline::{node_lane, secs, Mark, MarkKind, Timeline, Tone};
+use overcast_sim::timeline::{clock_secs, node_lane, secs, Mark, MarkKind, Timeline, Tone};
 use overcast_sim::world::{NodeEnv, Topology, WorldOutcome};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
@@ -247,7 +246,7 @@ where
                     "{} at {} (its clock read {}): {}",
                     e.node,
                     secs(e.at_ns),
-                    secs(e.local_ms.saturating_sub(EPOCH_MS) * 1_000_000),
+                    clock_secs(e.local_ms),
                     json(&e.event)
                 ),
                 kind: MarkKind::Event,

@@ -30,6 +30,13 @@ pub fn secs(ns: u64) -> String {
     format!("{:.3} s", ns as f64 / 1e9)
 }
 
+/// A node's clock reading (ms since the Unix epoch) as seconds on that
+/// clock since the simulation's start (`11.687 s`), so that it reads like
+/// the page's true times, from which it differs by the node's skew.
+pub fn clock_secs(local_ms: u64) -> String {
+    secs(local_ms.saturating_sub(EPOCH_MS) * 1_000_000)
+}
+
 /// A duration on the page: `850 µs`, `4.2 ms`, `1.250 s`.
 pub fn span_words(ns: u64) -> String {
     if ns < 1_000_000 {
@@ -713,12 +720,33 @@ impl Timeline {
             esc(&self.title)
         );
         let _ = write!(h, "<header><h1>{}</h1>", esc(&self.title));
+        // A broken property often fails many times over (every checkpoint
+        // of a host, every poll): the first few of each are shown, the rest
+        // folded, so the drawing stays in sight.
+        let mut shown: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for f in &self.findings {
+            *shown.entry((&f.kind, &f.property)).or_default() += 1;
+        }
+        let mut seen: BTreeMap<(&str, &str), usize> = BTreeMap::new();
         for f in &self.findings {
             let cls = match f.kind.as_str() {
                 "UNDECIDED" => "finding undecided",
                 "LIVENESS" => "finding liveness",
                 _ => "finding",
             };
+            let group = (f.kind.as_str(), f.property.as_str());
+            let n = seen.entry(group).or_default();
+            *n += 1;
+            let total = shown[&group];
+            if *n == FINDINGS_SHOWN + 1 {
+                let _ = write!(
+                    h,
+                    "<details class=\"more\"><summary>{} more {} {}</summary>",
+                    total - FINDINGS_SHOWN,
+                    esc(&f.kind),
+                    esc(&f.property)
+                );
+            }
             let _ = write!(
                 h,
                 "<div class=\"{cls}\"><span class=\"prop\">{} {}</span> {}</div>",
@@ -726,6 +754,9 @@ impl Timeline {
                 esc(&f.property),
                 esc(&f.message)
             );
+            if *n > FINDINGS_SHOWN && *n == total {
+                h.push_str("</details>");
+            }
         }
         if !self.facts.is_empty() {
             h.push_str("<table class=\"facts\">");
@@ -798,6 +829,9 @@ impl Timeline {
 /// HTML-escapes text (also for attribute values).
 pub use overcast_lin::html_escape as esc;
 
+/// How many findings of one kind and property the page shows before folding the rest.
+const FINDINGS_SHOWN: usize = 3;
+
 const TOOLBAR: &str = "<div class=\"toolbar\" role=\"toolbar\"><button id=\"b-in\" title=\"zoom in (+)\">+ zoom in</button><button id=\"b-out\" title=\"zoom out (-)\">− zoom out</button><button id=\"b-fit\" title=\"whole run (0)\">0 whole run</button><button id=\"b-viol\" title=\"jump to the violation (v)\">v violation</button><button id=\"b-prev\" title=\"previous named item (p)\">p prev</button><button id=\"b-next\" title=\"next named item (n)\">n next</button><span class=\"keys\">keys: <kbd>+</kbd>/<kbd>−</kbd> zoom · <kbd>0</kbd> whole run · <kbd>v</kbd> violation · <kbd>n</kbd>/<kbd>p</kbd> named items · <kbd>←</kbd>/<kbd>→</kbd> scroll</span><span id=\"tl-view\" class=\"view\"></span></div>\n";
 
 const LEGEND: &str = "<div class=\"legend\"><span><i class=\"sw ok\"></i>success</span><span><i class=\"sw refused\"></i>refused by design (4xx)</span><span><i class=\"sw error\"></i>error (5xx)</span><span><i class=\"sw unknown\"></i>no answer: outcome unknown (open-ended)</span><span><i class=\"sw hl\"></i>named by the violation</span><span><i class=\"sw held\"></i>held (authority's view)</span><span><i class=\"sw believed\"></i>believed (participant's view)</span><span><i class=\"sw crash\"></i>crashed</span><span><i class=\"sw pause\"></i>paused</span><span><i class=\"sw cut\"></i>partitioned</span><span><i class=\"sw clock\"></i>clock offset (lower panel)</span></div>\n";
@@ -805,6 +839,7 @@ const LEGEND: &str = "<div class=\"legend\"><span><i class=\"sw ok\"></i>success
 const CSS: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:16px 20px;color:#1d1d1f;background:#fff}
 h1{font-size:20px;margin:0 0 8px}h2{font-size:15px;margin:18px 0 6px}
+details.more{margin:4px 0 8px}details.more summary{cursor:pointer;color:#8b1a1a;font-size:14px}
 .finding{font-size:15px;background:#fff4f4;border-left:5px solid #c62828;padding:8px 12px;margin:6px 0;max-width:1300px;line-height:1.4}
 .finding.liveness{background:#fff8e6;border-color:#e08a00}.finding.undecided{background:#f4f4ff;border-color:#5559c9}
 .finding .prop{font-weight:700;color:#8a1010;margin-right:6px;white-space:nowrap}
@@ -1126,5 +1161,31 @@ mod tests {
         let without_ns = page.replace("http://www.w3.org/2000/svg", "");
         assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
         assert!(!page.contains("<script src") && !page.contains("<link"));
+    }
+
+    #[test]
+    fn many_findings_of_one_property_are_folded_after_the_first_few() {
+        let mut t = Timeline::new("feed seed 0: CF4 violation", 1_000_000_000);
+        for i in 0..10 {
+            t.findings.push(Finding {
+                property: "CF4".into(),
+                kind: "VIOLATION".into(),
+                message: format!("checkpoint {i} before its delegate returned"),
+            });
+        }
+        t.findings.push(Finding {
+            property: "CF1".into(),
+            kind: "VIOLATION".into(),
+            message: "a change never delivered".into(),
+        });
+        let page = t.to_html();
+        let fold = page.find("<details class=\"more\"><summary>7 more VIOLATION CF4</summary>");
+        let fold = fold.expect("the seven after the first three are folded");
+        assert!(page.find("checkpoint 2 ").expect("third shown") < fold);
+        assert!(page.find("checkpoint 3 ").expect("fourth folded") > fold);
+        // Every finding is still on the page, and the other property is not folded.
+        assert!(page.contains("checkpoint 9 "));
+        assert_eq!(page.matches("<details class=\"more\">").count(), 1);
+        assert!(page.find("a change never delivered").expect("CF1") > fold);
     }
 }

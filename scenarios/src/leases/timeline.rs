@@ -15,7 +15,9 @@ use overcast_model::lease::{self, Lease, Phase};
 use overcast_model::partition::Effect;
 use overcast_model::store;
 use overcast_sim::clock::EPOCH_MS;
-use overcast_sim::timeline::{node_lane, secs, Mark, MarkKind, Span, SpanKind, Timeline, Tone};
+use overcast_sim::timeline::{
+    clock_secs, node_lane, secs, Mark, MarkKind, Span, SpanKind, Timeline, Tone,
+};
 use overcast_sim::world::Topology;
 use std::collections::BTreeMap;
 
@@ -230,10 +232,6 @@ fn beliefs(h: &LeaseHistory, end_ns: u64) -> Vec<Belief> {
     out
 }
 
-fn clock_words(local_ms: u64) -> String {
-    secs(local_ms.saturating_sub(EPOCH_MS) * 1_000_000)
-}
-
 /// Draws the calls, the two bars of each lease per holder, side effects and
 /// the server's recoveries.
 pub fn draw(p: &LeasesParams, h: &LeaseHistory, t: &mut Timeline) {
@@ -328,8 +326,8 @@ pub fn draw(p: &LeasesParams, h: &LeaseHistory, t: &mut Timeline) {
                 b.target,
                 secs(b.start_ns),
                 secs(b.end_ns),
-                clock_words(b.first_local_ms),
-                clock_words(b.until_local_ms),
+                clock_secs(b.first_local_ms),
+                clock_secs(b.until_local_ms),
                 (b.first_local_ms as f64 - EPOCH_MS as f64 - b.start_ns as f64 / 1e6) / 1000.0,
                 b.why_ended
             ),
@@ -351,7 +349,7 @@ pub fn draw(p: &LeasesParams, h: &LeaseHistory, t: &mut Timeline) {
                         e.node,
                         short(lease_id),
                         secs(e.at_ns),
-                        clock_words(e.local_ms)
+                        clock_secs(e.local_ms)
                     ),
                     kind: MarkKind::Event,
                     highlight: false,

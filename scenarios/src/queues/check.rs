@@ -25,6 +25,7 @@ use overcast_model::queue::{
 };
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::OpRecord;
+use overcast_sim::timeline::clock_secs;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every checker of `queues`, in the order the summary lists them.
@@ -265,6 +266,7 @@ fn poll_rules(property: &str, state: &Replay, step: &Step) -> Option<Vec<Violati
     let q = queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into());
     let limit = poll_limit(limit);
     let mut v = Vec::new();
+    let at_s = clock_secs(at);
     let expired = |n: &String| {
         state.items[n]
             .reserved_until
@@ -281,7 +283,7 @@ fn poll_rules(property: &str, state: &Replay, step: &Step) -> Option<Vec<Violati
                 v.push(violation(
                     "Q3",
                     format!(
-                        "a poll of '{q}' at server {at} ms did not return {missing_expired:?}, whose reservations had ended"
+                        "a poll of '{q}' at {at_s} on the server's clock did not return {missing_expired:?}, whose reservations had ended"
                     ),
                     ops,
                 ));
@@ -289,7 +291,7 @@ fn poll_rules(property: &str, state: &Replay, step: &Step) -> Option<Vec<Violati
                 v.push(violation(
                     "Q1",
                     format!(
-                        "a poll of '{q}' (limit {limit}) at server {at} ms returned {returned:?}; by (status, available time, name) it should have returned {expected:?}"
+                        "a poll of '{q}' (limit {limit}) at {at_s} on the server's clock returned {returned:?}; by (status, available time, name) it should have returned {expected:?}"
                     ),
                     ops,
                 ));
@@ -311,7 +313,7 @@ fn poll_rules(property: &str, state: &Replay, step: &Step) -> Option<Vec<Violati
                 v.push(violation(
                     property,
                     format!(
-                        "a poll of '{q}' (limit {limit}) at server {at} ms returned {} item(s) while {which:?} were eligible{}",
+                        "a poll of '{q}' (limit {limit}) at {at_s} on the server's clock returned {} item(s) while {which:?} were eligible{}",
                         returned.len(),
                         if property == "Q3" { " (their reservations had ended)" } else { "" }
                     ),
@@ -338,9 +340,9 @@ fn reservation_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
             v.push(violation(
                 "Q2",
                 format!(
-                    "a poll at server {} ms returned {n}, which a poll had reserved until {} ms",
-                    e.at_ms,
-                    b.reserved_until.unwrap_or_default()
+                    "a poll at {} on the server's clock returned {n}, which a poll had reserved until {}",
+                    clock_secs(e.at_ms),
+                    clock_secs(b.reserved_until.unwrap_or_default())
                 ),
                 Vec::new(),
             ));
@@ -348,8 +350,9 @@ fn reservation_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
             v.push(violation(
                 "Q2",
                 format!(
-                    "a poll at server {} ms returned {n}, not available before {} ms (backoff)",
-                    e.at_ms, b.available_ms
+                    "a poll at {} on the server's clock returned {n}, not available before {} (backoff)",
+                    clock_secs(e.at_ms),
+                    clock_secs(b.available_ms)
                 ),
                 Vec::new(),
             ));
@@ -379,8 +382,8 @@ fn version_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
         v.push(violation(
             "Q6",
             format!(
-                "an {what} of {name} with version {version} took effect at server {} ms although version {floor} was indexed",
-                e.at_ms
+                "an {what} of {name} with version {version} took effect at {} on the server's clock although version {floor} was indexed",
+                clock_secs(e.at_ms)
             ),
             Vec::new(),
         ));
@@ -413,8 +416,8 @@ fn transition_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
         None => v.push(violation(
             "Q4",
             format!(
-                "a {kind} of {name} at server {} ms did not change it",
-                e.at_ms
+                "a {kind} of {name} at {} on the server's clock did not change it",
+                clock_secs(e.at_ms)
             ),
             Vec::new(),
         )),
@@ -424,8 +427,8 @@ fn transition_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
                 v.push(violation(
                     "Q4",
                     format!(
-                        "after a {kind} of {name} at server {} ms: {}",
-                        e.at_ms,
+                        "after a {kind} of {name} at {} on the server's clock: {}",
+                        clock_secs(e.at_ms),
                         d.join(", ")
                     ),
                     Vec::new(),
@@ -489,8 +492,9 @@ fn requeue_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
         v.push(violation(
             "Q5",
             format!(
-                "{name} requeued at server {} ms got available time {} ms and is ordered before {ahead:?}, queued before it",
-                e.at_ms, after.available_ms
+                "{name} requeued at {} on the server's clock got available time {} and is ordered before {ahead:?}, queued before it",
+                clock_secs(e.at_ms),
+                clock_secs(after.available_ms)
             ),
             Vec::new(),
         ));
