@@ -162,10 +162,17 @@ enum KeyResult {
 
 const CANCELLED: &str = "cancelled";
 
+/// Below this many operations the keys are checked one after another even
+/// when `opts.parallel`: starting the pool's threads costs more CPU time and
+/// memory than such a history takes to check (Porcupine's small kv logs and
+/// the examples: well under a millisecond each).
+const PARALLEL_MIN_OPS: usize = 1024;
+
 /// Checks `ops` for linearizability against `spec`, key by key.
 ///
 /// The verdict is deterministic (except where a time budget runs out). Keys
-/// are checked in parallel when `opts.parallel`; the first key found illegal
+/// are checked in parallel when `opts.parallel` (histories of fewer than 1,024
+/// operations go key by key all the same); the first key found illegal
 /// stops the others, and the failing key that comes first in key order among
 /// those that finished is reported (with several illegal keys, which one is
 /// named may depend on timing; run with `parallel: false` for a fixed choice).
@@ -201,7 +208,8 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
             &failed,
         )
     };
-    let results: Vec<KeyResult> = if opts.parallel && keys.len() > 1 {
+    let parallel = opts.parallel && keys.len() > 1 && ops.len() >= PARALLEL_MIN_OPS;
+    let results: Vec<KeyResult> = if parallel {
         // Workers take keys in key order from a shared counter, so that every
         // core is on a different key and a quick failure stops a slow key.
         let next = AtomicUsize::new(0);
