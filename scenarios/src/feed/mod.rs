@@ -428,6 +428,8 @@ impl ScenarioDef for Feed {
                                 name: name.clone(),
                                 clock: env.clock.clone(),
                                 client: p.writers + 1 + env.index,
+                                deadline_ns,
+                                asked: Default::default(),
                             });
                             // Some hosts leave once (StopAsync) and rejoin, in the window.
                             let leave = env.incarnation == 0 && rng.gen_bool(p.leave_probability);

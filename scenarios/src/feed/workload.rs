@@ -25,6 +25,9 @@ use overcast_sim::clock::NodeClock;
 use overcast_sim::history::OpRecord;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The server's log device: a simulated disk that also records each record
@@ -91,6 +94,11 @@ pub struct HostObserver {
     pub clock: NodeClock,
     /// Its client number in the history's operations.
     pub client: usize,
+    /// The end of the active phase (simulated ns): calls after it are
+    /// never left out.
+    pub deadline_ns: u64,
+    /// Calls asked about so far, by what and key (their skip numbers).
+    pub asked: RefCell<BTreeMap<(String, String), usize>>,
 }
 
 impl ProcessorObserver for HostObserver {
@@ -111,6 +119,36 @@ impl ProcessorObserver for HostObserver {
             result: known.then_some(FeedResult { status: c.status }),
             attempts: c.attempts.iter().map(attempt).collect(),
         });
+    }
+
+    /// A host call of the active phase is numbered for the shrinker
+    /// ([`crate::ops::call_number`]: what it is for and is, its key, its
+    /// place among those) and asked about ([`crate::ops::skipped_call`]);
+    /// a call it sends is named by that number (its socket,
+    /// [`crate::ops::name_socket`]), so the loop's and the renewer's calls
+    /// keep their faults whatever the other task leaves out. Bootstrap and
+    /// the calls after the deadline are never left out and name no call.
+    fn skipped(&self, what: &str, key: &str, from: Option<SocketAddr>, setup: bool) -> bool {
+        let number = if setup || sim_now_ns() >= self.deadline_ns {
+            None
+        } else {
+            let nth = {
+                let mut asked = self.asked.borrow_mut();
+                let n = asked
+                    .entry((what.to_string(), key.to_string()))
+                    .or_default();
+                *n += 1;
+                *n - 1
+            };
+            // The incarnation's name too: a restarted host counts again.
+            let what = format!("{}/{what}", self.name);
+            Some(crate::ops::call_number(&what, key, nth))
+        };
+        let skipped = number.is_some_and(|n| crate::ops::skipped_call(&self.name, n));
+        if let (Some(from), false) = (from, skipped) {
+            crate::ops::name_socket(&self.name, from.port(), number);
+        }
+        skipped
     }
 }
 
