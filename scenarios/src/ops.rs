@@ -160,6 +160,13 @@ pub async fn skipped(node: &str, op: usize) -> bool {
     skip
 }
 
+/// The flag of an operation of the quiet phase (after the deadline) in its
+/// number: the shrinker leaves such an operation out only when the failure
+/// is prefix-closed ([`crate::registry::ScenarioDef::prefix_closed`]), as a
+/// check that needs the quiet phase would otherwise fail for want of it.
+/// A workload whose operations go on after the deadline sets it on theirs.
+pub const QUIET_OP: usize = 1 << 60;
+
 /// A number for [`skipped_call`] of a call of a node that runs several
 /// tasks at once: its kind (`source`: a connector's traversal or workers, a
 /// feed host's renewals, …) and key (item, queue, lease) hashed, then its

@@ -503,6 +503,17 @@ impl ScenarioDef for Feed {
             .collect()
     }
 
+    /// CF1, CF2, CF4, CF5, CF6, CF9 and CF10 are judged on what was
+    /// delivered, read and committed before the violation; CF3 (every final
+    /// version delivered), CF7 and CF8 (the leases at the end) and liveness
+    /// need the whole quiet phase.
+    fn prefix_closed(&self, property: &str) -> bool {
+        matches!(
+            property,
+            "CF1" | "CF2" | "CF4" | "CF5" | "CF6" | "CF9" | "CF10"
+        )
+    }
+
     fn reductions(&self) -> Vec<Reduction<FeedParams>> {
         vec![
             ("one host fewer", |p, i| {

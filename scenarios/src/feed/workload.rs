@@ -94,8 +94,8 @@ pub struct HostObserver {
     pub clock: NodeClock,
     /// Its client number in the history's operations.
     pub client: usize,
-    /// The end of the active phase (simulated ns): calls after it are
-    /// never left out.
+    /// The end of the active phase (simulated ns): calls after it are of
+    /// the quiet phase ([`crate::ops::QUIET_OP`]).
     pub deadline_ns: u64,
     /// Calls asked about so far, by what and key (their skip numbers).
     pub asked: RefCell<BTreeMap<(String, String), usize>>,
@@ -126,10 +126,11 @@ impl ProcessorObserver for HostObserver {
     /// place among those) and asked about ([`crate::ops::skipped_call`]);
     /// a call it sends is named by that number (its socket,
     /// [`crate::ops::name_socket`]), so the loop's and the renewer's calls
-    /// keep their faults whatever the other task leaves out. Bootstrap and
-    /// the calls after the deadline are never left out and name no call.
+    /// keep their faults whatever the other task leaves out. Bootstrap is
+    /// never left out and names no call; a call after the deadline carries
+    /// [`crate::ops::QUIET_OP`], left out only for a prefix-closed failure.
     fn skipped(&self, what: &str, key: &str, from: Option<SocketAddr>, setup: bool) -> bool {
-        let number = if setup || sim_now_ns() >= self.deadline_ns {
+        let number = if setup {
             None
         } else {
             let nth = {
@@ -142,7 +143,12 @@ impl ProcessorObserver for HostObserver {
             };
             // The incarnation's name too: a restarted host counts again.
             let what = format!("{}/{what}", self.name);
-            Some(crate::ops::call_number(&what, key, nth))
+            let quiet = if sim_now_ns() >= self.deadline_ns {
+                crate::ops::QUIET_OP
+            } else {
+                0
+            };
+            Some(crate::ops::call_number(&what, key, nth) | quiet)
         };
         let skipped = number.is_some_and(|n| crate::ops::skipped_call(&self.name, n));
         if let (Some(from), false) = (from, skipped) {
