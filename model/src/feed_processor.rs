@@ -18,6 +18,9 @@
 //! re-read, re-check the owner and reapply, 6 attempts in all (§3.3.4);
 //! Acquire and Checkpoint first replace the cached copy.
 //!
+//! Before each SDK call the host asks its observer whether to leave it out
+//! ([`ProcessorObserver::skipped`]), for a harness that shrinks a failure.
+//!
 //! Listing the leases (the SDK's query) is modelled as a read of the lease
 //! container's change feed from the beginning for the leases' partition key:
 //! it answers every live lease document at its latest version.
@@ -359,9 +362,12 @@ pub trait ProcessorObserver {
     /// lease id or token, a container), sent from `from` (the address of
     /// the task's own SDK client: the processing loop and the renewer have
     /// one each, and every request of the call is sent from there).
-    /// `setup`: a bootstrap call, never to be left out. A call left out is
-    /// not sent, not reported, and ends at once with an unknown outcome, as
-    /// if it had been lost on its way. Default: never.
+    /// `setup`: bootstrap, asked once at its start and before its read of
+    /// the ranges, never to be left out (answer `false`). A call
+    /// left out is not sent, not reported, and ends at once with an
+    /// unknown outcome, as if it had been lost on its way; the host goes on
+    /// as after such a call (a lost feed read or checkpoint releases the
+    /// lease). Default: never.
     fn skipped(&self, _what: &str, _key: &str, _from: Option<SocketAddr>, _setup: bool) -> bool {
         false
     }
