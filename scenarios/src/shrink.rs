@@ -446,11 +446,24 @@ pub fn shrink(
         broken,
     };
     search.reduce_parameters();
+    // For a prefix-closed failure the cut in time order goes first, and the
+    // parameters are tried again after it: its early candidates leave out
+    // whole stretches after the violation, late fault events with them,
+    // after which the quiet phase can be cut short.
+    let prefix_closed = def.prefix_closed(&search.property);
     loop {
         // Two cuts of the same units: one may leave out what the other cannot
         // (a whole client; a stretch of time with its faults).
-        let by_node = search.remove_history(Order::ByNode);
-        let by_time = search.remove_history(Order::ByTime);
+        let (by_time, by_node) = if prefix_closed {
+            let by_time = search.remove_history(Order::ByTime);
+            if by_time {
+                search.reduce_parameters();
+            }
+            (by_time, search.remove_history(Order::ByNode))
+        } else {
+            let by_node = search.remove_history(Order::ByNode);
+            (search.remove_history(Order::ByTime), by_node)
+        };
         if !(by_node || by_time) || !search.reduce_parameters() {
             break;
         }
