@@ -90,3 +90,50 @@ fn a_seed_replays_to_the_same_trace() {
     let b = run_with(feed(), &s);
     assert_eq!(a.trace_hash, b.trace_hash);
 }
+
+#[test]
+fn a_hosts_calls_are_numbered_for_the_shrinker_and_one_left_out_is_not_sent() {
+    use overcast_scenarios::ops::QUIET_OP;
+    let s = Scenario::new(feed(), 3);
+    let r = run_with(feed(), &s);
+    let deadline_ns = s.deadline_ms * 1_000_000;
+    let calls = &r.drawn["host-0"];
+    assert!(
+        calls
+            .iter()
+            .any(|(op, at)| op & QUIET_OP != 0 && *at >= deadline_ns),
+        "the calls after the deadline are marked"
+    );
+    // An active-phase call well after bootstrap: a renewal or a feed read.
+    let (&op, &at) = calls
+        .iter()
+        .filter(|(op, at)| *op & QUIET_OP == 0 && **at > deadline_ns / 2)
+        .min_by_key(|(_, at)| **at)
+        .expect("host-0 calls in the active phase");
+    assert!(at < deadline_ns);
+    let mut t = s.clone();
+    t.skip.insert("host-0".into(), [op].into());
+    let left_out = run_with(feed(), &t);
+    assert!(left_out.drawn["host-0"].contains_key(&op), "still drawn");
+    assert_ne!(left_out.trace_hash, r.trace_hash, "and not sent");
+    let invoked_at = |r: &overcast_scenarios::run::RunResult| -> Vec<u64> {
+        let h = r
+            .history
+            .as_any()
+            .downcast_ref::<overcast_scenarios::feed::history::FeedHistory>()
+            .expect("a feed history");
+        let mut v: Vec<u64> = h
+            .ops
+            .iter()
+            .map(|o| o.invoke_ns)
+            .filter(|t| *t < at)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(
+        invoked_at(&left_out),
+        invoked_at(&r),
+        "nothing before it moved"
+    );
+}

@@ -135,6 +135,12 @@ impl StoreClient {
         })
     }
 
+    /// The address the client sends from (its own socket): a harness can
+    /// tell the calls of a node's clients apart by its port.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.ep.local_addr().ok()
+    }
+
     fn route(&self, req: &Request) -> (u32, SocketAddr) {
         let p = wire::partition_of(req.partition_key(), self.cfg.partitions);
         (p, self.cfg.servers[p as usize % self.cfg.servers.len()])

@@ -35,6 +35,7 @@ use crate::wire::OperationId;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -135,8 +136,13 @@ pub enum Source {
 
 /// Where the connector reports its calls and events.
 pub trait ConnectorObserver {
-    /// A call is about to be sent; the token identifies it in [`ConnectorObserver::end`].
-    fn begin(&self, req: &QueueRequest, source: Source) -> u64;
+    /// A call is about to be sent from `from` (the address of the task's
+    /// own SDK client: the traversal and each worker have one, and a call's
+    /// requests are sent from there); the token identifies it in
+    /// [`ConnectorObserver::end`]. When the call was asked about
+    /// ([`ConnectorObserver::skipped`]), that was just before, with no
+    /// other task's call between.
+    fn begin(&self, req: &QueueRequest, source: Source, from: Option<SocketAddr>) -> u64;
     /// The call ended.
     fn end(&self, token: u64, result: &CallResult<QueueResponse>);
     /// Something the connector did.
@@ -366,7 +372,7 @@ impl Connector {
                 operation: OperationId::default(),
             };
         }
-        let token = self.obs.begin(&req, source);
+        let token = self.obs.begin(&req, source, client.local_addr());
         let r = client
             .request(&Request::Queue(req))
             .await

@@ -43,8 +43,10 @@ pub trait LogDevice: Send + Sync {
 pub trait SendFaults: Send + Sync {
     /// `[0]` for a plain send; a later first delay holds the datagram back
     /// (latency, reordering); a second delay sends a duplicate; empty: lost. `to` is the
-    /// datagram's receiver, so that faults can be drawn link by link.
-    fn copies(&self, to: std::net::SocketAddr) -> Vec<Duration>;
+    /// datagram's receiver, so that faults can be drawn link by link; `from`
+    /// the socket it is sent from (its port tells a node's SDK clients apart).
+    fn copies(&self, from: Option<std::net::SocketAddr>, to: std::net::SocketAddr)
+        -> Vec<Duration>;
 }
 
 /// A server's random draws, each from a fresh stream keyed by what it is
@@ -71,10 +73,14 @@ pub trait ServerDraws: Send + Sync {
 pub struct SendPolicy(pub Option<Arc<dyn SendFaults>>);
 
 impl SendPolicy {
-    /// The delays of the copies of one datagram to `to`.
-    pub fn copies(&self, to: std::net::SocketAddr) -> Vec<Duration> {
+    /// The delays of the copies of one datagram from `from` to `to`.
+    pub fn copies(
+        &self,
+        from: Option<std::net::SocketAddr>,
+        to: std::net::SocketAddr,
+    ) -> Vec<Duration> {
         match &self.0 {
-            Some(f) => f.copies(to),
+            Some(f) => f.copies(from, to),
             None => vec![Duration::ZERO],
         }
     }

@@ -18,6 +18,9 @@
 //! re-read, re-check the owner and reapply, 6 attempts in all (§3.3.4);
 //! Acquire and Checkpoint first replace the cached copy.
 //!
+//! Before each SDK call the host asks its observer whether to leave it out
+//! ([`ProcessorObserver::skipped`]), for a harness that shrinks a failure.
+//!
 //! Listing the leases (the SDK's query) is modelled as a read of the lease
 //! container's change feed from the beginning for the leases' partition key:
 //! it answers every live lease document at its latest version.
@@ -31,10 +34,12 @@ use crate::env::Clock;
 use crate::feed::{FeedItem, FeedRange, FeedRequest, FeedResponse, FeedScope, StartFrom};
 use crate::partition::{Request, Response};
 use crate::retry::FinalOutcome;
+use crate::wire::OperationId;
 use madsim::time::sleep;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -351,6 +356,21 @@ pub trait ProcessorObserver {
     fn event(&self, e: ProcessorEvent);
     /// One SDK call that returned (default: not recorded).
     fn call(&self, _call: ProcessorCall) {}
+    /// Whether to leave out the SDK call the host is about to send (a test
+    /// harness shrinking a failure to its operations), asked before each
+    /// one: `what` it is for and is (`"renew: replace lease"`), on `key` (a
+    /// lease id or token, a container), sent from `from` (the address of
+    /// the task's own SDK client: the processing loop and the renewer have
+    /// one each, and every request of the call is sent from there).
+    /// `setup`: bootstrap, asked once at its start and before its read of
+    /// the ranges, never to be left out (answer `false`). A call
+    /// left out is not sent, not reported, and ends at once with an
+    /// unknown outcome, as if it had been lost on its way; the host goes on
+    /// as after such a call (a lost feed read or checkpoint releases the
+    /// lease). Default: never.
+    fn skipped(&self, _what: &str, _key: &str, _from: Option<SocketAddr>, _setup: bool) -> bool {
+        false
+    }
 }
 
 /// Why a lease update failed.
@@ -402,6 +422,8 @@ pub struct Host {
     /// The start option's resolved form for this process.
     start: StartFrom,
     started_ms: u64,
+    /// Bootstrapping: the calls are asked about as setup.
+    setup: bool,
 }
 
 fn now_ns() -> u64 {
@@ -425,6 +447,7 @@ impl Host {
             memory: BTreeMap::new(),
             start: StartFrom::Beginning,
             started_ms: 0,
+            setup: false,
         }
     }
 
@@ -449,26 +472,60 @@ impl Host {
         });
     }
 
-    /// A feed request of this host, reported as `what`.
+    /// Asks the observer whether to leave out the call `what` on `key`
+    /// ([`ProcessorObserver::skipped`]); if so, the result it ends with:
+    /// unknown, at once, as a call lost on its way.
+    fn left_out<R>(&self, client: &StoreClient, what: &str, key: &str) -> Option<CallResult<R>> {
+        if !self
+            .observer
+            .skipped(what, key, client.local_addr(), self.setup)
+        {
+            return None;
+        }
+        let now = now_ns();
+        Some(CallResult {
+            outcome: FinalOutcome::Unknown { status: 408 },
+            response: None,
+            attempts: Vec::new(),
+            invoke_ns: now,
+            return_ns: now,
+            // Never sent, so it names no operation on the wire.
+            operation: OperationId::default(),
+        })
+    }
+
+    /// A feed request of this host on `key`, reported as `what`.
     async fn feed(
         &self,
         client: &mut StoreClient,
         what: &str,
+        key: &str,
         req: FeedRequest,
     ) -> Option<FeedResponse> {
+        if self.left_out::<Response>(client, what, key).is_some() {
+            return None;
+        }
         let r = client.request(&Request::Feed(req)).await;
         self.note(what, &r);
         r.response.and_then(Response::into_feed)
     }
 
+    /// Reads lease `id` for `purpose` (`"renew"`, `"checkpoint"`, …).
     async fn read_lease(
         &self,
         client: &mut StoreClient,
+        purpose: &str,
         id: &str,
     ) -> Result<Option<CachedLease>, u16> {
-        let mut c = CosmosContainer::new(client, &self.opts.lease_container);
-        let r = c.read(&self.opts.prefix, id, None).await;
-        self.note("read lease", &r);
+        let r = match self.left_out(client, &format!("{purpose}: read lease"), id) {
+            Some(r) => r,
+            None => {
+                let mut c = CosmosContainer::new(client, &self.opts.lease_container);
+                let r = c.read(&self.opts.prefix, id, None).await;
+                self.note("read lease", &r);
+                r
+            }
+        };
         match (status_of(&r), r.response) {
             (200, Some(resp)) => Ok(cached_from(id, &resp)),
             (404, _) => Ok(None),
@@ -477,10 +534,12 @@ impl Host {
     }
 
     /// Read (if `read_first`) → check the owner → mutate → Replace with
-    /// If-Match; 412 → re-read and reapply, 6 attempts in all.
+    /// If-Match; 412 → re-read and reapply, 6 attempts in all. `purpose`
+    /// names the calls to the observer (`"acquire"`, `"renew"`, …).
     async fn update(
         &self,
         client: &mut StoreClient,
+        purpose: &str,
         lease: &mut CachedLease,
         read_first: bool,
         check: OwnerCheck,
@@ -488,7 +547,7 @@ impl Host {
     ) -> Result<(), LeaseError> {
         for attempt in 0..=RETRY_COUNT_ON_CONFLICT {
             if read_first || attempt > 0 {
-                match self.read_lease(client, &lease.id).await {
+                match self.read_lease(client, purpose, &lease.id).await {
                     Ok(Some(fresh)) => *lease = fresh,
                     Ok(None) => return Err(LeaseError::Lost("gone".into())),
                     Err(s) => return Err(LeaseError::Failed(s)),
@@ -506,16 +565,23 @@ impl Host {
             mutate(&mut doc);
             doc.timestamp = self.stamp();
             doc.by = self.opts.instance.clone();
-            let mut c = CosmosContainer::new(client, &self.opts.lease_container);
-            let r = c
-                .replace(
-                    &self.opts.prefix,
-                    &lease.id,
-                    &doc.to_body(),
-                    Some(lease.etag.clone()),
-                )
-                .await;
-            self.note("replace lease", &r);
+            let what = format!("{purpose}: replace lease");
+            let r = match self.left_out(client, &what, &lease.id) {
+                Some(r) => r,
+                None => {
+                    let mut c = CosmosContainer::new(client, &self.opts.lease_container);
+                    let r = c
+                        .replace(
+                            &self.opts.prefix,
+                            &lease.id,
+                            &doc.to_body(),
+                            Some(lease.etag.clone()),
+                        )
+                        .await;
+                    self.note("replace lease", &r);
+                    r
+                }
+            };
             match (status_of(&r), r.response) {
                 (200, Some(resp)) => {
                     if let Some(fresh) = cached_from(&lease.id, &resp) {
@@ -539,7 +605,9 @@ impl Host {
             from: StartFrom::Beginning,
             page_size: 0,
         };
-        let r = self.feed(client, "list leases", req).await?;
+        let r = self
+            .feed(client, "list leases", &self.opts.prefix, req)
+            .await?;
         let mut leases: Vec<CachedLease> = r
             .items
             .iter()
@@ -561,6 +629,9 @@ impl Host {
     async fn bootstrap(&mut self, client: &mut StoreClient, until_ns: u64) -> bool {
         let info = format!("{}.info", self.opts.prefix);
         let lock = format!("{}.lock", self.opts.prefix);
+        // Setup: never left out, but asked, so that the observer knows the
+        // client's calls belong to no call it can leave out.
+        let _ = self.left_out::<Response>(client, "bootstrap", &info);
         while now_ns() < until_ns {
             let mut c = CosmosContainer::new(client, &self.opts.lease_container);
             let r = c.read(&self.opts.prefix, &info, None).await;
@@ -584,6 +655,7 @@ impl Host {
                     .feed(
                         client,
                         "read ranges",
+                        &self.opts.monitored,
                         FeedRequest::Ranges {
                             container: self.opts.monitored.clone(),
                         },
@@ -643,6 +715,7 @@ impl Host {
         let r = self
             .update(
                 client,
+                "acquire",
                 &mut lease,
                 false,
                 OwnerCheck::Is(seen.clone()),
@@ -696,9 +769,14 @@ impl Host {
             return;
         }
         if self
-            .update(client, &mut lease, true, OwnerCheck::Is(owner), &|d| {
-                d.owner = None
-            })
+            .update(
+                client,
+                "release",
+                &mut lease,
+                true,
+                OwnerCheck::Is(owner),
+                &|d| d.owner = None,
+            )
             .await
             .is_ok()
         {
@@ -764,7 +842,9 @@ impl Host {
             from,
             page_size: self.opts.max_items,
         };
-        let r = self.feed(client, "read feed", req).await;
+        let r = self
+            .feed(client, "read feed", &token.to_string(), req)
+            .await;
         let (status, items) = r.as_ref().map_or((0, 0), |r| (r.status, r.items.len()));
         self.observer.event(ProcessorEvent::Read {
             lease: token,
@@ -850,7 +930,7 @@ impl Host {
             OwnerCheck::Is(Some(self.opts.instance.clone()))
         };
         let r = self
-            .update(client, &mut cached, false, check, &|d| {
+            .update(client, "checkpoint", &mut cached, false, check, &|d| {
                 d.continuation = Some(continuation)
             })
             .await;
@@ -900,7 +980,8 @@ impl Host {
                     from: StartFrom::Now,
                     page_size: 1,
                 };
-                if let Some(r) = self.feed(client, "read feed now", now).await {
+                let key = child.id.to_string();
+                if let Some(r) = self.feed(client, "read feed now", &key, now).await {
                     continuation = r.start_lsn;
                 }
             }
@@ -915,9 +996,15 @@ impl Host {
                 parent: Some(token),
             };
             let id = self.opts.lease_id(child.id);
-            let mut c = CosmosContainer::new(client, &self.opts.lease_container);
-            let r = c.create(&self.opts.prefix, &id, &doc.to_body()).await;
-            self.note("create child lease", &r);
+            let r = match self.left_out(client, "create child lease", &id) {
+                Some(r) => r,
+                None => {
+                    let mut c = CosmosContainer::new(client, &self.opts.lease_container);
+                    let r = c.create(&self.opts.prefix, &id, &doc.to_body()).await;
+                    self.note("create child lease", &r);
+                    r
+                }
+            };
             // 409: a concurrent handler created it (`CreateLeaseIfNotExist` → null).
             all_exist &= matches!(status_of(&r), 201 | 409);
             if status_of(&r) == 201 {
@@ -930,7 +1017,11 @@ impl Host {
         // The parent goes only once every child exists (else a gap: the
         // parent's next owner sees the 410 again and finishes the job).
         let delete_parent = all_exist && !self.opts.bugs.split_keeps_parent;
-        if delete_parent {
+        if delete_parent
+            && self
+                .left_out::<CosmosResponse>(client, "delete parent lease", &parent.id)
+                .is_none()
+        {
             let mut c = CosmosContainer::new(client, &self.opts.lease_container);
             let r = c.delete(&self.opts.prefix, &parent.id, None).await;
             self.note("delete parent lease", &r);
@@ -988,7 +1079,14 @@ async fn renewer(host: Rc<Host>, mut client: StoreClient, until_ns: Rc<RefCell<u
             };
             let me = Some(host.opts.instance.clone());
             let r = host
-                .update(&mut client, &mut cached, true, OwnerCheck::Is(me), &|_| {})
+                .update(
+                    &mut client,
+                    "renew",
+                    &mut cached,
+                    true,
+                    OwnerCheck::Is(me),
+                    &|_| {},
+                )
                 .await;
             let mut owned = host.owned.borrow_mut();
             let Some(o) = owned.leases.get_mut(&token) else {
@@ -1049,7 +1147,10 @@ pub async fn run_host(
         _ => None,
     };
     host.observer.event(ProcessorEvent::Started { anchor });
-    if !host.bootstrap(&mut main, until_ns).await {
+    host.setup = true;
+    let bootstrapped = host.bootstrap(&mut main, until_ns).await;
+    host.setup = false;
+    if !bootstrapped {
         return;
     }
     // Re-acquire the leases this instance owns, without waiting for expiry.
@@ -1070,6 +1171,7 @@ pub async fn run_host(
         memory: BTreeMap::new(),
         start: host.start.clone(),
         started_ms: host.started_ms,
+        setup: false,
     });
     let renewer_task = madsim::task::spawn_local(renewer(shared, renew, until.clone()));
     let acquire = Duration::from_millis(host.opts.acquire_ms).as_nanos() as u64;

@@ -132,7 +132,11 @@ pub async fn send_datagram(
     policy: &SendPolicy,
 ) -> std::io::Result<()> {
     let mut result = Ok(());
-    for delay in policy.copies(to) {
+    let from = match policy.0 {
+        Some(_) => ep.local_addr().ok(),
+        None => None,
+    };
+    for delay in policy.copies(from, to) {
         if delay.is_zero() {
             result = ep.send_to(to, tag, bytes).await;
             continue;

@@ -43,6 +43,10 @@ struct Active {
     drawn: Drawn,
     /// Per node, the operation it drew last.
     current: BTreeMap<String, usize>,
+    /// Per node and port, the call its socket there is in (see
+    /// [`name_socket`]): a node that runs several tasks at once, each with
+    /// its own SDK client, names each task's datagrams by that task's call.
+    sockets: BTreeMap<(String, u16), usize>,
 }
 
 thread_local! {
@@ -64,6 +68,7 @@ impl OpPlan {
             pace: pace.clone(),
             drawn: Drawn::new(),
             current: BTreeMap::new(),
+            sockets: BTreeMap::new(),
         };
         OpPlan {
             previous: Some(ACTIVE.with(|a| a.borrow_mut().replace(active))),
@@ -155,19 +160,62 @@ pub async fn skipped(node: &str, op: usize) -> bool {
     skip
 }
 
-/// [`skipped`] for an operation that runs on its own schedule (a
-/// connector's timer-driven calls): whether to leave it out, decided at
-/// once, without pacing (its schedule already says when it starts).
-pub fn skipped_now(node: &str, op: usize) -> bool {
+/// The flag of an operation of the quiet phase (after the deadline) in its
+/// number: the shrinker leaves such an operation out only when the failure
+/// is prefix-closed ([`crate::registry::ScenarioDef::prefix_closed`]), as a
+/// check that needs the quiet phase would otherwise fail for want of it.
+/// A workload whose operations go on after the deadline sets it on theirs.
+pub const QUIET_OP: usize = 1 << 60;
+
+/// A number for [`skipped_call`] of a call of a node that runs several
+/// tasks at once: its kind (`source`: a connector's traversal or workers, a
+/// feed host's renewals, …) and key (item, queue, lease) hashed, then its
+/// place `nth` among the calls of that kind on that key, so that leaving
+/// one out renumbers no call of another kind or key.
+pub fn call_number(source: &str, key: &str, nth: usize) -> usize {
+    const PER_KEY: usize = 10_000;
+    let h = overcast_sim::rng::fnv1a(format!("{source}/{key}").as_bytes());
+    (h % 1_000_000) as usize * PER_KEY + nth.min(PER_KEY - 1)
+}
+
+/// [`skipped`] for a call of a node that runs several tasks at once, each
+/// on its own schedule (a queues connector's traversal and workers, a feed
+/// host's processing loop and renewer): whether to leave out call `op`,
+/// decided at once, without pacing (its schedule already says when it
+/// starts), and without making it the node's current operation (the call's
+/// requests are named by the socket they are sent from, [`name_socket`]).
+pub fn skipped_call(node: &str, op: usize) -> bool {
     let node = node_of(node);
     ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         let Some(a) = a.as_mut() else {
             return false;
         };
-        set_current(&mut a.current, node, op);
         record(&mut a.drawn, node, op, now_ns());
         a.skip.get(node).is_some_and(|s| s.contains(&op))
+    })
+}
+
+/// Says that what node `node` sends from `port` (an SDK client's socket)
+/// belongs to call `op` from now on (`None`: to no call of its own, then
+/// to the node's current operation), until named again. Each task of a
+/// node has its own client and socket, so its requests, and the replies to
+/// them, are named by the call that task is in, whichever task drew last.
+pub fn name_socket(node: &str, port: u16, op: Option<usize>) {
+    let node = node_of(node);
+    ACTIVE.with(|a| {
+        let mut a = a.borrow_mut();
+        let Some(a) = a.as_mut() else {
+            return;
+        };
+        match op {
+            Some(op) => {
+                a.sockets.insert((node.to_string(), port), op);
+            }
+            None => {
+                a.sockets.remove(&(node.to_string(), port));
+            }
+        }
     })
 }
 
@@ -177,6 +225,24 @@ pub fn skipped_now(node: &str, op: usize) -> bool {
 pub fn current(node: &str) -> Option<usize> {
     let node = node_of(node);
     ACTIVE.with(|a| a.borrow().as_ref()?.current.get(node).copied())
+}
+
+/// The operation what node `node` sends from `port` belongs to: the call
+/// its socket there was named for ([`name_socket`]), else the node's
+/// current operation ([`current`]).
+pub fn current_at(node: &str, port: u16) -> Option<usize> {
+    let node = node_of(node);
+    ACTIVE.with(|a| {
+        let a = a.borrow();
+        let a = a.as_ref()?;
+        // Only nodes with named sockets pay for the key.
+        if !a.sockets.is_empty() {
+            if let Some(op) = a.sockets.get(&(node.to_string(), port)) {
+                return Some(*op);
+            }
+        }
+        a.current.get(node).copied()
+    })
 }
 
 /// [`skipped`] for node `index` of role `role` (e.g. `client`, 3).
@@ -246,5 +312,37 @@ mod tests {
         let skip: SkipSet = [("client-0".to_string(), BTreeSet::from([0]))].into();
         drop(OpPlan::install(&skip, &Pace::new()));
         assert!(!in_sim(skipped("client-0", 0)));
+    }
+
+    #[test]
+    fn a_socket_named_by_its_call_keeps_it_whatever_the_node_drew_last() {
+        let skip: SkipSet = [("connector-0".to_string(), BTreeSet::from([7]))].into();
+        let plan = OpPlan::install(&skip, &Pace::new());
+        in_sim(async {
+            assert!(!skipped_call("connector-0", 5));
+            name_socket("connector-0", 1001, Some(5));
+            assert!(
+                skipped_call("connector-0#1", 7),
+                "an incarnation is its node"
+            );
+            assert!(!skipped_call("connector-0", 9));
+            name_socket("connector-0", 1002, Some(9));
+            assert_eq!(current_at("connector-0", 1001), Some(5));
+            assert_eq!(current_at("connector-0#1", 1002), Some(9));
+            assert_eq!(
+                current_at("connector-0", 1003),
+                None,
+                "a call is no node's current"
+            );
+            assert!(!skipped("connector-0", 3).await);
+            assert_eq!(
+                current_at("connector-0", 1003),
+                Some(3),
+                "else the node's current"
+            );
+            name_socket("connector-0", 1001, None);
+            assert_eq!(current_at("connector-0", 1001), Some(3));
+        });
+        assert_eq!(plan.finish()["connector-0"].len(), 4, "calls are drawn");
     }
 }

@@ -341,6 +341,14 @@ pub trait ScenarioDef: Send + Sync + 'static {
     ) -> Option<Result<overcast_sim::lin::Report, String>> {
         None
     }
+    /// Whether a violation of `property` stays one in every longer run: it
+    /// is judged on what happened before it (no liveness, nothing about the
+    /// end state or how long the run went on), so the shrinker may cut the
+    /// quiet phase short when that is the property a failure breaks.
+    /// Default: no property.
+    fn prefix_closed(&self, _property: &str) -> bool {
+        false
+    }
     /// Reshapes the resolved fault plan before the world runs (e.g. keeps the
     /// clocks within a bound the scenario's clients state). Called on every
     /// run, drawn or saved plan alike, so replays agree. Default: unchanged.
@@ -404,6 +412,8 @@ pub trait DynScenario: Send + Sync {
     fn execute(&self, s: &Scenario) -> Result<Executed, String>;
     /// The names of its reductions.
     fn reduction_names(&self) -> Vec<&'static str>;
+    /// [`ScenarioDef::prefix_closed`].
+    fn prefix_closed(&self, property: &str) -> bool;
     /// The `i`-th candidate of reduction `r` on these parameters.
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value>;
     /// Generated scenarios (parameters, seed and swarm switch).
@@ -524,6 +534,9 @@ impl<D: ScenarioDef> DynScenario for D {
     }
     fn reduction_names(&self) -> Vec<&'static str> {
         self.reductions().iter().map(|r| r.0).collect()
+    }
+    fn prefix_closed(&self, property: &str) -> bool {
+        ScenarioDef::prefix_closed(self, property)
     }
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value> {
         let p: D::Params = parse(ScenarioDef::name(self), params).ok()?;

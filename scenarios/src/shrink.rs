@@ -5,7 +5,8 @@
 //! 1. parameters: greedily try the scenario's own reductions (fewer clients,
 //!    operations, items, no occ liveness probe, ...) and the envelope's (no
 //!    packet loss, disk faults, duplicated and reordered datagrams, a
-//!    shorter active phase, clock faults);
+//!    shorter active phase, clock faults; a shorter quiet phase when the
+//!    property is prefix-closed, [`crate::registry::ScenarioDef::prefix_closed`]);
 //! 2. the history: leave out individual client operations (the scenario's
 //!    `skip` set, see [`crate::ops`]) and fault events, delta-debugging
 //!    style: halves, then quarters, ... then one at a time; once with the
@@ -49,14 +50,42 @@ pub struct Shrunk {
 /// envelope's reductions leave a run, ms.
 const MIN_ACTIVE_MS: u64 = 1_000;
 
+/// The shortest quiet phase the envelope's reductions leave a run whose
+/// failure is prefix-closed, ms, and the least time it leaves after the
+/// end of the last fault (a restarted node's recovery, a healed link's
+/// retries).
+const MIN_QUIET_MS: u64 = 1_000;
+
 /// A reduction of the envelope (faults), common to every scenario: the
-/// `i`-th candidate, or `None`.
-type EnvelopeReduction = fn(&Scenario, usize) -> Option<Scenario>;
+/// `i`-th candidate, or `None`; the flag says whether the failure's
+/// property is prefix-closed.
+type EnvelopeReduction = fn(&Scenario, usize, bool) -> Option<Scenario>;
+
+/// When fault event `e` ends (a crashed node restarts, a partition heals, a
+/// pause ends), ms.
+fn fault_end_ms(e: &overcast_sim::faults::FaultEvent) -> u64 {
+    use overcast_sim::faults::Fault;
+    e.at_ms
+        + match &e.fault {
+            Fault::Partition { for_ms, .. }
+            | Fault::Pause { for_ms, .. }
+            | Fault::Isolate { for_ms, .. } => *for_ms,
+            Fault::Crash { down_ms, .. } => *down_ms,
+        }
+}
+
+/// When the last fault event of `s`'s plan ends, ms.
+fn faults_end_ms(s: &Scenario) -> u64 {
+    s.plan
+        .as_ref()
+        .and_then(|p| p.events.iter().map(fault_end_ms).max())
+        .unwrap_or(0)
+}
 
 /// The envelope's reductions, tried after the scenario's own.
 /// (Fault events one by one are the history pass's.)
 const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
-    ("no packet loss", |s, i| {
+    ("no packet loss", |s, i, _| {
         let plan = s.plan.as_ref()?;
         (i == 0 && plan.packet_loss > 0.0).then(|| {
             let mut t = s.clone();
@@ -64,7 +93,7 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             t
         })
     }),
-    ("no disk faults", |s, i| {
+    ("no disk faults", |s, i, _| {
         let plan = s.plan.as_ref()?;
         (i == 0 && !plan.storage.is_off()).then(|| {
             let mut t = s.clone();
@@ -72,7 +101,7 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             t
         })
     }),
-    ("no duplicated or reordered datagrams", |s, i| {
+    ("no duplicated or reordered datagrams", |s, i, _| {
         let plan = s.plan.as_ref()?;
         (i == 0 && plan.network != Default::default()).then(|| {
             let mut t = s.clone();
@@ -80,7 +109,7 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             t
         })
     }),
-    ("halve the active phase", |s, i| {
+    ("halve the active phase", |s, i, prefix_closed| {
         // The quiet phase after it (heal, probes, drain) stays whole, so a
         // check that needs it still gets it; only the time the workload and
         // the fault plan have shrinks.
@@ -90,10 +119,15 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             if let Some(plan) = t.plan.as_mut() {
                 plan.events.retain(|e| e.at_ms < t.deadline_ms);
             }
+            if prefix_closed {
+                // A quiet phase cut short still outlasts the faults.
+                let least = (faults_end_ms(&t) + MIN_QUIET_MS).saturating_sub(t.deadline_ms);
+                t.quiet_ms = t.quiet_ms.max(least);
+            }
             t
         })
     }),
-    ("perfect clocks", |s, i| {
+    ("perfect clocks", |s, i, _| {
         let plan = s.plan.as_ref()?;
         (i == 0 && !plan.clocks.is_empty()).then(|| {
             let mut t = s.clone();
@@ -101,10 +135,46 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             t
         })
     }),
+    ("halve the quiet phase", |s, i, prefix_closed| {
+        // Only for a property judged on what came before the violation: a
+        // shorter run cannot make it fail where a longer one would not. The
+        // run still ends well after the last fault does, so no crashed
+        // node's recovery is cut off (a record it would drop would count
+        // as committed): the first candidate leaves out the fault events
+        // that would outlast the shorter run, the second keeps them and
+        // cuts the quiet phase only as far as they allow.
+        if !prefix_closed {
+            return None;
+        }
+        let half = (s.quiet_ms / 2).max(MIN_QUIET_MS);
+        let mut t = s.clone();
+        match i {
+            0 => {
+                t.quiet_ms = half;
+                let end = t.deadline_ms + half - MIN_QUIET_MS;
+                if let Some(plan) = t.plan.as_mut() {
+                    plan.events.retain(|e| fault_end_ms(e) <= end);
+                }
+            }
+            1 => {
+                t.quiet_ms =
+                    half.max((faults_end_ms(s) + MIN_QUIET_MS).saturating_sub(s.deadline_ms));
+            }
+            _ => return None,
+        }
+        (t.quiet_ms < s.quiet_ms).then_some(t)
+    }),
 ];
 
-/// The `i`-th candidate of reduction `r` (the scenario's own first, then the envelope's).
-fn candidate(def: &dyn DynScenario, s: &Scenario, r: usize, i: usize) -> Option<Scenario> {
+/// The `i`-th candidate of reduction `r` (the scenario's own first, then
+/// the envelope's) for a failure of `property`.
+fn candidate(
+    def: &dyn DynScenario,
+    s: &Scenario,
+    property: &str,
+    r: usize,
+    i: usize,
+) -> Option<Scenario> {
     let own = def.reduction_names().len();
     if r < own {
         let params = def.reduce(&s.params, r, i)?;
@@ -113,7 +183,7 @@ fn candidate(def: &dyn DynScenario, s: &Scenario, r: usize, i: usize) -> Option<
             ..s.clone()
         })
     } else {
-        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i)
+        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i, def.prefix_closed(property))
     }
 }
 
@@ -143,6 +213,12 @@ struct Search<'p, F> {
     kept: usize,
     max_tries: usize,
     progress: &'p mut F,
+    /// The failure's quiet phase before shrinking, ms, and the properties
+    /// it broke: a candidate with a shorter one, or with operations of it
+    /// left out, may break no other property that is not prefix-closed (a
+    /// check that needs the whole quiet phase would fail for want of it).
+    quiet_ms: u64,
+    broken: Vec<String>,
 }
 
 impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
@@ -154,8 +230,19 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         }
         self.tried += 1;
         let run = run_isolated_with(self.def, &c);
+        // A quiet phase cut short, or operations of it left out, may not
+        // break another property that needs the whole quiet phase.
+        let quiet_cut = c.quiet_ms < self.quiet_ms
+            || c.skip
+                .values()
+                .flatten()
+                .any(|op| op & crate::ops::QUIET_OP != 0);
         let better = run.first_property().as_deref() == Some(self.property.as_str())
-            && size(&run) < size(&self.best);
+            && size(&run) < size(&self.best)
+            && (!quiet_cut
+                || run.violations().iter().all(|v| {
+                    self.def.prefix_closed(&v.property) || self.broken.contains(&v.property)
+                }));
         if better {
             self.kept += 1;
             (self.progress)(step, &run);
@@ -173,7 +260,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         'outer: loop {
             for r in 0..reductions {
                 let mut i = 0;
-                while let Some(c) = candidate(self.def, &self.best_s, r, i) {
+                while let Some(c) = candidate(self.def, &self.best_s, &self.property, r, i) {
                     match self.try_candidate(c, reduction_name(self.def, r)) {
                         None => break 'outer,
                         // Restart from the most powerful reduction on the smaller scenario.
@@ -194,7 +281,8 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         // The operations kept start when they did in the current failure.
         let mut base = self.best_s.clone();
         base.pace = crate::ops::pace_of(&self.best.drawn);
-        let mut units = history_units(&self.best, &base);
+        let quiet_ok = self.def.prefix_closed(&self.property);
+        let mut units = history_units(&self.best, &base, quiet_ok);
         if order == Order::ByTime {
             let start = |u: &Unit| match u {
                 Unit::Op(node, i) => base
@@ -258,14 +346,16 @@ enum Unit {
 }
 
 /// The operations `run` drew and did not skip, node by node (so that early
-/// chunks are whole clients), then its scenario's fault events.
-fn history_units(run: &RunResult, s: &Scenario) -> Vec<Unit> {
+/// chunks are whole clients), then its scenario's fault events. Operations
+/// of the quiet phase ([`crate::ops::QUIET_OP`]) only if `quiet_ok`.
+fn history_units(run: &RunResult, s: &Scenario, quiet_ok: bool) -> Vec<Unit> {
     let mut units = Vec::new();
     for (node, drawn) in &run.drawn {
         let skipped = s.skip.get(node);
         units.extend(
             drawn
                 .keys()
+                .filter(|i| quiet_ok || *i & crate::ops::QUIET_OP == 0)
                 .filter(|i| !skipped.is_some_and(|k| k.contains(i)))
                 .map(|i| Unit::Op(node.clone(), *i)),
         );
@@ -337,6 +427,12 @@ pub fn shrink(
     let first = run_isolated_with(def, &best_s);
     let property = first.first_property()?;
     let ops_before = first.history.workload_ops();
+    let quiet_ms = best_s.quiet_ms;
+    let broken = first
+        .violations()
+        .iter()
+        .map(|v| v.property.clone())
+        .collect();
     let mut search = Search {
         def,
         property,
@@ -346,13 +442,28 @@ pub fn shrink(
         kept: 0,
         max_tries,
         progress: &mut progress,
+        quiet_ms,
+        broken,
     };
     search.reduce_parameters();
+    // For a prefix-closed failure the cut in time order goes first, and the
+    // parameters are tried again after it: its early candidates leave out
+    // whole stretches after the violation, late fault events with them,
+    // after which the quiet phase can be cut short.
+    let prefix_closed = def.prefix_closed(&search.property);
     loop {
         // Two cuts of the same units: one may leave out what the other cannot
         // (a whole client; a stretch of time with its faults).
-        let by_node = search.remove_history(Order::ByNode);
-        let by_time = search.remove_history(Order::ByTime);
+        let (by_time, by_node) = if prefix_closed {
+            let by_time = search.remove_history(Order::ByTime);
+            if by_time {
+                search.reduce_parameters();
+            }
+            (by_time, search.remove_history(Order::ByNode))
+        } else {
+            let by_node = search.remove_history(Order::ByNode);
+            (search.remove_history(Order::ByTime), by_node)
+        };
         if !(by_node || by_time) || !search.reduce_parameters() {
             break;
         }
@@ -443,6 +554,51 @@ mod tests {
             .unwrap()
             .reproduced_by(&crate::saved::SavedOutcome::of(&again)));
         assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+    }
+
+    #[test]
+    fn the_quiet_phase_is_cut_only_for_a_prefix_closed_property_and_outlasts_the_faults() {
+        let def = find("feed").unwrap();
+        let mut s = Scenario::new(def, 0);
+        let mut plan = overcast_sim::faults::FaultPlan::none();
+        for (at_ms, down_ms) in [(1_000, 500), (s.deadline_ms - 100, 5_000)] {
+            plan.events.push(overcast_sim::faults::FaultEvent {
+                at_ms,
+                fault: overcast_sim::faults::Fault::Crash {
+                    node: "server-0".into(),
+                    down_ms,
+                },
+            });
+        }
+        s.plan = Some(plan);
+        s.quiet_ms = 8_000;
+        let quiet = |s: &Scenario, property: &str, i: usize| {
+            let r = def.reduction_names().len()
+                + ENVELOPE_REDUCTIONS
+                    .iter()
+                    .position(|(n, _)| *n == "halve the quiet phase")
+                    .unwrap();
+            candidate(def, s, property, r, i)
+        };
+        assert!(
+            quiet(&s, "CF3", 0).is_none(),
+            "CF3 needs the whole quiet phase"
+        );
+        assert!(def.prefix_closed("CF1") && !def.prefix_closed("liveness"));
+        let dropped = quiet(&s, "CF1", 0).expect("a candidate");
+        assert_eq!(dropped.quiet_ms, 4_000);
+        assert_eq!(dropped.plan.unwrap().events.len(), 1, "the late crash goes");
+        let kept = quiet(&s, "CF1", 1).expect("a candidate");
+        assert_eq!(kept.plan.as_ref().unwrap().events.len(), 2);
+        assert_eq!(
+            kept.quiet_ms, 5_900,
+            "the late crash ends 4.9 s after the deadline"
+        );
+        s.quiet_ms = 5_900;
+        assert!(
+            quiet(&s, "CF1", 1).is_none(),
+            "no shorter quiet phase outlasts it"
+        );
     }
 
     #[test]

@@ -25,6 +25,9 @@ use overcast_sim::clock::NodeClock;
 use overcast_sim::history::OpRecord;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The server's log device: a simulated disk that also records each record
@@ -91,6 +94,11 @@ pub struct HostObserver {
     pub clock: NodeClock,
     /// Its client number in the history's operations.
     pub client: usize,
+    /// The end of the active phase (simulated ns): calls after it are of
+    /// the quiet phase ([`crate::ops::QUIET_OP`]).
+    pub deadline_ns: u64,
+    /// Calls asked about so far, by what and key (their skip numbers).
+    pub asked: RefCell<BTreeMap<(String, String), usize>>,
 }
 
 impl ProcessorObserver for HostObserver {
@@ -111,6 +119,42 @@ impl ProcessorObserver for HostObserver {
             result: known.then_some(FeedResult { status: c.status }),
             attempts: c.attempts.iter().map(attempt).collect(),
         });
+    }
+
+    /// A host call of the active phase is numbered for the shrinker
+    /// ([`crate::ops::call_number`]: what it is for and is, its key, its
+    /// place among those) and asked about ([`crate::ops::skipped_call`]);
+    /// a call it sends is named by that number (its socket,
+    /// [`crate::ops::name_socket`]), so the loop's and the renewer's calls
+    /// keep their faults whatever the other task leaves out. Bootstrap is
+    /// never left out and names no call; a call after the deadline carries
+    /// [`crate::ops::QUIET_OP`], left out only for a prefix-closed failure.
+    fn skipped(&self, what: &str, key: &str, from: Option<SocketAddr>, setup: bool) -> bool {
+        let number = if setup {
+            None
+        } else {
+            let nth = {
+                let mut asked = self.asked.borrow_mut();
+                let n = asked
+                    .entry((what.to_string(), key.to_string()))
+                    .or_default();
+                *n += 1;
+                *n - 1
+            };
+            // The incarnation's name too: a restarted host counts again.
+            let what = format!("{}/{what}", self.name);
+            let quiet = if sim_now_ns() >= self.deadline_ns {
+                crate::ops::QUIET_OP
+            } else {
+                0
+            };
+            Some(crate::ops::call_number(&what, key, nth) | quiet)
+        };
+        let skipped = number.is_some_and(|n| crate::ops::skipped_call(&self.name, n));
+        if let (Some(from), false) = (from, skipped) {
+            crate::ops::name_socket(&self.name, from.port(), number);
+        }
+        skipped
     }
 }
 

@@ -19,6 +19,7 @@ use overcast_sim::history::{OpRecord, Slot};
 use rand::Rng;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -199,15 +200,9 @@ pub struct Observer {
     next: Cell<u64>,
     /// Calls asked about so far, by source and key (their skip numbers).
     asked: RefCell<BTreeMap<(String, String), usize>>,
-}
-
-/// A connector call's number for [`crate::ops::skipped_now`]: its source
-/// and key (item or queue) hashed, then its place among that source's calls
-/// on that key, so that leaving one out renumbers no call on another key.
-fn call_number(source: &str, key: &str, nth: usize) -> usize {
-    const PER_KEY: usize = 10_000;
-    let h = overcast_sim::rng::fnv1a(format!("{source}/{key}").as_bytes());
-    (h % 1_000_000) as usize * PER_KEY + nth.min(PER_KEY - 1)
+    /// The number of the call just asked about and kept, which
+    /// [`ConnectorObserver::begin`] names the call's socket by.
+    kept: Cell<Option<usize>>,
 }
 
 impl Observer {
@@ -221,6 +216,7 @@ impl Observer {
             slots: RefCell::new(BTreeMap::new()),
             next: Cell::new(0),
             asked: RefCell::new(BTreeMap::new()),
+            kept: Cell::new(None),
         }
     }
 }
@@ -239,7 +235,14 @@ pub fn key_of(req: &QueueRequest) -> String {
 }
 
 impl ConnectorObserver for Observer {
-    fn begin(&self, req: &QueueRequest, source: Source) -> u64 {
+    fn begin(&self, req: &QueueRequest, source: Source, from: Option<SocketAddr>) -> u64 {
+        // The call's requests (and the replies to them) are named by the
+        // call, not by whatever call another task of the connector asked
+        // about last; a call not asked about (setup, the final pass) by none.
+        let kept = self.kept.take();
+        if let Some(from) = from {
+            crate::ops::name_socket(&self.name, from.port(), kept);
+        }
         let slot = self.rec.begin(OpRecord {
             id: 0,
             client: self.id,
@@ -277,7 +280,10 @@ impl ConnectorObserver for Observer {
             *n += 1;
             *n - 1
         };
-        crate::ops::skipped_now(&self.name, call_number(&source, &key, nth))
+        let number = crate::ops::call_number(&source, &key, nth);
+        let skipped = crate::ops::skipped_call(&self.name, number);
+        self.kept.set((!skipped).then_some(number));
+        skipped
     }
 
     fn event(&self, e: ConnectorEvent) {
