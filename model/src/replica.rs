@@ -991,15 +991,25 @@ impl Replica {
         }
     }
 
+    /// The primary a follower redirects to: the one it last heard from, as
+    /// long as it heard from it within an election timeout; after that it
+    /// names none (a client is told 503 rather than sent to a primary that
+    /// may be cut off, and finds the next one as soon as it is elected).
+    fn named_primary(&self, now: Millis) -> Option<ReplicaId> {
+        let fresh = now < self.last_heard + self.cfg.election_timeout();
+        self.primary_hint
+            .filter(|h| *h != self.cfg.me && (fresh || self.role != Role::Follower))
+    }
+
     /// A write request at `now`.
     pub fn write(&mut self, req: &Request, now: Millis) -> WriteOutcome {
         match self.role {
             Role::ReadReplica => return WriteOutcome::Forbidden,
             Role::Primary => {}
             _ => {
-                return match self.primary_hint {
-                    Some(hint) if hint != self.cfg.me => WriteOutcome::NotPrimary { hint },
-                    _ => WriteOutcome::NoPrimary,
+                return match self.named_primary(now) {
+                    Some(hint) => WriteOutcome::NotPrimary { hint },
+                    None => WriteOutcome::NoPrimary,
                 }
             }
         }
@@ -1039,7 +1049,7 @@ impl Replica {
             ReadConsistency::Strong => {
                 if self.role != Role::Primary {
                     return ReadOutcome::NotPrimary {
-                        hint: self.primary_hint.filter(|h| *h != self.cfg.me),
+                        hint: self.named_primary(now),
                     };
                 }
                 if !self.lease_valid(now) {
