@@ -237,6 +237,11 @@ model_bugs! {
     /// Not in the bug table: `regions` does not find it within the hunt's
     /// budget (README, regions section).
     session_token_overwritten,
+    /// SDK: session tokens are merged with the comparison the wrong way
+    /// round, keeping the smaller LSN, so a partition's token stays at the
+    /// first one the session saw and a lagging replica serves its session
+    /// reads. Breaks R5 (read-your-writes, monotonic reads).
+    session_token_merged_min,
 }
 
 #[cfg(test)]

@@ -1547,6 +1547,63 @@ mod tests {
     }
 
     #[test]
+    fn a_follower_names_no_primary_after_an_election_timeout_of_silence() {
+        let mut c = Cluster::new(ModelBugs::default());
+        c.run(3_000);
+        let p = c.primary().expect("a primary");
+        let f = (p + 1) % 3;
+        assert_eq!(
+            c.write(f, &upsert("a", "x")),
+            WriteOutcome::NotPrimary { hint: p as u32 }
+        );
+        // The primary is cut off: after an election timeout of silence (and
+        // before the followers' promises end) the follower names nobody.
+        c.cut = BTreeSet::from([p as u32]);
+        c.run(1_000);
+        assert_eq!(c.write(f, &upsert("a", "x")), WriteOutcome::NoPrimary);
+        // Once another is elected, it names that one.
+        c.run(3_000);
+        let q = c.primary().expect("a new primary");
+        assert_ne!(q, p);
+        let other = (0..3).find(|i| *i != p && *i != q).unwrap();
+        assert_eq!(
+            c.write(other, &upsert("a", "x")),
+            WriteOutcome::NotPrimary { hint: q as u32 }
+        );
+    }
+
+    #[test]
+    fn a_candidate_refused_for_a_promise_asks_again_when_it_ends() {
+        let mut r = Replica::new(cfg(1, ModelBugs::default()), 0);
+        // A candidate of term 1 at time 1000 (own clock).
+        r.tick(1_000);
+        assert_eq!(r.role(), Role::Candidate);
+        r.take_out();
+        // Voter 0 refuses: its promise runs 40 ms more.
+        r.on_message(
+            0,
+            Message::Vote {
+                term: 1,
+                granted: false,
+                promised_ms: 40,
+            },
+            1_010,
+        );
+        r.tick(1_040);
+        assert_eq!(r.term(), 1, "not before the promise ends");
+        r.tick(1_060);
+        assert_eq!(
+            r.term(),
+            2,
+            "asks again just after, not an election timeout later"
+        );
+        assert!(r
+            .take_out()
+            .iter()
+            .any(|(_, m)| matches!(m, Message::RequestVote { term: 2, .. })));
+    }
+
+    #[test]
     fn read_replicas_take_only_the_committed_log() {
         let mut c = Cluster::new(ModelBugs::default());
         c.run(2_000);

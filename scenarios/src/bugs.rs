@@ -358,6 +358,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["linearizability"],
     },
     BugInfo {
+        name: "session_token_merged_min",
+        what: "the SDK merges a partition's session tokens keeping the smaller LSN (min for max), so the token stays at the first one the session saw and a lagging replica serves the session's reads below its own writes",
+        scenarios: &["regions"],
+        caught_by: &["R5"],
+    },
+    BugInfo {
         name: "region_retry_loop",
         what: "the SDK ignores its unavailable-region marks, so a failed region is retried at once",
         scenarios: &["regions"],
