@@ -21,7 +21,11 @@
 //! the deployment's resolver answers from the replicas' reports), drawn into
 //! the parameters; replica clocks drift between 80% of the stated bound
 //! [`DRIFT_BOUND_PPM`] and the bound, either way, with no steps (a step is
-//! outside any drift bound: the leader lease argument needs bounded rates).
+//! outside any drift bound: the leader lease argument needs bounded rates),
+//! reverse direction at drawn times ([`RateFlip`]), and during each primary
+//! isolation run at the worst rates the bound allows: the isolated primary
+//! slow, the rest of its replica set fast ([`Fault::ClockRate`], aimed like
+//! the cut).
 
 pub mod converge;
 pub mod durable;
