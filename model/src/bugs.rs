@@ -209,14 +209,11 @@ model_bugs! {
     /// not step down without a majority), so a primary cut off from its
     /// replica set keeps serving after a new one took writes. Breaks
     /// linearizability of strong operations.
-    /// Not in the bug table: `regions` does not find it within the hunt's
-    /// budget (README, regions section).
     stale_read_after_failover,
     /// Replica: the leader lease has no margin for clock drift, so under the
     /// stated drift bound the old primary's lease can outlast a follower's
-    /// promise. Breaks linearizability under drift.
-    /// Not in the bug table: `regions` does not find it within the hunt's
-    /// budget (README, regions section).
+    /// promise. Breaks linearizability under drift (found by `regions` with
+    /// its clock-rate faults aimed at the isolations).
     leader_lease_no_skew_margin,
     /// Replica: a session read is served below the client's session token.
     /// Breaks R5 (session guarantees).
@@ -240,6 +237,11 @@ model_bugs! {
     /// Not in the bug table: `regions` does not find it within the hunt's
     /// budget (README, regions section).
     session_token_overwritten,
+    /// SDK: session tokens are merged with the comparison the wrong way
+    /// round, keeping the smaller LSN, so a partition's token stays at the
+    /// first one the session saw and a lagging replica serves its session
+    /// reads. Breaks R5 (read-your-writes, monotonic reads).
+    session_token_merged_min,
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@
 //!   carries one; a new client (a restarted process) starts with none.
 //!
 //! Every attempt and routing decision is returned with the call (for R6).
-//! Seeded bugs read here: `region_retry_loop`, `session_token_overwritten`.
+//! Seeded bugs read here: `region_retry_loop`, `session_token_overwritten`,
+//! `session_token_merged_min`.
 
 use crate::bugs::ModelBugs;
 use crate::client::{sim_now_ns, AttemptLog};
@@ -475,6 +476,9 @@ impl RegionClient {
                 RegionReply::Ok { response, lsn } => {
                     let merged = if self.cfg.bugs.session_token_overwritten {
                         lsn
+                    } else if self.cfg.bugs.session_token_merged_min {
+                        // The seeded slip: `min` for `max`.
+                        self.tokens.get(&partition).map_or(lsn, |t| (*t).min(lsn))
                     } else {
                         self.tokens.get(&partition).copied().unwrap_or(0).max(lsn)
                     };

@@ -190,6 +190,11 @@ pub enum Message {
         term: u64,
         /// Granted or not.
         granted: bool,
+        /// Refused because the voter still promises a lease: how much longer
+        /// the promise runs, ms of the voter's clock (0 otherwise). The
+        /// candidate asks again then instead of an election timeout later.
+        #[serde(default)]
+        promised_ms: u64,
     },
 }
 
@@ -320,7 +325,12 @@ pub struct Replica {
     out: Vec<(ReplicaId, Message)>,
     persist: Vec<Persist>,
     became_primary: Option<u64>,
+    /// A candidate refused for a promise asks again at this time (own clock).
+    retry_at: Option<Millis>,
 }
+
+/// How long after a refusing voter's promise ends a candidate asks again, ms.
+const RETRY_AFTER_PROMISE_MS: u64 = 5;
 
 /// Rounds of sends remembered for the lease.
 const ROUNDS_KEPT: usize = 4096;
@@ -358,6 +368,7 @@ impl Replica {
             out: Vec::new(),
             persist: Vec::new(),
             became_primary: None,
+            retry_at: None,
         }
     }
 
@@ -501,6 +512,7 @@ impl Replica {
             Role::ReadReplica
         };
         self.speculative = None;
+        self.retry_at = None;
         if term > self.term {
             self.term = term;
             self.voted_for = None;
@@ -531,7 +543,11 @@ impl Replica {
                 last_lsn,
                 last_term,
             } => self.on_request_vote(from, term, last_lsn, last_term, now),
-            Message::Vote { term, granted } => self.on_vote(from, term, granted, now),
+            Message::Vote {
+                term,
+                granted,
+                promised_ms,
+            } => self.on_vote(from, term, granted, promised_ms, now),
         }
     }
 
@@ -680,11 +696,17 @@ impl Replica {
         // primary it was promised to keeps its term).
         let promised = now < self.promise_until && self.primary_hint != Some(from);
         if term < self.term || promised && self.role != Role::Primary {
+            let promised_ms = if term >= self.term && promised {
+                self.promise_until - now
+            } else {
+                0
+            };
             self.out.push((
                 from,
                 Message::Vote {
                     term: self.term,
                     granted: false,
+                    promised_ms,
                 },
             ));
             return;
@@ -706,11 +728,19 @@ impl Replica {
             Message::Vote {
                 term: self.term,
                 granted,
+                promised_ms: 0,
             },
         ));
     }
 
-    fn on_vote(&mut self, from: ReplicaId, term: u64, granted: bool, now: Millis) {
+    fn on_vote(
+        &mut self,
+        from: ReplicaId,
+        term: u64,
+        granted: bool,
+        promised_ms: u64,
+        now: Millis,
+    ) {
         if term > self.term {
             self.step_down(term, now);
             return;
@@ -719,6 +749,16 @@ impl Replica {
             self.votes.insert(from);
             if self.votes.len() >= self.cfg.quorum() {
                 self.become_primary(now);
+            }
+        }
+        // Refused for a promise that ends soon: ask again just after it ends
+        // (a tick later) rather than an election timeout later. Only the
+        // timing of the next campaign changes; the voter still judges the
+        // promise on its own clock, so safety does not rest on this.
+        if self.role == Role::Candidate && !granted && promised_ms > 0 {
+            let at = now + promised_ms + RETRY_AFTER_PROMISE_MS;
+            if at < self.last_heard + self.cfg.election_timeout() {
+                self.retry_at = Some(self.retry_at.map_or(at, |r| r.min(at)));
             }
         }
     }
@@ -885,7 +925,8 @@ impl Replica {
         match self.role {
             Role::ReadReplica => {}
             Role::Follower | Role::Candidate => {
-                let quiet = now >= self.last_heard + self.cfg.election_timeout();
+                let quiet = now >= self.last_heard + self.cfg.election_timeout()
+                    || self.role == Role::Candidate && self.retry_at.is_some_and(|at| now >= at);
                 if quiet && now >= self.promise_until + self.cfg.stagger() {
                     self.campaign(now);
                 }
@@ -918,6 +959,7 @@ impl Replica {
     }
 
     fn campaign(&mut self, now: Millis) {
+        self.retry_at = None;
         self.term += 1;
         self.role = Role::Candidate;
         self.voted_for = Some(self.cfg.me);
@@ -949,15 +991,25 @@ impl Replica {
         }
     }
 
+    /// The primary a follower redirects to: the one it last heard from, as
+    /// long as it heard from it within an election timeout; after that it
+    /// names none (a client is told 503 rather than sent to a primary that
+    /// may be cut off, and finds the next one as soon as it is elected).
+    fn named_primary(&self, now: Millis) -> Option<ReplicaId> {
+        let fresh = now < self.last_heard + self.cfg.election_timeout();
+        self.primary_hint
+            .filter(|h| *h != self.cfg.me && (fresh || self.role != Role::Follower))
+    }
+
     /// A write request at `now`.
     pub fn write(&mut self, req: &Request, now: Millis) -> WriteOutcome {
         match self.role {
             Role::ReadReplica => return WriteOutcome::Forbidden,
             Role::Primary => {}
             _ => {
-                return match self.primary_hint {
-                    Some(hint) if hint != self.cfg.me => WriteOutcome::NotPrimary { hint },
-                    _ => WriteOutcome::NoPrimary,
+                return match self.named_primary(now) {
+                    Some(hint) => WriteOutcome::NotPrimary { hint },
+                    None => WriteOutcome::NoPrimary,
                 }
             }
         }
@@ -997,7 +1049,7 @@ impl Replica {
             ReadConsistency::Strong => {
                 if self.role != Role::Primary {
                     return ReadOutcome::NotPrimary {
-                        hint: self.primary_hint.filter(|h| *h != self.cfg.me),
+                        hint: self.named_primary(now),
                     };
                 }
                 if !self.lease_valid(now) {
@@ -1308,7 +1360,8 @@ mod tests {
                 2,
                 Message::Vote {
                     term: 4,
-                    granted: false
+                    granted: false,
+                    promised_ms: 0
                 }
             )]
         );
@@ -1329,7 +1382,8 @@ mod tests {
                 2,
                 Message::Vote {
                     term: 4,
-                    granted: true
+                    granted: true,
+                    promised_ms: 0
                 }
             )]
         );
@@ -1372,7 +1426,8 @@ mod tests {
                 2,
                 Message::Vote {
                     term: 1,
-                    granted: false
+                    granted: false,
+                    promised_ms: 1
                 }
             )]
         );
@@ -1383,7 +1438,8 @@ mod tests {
                 2,
                 Message::Vote {
                     term: 2,
-                    granted: true
+                    granted: true,
+                    promised_ms: 0
                 }
             )]
         );
@@ -1488,6 +1544,63 @@ mod tests {
             c.write(f, &upsert("a", "x")),
             WriteOutcome::NotPrimary { hint: p }
         );
+    }
+
+    #[test]
+    fn a_follower_names_no_primary_after_an_election_timeout_of_silence() {
+        let mut c = Cluster::new(ModelBugs::default());
+        c.run(3_000);
+        let p = c.primary().expect("a primary");
+        let f = (p + 1) % 3;
+        assert_eq!(
+            c.write(f, &upsert("a", "x")),
+            WriteOutcome::NotPrimary { hint: p as u32 }
+        );
+        // The primary is cut off: after an election timeout of silence (and
+        // before the followers' promises end) the follower names nobody.
+        c.cut = BTreeSet::from([p as u32]);
+        c.run(1_000);
+        assert_eq!(c.write(f, &upsert("a", "x")), WriteOutcome::NoPrimary);
+        // Once another is elected, it names that one.
+        c.run(3_000);
+        let q = c.primary().expect("a new primary");
+        assert_ne!(q, p);
+        let other = (0..3).find(|i| *i != p && *i != q).unwrap();
+        assert_eq!(
+            c.write(other, &upsert("a", "x")),
+            WriteOutcome::NotPrimary { hint: q as u32 }
+        );
+    }
+
+    #[test]
+    fn a_candidate_refused_for_a_promise_asks_again_when_it_ends() {
+        let mut r = Replica::new(cfg(1, ModelBugs::default()), 0);
+        // A candidate of term 1 at time 1000 (own clock).
+        r.tick(1_000);
+        assert_eq!(r.role(), Role::Candidate);
+        r.take_out();
+        // Voter 0 refuses: its promise runs 40 ms more.
+        r.on_message(
+            0,
+            Message::Vote {
+                term: 1,
+                granted: false,
+                promised_ms: 40,
+            },
+            1_010,
+        );
+        r.tick(1_040);
+        assert_eq!(r.term(), 1, "not before the promise ends");
+        r.tick(1_060);
+        assert_eq!(
+            r.term(),
+            2,
+            "asks again just after, not an election timeout later"
+        );
+        assert!(r
+            .take_out()
+            .iter()
+            .any(|(_, m)| matches!(m, Message::RequestVote { term: 2, .. })));
     }
 
     #[test]

@@ -352,6 +352,18 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["linearizability"],
     },
     BugInfo {
+        name: "leader_lease_no_skew_margin",
+        what: "the leader lease has no margin for clock drift: the primary serves strong reads for the whole lease of its own clock and a follower promises its vote away for the same length of its own, so a slow primary's lease outlasts fast followers' promises and a new primary takes writes while the old one still serves",
+        scenarios: &["regions"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
+        name: "session_token_merged_min",
+        what: "the SDK merges a partition's session tokens keeping the smaller LSN (min for max), so the token stays at the first one the session saw and a lagging replica serves the session's reads below its own writes",
+        scenarios: &["regions"],
+        caught_by: &["R5"],
+    },
+    BugInfo {
         name: "region_retry_loop",
         what: "the SDK ignores its unavailable-region marks, so a failed region is retried at once",
         scenarios: &["regions"],

@@ -54,6 +54,26 @@ pub enum Fault {
         /// How long the cut lasts.
         for_ms: u64,
     },
+    /// A clock-rate fault: the node `target` names at that moment (a node's
+    /// name, or what the scenario's resolver turns into one, as for
+    /// [`Fault::Isolate`]) runs at `drift_ppm` for `for_ms`, and the nodes of
+    /// `peers` other than it at `peers_ppm`; then each runs at the rate its
+    /// clock's schedule gives again. Only the rates change: the readings
+    /// bend, they never jump.
+    ClockRate {
+        /// The node, or a target the resolver names.
+        target: String,
+        /// Its rate, ppm (negative: slow).
+        drift_ppm: i64,
+        /// Other nodes whose rate changes too (the target left out).
+        #[serde(default)]
+        peers: Vec<String>,
+        /// Their rate, ppm.
+        #[serde(default)]
+        peers_ppm: i64,
+        /// How long.
+        for_ms: u64,
+    },
 }
 
 impl Fault {
@@ -65,6 +85,7 @@ impl Fault {
             Fault::Crash { .. } => "crash",
             Fault::Pause { .. } => "pause",
             Fault::Isolate { .. } => "isolate",
+            Fault::ClockRate { .. } => "clock_rate",
         }
     }
 }

@@ -286,7 +286,7 @@ pub fn node_lane(incarnation: &str) -> &str {
 }
 
 /// Offsets (ms) of a skewed clock at the times where its line bends: the
-/// start, each step (just before and after), the end.
+/// start, each step (just before and after), each rate change, the end.
 fn clock_points(skew: &ClockSkew, end_ns: u64) -> Vec<(u64, f64)> {
     let offset = |ns: u64| {
         let ms = skew.read_ms(Duration::from_nanos(ns)) as f64 - EPOCH_MS as f64;
@@ -301,10 +301,21 @@ fn clock_points(skew: &ClockSkew, end_ns: u64) -> Vec<(u64, f64)> {
         .collect();
     steps.sort_unstable();
     steps.dedup();
+    let rates: Vec<u64> = skew
+        .rate_changes
+        .iter()
+        .map(|(at_ms, _)| at_ms.saturating_mul(1_000_000))
+        .filter(|&ns| ns > 0 && ns < end_ns && !steps.contains(&ns))
+        .collect();
     for ns in steps {
         pts.push((ns - 1_000_000, offset(ns - 1_000_000)));
         pts.push((ns, offset(ns)));
     }
+    for ns in rates {
+        pts.push((ns, offset(ns)));
+    }
+    pts.sort_by_key(|(ns, _)| *ns);
+    pts.dedup_by_key(|(ns, _)| *ns);
     pts.push((end_ns, offset(end_ns)));
     pts
 }
@@ -313,6 +324,13 @@ fn skew_words(skew: &ClockSkew) -> String {
     let mut w = vec![format!("offset {:+.3} s", skew.offset_ms as f64 / 1000.0)];
     if skew.drift_ppm != 0 {
         w.push(format!("drift {:+} ppm", skew.drift_ppm));
+    }
+    for (at_ms, ppm) in &skew.rate_changes {
+        w.push(format!(
+            "drift {:+} ppm from {}",
+            ppm,
+            secs(at_ms * 1_000_000)
+        ));
     }
     for (at_ms, d) in &skew.steps {
         w.push(format!(
@@ -1079,6 +1097,7 @@ mod tests {
                 offset_ms: -1800,
                 drift_ppm: 0,
                 steps: vec![(2_000, 500)],
+                rate_changes: Vec::new(),
             },
         );
         plan.events.push(FaultEvent {

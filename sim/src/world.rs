@@ -328,8 +328,16 @@ where
     let rt = Runtime::with_seed_and_config(cfg.seed, config);
     let program = Arc::new(program);
     let topo = Arc::new(cfg.topology.clone());
-    let clock_of =
-        |name: &str| NodeClock::new(cfg.plan.clocks.get(name).cloned().unwrap_or_default());
+    // One clock per node, shared by its incarnations and the fault player.
+    let mut clocks: BTreeMap<String, NodeClock> = BTreeMap::new();
+    let mut clock_of = |name: &str| {
+        clocks
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                NodeClock::new(cfg.plan.clocks.get(name).cloned().unwrap_or_default())
+            })
+            .clone()
+    };
 
     let mut disks: BTreeMap<String, SimDisk> = BTreeMap::new();
     let mut nodes: BTreeMap<String, NodeHandle> = BTreeMap::new();
@@ -413,6 +421,7 @@ where
         };
         let all_done = || awaited.iter().all(|(_, d)| d.load(Ordering::Relaxed));
         let mut faults = FaultPlayer::new(ids.clone(), disks, plan, seed, out.clone(), resolver);
+        faults.clocks = clocks;
         // Play faults until the deadline or until every awaited node is done.
         loop {
             let elapsed = start.elapsed();
@@ -487,6 +496,7 @@ struct FaultPlayer {
     rng: rand_chacha::ChaCha8Rng,
     out: Arc<Mutex<WorldOutcome>>,
     resolver: Option<Resolver>,
+    clocks: BTreeMap<String, NodeClock>,
 }
 
 impl FaultPlayer {
@@ -510,6 +520,7 @@ impl FaultPlayer {
             rng: rng::stream(seed, "disk-crash"),
             out,
             resolver,
+            clocks: BTreeMap::new(),
         };
         for e in plan.events {
             p.push(Duration::from_millis(e.at_ms), Action::Start(e.fault));
@@ -620,6 +631,47 @@ impl FaultPlayer {
                         self.record(format!("isolate {target}: {node}"), None);
                         let peers: Vec<String> = from.into_iter().filter(|n| *n != node).collect();
                         self.cut_links(now, &[node], &peers, false, for_ms, kind);
+                    }
+                    Fault::ClockRate {
+                        target,
+                        drift_ppm,
+                        peers,
+                        peers_ppm,
+                        for_ms,
+                    } => {
+                        let node = if self.ids.contains_key(&target) {
+                            Some(target.clone())
+                        } else {
+                            self.resolver.as_ref().and_then(|r| (r.0)(&target))
+                        };
+                        let Some(clock) = node.as_ref().and_then(|n| self.clocks.get(n)) else {
+                            self.record(format!("clock rate {target}: names no node"), None);
+                            return;
+                        };
+                        let at_ms = now.as_millis() as u64;
+                        clock.hold_rate(at_ms, for_ms, drift_ppm);
+                        let node = node.unwrap_or_default();
+                        let mut others = Vec::new();
+                        for p in peers.iter().filter(|p| **p != node) {
+                            if let Some(c) = self.clocks.get(p) {
+                                c.hold_rate(at_ms, for_ms, peers_ppm);
+                                others.push(p.clone());
+                            }
+                        }
+                        let who = if node == target {
+                            node
+                        } else {
+                            format!("{target}: {node}")
+                        };
+                        let rest = if others.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {} {peers_ppm:+} ppm", others.join(", "))
+                        };
+                        self.record(
+                            format!("clock rate {who} {drift_ppm:+} ppm{rest} for {for_ms} ms"),
+                            Some(kind),
+                        );
                     }
                     Fault::Crash { node, down_ms } => {
                         let Some(&id) = self.ids.get(&node) else {

@@ -21,7 +21,11 @@
 //! the deployment's resolver answers from the replicas' reports), drawn into
 //! the parameters; replica clocks drift between 80% of the stated bound
 //! [`DRIFT_BOUND_PPM`] and the bound, either way, with no steps (a step is
-//! outside any drift bound: the leader lease argument needs bounded rates).
+//! outside any drift bound: the leader lease argument needs bounded rates),
+//! reverse direction at drawn times ([`RateFlip`]), and during each primary
+//! isolation run at the worst rates the bound allows: the isolated primary
+//! slow, the rest of its replica set fast ([`Fault::ClockRate`], aimed like
+//! the cut).
 
 pub mod converge;
 pub mod durable;
@@ -150,6 +154,31 @@ pub struct Isolation {
     pub at_ms: u64,
     /// How long.
     pub for_ms: u64,
+    /// The isolated primary's clock runs this much slow (ppm, within the
+    /// stated bound) while it is cut off, from the cut on, and the rest of
+    /// its replica set's clocks [`Isolation::fast_ppm`] fast: the clock-rate
+    /// fault aimed like the cut, the worst rates within the bound for the
+    /// leader lease (0 and 0: the clocks keep their own rates). Applied only
+    /// when the plan's replica clocks drift at all.
+    #[serde(default)]
+    pub slow_ppm: u64,
+    /// How fast the others' clocks run meanwhile, ppm.
+    #[serde(default)]
+    pub fast_ppm: u64,
+}
+
+/// A clock-rate flip: from `at_ms` on, the clock of `replica-<replica>`
+/// drifts the other way at the same rate (fast becomes slow and back),
+/// within the stated bound: a replica elected primary while its clock ran
+/// fast may run slow by the time it is isolated. Only the rate changes; the
+/// reading bends, it never jumps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateFlip {
+    /// The replica (`replica-i`) of the write region.
+    pub replica: usize,
+    /// When, ms after the start.
+    pub at_ms: u64,
 }
 
 /// The fault target that names the current primary of `partition` (the
@@ -217,6 +246,9 @@ pub struct RegionsParams {
     /// Isolations of a partition's current primary.
     #[serde(default)]
     pub isolations: Vec<Isolation>,
+    /// Flips of the replicas' clock rates (a drifting clock only).
+    #[serde(default)]
+    pub rate_flips: Vec<RateFlip>,
 }
 
 impl RegionsParams {
@@ -251,6 +283,7 @@ impl Default for RegionsParams {
             outages: Vec::new(),
             splits: Vec::new(),
             isolations: Vec::new(),
+            rate_flips: Vec::new(),
         }
     }
 }
@@ -291,14 +324,37 @@ fn draw_splits(seed: u64, replicas: usize) -> Vec<Split> {
 /// is still cut off.
 fn draw_isolations(seed: u64, partitions: u32) -> Vec<Isolation> {
     let mut rng = stream(seed, "regions-isolations");
+    let mut slow = stream(seed, "regions-isolation-clocks");
+    let bound = DRIFT_BOUND_PPM;
     let n = rng.gen_range(2..=4);
     (0..n)
         .map(|_| Isolation {
             partition: rng.gen_range(0..partitions.max(1)),
             at_ms: rng.gen_range(6_000..30_000),
             for_ms: rng.gen_range(6_000..11_000),
+            slow_ppm: slow.gen_range(bound * 4 / 5..=bound),
+            fast_ppm: slow.gen_range(bound * 4 / 5..=bound),
         })
         .collect()
+}
+
+/// Clock-rate flips drawn from the seed: for each replica of the write
+/// region, flips 3 to 10 s apart from a first one in the first 6 s until the
+/// end of the 30 s fault window, so that the direction a replica's clock
+/// runs in when it is elected says little about the one it runs in seconds
+/// later.
+fn draw_rate_flips(seed: u64, replicas: usize) -> Vec<RateFlip> {
+    let mut rng = stream(seed, "regions-rate-flips");
+    let mut flips = Vec::new();
+    for replica in 0..replicas {
+        let mut at: u64 = rng.gen_range(0..6_000);
+        while at < 30_000 {
+            flips.push(RateFlip { replica, at_ms: at });
+            at += rng.gen_range(3_000..10_000);
+        }
+    }
+    flips.sort_by_key(|f| (f.at_ms, f.replica));
+    flips
 }
 
 /// Node names of region `r`.
@@ -378,6 +434,7 @@ impl ScenarioDef for Regions {
             outages: draw_outages(seed, 1 + p.read_regions),
             splits: draw_splits(seed, p.replicas),
             isolations: draw_isolations(seed, p.partitions),
+            rate_flips: draw_rate_flips(seed, p.replicas),
             ..p
         }
     }
@@ -424,6 +481,7 @@ impl ScenarioDef for Regions {
                         outages: draw_outages(seed, 1 + read_regions),
                         splits: draw_splits(seed, replicas),
                         isolations: draw_isolations(seed, partitions),
+                        rate_flips: draw_rate_flips(seed, replicas),
                         ..RegionsParams::default()
                     }
                 },
@@ -471,6 +529,9 @@ impl ScenarioDef for Regions {
         if p.isolations.iter().any(|i| i.partition >= p.partitions) {
             return Err("an isolation names a partition that does not exist".into());
         }
+        if p.rate_flips.iter().any(|f| f.replica >= p.replicas) {
+            return Err("a clock-rate flip names a replica that does not exist".into());
+        }
         Ok(())
     }
 
@@ -480,7 +541,8 @@ impl ScenarioDef for Regions {
              partitions={} items={} ops/client={} think={}..{} ms consistency={}; \
              strong readers={} ({} reads, think {}..{} ms)\n\
              lease={} ms (drift bound {} ppm) election timeout={} ms heartbeat={} ms ship={} ms \
-             fsync={}..{} ms request timeout={} ms; outages: {}; splits: {}; primary isolations: {}",
+             fsync={}..{} ms request timeout={} ms; outages: {}; splits: {}; primary isolations: {}; \
+             clock-rate flips: {}",
             p.replicas,
             p.read_regions,
             p.clients,
@@ -526,7 +588,21 @@ impl ScenarioDef for Regions {
             } else {
                 p.isolations
                     .iter()
-                    .map(|i| format!("p{} at {} ms for {} ms", i.partition, i.at_ms, i.for_ms))
+                    .map(|i| {
+                        format!(
+                            "p{} at {} ms for {} ms (clocks -{}/+{} ppm)",
+                            i.partition, i.at_ms, i.for_ms, i.slow_ppm, i.fast_ppm
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            if p.rate_flips.is_empty() {
+                "none".to_string()
+            } else {
+                p.rate_flips
+                    .iter()
+                    .map(|f| format!("replica-{} at {} ms", f.replica, f.at_ms))
                     .collect::<Vec<_>>()
                     .join(", ")
             }
@@ -556,12 +632,23 @@ impl ScenarioDef for Regions {
         // stated bound, fast or slow as the mix drew it: the lease argument
         // is tested at its edge, where replicas drifting in opposite
         // directions disagree most (quartz at its rated tolerance); no steps.
+        // A replica's clock-rate flips reverse its direction at the same
+        // rate, so its rate stays within the bound throughout. Built afresh
+        // on every call: a saved plan holds the mix's clocks, not these.
         let bound = DRIFT_BOUND_PPM as i64;
         for (node, skew) in plan.clocks.iter_mut() {
             if node.starts_with("replica") || node.starts_with("reader") {
                 let scaled = (skew.drift_ppm.abs() * DRIFT_SCALE).min(bound);
                 skew.drift_ppm = skew.drift_ppm.signum() * (bound * 4 / 5 + scaled / 5);
                 skew.steps.clear();
+                skew.rate_changes.clear();
+                let mut rate = skew.drift_ppm;
+                for f in &p.rate_flips {
+                    if rate != 0 && format!("replica-{}", f.replica) == *node {
+                        rate = -rate;
+                        skew.rate_changes.push((f.at_ms, rate));
+                    }
+                }
             }
         }
         let all: Vec<String> = (0..=p.read_regions)
@@ -601,6 +688,10 @@ impl ScenarioDef for Regions {
                 },
             });
         }
+        let drifting = plan
+            .clocks
+            .iter()
+            .any(|(n, s)| n.starts_with("replica") && s.drift_ppm != 0);
         for i in &p.isolations {
             plan.events.push(FaultEvent {
                 at_ms: i.at_ms,
@@ -610,6 +701,18 @@ impl ScenarioDef for Regions {
                     for_ms: i.for_ms,
                 },
             });
+            if drifting && (i.slow_ppm > 0 || i.fast_ppm > 0) {
+                plan.events.push(FaultEvent {
+                    at_ms: i.at_ms,
+                    fault: Fault::ClockRate {
+                        target: primary_target(i.partition),
+                        drift_ppm: -(i.slow_ppm.min(DRIFT_BOUND_PPM) as i64),
+                        peers: region_nodes(p, 0),
+                        peers_ppm: i.fast_ppm.min(DRIFT_BOUND_PPM) as i64,
+                        for_ms: i.for_ms,
+                    },
+                });
+            }
         }
         plan.events.sort_by_key(|e| e.at_ms);
     }
@@ -913,6 +1016,33 @@ impl ScenarioDef for Regions {
                         isolations: Vec::new(),
                         ..p.clone()
                     })
+                })
+            }),
+            ("no clock-rate flips", |p, i| {
+                once(i, || {
+                    (!p.rate_flips.is_empty()).then(|| RegionsParams {
+                        rate_flips: Vec::new(),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("no clock rates aimed at isolations", |p, i| {
+                once(i, || {
+                    p.isolations
+                        .iter()
+                        .any(|i| i.slow_ppm > 0 || i.fast_ppm > 0)
+                        .then(|| RegionsParams {
+                            isolations: p
+                                .isolations
+                                .iter()
+                                .map(|i| Isolation {
+                                    slow_ppm: 0,
+                                    fast_ppm: 0,
+                                    ..i.clone()
+                                })
+                                .collect(),
+                            ..p.clone()
+                        })
                 })
             }),
             ("one primary isolation fewer", |p, i| {
