@@ -543,9 +543,25 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     let pass_ns = p.retry.request_timeout.as_nanos() as u64;
     let quiescence_ns = o.expiration_ms * 1_000_000
         + (final_leases.len() as u64 + 1) * (o.acquire_ms * 1_000_000 + pass_ns);
-    let settling = takeovers
+    // A host whose Acquire failed (503, 408, no answer) releases the copy
+    // its balancer saw, clearing a still-present other owner (SPEC §3.3.4):
+    // in the lease log, a version without owner written by a host that did
+    // not own the version before it. The lease is then taken again within
+    // an acquire interval, so balance waits for quiescence after it too.
+    let released_from_another = leases.values().flat_map(|vs| {
+        vs.windows(2).filter_map(|w| {
+            let (before, after) = (w[0].doc.as_ref()?, w[1].doc.as_ref()?);
+            let other = before.owner.as_ref().is_some_and(|o| *o != after.by);
+            (after.owner.is_none() && other).then_some(w[1].at_ns)
+        })
+    });
+    let late_expiry = takeovers
         .iter()
         .any(|(at, expired, _)| *expired && *at + quiescence_ns > end_ns);
+    let late_release = released_from_another
+        .into_iter()
+        .any(|at| at + quiescence_ns > end_ns);
+    let settling = late_expiry || late_release;
     let late: Vec<String> = takeovers
         .iter()
         .filter(|(at, expired, _)| !expired && *at + window_ns > end_ns)
@@ -555,7 +571,12 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         partly.insert("CF8");
         notes.insert(
             "CF8",
-            "not judged: a lease expired late in the quiet phase (its renewals were lost)".into(),
+            if late_expiry {
+                "not judged: a lease expired late in the quiet phase (its renewals were lost)"
+            } else {
+                "not judged: a failed acquire released another host's lease late in the quiet phase (§3.3.4)"
+            }
+            .into(),
         );
         if !unowned.is_empty() {
             partly.insert("CF7");
@@ -798,14 +819,26 @@ mod tests {
         at_ms: u64,
         version: u64,
     ) -> NodeEvent<FeedEvent> {
+        lease_version(token, Some(owner), owner, offset_ms, at_ms, version)
+    }
+
+    /// A lease document version naming `owner`, written by `by`.
+    fn lease_version(
+        token: u32,
+        owner: Option<&str>,
+        by: &str,
+        offset_ms: i64,
+        at_ms: u64,
+        version: u64,
+    ) -> NodeEvent<FeedEvent> {
         let doc = LeaseDoc {
             token,
             min: token * 128,
             max: token * 128 + 128,
-            owner: Some(owner.into()),
+            owner: owner.map(str::to_string),
             continuation: Some(10),
             timestamp: (at_ms as i64 + offset_ms) as u64,
-            by: owner.into(),
+            by: by.into(),
             parent: None,
         };
         let item = CosmosItem {
@@ -910,6 +943,57 @@ mod tests {
         assert!(
             found.iter().any(|m| m.contains("still change hands")),
             "{found:?}"
+        );
+    }
+
+    /// Swarm seed 2682, cut down: host-1 owns lease 1 and renews it; host-0
+    /// owns lease 0. host-0's balancer picks lease 1, its Acquire times out,
+    /// and it releases the copy it saw (§3.3.4), clearing host-1 as owner at
+    /// 69.0 s; host-0 takes the lease at 70.0 s, 0.25 s before the end:
+    /// host-0 owns both. The hosts are still settling, not unbalanced.
+    #[test]
+    fn a_failed_acquire_that_released_another_hosts_lease_late_is_settling_not_a_cf8_violation() {
+        let mut node_events = vec![lease_write(0, "host-0", 0, 50_000, 1)];
+        for (i, at) in [62_000u64, 64_000, 66_000, 68_000].iter().enumerate() {
+            node_events.push(lease_write(1, "host-1", 0, *at, 2 + i as u64));
+        }
+        node_events.push(lease_version(1, None, "host-0", 0, 69_000, 6));
+        node_events.push(lease_write(1, "host-0", 0, 70_000, 7));
+        for (i, at) in [62_000u64, 64_000, 66_000, 68_000, 70_000]
+            .iter()
+            .enumerate()
+        {
+            node_events.push(lease_write(0, "host-0", 0, *at, 8 + i as u64));
+        }
+        node_events.sort_by_key(|e| e.at_ns);
+        let h = History::<FeedCall, _, FeedEvent> {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops: Vec::new(),
+            events: vec![WorldEvent {
+                at_ns: 70 * S + S / 4,
+                what: "end".into(),
+            }],
+            node_events: node_events.clone(),
+        };
+        assert!(cf8(&h).is_empty(), "{:?}", cf8(&h));
+        // Without the release (host-1 still owning lease 1 at the end, but
+        // host-0 owning it too is impossible) the same end is unbalanced.
+        let mut kept: Vec<_> = node_events
+            .into_iter()
+            .filter(|e| {
+                e.at_ns < 69 * S
+                    || !matches!(&e.event, FeedEvent::Logged { lsn, .. } if *lsn == 6 || *lsn == 7)
+            })
+            .collect();
+        kept.push(lease_write(1, "host-0", 0, 69_500, 7));
+        kept.sort_by_key(|e| e.at_ns);
+        let h = History::<FeedCall, _, FeedEvent> {
+            node_events: kept,
+            ..h
+        };
+        assert!(
+            !cf8(&h).is_empty(),
+            "a steal of a live lease without a release is judged"
         );
     }
 }
