@@ -148,11 +148,11 @@ fn a_passing_run_has_no_page() {
 
 #[test]
 fn a_restarted_clients_operations_are_drawn_on_its_nodes_lane() {
-    // Seed 22's clients crash and restart: a restarted client is a new
-    // history client (client-7's third life is client 23), but its calls
+    // Seed 14's clients crash and restart: a restarted client is a new
+    // history client (client-6's third life is client 22), but its calls
     // belong on client-7's lane, and every lane an operation is drawn on is
     // a node of the run.
-    let r = run("regions", 22, "stale_read_after_failover");
+    let r = run("regions", 14, "stale_read_after_failover");
     let page = assert_is_a_failure_page(&r);
     let doc: serde_json::Value = serde_json::from_str(&r.history.to_json()).expect("json");
     let clients: Vec<u64> = doc["ops"]
