@@ -174,6 +174,8 @@ fn a_restarted_clients_operations_are_drawn_on_its_nodes_lane() {
         .map(|l| l["id"].as_str().expect("id"))
         .collect();
     assert_eq!(nodes.len(), 8, "one lane per client node: {nodes:?}");
+    // The checkers' "client 22" is tied to its node in the facts.
+    assert!(page.contains("their client n is node client-(n mod 8)"));
     for op in data["ops"].as_array().expect("ops") {
         let lane = op["lane"].as_str().expect("lane");
         assert!(nodes.contains(&lane), "op {} drawn on {lane}", op["id"]);

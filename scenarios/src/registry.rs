@@ -152,6 +152,9 @@ pub trait RunHistory: Send + 'static {
     fn workload_ops(&self) -> usize;
     /// Operations whose outcome is unknown.
     fn unknown_ops(&self) -> usize;
+    /// The largest history client number of the workload's operations
+    /// (below [`CHECK_CLIENTS`]), if any.
+    fn max_workload_client(&self) -> Option<usize>;
     /// Attempts beyond the first of each operation.
     fn retries(&self) -> usize;
     /// The history as time-ordered lines (`TIME WHO: WHAT`), for saying
@@ -188,6 +191,13 @@ where
     }
     fn unknown_ops(&self) -> usize {
         self.ops.iter().filter(|o| o.result.is_none()).count()
+    }
+    fn max_workload_client(&self) -> Option<usize> {
+        self.ops
+            .iter()
+            .map(|o| o.client)
+            .filter(|c| *c < CHECK_CLIENTS)
+            .max()
     }
     fn retries(&self) -> usize {
         self.ops
@@ -569,6 +579,22 @@ impl<D: ScenarioDef> DynScenario for D {
             *lost.entry(node.clone()).or_default() += 1;
         }
         t.add_world(&topology, &plan, &world.events, &lost);
+        // The checkers' words name history clients ("client 22"); the page
+        // draws nodes. Say how one becomes the other when a client restarted.
+        let (role, nodes) = ScenarioDef::client_role(self, &p);
+        if let Some(c) = history
+            .max_workload_client()
+            .filter(|c| nodes > 0 && *c >= nodes)
+        {
+            t.facts.push((
+                "clients".into(),
+                format!(
+                    "a restarted {role} is a new client to the checkers: their client n is node {role}-(n mod {nodes}) in its life n div {nodes} + 1 (client {c} is {} in life {})",
+                    client_node(role, c, nodes),
+                    c / nodes + 1,
+                ),
+            ));
+        }
         match history.as_any().downcast_ref::<D::History>() {
             Some(h) => ScenarioDef::timeline(self, &p, h, t),
             None => history.draw_generic(t, &|c| client_node("client", c, 0)),
