@@ -973,14 +973,18 @@ function draw(){
       label(g,x1,x2,top+13,(s.hl?'★ ':'')+s.label,held?'#fff':s.hl?'#8a1010':'#0b3d36',s.hl);tip(g,s.detail);}
     else{const b=x.o;el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:2,fill:'#ffcc80',stroke:'#fb8c00'},g);label(g,x1,x2,top+13,b.label,'#5d3a00');tip(g,b.detail);}});
   // Marks.
-  D.marks.forEach(m=>{const i=laneOf(m.lane);const x=X(m.t);const g=el('g',{});
+  // A label that would run into the one before it on its lane is left to
+  // the tooltip (a fault and its clock change often fall in one instant).
+  const labelEnd={};
+  D.marks.slice().sort((a,b)=>a.t-b.t).forEach(m=>{const i=laneOf(m.lane);const x=X(m.t);const g=el('g',{});
     // A node's own events sit at the bottom of its lane, under the bars' labels.
     const quiet=m.kind=='event'&&!m.hl&&m.lane!=='';const bottom=(i+1<laneTop.length?laneTop[i+1]:lanesBottom)-6;
     const yy=quiet?bottom:laneTop[i]+PADY+2;
     const c=m.kind=='problem'||m.hl?'#d50000':m.kind=='fault'?'#8e24aa':'#455a64';const r=m.hl?6:quiet?3:4;
     el('path',{d:`M${x} ${yy-r+4} L${x+r} ${yy+4} L${x} ${yy+r+4} L${x-r} ${yy+4} Z`,fill:c,stroke:'#fff','stroke-width':1},g);
     if(m.lane==='')el('line',{x1:x,x2:x,y1:AXIS-4,y2:lanesBottom,stroke:c,'stroke-opacity':0.35,'stroke-dasharray':'2,3'},g);
-    if(pxs*D.end>0&&(m.hl||m.kind!='event'||m.lane===''))el('text',{x:x+r+2,y:yy+8,'font-size':10,fill:c},g,m.label);
+    const lx=x+r+2;const room=m.hl||!(lx<(labelEnd[i]??-Infinity));
+    if(pxs*D.end>0&&(m.hl||m.kind!='event'||m.lane==='')&&room){el('text',{x:lx,y:yy+8,'font-size':10,fill:c},g,m.label);labelEnd[i]=lx+m.label.length*5.6+4;}
     tip(g,m.detail);});
   if(hasClock)drawClocks(W);
   labels.style.height=H+'px';drawOverview();
