@@ -69,7 +69,8 @@ fn fault_end_ms(e: &overcast_sim::faults::FaultEvent) -> u64 {
         + match &e.fault {
             Fault::Partition { for_ms, .. }
             | Fault::Pause { for_ms, .. }
-            | Fault::Isolate { for_ms, .. } => *for_ms,
+            | Fault::Isolate { for_ms, .. }
+            | Fault::ClockRate { for_ms, .. } => *for_ms,
             Fault::Crash { down_ms, .. } => *down_ms,
         }
 }
