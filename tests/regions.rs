@@ -88,4 +88,7 @@ fn appends_of_a_deposed_primary_break_state_machine_safety() {
         "{}",
         r.summary()
     );
+    for v in r.violations() {
+        eprintln!("[{}] {}", v.property, v.message);
+    }
 }

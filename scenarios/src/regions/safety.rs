@@ -66,6 +66,9 @@ impl Checker<RegionsHistory> for RaftSafety {
         let mut seen_pairs: BTreeMap<(u32, u64, &str), ()> = BTreeMap::new();
         // State machine safety: the first report of each (partition, LSN).
         let mut first: BTreeMap<(u32, u64), Report> = BTreeMap::new();
+        // And each node's own first report of it (a changed prefix is told
+        // against the node's own earlier entry).
+        let mut own: BTreeMap<(u32, &str, u64), Report> = BTreeMap::new();
         // Per partition: the first disagreement found and how many LSNs disagree.
         let mut conflicts: BTreeMap<u32, (u64, Report, Report, usize)> = BTreeMap::new();
         let mut applied = 0usize;
@@ -104,8 +107,13 @@ impl Checker<RegionsHistory> for RaftSafety {
                             term: a.term,
                             digest: a.digest,
                         };
-                        let was = *first.entry((*partition, a.lsn)).or_insert(now);
-                        if (was.term, was.digest) != (a.term, a.digest) {
+                        let mine = *own
+                            .entry((*partition, node_of(&e.node), a.lsn))
+                            .or_insert(now);
+                        let anyone = *first.entry((*partition, a.lsn)).or_insert(now);
+                        let differs = |r: &Report| (r.term, r.digest) != (a.term, a.digest);
+                        let was = if differs(&mine) { mine } else { anyone };
+                        if differs(&was) {
                             conflicts
                                 .entry(*partition)
                                 .and_modify(|c| c.3 += 1)
