@@ -242,6 +242,18 @@ model_bugs! {
     /// first one the session saw and a lagging replica serves its session
     /// reads. Breaks R5 (read-your-writes, monotonic reads).
     session_token_merged_min,
+    /// Replica: a voter grants every up-to-date candidate that asks in a
+    /// term, not only the first (the vote it cast is forgotten), so two
+    /// candidates can win one term. Breaks election safety.
+    vote_twice,
+    /// Replica: a follower takes appends of a lower term (a deposed primary's)
+    /// as if they were current, cutting entries of the newer term for them.
+    /// Breaks state machine safety.
+    /// Not in the bug table: `regions` does not reach it within the hunt's
+    /// budget (a deposed primary steps down before its successor is
+    /// elected, but for a few hundred ms); a replay file in
+    /// `scenarios/regressions/` shows it caught (README, regions section).
+    stale_term_append,
 }
 
 #[cfg(test)]

@@ -36,9 +36,15 @@
 //!   whose applied LSN reaches the client's token, else 404/1002; eventual at
 //!   any replica. Session tokens are `"<partition>:<lsn>"` ([`session_token`]).
 //!
+//! - What it applied: every entry a replica applies (LSN, term and a digest
+//!   of its effect, [`Applied`]) is noted for whoever runs it
+//!   ([`Replica::take_applied`]), so that a harness can compare replicas
+//!   (state machine safety) without reading their logs.
+//!
 //! Seeded bugs read here: `stale_read_after_failover`,
 //! `leader_lease_no_skew_margin`, `session_token_ignored`,
-//! `failover_loses_committed`, `commit_before_quorum`, `learner_reads_uncommitted`.
+//! `failover_loses_committed`, `commit_before_quorum`, `learner_reads_uncommitted`,
+//! `vote_twice`, `stale_term_append`.
 
 use crate::bugs::ModelBugs;
 use crate::conditions::Millis;
@@ -59,6 +65,23 @@ pub struct Entry {
     pub lsn: u64,
     /// What it changes.
     pub effect: Effect,
+}
+
+/// An entry a replica applied to its state, as it notes it: position, term
+/// and a digest of its effect (CRC-32 of the effect's bincode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    /// The entry's LSN.
+    pub lsn: u64,
+    /// Its term.
+    pub term: u64,
+    /// The digest of its effect.
+    pub digest: u32,
+}
+
+/// The digest of an effect: CRC-32 of its bincode.
+pub fn effect_digest(effect: &Effect) -> u32 {
+    crc32fast::hash(&bincode::serialize(effect).expect("effects serialise"))
 }
 
 /// The consistency level a read asks for (SPEC §4.4).
@@ -327,6 +350,8 @@ pub struct Replica {
     became_primary: Option<u64>,
     /// A candidate refused for a promise asks again at this time (own clock).
     retry_at: Option<Millis>,
+    /// Entries applied since the last [`Replica::take_applied`].
+    applied_notes: Vec<Applied>,
 }
 
 /// How long after a refusing voter's promise ends a candidate asks again, ms.
@@ -369,6 +394,7 @@ impl Replica {
             persist: Vec::new(),
             became_primary: None,
             retry_at: None,
+            applied_notes: Vec::new(),
         }
     }
 
@@ -462,6 +488,13 @@ impl Replica {
         self.became_primary.take()
     }
 
+    /// The entries it applied since the last call, in the order applied (a
+    /// replica rebuilt from its disk, or whose applied state is rebuilt,
+    /// applies, and notes, its committed prefix again).
+    pub fn take_applied(&mut self) -> Vec<Applied> {
+        std::mem::take(&mut self.applied_notes)
+    }
+
     fn term_at(&self, lsn: u64) -> u64 {
         match lsn {
             0 => 0,
@@ -488,7 +521,13 @@ impl Replica {
     fn apply_committed(&mut self) {
         while self.applied.lsn() < self.commit {
             let i = self.applied.lsn() as usize;
-            self.applied.redo(&self.log[i].effect);
+            let e = &self.log[i];
+            self.applied_notes.push(Applied {
+                lsn: e.lsn,
+                term: e.term,
+                digest: effect_digest(&e.effect),
+            });
+            self.applied.redo(&e.effect);
         }
     }
 
@@ -563,7 +602,9 @@ impl Replica {
         seq: u64,
         now: Millis,
     ) {
-        if term < self.term {
+        // The seeded bug `stale_term_append` skips this fence: an append of a
+        // deposed primary (a lower term) is taken as if it were current.
+        if term < self.term && !self.cfg.bugs.stale_term_append {
             self.out.push((
                 from,
                 Message::AppendAck {
@@ -716,8 +757,9 @@ impl Replica {
         }
         let up_to_date = (last_term, last_lsn) >= (self.last_term(), self.last_lsn())
             || self.cfg.bugs.failover_loses_committed;
-        let granted =
-            up_to_date && self.voted_for.is_none_or(|v| v == from) && self.role == Role::Follower;
+        // The seeded bug `vote_twice` forgets the vote already cast in this term.
+        let free = self.voted_for.is_none_or(|v| v == from) || self.cfg.bugs.vote_twice;
+        let granted = up_to_date && free && self.role == Role::Follower;
         if granted {
             self.voted_for = Some(from);
             self.persist_term();

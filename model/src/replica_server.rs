@@ -201,14 +201,33 @@ pub struct PrimaryChange {
     pub term: u64,
 }
 
+/// Entries a replica of a node applied in one step (after that step's
+/// records were durable): see [`crate::replica::Applied`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedChange {
+    /// The node (incarnation name).
+    pub node: String,
+    /// True simulated ns.
+    pub at_ns: u64,
+    /// The node's clock, ms.
+    pub local_ms: u64,
+    /// The partition.
+    pub partition: u32,
+    /// The entries, in the order applied.
+    pub entries: Vec<crate::replica::Applied>,
+}
+
 /// What a replica node shares with whoever runs it: its replicas (read once
-/// the run is over, for the final views), its primary changes and counts.
+/// the run is over, for the final views), its primary changes, what it
+/// applied and counts.
 #[derive(Default)]
 pub struct ReplicaReport {
     /// The replicas of the node's current incarnation, by partition.
     pub replicas: BTreeMap<u32, Replica>,
     /// Every time it became a primary.
     pub primaries: Vec<PrimaryChange>,
+    /// What its replicas applied, step by step.
+    pub applied: Vec<AppliedChange>,
     /// Counts: `answered_<status>`, `fsync_errors`, `torn_frames`, `duplicate_writes`.
     pub counts: BTreeMap<String, u64>,
     /// The node's clock when it last handled an event, ms.
@@ -466,7 +485,18 @@ pub async fn serve_replica(
         {
             let mut rep = lock(&report);
             let mut changes = Vec::new();
+            let mut applied = Vec::new();
             for (p, r) in rep.replicas.iter_mut() {
+                let entries = r.take_applied();
+                if !entries.is_empty() {
+                    applied.push(AppliedChange {
+                        node: cfg.node.clone(),
+                        at_ns: crate::client::sim_now_ns(),
+                        local_ms: now,
+                        partition: *p,
+                        entries,
+                    });
+                }
                 if let Some(term) = r.take_became_primary() {
                     changes.push(PrimaryChange {
                         node: cfg.node.clone(),
@@ -488,6 +518,7 @@ pub async fn serve_replica(
                 }
             }
             rep.primaries.extend(changes);
+            rep.applied.extend(applied);
             pending.retain(|w| {
                 let Some(r) = rep.replicas.get(&w.partition) else {
                     return false;

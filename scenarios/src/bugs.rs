@@ -337,13 +337,13 @@ pub const BUGS: &[BugInfo] = &[
         name: "failover_loses_committed",
         what: "a vote is granted without comparing logs, so a primary can be elected without every committed write",
         scenarios: &["regions"],
-        caught_by: &["durability", "linearizability", "R5"],
+        caught_by: &["durability", "linearizability", "R5", "state machine safety"],
     },
     BugInfo {
         name: "commit_before_quorum",
         what: "the primary commits and acknowledges a write as soon as it holds it itself, before a quorum of its replica set does",
         scenarios: &["regions"],
-        caught_by: &["durability", "linearizability", "R5"],
+        caught_by: &["durability", "linearizability", "R5", "state machine safety"],
     },
     BugInfo {
         name: "stale_read_after_failover",
@@ -370,10 +370,16 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["R6", "liveness"],
     },
     BugInfo {
+        name: "vote_twice",
+        what: "a voter forgets the vote it cast in a term and grants every up-to-date candidate that asks, so two candidates can win one term",
+        scenarios: &["regions"],
+        caught_by: &["election safety", "state machine safety"],
+    },
+    BugInfo {
         name: "learner_reads_uncommitted",
         what: "read replicas are shipped and apply entries the primary has not committed, so an eventual or session read can see a write a failover then loses (and its ETag, which the new primary then gives another version, lets an If-Match succeed on the wrong version)",
         scenarios: &["regions"],
-        caught_by: &["convergence", "durability", "R5", "linearizability"],
+        caught_by: &["state machine safety", "convergence", "durability", "R5", "linearizability"],
     },
 ];
 

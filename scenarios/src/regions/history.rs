@@ -1,7 +1,8 @@
 //! The regions scenario's history records: what a call asked (with its
 //! consistency level and session token), what the caller saw (and which
 //! region and replica answered), and the nodes' typed events (primaries
-//! elected, each replica's final state, the SDK's routing decisions).
+//! elected, the entries each replica applied, each replica's final state,
+//! the SDK's routing decisions).
 //!
 //! Session scope: a session is one client *incarnation*. A recreated client
 //! loses its tokens (SPEC §4.4), so the checkers key sessions by
@@ -184,6 +185,19 @@ pub mod route {
     pub const REFRESH_ACCOUNT: &str = "refresh_account";
 }
 
+/// One entry a replica applied, as it reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppliedEntry {
+    /// The entry's LSN.
+    pub lsn: u64,
+    /// The term of the primary that appended it.
+    pub term: u64,
+    /// A digest of its effect (CRC-32 of the effect's encoding): two
+    /// entries with different effects have, all but surely, different digests.
+    pub digest: u32,
+}
+
 /// Typed node events.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -194,6 +208,15 @@ pub enum RegionEvent {
         partition: u32,
         /// Its term (epoch), which fences older primaries.
         term: u64,
+    },
+    /// A replica (the event's node) applied entries of a partition to its
+    /// state, in this order, in one step. A restarted replica applies its
+    /// committed prefix again from its disk, and reports it again.
+    Applied {
+        /// The partition.
+        partition: u32,
+        /// The entries.
+        entries: Vec<AppliedEntry>,
     },
     /// A replica's view at the end of the run (after heal + quiet): what it
     /// has applied. Items absent from `items` are deleted or never created.

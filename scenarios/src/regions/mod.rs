@@ -2,8 +2,8 @@
 //! read regions, consistency levels per request, region outages and primary
 //! failover (issue 13). This folder holds the deployment and workload, the
 //! history records and the checkers: linearizability of the strong
-//! operations per item, session guarantees (R5), convergence, durability
-//! and routing bounds (R6).
+//! operations per item, session guarantees (R5), convergence, durability,
+//! routing bounds (R6) and Raft's election and state machine safety.
 //!
 //! Topology: the write region `r0` holds a replica set of `replicas` nodes
 //! (`replica-i`, disks, crashable); each read region `r1`, `r2` one read
@@ -31,6 +31,7 @@ pub mod converge;
 pub mod durable;
 pub mod history;
 pub mod routing;
+pub mod safety;
 pub mod session;
 pub mod strong;
 pub mod workload;
@@ -425,7 +426,8 @@ impl ScenarioDef for Regions {
 
     fn describe(&self) -> &'static str {
         "replicated partitions, regions and the SDK's region/session rules (SPEC §4.1, §4.4): \
-         linearizability of strong operations, R5, convergence, durability, R6"
+         linearizability of strong operations, R5, convergence, durability, R6, \
+         election safety, state machine safety"
     }
 
     fn params(&self, seed: u64) -> RegionsParams {
@@ -898,6 +900,25 @@ impl ScenarioDef for Regions {
                         },
                     });
                 }
+                for a in &r.applied {
+                    history.node_events.push(NodeEvent {
+                        node: a.node.clone(),
+                        at_ns: a.at_ns,
+                        local_ms: a.local_ms,
+                        event: RegionEvent::Applied {
+                            partition: a.partition,
+                            entries: a
+                                .entries
+                                .iter()
+                                .map(|e| history::AppliedEntry {
+                                    lsn: e.lsn,
+                                    term: e.term,
+                                    digest: e.digest,
+                                })
+                                .collect(),
+                        },
+                    });
+                }
                 for (k, n) in &r.counts {
                     *counters.entry(k.clone()).or_default() += n;
                 }
@@ -989,6 +1010,7 @@ impl ScenarioDef for Regions {
             Box::new(converge::Convergence),
             Box::new(durable::Durability),
             Box::new(routing::Routing::default()),
+            Box::new(safety::RaftSafety),
         ]
     }
 

@@ -123,7 +123,7 @@ impl Checker<RegionsHistory> for Routing {
                 RegionEvent::Final { region, .. } => {
                     regions.insert(region);
                 }
-                RegionEvent::Primary { .. } => {}
+                RegionEvent::Primary { .. } | RegionEvent::Applied { .. } => {}
             }
         }
         for op in &history.ops {

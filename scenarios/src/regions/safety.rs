@@ -1,0 +1,307 @@
+//! Raft's safety properties, judged from what the replicas announced and
+//! applied (their `primary` and `applied` node events), not from any switch
+//! or internal state of the model:
+//!
+//! - **election safety**: at most one replica (a node, whichever its
+//!   incarnation: `replica-1#1` is `replica-1`) announces itself primary of
+//!   a partition in a term;
+//! - **state machine safety**: no two replicas (nor one replica at two times,
+//!   across restarts and rebuilds) apply different entries at the same LSN
+//!   of a partition. An entry is its term and a digest of its effect, as the
+//!   replica reported them; since every replica's applied state is a prefix
+//!   of the log, this is also "a replica's applied prefix never changes"
+//!   and, for the read replicas, "they apply only what the replica set
+//!   committed".
+//!
+//! A history without any `applied` event (recorded before replicas reported
+//! them) is judged for election safety only, and the note says so.
+
+use super::history::{RegionEvent, RegionsHistory};
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::timeline::secs;
+use std::collections::BTreeMap;
+
+/// The checker of election safety and state machine safety.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RaftSafety;
+
+/// The property "at most one primary per partition and term".
+pub const ELECTION: &str = "election safety";
+/// The property "no two different entries applied at one LSN".
+pub const STATE_MACHINE: &str = "state machine safety";
+
+/// The node an incarnation name belongs to: `replica-1#2` → `replica-1`.
+pub fn node_of(incarnation: &str) -> &str {
+    incarnation
+        .split_once('#')
+        .map_or(incarnation, |(node, _)| node)
+}
+
+/// Who reported what, for messages.
+#[derive(Clone, Copy, Debug)]
+struct Report<'a> {
+    node: &'a str,
+    at_ns: u64,
+    term: u64,
+    digest: u32,
+}
+
+impl Report<'_> {
+    fn entry(&self) -> String {
+        format!("term {} (digest {:08x})", self.term, self.digest)
+    }
+}
+
+impl Checker<RegionsHistory> for RaftSafety {
+    fn properties(&self) -> &'static [&'static str] {
+        &[ELECTION, STATE_MACHINE]
+    }
+
+    fn check(&self, history: &RegionsHistory) -> Checked {
+        let mut violations = Vec::new();
+        // Election safety: the first announcer of each (partition, term).
+        let mut primaries: BTreeMap<(u32, u64), (&str, u64)> = BTreeMap::new();
+        let mut announced = 0usize;
+        // Two primaries of one term are reported once per pair of nodes.
+        let mut seen_pairs: BTreeMap<(u32, u64, &str), ()> = BTreeMap::new();
+        // State machine safety: the first report of each (partition, LSN).
+        let mut first: BTreeMap<(u32, u64), Report> = BTreeMap::new();
+        // And each node's own first report of it (a changed prefix is told
+        // against the node's own earlier entry).
+        let mut own: BTreeMap<(u32, &str, u64), Report> = BTreeMap::new();
+        // Per partition: the first disagreement found and how many LSNs disagree.
+        let mut conflicts: BTreeMap<u32, (u64, Report, Report, usize)> = BTreeMap::new();
+        let mut applied = 0usize;
+        let mut events = history.node_events.iter().collect::<Vec<_>>();
+        events.sort_by_key(|e| e.at_ns);
+        for e in events {
+            match &e.event {
+                RegionEvent::Primary { partition, term } => {
+                    announced += 1;
+                    let (node, at) = *primaries
+                        .entry((*partition, *term))
+                        .or_insert((e.node.as_str(), e.at_ns));
+                    if node_of(node) != node_of(&e.node)
+                        && seen_pairs
+                            .insert((*partition, *term, node_of(&e.node)), ())
+                            .is_none()
+                    {
+                        violations.push(Violation {
+                            property: ELECTION.into(),
+                            message: format!(
+                                "partition {partition}, term {term}: {node} announced itself primary at {} and {} announced itself primary of the same term at {}: two primaries in one term",
+                                secs(at),
+                                e.node,
+                                secs(e.at_ns)
+                            ),
+                            ops: vec![],
+                        });
+                    }
+                }
+                RegionEvent::Applied { partition, entries } => {
+                    for a in entries {
+                        applied += 1;
+                        let now = Report {
+                            node: &e.node,
+                            at_ns: e.at_ns,
+                            term: a.term,
+                            digest: a.digest,
+                        };
+                        let mine = *own
+                            .entry((*partition, node_of(&e.node), a.lsn))
+                            .or_insert(now);
+                        let anyone = *first.entry((*partition, a.lsn)).or_insert(now);
+                        let differs = |r: &Report| (r.term, r.digest) != (a.term, a.digest);
+                        let was = if differs(&mine) { mine } else { anyone };
+                        if differs(&was) {
+                            conflicts
+                                .entry(*partition)
+                                .and_modify(|c| c.3 += 1)
+                                .or_insert((a.lsn, was, now, 1));
+                        }
+                    }
+                }
+                RegionEvent::Final { .. } | RegionEvent::Route { .. } => {}
+            }
+        }
+        for (partition, (lsn, was, now, n)) in conflicts {
+            let same = node_of(was.node) == node_of(now.node);
+            let mut message = format!(
+                "partition {partition}, LSN {lsn}: {} applied the entry of {} there at {}, but {} applied the entry of {} at {}: {}",
+                was.node,
+                was.entry(),
+                secs(was.at_ns),
+                now.node,
+                now.entry(),
+                secs(now.at_ns),
+                if same {
+                    "one replica's applied prefix changed"
+                } else {
+                    "two replicas applied different entries at one LSN"
+                }
+            );
+            if n > 1 {
+                message.push_str(&format!(
+                    " ({} more applied entries of the partition disagree with an earlier one)",
+                    n - 1
+                ));
+            }
+            violations.push(Violation {
+                property: STATE_MACHINE.into(),
+                message,
+                ops: vec![],
+            });
+        }
+        let mut note = format!(
+            "{announced} primaries announced in {} partition terms; {applied} applied entries over {} LSNs compared",
+            primaries.len(),
+            first.len()
+        );
+        if applied == 0 {
+            note.push_str("; state machine safety not judged: no applied entries recorded");
+        }
+        Checked::new(Verdict::from_violations(violations))
+            .with_note(note)
+            .partly(applied == 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::history::build::Builder;
+    use super::super::history::AppliedEntry;
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn primary(b: &mut Builder, node: &str, at_s: u64, partition: u32, term: u64) {
+        b.event(node, at_s * S, RegionEvent::Primary { partition, term });
+    }
+
+    fn applied(
+        b: &mut Builder,
+        node: &str,
+        at_s: u64,
+        partition: u32,
+        entries: &[(u64, u64, u32)],
+    ) {
+        let entries = entries
+            .iter()
+            .map(|&(lsn, term, digest)| AppliedEntry { lsn, term, digest })
+            .collect();
+        b.event(node, at_s * S, RegionEvent::Applied { partition, entries });
+    }
+
+    fn violations(b: &Builder) -> Vec<Violation> {
+        match RaftSafety.check(&b.h).verdict() {
+            Verdict::Broken { violations } => violations.clone(),
+            _ => vec![],
+        }
+    }
+
+    /// A correct run: successive primaries, replicas applying the same log at
+    /// different times, a restarted replica re-applying its prefix, and the
+    /// same node primary again in a later term under another incarnation.
+    fn healthy() -> Builder {
+        let mut b = Builder::new();
+        primary(&mut b, "replica-0", 1, 0, 1);
+        primary(&mut b, "replica-1", 1, 1, 1);
+        applied(&mut b, "replica-0", 2, 0, &[(1, 1, 7), (2, 1, 8)]);
+        applied(&mut b, "replica-2", 3, 0, &[(1, 1, 7)]);
+        applied(&mut b, "reader-0", 4, 0, &[(1, 1, 7), (2, 1, 8)]);
+        applied(&mut b, "replica-2", 5, 0, &[(2, 1, 8)]);
+        // A different partition has its own LSNs.
+        applied(&mut b, "replica-1", 5, 1, &[(1, 1, 99)]);
+        primary(&mut b, "replica-2", 6, 0, 2);
+        applied(&mut b, "replica-2", 7, 0, &[(3, 2, 9)]);
+        // replica-0 restarts and replays what it had applied.
+        applied(
+            &mut b,
+            "replica-0#1",
+            8,
+            0,
+            &[(1, 1, 7), (2, 1, 8), (3, 2, 9)],
+        );
+        primary(&mut b, "replica-0#1", 9, 0, 3);
+        // The same node announcing the same term twice (e.g. the report and
+        // a later copy) is one primary.
+        primary(&mut b, "replica-0#1", 9, 0, 3);
+        b
+    }
+
+    #[test]
+    fn a_correct_history_holds_both_properties() {
+        let b = healthy();
+        let checked = RaftSafety.check(&b.h);
+        assert_eq!(checked.verdict(), &Verdict::Held, "{:?}", violations(&b));
+        assert_eq!(RaftSafety.properties(), &[ELECTION, STATE_MACHINE]);
+    }
+
+    #[test]
+    fn two_nodes_primary_in_one_term_break_election_safety() {
+        let mut b = healthy();
+        primary(&mut b, "replica-1#2", 10, 0, 3);
+        let v = violations(&b);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].property, ELECTION);
+        assert!(
+            v[0].message.contains("partition 0, term 3"),
+            "{}",
+            v[0].message
+        );
+        assert!(v[0].message.contains("replica-0#1"), "{}", v[0].message);
+        assert!(v[0].message.contains("replica-1#2"), "{}", v[0].message);
+        assert!(v[0].message.contains("9.000 s"), "{}", v[0].message);
+        assert!(v[0].message.contains("10.000 s"), "{}", v[0].message);
+    }
+
+    #[test]
+    fn two_replicas_applying_different_entries_at_one_lsn_break_state_machine_safety() {
+        let mut b = healthy();
+        // reader-1 applied, at LSN 3, an entry of the deposed term 1.
+        applied(
+            &mut b,
+            "reader-1",
+            10,
+            0,
+            &[(1, 1, 7), (2, 1, 8), (3, 1, 42)],
+        );
+        let v = violations(&b);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].property, STATE_MACHINE);
+        let m = &v[0].message;
+        assert!(m.contains("partition 0, LSN 3"), "{m}");
+        assert!(m.contains("replica-2") && m.contains("reader-1"), "{m}");
+        assert!(m.contains("7.000 s") && m.contains("10.000 s"), "{m}");
+        assert!(m.contains("two replicas"), "{m}");
+    }
+
+    #[test]
+    fn a_replica_whose_applied_prefix_changes_breaks_state_machine_safety() {
+        let mut b = healthy();
+        // replica-2 re-applies LSN 2 with another effect (same term).
+        applied(
+            &mut b,
+            "replica-2#1",
+            10,
+            0,
+            &[(1, 1, 7), (2, 1, 5), (3, 2, 6)],
+        );
+        let v = violations(&b);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].property, STATE_MACHINE);
+        let m = &v[0].message;
+        assert!(m.contains("partition 0, LSN 2"), "{m}");
+        assert!(m.contains("applied prefix changed"), "{m}");
+        assert!(m.contains("1 more applied entries"), "{m}");
+    }
+
+    #[test]
+    fn a_history_without_applied_entries_is_partly_judged() {
+        let mut b = Builder::new();
+        primary(&mut b, "replica-0", 1, 0, 1);
+        let checked = RaftSafety.check(&b.h);
+        assert_eq!(checked.verdict(), &Verdict::Held);
+        assert!(checked.partly_judged);
+    }
+}
