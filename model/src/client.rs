@@ -69,6 +69,21 @@ pub struct CallResult<R = StoreResponse> {
 }
 
 impl<R> CallResult<R> {
+    /// A call a shrunk run leaves out: never sent, so it ends at once with
+    /// an unknown outcome, like one lost on its way, and names no operation
+    /// on the wire.
+    pub fn never_sent() -> CallResult<R> {
+        let now = sim_now_ns();
+        CallResult {
+            outcome: FinalOutcome::Unknown { status: 408 },
+            response: None,
+            attempts: Vec::new(),
+            invoke_ns: now,
+            return_ns: now,
+            operation: OperationId::default(),
+        }
+    }
+
     /// The same result with its response turned into another type (`None`
     /// when `f` finds it is not one).
     pub fn map_response<T>(self, f: impl FnOnce(R) -> Option<T>) -> CallResult<T> {

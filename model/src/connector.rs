@@ -31,7 +31,6 @@ use crate::queue::{
     Hashes, ItemStatus, PushItem, PushType, QueueConfig, QueueRequest, QueueResponse,
 };
 use crate::retry::FinalOutcome;
-use crate::wire::OperationId;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -361,16 +360,7 @@ impl Connector {
         source: Source,
     ) -> CallResult<QueueResponse> {
         if source != Source::Setup && !self.past_deadline() && self.obs.skipped(&req, source) {
-            let now = sim_now_ns();
-            return CallResult {
-                outcome: FinalOutcome::Unknown { status: 408 },
-                response: None,
-                attempts: Vec::new(),
-                invoke_ns: now,
-                return_ns: now,
-                // Never sent, so it names no operation on the wire.
-                operation: OperationId::default(),
-            };
+            return CallResult::never_sent();
         }
         let token = self.obs.begin(&req, source, client.local_addr());
         let r = client

@@ -34,7 +34,6 @@ use crate::env::Clock;
 use crate::feed::{FeedItem, FeedRange, FeedRequest, FeedResponse, FeedScope, StartFrom};
 use crate::partition::{Request, Response};
 use crate::retry::FinalOutcome;
-use crate::wire::OperationId;
 use madsim::time::sleep;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -482,16 +481,7 @@ impl Host {
         {
             return None;
         }
-        let now = now_ns();
-        Some(CallResult {
-            outcome: FinalOutcome::Unknown { status: 408 },
-            response: None,
-            attempts: Vec::new(),
-            invoke_ns: now,
-            return_ns: now,
-            // Never sent, so it names no operation on the wire.
-            operation: OperationId::default(),
-        })
+        Some(CallResult::never_sent())
     }
 
     /// A feed request of this host on `key`, reported as `what`.

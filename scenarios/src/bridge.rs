@@ -57,6 +57,64 @@ impl LogDevice for DiskAdapter {
     }
 }
 
+/// A server's log device that also records, as node events, each log record
+/// appended (the server's view, in log order) and, at start-up, how many
+/// records survived the last crash. Each scenario says which event a record
+/// and a recovery become.
+pub struct RecordingDisk<C, R, E> {
+    /// The disk.
+    pub disk: DiskAdapter,
+    /// The server's name.
+    pub node: String,
+    /// The server's clock (the `now` its partitions were handed).
+    pub clock: NodeClock,
+    /// Where events go.
+    pub recorder: overcast_sim::history::Recorder<C, R, E>,
+    /// The event an appended record becomes (`None`: not recorded).
+    pub logged: fn(overcast_model::wal::LogRecord) -> Option<E>,
+    /// The event a recovery that kept `kept` records becomes.
+    pub recovered: fn(u64) -> E,
+}
+
+impl<C, R, E> RecordingDisk<C, R, E> {
+    /// Records the log records in `bytes`, as appended.
+    fn record(&self, bytes: &[u8]) {
+        for r in overcast_model::wal::scan_fragment(bytes).records {
+            if let Some(e) = (self.logged)(r) {
+                self.recorder
+                    .event(self.node.clone(), self.clock.now_ms(), e);
+            }
+        }
+    }
+}
+
+impl<C: Send, R: Send, E: Send> LogDevice for RecordingDisk<C, R, E> {
+    fn append_as(&self, identity: u64, bytes: &[u8]) {
+        self.disk.append_as(identity, bytes);
+        self.record(bytes);
+    }
+    fn append(&self, bytes: &[u8]) {
+        self.disk.append(bytes);
+        self.record(bytes);
+    }
+    fn sync(&self) -> Result<(), SyncError> {
+        self.disk.sync()
+    }
+    fn read_all(&self) -> Vec<u8> {
+        let bytes = self.disk.read_all();
+        let kept = overcast_model::wal::decode_all(&bytes).0.len() as u64;
+        self.recorder.event(
+            self.node.clone(),
+            self.clock.now_ms(),
+            (self.recovered)(kept),
+        );
+        bytes
+    }
+    fn truncate(&self, len: usize) {
+        self.disk.truncate(len)
+    }
+}
+
 /// Counts of injected network faults (`duplicate`, `reorder`), shared by
 /// every node's [`NetworkAdapter`] of one run.
 pub type NetworkCounts = Arc<Mutex<BTreeMap<String, u64>>>;

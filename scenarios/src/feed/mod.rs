@@ -350,11 +350,18 @@ impl ScenarioDef for Feed {
                     format!("server-{}", env.incarnation),
                     Some(env.topology.clone()),
                 );
-                let disk = workload::RecordingDisk {
+                let disk = crate::bridge::RecordingDisk {
                     disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                     node: env.name.clone(),
                     clock: env.clock.clone(),
                     recorder,
+                    logged: |r| {
+                        Some(history::FeedEvent::Logged {
+                            lsn: r.lsn,
+                            effect: r.effect,
+                        })
+                    },
+                    recovered: |kept| history::FeedEvent::Recovered { kept },
                 };
                 Box::pin(serve(
                     cfg,

@@ -7,20 +7,19 @@
 
 use super::history::{FeedCall, FeedEvent, FeedRecorder, FeedResult};
 use super::{FeedParams, ITEMS, LEASES};
-use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::bridge::ClockAdapter;
 use crate::dialects::recorded;
 use crate::occ::history::attempt;
 use overcast_model::client::{sim_now_ns, StoreClient};
 use overcast_model::cosmos::ItemOp;
 use overcast_model::cosmos_client::CosmosContainer;
-use overcast_model::env::{Clock, LogDevice};
+use overcast_model::env::Clock;
 use overcast_model::feed::{FeedItem, FeedRange, FeedRequest, FeedScope, StartFrom};
 use overcast_model::feed_processor::{
     feed_call, Delegate, DelegatePlan, ProcessorCall, ProcessorEvent, ProcessorObserver,
 };
 use overcast_model::partition::{Request, Response};
 use overcast_model::retry::FinalOutcome;
-use overcast_model::wal;
 use overcast_sim::clock::NodeClock;
 use overcast_sim::history::OpRecord;
 use rand::Rng;
@@ -29,60 +28,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// The server's log device: a simulated disk that also records each record
-/// appended and, at start-up, how many records survived the last crash.
-pub struct RecordingDisk {
-    /// The disk.
-    pub disk: DiskAdapter,
-    /// The server's name.
-    pub node: String,
-    /// The server's clock.
-    pub clock: NodeClock,
-    /// Where events go.
-    pub recorder: FeedRecorder,
-}
-
-impl RecordingDisk {
-    /// Records the log records in `bytes`, as appended.
-    fn record(&self, bytes: &[u8]) {
-        for r in wal::scan_fragment(bytes).records {
-            let e = FeedEvent::Logged {
-                lsn: r.lsn,
-                effect: r.effect,
-            };
-            self.recorder
-                .event(self.node.clone(), self.clock.now_ms(), e);
-        }
-    }
-}
-
-impl LogDevice for RecordingDisk {
-    fn append_as(&self, identity: u64, bytes: &[u8]) {
-        self.disk.append_as(identity, bytes);
-        self.record(bytes);
-    }
-    fn append(&self, bytes: &[u8]) {
-        self.disk.append(bytes);
-        self.record(bytes);
-    }
-    fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
-        self.disk.sync()
-    }
-    fn read_all(&self) -> Vec<u8> {
-        let bytes = self.disk.read_all();
-        let kept = wal::decode_all(&bytes).0.len() as u64;
-        self.recorder.event(
-            self.node.clone(),
-            self.clock.now_ms(),
-            FeedEvent::Recovered { kept },
-        );
-        bytes
-    }
-    fn truncate(&self, len: usize) {
-        self.disk.truncate(len)
-    }
-}
 
 /// A host's observer: every processor event and SDK call into the history.
 pub struct HostObserver {

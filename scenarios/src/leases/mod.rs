@@ -349,11 +349,19 @@ impl ScenarioDef for Leases {
                     format!("server-{}", env.incarnation),
                     Some(env.topology.clone()),
                 );
-                let disk = workload::RecordingDisk {
+                let disk = crate::bridge::RecordingDisk {
                     disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                     node: env.name.clone(),
                     clock: env.clock.clone(),
                     recorder,
+                    logged: |r| {
+                        Some(history::LeaseEvent::Logged {
+                            partition: r.partition,
+                            lsn: r.lsn,
+                            effect: r.effect,
+                        })
+                    },
+                    recovered: |kept| history::LeaseEvent::Recovered { kept },
                 };
                 Box::pin(serve(
                     cfg,

@@ -7,74 +7,18 @@
 
 use super::history::{begin, Call, LeaseEvent, LeaseRecorder, Outcome};
 use super::{blob_key, LeasesParams, CONTAINER};
-use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::bridge::ClockAdapter;
 use crate::occ::history::attempt;
 use overcast_model::client::{sim_now_ns, CallResult, StoreClient};
 use overcast_model::conditions::Conditions;
-use overcast_model::env::{Clock, LogDevice};
+use overcast_model::env::Clock;
 use overcast_model::lease::{LeaseAction, LeaseRequest, LeaseResponse, LeaseTarget};
 use overcast_model::lease_client::with_lease;
 use overcast_model::lease_holder::{Attempted, ClockBound, HolderConfig, LeaseHolder};
 use overcast_model::retry::FinalOutcome;
 use overcast_model::store::{StoreRequest, StoreResponse};
-use overcast_model::wal;
-use overcast_sim::clock::NodeClock;
 use rand::Rng;
 use std::time::Duration;
-
-/// The server's log device: a simulated disk that also records each record
-/// appended (the server's view, in log order) and, at start-up, how many
-/// records survived the last crash.
-pub struct RecordingDisk {
-    /// The disk.
-    pub disk: DiskAdapter,
-    /// The server's name.
-    pub node: String,
-    /// The server's clock (the `now` its partitions were handed).
-    pub clock: NodeClock,
-    /// Where events go.
-    pub recorder: LeaseRecorder,
-}
-
-impl RecordingDisk {
-    /// Records the log records in `bytes`, as appended.
-    fn record(&self, bytes: &[u8]) {
-        for r in wal::scan_fragment(bytes).records {
-            let e = LeaseEvent::Logged {
-                partition: r.partition,
-                lsn: r.lsn,
-                effect: r.effect,
-            };
-            self.recorder
-                .event(self.node.clone(), self.clock.now_ms(), e);
-        }
-    }
-}
-
-impl LogDevice for RecordingDisk {
-    fn append_as(&self, identity: u64, bytes: &[u8]) {
-        self.disk.append_as(identity, bytes);
-        self.record(bytes);
-    }
-    fn append(&self, bytes: &[u8]) {
-        self.disk.append(bytes);
-        self.record(bytes);
-    }
-    fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
-        self.disk.sync()
-    }
-    fn read_all(&self) -> Vec<u8> {
-        let bytes = self.disk.read_all();
-        let kept = wal::decode_all(&bytes).0.len() as u64;
-        let e = LeaseEvent::Recovered { kept };
-        self.recorder
-            .event(self.node.clone(), self.clock.now_ms(), e);
-        bytes
-    }
-    fn truncate(&self, len: usize) {
-        self.disk.truncate(len)
-    }
-}
 
 /// One node's recording handle: its op identity, its name and clock.
 pub struct Node {

@@ -335,11 +335,23 @@ impl ScenarioDef for Queues {
                         format!("server-{}", env.incarnation),
                         Some(env.topology.clone()),
                     );
-                    let disk = workload::RecordingDisk {
+                    let disk = crate::bridge::RecordingDisk {
                         disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                         node: env.name.clone(),
                         clock: env.clock.clone(),
                         recorder,
+                        // Only the queue service's records are the queues' history.
+                        logged: |r| match r.effect {
+                            overcast_model::partition::Effect::Queue(effect) => {
+                                Some(history::QueueEvent::Logged {
+                                    partition: r.partition,
+                                    lsn: r.lsn,
+                                    effect,
+                                })
+                            }
+                            _ => None,
+                        },
+                        recovered: |kept| history::QueueEvent::Recovered { kept },
                     };
                     Box::pin(serve(
                         cfg,

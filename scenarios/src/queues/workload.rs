@@ -6,15 +6,12 @@
 
 use super::history::{Call, Outcome, QueueEvent, QueueRecorder};
 use super::QueuesParams;
-use crate::bridge::{ClockAdapter, DiskAdapter};
+use crate::bridge::ClockAdapter;
 use crate::occ::history::attempt;
 use overcast_model::client::{sim_now_ns, CallResult};
 use overcast_model::connector::{ConnectorEvent, ConnectorObserver, Doc, Repository, Source};
-use overcast_model::env::{Clock, LogDevice};
-use overcast_model::partition::Effect;
+use overcast_model::env::Clock;
 use overcast_model::queue::{QueueRequest, QueueResponse};
-use overcast_model::wal;
-use overcast_sim::clock::NodeClock;
 use overcast_sim::history::{OpRecord, Slot};
 use rand::Rng;
 use std::cell::{Cell, RefCell};
@@ -292,63 +289,5 @@ impl ConnectorObserver for Observer {
             self.clock.now_ms(),
             QueueEvent::Connector(e),
         );
-    }
-}
-
-/// The server's log device: a simulated disk that also records each record
-/// appended (the server's view, in log order) and, at start-up, how many
-/// records survived the last crash.
-pub struct RecordingDisk {
-    /// The disk.
-    pub disk: DiskAdapter,
-    /// The server's name.
-    pub node: String,
-    /// The server's clock.
-    pub clock: NodeClock,
-    /// Where events go.
-    pub recorder: QueueRecorder,
-}
-
-impl RecordingDisk {
-    /// Records the log records in `bytes`, as appended.
-    fn record(&self, bytes: &[u8]) {
-        for r in wal::scan_fragment(bytes).records {
-            if let Effect::Queue(effect) = r.effect {
-                let e = QueueEvent::Logged {
-                    partition: r.partition,
-                    lsn: r.lsn,
-                    effect,
-                };
-                self.recorder
-                    .event(self.node.clone(), self.clock.now_ms(), e);
-            }
-        }
-    }
-}
-
-impl LogDevice for RecordingDisk {
-    fn append_as(&self, identity: u64, bytes: &[u8]) {
-        self.disk.append_as(identity, bytes);
-        self.record(bytes);
-    }
-    fn append(&self, bytes: &[u8]) {
-        self.disk.append(bytes);
-        self.record(bytes);
-    }
-    fn sync(&self) -> Result<(), overcast_model::env::SyncError> {
-        self.disk.sync()
-    }
-    fn read_all(&self) -> Vec<u8> {
-        let bytes = self.disk.read_all();
-        let kept = wal::decode_all(&bytes).0.len() as u64;
-        self.recorder.event(
-            self.node.clone(),
-            self.clock.now_ms(),
-            QueueEvent::Recovered { kept },
-        );
-        bytes
-    }
-    fn truncate(&self, len: usize) {
-        self.disk.truncate(len)
     }
 }
