@@ -622,7 +622,8 @@ impl Timeline {
             );
             // A lane no node has (a check's own client) is still drawn,
             // below the nodes, rather than on the network's row.
-            let lane = self.lane(&lane(o), &lane(o), "");
+            let name = lane(o);
+            let lane = self.lane(&name, &name, "");
             self.ops.push(OpBar {
                 id: o.id,
                 lane,
