@@ -6,6 +6,7 @@ use overcast_model::env::{Clock, LogDevice, SendFaults, SendPolicy, ServerDraws,
 use overcast_sim::clock::NodeClock;
 use overcast_sim::disk::SimDisk;
 use overcast_sim::faults::NetworkFaults;
+use overcast_sim::rng::NameHash;
 use overcast_sim::world::NodeEnv;
 use rand::{Rng, RngCore};
 use std::collections::BTreeMap;
@@ -198,16 +199,18 @@ impl SendFaults for NetworkAdapter {
             *n += 1;
             *n
         };
-        // The name `net-SENDER-TO-OP-N` (OP `-` for none), hashed as formatted.
-        let sender = &self.sender;
-        let mut rng = match op {
-            Some(op) => {
-                overcast_sim::rng::stream_fmt(self.seed, format_args!("net-{sender}-{to}-{op}-{n}"))
-            }
-            None => {
-                overcast_sim::rng::stream_fmt(self.seed, format_args!("net-{sender}-{to}---{n}"))
-            }
+        // The name `net-SENDER-TO-OP-N` (OP `-` for none).
+        let name = NameHash::new()
+            .str("net-")
+            .str(&self.sender)
+            .str("-")
+            .addr(to)
+            .str("-");
+        let name = match op {
+            Some(op) => name.num(op as u64),
+            None => name.str("-"),
         };
+        let mut rng = name.str("-").num(n).stream(self.seed);
         if self.packet_loss > 0.0 && rng.gen_bool(self.packet_loss.clamp(0.0, 1.0)) {
             return Vec::new();
         }
@@ -284,18 +287,25 @@ impl ServerDraws for ServerStreams {
             *n += 1;
             *n
         };
-        let op = op.map_or_else(|| "-".to_string(), |op| op.to_string());
-        overcast_sim::rng::fnv1a(format!("{from}-{op}-{n}").as_bytes())
+        // The name `FROM-OP-N` (OP `-` for none).
+        let name = NameHash::new().addr(from).str("-");
+        let name = match op {
+            Some(op) => name.num(op as u64),
+            None => name.str("-"),
+        };
+        name.str("-").num(n).finish()
     }
 
     fn stream(&self, what: &[u64]) -> Box<dyn RngCore + Send> {
-        let words: Vec<u8> = what.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let key = format!(
-            "{}-draws-{:016x}",
-            self.name,
-            overcast_sim::rng::fnv1a(&words)
-        );
-        Box::new(overcast_sim::rng::stream(self.seed, &key))
+        // The name `SERVER-draws-H`, H the FNV-1a of `what`'s little-endian bytes.
+        let words = what
+            .iter()
+            .fold(NameHash::new(), |h, w| h.bytes(&w.to_le_bytes()));
+        let name = NameHash::new()
+            .str(&self.name)
+            .str("-draws-")
+            .hex16(words.finish());
+        Box::new(name.stream(self.seed))
     }
 }
 

@@ -124,13 +124,18 @@ impl Topology {
     /// port of a node's IP is that node's (an SDK client's endpoint binds an
     /// ephemeral port, and its datagrams come from there).
     pub fn node_at(&self, addr: SocketAddr) -> Option<String> {
-        self.roles.iter().find_map(|r| {
-            // The role's address prefix once, not per node (this runs per datagram).
-            let k = self.role_index(&r.name)?;
-            (0..r.count)
-                .find(|i| Topology::addr_at(k, *i).ip() == addr.ip())
-                .map(|i| Topology::node_name(&r.name, i))
-        })
+        // Read off the address (this runs per datagram): `10.k.(i / 250).(1 + i % 250)`.
+        let IpAddr::V4(ip) = addr.ip() else {
+            return None;
+        };
+        let [ten, k, hi, lo] = ip.octets();
+        if ten != 10 || lo == 0 || lo > 250 {
+            return None;
+        }
+        let role = self.roles.get(usize::from(k))?;
+        let i = usize::from(hi) * 250 + usize::from(lo) - 1;
+        (i < role.count && Topology::addr_at(usize::from(k), i).ip() == addr.ip())
+            .then(|| Topology::node_name(&role.name, i))
     }
 
     /// The addresses of every node of `role`, by index (empty for an unknown role).
