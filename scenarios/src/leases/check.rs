@@ -14,7 +14,8 @@
 //! - L5 conformance: every logged lease transition against the reference (§2.3,
 //!   §2.4, §2.6: a write clears an expired lease, so a later renew must fail);
 //!   and an acquire without a proposed id must not be reported lost (409) when
-//!   one of its attempts won it.
+//!   one of its attempts won it (a grant no caller was told of, during the
+//!   call, that no other such acquire of unknown outcome explains).
 //! - L6 expiry liveness: an acquire refused with `LeaseAlreadyPresent` while
 //!   the reference says the lease had expired or broken (embargo G = 0).
 //! - L7 id uniqueness: a server-generated id never equals an id the server's
@@ -27,7 +28,7 @@
 //!   the first one's lease broken, or its blob or container deleted, in between
 //!   (those revoke a lease by design; the holder cannot know).
 
-use super::history::{LeaseEvent, LeaseHistory};
+use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::reference::{self, RefLease, RefState};
 use overcast_model::lease::{self, Lease, LeaseAction, LeaseDuration, Phase};
 use overcast_model::partition::Effect;
@@ -35,6 +36,7 @@ use overcast_model::store;
 use overcast_sim::check::exclusive::{overlaps, Interval};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::clock::EPOCH_MS;
+use overcast_sim::history::OpRecord;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One record of a server's log, as written.
@@ -475,6 +477,54 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
     a
 }
 
+/// For an acquire without a proposed id, retried and told 409
+/// `LeaseAlreadyPresent`: a lease the server generated on its target while
+/// the call ran and told no caller, which no other call explains. Another
+/// acquire without a proposal whose outcome is unknown (a 408, a timeout, a
+/// crash), invoked before the grant, may be the one that won it: each such
+/// call explains one grant (in time order), and only a grant left over is
+/// this call's.
+fn unexplained_grant<'a>(
+    h: &LeaseHistory,
+    op: &OpRecord<Call, Outcome>,
+    ret: u64,
+    generated: &'a [(String, String, u64)],
+    reported: &BTreeSet<&str>,
+) -> Option<(&'a str, u64)> {
+    let target = &op.call.target;
+    let mut explainers: Vec<u64> = h
+        .ops
+        .iter()
+        .filter(|o| {
+            o.id != op.id
+                && o.result.is_none()
+                && o.call.op == "acquire"
+                && o.call.proposed_id.is_none()
+                && o.call.target == *target
+        })
+        .map(|o| o.invoke_ns)
+        .collect();
+    explainers.sort_unstable();
+    let mut grants: Vec<(&str, u64)> = generated
+        .iter()
+        .filter(|(t, id, at)| {
+            t == target && *at >= op.invoke_ns && *at <= ret && !reported.contains(id.as_str())
+        })
+        .map(|(_, id, at)| (id.as_str(), *at))
+        .collect();
+    grants.sort_by_key(|(_, at)| *at);
+    for (id, at) in grants {
+        // The earliest-invoked unused explainer that was invoked in time.
+        match explainers.iter().position(|invoked| *invoked <= at) {
+            Some(i) => {
+                explainers.remove(i);
+            }
+            None => return Some((id, at)),
+        }
+    }
+    None
+}
+
 /// L2, L3, L5 (acquire idempotency), L6, L8 (client side) from the calls.
 fn judge_ops(
     h: &LeaseHistory,
@@ -555,19 +605,14 @@ fn judge_ops(
             "acquire" if r.code.as_deref() == Some("LeaseAlreadyPresent") => {
                 // L5: a retried acquire without a proposal told "lost" although it won.
                 if c.proposed_id.is_none() && op.attempts.len() > 1 {
-                    if let Some((_, id, at)) = generated.iter().find(|(t, id, at)| {
-                        *t == c.target
-                            && *at >= op.invoke_ns
-                            && *at <= ret
-                            && !reported.contains(id.as_str())
-                    }) {
+                    if let Some((id, at)) = unexplained_grant(h, op, ret, generated, &reported) {
                         a.violations.push(violation(
                             "L5",
                             format!(
                                 "an acquire of {} without a proposed id was granted lease {} at {:.3} s true time by one of its {} attempts, yet the caller was told 409 LeaseAlreadyPresent: a non-idempotent acquire was re-sent",
                                 c.target,
                                 short(id),
-                                true_s(*at),
+                                true_s(at),
                                 op.attempts.len()
                             ),
                             vec![op.id],
@@ -813,4 +858,113 @@ pub fn checkers() -> Vec<LeaseRule> {
     .into_iter()
     .map(|properties| LeaseRule { properties })
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overcast_model::lease::{LeaseTarget, Phase};
+    use overcast_model::store::ItemKey;
+    use overcast_sim::history::{Attempt, AttemptResult, History, NodeEvent};
+
+    const S: u64 = 1_000_000_000;
+
+    fn acquire(
+        id: u64,
+        client: usize,
+        invoke_ns: u64,
+        attempts: &[(u64, u16)],
+    ) -> OpRecord<Call, Outcome> {
+        let told = attempts.last().map(|(_, s)| *s);
+        OpRecord {
+            id,
+            client,
+            key: "leases/b1".into(),
+            call: Call {
+                op: "acquire".into(),
+                target: "leases/b1".into(),
+                duration_s: Some(-1),
+                ..Call::default()
+            },
+            invoke_ns,
+            return_ns: (told == Some(409)).then(|| attempts.last().unwrap().0 + S / 50),
+            result: (told == Some(409)).then(|| Outcome {
+                status: 409,
+                code: Some("LeaseAlreadyPresent".into()),
+                state: Some(lease::LeaseState::Leased),
+                server_ms: Some(EPOCH_MS + 10_300),
+                ..Outcome::default()
+            }),
+            attempts: attempts
+                .iter()
+                .map(|(sent_ns, status)| Attempt {
+                    sent_ns: *sent_ns,
+                    waited_ns: 0,
+                    result: AttemptResult::Status {
+                        status: *status,
+                        retry_after_ms: None,
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// Leases seed 8294, cut down: client 3's acquire without a proposal is
+    /// throttled (429), waits and is refused (409); meanwhile client 4's
+    /// acquire without a proposal gets a 408 (outcome unknown), and the
+    /// server grants a lease no caller is told of. Client 4's acquire
+    /// explains that grant; client 3 was not re-sent into a win.
+    #[test]
+    fn a_grant_another_acquire_of_unknown_outcome_explains_is_not_a_resent_acquire() {
+        let grant = NodeEvent {
+            node: "server-0".into(),
+            at_ns: 10 * S + S / 6,
+            local_ms: EPOCH_MS + 10_166,
+            event: LeaseEvent::Logged {
+                partition: 0,
+                lsn: 1,
+                effect: Effect::Lease(lease::Effect::Set {
+                    target: LeaseTarget::Blob(ItemKey::new("leases", "b1", "b1")),
+                    action: LeaseAction::Acquire {
+                        duration: Some(-1),
+                        proposed_id: None,
+                    },
+                    at_ms: EPOCH_MS + 10_166,
+                    lease: Some(Lease {
+                        id: "6e730000-0000-4000-8000-000000000001".into(),
+                        duration: LeaseDuration::Infinite,
+                        phase: Phase::Leased { expire_ms: None },
+                    }),
+                    ids_drawn: 1,
+                }),
+            },
+        };
+        let refused = acquire(0, 3, 10 * S, &[(10 * S, 429), (10 * S + S / 5, 409)]);
+        let unknown = acquire(1, 4, 10 * S + S / 7, &[(10 * S + S / 7, 408)]);
+        let history = |ops: Vec<OpRecord<Call, Outcome>>| History {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops,
+            events: Vec::new(),
+            node_events: vec![grant.clone()],
+        };
+        let l5 = |h: &LeaseHistory| -> Vec<String> {
+            analyse(h)
+                .violations
+                .into_iter()
+                .filter(|v| v.property == "L5")
+                .map(|v| v.message)
+                .collect()
+        };
+        let explained = history(vec![refused.clone(), unknown]);
+        assert!(l5(&explained).is_empty(), "{:?}", l5(&explained));
+        // Alone, the refused acquire is the only one that can have won it.
+        let alone = history(vec![refused]);
+        assert!(
+            l5(&alone)
+                .iter()
+                .any(|m| m.contains("non-idempotent acquire was re-sent")),
+            "{:?}",
+            l5(&alone)
+        );
+    }
 }
