@@ -605,8 +605,12 @@ impl Checker<QueueHistory> for DeleteDetection {
 
     fn check(&self, h: &QueueHistory) -> Checked {
         let mut v = Vec::new();
-        // Labels of every item when each operation started.
-        let mut labels_at_start: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        // Each operation's items and the labels of every item when it
+        // started. A start lost with a crash is replaced by the next start
+        // of that name (a recovered server may issue the name again: the
+        // lost one was never acknowledged).
+        let mut at_start: BTreeMap<String, (Vec<String>, BTreeMap<String, String>)> =
+            BTreeMap::new();
         let mut completions = 0;
         walk(h, |state, step| {
             let e = match step {
@@ -641,19 +645,16 @@ impl Checker<QueueHistory> for DeleteDetection {
                     .filter(|(_, i)| i.queued)
                     .map(|(n, i)| (n.clone(), i.queue.clone()))
                     .collect();
-                labels_at_start.insert(op.name.clone(), labels);
+                at_start.insert(op.name.clone(), (op.items.clone(), labels));
             }
         });
         let (passes, _) = passes(h);
         for p in &passes {
             let Some(op) = &p.operation else { continue };
-            let Some(labels) = labels_at_start.get(op) else {
+            let Some((items, labels)) = at_start.get(op) else {
                 continue;
             };
             let indexed = indexed_in(h, p, &[200]);
-            let Some(items) = walk_op_items(h, op) else {
-                continue;
-            };
             let wrongly: Vec<&String> = items
                 .iter()
                 .filter(|n| indexed.contains(*n) && labels.get(*n) == Some(&p.queue))
@@ -705,18 +706,6 @@ fn completed(state: &Replay, e: &QueueEffect, v: &mut Vec<Violation>) -> usize {
         gone.extend(deleted.iter().map(|(n, _)| n));
     }
     e.completed.len()
-}
-
-/// The items operation `op` snapshotted when it started.
-fn walk_op_items(h: &QueueHistory, op: &str) -> Option<Vec<String>> {
-    h.node_events.iter().find_map(|e| match &e.event {
-        QueueEvent::Logged { effect, .. } => effect
-            .started
-            .as_ref()
-            .filter(|o| o.name == op)
-            .map(|o| o.items.clone()),
-        _ => None,
-    })
 }
 
 /// Q8: a full traversal never starts its index phase while a
