@@ -1,6 +1,5 @@
 //! Shrinking a failing scenario, keeping each smaller variant that still
-//! fails with the same property, in two passes that alternate while either
-//! helps:
+//! fails with the same property, in passes that alternate while any helps:
 //!
 //! 1. parameters: greedily try the scenario's own reductions (fewer clients,
 //!    operations, items, no occ liveness probe, ...) and the envelope's (no
@@ -13,7 +12,9 @@
 //!    units node by node, once in time order (operations and the fault
 //!    events among them together). The operations
 //!    kept start no earlier than they did in the failure (its `pace`), so
-//!    that leaving one out does not pull the rest of its client's forward.
+//!    that leaving one out does not pull the rest of its client's forward;
+//! 3. at a local minimum of single units: pairs of neighbours (in time
+//!    order, then node by node), then the passes above again.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
@@ -283,22 +284,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         let mut base = self.best_s.clone();
         base.pace = crate::ops::pace_of(&self.best.drawn);
         let quiet_ok = self.def.prefix_closed(&self.property);
-        let mut units = history_units(&self.best, &base, quiet_ok);
-        if order == Order::ByTime {
-            let start = |u: &Unit| match u {
-                Unit::Op(node, i) => base
-                    .pace
-                    .get(node)
-                    .and_then(|p| p.get(i))
-                    .copied()
-                    .unwrap_or(0),
-                Unit::Fault(e) => base
-                    .plan
-                    .as_ref()
-                    .map_or(0, |p| p.events[*e].at_ms * 1_000_000),
-            };
-            units.sort_by_key(start);
-        }
+        let units = ordered_units(&self.best, &base, quiet_ok, order);
         let mut live: Vec<usize> = (0..units.len()).collect();
         let kept_before = self.kept;
         let mut chunk = (live.len() / 2).max(1);
@@ -325,6 +311,51 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         }
         self.kept > kept_before
     }
+
+    /// Pass 3, once single units no longer go: leave out two neighbours at
+    /// once (in `order`), for what only goes together: a write and the
+    /// read that needs it, a crash and the operation that meets it. True if
+    /// a pair was left out.
+    fn remove_pairs(&mut self, order: Order) -> bool {
+        let mut base = self.best_s.clone();
+        base.pace = crate::ops::pace_of(&self.best.drawn);
+        let quiet_ok = self.def.prefix_closed(&self.property);
+        let units = ordered_units(&self.best, &base, quiet_ok, order);
+        let mut live: Vec<usize> = (0..units.len()).collect();
+        let kept_before = self.kept;
+        let mut i = 0;
+        while i + 1 < live.len() {
+            let rest: Vec<usize> = live[..i].iter().chain(&live[i + 2..]).copied().collect();
+            let step = removal_step(live[i..i + 2].iter().map(|u| &units[*u]));
+            match self.try_candidate(with_units(&base, &units, &rest), &step) {
+                None => break,
+                Some(true) => live = rest,
+                Some(false) => i += 1,
+            }
+        }
+        self.kept > kept_before
+    }
+}
+
+/// [`history_units`] in `order`.
+fn ordered_units(run: &RunResult, base: &Scenario, quiet_ok: bool, order: Order) -> Vec<Unit> {
+    let mut units = history_units(run, base, quiet_ok);
+    if order == Order::ByTime {
+        let start = |u: &Unit| match u {
+            Unit::Op(node, i) => base
+                .pace
+                .get(node)
+                .and_then(|p| p.get(i))
+                .copied()
+                .unwrap_or(0),
+            Unit::Fault(e) => base
+                .plan
+                .as_ref()
+                .map_or(0, |p| p.events[*e].at_ms * 1_000_000),
+        };
+        units.sort_by_key(start);
+    }
+    units
 }
 
 /// The order of the units the history pass cuts into chunks.
@@ -465,9 +496,15 @@ pub fn shrink(
             let by_node = search.remove_history(Order::ByNode);
             (search.remove_history(Order::ByTime), by_node)
         };
-        if !(by_node || by_time) || !search.reduce_parameters() {
+        if (by_node || by_time) && search.reduce_parameters() {
+            continue;
+        }
+        // A local minimum for single units: pairs of neighbours, then the
+        // passes again on what is left.
+        if !(search.remove_pairs(Order::ByTime) || search.remove_pairs(Order::ByNode)) {
             break;
         }
+        search.reduce_parameters();
     }
     let mut scenario = search.best_s;
     // A skipped operation never waits: its start time says nothing.
