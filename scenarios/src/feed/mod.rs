@@ -525,7 +525,7 @@ impl ScenarioDef for Feed {
         vec![
             ("one host fewer", |p, i| {
                 once(i, || {
-                    (p.hosts > 2).then(|| FeedParams {
+                    (p.hosts > 1).then(|| FeedParams {
                         hosts: p.hosts - 1,
                         ..p.clone()
                     })
