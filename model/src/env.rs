@@ -4,6 +4,7 @@
 
 use crate::conditions::Millis;
 use rand::RngCore;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +48,19 @@ pub trait SendFaults: Send + Sync {
     /// the socket it is sent from (its port tells a node's SDK clients apart).
     fn copies(&self, from: Option<std::net::SocketAddr>, to: std::net::SocketAddr)
         -> Vec<Duration>;
+    /// Runs `send`, a copy's send, after `delay`. By default a task of the
+    /// sending node does it (a crash or a pause of the node holds it too);
+    /// a runner may keep a pause from holding what is already on the wire.
+    fn send_later(
+        &self,
+        delay: Duration,
+        send: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+    ) {
+        madsim::task::spawn(async move {
+            madsim::time::sleep(delay).await;
+            send.await;
+        });
+    }
 }
 
 /// A server's random draws, each from a fresh stream keyed by what it is
@@ -82,6 +96,21 @@ impl SendPolicy {
         match &self.0 {
             Some(f) => f.copies(from, to),
             None => vec![Duration::ZERO],
+        }
+    }
+}
+
+impl SendPolicy {
+    /// Runs a copy's `send` after `delay` ([`SendFaults::send_later`]).
+    pub fn send_later(&self, delay: Duration, send: impl Future<Output = ()> + Send + 'static) {
+        match &self.0 {
+            Some(f) => f.send_later(delay, Box::pin(send)),
+            None => {
+                madsim::task::spawn(async move {
+                    madsim::time::sleep(delay).await;
+                    send.await;
+                });
+            }
         }
     }
 }

@@ -120,8 +120,9 @@ pub fn encode_request(
 }
 
 /// Sends a datagram as the network's send faults say: at once, or held back,
-/// and sometimes once more later (a duplicate). Delayed copies are sent by a
-/// task of the sending node (gone if the node crashes first). Returns the
+/// and sometimes once more later (a duplicate). Delayed copies are sent as
+/// the policy says ([`SendPolicy::send_later`]: by a task of the sending
+/// node, gone if the node crashes first). Returns the
 /// result of the first copy when it is sent at once (`Ok` otherwise: the
 /// network does not report a held-back datagram's fate).
 pub async fn send_datagram(
@@ -142,8 +143,7 @@ pub async fn send_datagram(
             continue;
         }
         let (ep, bytes) = (ep.clone(), bytes.to_vec());
-        madsim::task::spawn(async move {
-            madsim::time::sleep(delay).await;
+        policy.send_later(delay, async move {
             // A copy to an unreachable peer is dropped by the network.
             let _ = ep.send_to(to, tag, &bytes).await;
         });

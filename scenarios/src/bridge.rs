@@ -143,6 +143,8 @@ pub struct NetworkAdapter {
     sender: String,
     /// Node names by address (the receivers).
     topology: Arc<overcast_sim::world::Topology>,
+    /// The node's copies on their way (a pause hands them to the network).
+    in_flight: overcast_sim::in_flight::InFlight,
     /// Datagrams sent so far, by receiver and operation.
     sent: Mutex<BTreeMap<(SocketAddr, Option<usize>), u64>>,
     counts: NetworkCounts,
@@ -167,6 +169,7 @@ impl NetworkAdapter {
             seed: env.seed,
             sender: env.incarnation_name(),
             topology: env.topology.clone(),
+            in_flight: env.in_flight.clone(),
             sent: Mutex::default(),
             counts: counts.clone(),
         })))
@@ -229,6 +232,10 @@ impl SendFaults for NetworkAdapter {
             bump(&mut counts, "duplicate");
         }
         copies.into_iter().map(|d| d + extra).collect()
+    }
+
+    fn send_later(&self, delay: Duration, send: overcast_sim::in_flight::PendingSend) {
+        self.in_flight.send_later(delay, send);
     }
 }
 

@@ -14,6 +14,7 @@ pub mod disk;
 pub mod faults;
 pub mod floor;
 pub mod history;
+pub mod in_flight;
 pub mod log;
 pub mod rng;
 pub mod runner;

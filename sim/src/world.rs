@@ -7,6 +7,7 @@
 use crate::clock::NodeClock;
 use crate::disk::{LostWrite, SimDisk};
 use crate::faults::{Fault, FaultPlan, NetworkFaults};
+use crate::in_flight::InFlight;
 use crate::rng;
 use madsim::net::NetSim;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
@@ -17,7 +18,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// How often the supervisor looks whether every client is done (simulated
@@ -233,6 +234,9 @@ pub struct NodeEnv {
     pub latency_ms: (u64, u64),
     /// The plan's largest one-way latency, ms.
     pub max_latency_ms: u64,
+    /// The node's datagram copies on their way (its sends' delays), which a
+    /// pause hands to the world's network node.
+    pub in_flight: InFlight,
 }
 
 impl NodeEnv {
@@ -346,6 +350,10 @@ where
 
     let mut disks: BTreeMap<String, SimDisk> = BTreeMap::new();
     let mut nodes: BTreeMap<String, NodeHandle> = BTreeMap::new();
+    // The network node, created after every other (their ids do not move):
+    // it sends the copies a paused node had on their way.
+    let network_node: Arc<OnceLock<NodeHandle>> = Arc::default();
+    let mut in_flight: BTreeMap<String, InFlight> = BTreeMap::new();
     // One flag per awaited node: set when its current incarnation's program ends.
     let mut awaited: Vec<(String, Arc<AtomicBool>)> = Vec::new();
     for role in &topo.roles {
@@ -365,6 +373,8 @@ where
                 awaited.push((name.clone(), done.clone()));
             }
             let incarnations = Arc::new(AtomicU32::new(0));
+            let copies = InFlight::new(network_node.clone());
+            in_flight.insert(name.clone(), copies.clone());
             let env = NodeEnv {
                 role: role.name.clone(),
                 index: i,
@@ -379,6 +389,7 @@ where
                 packet_loss: cfg.plan.packet_loss,
                 latency_ms: (lo, hi.max(lo + 1)),
                 max_latency_ms: cfg.plan.latency_ms.1.max(cfg.plan.latency_ms.0 + 1),
+                in_flight: copies,
             };
             let program = program.clone();
             let is_awaited = role.awaited;
@@ -408,6 +419,7 @@ where
             nodes.insert(name, node);
         }
     }
+    let _ = network_node.set(rt.create_node().name("network").build());
 
     let ids: BTreeMap<String, NodeId> = nodes.iter().map(|(n, h)| (n.clone(), h.id())).collect();
     let outcome = Arc::new(Mutex::new(WorldOutcome::default()));
@@ -427,6 +439,7 @@ where
         let all_done = || awaited.iter().all(|(_, d)| d.load(Ordering::Relaxed));
         let mut faults = FaultPlayer::new(ids.clone(), disks, plan, seed, out.clone(), resolver);
         faults.clocks = clocks;
+        faults.in_flight = in_flight;
         // Play faults until the deadline or until every awaited node is done.
         loop {
             let elapsed = start.elapsed();
@@ -502,6 +515,8 @@ struct FaultPlayer {
     out: Arc<Mutex<WorldOutcome>>,
     resolver: Option<Resolver>,
     clocks: BTreeMap<String, NodeClock>,
+    /// Each node's datagram copies on their way, handed on at a pause.
+    in_flight: BTreeMap<String, InFlight>,
 }
 
 impl FaultPlayer {
@@ -526,6 +541,7 @@ impl FaultPlayer {
             out,
             resolver,
             clocks: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
         };
         for e in plan.events {
             p.push(Duration::from_millis(e.at_ms), Action::Start(e.fault));
@@ -702,6 +718,10 @@ impl FaultPlayer {
                             return;
                         }
                         handle.pause(id);
+                        // What it already sent is on the wire, not paused with it.
+                        if let Some(copies) = self.in_flight.get(&node) {
+                            copies.hand_over();
+                        }
                         self.paused.insert(node.clone(), ());
                         self.record(format!("pause {node} for {for_ms} ms"), Some(kind));
                         self.push(now + Duration::from_millis(for_ms), Action::Resume(node));
