@@ -106,3 +106,79 @@ impl Drop for Forget {
         self.0.lock().copies.remove(&self.1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use madsim::net::Endpoint;
+    use madsim::runtime::{Handle, Runtime};
+    use std::net::SocketAddr;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Node `a` puts a copy on its way, due at 50 ms, and is paused at 10 ms
+    /// until 500 ms. When does `b` get it (ms), with and without the hand-over?
+    fn arrival_ms(hand_over: bool) -> u64 {
+        let rt = Runtime::with_seed_and_config(1, madsim::Config::default());
+        let network: Arc<OnceLock<NodeHandle>> = Arc::default();
+        let copies = InFlight::new(network.clone());
+        let b_addr: SocketAddr = "10.0.0.2:1".parse().unwrap();
+        let got = Arc::new(AtomicU64::new(u64::MAX));
+        let seen = got.clone();
+        rt.create_node()
+            .name("b")
+            .ip(b_addr.ip())
+            .init(move || {
+                let seen = seen.clone();
+                async move {
+                    let ep = Endpoint::bind(b_addr).await.unwrap();
+                    let mut buf = [0u8; 8];
+                    if ep.recv_from(1, &mut buf).await.is_ok() {
+                        let at = madsim::time::TimeHandle::current().elapsed();
+                        seen.store(at.as_millis() as u64, Ordering::Relaxed);
+                    }
+                }
+            })
+            .build();
+        let sender = copies.clone();
+        let a = rt
+            .create_node()
+            .name("a")
+            .ip("10.0.0.1".parse().unwrap())
+            .init(move || {
+                let sender = sender.clone();
+                async move {
+                    let ep = Arc::new(Endpoint::bind("10.0.0.1:1").await.unwrap());
+                    sender.send_later(
+                        Duration::from_millis(50),
+                        Box::pin(async move {
+                            let _ = ep.send_to(b_addr, 1, b"copy").await;
+                        }),
+                    );
+                    std::future::pending::<()>().await;
+                }
+            })
+            .build();
+        let _ = network.set(rt.create_node().name("network").build());
+        let a = a.id();
+        rt.block_on(async move {
+            madsim::time::sleep(Duration::from_millis(10)).await;
+            Handle::current().pause(a);
+            if hand_over {
+                assert_eq!(copies.hand_over(), 1);
+            }
+            madsim::time::sleep(Duration::from_millis(490)).await;
+            Handle::current().resume(a);
+            madsim::time::sleep(Duration::from_millis(500)).await;
+        });
+        got.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_paused_node_does_not_hold_a_copy_already_on_its_way() {
+        let on_time = arrival_ms(true);
+        assert!((50..100).contains(&on_time), "arrived at {on_time} ms");
+        // Held by the pause, it would arrive after the resume at 500 ms.
+        let held = arrival_ms(false);
+        assert!((500..1000).contains(&held), "arrived at {held} ms");
+    }
+}
