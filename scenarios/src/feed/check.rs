@@ -494,6 +494,32 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     // twice the largest drift (±200 ppm, `adjust_plan`) over the run.
     let skew_ns = 2 * super::max_offset_ms(p) as u64 * 1_000_000 + 2 * end_ns / 5_000;
     let mut takeovers: Vec<(u64, bool, String)> = Vec::new();
+    // When the owner wrote a version, as far as its expiry goes: the
+    // invocation of its call that the server logged then (the document's
+    // `timestamp` is read from the owner's clock before that call is sent,
+    // and the call may take up to its timeouts and retries to land); the
+    // log time where no such call is known. True times only: the document's
+    // own timestamp is what a bug may get wrong.
+    let host_client = |host: &str| {
+        host.strip_prefix("host-")
+            .and_then(|i| i.parse::<usize>().ok())
+            .map(|i| p.writers + 1 + i)
+    };
+    let written_from = |host: &str, logged: u64| {
+        let client = host_client(host);
+        h.ops
+            .iter()
+            .filter(|o| Some(o.client) == client)
+            .filter(|o| {
+                matches!(&o.call, FeedCall::Host { what } if what.starts_with("replace") || what.starts_with("create"))
+            })
+            // A call that returned after the write (one that never returned
+            // says nothing of when it was sent last).
+            .filter(|o| o.invoke_ns <= logged && o.return_ns.is_some_and(|r| r >= logged))
+            .map(|o| o.invoke_ns)
+            .min()
+            .unwrap_or(logged)
+    };
     for (node, es) in &by_node {
         for (at, e) in es {
             let ProcessorEvent::Acquired {
@@ -527,12 +553,55 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                             .is_some_and(|d| Some(d.timestamp) == *seen_timestamp)
                     });
                     seen.or_else(|| vs.iter().rev().find(by_owner))
-                        .map(|x| x.at_ns)
+                        .map(|x| written_from(f, x.at_ns))
                 });
             let expired = last_write
                 .is_some_and(|w| (w + o.expiration_ms * 1_000_000).saturating_sub(skew_ns) < *at);
             let what = format!("{node} took lease {lease} from {f} at {}", secs(*at));
             takeovers.push((*at, expired, what));
+        }
+    }
+    // Takeovers the lease log shows and no host reported: an Acquire that
+    // won on the server but whose answer was lost (its host never learned
+    // it, so no `Acquired` event), seen from the servers' side. Judged like
+    // the others, by the old owner's last write before it.
+    let reported_within = p.retry.request_timeout.as_nanos() as u64;
+    for (id, vs) in &leases {
+        let token = id.rsplit("..").next().unwrap_or(id);
+        for w in vs.windows(2) {
+            let (Some(before), Some(after)) = (w[0].doc.as_ref(), w[1].doc.as_ref()) else {
+                continue;
+            };
+            let (Some(from), Some(to)) = (before.owner.as_ref(), after.owner.as_ref()) else {
+                continue;
+            };
+            let at = w[1].at_ns;
+            if from == to || after.by != *to {
+                continue;
+            }
+            let reported = by_node.iter().any(|(node, es)| {
+                node.split('#').next() == Some(to.as_str())
+                    && es.iter().any(|(t, e)| {
+                        matches!(e, ProcessorEvent::Acquired { lease, .. } if lease.to_string() == token)
+                            && *t >= at
+                            && *t <= at + reported_within
+                    })
+            });
+            if reported {
+                continue;
+            }
+            let last_write = vs
+                .iter()
+                .rev()
+                .find(|x| x.at_ns < at && x.doc.as_ref().is_some_and(|d| d.by == *from))
+                .map(|x| written_from(from, x.at_ns));
+            let expired = last_write
+                .is_some_and(|w| (w + o.expiration_ms * 1_000_000).saturating_sub(skew_ns) < at);
+            let what = format!(
+                "{to} took lease {token} from {from} at {} (its answer lost)",
+                secs(at)
+            );
+            takeovers.push((at, expired, what));
         }
     }
     // After an expiry late in the quiet phase the hosts are still settling:
