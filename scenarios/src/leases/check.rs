@@ -739,21 +739,29 @@ fn judge_beliefs(
     for (i, j) in overlaps(&intervals) {
         // `x` believed first; `y` acquired while `x` still acted.
         let (x, y) = (&spans[i], &spans[j]);
-        // From the server's grant of x's lease (its answer may come after a revocation).
-        let granted_ns = log
-            .iter()
-            .filter(|e| e.at_ns <= x.start_ns)
-            .filter(|e| {
-                matches!(&e.effect, Effect::Lease(lease::Effect::Set { target, lease: Some(l), .. })
-                    if target.name() == x.target && l.id == x.lease_id)
+        // From the server's grant of a belief's lease (its answer may come
+        // after a revocation).
+        let granted_ns = |b: &BeliefSpan| {
+            log.iter()
+                .filter(|e| e.at_ns <= b.start_ns)
+                .filter(|e| {
+                    matches!(&e.effect, Effect::Lease(lease::Effect::Set { target, lease: Some(l), .. })
+                        if target.name() == b.target && l.id == b.lease_id)
+                })
+                .map(|e| e.at_ns)
+                .next_back()
+                .unwrap_or(b.start_ns)
+        };
+        let revoked_between = |b: &BeliefSpan, until_ns: u64| {
+            let from = granted_ns(b);
+            revoked.iter().any(|(t, id, at)| {
+                *t == b.target && *id == b.lease_id && *at >= from && *at <= until_ns
             })
-            .map(|e| e.at_ns)
-            .next_back()
-            .unwrap_or(x.start_ns);
-        let revoked = revoked.iter().any(|(t, id, at)| {
-            *t == x.target && *id == x.lease_id && *at >= granted_ns && *at <= y.start_ns
-        });
-        if revoked {
+        };
+        // x's lease revoked before y acquired, or y's revoked before y even
+        // learned it held it (a grant whose answer came late, after a break
+        // or a delete): by design, and neither holder can know.
+        if revoked_between(x, y.start_ns) || revoked_between(y, y.start_ns) {
             continue;
         }
         // The server's view: y's grant and x's expiry.
