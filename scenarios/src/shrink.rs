@@ -276,15 +276,22 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         self.kept > kept_before
     }
 
-    /// Pass 2: leave out operations and fault events of the current failure,
-    /// in chunks of half the remaining ones, then quarters, ..., then one by
-    /// one until none can go, the units in `order`. True if one was left out.
-    fn remove_history(&mut self, order: Order) -> bool {
-        // The operations kept start when they did in the current failure.
+    /// The current failure's scenario, its operations paced as they started
+    /// in it (so those kept start when they did), and the units the history
+    /// passes may leave out, in `order`.
+    fn history_base(&self, order: Order) -> (Scenario, Vec<Unit>) {
         let mut base = self.best_s.clone();
         base.pace = crate::ops::pace_of(&self.best.drawn);
         let quiet_ok = self.def.prefix_closed(&self.property);
         let units = ordered_units(&self.best, &base, quiet_ok, order);
+        (base, units)
+    }
+
+    /// Pass 2: leave out operations and fault events of the current failure,
+    /// in chunks of half the remaining ones, then quarters, ..., then one by
+    /// one until none can go, the units in `order`. True if one was left out.
+    fn remove_history(&mut self, order: Order) -> bool {
+        let (base, units) = self.history_base(order);
         let mut live: Vec<usize> = (0..units.len()).collect();
         let kept_before = self.kept;
         let mut chunk = (live.len() / 2).max(1);
@@ -317,10 +324,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     /// read that needs it, a crash and the operation that meets it. True if
     /// a pair was left out.
     fn remove_pairs(&mut self, order: Order) -> bool {
-        let mut base = self.best_s.clone();
-        base.pace = crate::ops::pace_of(&self.best.drawn);
-        let quiet_ok = self.def.prefix_closed(&self.property);
-        let units = ordered_units(&self.best, &base, quiet_ok, order);
+        let (base, units) = self.history_base(order);
         let mut live: Vec<usize> = (0..units.len()).collect();
         let kept_before = self.kept;
         let mut i = 0;
