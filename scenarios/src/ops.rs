@@ -35,12 +35,18 @@ pub type Pace = BTreeMap<String, BTreeMap<usize, u64>>;
 /// Indices need not be dense (a holder numbers its calls by round).
 pub type Drawn = BTreeMap<String, BTreeMap<usize, u64>>;
 
+/// Per node, what each operation is about (the item, queue or document it
+/// touches), by index, as the workload said with [`about`]: the shrinker
+/// tries leaving out everything about one subject, or all but one, at once.
+pub type Subjects = BTreeMap<String, BTreeMap<usize, String>>;
+
 /// The plan of the run on this thread: what to leave out, when to start,
 /// and what was drawn.
 struct Active {
     skip: SkipSet,
     pace: Pace,
     drawn: Drawn,
+    subjects: Subjects,
     /// Per node, the operation it drew last.
     current: BTreeMap<String, usize>,
     /// Per node and port, the call its socket there is in (see
@@ -67,6 +73,7 @@ impl OpPlan {
             skip: skip.clone(),
             pace: pace.clone(),
             drawn: Drawn::new(),
+            subjects: Subjects::new(),
             current: BTreeMap::new(),
             sockets: BTreeMap::new(),
         };
@@ -75,9 +82,12 @@ impl OpPlan {
         }
     }
 
-    /// Uninstalls the plan and says what each node drew.
-    pub fn finish(mut self) -> Drawn {
-        self.restore().map(|a| a.drawn).unwrap_or_default()
+    /// Uninstalls the plan and says what each node drew, and what the
+    /// operations were about.
+    pub fn finish(mut self) -> (Drawn, Subjects) {
+        self.restore()
+            .map(|a| (a.drawn, a.subjects))
+            .unwrap_or_default()
     }
 
     /// Puts back the plan this one replaced (once) and returns this one.
@@ -158,6 +168,23 @@ pub async fn skipped(node: &str, op: usize) -> bool {
         });
     }
     skip
+}
+
+/// Says that operation `op` of node `node` (its name or incarnation name)
+/// is about `subject` (an item's key, a document's id): a workload calls it
+/// where it calls [`skipped`], for an operation that touches one thing.
+/// Outside a run with a plan it does nothing.
+pub fn about(node: &str, op: usize, subject: &str) {
+    let node = node_of(node);
+    ACTIVE.with(|a| {
+        if let Some(a) = a.borrow_mut().as_mut() {
+            a.subjects
+                .entry(node.to_string())
+                .or_default()
+                .entry(op)
+                .or_insert_with(|| subject.to_string());
+        }
+    })
 }
 
 /// The flag of an operation of the quiet phase (after the deadline) in its
@@ -245,11 +272,6 @@ pub fn current_at(node: &str, port: u16) -> Option<usize> {
     })
 }
 
-/// [`skipped`] for node `index` of role `role` (e.g. `client`, 3).
-pub async fn skipped_in(role: &str, index: usize, op: usize) -> bool {
-    skipped(&overcast_sim::world::Topology::node_name(role, index), op).await
-}
-
 /// The number of operations in a skip set.
 pub fn count(skip: &SkipSet) -> usize {
     skip.values().map(BTreeSet::len).sum()
@@ -279,7 +301,7 @@ mod tests {
             for op in 0..3 {
                 v.push(skipped("client-1#3", op).await);
             }
-            v.push(skipped_in("client", 0, 0).await);
+            v.push(skipped("client-0", 0).await);
             v
         });
         assert_eq!(
@@ -287,7 +309,7 @@ mod tests {
             [false, false, true, false],
             "an incarnation is its node"
         );
-        let drawn = plan.finish();
+        let (drawn, _) = plan.finish();
         assert_eq!(drawn["client-1"].len(), 3);
         assert_eq!(drawn["client-0"].len(), 1);
         assert!(!in_sim(skipped("client-1", 2)), "uninstalled");
@@ -307,7 +329,7 @@ mod tests {
                 "op 1 waited for its start"
             );
         });
-        let started = pace_of(&plan.finish())["client-0"][&1];
+        let started = pace_of(&plan.finish().0)["client-0"][&1];
         assert!((5_000_000..5_001_000).contains(&started), "{started}");
         let skip: SkipSet = [("client-0".to_string(), BTreeSet::from([0]))].into();
         drop(OpPlan::install(&skip, &Pace::new()));
@@ -343,6 +365,6 @@ mod tests {
             name_socket("connector-0", 1001, None);
             assert_eq!(current_at("connector-0", 1001), Some(3));
         });
-        assert_eq!(plan.finish()["connector-0"].len(), 4, "calls are drawn");
+        assert_eq!(plan.finish().0["connector-0"].len(), 4, "calls are drawn");
     }
 }

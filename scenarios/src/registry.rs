@@ -397,6 +397,8 @@ pub struct Executed {
     pub check_wall: std::time::Duration,
     /// When each client node's operations started ([`crate::ops`]).
     pub drawn: crate::ops::Drawn,
+    /// What each of those operations was about ([`crate::ops::about`]).
+    pub subjects: crate::ops::Subjects,
 }
 
 /// A scenario with its parameters as JSON: what the runner, the shrinker,
@@ -522,7 +524,7 @@ impl<D: ScenarioDef> DynScenario for D {
         let program = deployment.program;
         let plan = crate::ops::OpPlan::install(&s.skip, &s.pace);
         let world = overcast_sim::world::run_world(&cfg, program);
-        let drawn = plan.finish();
+        let (drawn, subjects) = plan.finish();
         let (history, counters) = (deployment.collect)(&world);
         let started = std::time::Instant::now();
         let checks = self
@@ -540,6 +542,7 @@ impl<D: ScenarioDef> DynScenario for D {
             checks,
             check_wall: started.elapsed(),
             drawn,
+            subjects,
         })
     }
     fn reduction_names(&self) -> Vec<&'static str> {

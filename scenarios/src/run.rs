@@ -35,6 +35,8 @@ pub struct RunResult {
     pub check_wall: Duration,
     /// When each client node's operations started, skipped ones included ([`crate::ops`]).
     pub drawn: crate::ops::Drawn,
+    /// What each of those operations was about ([`crate::ops::about`]).
+    pub subjects: crate::ops::Subjects,
     /// The failure page ([`crate::report`]) of a run that did not pass.
     pub page: Option<String>,
 }
@@ -317,6 +319,7 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         wall: Duration::ZERO,
         check_wall: executed.check_wall,
         drawn: executed.drawn,
+        subjects: executed.subjects,
         page: None,
     };
     let input = crate::report::PageInput {
@@ -353,6 +356,7 @@ pub fn harness_failure(s: &Scenario, error: String, wall: Duration) -> RunResult
         wall,
         check_wall: Duration::ZERO,
         drawn: Default::default(),
+        subjects: Default::default(),
         page: None,
     }
 }

@@ -28,6 +28,7 @@ use crate::ops::SkipSet;
 use crate::registry::DynScenario;
 use crate::run::{resolved, run_isolated_with, RunResult};
 use crate::scenario::Scenario;
+use std::collections::BTreeMap;
 
 /// The candidate runs a shrink may spend unless told otherwise.
 pub const DEFAULT_MAX_TRIES: usize = 500;
@@ -287,6 +288,64 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         (base, units)
     }
 
+    /// Pass 2a, before the chunks: the operations about one subject (an
+    /// item, a document: [`crate::ops::about`]) at once, since a failure is
+    /// often about one of them and the others only add to it. First all but
+    /// one subject's (trying the subjects with most operations first), then,
+    /// one subject at a time, that subject's. Operations about nothing in
+    /// particular, and fault events, stay. True if a candidate was kept.
+    fn remove_subjects(&mut self) -> bool {
+        let (base, units) = self.history_base(Order::ByNode);
+        let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (u, unit) in units.iter().enumerate() {
+            if let Unit::Op(node, i) = unit {
+                if let Some(subject) = self.best.subjects.get(node).and_then(|m| m.get(i)) {
+                    groups.entry(subject.as_str()).or_default().push(u);
+                }
+            }
+        }
+        if groups.len() < 2 {
+            return false;
+        }
+        let mut order: Vec<(&str, Vec<usize>)> = groups.into_iter().collect();
+        order.sort_by_key(|(_, g)| std::cmp::Reverse(g.len()));
+        let order: Vec<(String, Vec<usize>)> =
+            order.into_iter().map(|(s, g)| (s.to_string(), g)).collect();
+        let mut about = vec![None; units.len()];
+        for (k, (_, g)) in order.iter().enumerate() {
+            for u in g {
+                about[*u] = Some(k);
+            }
+        }
+        let kept_before = self.kept;
+        for (k, (subject, _)) in order.iter().enumerate() {
+            let live: Vec<usize> = (0..units.len())
+                .filter(|u| about[*u].is_none_or(|a| a == k))
+                .collect();
+            let step = format!("keep only the operations about {subject}");
+            match self.try_candidate(with_units(&base, &units, &live), &step) {
+                None => return self.kept > kept_before,
+                Some(true) => return true,
+                Some(false) => {}
+            }
+        }
+        let mut live: Vec<usize> = (0..units.len()).collect();
+        for (k, (subject, _)) in order.iter().enumerate() {
+            let rest: Vec<usize> = live
+                .iter()
+                .copied()
+                .filter(|u| about[*u] != Some(k))
+                .collect();
+            let step = format!("leave out the operations about {subject}");
+            match self.try_candidate(with_units(&base, &units, &rest), &step) {
+                None => break,
+                Some(true) => live = rest,
+                Some(false) => {}
+            }
+        }
+        self.kept > kept_before
+    }
+
     /// Pass 2: leave out operations and fault events of the current failure,
     /// in chunks of half the remaining ones, then quarters, ..., then one by
     /// one until none can go, the units in `order`. True if one was left out.
@@ -488,6 +547,7 @@ pub fn shrink(
     // after which the quiet phase can be cut short.
     let prefix_closed = def.prefix_closed(&search.property);
     loop {
+        search.remove_subjects();
         // Two cuts of the same units: one may leave out what the other cannot
         // (a whole client; a stretch of time with its faults).
         let (by_time, by_node) = if prefix_closed {
@@ -556,6 +616,41 @@ mod tests {
         // The shrunk scenario replays to the same failure.
         let again = run_isolated_with(def, &shrunk.scenario);
         assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+    }
+
+    #[test]
+    fn the_subject_pass_leaves_out_whole_items_and_keeps_the_property() {
+        // etag_reuse needs one item deleted and created again: every other
+        // item's operations can go at once.
+        let def = find("occ").unwrap();
+        let mut s = Scenario::new(def, 0);
+        s.bugs = vec!["etag_reuse".into()];
+        let before = run_isolated_with(def, &s);
+        assert!(
+            before.subjects.values().flat_map(|m| m.values()).count() > 100,
+            "occ says what its operations are about"
+        );
+        let mut steps = Vec::new();
+        let shrunk = shrink(def, &s, 500, |step, _| steps.push(step.to_string())).unwrap();
+        assert!(
+            steps.iter().any(|s| s.contains("the operations about")),
+            "{steps:?}"
+        );
+        assert_eq!(shrunk.run.first_property(), before.first_property());
+        assert!(size(&shrunk.run).0 <= 15, "{:?}", size(&shrunk.run));
+        // The items left are few: most of the ten were left out whole.
+        let items: std::collections::BTreeSet<&String> = shrunk
+            .run
+            .subjects
+            .iter()
+            .flat_map(|(node, ops)| {
+                let skip = shrunk.scenario.skip.get(node);
+                ops.iter()
+                    .filter(move |(i, _)| !skip.is_some_and(|k| k.contains(i)))
+                    .map(|(_, subject)| subject)
+            })
+            .collect();
+        assert!(items.len() <= 4, "{items:?}");
     }
 
     #[test]

@@ -190,7 +190,7 @@ impl Write {
 
 /// One writer: random writes until `ops` or the deadline, each recorded as
 /// an operation of client `index`. Each write is drawn whole before the
-/// shrinker is asked whether to leave it out ([`crate::ops::skipped_in`],
+/// shrinker is asked whether to leave it out ([`crate::ops::skipped`],
 /// node `writer-<index>`, numbered from 0), so the writes after a left-out
 /// one are the same.
 pub async fn writer(
@@ -238,7 +238,11 @@ pub async fn writer(
                 what: rng.gen_range(0..3),
             }
         };
-        if crate::ops::skipped_in("writer", index, op).await {
+        // About its partition key (a batch's items share it); the hosts'
+        // calls are about no one key, and stay.
+        let node = overcast_sim::world::Topology::node_name("writer", index);
+        crate::ops::about(&node, op, &key);
+        if crate::ops::skipped(&node, op).await {
             continue;
         }
         let call = write.call(&key);

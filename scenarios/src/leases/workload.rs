@@ -86,19 +86,31 @@ struct Calls<'a> {
     node: &'a str,
     unit: usize,
     k: usize,
+    /// The blob the unit is about, if one ([`crate::ops::about`]).
+    subject: Option<String>,
 }
 
 impl<'a> Calls<'a> {
-    /// The calls of unit `unit` of node `node`; none counted yet.
-    fn new(node: &'a str, unit: usize) -> Calls<'a> {
-        Calls { node, unit, k: 0 }
+    /// The calls of unit `unit` of node `node`, about blob `subject` if
+    /// one; none counted yet.
+    fn new(node: &'a str, unit: usize, subject: Option<String>) -> Calls<'a> {
+        Calls {
+            node,
+            unit,
+            k: 0,
+            subject,
+        }
     }
 
     /// Whether the next call is left out (its place paced as the others').
     async fn skipped(&mut self) -> bool {
         let k = self.k.min(CALLS_PER_UNIT - 1);
         self.k += 1;
-        crate::ops::skipped(self.node, self.unit * CALLS_PER_UNIT + k).await
+        let op = self.unit * CALLS_PER_UNIT + k;
+        if let Some(subject) = &self.subject {
+            crate::ops::about(self.node, op, subject);
+        }
+        crate::ops::skipped(self.node, op).await
     }
 }
 
@@ -173,7 +185,11 @@ pub async fn holder(
         };
         let mut h = LeaseHolder::new(cfg, guid(&mut rng));
         // The round's first acquire is the round: leaving it out leaves the round out.
-        let mut calls = Calls::new(&node.name, round);
+        let subject = match &target {
+            LeaseTarget::Blob(key) => key.id.clone(),
+            LeaseTarget::Container(name) => name.clone(),
+        };
+        let mut calls = Calls::new(&node.name, round, Some(subject));
         if calls.skipped().await {
             continue;
         }
@@ -345,7 +361,9 @@ pub async fn client(
         }
         // The operation's first call is the operation: leaving it out leaves
         // the operation out; its later calls can be left out one by one.
-        let mut calls = Calls::new(&node.name, n);
+        // A container operation is about every blob of it.
+        let subject = (kind != 5).then(|| key.id.clone());
+        let mut calls = Calls::new(&node.name, n, subject);
         if calls.skipped().await {
             continue;
         }

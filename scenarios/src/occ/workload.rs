@@ -159,7 +159,12 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
-        if crate::ops::skipped_in("client", client_id % s.clients, n).await {
+        // An increment's counter is drawn before the shrinker is asked, so
+        // that leaving the increment out leaves the later draws as they were.
+        let counter = (kind == 6).then(|| counters[rng.gen_range(0..counters.len())].clone());
+        let node = overcast_sim::world::Topology::node_name("client", client_id % s.clients);
+        crate::ops::about(&node, n, counter.as_deref().unwrap_or(&id));
+        if crate::ops::skipped(&node, n).await {
             continue;
         }
         match kind {
@@ -221,7 +226,7 @@ pub async fn client_workload(
             6 => {
                 // The application's own meaning: append this increment's token
                 // to a counter item (the helper retries on a lost race).
-                let counter = counters[rng.gen_range(0..counters.len())].clone();
+                let counter = counter.unwrap_or_default();
                 let key = ItemKey::new(CONTAINER, counter.clone(), counter);
                 let token = format!("c{client_id}.{n}");
                 let outcome: RmwOutcome = client

@@ -164,6 +164,9 @@ pub async fn editor(
         let draw: f64 = rng.gen();
         let add = docs.len() < 2 || draw < p.add_share;
         let id = (!add).then(|| docs[rng.gen_range(0..docs.len())].id.clone());
+        if let Some(id) = &id {
+            crate::ops::about(name, n, id);
+        }
         if crate::ops::skipped(name, n).await {
             continue;
         }
@@ -278,6 +281,7 @@ impl ConnectorObserver for Observer {
             *n - 1
         };
         let number = crate::ops::call_number(&source, &key, nth);
+        crate::ops::about(&self.name, number, &key);
         let skipped = crate::ops::skipped_call(&self.name, number);
         self.kept.set((!skipped).then_some(number));
         skipped

@@ -144,7 +144,9 @@ pub async fn client_workload(
         if think > 0 {
             madsim::time::sleep(std::time::Duration::from_millis(think)).await;
         }
-        if crate::ops::skipped_in("client", index, n).await {
+        let node = overcast_sim::world::Topology::node_name("client", index);
+        crate::ops::about(&node, n, &item);
+        if crate::ops::skipped(&node, n).await {
             continue;
         }
         let body = format!("{session}.{n}");

@@ -152,7 +152,9 @@ pub async fn client_workload(
                     STORY_SYNONYMS
                 };
                 let entry = format!("c{index}.{n}");
-                if crate::ops::skipped_in("client", index, n).await {
+                let node = overcast_sim::world::Topology::node_name("client", index);
+                crate::ops::about(&node, n, story);
+                if crate::ops::skipped(&node, n).await {
                     continue;
                 }
                 story_update(&mut s, story, &entry, &p, &mut rng).await;
@@ -174,7 +176,9 @@ pub async fn client_workload(
                 None => s.search.delete_request(&scratch(BTreeSet::new()), false),
             },
         };
-        if crate::ops::skipped_in("client", index, n).await {
+        let node = overcast_sim::world::Topology::node_name("client", index);
+        crate::ops::about(&node, n, &name);
+        if crate::ops::skipped(&node, n).await {
             continue;
         }
         s.send(&req, None).await;
