@@ -3,7 +3,7 @@
 //! 1 violation, 2 bad input, 3 liveness, 4 undecided, 5 harness error.
 
 use overcast_scenarios::bugs::BUGS;
-use overcast_scenarios::hunt::{hunt_both, hunt_scenario_in, shrink_found, BugHunt};
+use overcast_scenarios::hunt::{hunt_both, hunt_scenario_in, BugHunt};
 use overcast_scenarios::registry::{self, DynScenario, SCENARIOS};
 use overcast_scenarios::run::{run_isolated_with, RunResult};
 use overcast_scenarios::saved::{
@@ -789,10 +789,11 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         };
         // Both mixes: the bug's hunt profile and swarm mode.
         let both = hunt_both(b.name, def, args.cap, jobs);
-        let mut h = both.first().clone();
-        if !args.no_shrink {
-            shrink_found(&mut h, def, args.shrink_tries);
-        }
+        let h = if args.no_shrink {
+            both.first().clone()
+        } else {
+            both.shrunk_smallest(def, args.shrink_tries)
+        };
         missed += usize::from(!h.found);
         if args.json {
             let other = if h.swarm { &both.default } else { &both.swarm };
