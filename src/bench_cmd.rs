@@ -34,16 +34,31 @@ pub struct BenchArgs {
     pub soak_seeds: u64,
 }
 
-/// Resident memory of this process, KiB (Linux; 0 where unknown).
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+/// Resident memory of this process, KiB (Linux; 0 where unknown): all of
+/// it, the anonymous part (heap, stacks: what the runs hold) and the
+/// file-backed part (the program's own pages, which grow as rarer code
+/// paths run for the first time, up to the size of the binary).
+#[derive(Clone, Copy, Default)]
+struct Resident {
+    total: u64,
+    anon: u64,
+    file: u64,
+}
+
+fn resident() -> Resident {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0)
+    };
+    Resident {
+        total: field("VmRSS:"),
+        anon: field("RssAnon:"),
+        file: field("RssFile:"),
+    }
 }
 
 /// Bytes mimalloc (the global allocator) has committed, by its own
@@ -72,7 +87,7 @@ fn heap_committed() -> u64 {
 /// One soak checkpoint's figures.
 struct SoakPoint {
     seeds: u64,
-    rss_kib: u64,
+    resident: Resident,
     heap: u64,
 }
 
@@ -119,12 +134,15 @@ fn soak(seeds: u64) -> u8 {
             unsafe { libmimalloc_sys::mi_collect(true) };
             let point = SoakPoint {
                 seeds: done,
-                rss_kib: rss_kib(),
+                resident: resident(),
                 heap: heap_committed(),
             };
+            let r = point.resident;
             println!(
-                "after {done:>7} seeds: resident {}, heap committed {}, {rate:.2} seeds/s since the last checkpoint ({:.0} s in all)",
-                mib(point.rss_kib * 1024),
+                "after {done:>7} seeds: resident {} (anonymous {}, file-backed {}), heap committed {}, {rate:.2} seeds/s since the last checkpoint ({:.0} s in all)",
+                mib(r.total * 1024),
+                mib(r.anon * 1024),
+                mib(r.file * 1024),
                 mib(point.heap),
                 started.elapsed().as_secs_f64()
             );
@@ -134,10 +152,12 @@ fn soak(seeds: u64) -> u8 {
     if let (Some(first), Some(last)) = (points.first(), points.last()) {
         let change = |a: u64, b: u64| (b as f64 / a.max(1) as f64 - 1.0) * 100.0;
         println!(
-            "from {} to {} seeds: resident {:+.1}%",
+            "from {} to {} seeds: resident {:+.1}% (anonymous {:+.1}%, file-backed {:+.1}%)",
             first.seeds,
             last.seeds,
-            change(first.rss_kib, last.rss_kib)
+            change(first.resident.total, last.resident.total),
+            change(first.resident.anon, last.resident.anon),
+            change(first.resident.file, last.resident.file)
         );
         println!(
             "from {} to {} seeds: heap committed {:+.1}%",
