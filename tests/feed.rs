@@ -137,3 +137,54 @@ fn a_hosts_calls_are_numbered_for_the_shrinker_and_one_left_out_is_not_sent() {
         "nothing before it moved"
     );
 }
+
+/// `seed` with the items' feed starting at `ranges` physical ranges, as the
+/// shrinker's "one range fewer" leaves it.
+fn with_ranges(seed: u64, ranges: u32, swarm: bool) -> Scenario {
+    let mut s = Scenario::new(feed(), seed);
+    s.params["ranges"] = ranges.into();
+    s.swarm = swarm;
+    s
+}
+
+/// Fewer ranges must not make a correct model fail (a shrink to fewer
+/// ranges would then blame the model for the shrink), in either mix.
+fn fewer_ranges_pass(seeds: std::ops::Range<u64>) {
+    for ranges in [1, 2, 3] {
+        for seed in seeds.clone() {
+            for swarm in [false, true] {
+                let r = run_with(feed(), &with_ranges(seed, ranges, swarm));
+                assert!(
+                    r.passed(),
+                    "ranges {ranges} seed {seed} swarm {swarm}: {}",
+                    r.summary()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_unmodified_model_passes_with_fewer_ranges_and_a_bug_is_still_caught() {
+    fewer_ranges_pass(0..6);
+    // Fewer ranges mean fewer leases and feed reads: the hosts make fewer calls.
+    let calls = |ranges| run_with(feed(), &with_ranges(0, ranges, false)).history.ops();
+    assert!(calls(1) < calls(4), "{} vs {}", calls(1), calls(4));
+    let caught = (0..20).any(|seed| {
+        let mut s = with_ranges(seed, 1, false);
+        s.bugs = vec!["feed_shows_deletes".into()];
+        run_with(feed(), &s)
+            .violations()
+            .iter()
+            .any(|v| v.property == "CF1")
+    });
+    assert!(caught, "feed_shows_deletes with one range");
+}
+
+/// The longer sweep behind the README's figure: `cargo test --release
+/// --test feed -- --ignored`.
+#[test]
+#[ignore]
+fn the_unmodified_model_passes_with_fewer_ranges_long() {
+    fewer_ranges_pass(0..200);
+}

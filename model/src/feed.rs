@@ -6,7 +6,8 @@
 //!
 //! - The key space of a container is the effective partition key (EPK) range
 //!   `[0, 256)` ([`epk`] hashes a partition key into it), tiled by physical
-//!   ranges: [`INITIAL_RANGES`] at first; a split (a fault event, logged, so
+//!   ranges: [`INITIAL_RANGES`] at first (or as many as the server is
+//!   configured with, [`ChangeFeed::with_ranges`]); a split (a fault event, logged, so
 //!   durable) replaces a range by two children. A read of a split range's id
 //!   answers 410 with sub-status 1002 and names the children, which the
 //!   caller resumes from the parent's position (CF9).
@@ -31,7 +32,8 @@ use std::collections::BTreeMap;
 /// The size of a container's EPK space: ranges are `[min, max)` within `[0, KEY_SPACE)`.
 pub const KEY_SPACE: u32 = 256;
 
-/// How many physical ranges a container starts with (equal widths).
+/// How many physical ranges a container starts with (equal widths), unless
+/// configured otherwise ([`ChangeFeed::with_ranges`]).
 pub const INITIAL_RANGES: u32 = 4;
 
 /// The marker of an item with a time to live (a soft-deleted item: the
@@ -247,11 +249,13 @@ struct ContainerFeed {
 }
 
 impl ContainerFeed {
-    fn new() -> ContainerFeed {
-        let width = KEY_SPACE / INITIAL_RANGES;
-        let live = (0..INITIAL_RANGES)
+    /// A container's feed with `ranges` physical ranges of equal width.
+    fn new(ranges: u32) -> ContainerFeed {
+        let ranges = ranges.clamp(1, KEY_SPACE);
+        let width = KEY_SPACE / ranges;
+        let live = (0..ranges)
             .map(|i| {
-                let max = if i + 1 == INITIAL_RANGES {
+                let max = if i + 1 == ranges {
                     KEY_SPACE
                 } else {
                     (i + 1) * width
@@ -269,7 +273,7 @@ impl ContainerFeed {
         ContainerFeed {
             live,
             split: BTreeMap::new(),
-            next_id: INITIAL_RANGES,
+            next_id: ranges,
             latest: BTreeMap::new(),
             ts_by_lsn: BTreeMap::new(),
         }
@@ -277,32 +281,49 @@ impl ContainerFeed {
 }
 
 /// The change feed of every container of one partition.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangeFeed {
     bugs: ModelBugs,
+    /// Physical ranges a container starts with.
+    ranges: u32,
     containers: BTreeMap<String, ContainerFeed>,
+}
+
+impl Default for ChangeFeed {
+    fn default() -> ChangeFeed {
+        ChangeFeed::new(ModelBugs::default())
+    }
 }
 
 impl ChangeFeed {
     /// No changes yet, with `bugs` switched on (it reads `page_cut_splits_batch`).
     pub fn new(bugs: ModelBugs) -> ChangeFeed {
+        ChangeFeed::with_ranges(bugs, INITIAL_RANGES)
+    }
+
+    /// [`ChangeFeed::new`], each container starting with `ranges` physical
+    /// ranges (at least 1): fewer ranges, fewer leases and feed reads, which
+    /// the shrinker uses.
+    pub fn with_ranges(bugs: ModelBugs, ranges: u32) -> ChangeFeed {
         ChangeFeed {
             bugs,
+            ranges: ranges.max(1),
             containers: BTreeMap::new(),
         }
     }
 
     fn container(&mut self, c: &str) -> &mut ContainerFeed {
+        let ranges = self.ranges;
         self.containers
             .entry(c.to_string())
-            .or_insert_with(ContainerFeed::new)
+            .or_insert_with(|| ContainerFeed::new(ranges))
     }
 
     /// The live ranges of `container`, by id.
     pub fn ranges(&self, container: &str) -> Vec<FeedRange> {
         match self.containers.get(container) {
             Some(c) => c.live.values().cloned().collect(),
-            None => ContainerFeed::new().live.into_values().collect(),
+            None => ContainerFeed::new(self.ranges).live.into_values().collect(),
         }
     }
 
@@ -396,7 +417,7 @@ impl ChangeFeed {
         let feed = match self.containers.get(req_container(req)) {
             Some(f) => f,
             None => {
-                fresh = ContainerFeed::new();
+                fresh = ContainerFeed::new(self.ranges);
                 &fresh
             }
         };

@@ -203,6 +203,12 @@ impl Partition {
     /// An empty partition with `bugs` switched on and `containers` provisioned:
     /// they exist from the start and are not logged (the LSN stays 0).
     pub fn new(bugs: ModelBugs, containers: &[String]) -> Partition {
+        Partition::with_feed_ranges(bugs, containers, crate::feed::INITIAL_RANGES)
+    }
+
+    /// [`Partition::new`], whose change feed starts each container with
+    /// `feed_ranges` physical ranges ([`ChangeFeed::with_ranges`]).
+    pub fn with_feed_ranges(bugs: ModelBugs, containers: &[String], feed_ranges: u32) -> Partition {
         let mut store = Store::new(bugs);
         for c in containers {
             let create = StoreRequest::CreateContainer {
@@ -216,7 +222,7 @@ impl Partition {
             cosmos: CosmosItems::new(bugs),
             search: SearchService::new(bugs),
             queues: IndexingService::new(bugs),
-            feed: ChangeFeed::new(bugs),
+            feed: ChangeFeed::with_ranges(bugs, feed_ranges),
         }
     }
 
@@ -341,6 +347,7 @@ impl Partition {
 pub struct Partitions {
     bugs: ModelBugs,
     containers: Vec<String>,
+    feed_ranges: u32,
     by_id: BTreeMap<u32, Partition>,
 }
 
@@ -350,7 +357,17 @@ impl Partitions {
         Partitions {
             bugs,
             containers,
+            feed_ranges: crate::feed::INITIAL_RANGES,
             by_id: BTreeMap::new(),
+        }
+    }
+
+    /// These partitions, each change feed starting a container with
+    /// `feed_ranges` physical ranges ([`Partition::with_feed_ranges`]).
+    pub fn with_feed_ranges(self, feed_ranges: u32) -> Partitions {
+        Partitions {
+            feed_ranges,
+            ..self
         }
     }
 
@@ -358,7 +375,9 @@ impl Partitions {
     pub fn get_mut(&mut self, p: u32) -> &mut Partition {
         self.by_id
             .entry(p)
-            .or_insert_with(|| Partition::new(self.bugs, &self.containers))
+            .or_insert_with(|| {
+                Partition::with_feed_ranges(self.bugs, &self.containers, self.feed_ranges)
+            })
     }
 
     /// Partition `p`, if it has been used.

@@ -298,6 +298,9 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// Containers every partition has from the start (provisioned, not logged).
     pub containers: Vec<String>,
+    /// Physical ranges a container's change feed starts with
+    /// ([`crate::feed::INITIAL_RANGES`] unless a scenario shrinks it).
+    pub feed_ranges: u32,
     /// Fault point rates.
     pub faults: FaultRates,
     /// How long a log sync takes, ms range.
@@ -412,7 +415,8 @@ pub struct Recovery {
 /// number of records replayed, the next record's `seq`, and why the log
 /// cannot be served from, if it cannot.
 fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (Partitions, u64, u64, Option<String>) {
-    let mut partitions = Partitions::new(cfg.bugs, cfg.containers.clone());
+    let mut partitions =
+        Partitions::new(cfg.bugs, cfg.containers.clone()).with_feed_ranges(cfg.feed_ranges);
     let r = wal::recover(log, &cfg.bugs);
     if r.damage.is_some() {
         return (partitions, 0, r.next_seq, r.damage);

@@ -86,6 +86,7 @@ pub fn server_program(
     let cfg = ServerConfig {
         bind: env.addr(),
         containers,
+        feed_ranges: overcast_model::feed::INITIAL_RANGES,
         faults,
         fsync_ms,
         bugs,

@@ -45,6 +45,10 @@ pub const LEASES: &str = "leases";
 pub struct FeedParams {
     /// Processor hosts (2–5).
     pub hosts: usize,
+    /// Physical ranges the items' feed starts with (1–4; 4 but in a
+    /// shrunk run: fewer ranges, fewer leases and feed reads).
+    #[serde(default = "four_ranges")]
+    pub ranges: u32,
     /// Writers.
     pub writers: usize,
     /// Partition keys written.
@@ -90,10 +94,15 @@ pub struct FeedParams {
     pub fsync_ms: (u64, u64),
 }
 
+fn four_ranges() -> u32 {
+    overcast_model::feed::INITIAL_RANGES
+}
+
 impl Default for FeedParams {
     fn default() -> Self {
         FeedParams {
             hosts: 3,
+            ranges: four_ranges(),
             writers: 2,
             keys: 12,
             items_per_key: 3,
@@ -239,6 +248,9 @@ impl ScenarioDef for Feed {
         if !(1..=5).contains(&p.hosts) {
             return Err("hosts must be 1–5".into());
         }
+        if !(1..=four_ranges()).contains(&p.ranges) {
+            return Err(format!("ranges must be 1–{}", four_ranges()));
+        }
         if p.keys == 0 || p.items_per_key == 0 {
             return Err("keys and items_per_key must be at least 1".into());
         }
@@ -274,9 +286,10 @@ impl ScenarioDef for Feed {
     fn header(&self, p: &FeedParams) -> String {
         let o = ProcessorOptions::scaled("h", p.time_scale);
         format!(
-            "hosts={} writers={} keys={}×{} splits={} start={} max_items={}\n\
+            "hosts={} ranges={} writers={} keys={}×{} splits={} start={} max_items={}\n\
              processor: renew {} ms, acquire {} ms, expiration {} ms, poll {} ms; delegate fail={} slow={}; server 429={} 408={}",
             p.hosts,
+            p.ranges,
             p.writers,
             p.keys,
             p.items_per_key,
@@ -335,6 +348,7 @@ impl ScenarioDef for Feed {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![],
+                    feed_ranges: p.ranges,
                     faults: p.server_faults.clone(),
                     fsync_ms: p.fsync_ms,
                     bugs,
@@ -527,6 +541,14 @@ impl ScenarioDef for Feed {
                 once(i, || {
                     (p.hosts > 1).then(|| FeedParams {
                         hosts: p.hosts - 1,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("one range fewer", |p, i| {
+                once(i, || {
+                    (p.ranges > 1).then(|| FeedParams {
+                        ranges: p.ranges - 1,
                         ..p.clone()
                     })
                 })

@@ -334,6 +334,7 @@ impl ScenarioDef for Leases {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![CONTAINER.to_string()],
+                    feed_ranges: overcast_model::feed::INITIAL_RANGES,
                     faults: p.server_faults.clone(),
                     fsync_ms: p.fsync_ms,
                     bugs,

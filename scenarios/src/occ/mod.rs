@@ -438,6 +438,7 @@ impl ScenarioDef for Occ {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![CONTAINER.to_string()],
+                    feed_ranges: overcast_model::feed::INITIAL_RANGES,
                     // The variant's storms end by the workload's deadline.
                     faults: if p.throttle {
                         throttled_faults(&p.server_faults, env.deadline.as_millis() as u64)

@@ -320,6 +320,7 @@ impl ScenarioDef for Queues {
                     let cfg = ServerConfig {
                         bind: env.addr(),
                         containers: Vec::new(),
+                        feed_ranges: overcast_model::feed::INITIAL_RANGES,
                         faults: p.server_faults.clone(),
                         fsync_ms: p.fsync_ms,
                         bugs,

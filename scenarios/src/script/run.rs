@@ -151,6 +151,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
         let cfg = ServerConfig {
             bind: server_addr,
             containers: script.containers.clone(),
+            feed_ranges: overcast_model::feed::INITIAL_RANGES,
             faults: FaultRates::default(),
             fsync_ms: (1, 1),
             bugs,
