@@ -168,7 +168,11 @@ fn fewer_ranges_pass(seeds: std::ops::Range<u64>) {
 fn the_unmodified_model_passes_with_fewer_ranges_and_a_bug_is_still_caught() {
     fewer_ranges_pass(0..6);
     // Fewer ranges mean fewer leases and feed reads: the hosts make fewer calls.
-    let calls = |ranges| run_with(feed(), &with_ranges(0, ranges, false)).history.ops();
+    let calls = |ranges| {
+        run_with(feed(), &with_ranges(0, ranges, false))
+            .history
+            .ops()
+    };
     assert!(calls(1) < calls(4), "{} vs {}", calls(1), calls(4));
     let caught = (0..20).any(|seed| {
         let mut s = with_ranges(seed, 1, false);

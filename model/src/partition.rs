@@ -373,11 +373,9 @@ impl Partitions {
 
     /// Partition `p`, created if new.
     pub fn get_mut(&mut self, p: u32) -> &mut Partition {
-        self.by_id
-            .entry(p)
-            .or_insert_with(|| {
-                Partition::with_feed_ranges(self.bugs, &self.containers, self.feed_ranges)
-            })
+        self.by_id.entry(p).or_insert_with(|| {
+            Partition::with_feed_ranges(self.bugs, &self.containers, self.feed_ranges)
+        })
     }
 
     /// Partition `p`, if it has been used.

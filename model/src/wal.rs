@@ -128,12 +128,12 @@ fn scan_from(bytes: &[u8], check_payload_crc: bool, from_start: bool) -> Scan {
         }
         let len = u32_at(h, 4) as usize;
         let seq = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
-        let Some(payload) = bytes.get(at + HEADER..at + HEADER + len) else {
-            break LogEnd::Torn;
-        };
-        if check_payload_crc && crc32fast::hash(payload) != u32_at(h, 16) {
-            break corrupt(at, format!("record {seq} fails its checksum"));
-        }
+        // The place before the length: a torn tail is the last record
+        // appended, so its intact header has the next seq. A header of
+        // another record there (a later record's misdirected write over the
+        // last synced one, its payload cut off by the end of the log) is
+        // corruption, not a tear: cutting it off as torn would silently drop
+        // the acknowledged record it overwrote.
         let expected = records.len() as u64 + 1;
         if from_start && seq != expected {
             break corrupt(
@@ -142,6 +142,12 @@ fn scan_from(bytes: &[u8], check_payload_crc: bool, from_start: bool) -> Scan {
                     "record {seq} where record {expected} belongs (a misdirected or lost write)"
                 ),
             );
+        }
+        let Some(payload) = bytes.get(at + HEADER..at + HEADER + len) else {
+            break LogEnd::Torn;
+        };
+        if check_payload_crc && crc32fast::hash(payload) != u32_at(h, 16) {
+            break corrupt(at, format!("record {seq} fails its checksum"));
         }
         let Ok(record) = bincode::deserialize::<LogRecord>(payload) else {
             break corrupt(at, format!("record {seq} does not decode"));
@@ -370,6 +376,31 @@ mod tests {
         assert!(matches!(scan(&b, true).end, LogEnd::Corrupt { .. }));
         let b = encode(1, &record(1)).repeat(2);
         assert!(matches!(scan(&b, true).end, LogEnd::Corrupt { .. }));
+    }
+
+    #[test]
+    fn a_later_record_written_over_the_last_one_is_corruption_not_a_torn_tail() {
+        // Found by `sweep search --swarm` seed 57941: record 18's misdirected
+        // write landed on record 17 (synced, acknowledged), its payload cut
+        // off by the end of the log, and its own place stayed zeros.
+        // Taking that for a torn tail dropped record 17 silently.
+        let mut b = encode(1, &record(1));
+        let at = b.len();
+        b.extend(encode(2, &record(2)));
+        let end = b.len();
+        let later = encode(3, &record(30_000));
+        assert!(later.len() > end - at, "the later record is the longer");
+        b[at..end].copy_from_slice(&later[..end - at]);
+        let s = scan(&b, true);
+        assert!(
+            matches!(&s.end, LogEnd::Corrupt { reason, .. } if reason.contains("record 3 where record 2")),
+            "{:?}",
+            s.end
+        );
+        // A torn tail of the record that belongs there is still cut off.
+        let mut torn = encode(1, &record(1));
+        torn.extend(&encode(2, &record(30_000))[..end - at]);
+        assert!(matches!(scan(&torn, true).end, LogEnd::Torn));
     }
 
     #[test]
