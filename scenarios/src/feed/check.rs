@@ -590,10 +590,23 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             if reported {
                 continue;
             }
+            // The version the taker's balancer judged is unknown (no event),
+            // but it is no newer than the owner's last write before the
+            // taker's last listing began: an owner's renewal after that may
+            // have come too late for the listing, and Acquire replaces a
+            // renewed lease anyway while its owner is unchanged (§3.3.4).
+            let listed = h
+                .ops
+                .iter()
+                .filter(|o| Some(o.client) == host_client(to) && o.invoke_ns < at)
+                .filter(|o| matches!(&o.call, FeedCall::Host { what } if what == "list leases"))
+                .map(|o| o.invoke_ns)
+                .max()
+                .unwrap_or(at);
             let last_write = vs
                 .iter()
                 .rev()
-                .find(|x| x.at_ns < at && x.doc.as_ref().is_some_and(|d| d.by == *from))
+                .find(|x| x.at_ns < listed && x.doc.as_ref().is_some_and(|d| d.by == *from))
                 .map(|x| written_from(from, x.at_ns));
             let expired = last_write
                 .is_some_and(|w| (w + o.expiration_ms * 1_000_000).saturating_sub(skew_ns) < at);
