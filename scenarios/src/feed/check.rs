@@ -590,11 +590,12 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             if reported {
                 continue;
             }
-            // The version the taker's balancer judged is unknown (no event),
-            // but it is no newer than the owner's last write before the
-            // taker's last listing began: an owner's renewal after that may
-            // have come too late for the listing, and Acquire replaces a
-            // renewed lease anyway while its owner is unchanged (§3.3.4).
+            // The version the taker's balancer judged is unknown (no event):
+            // the oldest it can have been is the owner's last write before
+            // the taker's last listing began (a renewal after that may have
+            // come too late for the listing, and Acquire replaces a renewed
+            // lease anyway while its owner is unchanged, §3.3.4). Judged on
+            // that one: a harness that cannot tell must not blame.
             let listed = h
                 .ops
                 .iter()
