@@ -88,7 +88,24 @@ fn heap_committed() -> u64 {
 struct SoakPoint {
     seeds: u64,
     resident: Resident,
+    /// The median, least and most resident memory (KiB) over the readings
+    /// after each of the last [`SOAK_WINDOW`] seeds.
+    window: (u64, u64, u64),
     heap: u64,
+}
+
+/// Seeds whose resident-memory readings make a checkpoint's median. What a
+/// process holds after one seed depends on that seed's runs (which
+/// allocator pages their longer-lived blocks pinned), so one reading moves
+/// by a few MiB from seed to seed; the median over a window shows the level
+/// a leak would raise.
+const SOAK_WINDOW: usize = 1_000;
+
+/// Resident memory now, after the allocator has handed its free pages back.
+fn resident_collected() -> Resident {
+    // SAFETY: mi_collect only releases the allocator's free pages.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+    resident()
 }
 
 fn mib(bytes: u64) -> String {
@@ -110,6 +127,8 @@ fn soak(seeds: u64) -> u8 {
     let started = Instant::now();
     let mut window = (Instant::now(), 0u64);
     let mut points: Vec<SoakPoint> = Vec::new();
+    let mut readings: std::collections::VecDeque<u64> =
+        std::collections::VecDeque::with_capacity(SOAK_WINDOW);
     let mut checkpoints: Vec<u64> = (1..=10).map(|k| seeds * k / 10).collect();
     checkpoints.push(1_000);
     for seed in 0..seeds {
@@ -125,24 +144,38 @@ fn soak(seeds: u64) -> u8 {
             }
         }
         let done = seed + 1;
+        // Freed memory back to the system first, so that resident memory is
+        // what the process holds, not the allocator's high-water mark.
+        let now = resident_collected();
+        if readings.len() == SOAK_WINDOW {
+            readings.pop_front();
+        }
+        readings.push_back(now.total);
         if checkpoints.contains(&done) && points.last().is_none_or(|p| p.seeds != done) {
             let rate = (done - window.1) as f64 / window.0.elapsed().as_secs_f64();
             window = (Instant::now(), done);
-            // Freed memory back to the system first, so that resident memory
-            // is what the process holds, not the allocator's high-water mark.
-            // SAFETY: mi_collect only releases the allocator's free pages.
-            unsafe { libmimalloc_sys::mi_collect(true) };
+            let mut sorted: Vec<u64> = readings.iter().copied().collect();
+            sorted.sort_unstable();
             let point = SoakPoint {
                 seeds: done,
-                resident: resident(),
+                resident: now,
+                window: (
+                    sorted[sorted.len() / 2],
+                    sorted[0],
+                    sorted[sorted.len() - 1],
+                ),
                 heap: heap_committed(),
             };
-            let r = point.resident;
+            let (r, (median, least, most)) = (point.resident, point.window);
             println!(
-                "after {done:>7} seeds: resident {} (anonymous {}, file-backed {}), heap committed {}, {rate:.2} seeds/s since the last checkpoint ({:.0} s in all)",
+                "after {done:>7} seeds: resident {} (anonymous {}, file-backed {}); over the last {} seeds median {}, range {} to {}; heap committed {}, {rate:.2} seeds/s since the last checkpoint ({:.0} s in all)",
                 mib(r.total * 1024),
                 mib(r.anon * 1024),
                 mib(r.file * 1024),
+                sorted.len(),
+                mib(median * 1024),
+                mib(least * 1024),
+                mib(most * 1024),
                 mib(point.heap),
                 started.elapsed().as_secs_f64()
             );
@@ -158,6 +191,12 @@ fn soak(seeds: u64) -> u8 {
             change(first.resident.total, last.resident.total),
             change(first.resident.anon, last.resident.anon),
             change(first.resident.file, last.resident.file)
+        );
+        println!(
+            "from {} to {} seeds: median resident over the last {SOAK_WINDOW} seeds {:+.1}%",
+            first.seeds,
+            last.seeds,
+            change(first.window.0, last.window.0)
         );
         println!(
             "from {} to {} seeds: heap committed {:+.1}%",
