@@ -27,6 +27,10 @@
 //!   holders must never overlap on one resource, unless the server's log shows
 //!   the first one's lease broken, or its blob or container deleted, in between
 //!   (those revoke a lease by design; the holder cannot know).
+//! - R1 no blind re-sends (SPEC §4.5, §2.9 L5): a call SPEC does not call
+//!   idempotent ([`may_resend_after_timeout`]) is never sent again after an
+//!   attempt that timed out or got 408, judged from each call's attempts
+//!   against SPEC's list, not the model's own.
 
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::reference::{self, RefLease, RefState};
@@ -169,6 +173,8 @@ pub struct Analysis {
     pub writes_judged: usize,
     /// Holder belief intervals judged.
     pub beliefs: usize,
+    /// Calls judged for re-sends after a timeout (R1).
+    pub resends_judged: usize,
 }
 
 fn violation(property: &str, message: String, ops: Vec<u64>) -> Violation {
@@ -473,6 +479,7 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
     }
 
     judge_ops(h, &mut a, &writes, &deletes, &timeline, &generated);
+    a.resends_judged = judge_resends(h, &mut a);
     judge_beliefs(h, &log, &revoked, &mut a);
     a
 }
@@ -523,6 +530,34 @@ fn unexplained_grant<'a>(
         }
     }
     None
+}
+
+/// Whether SPEC lets the SDK send `c` again after a timeout: reads; the
+/// lease actions §2.9 L5 calls idempotent: an acquire with a proposed id, a
+/// renew, a change, and a break (a repeat finds the lease breaking or
+/// broken, and a later break never lengthens the break, §2.4); and setting
+/// a container's metadata (a repeat sets the same metadata, and it
+/// invalidates no lease, §2.7). Not: an acquire without a proposed id, a
+/// release, and every other write (R1).
+pub fn may_resend_after_timeout(c: &Call) -> bool {
+    match c.op.as_str() {
+        "read" | "renew" | "change" | "break" | "set_metadata" => true,
+        "acquire" => c.proposed_id.is_some(),
+        _ => false,
+    }
+}
+
+/// R1 from each call's attempts: the calls judged.
+fn judge_resends(h: &LeaseHistory, a: &mut Analysis) -> usize {
+    let mut judged = 0;
+    for op in h.ops.iter().filter(|o| !may_resend_after_timeout(&o.call)) {
+        judged += 1;
+        if let Some(mut v) = crate::occ::retry::resent_after_timeout(op.id, &op.attempts) {
+            v.message = format!("{} {}: {}", op.call.op, op.call.target, v.message);
+            a.violations.push(v);
+        }
+    }
+    judged
 }
 
 /// L2, L3, L5 (acquire idempotency), L6, L8 (client side) from the calls.
@@ -845,6 +880,7 @@ impl Checker<LeaseHistory> for LeaseRule {
         let note = match self.properties[0] {
             "L2" => format!("{} writes", a.writes_judged),
             "L9" => format!("{} beliefs", a.beliefs),
+            "R1" => format!("{} calls that may not be re-sent", a.resends_judged),
             _ => format!("{} transitions", a.transitions),
         };
         Checked::new(Verdict::from_violations(mine)).with_note(note)
@@ -862,6 +898,7 @@ pub fn checkers() -> Vec<LeaseRule> {
         &["L8"],
         &["L9"],
         &["L5"],
+        &["R1"],
     ]
     .into_iter()
     .map(|properties| LeaseRule { properties })
@@ -974,5 +1011,78 @@ mod tests {
             "{:?}",
             l5(&alone)
         );
+    }
+
+    /// R1 judges each call against SPEC's list of what may be re-sent: a
+    /// release, or an acquire without a proposed id, sent again after a
+    /// timeout breaks it; a renew, or an acquire with a proposed id, may be.
+    #[test]
+    fn a_release_re_sent_after_a_timeout_breaks_r1_and_a_renew_re_sent_does_not() {
+        let call = |op: &str, proposed: Option<&str>| Call {
+            op: op.into(),
+            target: "leases/b1".into(),
+            lease_id: Some("6e730000-0000-4000-8000-000000000001".into()),
+            proposed_id: proposed.map(str::to_string),
+            ..Call::default()
+        };
+        let op = |id: u64, call: Call, first: AttemptResult| OpRecord {
+            id,
+            client: 1,
+            key: "leases/b1".into(),
+            call,
+            invoke_ns: S,
+            return_ns: Some(9 * S),
+            result: Some(Outcome {
+                status: 200,
+                ..Outcome::default()
+            }),
+            attempts: vec![
+                Attempt {
+                    sent_ns: S,
+                    waited_ns: 0,
+                    result: first,
+                },
+                Attempt {
+                    sent_ns: 8 * S,
+                    waited_ns: S,
+                    result: AttemptResult::Status {
+                        status: 200,
+                        retry_after_ms: None,
+                    },
+                },
+            ],
+        };
+        let r1 = |ops: Vec<OpRecord<Call, Outcome>>| -> Vec<u64> {
+            analyse(&History {
+                version: overcast_sim::history::HISTORY_VERSION,
+                ops,
+                events: Vec::new(),
+                node_events: Vec::new(),
+            })
+            .violations
+            .into_iter()
+            .filter(|v| v.property == "R1")
+            .flat_map(|v| v.ops)
+            .collect()
+        };
+        let status = |status| AttemptResult::Status {
+            status,
+            retry_after_ms: None,
+        };
+        let flagged = r1(vec![
+            op(0, call("release", None), AttemptResult::Timeout),
+            op(1, call("acquire", None), status(408)),
+            op(2, call("renew", None), AttemptResult::Timeout),
+            op(
+                3,
+                call("acquire", Some("6e730000-0000-4000-8000-000000000002")),
+                status(408),
+            ),
+            // Throttled: it did not run, so the re-send is the documented retry.
+            op(4, call("release", None), status(429)),
+            op(5, call("set_metadata", None), AttemptResult::Timeout),
+            op(6, call("delete_container", None), AttemptResult::Timeout),
+        ]);
+        assert_eq!(flagged, vec![0, 1, 6]);
     }
 }

@@ -64,6 +64,23 @@ fn is_timeout(r: &AttemptResult) -> bool {
     )
 }
 
+/// R1 (SPEC §4.5) for a call that is not idempotent: it is never re-sent
+/// after an attempt that timed out or got 408 (its outcome was unknown, so
+/// the re-send may apply it twice). The violation, if it was.
+pub fn resent_after_timeout(op: u64, attempts: &[Attempt]) -> Option<Violation> {
+    let i = attempts.iter().position(|x| is_timeout(&x.result))?;
+    (i + 1 < attempts.len()).then(|| Violation {
+        property: "R1".into(),
+        message: format!(
+            "op {op}: a write was re-sent (attempt {}) after attempt {} ended in {}; its outcome was unknown, so the re-send may apply it twice",
+            i + 2,
+            i + 1,
+            describe(&attempts[i].result)
+        ),
+        ops: vec![op],
+    })
+}
+
 /// Judges one operation; the first broken rule, if any.
 pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation> {
     let v = |property: &str, message: String| {
@@ -74,21 +91,9 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
         })
     };
     let a = case.attempts;
-    // R1: a non-idempotent write is never re-sent after a timeout or 408.
     if !case.idempotent {
-        if let Some(i) = a.iter().position(|x| is_timeout(&x.result)) {
-            if i + 1 < a.len() {
-                return v(
-                    "R1",
-                    format!(
-                        "op {}: a write was re-sent (attempt {}) after attempt {} ended in {}; its outcome was unknown, so the re-send may apply it twice",
-                        case.op,
-                        i + 2,
-                        i + 1,
-                        describe(&a[i].result)
-                    ),
-                );
-            }
+        if let Some(v) = resent_after_timeout(case.op, a) {
+            return Some(v);
         }
     }
     // R2: the 429 budget, and each delay at least the server's retry-after.
