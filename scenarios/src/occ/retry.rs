@@ -627,16 +627,70 @@ impl ServerSideRules {
             410 => vec![Surfaced::Status(503)],
             s => vec![Surfaced::Status(s)],
         };
-        (!expected.contains(&surfaced)).then(|| {
-            format!(
+        if !expected.contains(&surfaced) {
+            return Some(format!(
                 "{op}: the last attempt the servers saw (#{} sent at {:.3} s, seen by {}) was answered {} and the call returned {:.3} ms after it was sent, sooner than the request timeout, so its answer was heard and nothing was sent after it; the caller was told {surfaced:?}, SPEC §4.1 says {expected:?}",
                 last.req_id,
                 last.sent_ns as f64 / 1e9,
                 last.server,
                 status_words(last),
                 (return_ns - last.sent_ns) as f64 / 1e6,
-            )
-        })
+            ));
+        }
+        self.gave_up_early(case, op, return_ns, window_449)
+    }
+
+    /// R3's lower bound (SPEC §4.1 row 410): a 410 the transport retries
+    /// (sub-status 0, 1000, 1007 or 1008) becomes 503 only once a budget is
+    /// spent: the 30 s window, or the third 410/1000. With one region (one
+    /// window per call) the window is not spent sooner than it lasts (a
+    /// tenth is left for clocks that run fast), and the SDK cannot have
+    /// heard more 410/1000 answers than the servers sent. The caller of
+    /// [`Self::check_surfaced`] has made sure the last answer was heard.
+    fn gave_up_early(
+        &self,
+        case: &ServerCase<'_>,
+        op: &str,
+        return_ns: u64,
+        window_449: bool,
+    ) -> Option<String> {
+        let last = case.attempts.last()?;
+        let retried_410 = last.status == Some(410)
+            && matches!(
+                last.sub_status,
+                retry::sub_status::NONE
+                    | retry::sub_status::NAME_CACHE_IS_STALE
+                    | retry::sub_status::COMPLETING_SPLIT
+                    | retry::sub_status::COMPLETING_PARTITION_MIGRATION
+            );
+        if case.surfaced != Some(Surfaced::Status(503))
+            || !retried_410
+            || window_449
+            || self.retry.preferred_regions >= 2
+        {
+            return None;
+        }
+        let name_cache_stale = case
+            .attempts
+            .iter()
+            .filter(|a| {
+                a.status == Some(410) && a.sub_status == retry::sub_status::NAME_CACHE_IS_STALE
+            })
+            .count() as u32;
+        let first_ns = case.invoke_ns.unwrap_or(case.attempts[0].sent_ns);
+        let took_ns = return_ns.saturating_sub(first_ns);
+        let window_ns = self.retry.gone_window.as_nanos() as u64;
+        (name_cache_stale <= retry::MAX_NAME_CACHE_STALE_RETRIES && took_ns < window_ns / 10 * 9)
+            .then(|| {
+                format!(
+                    "{op}: the caller was told 503 after #{} (seen by {}) answered {}, {:.3} s after the call began and after {name_cache_stale} answers 410/1000 from the servers: neither budget was spent (SPEC §4.1 row 410: 503 after {} s of 410s or after the third 410/1000), so the SDK gave up early",
+                    last.req_id,
+                    last.server,
+                    status_words(last),
+                    took_ns as f64 / 1e9,
+                    window_ns / 1_000_000_000,
+                )
+            })
     }
 }
 
@@ -1041,6 +1095,33 @@ mod tests {
     }
 
     #[test]
+    fn servers_side_r3_a_410_becomes_503_only_once_a_budget_is_spent() {
+        let stale = |req_id, sent_ms| SeenAttempt {
+            sub_status: retry::sub_status::NAME_CACHE_IS_STALE,
+            ..seen(req_id, sent_ms, false, Some(410), None)
+        };
+        // The third 410/1000 (two retries: at once, then 1 s): 503.
+        let third = [stale(1, 0), stale(2, 2), stale(3, 1004)];
+        assert_eq!(judge(&third, Some(Surfaced::Status(503)), 1006), None);
+        // 503 after the second: neither budget spent.
+        assert_eq!(
+            judge(&third[..2], Some(Surfaced::Status(503)), 4).as_deref(),
+            Some("R3")
+        );
+        // Plain 410s: 503 only once the 30 s window is spent.
+        let gone: Vec<_> = [0, 2, 1004, 3010, 7020, 15030, 30040]
+            .into_iter()
+            .enumerate()
+            .map(|(i, ms)| seen(i as u64 + 1, ms, false, Some(410), None))
+            .collect();
+        assert_eq!(judge(&gone, Some(Surfaced::Status(503)), 30042), None);
+        assert_eq!(
+            judge(&gone[..4], Some(Surfaced::Status(503)), 3012).as_deref(),
+            Some("R3")
+        );
+    }
+
+    #[test]
     fn servers_side_a_read_that_may_have_timed_out_is_not_judged() {
         // A read answered 429 whose answer may have been lost: the client timed
         // out after 6 s and re-sent at once, which is allowed.
@@ -1161,11 +1242,12 @@ mod tests {
             judge(&t, Some(Surfaced::Status(408)), 2).as_deref(),
             Some("R3")
         );
-        // The window ran out on a 410: 503 (449 only with a 449 in it).
-        let g = [seen(1, 0, false, Some(410), None)];
-        assert_eq!(judge(&g, Some(Surfaced::Status(503)), 2), None);
+        // The window ran out on a 410 (the earlier attempts, timed out, were
+        // lost on the way): 503 (449 only with a 449 in it).
+        let g = [seen(1, 30_000, false, Some(410), None)];
+        assert_eq!(judge(&g, Some(Surfaced::Status(503)), 30_002), None);
         assert_eq!(
-            judge(&g, Some(Surfaced::Status(449)), 2).as_deref(),
+            judge(&g, Some(Surfaced::Status(449)), 30_002).as_deref(),
             Some("R3")
         );
         // Returned the request timeout or later after the last send: a later
