@@ -18,7 +18,9 @@
 use super::history::{Call, Outcome, QueueEvent, QueueHistory};
 use super::reference;
 use overcast_model::conditions::Millis;
-use overcast_model::connector::{ConnectorEvent, Source, CHECKPOINT_FULL, CHECKPOINT_QUEUE};
+use overcast_model::connector::{
+    ConnectorEvent, Source, CHECKPOINT_FULL, CHECKPOINT_INCREMENTAL, CHECKPOINT_QUEUE,
+};
 use overcast_model::queue::{
     poll_order, Item, Operation, PushType, QueueConfig, QueueEffect, QueueRequest, DEFAULT_LIMIT,
     DEFAULT_QUEUE,
@@ -819,9 +821,87 @@ impl Checker<QueueHistory> for CheckpointResume {
                 ));
             }
         }
+        let (saves, missed) = incremental_saves(h);
+        v.extend(missed);
         v.truncate(20);
-        Checked::new(Verdict::from_violations(v)).with_note(format!("{} traversals", passes.len()))
+        Checked::new(Verdict::from_violations(v)).with_note(format!(
+            "{} traversals, {saves} incremental checkpoints",
+            passes.len()
+        ))
     }
+}
+
+/// Q9 for the incremental traversal (SPEC §5.5 `handleIncrementalChanges`,
+/// §5.7 Q9): a connector saves `checkpoint_incremental = s` only after it
+/// has pushed (answered 200) every document changed after the value its
+/// run started from and no later than change `s`, each push made after the
+/// change. A save before the pushes loses those changes for good when the
+/// connector crashes or a push fails (until a full traversal, a day later
+/// by default). The number of saves judged, and the violations.
+fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
+    let changes: Vec<(u64, u64, &str)> = h
+        .node_events
+        .iter()
+        .filter_map(|e| match &e.event {
+            QueueEvent::Repo { id, seq, .. } if *seq > 0 => Some((*seq, e.at_ns, id.as_str())),
+            _ => None,
+        })
+        .collect();
+    let base = |node: &str| node.split('#').next().unwrap_or(node).to_string();
+    let mut from: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut saves, mut v) = (0, Vec::new());
+    for e in &h.node_events {
+        let QueueEvent::Connector(c) = &e.event else {
+            continue;
+        };
+        let connector = base(&e.node);
+        match c {
+            ConnectorEvent::Started { incremental, .. } => {
+                from.insert(connector, *incremental);
+            }
+            ConnectorEvent::CheckpointSaved { name, value } if name == CHECKPOINT_INCREMENTAL => {
+                let Ok(saved) = value.parse::<u64>() else {
+                    continue;
+                };
+                saves += 1;
+                let start = from.insert(connector.clone(), saved).unwrap_or(0);
+                let pushed = |id: &str, after_ns: u64| {
+                    h.ops.iter().any(|o| {
+                        base(&o.call.node) == connector
+                            && o.call.source == Source::Incremental
+                            && o.invoke_ns >= after_ns
+                            && o.return_ns.is_some_and(|r| r <= e.at_ns)
+                            && o.result.as_ref().is_some_and(|r| r.status == 200)
+                            && matches!(&o.call.request, QueueRequest::Push { item, .. } if item.name == id)
+                    })
+                };
+                let missed: Vec<String> = changes
+                    .iter()
+                    .filter(|(seq, ..)| *seq > start && *seq <= saved)
+                    .filter(|(_, at_ns, id)| !pushed(id, *at_ns))
+                    .map(|(seq, _, id)| format!("{id} (change {seq})"))
+                    .collect();
+                if !missed.is_empty() {
+                    let more = match missed.len() {
+                        n if n > 4 => format!(" and {} more", n - 4),
+                        _ => String::new(),
+                    };
+                    v.push(violation(
+                        "Q9",
+                        format!(
+                            "{} saved checkpoint_incremental = {saved} at {:.3} s (its run started from {start}) before it had pushed {}{more}",
+                            e.node,
+                            e.at_ns as f64 / 1e9,
+                            missed[..missed.len().min(4)].join(", ")
+                        ),
+                        Vec::new(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    (saves, v)
 }
 
 /// The end-to-end property: after heal and the final full traversals, the
@@ -885,5 +965,119 @@ impl Checker<QueueHistory> for EndToEnd {
         };
         Checked::new(Verdict::from_violations(violations))
             .with_note(format!("{} documents", repo.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overcast_model::queue::PushItem;
+    use overcast_sim::history::{History, NodeEvent, HISTORY_VERSION};
+
+    const MS: u64 = 1_000_000;
+
+    fn event(node: &str, at_ms: u64, event: QueueEvent) -> NodeEvent<QueueEvent> {
+        NodeEvent {
+            node: node.into(),
+            at_ns: at_ms * MS,
+            local_ms: at_ms,
+            event,
+        }
+    }
+
+    fn push(id: u64, name: &str, at_ms: u64, status: u16) -> OpRecord<Call, Outcome> {
+        OpRecord {
+            id,
+            client: 1,
+            key: name.into(),
+            call: Call {
+                node: "connector-0".into(),
+                source: Source::Incremental,
+                request: QueueRequest::Push {
+                    datasource: "ds".into(),
+                    item: PushItem {
+                        name: name.into(),
+                        ..PushItem::default()
+                    },
+                },
+            },
+            invoke_ns: at_ms * MS,
+            return_ns: Some((at_ms + 1) * MS),
+            result: Some(Outcome {
+                status,
+                response: None,
+            }),
+            attempts: Vec::new(),
+        }
+    }
+
+    /// An incremental checkpoint saved after the pushes of the changes it
+    /// covers holds; saved before one of them (or after a failed one), Q9.
+    #[test]
+    fn an_incremental_checkpoint_is_saved_only_after_its_changes_are_pushed() {
+        let repo = |at_ms, id: &str, seq| {
+            event(
+                "editor",
+                at_ms,
+                QueueEvent::Repo {
+                    id: id.into(),
+                    rev: 1,
+                    content: Some("x".into()),
+                    seq,
+                },
+            )
+        };
+        let saved = |at_ms, value: &str| {
+            event(
+                "connector-0",
+                at_ms,
+                QueueEvent::Connector(ConnectorEvent::CheckpointSaved {
+                    name: CHECKPOINT_INCREMENTAL.into(),
+                    value: value.into(),
+                }),
+            )
+        };
+        let history = |ops, save_ms| History {
+            version: HISTORY_VERSION,
+            ops,
+            events: Vec::new(),
+            node_events: vec![
+                repo(10, "d000", 1),
+                repo(20, "d001", 2),
+                saved(save_ms, "2"),
+            ],
+        };
+        let judge = |h: &QueueHistory| incremental_saves(h).1.len();
+        assert_eq!(
+            judge(&history(
+                vec![push(0, "d000", 30, 200), push(1, "d001", 32, 200)],
+                40
+            )),
+            0
+        );
+        // Saved before d001's push.
+        assert_eq!(
+            judge(&history(
+                vec![push(0, "d000", 30, 200), push(1, "d001", 42, 200)],
+                40
+            )),
+            1
+        );
+        // d001's push failed (a 503 after retries): the save must wait.
+        assert_eq!(
+            judge(&history(
+                vec![push(0, "d000", 30, 200), push(1, "d001", 32, 503)],
+                40
+            )),
+            1
+        );
+        // A push made before the change does not count for it.
+        assert_eq!(
+            judge(&history(
+                vec![push(0, "d000", 30, 200), push(1, "d001", 15, 200)],
+                40
+            )),
+            1
+        );
     }
 }

@@ -72,6 +72,11 @@ pub enum QueueEvent {
         rev: u64,
         /// Its content (`None`: removed).
         content: Option<String>,
+        /// The repository's change sequence after this change (the value
+        /// `checkpoint_incremental` counts in); the initial documents all
+        /// carry the sequence after the last of them. 0 in older files.
+        #[serde(default)]
+        seq: u64,
     },
     /// A connector's own report.
     Connector(ConnectorEvent),

@@ -147,6 +147,9 @@ pub async fn editor(
             id: id.to_string(),
             rev,
             content,
+            // The editor is the repository's only writer: the sequence now
+            // is this change's.
+            seq: repo.get(id).1,
         };
         rec.event(name.to_string(), sim_now_ns() / 1_000_000, e);
     };
