@@ -101,6 +101,7 @@ fn a_document_the_index_never_saw_breaks_the_end_to_end_property() {
             id: "d999".into(),
             rev: 1,
             content: Some("d999 revision 1".into()),
+            seq: 0,
         },
     });
     assert!(broken(&h, "end-to-end"));
