@@ -848,6 +848,19 @@ fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
         })
         .collect();
     let base = |node: &str| node.split('#').next().unwrap_or(node).to_string();
+    // The incremental pushes answered 200: (connector, document, invoked, returned).
+    let pushes: Vec<(String, &str, u64, u64)> = h
+        .ops
+        .iter()
+        .filter(|o| o.call.source == Source::Incremental)
+        .filter(|o| o.result.as_ref().is_some_and(|r| r.status == 200))
+        .filter_map(|o| match (&o.call.request, o.return_ns) {
+            (QueueRequest::Push { item, .. }, Some(r)) => {
+                Some((base(&o.call.node), item.name.as_str(), o.invoke_ns, r))
+            }
+            _ => None,
+        })
+        .collect();
     let mut from: BTreeMap<String, u64> = BTreeMap::new();
     let (mut saves, mut v) = (0, Vec::new());
     for e in &h.node_events {
@@ -866,13 +879,11 @@ fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
                 saves += 1;
                 let start = from.insert(connector.clone(), saved).unwrap_or(0);
                 let pushed = |id: &str, after_ns: u64| {
-                    h.ops.iter().any(|o| {
-                        base(&o.call.node) == connector
-                            && o.call.source == Source::Incremental
-                            && o.invoke_ns >= after_ns
-                            && o.return_ns.is_some_and(|r| r <= e.at_ns)
-                            && o.result.as_ref().is_some_and(|r| r.status == 200)
-                            && matches!(&o.call.request, QueueRequest::Push { item, .. } if item.name == id)
+                    pushes.iter().any(|(by, name, invoke_ns, return_ns)| {
+                        *by == connector
+                            && *name == id
+                            && *invoke_ns >= after_ns
+                            && *return_ns <= e.at_ns
                     })
                 };
                 let missed: Vec<String> = changes
@@ -1048,36 +1059,18 @@ mod tests {
             ],
         };
         let judge = |h: &QueueHistory| incremental_saves(h).1.len();
-        assert_eq!(
-            judge(&history(
-                vec![push(0, "d000", 30, 200), push(1, "d001", 32, 200)],
-                40
-            )),
-            0
-        );
-        // Saved before d001's push.
-        assert_eq!(
-            judge(&history(
-                vec![push(0, "d000", 30, 200), push(1, "d001", 42, 200)],
-                40
-            )),
-            1
-        );
-        // d001's push failed (a 503 after retries): the save must wait.
-        assert_eq!(
-            judge(&history(
-                vec![push(0, "d000", 30, 200), push(1, "d001", 32, 503)],
-                40
-            )),
-            1
-        );
-        // A push made before the change does not count for it.
-        assert_eq!(
-            judge(&history(
-                vec![push(0, "d000", 30, 200), push(1, "d001", 15, 200)],
-                40
-            )),
-            1
-        );
+        // d001's push (d000's is at 30 ms, 200): when, its status, violations.
+        for (at_ms, status, want) in [
+            (32, 200, 0),
+            // Saved before d001's push.
+            (42, 200, 1),
+            // d001's push failed (a 503 after retries): the save must wait.
+            (32, 503, 1),
+            // A push made before the change does not count for it.
+            (15, 200, 1),
+        ] {
+            let ops = vec![push(0, "d000", 30, 200), push(1, "d001", at_ms, status)];
+            assert_eq!(judge(&history(ops, 40)), want, "{at_ms} {status}");
+        }
     }
 }
