@@ -97,6 +97,12 @@ pub struct SweepArgs {
     /// save the shrunk one too, under FAILURES/shrunk/.
     #[arg(long)]
     pub shrink: bool,
+    /// Save (and shrink, with `--shrink`) the failing runs of at most this
+    /// many seeds per scenario: the lowest. Every failure is still listed,
+    /// with the command that reruns it; a saved failure takes about 2 MB
+    /// on disk and more in memory while the sweep runs.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub save_failures: usize,
     /// `occ` only: instead of the usual report, the coverage table of SPEC
     /// §1.1.3 / §1.1.4 summed over the seeds (row, cell, count), and the
     /// seeds that did not pass.
@@ -498,6 +504,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     let checks = SeedChecks {
         determinism: args.check_determinism,
         shrink: args.shrink.then_some(DEFAULT_MAX_TRIES),
+        keep_failed: args.save_failures,
     };
     if args.coverage {
         return sweep_coverage(args, &names, &seeds, opts.jobs);
@@ -563,6 +570,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 while started.elapsed() < share {
                     let mine = shard_of((next..next + chunk).collect());
                     next += chunk;
+                    // Later chunks hold higher seeds: they keep what is left.
+                    let kept = results.iter().filter(|r| r.failed_run.is_some()).count();
+                    let checks = SeedChecks {
+                        keep_failed: checks.keep_failed.saturating_sub(kept),
+                        ..checks
+                    };
                     results.extend(sweep_scenario(def, &mine, &quiet, make, checks));
                 }
             }
@@ -571,6 +584,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let mut counts = std::collections::BTreeMap::<Outcome, usize>::new();
         let (mut ops, mut unknown, mut retries, mut faults) = (0usize, 0usize, 0usize, 0u64);
         let mut lines = Vec::new();
+        let mut unsaved = 0usize;
         for r in &results {
             ops += r.ops;
             unknown += r.unknown;
@@ -589,6 +603,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 saved = match &r.failed_run {
                     Some(run) => report_failure_in(run, &failure_dir),
                     None => {
+                        unsaved += 1;
                         println!("rerun   {}", run_command(&make(r.seed)));
                         None
                     }
@@ -622,6 +637,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 return bad_input(format!("cannot write {}: {e}", file.display()));
             }
             println!("results {}", file.display());
+        }
+        if unsaved > 0 {
+            println!(
+                "{unsaved} failures not saved (--save-failures {} keeps the lowest failing seeds); rerun them with the commands above",
+                args.save_failures
+            );
         }
         println!(
             "{name}: {} seeds in {secs:.1} s ({:.0} seeds/s): {}; ops {ops}, unknown outcomes {unknown}, retries {retries}, faults injected {faults}",

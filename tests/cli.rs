@@ -196,6 +196,45 @@ fn sweep_shrink_saves_each_failure_shrunk_and_the_shrunk_file_replays_exactly() 
 }
 
 #[test]
+fn a_sweep_saves_the_lowest_failing_seeds_only_and_lists_every_failure() {
+    let dir = std::env::temp_dir().join(format!("overcast-save-cap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_string_lossy().into_owned();
+    let (code, stdout, err) = overcast(&[
+        "sweep",
+        "occ",
+        "--seeds",
+        "0..4",
+        "--bug",
+        "skip_if_match",
+        "--save-failures",
+        "1",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(code, 1, "{stdout}\n{err}");
+    assert_eq!(stdout.matches("VIOLATION seed").count(), 4, "{stdout}");
+    assert!(
+        stdout.contains("3 failures not saved (--save-failures 1 keeps the lowest failing seeds)"),
+        "{stdout}"
+    );
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("failures"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".json") && !f.ends_with(".history.json"))
+        .collect();
+    files.sort();
+    assert_eq!(files, ["occ-seed0-skip_if_match.json"]);
+    let saved: Vec<bool> = std::fs::read_to_string(dir.join("results-occ.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["saved"].is_string())
+        .collect();
+    assert_eq!(saved, [true, false, false, false]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn four_shards_give_exactly_the_unsharded_results() {
     let dir = std::env::temp_dir().join(format!("overcast-union-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,5 +1,6 @@
 //! Sweeps: one scenario over many seeds on all cores, each seed summarised
-//! (and its failing run kept for saving, shrunk on the spot when asked),
+//! (the failing runs of the lowest seeds kept whole for saving, up to a cap,
+//! and shrunk on the spot when asked),
 //! with an optional determinism check that runs every seed twice and, when
 //! the traces differ, says where they first diverge; shards of a seed range
 //! for many machines, the JSON lines each shard writes, and merging them.
@@ -10,6 +11,8 @@ use crate::scenario::Scenario;
 use crate::shrink::Shrunk;
 use overcast_sim::check::Outcome;
 use overcast_sim::runner::{sweep as sweep_seeds, SweepOptions};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// One seed's result.
@@ -34,9 +37,11 @@ pub struct SeedReport {
     pub trace_hash: u64,
     /// Wall seconds of the run.
     pub seconds: f64,
-    /// The run, when it did not pass (to save it).
+    /// The run, when it did not pass and is one of the
+    /// [`SeedChecks::keep_failed`] lowest failing seeds (to save it).
     pub failed_run: Option<Box<RunResult>>,
-    /// The failure shrunk, when the sweep shrinks failures.
+    /// The failure shrunk, when the sweep shrinks failures and keeps this
+    /// seed's run.
     pub shrunk: Option<Box<Shrunk>>,
 }
 
@@ -46,9 +51,47 @@ pub struct SeedChecks {
     /// Run every seed twice on one thread; a differing trace hash is a
     /// harness error that says where the traces diverge.
     pub determinism: bool,
-    /// Shrink every violation, liveness failure and undecided run as soon
-    /// as it is found, with at most this many candidate runs.
+    /// Shrink every kept violation, liveness failure and undecided run as
+    /// soon as it is found, with at most this many candidate runs.
     pub shrink: Option<usize>,
+    /// How many failing runs to keep whole: those of the lowest failing
+    /// seeds, whatever order the workers finish in. A run takes megabytes,
+    /// so a sweep where thousands of seeds fail must not hold them all; the
+    /// others are summarised only. 0 keeps none.
+    pub keep_failed: usize,
+}
+
+/// The failing runs kept whole so far: at most `cap`, the lowest seeds.
+struct KeptRuns {
+    cap: usize,
+    runs: Mutex<BTreeMap<u64, (Box<RunResult>, Option<Box<Shrunk>>)>>,
+}
+
+impl KeptRuns {
+    fn new(cap: usize) -> Self {
+        KeptRuns {
+            cap,
+            runs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Whether a failure of `seed` could still be among the lowest `cap`.
+    /// A seed that is, in the end, is admitted whenever it is asked about:
+    /// fewer than `cap` failing seeds are below it, so the kept set is
+    /// either not full or holds a higher seed.
+    fn admits(&self, seed: u64) -> bool {
+        let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        self.cap > 0 && (runs.len() < self.cap || runs.keys().next_back() > Some(&seed))
+    }
+
+    /// Keeps `seed`'s run, dropping the highest seeds beyond the cap.
+    fn keep(&self, seed: u64, run: Box<RunResult>, shrunk: Option<Box<Shrunk>>) {
+        let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        runs.insert(seed, (run, shrunk));
+        while runs.len() > self.cap {
+            runs.pop_last();
+        }
+    }
 }
 
 /// Where two runs of one scenario first differ: the entry number and each
@@ -83,12 +126,15 @@ pub fn sweep(
 ) -> Vec<SeedReport> {
     let checks = SeedChecks {
         determinism: check_determinism,
-        shrink: None,
+        ..SeedChecks::default()
     };
     sweep_with(def, seeds, opts, make, checks)
 }
 
-/// [`sweep`] with the determinism check and the shrinking of failures as `checks` say.
+/// [`sweep`] with the determinism check, the failing runs kept and their
+/// shrinking as `checks` say. Each failing run beyond those kept is dropped
+/// as soon as its seed is summarised, so memory stays bounded however many
+/// seeds fail.
 pub fn sweep_with(
     def: &'static dyn DynScenario,
     seeds: &[u64],
@@ -96,6 +142,7 @@ pub fn sweep_with(
     make: impl Fn(u64) -> Scenario + Sync,
     checks: SeedChecks,
 ) -> Vec<SeedReport> {
+    let kept = KeptRuns::new(checks.keep_failed);
     let results = sweep_seeds(
         seeds,
         opts,
@@ -120,36 +167,45 @@ pub fn sweep_with(
                     r = failed;
                 }
             }
-            let shrink = checks
-                .shrink
-                .filter(|_| !matches!(r.outcome, Outcome::Passed | Outcome::HarnessError));
-            let mut seed_report = report(seed, r);
-            if let Some(max_tries) = shrink {
-                seed_report.shrunk =
-                    crate::shrink::shrink(def, &s, max_tries, |_, _| {}).map(Box::new);
+            let seed_report = report(seed, &r);
+            if r.outcome != Outcome::Passed && kept.admits(seed) {
+                let shrunk = checks
+                    .shrink
+                    .filter(|_| r.outcome != Outcome::HarnessError)
+                    .and_then(|max_tries| crate::shrink::shrink(def, &s, max_tries, |_, _| {}))
+                    .map(Box::new);
+                kept.keep(seed, Box::new(r), shrunk);
             }
             seed_report
         },
         |r| r.outcome != Outcome::Passed,
     );
-    results
+    let mut reports: Vec<SeedReport> = results
         .into_iter()
         .map(|(seed, r)| {
             r.unwrap_or_else(|panic| {
-                report(
-                    seed,
-                    harness_failure(
-                        &make(seed),
-                        format!("the run panicked: {panic}"),
-                        Duration::ZERO,
-                    ),
-                )
+                let failed = harness_failure(
+                    &make(seed),
+                    format!("the run panicked: {panic}"),
+                    Duration::ZERO,
+                );
+                let seed_report = report(seed, &failed);
+                kept.keep(seed, Box::new(failed), None);
+                seed_report
             })
         })
-        .collect()
+        .collect();
+    let mut runs = kept.runs.into_inner().unwrap_or_else(|e| e.into_inner());
+    for r in &mut reports {
+        if let Some((run, shrunk)) = runs.remove(&r.seed) {
+            r.failed_run = Some(run);
+            r.shrunk = shrunk;
+        }
+    }
+    reports
 }
 
-fn report(seed: u64, r: RunResult) -> SeedReport {
+fn report(seed: u64, r: &RunResult) -> SeedReport {
     SeedReport {
         seed,
         outcome: r.outcome,
@@ -161,7 +217,7 @@ fn report(seed: u64, r: RunResult) -> SeedReport {
         faults: r.faults_injected(),
         trace_hash: r.trace_hash,
         seconds: r.wall.as_secs_f64(),
-        failed_run: (r.outcome != Outcome::Passed).then(|| Box::new(r)),
+        failed_run: None,
         shrunk: None,
     }
 }
@@ -293,6 +349,45 @@ pub fn read_lines(dirs: &[std::path::PathBuf]) -> Result<Vec<SeedLine>, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_keeps_the_runs_of_the_lowest_failing_seeds_only_whatever_the_jobs() {
+        // Every seed fails with this bug; three workers finish in any order.
+        let def = crate::registry::find("occ").unwrap();
+        let make = |seed| {
+            let mut s = Scenario::new(def, seed);
+            s.bugs = vec!["skip_if_match".into()];
+            s
+        };
+        let seeds: Vec<u64> = (0..7).collect();
+        for (jobs, keep_failed) in [(3, 2), (1, 2), (3, 0)] {
+            let opts = SweepOptions {
+                jobs,
+                progress: false,
+                ..SweepOptions::default()
+            };
+            let checks = SeedChecks {
+                keep_failed,
+                ..SeedChecks::default()
+            };
+            let reports = sweep_with(def, &seeds, &opts, make, checks);
+            assert!(reports.iter().all(|r| r.outcome == Outcome::Violation));
+            let kept: Vec<u64> = reports
+                .iter()
+                .filter(|r| r.failed_run.is_some())
+                .map(|r| r.seed)
+                .collect();
+            assert_eq!(
+                kept,
+                (0..keep_failed as u64).collect::<Vec<_>>(),
+                "{jobs} jobs"
+            );
+            for r in reports.iter().filter(|r| r.failed_run.is_some()) {
+                let run = r.failed_run.as_ref().unwrap();
+                assert_eq!((run.scenario.seed, run.trace_hash), (r.seed, r.trace_hash));
+            }
+        }
+    }
 
     #[test]
     fn the_shards_of_a_range_are_disjoint_and_cover_it() {
