@@ -61,10 +61,13 @@ pub struct SeedChecks {
     pub keep_failed: usize,
 }
 
+/// A failing run kept whole, with its shrunk form when it was shrunk.
+type KeptRun = (Box<RunResult>, Option<Box<Shrunk>>);
+
 /// The failing runs kept whole so far: at most `cap`, the lowest seeds.
 struct KeptRuns {
     cap: usize,
-    runs: Mutex<BTreeMap<u64, (Box<RunResult>, Option<Box<Shrunk>>)>>,
+    runs: Mutex<BTreeMap<u64, KeptRun>>,
 }
 
 impl KeptRuns {
