@@ -5,7 +5,9 @@
 //! What SPEC states (the default [`RoutingBounds`]):
 //! - 503 (and 500 on reads, 410/1022, a 410 window run out): one retry on
 //!   the next region (`MaxServiceUnavailableRetryCount = 1`, one budget);
-//! - 404/1002: `MaxSessionTokenRetryCount = 2` region retries (single-write);
+//! - 404/1002: `MaxSessionTokenRetryCount = 2` region retries (single-write),
+//!   and a read that gives up with 404/1002 has tried the write region
+//!   since its first 404/1002 (in-region retries may come first);
 //! - connection errors / 403: up to `MaxRetryCount = 120` failovers;
 //! - 410: the caller never sees a 410 (after the 30 s window it is a 503);
 //!   410/0 refreshes the addresses, 410/1007 and 410/1008 the partition map,
@@ -26,7 +28,9 @@
 //! reads only (a single-write account has one write region, which writes
 //! keep using, and in this model a strong read is served by the primary,
 //! so it goes there too); the set of regions is every region the history
-//! names. A `Route` event's `local_ms` is the client's clock at the
+//! names; the write region is where writes succeeded, and a session may
+//! also take a region its own writes were sent to for it (a stale account
+//! view; with no successful write the 404/1002 rule is not judged). A `Route` event's `local_ms` is the client's clock at the
 //! decision (an attempt: its send), which is what marks are judged on.
 //!
 //! [`RegionCall::seq`]: super::history::RegionCall::seq
@@ -146,8 +150,28 @@ impl Checker<RegionsHistory> for Routing {
                 ));
             }
         }
+        // The write region: wherever writes succeed (a single-write
+        // account has one). A session may also believe another region is
+        // (a stale account view): the regions its writes were sent to.
+        let mut write_region: BTreeSet<&str> = BTreeSet::new();
+        for op in history.ops.iter().filter(|o| o.call.is_write()) {
+            if let Some(RegionOutcome::Ok { region, .. }) = &op.result {
+                write_region.insert(region);
+            }
+        }
+        let mut believed: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (&(node, op_id), events) in &routes {
+            if ops
+                .get(&(node.to_string(), op_id))
+                .is_some_and(|o| o.call.is_write())
+            {
+                for a in attempts_of_events(events) {
+                    believed.entry(node).or_default().insert(a.region);
+                }
+            }
+        }
         let mut marks: BTreeMap<&str, Vec<Mark>> = BTreeMap::new();
-        let mut judged = 0;
+        let (mut judged, mut gave_up_1002) = (0, 0usize);
         for (&(node, op_id), events) in &routes {
             let Some(op) = ops.get(&(node.to_string(), op_id)) else {
                 continue;
@@ -158,6 +182,12 @@ impl Checker<RegionsHistory> for Routing {
                 unaligned += 1;
             }
             self.check_op(op, events, &attempts, &mut violations);
+            if !write_region.is_empty() {
+                let mut to_write_region = write_region.clone();
+                to_write_region.extend(believed.get(node).into_iter().flatten());
+                gave_up_1002 +=
+                    check_session_retry(op, &attempts, &to_write_region, &mut violations) as usize;
+            }
             for e in events {
                 if let RegionEvent::Route {
                     what,
@@ -232,6 +262,11 @@ impl Checker<RegionsHistory> for Routing {
             }
         }
         let mut note = format!("{judged} ops with routing events");
+        if gave_up_1002 > 0 {
+            note.push_str(&format!(
+                ", {gave_up_1002} session reads that gave up with 404/1002 judged for the write region"
+            ));
+        }
         if unaligned > 0 {
             note.push_str(&format!(
                 "; {unaligned} whose attempt events do not match their attempts (410 window not judged)"
@@ -243,10 +278,68 @@ impl Checker<RegionsHistory> for Routing {
     }
 }
 
+/// SPEC §4.1, 404/1002: a session read that reached a region lacking its
+/// token is retried in that region for a while, then on the write region
+/// (single-write accounts). So the caller sees 404/1002 only after an
+/// attempt at or after the first 404/1002 went to the write region (or to
+/// a region the session may believe is: `write_region`). Returns whether
+/// the op was one that gave up so.
+fn check_session_retry(
+    op: &RegionOp,
+    attempts: &[Attempt],
+    write_region: &BTreeSet<&str>,
+    violations: &mut Vec<Violation>,
+) -> bool {
+    let gave_up = matches!(
+        op.result,
+        Some(RegionOutcome::Failed {
+            status: 404,
+            sub_status: 1002,
+            ..
+        })
+    );
+    let Some(first) = attempts
+        .iter()
+        .position(|a| (a.status, a.sub_status) == (404, 1002))
+        .filter(|_| gave_up)
+    else {
+        return false;
+    };
+    if attempts[first..]
+        .iter()
+        .any(|a| write_region.contains(a.region))
+    {
+        return true;
+    }
+    let tried: BTreeSet<&str> = attempts[first..].iter().map(|a| a.region).collect();
+    violations.push(v(
+        op,
+        format!(
+            "the caller saw 404/1002 after {} attempts from the first 404/1002 on, all in {}, none in the write region {}; \
+             SPEC §4.1: after its in-region retries a session read is retried on the write region",
+            attempts.len() - first,
+            tried.into_iter().collect::<Vec<_>>().join(", "),
+            write_region.iter().copied().collect::<Vec<_>>().join(" or ")
+        ),
+    ));
+    true
+}
+
 /// The op's `attempt` events, with send times from its attempts when the
 /// two lists have the same length.
 fn attempts_of<'a>(op: &RegionOp, events: &[&'a NodeEvent<RegionEvent>]) -> Vec<Attempt<'a>> {
-    let mut out: Vec<Attempt> = events
+    let mut out = attempts_of_events(events);
+    if out.len() == op.attempts.len() {
+        for (a, sent) in out.iter_mut().zip(&op.attempts) {
+            a.sent_ns = Some(sent.sent_ns);
+        }
+    }
+    out
+}
+
+/// The `attempt` events among an op's route events, without send times.
+fn attempts_of_events<'a>(events: &[&'a NodeEvent<RegionEvent>]) -> Vec<Attempt<'a>> {
+    events
         .iter()
         .enumerate()
         .filter_map(|(at, e)| match &e.event {
@@ -266,13 +359,7 @@ fn attempts_of<'a>(op: &RegionOp, events: &[&'a NodeEvent<RegionEvent>]) -> Vec<
             }),
             _ => None,
         })
-        .collect();
-    if out.len() == op.attempts.len() {
-        for (a, sent) in out.iter_mut().zip(&op.attempts) {
-            a.sent_ns = Some(sent.sent_ns);
-        }
-    }
-    out
+        .collect()
 }
 
 fn v(op: &RegionOp, what: String) -> Violation {
@@ -614,6 +701,55 @@ mod tests {
             v[0].message.contains("MaxServiceUnavailableRetryCount"),
             "{}",
             v[0].message
+        );
+    }
+
+    #[test]
+    fn a_session_read_gives_up_with_404_1002_only_after_trying_the_write_region() {
+        // West is the write region: a write succeeded there. The read then
+        // meets a replica in east that lacks its token.
+        let read = |regions: &[&str], write_via_east: bool| {
+            let mut b = Builder::new();
+            b.write(
+                "client-0",
+                "upsert",
+                "k",
+                "b1",
+                None,
+                (S, 2 * S),
+                Some("e1"),
+            );
+            if write_via_east {
+                ev(&mut b, 1, 0, route::ATTEMPT, "east", (403, 3));
+            }
+            ev(&mut b, 1, 0, route::ATTEMPT, "west", (200, 0));
+            b.failed_read("client-0", "k", (10 * S, 12 * S), 404, 1002);
+            for r in regions {
+                ev(&mut b, 10, 1, route::ATTEMPT, r, (404, 1002));
+            }
+            check(&b)
+        };
+        let c = read(&["east", "east", "east"], false);
+        let v = c.verdict().violations();
+        assert_eq!(v.len(), 1, "{c:?}");
+        assert_eq!(
+            (v[0].property.as_str(), v[0].ops.as_slice()),
+            ("R6", &[1][..])
+        );
+        assert!(
+            v[0].message.contains("none in the write region west"),
+            "{}",
+            v[0].message
+        );
+        // In-region retries first, then the write region: as SPEC says.
+        assert_eq!(
+            read(&["east", "east", "west"], false).verdict(),
+            &Verdict::Held
+        );
+        // A session whose writes went to east may believe east is the write region.
+        assert_eq!(
+            read(&["east", "east", "east"], true).verdict(),
+            &Verdict::Held
         );
     }
 
