@@ -35,6 +35,7 @@
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::reference::{self, RefLease, RefState};
 use overcast_model::lease::{self, Lease, LeaseAction, LeaseDuration, Phase};
+use overcast_model::lease_holder::ClockBound;
 use overcast_model::partition::Effect;
 use overcast_model::store;
 use overcast_sim::check::exclusive::{overlaps, Interval};
@@ -154,6 +155,10 @@ fn locked_until(l: &Lease, at_ms: u64) -> u64 {
     }
 }
 
+/// Per target, the reference lease after each log record: (true time ns,
+/// server clock ms, lease).
+type LeaseTimeline = BTreeMap<String, Vec<(u64, u64, Option<RefLease>)>>;
+
 /// A ref lease state at a log position.
 #[derive(Clone, Debug)]
 struct Snapshot {
@@ -171,6 +176,9 @@ pub struct Analysis {
     pub transitions: usize,
     /// Writes and deletes judged.
     pub writes_judged: usize,
+    /// Writes and deletes refused by a condition, judged for the order of
+    /// the lease check and the conditions.
+    pub refusals_judged: usize,
     /// Holder belief intervals judged.
     pub beliefs: usize,
     /// Calls judged for re-sends after a timeout (R1).
@@ -185,8 +193,15 @@ fn violation(property: &str, message: String, ops: Vec<u64>) -> Violation {
     }
 }
 
-/// Walks the history once and judges every lease property.
+/// Walks the history once and judges every lease property, with the
+/// server's clock bound known to be [`ClockBound::DEFAULT`].
 pub fn analyse(h: &LeaseHistory) -> Analysis {
+    analyse_with(h, Some(ClockBound::DEFAULT))
+}
+
+/// [`analyse`], with the bound the server's clock kept (`None`: unknown, and
+/// the rules that need it are not judged).
+pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analysis {
     let log = server_log(h);
     let mut a = Analysis::default();
     let mut refs: BTreeMap<String, RefLease> = BTreeMap::new();
@@ -197,8 +212,9 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
     let mut breaks: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut writes: BTreeMap<(String, u64), Snapshot> = BTreeMap::new();
     let mut deletes: BTreeMap<String, Vec<Snapshot>> = BTreeMap::new();
-    // Per target: the reference lease after each log record, for L6.
-    let mut timeline: BTreeMap<String, Vec<(u64, Option<RefLease>)>> = BTreeMap::new();
+    // Per target: the reference lease after each log record (true time,
+    // server clock), for L6 and the lease-before-conditions rule of L2.
+    let mut timeline: LeaseTimeline = BTreeMap::new();
     // Ids granted by acquires without a proposal: (target, id, at_ns).
     let mut generated: Vec<(String, String, u64)> = Vec::new();
     // Leases ended by someone else than their holder (a break, a container
@@ -361,10 +377,11 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                         refs.remove(&name);
                     }
                 }
-                timeline
-                    .entry(name)
-                    .or_default()
-                    .push((e.at_ns, refs.get(&target.name()).cloned()));
+                timeline.entry(name).or_default().push((
+                    e.at_ns,
+                    e.server_ms,
+                    refs.get(&target.name()).cloned(),
+                ));
             }
             Effect::Lease(lease::Effect::ContainerDeleted {
                 container,
@@ -402,7 +419,10 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                         close(&mut intervals, idx, e.hull_ms);
                     }
                     breaks.remove(&k);
-                    timeline.entry(k).or_default().push((e.at_ns, None));
+                    timeline
+                        .entry(k)
+                        .or_default()
+                        .push((e.at_ns, e.server_ms, None));
                 }
             }
             Effect::Store(store::Effect::ItemWritten { key, item }) => {
@@ -431,10 +451,11 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                         model.remove(&name);
                     }
                 }
-                timeline
-                    .entry(name.clone())
-                    .or_default()
-                    .push((e.at_ns, refs.get(&name).cloned()));
+                timeline.entry(name.clone()).or_default().push((
+                    e.at_ns,
+                    e.server_ms,
+                    refs.get(&name).cloned(),
+                ));
             }
             Effect::Store(store::Effect::ItemDeleted { key, .. }) => {
                 let name = format!("{}/{}", key.container, key.id);
@@ -450,7 +471,10 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
                 if let Some((_, idx)) = model.remove(&name) {
                     close(&mut intervals, idx, e.hull_ms);
                 }
-                timeline.entry(name).or_default().push((e.at_ns, None));
+                timeline
+                    .entry(name)
+                    .or_default()
+                    .push((e.at_ns, e.server_ms, None));
             }
             Effect::Store(_)
             | Effect::Cosmos(_)
@@ -478,7 +502,15 @@ pub fn analyse(h: &LeaseHistory) -> Analysis {
         ));
     }
 
-    judge_ops(h, &mut a, &writes, &deletes, &timeline, &generated);
+    judge_ops(
+        h,
+        &mut a,
+        &writes,
+        &deletes,
+        &timeline,
+        &generated,
+        server_clock,
+    );
     a.resends_judged = judge_resends(h, &mut a);
     judge_beliefs(h, &log, &revoked, &mut a);
     a
@@ -566,8 +598,9 @@ fn judge_ops(
     a: &mut Analysis,
     writes: &BTreeMap<(String, u64), Snapshot>,
     deletes: &BTreeMap<String, Vec<Snapshot>>,
-    timeline: &BTreeMap<String, Vec<(u64, Option<RefLease>)>>,
+    timeline: &LeaseTimeline,
     generated: &[(String, String, u64)],
+    server_clock: Option<ClockBound>,
 ) {
     let reported: BTreeSet<&str> = h
         .ops
@@ -637,6 +670,12 @@ fn judge_ops(
                     _ => {}
                 }
             }
+            "put" | "delete" if condition_answer(r) => {
+                if let Some(judged) = lease_before_conditions(op, timeline, server_clock) {
+                    a.refusals_judged += 1;
+                    a.violations.extend(judged);
+                }
+            }
             "acquire" if r.code.as_deref() == Some("LeaseAlreadyPresent") => {
                 // L5: a retried acquire without a proposal told "lost" although it won.
                 if c.proposed_id.is_none() && op.attempts.len() > 1 {
@@ -660,14 +699,17 @@ fn judge_ops(
                     continue;
                 };
                 let line = timeline.get(&c.target).map(Vec::as_slice).unwrap_or(&[]);
-                if line.iter().any(|(at, _)| *at >= op.invoke_ns && *at <= ret) {
+                if line
+                    .iter()
+                    .any(|(at, ..)| *at >= op.invoke_ns && *at <= ret)
+                {
                     continue;
                 }
                 let before = line
                     .iter()
                     .rev()
-                    .find(|(at, _)| *at < op.invoke_ns)
-                    .and_then(|(_, l)| l.clone());
+                    .find(|(at, ..)| *at < op.invoke_ns)
+                    .and_then(|(.., l)| l.clone());
                 let st = reference::state(before.as_ref(), server_ms);
                 if !st.locked() {
                     a.violations.push(violation(
@@ -699,6 +741,80 @@ fn judge_ops(
             _ => {}
         }
     }
+}
+
+/// A conditional header's refusal: 304, 412 `ConditionNotMet`, 409
+/// `BlobAlreadyExists` (`If-None-Match: *` on a write).
+fn condition_answer(r: &Outcome) -> bool {
+    matches!(
+        (r.status, r.code.as_deref()),
+        (304, _) | (412, Some("ConditionNotMet")) | (409, Some("BlobAlreadyExists"))
+    )
+}
+
+/// L2, the order of checks (SPEC §1.1.5, AMBIG-3): a write or delete on a
+/// blob whose lease is surely locked, without that lease's id, is refused by
+/// the lease check, which comes before the conditions; a condition's refusal
+/// there means the conditions were judged first. "Surely locked": no log
+/// record on the blob during the call, and the lease of the record before
+/// it locked from that record's server time to the latest time the server's
+/// clock can read at the call's return, given `server_clock`'s drift and
+/// steps (`None`: the bound is not known, nothing is judged). `None` when
+/// the call could not be judged, else its violation if any.
+fn lease_before_conditions(
+    op: &OpRecord<Call, Outcome>,
+    timeline: &LeaseTimeline,
+    server_clock: Option<ClockBound>,
+) -> Option<Option<Violation>> {
+    let (bound, ret) = (server_clock?, op.return_ns?);
+    let c = &op.call;
+    let line = timeline.get(&c.target)?;
+    if line
+        .iter()
+        .any(|(at, ..)| *at >= op.invoke_ns && *at <= ret)
+    {
+        return None;
+    }
+    let (at_ns, server_ms, lease) = line.iter().rev().find(|(at, ..)| *at < op.invoke_ns)?;
+    let Some(lease) = lease.as_ref() else {
+        return Some(None);
+    };
+    let elapsed_ms = (ret - at_ns) / 1_000_000;
+    let latest_ms = server_ms
+        + elapsed_ms
+        + elapsed_ms * bound.max_drift_ppm / 1_000_000
+        + bound.max_step_ms
+        + bound.slack_ms;
+    let locked = reference::state(Some(lease), *server_ms).locked()
+        && reference::state(Some(lease), latest_ms).locked();
+    let sent = c.lease_id.as_deref().and_then(lease::parse_guid);
+    if !locked || sent.as_deref() == Some(lease.id.as_str()) {
+        return Some(None);
+    }
+    let r = op.result.as_ref()?;
+    Some(Some(violation(
+        "L2",
+        format!(
+            "a {} of {} {} was answered {} {}, a condition's refusal, while lease {} held the blob (locked from {:.3} s to past {:.3} s on the server's clock); SPEC §1.1.5, AMBIG-3: the lease check comes before the conditions, so the answer is 412 {}",
+            c.op,
+            c.target,
+            match &sent {
+                None => "without a lease id".to_string(),
+                Some(id) => format!("with lease {}", short(id)),
+            },
+            r.status,
+            r.code.as_deref().unwrap_or(""),
+            short(&lease.id),
+            clock_s(*server_ms),
+            clock_s(latest_ms),
+            if sent.is_none() {
+                "LeaseIdMissing"
+            } else {
+                "LeaseIdMismatchWithBlobOperation"
+            }
+        ),
+        vec![op.id],
+    )))
 }
 
 /// One holder's belief in one lease: from its acquire's success to its last
@@ -859,10 +975,12 @@ fn judge_beliefs(
     }
 }
 
-/// One of the lease checkers: the properties it reports, from [`analyse`].
+/// One of the lease checkers: the properties it reports, from [`analyse_with`].
 pub struct LeaseRule {
     /// Its properties; the first names it.
     pub properties: &'static [&'static str],
+    /// The bound the server's clock kept, when known.
+    pub server_clock: Option<ClockBound>,
 }
 
 impl Checker<LeaseHistory> for LeaseRule {
@@ -871,14 +989,17 @@ impl Checker<LeaseHistory> for LeaseRule {
     }
 
     fn check(&self, h: &LeaseHistory) -> Checked {
-        let a = analyse(h);
+        let a = analyse_with(h, self.server_clock);
         let mine: Vec<Violation> = a
             .violations
             .into_iter()
             .filter(|v| self.properties.contains(&v.property.as_str()))
             .collect();
         let note = match self.properties[0] {
-            "L2" => format!("{} writes", a.writes_judged),
+            "L2" => format!(
+                "{} writes, {} condition refusals",
+                a.writes_judged, a.refusals_judged
+            ),
             "L9" => format!("{} beliefs", a.beliefs),
             "R1" => format!("{} calls that may not be re-sent", a.resends_judged),
             _ => format!("{} transitions", a.transitions),
@@ -887,8 +1008,15 @@ impl Checker<LeaseHistory> for LeaseRule {
     }
 }
 
-/// The lease checkers in the order the summary lists them.
+/// The lease checkers in the order the summary lists them, for a server
+/// clock kept to [`ClockBound::DEFAULT`].
 pub fn checkers() -> Vec<LeaseRule> {
+    checkers_for(Some(ClockBound::DEFAULT))
+}
+
+/// The lease checkers, for a server clock kept to `server_clock` (`None`:
+/// unknown).
+pub fn checkers_for(server_clock: Option<ClockBound>) -> Vec<LeaseRule> {
     [
         &["L1"][..],
         &["L2", "L3"],
@@ -901,7 +1029,10 @@ pub fn checkers() -> Vec<LeaseRule> {
         &["R1"],
     ]
     .into_iter()
-    .map(|properties| LeaseRule { properties })
+    .map(|properties| LeaseRule {
+        properties,
+        server_clock,
+    })
     .collect()
 }
 
@@ -1011,6 +1142,100 @@ mod tests {
             "{:?}",
             l5(&alone)
         );
+    }
+
+    /// L2's order of checks: a conditional put without the lease's id on a
+    /// blob surely under a 15 s lease must be refused by the lease check.
+    #[test]
+    fn a_condition_refusal_on_a_surely_leased_blob_breaks_l2_and_nothing_else_does() {
+        const ID: &str = "6e730000-0000-4000-8000-000000000001";
+        let grant = NodeEvent {
+            node: "server-0".into(),
+            at_ns: 10 * S,
+            local_ms: EPOCH_MS + 10_000,
+            event: LeaseEvent::Logged {
+                partition: 0,
+                lsn: 1,
+                effect: Effect::Lease(lease::Effect::Set {
+                    target: LeaseTarget::Blob(ItemKey::new("leases", "b1", "b1")),
+                    action: LeaseAction::Acquire {
+                        duration: Some(15),
+                        proposed_id: Some(ID.into()),
+                    },
+                    at_ms: EPOCH_MS + 10_000,
+                    lease: Some(Lease {
+                        id: ID.into(),
+                        duration: LeaseDuration::Fixed(15),
+                        phase: Phase::Leased {
+                            expire_ms: Some(EPOCH_MS + 25_000),
+                        },
+                    }),
+                    ids_drawn: 0,
+                }),
+            },
+        };
+        let put = |at_s: u64, lease_id: Option<&str>, status: u16, code: &str| OpRecord {
+            id: 0,
+            client: 3,
+            key: "leases/b1".into(),
+            call: Call {
+                op: "put".into(),
+                target: "leases/b1".into(),
+                lease_id: lease_id.map(str::to_string),
+                ..Call::default()
+            },
+            invoke_ns: at_s * S,
+            return_ns: Some(at_s * S + S / 50),
+            result: Some(Outcome {
+                status,
+                code: Some(code.into()),
+                ..Outcome::default()
+            }),
+            attempts: vec![],
+        };
+        let l2 = |op: OpRecord<Call, Outcome>, bound: Option<ClockBound>| -> Vec<String> {
+            let h = History {
+                version: overcast_sim::history::HISTORY_VERSION,
+                ops: vec![op],
+                events: Vec::new(),
+                node_events: vec![grant.clone()],
+            };
+            analyse_with(&h, bound)
+                .violations
+                .into_iter()
+                .filter(|v| v.property == "L2")
+                .map(|v| v.message)
+                .collect()
+        };
+        let bound = Some(ClockBound::DEFAULT);
+        // 10 s after the grant the server's clock reads at most 23.1 s.
+        let found = l2(put(20, None, 409, "BlobAlreadyExists"), bound);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains(
+                "the lease check comes before the conditions, so the answer is 412 LeaseIdMissing"
+            ),
+            "{}",
+            found[0]
+        );
+        let other = "6e730000-0000-4000-8000-000000000002";
+        assert_eq!(
+            l2(put(12, Some(other), 412, "ConditionNotMet"), bound).len(),
+            1
+        );
+        for (op, bound) in [
+            // The lease check's own answer.
+            (put(12, None, 412, "LeaseIdMissing"), bound),
+            // With the lease's id the conditions are judged.
+            (put(12, Some(ID), 412, "ConditionNotMet"), bound),
+            // 13 s after the grant a clock within the bound (3 s of steps,
+            // 500 ppm) may read past the expiry at 25 s.
+            (put(23, None, 409, "BlobAlreadyExists"), bound),
+            // Without a known bound on the server's clock nothing is judged.
+            (put(12, None, 409, "BlobAlreadyExists"), None),
+        ] {
+            assert!(l2(op.clone(), bound).is_empty(), "{op:?}");
+        }
     }
 
     /// R1 judges each call against SPEC's list of what may be re-sent: a

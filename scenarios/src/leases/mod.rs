@@ -117,6 +117,12 @@ pub struct LeasesParams {
     /// Leave every clock as the plan draws it, even beyond the holders' stated
     /// bound ([`ClockBound::DEFAULT`]); otherwise drift and steps are clamped to it.
     pub skew_beyond_bound: bool,
+    /// Share of plain clients' writes sent with a condition that fails on an
+    /// existing blob (`If-None-Match: *` or an `If-Match` no version has), so
+    /// that conditions meet lease-gated writes (SPEC §1.1.5: the lease check
+    /// comes first). 0 in files saved before it existed.
+    #[serde(default)]
+    pub conditional_writes: f64,
 }
 
 impl Default for LeasesParams {
@@ -144,6 +150,7 @@ impl Default for LeasesParams {
             retry: RetryOptions::default(),
             fsync_ms: (1, 3),
             skew_beyond_bound: false,
+            conditional_writes: 0.3,
             client_ops: unbounded(),
             holder_rounds: unbounded(),
         }
@@ -265,6 +272,7 @@ impl ScenarioDef for Leases {
                 "container_delete_probability",
                 p.container_delete_probability,
             ),
+            ("conditional_writes", p.conditional_writes),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("{name} must be between 0 and 1"));
@@ -426,8 +434,8 @@ impl ScenarioDef for Leases {
         }
     }
 
-    fn checkers(&self, _p: &LeasesParams) -> Vec<Box<dyn Checker<LeaseHistory>>> {
-        check::checkers()
+    fn checkers(&self, p: &LeasesParams) -> Vec<Box<dyn Checker<LeaseHistory>>> {
+        check::checkers_for((!p.skew_beyond_bound).then_some(ClockBound::DEFAULT))
             .into_iter()
             .map(|c| Box::new(c) as Box<dyn Checker<LeaseHistory>>)
             .collect()

@@ -10,7 +10,7 @@ use super::{blob_key, LeasesParams, CONTAINER};
 use crate::bridge::ClockAdapter;
 use crate::occ::history::attempt;
 use overcast_model::client::{sim_now_ns, CallResult, StoreClient};
-use overcast_model::conditions::Conditions;
+use overcast_model::conditions::{Conditions, ETag};
 use overcast_model::env::Clock;
 use overcast_model::lease::{LeaseAction, LeaseRequest, LeaseResponse, LeaseTarget};
 use overcast_model::lease_client::with_lease;
@@ -19,6 +19,9 @@ use overcast_model::retry::FinalOutcome;
 use overcast_model::store::{StoreRequest, StoreResponse};
 use rand::Rng;
 use std::time::Duration;
+
+/// A version no blob reaches in a run: its ETag fails every `If-Match`.
+const NO_SUCH_VERSION: u64 = (1 << 56) - 1;
 
 /// One node's recording handle: its op identity, its name and clock.
 pub struct Node {
@@ -325,8 +328,9 @@ fn action(target: &LeaseTarget, action: LeaseAction) -> LeaseRequest {
     }
 }
 
-/// One plain client's life: reads, writes without ids, breaks, one-shot leases
-/// without a proposed id, changes, and the container's lease and deletes.
+/// One plain client's life: reads, writes without ids (some with a condition
+/// that fails on an existing blob), breaks, one-shot leases without a
+/// proposed id, changes, and the container's lease and deletes.
 pub async fn client(
     p: &LeasesParams,
     node: &Node,
@@ -376,10 +380,22 @@ pub async fn client(
                 node.store(client, read).await;
             }
             1 => {
+                // Some writes carry a condition that fails on an existing blob:
+                // where the blob is leased, the lease check must refuse it first.
+                let conditions = if p.conditional_writes > 0.0 && rng.gen_bool(p.conditional_writes)
+                {
+                    if rng.gen_bool(0.5) {
+                        Conditions::if_none_match_any()
+                    } else {
+                        Conditions::if_match(ETag::from_version(NO_SUCH_VERSION))
+                    }
+                } else {
+                    Conditions::none()
+                };
                 let put = StoreRequest::Put {
                     key,
                     body: format!("{}@{}", node.name, sim_now_ns()),
-                    conditions: Conditions::none(),
+                    conditions,
                 };
                 node.store(client, put).await;
             }
