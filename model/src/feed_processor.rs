@@ -136,14 +136,12 @@ pub fn balance(leases: &[CachedLease], me: &str, now: u64, expiration_ms: u64) -
         available.truncate(need);
         return available;
     }
-    // Steal one: the last worker (in query order) with the most leases.
-    let Some(&(victim, most)) = order
+    // Steal one: the last worker (in query order) with the most leases
+    // (`max_by_key` keeps the last of equal maxima).
+    let Some((victim, most)) = order
         .iter()
         .filter(|o| **o != me)
         .map(|o| (*o, counts[o]))
-        .collect::<Vec<_>>()
-        .iter()
-        .rev()
         .max_by_key(|(_, c)| *c)
     else {
         return Vec::new();
@@ -1267,6 +1265,12 @@ mod tests {
         let mut uneven = leases;
         uneven[3].doc.owner = Some("a".into());
         assert_eq!(tokens(&balance(&uneven, "a", 200, 60_000)), vec![0]);
+        // A tie (3 and 3, a newcomer): the victim is the last of the busiest
+        // workers in query order, and the stolen lease its first (SPEC §3.3.6).
+        let tie: Vec<_> = (0..6)
+            .map(|t| lease(t, Some(if t < 3 { "b" } else { "c" }), 100))
+            .collect();
+        assert_eq!(tokens(&balance(&tie, "a", 200, 60_000)), vec![3]);
     }
 
     #[test]

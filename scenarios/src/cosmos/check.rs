@@ -110,6 +110,7 @@ pub fn to_lin_ops(history: &CosmosHistory) -> Vec<Operation<CosmosOp, CosmosResu
                 ),
                 (304, true) => CosmosResult::NotModified,
                 (404, true) => CosmosResult::Absent,
+                (201, false) => CosmosResult::Created(r.version),
                 (200..=204, false) => CosmosResult::Ok(r.version),
                 (404, false) => CosmosResult::NotFound,
                 (409, _) => CosmosResult::Conflict,

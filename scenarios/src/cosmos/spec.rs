@@ -41,8 +41,12 @@ pub enum CosmosResult {
     Present(String, u64),
     /// Read: 304.
     NotModified,
-    /// Write: 200/201/204, with the new version when the response carried one.
+    /// Write that replaced or deleted: 200/204, with the new version when the
+    /// response carried one.
     Ok(Option<u64>),
+    /// Write that created the item: 201 (a create, or an upsert of a missing
+    /// item, SPEC §1.3 and AMBIG-6), with the new version when carried.
+    Created(Option<u64>),
     /// 412.
     PreconditionFailed,
     /// 409.
@@ -65,9 +69,15 @@ impl CosmosItemSpec {
     fn answer(op: &CosmosOp, s: &CosmosState) -> (CosmosResult, Option<CosmosState>) {
         let present = s.0.is_some();
         let at = |v: u64| present && s.1 == v;
+        // 201 where the write creates the item, 200 where it replaces it.
         let write = |b: &String| {
+            let v = Some(s.1 + 1);
             (
-                CosmosResult::Ok(Some(s.1 + 1)),
+                if present {
+                    CosmosResult::Ok(v)
+                } else {
+                    CosmosResult::Created(v)
+                },
                 Some((Some(b.clone()), s.1 + 1)),
             )
         };
@@ -123,6 +133,9 @@ impl Spec for CosmosItemSpec {
             Some(CosmosResult::Ok(None)) if matches!(expected, CosmosResult::Ok(_)) => {
                 Next::One(next.unwrap_or_else(|| s.clone()))
             }
+            Some(CosmosResult::Created(None)) if matches!(expected, CosmosResult::Created(_)) => {
+                Next::One(next.unwrap_or_else(|| s.clone()))
+            }
             Some(o) if *o == expected => Next::One(next.unwrap_or_else(|| s.clone())),
             Some(_) => Next::Illegal,
         }
@@ -130,7 +143,7 @@ impl Spec for CosmosItemSpec {
 
     fn is_read_only(&self, op: &CosmosOp, out: Option<&CosmosResult>) -> bool {
         matches!(op, CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_))
-            || out.is_some_and(|r| !matches!(r, CosmosResult::Ok(_)))
+            || out.is_some_and(|r| !matches!(r, CosmosResult::Ok(_) | CosmosResult::Created(_)))
     }
 
     fn version_of(&self, s: &CosmosState) -> Option<u64> {
@@ -141,7 +154,7 @@ impl Spec for CosmosItemSpec {
         match (op, out) {
             (CosmosOp::ReadIfNoneMatch(v), CosmosResult::NotModified) => Claim::At(*v),
             (_, CosmosResult::Present(_, v)) => Claim::At(*v),
-            (_, CosmosResult::Ok(Some(v))) => Claim::Produced(*v),
+            (_, CosmosResult::Ok(Some(v)) | CosmosResult::Created(Some(v))) => Claim::Produced(*v),
             (CosmosOp::DeleteIfVersion(v), CosmosResult::Ok(None)) => Claim::Produced(v + 1),
             _ => Claim::None,
         }
@@ -189,13 +202,14 @@ mod tests {
         use CosmosResult as R;
         let b = || "b".to_string();
         for (state, input, out) in [
-            (&s0, O::Create(b()), R::Ok(Some(1))),
+            (&s0, O::Create(b()), R::Created(Some(1))),
             (&s1, O::Create(b()), R::Conflict),
             (&s0, O::Replace(b()), R::NotFound),
             (&s0, O::ReplaceIfVersion(1, b()), R::NotFound),
             (&s1, O::ReplaceIfVersion(1, b()), R::Ok(Some(2))),
             (&s1, O::ReplaceIfVersion(7, b()), R::PreconditionFailed),
-            (&s0, O::UpsertIfVersion(7, b()), R::Ok(Some(1))),
+            (&s0, O::UpsertIfVersion(7, b()), R::Created(Some(1))),
+            (&s0, O::Upsert(b()), R::Created(Some(1))),
             (&s1, O::UpsertIfVersion(7, b()), R::PreconditionFailed),
             (&s1, O::Upsert(b()), R::Ok(Some(2))),
             (&s0, O::Delete, R::NotFound),
@@ -208,6 +222,17 @@ mod tests {
         ] {
             assert!(
                 CosmosItemSpec.step(state, &input, Some(&out)).is_legal(),
+                "{input:?} -> {out:?} in {state:?}"
+            );
+        }
+        // A create answered 200, or a replace answered 201, is illegal.
+        for (state, input, out) in [
+            (&s0, O::Upsert(b()), R::Ok(Some(1))),
+            (&s0, O::Create(b()), R::Ok(None)),
+            (&s1, O::Upsert(b()), R::Created(Some(2))),
+        ] {
+            assert!(
+                !CosmosItemSpec.step(state, &input, Some(&out)).is_legal(),
                 "{input:?} -> {out:?} in {state:?}"
             );
         }
@@ -235,7 +260,7 @@ mod tests {
                 0,
                 CosmosOp::Create("a".into()),
                 0,
-                CosmosResult::Ok(Some(1)),
+                CosmosResult::Created(Some(1)),
             ),
             op(
                 1,

@@ -4,7 +4,8 @@
 //!
 //! What SPEC states (the default [`RoutingBounds`]):
 //! - 503 (and 500 on reads, 410/1022, a 410 window run out): one retry on
-//!   the next region (`MaxServiceUnavailableRetryCount = 1`, one budget);
+//!   the next region (`MaxServiceUnavailableRetryCount = 1`, one budget),
+//!   reads only: a write that got 503 is not sent again (single-write);
 //! - 404/1002: `MaxSessionTokenRetryCount = 2` region retries (single-write),
 //!   and a read that gives up with 404/1002 has tried the write region
 //!   since its first 404/1002 (in-region retries may come first);
@@ -385,6 +386,24 @@ impl Routing {
         violations: &mut Vec<Violation>,
     ) {
         let b = &self.bounds;
+        // SPEC §4.1, 503: writes on single-write accounts are not retried.
+        if op.call.is_write() {
+            if let Some(i) = attempts[..attempts.len().saturating_sub(1)]
+                .iter()
+                .position(|a| a.status == 503)
+            {
+                violations.push(v(
+                    op,
+                    format!(
+                        "the write's attempt {} in region {} got 503 and it was sent again ({} more attempts); \
+                         SPEC §4.1: writes on single-write accounts are not retried after 503",
+                        i + 1,
+                        attempts[i].region,
+                        attempts.len() - i - 1
+                    ),
+                ));
+            }
+        }
         let (mut unavailable, mut session, mut failover) = (0u32, 0u32, 0u32);
         let mut run_start = 0;
         let mut name_cache = 0u32;
@@ -749,6 +768,40 @@ mod tests {
         // A session whose writes went to east may believe east is the write region.
         assert_eq!(
             read(&["east", "east", "east"], true).verdict(),
+            &Verdict::Held
+        );
+    }
+
+    #[test]
+    fn a_write_sent_again_after_a_503_breaks_r6() {
+        let write = |statuses: &[(&str, (u16, u16))]| {
+            let mut b = Builder::new();
+            b.write(
+                "client-0",
+                "upsert",
+                "k",
+                "b1",
+                None,
+                (S, 2 * S),
+                Some("e1"),
+            );
+            for (region, st) in statuses {
+                ev(&mut b, 1, 0, route::ATTEMPT, region, *st);
+            }
+            check(&b)
+        };
+        let c = write(&[("west", (503, 0)), ("east", (200, 0))]);
+        let v = c.verdict().violations();
+        assert_eq!(v.len(), 1, "{c:?}");
+        assert!(
+            v[0].message.contains("not retried after 503"),
+            "{}",
+            v[0].message
+        );
+        // A 503 that ends the call, or a 403/3 retried on the write region, is fine.
+        assert_eq!(write(&[("west", (503, 0))]).verdict(), &Verdict::Held);
+        assert_eq!(
+            write(&[("east", (403, 3)), ("west", (200, 0))]).verdict(),
             &Verdict::Held
         );
     }
