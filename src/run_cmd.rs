@@ -562,7 +562,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 // Chunks of fresh seeds until this scenario's share of the time is up.
                 let share = b / scenario_count;
                 let chunk = opts.jobs as u64 * 8;
-                let mut next = first_seed;
+                let (mut next, mut kept) = (first_seed, 0usize);
                 let quiet = SweepOptions {
                     progress: false,
                     ..opts.clone()
@@ -571,12 +571,16 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                     let mine = shard_of((next..next + chunk).collect());
                     next += chunk;
                     // Later chunks hold higher seeds: they keep what is left.
-                    let kept = results.iter().filter(|r| r.failed_run.is_some()).count();
                     let checks = SeedChecks {
                         keep_failed: checks.keep_failed.saturating_sub(kept),
                         ..checks
                     };
-                    results.extend(sweep_scenario(def, &mine, &quiet, make, checks));
+                    let chunk_results = sweep_scenario(def, &mine, &quiet, make, checks);
+                    kept += chunk_results
+                        .iter()
+                        .filter(|r| r.failed_run.is_some())
+                        .count();
+                    results.extend(chunk_results);
                 }
             }
         }

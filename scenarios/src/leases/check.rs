@@ -1085,6 +1085,31 @@ mod tests {
         }
     }
 
+    /// server-0 logs an acquire of `leases/b1` granting `lease` at `at_ns`
+    /// (its clock `ms` after the epoch), with `proposed` as the proposal; an
+    /// acquire without one draws its id.
+    fn granted(at_ns: u64, ms: u64, proposed: Option<&str>, lease: Lease) -> NodeEvent<LeaseEvent> {
+        NodeEvent {
+            node: "server-0".into(),
+            at_ns,
+            local_ms: EPOCH_MS + ms,
+            event: LeaseEvent::Logged {
+                partition: 0,
+                lsn: 1,
+                effect: Effect::Lease(lease::Effect::Set {
+                    target: LeaseTarget::Blob(ItemKey::new("leases", "b1", "b1")),
+                    action: LeaseAction::Acquire {
+                        duration: Some(lease.duration.ms().map_or(-1, |d| (d / 1000) as i64)),
+                        proposed_id: proposed.map(str::to_string),
+                    },
+                    at_ms: EPOCH_MS + ms,
+                    lease: Some(lease),
+                    ids_drawn: u64::from(proposed.is_none()),
+                }),
+            },
+        }
+    }
+
     /// Leases seed 8294, cut down: client 3's acquire without a proposal is
     /// throttled (429), waits and is refused (409); meanwhile client 4's
     /// acquire without a proposal gets a 408 (outcome unknown), and the
@@ -1092,29 +1117,16 @@ mod tests {
     /// explains that grant; client 3 was not re-sent into a win.
     #[test]
     fn a_grant_another_acquire_of_unknown_outcome_explains_is_not_a_resent_acquire() {
-        let grant = NodeEvent {
-            node: "server-0".into(),
-            at_ns: 10 * S + S / 6,
-            local_ms: EPOCH_MS + 10_166,
-            event: LeaseEvent::Logged {
-                partition: 0,
-                lsn: 1,
-                effect: Effect::Lease(lease::Effect::Set {
-                    target: LeaseTarget::Blob(ItemKey::new("leases", "b1", "b1")),
-                    action: LeaseAction::Acquire {
-                        duration: Some(-1),
-                        proposed_id: None,
-                    },
-                    at_ms: EPOCH_MS + 10_166,
-                    lease: Some(Lease {
-                        id: "6e730000-0000-4000-8000-000000000001".into(),
-                        duration: LeaseDuration::Infinite,
-                        phase: Phase::Leased { expire_ms: None },
-                    }),
-                    ids_drawn: 1,
-                }),
+        let grant = granted(
+            10 * S + S / 6,
+            10_166,
+            None,
+            Lease {
+                id: "6e730000-0000-4000-8000-000000000001".into(),
+                duration: LeaseDuration::Infinite,
+                phase: Phase::Leased { expire_ms: None },
             },
-        };
+        );
         let refused = acquire(0, 3, 10 * S, &[(10 * S, 429), (10 * S + S / 5, 409)]);
         let unknown = acquire(1, 4, 10 * S + S / 7, &[(10 * S + S / 7, 408)]);
         let history = |ops: Vec<OpRecord<Call, Outcome>>| History {
@@ -1149,31 +1161,18 @@ mod tests {
     #[test]
     fn a_condition_refusal_on_a_surely_leased_blob_breaks_l2_and_nothing_else_does() {
         const ID: &str = "6e730000-0000-4000-8000-000000000001";
-        let grant = NodeEvent {
-            node: "server-0".into(),
-            at_ns: 10 * S,
-            local_ms: EPOCH_MS + 10_000,
-            event: LeaseEvent::Logged {
-                partition: 0,
-                lsn: 1,
-                effect: Effect::Lease(lease::Effect::Set {
-                    target: LeaseTarget::Blob(ItemKey::new("leases", "b1", "b1")),
-                    action: LeaseAction::Acquire {
-                        duration: Some(15),
-                        proposed_id: Some(ID.into()),
-                    },
-                    at_ms: EPOCH_MS + 10_000,
-                    lease: Some(Lease {
-                        id: ID.into(),
-                        duration: LeaseDuration::Fixed(15),
-                        phase: Phase::Leased {
-                            expire_ms: Some(EPOCH_MS + 25_000),
-                        },
-                    }),
-                    ids_drawn: 0,
-                }),
+        let grant = granted(
+            10 * S,
+            10_000,
+            Some(ID),
+            Lease {
+                id: ID.into(),
+                duration: LeaseDuration::Fixed(15),
+                phase: Phase::Leased {
+                    expire_ms: Some(EPOCH_MS + 25_000),
+                },
             },
-        };
+        );
         let put = |at_s: u64, lease_id: Option<&str>, status: u16, code: &str| OpRecord {
             id: 0,
             client: 3,

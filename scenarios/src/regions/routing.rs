@@ -184,10 +184,10 @@ impl Checker<RegionsHistory> for Routing {
             }
             self.check_op(op, events, &attempts, &mut violations);
             if !write_region.is_empty() {
-                let mut to_write_region = write_region.clone();
-                to_write_region.extend(believed.get(node).into_iter().flatten());
+                let believed = believed.get(node);
                 gave_up_1002 +=
-                    check_session_retry(op, &attempts, &to_write_region, &mut violations) as usize;
+                    check_session_retry(op, &attempts, &write_region, believed, &mut violations)
+                        as usize;
             }
             for e in events {
                 if let RegionEvent::Route {
@@ -283,12 +283,13 @@ impl Checker<RegionsHistory> for Routing {
 /// token is retried in that region for a while, then on the write region
 /// (single-write accounts). So the caller sees 404/1002 only after an
 /// attempt at or after the first 404/1002 went to the write region (or to
-/// a region the session may believe is: `write_region`). Returns whether
-/// the op was one that gave up so.
+/// a region the session may believe is: `believed`). Returns whether the op
+/// was one that gave up so.
 fn check_session_retry(
     op: &RegionOp,
     attempts: &[Attempt],
     write_region: &BTreeSet<&str>,
+    believed: Option<&BTreeSet<&str>>,
     violations: &mut Vec<Violation>,
 ) -> bool {
     let gave_up = matches!(
@@ -308,7 +309,7 @@ fn check_session_retry(
     };
     if attempts[first..]
         .iter()
-        .any(|a| write_region.contains(a.region))
+        .any(|a| write_region.contains(a.region) || believed.is_some_and(|b| b.contains(a.region)))
     {
         return true;
     }
@@ -320,7 +321,11 @@ fn check_session_retry(
              SPEC §4.1: after its in-region retries a session read is retried on the write region",
             attempts.len() - first,
             tried.into_iter().collect::<Vec<_>>().join(", "),
-            write_region.iter().copied().collect::<Vec<_>>().join(" or ")
+            write_region
+                .union(believed.unwrap_or(&BTreeSet::new()))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" or ")
         ),
     ));
     true
