@@ -1,7 +1,9 @@
 //! The `regions` scenario end to end: the unmodified model passes its
 //! checks, seeded replication bugs are caught by the property they break,
-//! and a seed replays exactly.
+//! and a seed replays exactly. `occ-replicated` (the same deployment with
+//! the object store's blobs) is held to the same, in the Blob dialect.
 
+use overcast_scenarios::regions::history::RegionsHistory;
 use overcast_scenarios::registry::{find, DynScenario};
 use overcast_scenarios::run::run_with;
 use overcast_scenarios::scenario::Scenario;
@@ -10,16 +12,73 @@ fn regions() -> &'static dyn DynScenario {
     find("regions").expect("regions is registered")
 }
 
+fn occ_replicated() -> &'static dyn DynScenario {
+    find("occ-replicated").expect("occ-replicated is registered")
+}
+
 /// The first seed below `seeds` on which `bug` breaks one of `properties`.
 fn first_seed_breaking(bug: &str, properties: &[&str], seeds: u64) -> Option<u64> {
+    first_seed_breaking_in(regions(), bug, properties, seeds)
+}
+
+/// [`first_seed_breaking`] in scenario `def`.
+fn first_seed_breaking_in(
+    def: &'static dyn DynScenario,
+    bug: &str,
+    properties: &[&str],
+    seeds: u64,
+) -> Option<u64> {
     (0..seeds).find(|&seed| {
-        let mut s = Scenario::new(regions(), seed);
+        let mut s = Scenario::new(def, seed);
         s.bugs = vec![bug.to_string()];
-        run_with(regions(), &s)
+        run_with(def, &s)
             .violations()
             .iter()
             .any(|v| properties.contains(&v.property.as_str()))
     })
+}
+
+#[test]
+fn the_unmodified_blob_store_passes_every_check_replicated() {
+    for seed in 0..20 {
+        let r = run_with(occ_replicated(), &Scenario::new(occ_replicated(), seed));
+        assert!(r.passed(), "seed {seed}: {}", r.summary());
+    }
+}
+
+#[test]
+fn replicated_blobs_are_judged_in_the_blob_dialect() {
+    // The clients speak Blob: puts answered 201 or 200, deletes 202.
+    let r = run_with(occ_replicated(), &Scenario::new(occ_replicated(), 0));
+    let h = r
+        .history
+        .as_any()
+        .downcast_ref::<RegionsHistory>()
+        .expect("a regions history");
+    let statuses = |op: &str| -> Vec<u16> {
+        h.ops
+            .iter()
+            .filter(|o| o.call.op == op)
+            .filter_map(|o| o.result.as_ref().map(|r| r.status()))
+            .collect()
+    };
+    assert!(statuses("delete").contains(&202), "no blob delete was acknowledged 202");
+    assert!(!statuses("delete").contains(&204), "a Cosmos 204 in a blob history");
+    assert!(statuses("upsert").contains(&200) && statuses("upsert").contains(&201));
+    // A store that ignores If-Match breaks linearizability of the strong
+    // operations, and one that reuses a deleted blob's ETags too.
+    for bug in ["skip_if_match", "etag_reuse"] {
+        assert_eq!(
+            first_seed_breaking_in(occ_replicated(), bug, &["linearizability"], 5),
+            Some(0),
+            "{bug}"
+        );
+    }
+    // The replication bugs are caught as in `regions`.
+    assert!(
+        first_seed_breaking_in(occ_replicated(), "session_token_ignored", &["R5"], 20).is_some(),
+        "R5 never caught session_token_ignored on blobs in 20 seeds"
+    );
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub const BUGS: &[BugInfo] = &[
     BugInfo {
         name: "skip_if_match",
         what: "the server ignores If-Match on writes, so a stale read-modify-write overwrites a newer version",
-        scenarios: &["occ"],
+        scenarios: &["occ", "occ-replicated"],
         caught_by: &["linearizability"],
     },
     BugInfo {
@@ -63,7 +63,7 @@ pub const BUGS: &[BugInfo] = &[
     BugInfo {
         name: "etag_reuse",
         what: "a deleted and re-created item starts its version again and gets an ETag it had before",
-        scenarios: &["occ"],
+        scenarios: &["occ", "occ-replicated"],
         caught_by: &["linearizability", "E1"],
     },
     BugInfo {
@@ -330,55 +330,55 @@ pub const BUGS: &[BugInfo] = &[
     BugInfo {
         name: "session_token_ignored",
         what: "a replica serves a session read below the client's session token",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["R5"],
     },
     BugInfo {
         name: "failover_loses_committed",
         what: "a vote is granted without comparing logs, so a primary can be elected without every committed write",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["durability", "linearizability", "R5", "state machine safety"],
     },
     BugInfo {
         name: "commit_before_quorum",
         what: "the primary commits and acknowledges a write as soon as it holds it itself, before a quorum of its replica set does",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["durability", "linearizability", "R5", "state machine safety"],
     },
     BugInfo {
         name: "stale_read_after_failover",
         what: "a primary trusts its role, not its leader lease: cut off from its replica set it keeps serving strong reads (and never steps down) while the others elect a new primary that takes writes",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["linearizability"],
     },
     BugInfo {
         name: "leader_lease_no_skew_margin",
         what: "the leader lease has no margin for clock drift: the primary serves strong reads for the whole lease of its own clock and a follower promises its vote away for the same length of its own, so a slow primary's lease outlasts fast followers' promises and a new primary takes writes while the old one still serves",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["linearizability"],
     },
     BugInfo {
         name: "session_token_merged_min",
         what: "the SDK merges a partition's session tokens keeping the smaller LSN (min for max), so the token stays at the first one the session saw and a lagging replica serves the session's reads below its own writes",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["R5"],
     },
     BugInfo {
         name: "region_retry_loop",
         what: "the SDK ignores its unavailable-region marks, so a failed region is retried at once",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["R6", "liveness"],
     },
     BugInfo {
         name: "vote_twice",
         what: "a voter forgets the vote it cast in a term and grants every up-to-date candidate that asks, so two candidates can win one term",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["election safety", "state machine safety"],
     },
     BugInfo {
         name: "learner_reads_uncommitted",
         what: "read replicas are shipped and apply entries the primary has not committed, so an eventual or session read can see a write a failover then loses (and its ETag, which the new primary then gives another version, lets an If-Match succeed on the wrong version)",
-        scenarios: &["regions"],
+        scenarios: &["regions", "occ-replicated"],
         caught_by: &["state machine safety", "convergence", "durability", "R5", "linearizability"],
     },
 ];

@@ -32,7 +32,8 @@ pub static SCENARIOS: &[&dyn DynScenario] = &[
     &crate::search::Search,
     &crate::queues::Queues,
     &crate::feed::Feed,
-    &crate::regions::Regions,
+    &crate::regions::Regions::COSMOS,
+    &crate::regions::Regions::BLOB,
 ];
 
 /// The registered scenario called `name`, or the one-line error naming the known ones.

@@ -250,6 +250,31 @@ pub struct RegionsParams {
     /// Flips of the replicas' clock rates (a drifting clock only).
     #[serde(default)]
     pub rate_flips: Vec<RateFlip>,
+    /// The service whose items are replicated: Cosmos DB items (`regions`)
+    /// or the object store's blobs (`occ-replicated`).
+    #[serde(default, skip_serializing_if = "Service::is_cosmos")]
+    pub service: Service,
+}
+
+/// The service a regions run replicates: which dialect the clients speak
+/// and the checks judge (SPEC §1.3 for items, §1.1 for blobs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    /// Cosmos DB items: replace 200, delete 204, an If-Match on a missing item 404.
+    #[default]
+    Cosmos,
+    /// Blobs of the object store (`occ`'s service): put 201 created / 200
+    /// replaced, delete 202, an If-Match on a missing blob 412, a create
+    /// (`If-None-Match: *`) of an existing blob 409.
+    Blob,
+}
+
+impl Service {
+    /// True for the default, Cosmos DB items (saved files leave it out).
+    pub fn is_cosmos(&self) -> bool {
+        *self == Service::Cosmos
+    }
 }
 
 impl RegionsParams {
@@ -285,6 +310,7 @@ impl Default for RegionsParams {
             splits: Vec::new(),
             isolations: Vec::new(),
             rate_flips: Vec::new(),
+            service: Service::Cosmos,
         }
     }
 }
@@ -406,8 +432,24 @@ fn regions_of(p: &RegionsParams, topo: &Topology) -> Vec<RegionInfo> {
 /// The linearizability search budget per item (steps, not seconds).
 pub const LIN_MAX_STEPS: u64 = 5_000_000;
 
-/// The `regions` scenario.
-pub struct Regions;
+/// The `regions` scenario (Cosmos DB items) and `occ-replicated` (the
+/// object store's blobs): one deployment, SDK, fault plan and set of checks,
+/// with the service's dialect as a parameter.
+pub struct Regions {
+    /// The service the scenario's default parameters replicate.
+    pub service: Service,
+}
+
+impl Regions {
+    /// `regions`: Cosmos DB items.
+    pub const COSMOS: Regions = Regions {
+        service: Service::Cosmos,
+    };
+    /// `occ-replicated`: the object store's blobs, with ETags and conditions.
+    pub const BLOB: Regions = Regions {
+        service: Service::Blob,
+    };
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -421,17 +463,31 @@ impl ScenarioDef for Regions {
     type History = RegionsHistory;
 
     fn name(&self) -> &'static str {
-        "regions"
+        match self.service {
+            Service::Cosmos => "regions",
+            Service::Blob => "occ-replicated",
+        }
     }
 
     fn describe(&self) -> &'static str {
-        "replicated partitions, regions and the SDK's region/session rules (SPEC §4.1, §4.4): \
-         linearizability of strong operations, R5, convergence, durability, R6, \
-         election safety, state machine safety"
+        match self.service {
+            Service::Cosmos => {
+                "replicated partitions, regions and the SDK's region/session rules (SPEC §4.1, §4.4): \
+                 linearizability of strong operations, R5, convergence, durability, R6, \
+                 election safety, state machine safety"
+            }
+            Service::Blob => {
+                "occ's object store (blobs with ETags and conditions) on regions' replicated \
+                 partitions, SDK and faults: the same checks as regions, in the Blob dialect"
+            }
+        }
     }
 
     fn params(&self, seed: u64) -> RegionsParams {
-        let p = RegionsParams::default();
+        let p = RegionsParams {
+            service: self.service,
+            ..RegionsParams::default()
+        };
         RegionsParams {
             outages: draw_outages(seed, 1 + p.read_regions),
             splits: draw_splits(seed, p.replicas),
@@ -458,6 +514,7 @@ impl ScenarioDef for Regions {
     }
 
     fn strategy(&self) -> BoxedStrategy<RegionsParams> {
+        let service = self.service;
         (
             1usize..=3,
             0usize..=2,
@@ -469,7 +526,7 @@ impl ScenarioDef for Regions {
             any::<u64>(),
         )
             .prop_map(
-                |(replicas, read_regions, clients, partitions, items, ops, readers, seed)| {
+                move |(replicas, read_regions, clients, partitions, items, ops, readers, seed)| {
                     let replicas = if replicas == 2 { 3 } else { replicas };
                     RegionsParams {
                         replicas,
@@ -484,6 +541,7 @@ impl ScenarioDef for Regions {
                         splits: draw_splits(seed, replicas),
                         isolations: draw_isolations(seed, partitions),
                         rate_flips: draw_rate_flips(seed, replicas),
+                        service,
                         ..RegionsParams::default()
                     }
                 },
@@ -936,15 +994,19 @@ impl ScenarioDef for Regions {
                         })
                         .filter_map(|item| {
                             let (c, pk, id) = item_key(&item);
-                            replica
-                                .applied()
-                                .cosmos()
-                                .item(&ItemKey::new(c, pk, id))
-                                .map(|i| FinalItem {
-                                    item: item.clone(),
-                                    etag: i.etag.0.clone(),
-                                    body: i.body.clone(),
-                                })
+                            let key = ItemKey::new(c, pk, id);
+                            let state = replica.applied();
+                            let (etag, body) = match params.service {
+                                Service::Cosmos => state
+                                    .cosmos()
+                                    .item(&key)
+                                    .map(|i| (i.etag.0.clone(), i.body.clone()))?,
+                                Service::Blob => state
+                                    .store()
+                                    .item(&key)
+                                    .map(|i| (i.etag.0.clone(), i.body.clone()))?,
+                            };
+                            Some(FinalItem { item, etag, body })
                         })
                         .collect();
                     history.node_events.push(NodeEvent {
@@ -996,9 +1058,10 @@ impl ScenarioDef for Regions {
         }
     }
 
-    fn checkers(&self, _p: &RegionsParams) -> Vec<Box<dyn Checker<RegionsHistory>>> {
+    fn checkers(&self, p: &RegionsParams) -> Vec<Box<dyn Checker<RegionsHistory>>> {
         vec![
             Box::new(strong::StrongLinearizability {
+                service: p.service,
                 options: lin::Options {
                     max_steps: Some(LIN_MAX_STEPS),
                     parallel: false,

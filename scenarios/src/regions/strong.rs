@@ -10,6 +10,7 @@
 //! never.
 
 use super::history::{Consistency, RegionCall, RegionOutcome, RegionsHistory};
+use super::Service;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::lin::{self, Next, Operation, Spec};
 use std::collections::BTreeMap;
@@ -50,8 +51,11 @@ pub struct RegisterOut {
     pub body: Option<String>,
 }
 
-/// The register of one item's body.
-pub struct Register;
+/// The register of one item's body, judged in its service's dialect.
+pub struct Register {
+    /// Which statuses the service answers (SPEC §1.3 for items, §1.1 for blobs).
+    pub service: Service,
+}
 
 impl Spec for Register {
     type State = Option<String>;
@@ -73,6 +77,15 @@ impl Spec for Register {
             (Some(_), None) => true,
             (None, _) => false,
         };
+        let blob = self.service == Service::Blob;
+        // An If-Match that does not hold: a present item whose body is not
+        // the one behind the ETag (an ETag never seen with a body is given
+        // the benefit of the doubt), or, for a blob, no item at all (§1.1.3:
+        // 412; Cosmos answers a missing item 404).
+        let refused = |expected: &Option<String>| match s {
+            Some(_) => expected.is_none() || !matches(expected),
+            None => blob,
+        };
         let status = out.map(|o| o.status);
         match op {
             RegisterOp::Read => match out {
@@ -84,7 +97,10 @@ impl Spec for Register {
                 Some(_) => Next::Illegal,
             },
             RegisterOp::Upsert(b) => match status {
-                None | Some(200 | 201) => Next::One(Some(b.clone())),
+                None => Next::One(Some(b.clone())),
+                // A blob put says whether it created (201) or replaced (200).
+                Some(201) if !blob || s.is_none() => Next::One(Some(b.clone())),
+                Some(200) if !blob || s.is_some() => Next::One(Some(b.clone())),
                 Some(_) => Next::Illegal,
             },
             RegisterOp::Create(b) => match status {
@@ -98,10 +114,8 @@ impl Spec for Register {
                 None if matches(expected) => Next::Many(vec![Some(body.clone()), s.clone()]),
                 None => Next::One(s.clone()),
                 Some(200) if matches(expected) => Next::One(Some(body.clone())),
-                Some(412) if s.is_some() && (expected.is_none() || !matches(expected)) => {
-                    Next::One(s.clone())
-                }
-                Some(404) if s.is_none() => Next::One(None),
+                Some(412) if refused(expected) => Next::One(s.clone()),
+                Some(404) if !blob && s.is_none() => Next::One(None),
                 Some(_) => Next::Illegal,
             },
             RegisterOp::Delete {
@@ -109,18 +123,13 @@ impl Spec for Register {
                 conditional,
             } => {
                 let holds = s.is_some() && (!conditional || matches(expected));
+                let deleted = if blob { 202 } else { 204 };
                 match status {
                     None if holds => Next::Many(vec![None, s.clone()]),
                     None => Next::One(s.clone()),
-                    Some(204) if holds => Next::One(None),
-                    Some(412)
-                        if *conditional
-                            && s.is_some()
-                            && (expected.is_none() || !matches(expected)) =>
-                    {
-                        Next::One(s.clone())
-                    }
-                    Some(404) if s.is_none() => Next::One(None),
+                    Some(st) if st == deleted && holds => Next::One(None),
+                    Some(412) if *conditional && refused(expected) => Next::One(s.clone()),
+                    Some(404) if s.is_none() && (!blob || !conditional) => Next::One(None),
                     Some(_) => Next::Illegal,
                 }
             }
@@ -152,12 +161,17 @@ fn bodies_by_etag(h: &RegionsHistory) -> BTreeMap<(String, String), String> {
     for op in &h.ops {
         if let Some(RegionOutcome::Ok {
             etag: Some(e),
-            body: Some(b),
+            body,
             ..
         }) = &op.result
         {
-            m.entry((op.call.item.clone(), e.clone()))
-                .or_insert_with(|| b.clone());
+            // A blob put's answer carries no body: the acknowledged ETag
+            // stands for the body the call wrote.
+            let written = op.call.body.as_ref().filter(|_| op.call.is_write());
+            if let Some(b) = body.as_ref().or(written) {
+                m.entry((op.call.item.clone(), e.clone()))
+                    .or_insert_with(|| b.clone());
+            }
         }
     }
     m
@@ -205,6 +219,8 @@ pub fn strong_ops(h: &RegionsHistory) -> Vec<Operation<RegisterOp, RegisterOut>>
 
 /// The checker.
 pub struct StrongLinearizability {
+    /// The service whose statuses the register expects.
+    pub service: Service,
     /// Search budget and report settings.
     pub options: lin::Options,
 }
@@ -217,7 +233,10 @@ impl Checker<RegionsHistory> for StrongLinearizability {
     fn check(&self, h: &RegionsHistory) -> Checked {
         let ops = strong_ops(h);
         let reads = ops.iter().filter(|o| o.input == RegisterOp::Read).count();
-        let report = lin::check(&Register, &ops, &self.options);
+        let register = Register {
+            service: self.service,
+        };
+        let report = lin::check(&register, &ops, &self.options);
         let verdict = match report.verdict {
             lin::Verdict::Linearizable => Verdict::Held,
             lin::Verdict::Unknown => Verdict::Undecided {
@@ -261,6 +280,13 @@ impl Checker<RegionsHistory> for StrongLinearizability {
 mod tests {
     use super::*;
 
+    const COSMOS: Register = Register {
+        service: Service::Cosmos,
+    };
+    const BLOB: Register = Register {
+        service: Service::Blob,
+    };
+
     fn out(status: u16, body: Option<&str>) -> Option<RegisterOut> {
         Some(RegisterOut {
             status,
@@ -300,7 +326,7 @@ mod tests {
             ),
             op(2, RegisterOp::Read, (21, 30), out(200, Some("a"))),
         ];
-        let r = lin::check(&Register, &h, &lin::Options::default());
+        let r = lin::check(&COSMOS, &h, &lin::Options::default());
         assert_eq!(r.verdict, lin::Verdict::NotLinearizable);
         let ok = [
             h[0].clone(),
@@ -308,7 +334,7 @@ mod tests {
             op(2, RegisterOp::Read, (21, 30), out(200, Some("b"))),
         ];
         assert_eq!(
-            lin::check(&Register, &ok, &lin::Options::default()).verdict,
+            lin::check(&COSMOS, &ok, &lin::Options::default()).verdict,
             lin::Verdict::Linearizable
         );
     }
@@ -321,8 +347,65 @@ mod tests {
             op(2, RegisterOp::Read, (40, 50), out(200, Some("a"))),
         ];
         assert_eq!(
-            lin::check(&Register, &h, &lin::Options::default()).verdict,
+            lin::check(&COSMOS, &h, &lin::Options::default()).verdict,
             lin::Verdict::Linearizable
         );
+    }
+
+    #[test]
+    fn a_blob_is_judged_in_its_own_dialect() {
+        let replace_missing = |status| {
+            [op(
+                0,
+                RegisterOp::Replace {
+                    body: "b".into(),
+                    expected: Some("a".into()),
+                },
+                (0, 10),
+                out(status, None),
+            )]
+        };
+        let verdict = |spec: &Register, h: &[Operation<RegisterOp, RegisterOut>]| {
+            lin::check(spec, h, &lin::Options::default()).verdict
+        };
+        use lin::Verdict::{Linearizable, NotLinearizable};
+        // If-Match on a missing item: 412 for a blob, 404 for a Cosmos item.
+        assert_eq!(verdict(&BLOB, &replace_missing(412)), Linearizable);
+        assert_eq!(verdict(&BLOB, &replace_missing(404)), NotLinearizable);
+        assert_eq!(verdict(&COSMOS, &replace_missing(404)), Linearizable);
+        assert_eq!(verdict(&COSMOS, &replace_missing(412)), NotLinearizable);
+        // A put says whether it created (201) or replaced (200); a delete is 202.
+        let put = |id, status| op(id, RegisterOp::Upsert(format!("b{id}")), (id as i64 * 10, id as i64 * 10 + 5), out(status, None));
+        let delete = |id, status| {
+            op(
+                id,
+                RegisterOp::Delete {
+                    expected: None,
+                    conditional: false,
+                },
+                (id as i64 * 10, id as i64 * 10 + 5),
+                out(status, None),
+            )
+        };
+        assert_eq!(verdict(&BLOB, &[put(0, 201), put(1, 200), delete(2, 202)]), Linearizable);
+        assert_eq!(verdict(&BLOB, &[put(0, 201), put(1, 201)]), NotLinearizable);
+        assert_eq!(verdict(&BLOB, &[put(0, 200)]), NotLinearizable);
+        assert_eq!(verdict(&BLOB, &[put(0, 201), delete(1, 204)]), NotLinearizable);
+        assert_eq!(verdict(&COSMOS, &[put(0, 201), delete(1, 204)]), Linearizable);
+        // A conditional delete of a missing blob is 412, not 404.
+        let cond_delete = |status| {
+            [op(
+                0,
+                RegisterOp::Delete {
+                    expected: Some("a".into()),
+                    conditional: true,
+                },
+                (0, 10),
+                out(status, None),
+            )]
+        };
+        assert_eq!(verdict(&BLOB, &cond_delete(412)), Linearizable);
+        assert_eq!(verdict(&BLOB, &cond_delete(404)), NotLinearizable);
+        assert_eq!(verdict(&COSMOS, &cond_delete(404)), Linearizable);
     }
 }

@@ -7,14 +7,15 @@
 //! routing decisions become `Route` events of the session.
 
 use super::history::{Consistency, RegionCall, RegionEvent, RegionOutcome};
-use super::{item_key, RegionsParams, RegionsRecorder};
+use super::{item_key, RegionsParams, RegionsRecorder, Service};
 use overcast_model::client::AttemptLog;
-use overcast_model::cosmos::{CosmosRequest, ItemOp};
+use overcast_model::conditions::Conditions;
+use overcast_model::cosmos::{CosmosRequest, ItemKey, ItemOp};
 use overcast_model::partition::{Request, Response};
 use overcast_model::region_client::{RegionCallResult, RegionClient, RegionFinal};
 use overcast_model::replica::ReadConsistency;
 use overcast_model::retry::AttemptOutcome;
-use overcast_model::store::ETag;
+use overcast_model::store::{ETag, StoreRequest};
 use overcast_sim::history::{Attempt, AttemptResult, OpRecord};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -68,27 +69,38 @@ pub fn outcome(r: &RegionCallResult) -> Option<RegionOutcome> {
             region,
             node,
         } => {
-            let Response::Cosmos(c) = response else {
-                return Some(RegionOutcome::Failed {
-                    status: response.status(),
-                    sub_status: 0,
-                    region: Some(region.clone()),
-                    node: Some(node.clone()),
-                });
+            // The status, ETag and body of the item answered, in either dialect.
+            let (status, etag, body) = match response {
+                Response::Cosmos(c) => {
+                    let item = c.item();
+                    (
+                        c.status,
+                        item.map(|i| i.etag.0.clone()),
+                        item.and_then(|i| i.body.clone()),
+                    )
+                }
+                Response::Store(r) => {
+                    let item = r.item.as_ref();
+                    (
+                        r.status,
+                        item.map(|i| i.etag.0.clone()),
+                        item.and_then(|i| i.body.clone()),
+                    )
+                }
+                other => (other.status(), None, None),
             };
-            let item = c.item();
-            if (200..300).contains(&c.status) || c.status == 404 {
+            if (200..300).contains(&status) || status == 404 {
                 Some(RegionOutcome::Ok {
-                    status: c.status,
-                    etag: item.map(|i| i.etag.0.clone()),
-                    body: item.and_then(|i| i.body.clone()),
+                    status,
+                    etag,
+                    body,
                     session_token: Some(token.clone()),
                     region: region.clone(),
                     node: node.clone(),
                 })
             } else {
                 Some(RegionOutcome::Failed {
-                    status: c.status,
+                    status,
                     sub_status: 0,
                     region: Some(region.clone()),
                     node: Some(node.clone()),
@@ -105,6 +117,45 @@ pub fn outcome(r: &RegionCallResult) -> Option<RegionOutcome> {
             sub_status: *sub_status,
             region: region.clone(),
             node: node.clone(),
+        }),
+    }
+}
+
+/// The request for `op` on `item` in the service's dialect. A blob call is
+/// the item call it stands for: a read is a GET, a replace a PUT with
+/// If-Match, an upsert a PUT, a create a PUT with `If-None-Match: *`, a
+/// delete a DELETE (with If-Match when the item call has one).
+pub fn request_for(service: Service, item: &str, op: ItemOp) -> Request {
+    let (container, partition_key, _) = item_key(item);
+    let blob = |id: &str| ItemKey::new(container.clone(), partition_key.clone(), id.to_string());
+    let if_match = |e: Option<ETag>| e.map_or_else(Conditions::none, Conditions::if_match);
+    match service {
+        Service::Cosmos => Request::Cosmos(CosmosRequest::Item {
+            container,
+            partition_key,
+            op,
+        }),
+        Service::Blob => Request::Store(match op {
+            ItemOp::Read { id, .. } => StoreRequest::Read {
+                key: blob(&id),
+                conditions: Conditions::none(),
+            },
+            ItemOp::Replace { id, body, if_match: e } | ItemOp::Upsert { id, body, if_match: e } => {
+                StoreRequest::Put {
+                    key: blob(&id),
+                    body,
+                    conditions: if_match(e),
+                }
+            }
+            ItemOp::Create { id, body } => StoreRequest::Put {
+                key: blob(&id),
+                body,
+                conditions: Conditions::if_none_match_any(),
+            },
+            ItemOp::Delete { id, if_match: e } => StoreRequest::Delete {
+                key: blob(&id),
+                conditions: if_match(e),
+            },
         }),
     }
 }
@@ -197,12 +248,7 @@ pub async fn client_workload(
             ),
         };
         let is_write = name != "read";
-        let (container, pk, _) = item_key(&item);
-        let request = Request::Cosmos(CosmosRequest::Item {
-            container,
-            partition_key: pk,
-            op,
-        });
+        let request = request_for(p.service, &item, op);
         let partition = sdk.partition_of(&request);
         let token = (!is_write && consistency == Consistency::Session)
             .then(|| sdk.token(partition))
@@ -237,7 +283,7 @@ pub async fn client_workload(
                 (Some(e), 200 | 201) => {
                     etags.insert(item.clone(), e.clone());
                 }
-                (_, 204 | 404) => {
+                (_, 202 | 204 | 404) => {
                     etags.remove(&item);
                 }
                 _ => {}
