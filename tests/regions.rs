@@ -62,8 +62,14 @@ fn replicated_blobs_are_judged_in_the_blob_dialect() {
             .filter_map(|o| o.result.as_ref().map(|r| r.status()))
             .collect()
     };
-    assert!(statuses("delete").contains(&202), "no blob delete was acknowledged 202");
-    assert!(!statuses("delete").contains(&204), "a Cosmos 204 in a blob history");
+    assert!(
+        statuses("delete").contains(&202),
+        "no blob delete was acknowledged 202"
+    );
+    assert!(
+        !statuses("delete").contains(&204),
+        "a Cosmos 204 in a blob history"
+    );
     assert!(statuses("upsert").contains(&200) && statuses("upsert").contains(&201));
     // A store that ignores If-Match breaks linearizability of the strong
     // operations, and one that reuses a deleted blob's ETags too.

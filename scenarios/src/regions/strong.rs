@@ -375,7 +375,14 @@ mod tests {
         assert_eq!(verdict(&COSMOS, &replace_missing(404)), Linearizable);
         assert_eq!(verdict(&COSMOS, &replace_missing(412)), NotLinearizable);
         // A put says whether it created (201) or replaced (200); a delete is 202.
-        let put = |id, status| op(id, RegisterOp::Upsert(format!("b{id}")), (id as i64 * 10, id as i64 * 10 + 5), out(status, None));
+        let put = |id, status| {
+            op(
+                id,
+                RegisterOp::Upsert(format!("b{id}")),
+                (id as i64 * 10, id as i64 * 10 + 5),
+                out(status, None),
+            )
+        };
         let delete = |id, status| {
             op(
                 id,
@@ -387,11 +394,20 @@ mod tests {
                 out(status, None),
             )
         };
-        assert_eq!(verdict(&BLOB, &[put(0, 201), put(1, 200), delete(2, 202)]), Linearizable);
+        assert_eq!(
+            verdict(&BLOB, &[put(0, 201), put(1, 200), delete(2, 202)]),
+            Linearizable
+        );
         assert_eq!(verdict(&BLOB, &[put(0, 201), put(1, 201)]), NotLinearizable);
         assert_eq!(verdict(&BLOB, &[put(0, 200)]), NotLinearizable);
-        assert_eq!(verdict(&BLOB, &[put(0, 201), delete(1, 204)]), NotLinearizable);
-        assert_eq!(verdict(&COSMOS, &[put(0, 201), delete(1, 204)]), Linearizable);
+        assert_eq!(
+            verdict(&BLOB, &[put(0, 201), delete(1, 204)]),
+            NotLinearizable
+        );
+        assert_eq!(
+            verdict(&COSMOS, &[put(0, 201), delete(1, 204)]),
+            Linearizable
+        );
         // A conditional delete of a missing blob is 412, not 404.
         let cond_delete = |status| {
             [op(

@@ -140,13 +140,20 @@ pub fn request_for(service: Service, item: &str, op: ItemOp) -> Request {
                 key: blob(&id),
                 conditions: Conditions::none(),
             },
-            ItemOp::Replace { id, body, if_match: e } | ItemOp::Upsert { id, body, if_match: e } => {
-                StoreRequest::Put {
-                    key: blob(&id),
-                    body,
-                    conditions: if_match(e),
-                }
+            ItemOp::Replace {
+                id,
+                body,
+                if_match: e,
             }
+            | ItemOp::Upsert {
+                id,
+                body,
+                if_match: e,
+            } => StoreRequest::Put {
+                key: blob(&id),
+                body,
+                conditions: if_match(e),
+            },
             ItemOp::Create { id, body } => StoreRequest::Put {
                 key: blob(&id),
                 body,
