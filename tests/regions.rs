@@ -157,3 +157,39 @@ fn appends_of_a_deposed_primary_break_state_machine_safety() {
         eprintln!("[{}] {}", v.property, v.message);
     }
 }
+
+/// A read region being removed from the account (403/1008, SPEC §4.1):
+/// not drawn by default, so set here, on both read regions in turn. The
+/// unmodified SDK marks the region and reads elsewhere, and every check
+/// holds; an SDK that retries the removed region in place breaks R6.
+#[test]
+fn a_region_being_removed_is_marked_and_read_around() {
+    for def in [regions(), occ_replicated()] {
+        let mut s = Scenario::new(def, 3);
+        s.params["removals"] = serde_json::json!([
+            {"region": 1, "at_ms": 4_000, "for_ms": 12_000},
+            {"region": 2, "at_ms": 20_000, "for_ms": 12_000},
+        ]);
+        let clean = run_with(def, &s);
+        assert!(clean.passed(), "{}", clean.summary());
+        let routing = clean
+            .checks
+            .iter()
+            .find(|c| c.properties.contains(&"R6"))
+            .expect("R6 is checked");
+        assert!(
+            routing.checked.note.contains("answered 403/1008"),
+            "no read met a removed region: {}",
+            routing.checked.note
+        );
+        s.bugs = vec!["removed_region_retried".to_string()];
+        let r = run_with(def, &s);
+        assert!(
+            r.violations()
+                .iter()
+                .any(|v| v.property == "R6" && v.message.contains("403/1008")),
+            "{}",
+            r.summary()
+        );
+    }
+}

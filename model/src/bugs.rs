@@ -254,6 +254,12 @@ model_bugs! {
     /// elected, but for a few hundred ms); a replay file in
     /// `scenarios/regressions/` shows it caught (README, regions section).
     stale_term_append,
+    /// SDK: a read answered 403/1008 (`DatabaseAccountNotFound`: the region
+    /// is being removed from the account) is retried in the same region,
+    /// unmarked, instead of the region being marked unavailable and the read
+    /// sent to the next preferred region. Breaks R6. Not in the bug table:
+    /// `regions` draws no removals by default (`tests/regions.rs` sets one).
+    removed_region_retried,
 }
 
 #[cfg(test)]

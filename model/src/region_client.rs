@@ -15,6 +15,9 @@
 //!   unknown outcome (408): never re-sent; the primary's address is refreshed.
 //! - 503: a read is retried once on the next preferred region (when there
 //!   are two); a write is not retried (single-write account).
+//! - 403/1008 (the region is being removed from the account): a read marks
+//!   the region unavailable and goes to the next preferred region at once,
+//!   counted with the connection-error failovers; a write surfaces it.
 //! - 403/3: the account is refreshed (the write region is learned again) and
 //!   the write retried, at most `max_forbidden_retries` times.
 //! - 404/1002: the read is retried on the write region, at most
@@ -29,7 +32,7 @@
 //!
 //! Every attempt and routing decision is returned with the call (for R6).
 //! Seeded bugs read here: `region_retry_loop`, `session_token_overwritten`,
-//! `session_token_merged_min`.
+//! `session_token_merged_min`, `removed_region_retried`.
 
 use crate::bugs::ModelBugs;
 use crate::client::{sim_now_ns, AttemptLog};
@@ -292,7 +295,13 @@ impl RegionClient {
         self.primary.insert(partition, ids[(at + 1) % ids.len()]);
     }
 
-    fn mark_unavailable(&mut self, region: &str, routes: &mut Vec<RouteLog>, status: u16) {
+    fn mark_unavailable(
+        &mut self,
+        region: &str,
+        routes: &mut Vec<RouteLog>,
+        status: u16,
+        sub_status: u16,
+    ) {
         let for_ms = self.cfg.unavailable_for.as_millis() as u64;
         let now = self.clock.now_ms();
         self.unavailable.insert(region.to_string(), now + for_ms);
@@ -300,7 +309,7 @@ impl RegionClient {
             what: "mark_unavailable",
             region: region.to_string(),
             status,
-            sub_status: 0,
+            sub_status,
             for_ms: Some(for_ms),
             local_ms: now,
         });
@@ -442,7 +451,7 @@ impl RegionClient {
                     self.rotate_primary(partition);
                     routes.push(self.route("refresh_addresses", &region, 0, 0));
                 }
-                self.mark_unavailable(&region, &mut routes, 0);
+                self.mark_unavailable(&region, &mut routes, 0, 0);
                 failovers += 1;
                 if failovers > self.cfg.max_failover_retries {
                     return finish(
@@ -503,6 +512,21 @@ impl RegionClient {
                     self.write_region = true_write_region(&self.cfg.regions);
                     routes.push(self.route("refresh_account", &region, 403, 3));
                     aim = Aim::WriteRegion;
+                }
+                RegionReply::Refused {
+                    status: 403,
+                    sub_status: 1008,
+                    ..
+                } if !is_write && failovers < self.cfg.max_failover_retries => {
+                    // The region is being removed from the account: marked
+                    // unavailable, and the read goes to the next preferred
+                    // region (SPEC §4.1; a write on a single-write account is
+                    // not retried: it surfaces below).
+                    failovers += 1;
+                    if !self.cfg.bugs.removed_region_retried {
+                        self.mark_unavailable(&region, &mut routes, 403, 1008);
+                        aim = Aim::Preferred(0);
+                    }
                 }
                 RegionReply::Refused {
                     status: 404,

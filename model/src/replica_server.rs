@@ -20,7 +20,9 @@
 //! lying disk): with replicas a corrupt log could be repaired from peers, but
 //! that is not modelled.
 //!
-//! Answers (SPEC §4.1): a write at a read replica 403/3 (`WriteForbidden`);
+//! Answers (SPEC §4.1): while the node's region is being removed from the
+//! account, 403/1008 to every client request; a write at a read replica
+//! 403/3 (`WriteForbidden`);
 //! a request for the primary at a replica that is not (any longer) the
 //! primary 410 sub-status 0, with the primary it believes in; no primary
 //! known, or a primary without its lease for a strong read, 503; a session
@@ -165,6 +167,11 @@ pub struct ReplicaServerConfig {
     /// Wait before listening after a restart (a request's late copy to the
     /// previous incarnation must not be executed again: its dedup table is gone).
     pub quiet_after_restart: Duration,
+    /// Windows of simulated time (ns, `[from, until)`) in which this node's
+    /// region is being removed from the account: every client request is
+    /// answered 403/1008 (`DatabaseAccountNotFound`, SPEC §4.1). The account's
+    /// control plane decides them, so they are in true time, not this node's clock.
+    pub removed_ns: Vec<(u64, u64)>,
 }
 
 impl ReplicaServerConfig {
@@ -420,7 +427,16 @@ pub async fn serve_replica(
                                             }
                                         }
                                     }
-                                    let reply = handle_client(r, &req, now);
+                                    let now_ns = crate::client::sim_now_ns();
+                                    let removed = cfg
+                                        .removed_ns
+                                        .iter()
+                                        .any(|(from, until)| (*from..*until).contains(&now_ns));
+                                    let reply = if removed {
+                                        refused(403, 1008, None)
+                                    } else {
+                                        handle_client(r, &req, now)
+                                    };
                                     match reply {
                                         Handled::Reply(reply) => replies.push((
                                             from,

@@ -113,7 +113,9 @@ impl Default for RegionsMix {
     }
 }
 
-/// A region outage: every node of a region cut from every other node.
+/// A region outage: every node of a region cut from every other node. The
+/// same shape names a read region's removal from the account
+/// ([`RegionsParams::removals`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Outage {
@@ -254,6 +256,11 @@ pub struct RegionsParams {
     /// or the object store's blobs (`occ-replicated`).
     #[serde(default, skip_serializing_if = "Service::is_cosmos")]
     pub service: Service,
+    /// Read regions being removed from the account: while one lasts, the
+    /// region's replicas answer every client request 403/1008 (SPEC §4.1).
+    /// Not drawn by default (set in a scenario file or a test).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removals: Vec<Outage>,
 }
 
 /// The service a regions run replicates: which dialect the clients speak
@@ -311,6 +318,7 @@ impl Default for RegionsParams {
             isolations: Vec::new(),
             rate_flips: Vec::new(),
             service: Service::Cosmos,
+            removals: Vec::new(),
         }
     }
 }
@@ -583,6 +591,14 @@ impl ScenarioDef for Regions {
         if p.outages.iter().any(|o| o.region > p.read_regions) {
             return Err("an outage names a region that does not exist".into());
         }
+        if p.removals
+            .iter()
+            .any(|o| o.region == 0 || o.region > p.read_regions)
+        {
+            return Err(
+                "a removal must name a read region (1..=read_regions): the write region is never removed".into(),
+            );
+        }
         if p.splits.iter().any(|s| s.replica >= p.replicas) {
             return Err("a split names a replica that does not exist".into());
         }
@@ -596,7 +612,17 @@ impl ScenarioDef for Regions {
     }
 
     fn header(&self, p: &RegionsParams) -> String {
-        format!(
+        let removals: String = p
+            .removals
+            .iter()
+            .map(|o| {
+                format!(
+                    "; region r{} removed at {} ms for {} ms",
+                    o.region, o.at_ms, o.for_ms
+                )
+            })
+            .collect();
+        let header = format!(
             "write region r0: {} replicas; read regions: {}; clients={} ({} with a stale account view) \
              partitions={} items={} ops/client={} think={}..{} ms consistency={}; \
              strong readers={} ({} reads, think {}..{} ms)\n\
@@ -666,7 +692,8 @@ impl ScenarioDef for Regions {
                     .collect::<Vec<_>>()
                     .join(", ")
             }
-        )
+        );
+        header + &removals
     }
 
     fn topology(&self, p: &RegionsParams) -> Topology {
@@ -795,11 +822,12 @@ impl ScenarioDef for Regions {
             let fut: crate::registry::NodeFuture = if env.role == "replica" || env.role == "reader"
             {
                 let me = replica_id(&p, &env.role, env.index);
-                let region = if env.role == "replica" {
-                    region_name(0)
+                let region_index = if env.role == "replica" {
+                    0
                 } else {
-                    region_name(env.index + 1)
+                    env.index + 1
                 };
+                let region = region_name(region_index);
                 let topo = &env.topology;
                 let addrs: BTreeMap<ReplicaId, _> = topo
                     .addrs("replica")
@@ -838,6 +866,12 @@ impl ScenarioDef for Regions {
                     } else {
                         env.max_in_flight()
                     },
+                    removed_ns: p
+                        .removals
+                        .iter()
+                        .filter(|r| r.region == region_index)
+                        .map(|r| (r.at_ms * 1_000_000, (r.at_ms + r.for_ms) * 1_000_000))
+                        .collect(),
                 };
                 let report: SharedReport = Arc::new(Mutex::new(ReplicaReport::default()));
                 lock(&program_reports).push((
@@ -1072,7 +1106,12 @@ impl ScenarioDef for Regions {
             Box::new(session::SessionGuarantees),
             Box::new(converge::Convergence),
             Box::new(durable::Durability),
-            Box::new(routing::Routing::default()),
+            Box::new(routing::Routing {
+                bounds: routing::RoutingBounds {
+                    unavailable_ms: UNAVAILABLE_FOR.as_millis() as u64,
+                    ..routing::RoutingBounds::default()
+                },
+            }),
             Box::new(safety::RaftSafety),
         ]
     }
@@ -1083,6 +1122,14 @@ impl ScenarioDef for Regions {
                 once(i, || {
                     (!p.outages.is_empty()).then(|| RegionsParams {
                         outages: Vec::new(),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("no region removals", |p, i| {
+                once(i, || {
+                    (!p.removals.is_empty()).then(|| RegionsParams {
+                        removals: Vec::new(),
                         ..p.clone()
                     })
                 })
@@ -1187,6 +1234,12 @@ impl ScenarioDef for Regions {
                         read_regions: p.read_regions - 1,
                         outages: p
                             .outages
+                            .iter()
+                            .filter(|o| o.region < p.read_regions)
+                            .cloned()
+                            .collect(),
+                        removals: p
+                            .removals
                             .iter()
                             .filter(|o| o.region < p.read_regions)
                             .cloned()

@@ -56,6 +56,9 @@ pub struct RoutingBounds {
     pub name_cache_retries: u32,
     /// The 410 retry window, ms (30 s; the scenario may scale it).
     pub gone_window_ms: u64,
+    /// How long a region that answered 403/1008 stays at the end of the
+    /// list, ms of the client's clock (5 min; the scenario scales it).
+    pub unavailable_ms: u64,
     /// Tolerance on times, ms (a choice of this checker).
     pub slack_ms: u64,
 }
@@ -69,6 +72,7 @@ impl Default for RoutingBounds {
             failovers: 120,
             name_cache_retries: 2,
             gone_window_ms: 30_000,
+            unavailable_ms: 300_000,
             slack_ms: 1_000,
         }
     }
@@ -262,7 +266,74 @@ impl Checker<RegionsHistory> for Routing {
                 ));
             }
         }
+        // SPEC §4.1, 403/1008 (the region is being removed from the
+        // account): the region is marked unavailable and the read goes to
+        // the next preferred region. Judged from the answers, not from the
+        // SDK's marks: after a read attempt answered 403/1008 by a region, no
+        // read attempt of the session goes there within the unavailable
+        // time on the client's clock, unless every other region may be
+        // marked then (the SDK's marks, with the slack).
+        let mut removed: BTreeMap<&str, Vec<(&str, u64, u64)>> = BTreeMap::new();
+        let mut removals_seen = 0usize;
+        for (&(node, op_id), events) in &routes {
+            let Some(op) = ops.get(&(node.to_string(), op_id)) else {
+                continue;
+            };
+            if op.call.is_write() || op.call.consistency == Consistency::Strong {
+                continue;
+            }
+            for a in attempts_of(op, events) {
+                let at_ns = events[a.at].at_ns;
+                for &(region, from_ms, by) in removed.get(node).into_iter().flatten() {
+                    let within = a.region == region
+                        && a.local_ms >= from_ms
+                        && a.local_ms + self.bounds.slack_ms < from_ms + self.bounds.unavailable_ms;
+                    if !within {
+                        continue;
+                    }
+                    let mut latest: BTreeMap<&str, &Mark> = BTreeMap::new();
+                    for m in marks
+                        .get(node)
+                        .into_iter()
+                        .flatten()
+                        .filter(|m| m.at_ns <= at_ns)
+                    {
+                        latest.insert(m.region, m);
+                    }
+                    let all_marked = regions.iter().all(|r| {
+                        *r == region
+                            || latest
+                                .get(r)
+                                .is_some_and(|m| a.local_ms < m.until_ms + self.bounds.slack_ms)
+                    });
+                    if !all_marked {
+                        violations.push(v(
+                            op,
+                            format!(
+                                "a read attempt went to region {region} at {} ms on the client's clock, but \
+                                 {region} had answered op {by}'s attempt 403/1008 at {from_ms} ms (the region \
+                                 is being removed; SPEC §4.1: mark it unavailable for {} ms and retry on the \
+                                 next preferred region), and not every other region was marked",
+                                a.local_ms, self.bounds.unavailable_ms
+                            ),
+                        ));
+                    }
+                }
+                if (a.status, a.sub_status) == (403, 1008) {
+                    removals_seen += 1;
+                    removed
+                        .entry(node)
+                        .or_default()
+                        .push((a.region, a.local_ms, op.id));
+                }
+            }
+        }
         let mut note = format!("{judged} ops with routing events");
+        if removals_seen > 0 {
+            note.push_str(&format!(
+                ", {removals_seen} read attempts answered 403/1008"
+            ));
+        }
         if gave_up_1002 > 0 {
             note.push_str(&format!(
                 ", {gave_up_1002} session reads that gave up with 404/1002 judged for the write region"
