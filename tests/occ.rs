@@ -143,6 +143,7 @@ fn a_transport_re_send_after_a_429_is_seen_only_from_the_servers_side() {
     let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
     let from_sdk = RetryDiscipline {
         retry: RetryOptions::default(),
+        clients: overcast_scenarios::occ::OccParams::default().clients,
     }
     .check(&history);
     let from_servers = RetryFromServers {

@@ -3,7 +3,9 @@
 //! (R1–R3, [`super::retry`]), each a [`Checker`] of the run's history.
 
 use super::history::{Call, OccEvent, Outcome};
-use super::retry::{check_retries, RetryCase, RetryRules, Surfaced};
+use super::retry::{
+    check_retries, paused_spans, window_wait_overrun, RetryCase, RetryRules, Surfaced,
+};
 use super::spec::{Cond, ItemOp, ItemResult, ItemSpec, Match, Orphan, Tag};
 use super::workload::is_probe;
 use overcast_model::partition::Effect;
@@ -210,10 +212,15 @@ fn lost_note(lost: &BTreeSet<String>) -> String {
     )
 }
 
-/// R1–R3, from each operation's attempt log.
+/// R1–R3, from each operation's attempt log; and R3's upper bound on the
+/// waits of the transport window ([`window_wait_overrun`]), allowing for
+/// the spans in which the world held the client's node paused.
 pub struct RetryDiscipline {
     /// The SDK's budgets the run used.
     pub retry: RetryOptions,
+    /// The run's client nodes (`OccParams::clients`): names the node of
+    /// each history client ([`crate::registry::client_node`]).
+    pub clients: usize,
 }
 
 impl Checker<OccHistory> for RetryDiscipline {
@@ -236,9 +243,17 @@ impl Checker<OccHistory> for RetryDiscipline {
                 Some(Outcome::Response { status, .. }) => Surfaced::Status(*status),
             },
         });
-        Checked::new(Verdict::from_violations(
-            check_retries(&rules, cases).into_iter().collect(),
-        ))
+        let violation = check_retries(&rules, cases).or_else(|| {
+            let mut paused: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+            history.ops.iter().find_map(|o| {
+                let spans = paused.entry(o.client).or_insert_with(|| {
+                    let node = crate::registry::client_node("client", o.client, self.clients);
+                    paused_spans(&history.events, &node)
+                });
+                window_wait_overrun(o.id, &o.attempts, spans)
+            })
+        });
+        Checked::new(Verdict::from_violations(violation.into_iter().collect()))
     }
 }
 

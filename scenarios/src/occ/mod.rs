@@ -683,6 +683,7 @@ impl ScenarioDef for Occ {
             Box::new(EtagFreshness),
             Box::new(RetryDiscipline {
                 retry: p.retry.clone(),
+                clients: p.clients,
             }),
             Box::new(retry::RetryFromServers {
                 retry: p.retry.clone(),

@@ -8,6 +8,7 @@ use overcast_model::retry::{self, RetryOptions};
 use overcast_model::wire::OperationId;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::{Attempt, AttemptResult};
+use overcast_sim::world::WorldEvent;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -196,6 +197,150 @@ pub fn check_retries<'a>(
     cases: impl IntoIterator<Item = RetryCase<'a>>,
 ) -> Option<Violation> {
     cases.into_iter().find_map(|c| check_case(rules, &c))
+}
+
+// ---- R3's upper bound on the transport window's waits ---------------------------------
+
+/// The share of a span left for clocks that run at another rate than true
+/// time: a tenth. The SDK times its waits on the simulation's own timer, so
+/// a correct SDK needs none of it; it is there for an SDK that would time
+/// them on a node's clock, whose rate the fault plan bends (drift, and the
+/// clock-rate faults, a few percent at most). Steps move a clock's reading,
+/// not the length of a wait timed by a monotonic timer.
+fn clock_slack_ns(ns: u64) -> u64 {
+    ns / 10
+}
+
+/// The longest the SDK's timer may overshoot a wait: madsim's sleep wakes
+/// at least 1 ms after it is asked, and the SDK waits at least 1 ms.
+const TIMER_SLACK_NS: u64 = 2 * MS;
+
+/// SPEC §4.1 rows 410 and 449, as the longest wait each retry of the
+/// transport window may take: the first retry in the window is immediate;
+/// after that a 410 (or a read's timeout, which the transport retries as a
+/// 410, row 408) waits its backoff, 1 s doubling to a 15 s cap, and a 449
+/// waits 10 ms doubling plus a salt of at most 4 ms, to a 1 s cap; each cut
+/// to what is left of the window, so never longer than these.
+#[derive(Clone, Copy, Debug, Default)]
+struct WindowSchedule {
+    /// The window has retried once (its first retry was immediate).
+    retried: bool,
+    /// 410 backoffs the window has used.
+    gone: u32,
+    /// 449 backoffs the window has used.
+    retry_with: u32,
+}
+
+impl WindowSchedule {
+    /// The longest wait SPEC §4.1 allows before the retry that follows an
+    /// attempt that ended in `result`; `None` when `result` is not one the
+    /// transport window retries. Counting every window answer of the
+    /// operation, never starting a new window (one region: one window; a
+    /// cross-region retry would start one, with shorter backoffs), can only
+    /// overstate a backoff, never understate it.
+    fn longest_wait(&mut self, result: &AttemptResult) -> Option<Duration> {
+        let gone = match result {
+            AttemptResult::Status { status: 410, .. } | AttemptResult::Timeout => true,
+            AttemptResult::Status { status: 449, .. } => false,
+            _ => return None,
+        };
+        if !self.retried {
+            self.retried = true;
+            return Some(Duration::ZERO);
+        }
+        Some(if gone {
+            let b = retry::GONE_INITIAL_BACKOFF
+                .saturating_mul(1 << self.gone.min(16))
+                .min(retry::GONE_MAX_BACKOFF);
+            self.gone += 1;
+            b
+        } else {
+            let b = (retry::RETRY_WITH_INITIAL_BACKOFF
+                .saturating_mul(1 << self.retry_with.min(16))
+                + Duration::from_millis(retry::RETRY_WITH_SALT_MS.1))
+            .min(retry::RETRY_WITH_MAX_BACKOFF);
+            self.retry_with += 1;
+            b
+        })
+    }
+}
+
+/// How long `[from_ns, to_ns]` overlaps the spans in `spans` (disjoint).
+fn overlap_ns(spans: &[(u64, u64)], from_ns: u64, to_ns: u64) -> u64 {
+    spans
+        .iter()
+        .map(|&(a, b)| b.min(to_ns).saturating_sub(a.max(from_ns)))
+        .sum()
+}
+
+/// The spans, true ns, in which the world held `node` paused: from each
+/// `pause NODE for N ms` to the next `resume NODE` (or the end of the run).
+pub fn paused_spans(events: &[WorldEvent], node: &str) -> Vec<(u64, u64)> {
+    let named = |what: &str, verb: &str| {
+        what.strip_prefix(verb)
+            .and_then(|rest| rest.split(' ').next())
+            .is_some_and(|n| n == node)
+    };
+    let mut spans = Vec::new();
+    let mut since = None;
+    for e in events {
+        if named(&e.what, "pause ") {
+            since.get_or_insert(e.at_ns);
+        } else if named(&e.what, "resume ") {
+            if let Some(from) = since.take() {
+                spans.push((from, e.at_ns));
+            }
+        }
+    }
+    if let Some(from) = since {
+        spans.push((from, u64::MAX));
+    }
+    spans
+}
+
+/// R3's upper bound (SPEC §4.1 rows 410 and 449), from one operation's
+/// attempt log: every wait the SDK inserted before a retry in the
+/// transport window is at most the backoff the SPEC gives that retry
+/// ([`WindowSchedule`]), plus a tenth for clocks, the timer's 2 ms, and the
+/// time the client's node spent paused during the wait (`paused`: its
+/// paused spans, true ns), which stretches a correct SDK's wait. The log's
+/// waits are what the SDK really waited, in true time; the lower bounds
+/// are judged from the servers' side ([`ServerSideRules::check`]).
+pub fn window_wait_overrun(
+    op: u64,
+    attempts: &[Attempt],
+    paused: &[(u64, u64)],
+) -> Option<Violation> {
+    let mut schedule = WindowSchedule::default();
+    for (i, w) in attempts.windows(2).enumerate() {
+        let Some(longest) = schedule.longest_wait(&w[0].result) else {
+            continue;
+        };
+        let longest_ns = longest.as_nanos() as u64;
+        let started_ns = w[1].sent_ns.saturating_sub(w[1].waited_ns);
+        let paused_ns = overlap_ns(paused, started_ns, w[1].sent_ns);
+        let allowed_ns = longest_ns + clock_slack_ns(longest_ns) + TIMER_SLACK_NS + paused_ns;
+        if w[1].waited_ns > allowed_ns {
+            return Some(Violation {
+                property: "R3".into(),
+                message: format!(
+                    "op {op}: the SDK waited {:.3} s before attempt {}, after attempt {} ended in {}; SPEC §4.1 (rows 410 and 449: the first retry at once, then 1 s doubling to 15 s after a 410 or a read's timeout, 10 ms doubling plus at most 4 ms to 1 s after a 449) allows at most {:.3} s there{}",
+                    w[1].waited_ns as f64 / 1e9,
+                    i + 2,
+                    i + 1,
+                    describe(&w[0].result),
+                    longest_ns as f64 / 1e9,
+                    if paused_ns > 0 {
+                        format!(" (plus the {:.3} s its client was paused)", paused_ns as f64 / 1e9)
+                    } else {
+                        String::new()
+                    }
+                ),
+                ops: vec![op],
+            });
+        }
+    }
+    None
 }
 
 // ---- The servers' side ------------------------------------------------------------------
@@ -680,7 +825,7 @@ impl ServerSideRules {
         let first_ns = case.invoke_ns.unwrap_or(case.attempts[0].sent_ns);
         let took_ns = return_ns.saturating_sub(first_ns);
         let window_ns = self.retry.gone_window.as_nanos() as u64;
-        (name_cache_stale <= retry::MAX_NAME_CACHE_STALE_RETRIES && took_ns < window_ns / 10 * 9)
+        (name_cache_stale <= retry::MAX_NAME_CACHE_STALE_RETRIES && took_ns < window_ns - clock_slack_ns(window_ns))
             .then(|| {
                 format!(
                     "{op}: the caller was told 503 after #{} (seen by {}) answered {}, {:.3} s after the call began and after {name_cache_stale} answers 410/1000 from the servers: neither budget was spent (SPEC §4.1 row 410: 503 after {} s of 410s or after the third 410/1000), so the SDK gave up early",
@@ -993,6 +1138,115 @@ mod tests {
             );
         }
         assert_eq!(case(false, &quick(Some(5)), Surfaced::Status(200)), None);
+    }
+
+    /// An attempt sent at `sent_ms` after waiting `waited_ms`.
+    fn sent(sent_ms: u64, waited_ms: u64, result: AttemptResult) -> Attempt {
+        Attempt {
+            sent_ns: sent_ms * MS,
+            waited_ns: waited_ms * MS,
+            result,
+        }
+    }
+
+    /// A read answered 410 every time, whose waits are `waits_ms` (the
+    /// first attempt waits nothing); each answer comes 2 ms after its send.
+    fn gone_waits(waits_ms: &[u64]) -> Vec<Attempt> {
+        let mut t = 0;
+        let mut a = vec![sent(0, 0, st(410))];
+        for &w in waits_ms {
+            t += 2 + w;
+            a.push(sent(t, w, st(410)));
+        }
+        a
+    }
+
+    #[test]
+    fn r3_upper_bound_waits_in_the_window_keep_the_spec_schedule() {
+        // SPEC §4.1 row 410: at once, then 1, 2, 4, 8 s, then 15 s (the cap).
+        let within = gone_waits(&[0, 1000, 2000, 4000, 8000, 15_000, 15_000]);
+        assert_eq!(window_wait_overrun(1, &within, &[]), None);
+        // A timer that wakes a millisecond late, and a wait cut short by the
+        // window's end, are within it too.
+        let late = gone_waits(&[1, 1001, 2001, 3000]);
+        assert_eq!(window_wait_overrun(1, &late, &[]), None);
+        // The 410 backoff capped with `max` for `min` (mutant M18): 15 s
+        // after the first 1 s wait, where the SPEC allows 2 s.
+        let capped = gone_waits(&[0, 1000, 15_000, 15_000]);
+        let v = window_wait_overrun(7, &capped, &[]).unwrap();
+        assert_eq!(v.property, "R3");
+        assert_eq!(v.ops, vec![7]);
+        assert!(v.message.contains("attempt 4"), "{}", v.message);
+        assert!(v.message.contains("at most 2.000 s"), "{}", v.message);
+        // The first retry in the window is immediate: 1 s there is too long.
+        let slow_first = gone_waits(&[1000]);
+        assert_eq!(
+            window_wait_overrun(1, &slow_first, &[]).unwrap().property,
+            "R3"
+        );
+        // A cap above 15 s: 16.5 s is more than 15 s and its tenth.
+        let cap = gone_waits(&[0, 1000, 2000, 4000, 8000, 16_600]);
+        assert_eq!(window_wait_overrun(1, &cap, &[]).unwrap().property, "R3");
+    }
+
+    #[test]
+    fn r3_upper_bound_a_paused_client_may_wait_longer() {
+        // The second backoff (2 s) stretched by a 1.5 s pause of the client.
+        let a = gone_waits(&[0, 1000, 3500]);
+        let start = a[3].sent_ns - a[3].waited_ns;
+        let pause = [(start + 100 * MS, start + 1600 * MS)];
+        assert_eq!(window_wait_overrun(1, &a, &pause), None);
+        // A pause outside the wait excuses nothing.
+        let before = [(0, start)];
+        assert_eq!(window_wait_overrun(1, &a, &before).unwrap().property, "R3");
+    }
+
+    #[test]
+    fn r3_upper_bound_449_timeouts_and_other_answers() {
+        // 449: at once, then 10 ms, 20 ms, 40 ms plus a salt of 1-4 ms.
+        let w = [
+            sent(0, 0, st(449)),
+            sent(3, 0, st(449)),
+            sent(17, 12, st(449)),
+            sent(43, 24, st(449)),
+            sent(90, 44, st(201)),
+        ];
+        assert_eq!(window_wait_overrun(1, &w, &[]), None);
+        // The 449 backoff is capped at 1 s: 2 s breaks it.
+        let mut long = w.to_vec();
+        long[4].waited_ns = 2000 * MS;
+        assert_eq!(window_wait_overrun(1, &long, &[]).unwrap().property, "R3");
+        // A read's timeout is retried as a 410: the second wait at most 1 s.
+        let t = [
+            sent(0, 0, AttemptResult::Timeout),
+            sent(6000, 0, AttemptResult::Timeout),
+            sent(15_000, 3000, st(200)),
+        ];
+        assert_eq!(window_wait_overrun(1, &t, &[]).unwrap().property, "R3");
+        // A 429's wait is the retry-after's, not the window's (R2 judges it).
+        let r = [sent(0, 0, throttled(5000)), sent(5002, 5000, st(200))];
+        assert_eq!(window_wait_overrun(1, &r, &[]), None);
+    }
+
+    #[test]
+    fn paused_spans_pair_each_pause_with_its_resume() {
+        let e = |at_ms: u64, what: &str| WorldEvent {
+            at_ns: at_ms * MS,
+            what: what.into(),
+        };
+        let events = [
+            e(100, "pause client-1 for 500 ms"),
+            e(200, "pause client-10 for 50 ms"),
+            e(250, "resume client-10"),
+            e(600, "resume client-1"),
+            e(900, "pause client-1 for 500 ms"),
+        ];
+        assert_eq!(
+            paused_spans(&events, "client-1"),
+            vec![(100 * MS, 600 * MS), (900 * MS, u64::MAX)]
+        );
+        assert_eq!(paused_spans(&events, "client-2"), vec![]);
+        assert_eq!(overlap_ns(&[(100, 600), (900, 1000)], 500, 950), 150);
     }
 
     // ---- the servers' side ----
