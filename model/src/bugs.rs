@@ -257,8 +257,7 @@ model_bugs! {
     /// SDK: a read answered 403/1008 (`DatabaseAccountNotFound`: the region
     /// is being removed from the account) is retried in the same region,
     /// unmarked, instead of the region being marked unavailable and the read
-    /// sent to the next preferred region. Breaks R6. Not in the bug table:
-    /// `regions` draws no removals by default (`tests/regions.rs` sets one).
+    /// sent to the next preferred region. Breaks R6.
     removed_region_retried,
 }
 

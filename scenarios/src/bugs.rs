@@ -381,6 +381,12 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["regions", "occ-replicated"],
         caught_by: &["state machine safety", "convergence", "durability", "R5", "linearizability"],
     },
+    BugInfo {
+        name: "removed_region_retried",
+        what: "the SDK retries a read answered 403/1008 (the region is being removed from the account) in the same region, unmarked, instead of marking it unavailable and reading from the next preferred region",
+        scenarios: &["regions", "occ-replicated"],
+        caught_by: &["R6"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its

@@ -258,7 +258,7 @@ pub struct RegionsParams {
     pub service: Service,
     /// Read regions being removed from the account: while one lasts, the
     /// region's replicas answer every client request 403/1008 (SPEC §4.1).
-    /// Not drawn by default (set in a scenario file or a test).
+    /// Drawn from the seed ([`draw_removals`]); saved files without it have none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub removals: Vec<Outage>,
 }
@@ -334,6 +334,21 @@ fn draw_outages(seed: u64, regions: usize) -> Vec<Outage> {
             for_ms: rng.gen_range(500..6_000),
         })
         .collect()
+}
+
+/// Region removals drawn from the seed: on about half the seeds one read
+/// region is being removed from the account for 2–8 s within the first
+/// 30 s (its replicas answer 403/1008 meanwhile).
+fn draw_removals(seed: u64, read_regions: usize) -> Vec<Outage> {
+    let mut rng = stream(seed, "regions-removals");
+    if read_regions == 0 || !rng.gen_bool(0.5) {
+        return Vec::new();
+    }
+    vec![Outage {
+        region: rng.gen_range(1..=read_regions),
+        at_ms: rng.gen_range(0..28_000),
+        for_ms: rng.gen_range(2_000..8_000),
+    }]
 }
 
 /// Replica-set splits drawn from the seed: up to two, over the first 30 s,
@@ -498,6 +513,7 @@ impl ScenarioDef for Regions {
         };
         RegionsParams {
             outages: draw_outages(seed, 1 + p.read_regions),
+            removals: draw_removals(seed, p.read_regions),
             splits: draw_splits(seed, p.replicas),
             isolations: draw_isolations(seed, p.partitions),
             rate_flips: draw_rate_flips(seed, p.replicas),
@@ -546,6 +562,7 @@ impl ScenarioDef for Regions {
                         strong_readers: readers,
                         reader_ops: ops * 10,
                         outages: draw_outages(seed, 1 + read_regions),
+                        removals: draw_removals(seed, read_regions),
                         splits: draw_splits(seed, replicas),
                         isolations: draw_isolations(seed, partitions),
                         rate_flips: draw_rate_flips(seed, replicas),

@@ -269,10 +269,12 @@ impl Checker<RegionsHistory> for Routing {
         // SPEC §4.1, 403/1008 (the region is being removed from the
         // account): the region is marked unavailable and the read goes to
         // the next preferred region. Judged from the answers, not from the
-        // SDK's marks: after a read attempt answered 403/1008 by a region, no
-        // read attempt of the session goes there within the unavailable
-        // time on the client's clock, unless every other region may be
-        // marked then (the SDK's marks, with the slack).
+        // SDK's marks: after a read attempt answered 403/1008 by a region,
+        // neither the call's next attempt nor a later read's first attempt
+        // of the session goes there within the unavailable time on the
+        // client's clock, unless every other region may be marked then (the
+        // SDK's marks, with the slack). Other retries walk the list, whose
+        // end holds the marked regions, so they are not judged here.
         let mut removed: BTreeMap<&str, Vec<(&str, u64, u64)>> = BTreeMap::new();
         let mut removals_seen = 0usize;
         for (&(node, op_id), events) in &routes {
@@ -282,9 +284,17 @@ impl Checker<RegionsHistory> for Routing {
             if op.call.is_write() || op.call.consistency == Consistency::Strong {
                 continue;
             }
-            for (i, a) in attempts_of(op, events).into_iter().enumerate() {
+            let attempts = attempts_of(op, events);
+            for (i, a) in attempts.iter().enumerate() {
                 let at_ns = events[a.at].at_ns;
-                for &(region, from_ms, by) in removed.get(node).into_iter().flatten() {
+                let after_removal =
+                    i > 0 && (attempts[i - 1].status, attempts[i - 1].sub_status) == (403, 1008);
+                let judged = if i == 0 || after_removal {
+                    removed.get(node).map_or(&[][..], Vec::as_slice)
+                } else {
+                    &[]
+                };
+                for &(region, from_ms, by) in judged {
                     let within = a.region == region
                         && a.local_ms >= from_ms
                         && a.local_ms + self.bounds.slack_ms < from_ms + self.bounds.unavailable_ms;
@@ -329,10 +339,16 @@ impl Checker<RegionsHistory> for Routing {
                 }
                 if (a.status, a.sub_status) == (403, 1008) {
                     removals_seen += 1;
+                    // The SDK marks the region when the answer comes, on its
+                    // clock then, which a step may have set back since the
+                    // send: the earlier of the send and the next decision.
+                    let answered_ms = events
+                        .get(a.at + 1)
+                        .map_or(a.local_ms, |e| e.local_ms.min(a.local_ms));
                     removed
                         .entry(node)
                         .or_default()
-                        .push((a.region, a.local_ms, op.id));
+                        .push((a.region, answered_ms, op.id));
                 }
             }
         }
