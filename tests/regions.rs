@@ -38,12 +38,17 @@ fn first_seed_breaking_in(
     })
 }
 
-#[test]
-fn the_unmodified_blob_store_passes_every_check_replicated() {
-    for seed in 0..20 {
-        let r = run_with(occ_replicated(), &Scenario::new(occ_replicated(), seed));
+/// Every seed below `seeds` of `def` passes.
+fn assert_clean(def: &'static dyn DynScenario, seeds: u64) {
+    for seed in 0..seeds {
+        let r = run_with(def, &Scenario::new(def, seed));
         assert!(r.passed(), "seed {seed}: {}", r.summary());
     }
+}
+
+#[test]
+fn the_unmodified_blob_store_passes_every_check_replicated() {
+    assert_clean(occ_replicated(), 20);
 }
 
 #[test]
@@ -89,10 +94,7 @@ fn replicated_blobs_are_judged_in_the_blob_dialect() {
 
 #[test]
 fn the_unmodified_model_passes_every_regions_check() {
-    for seed in 0..30 {
-        let r = run_with(regions(), &Scenario::new(regions(), seed));
-        assert!(r.passed(), "seed {seed}: {}", r.summary());
-    }
+    assert_clean(regions(), 30);
 }
 
 #[test]

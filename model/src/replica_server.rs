@@ -427,11 +427,12 @@ pub async fn serve_replica(
                                             }
                                         }
                                     }
-                                    let now_ns = crate::client::sim_now_ns();
-                                    let removed = cfg
-                                        .removed_ns
-                                        .iter()
-                                        .any(|(from, until)| (*from..*until).contains(&now_ns));
+                                    let removed = !cfg.removed_ns.is_empty() && {
+                                        let now_ns = crate::client::sim_now_ns();
+                                        cfg.removed_ns
+                                            .iter()
+                                            .any(|(from, until)| (*from..*until).contains(&now_ns))
+                                    };
                                     let reply = if removed {
                                         refused(403, 1008, None)
                                     } else {

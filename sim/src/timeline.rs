@@ -342,6 +342,31 @@ fn skew_words(skew: &ClockSkew) -> String {
     w.join(", ")
 }
 
+/// The spans, true ns, in which the world held `node` paused: from each
+/// `pause NODE` event to the next `resume NODE` (or the end of the run, as
+/// `u64::MAX`), read with the parser the timeline draws them with.
+pub fn paused_spans(events: &[WorldEvent], node: &str) -> Vec<(u64, u64)> {
+    let mut spans = Vec::new();
+    let mut since = None;
+    for e in events {
+        match parse_event(&e.what) {
+            Happened::Pause(n) if n == node => {
+                since.get_or_insert(e.at_ns);
+            }
+            Happened::Resume(n) if n == node => {
+                if let Some(from) = since.take() {
+                    spans.push((from, e.at_ns));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = since {
+        spans.push((from, u64::MAX));
+    }
+    spans
+}
+
 /// A world event's text, read back: the world writes these (see
 /// [`crate::world`]); anything else is shown as a plain mark.
 #[derive(Debug, PartialEq)]

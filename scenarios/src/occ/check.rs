@@ -3,9 +3,7 @@
 //! (R1–R3, [`super::retry`]), each a [`Checker`] of the run's history.
 
 use super::history::{Call, OccEvent, Outcome};
-use super::retry::{
-    check_retries, paused_spans, window_wait_overrun, RetryCase, RetryRules, Surfaced,
-};
+use super::retry::{check_retries, window_wait_overrun, RetryCase, RetryRules, Surfaced};
 use super::spec::{Cond, ItemOp, ItemResult, ItemSpec, Match, Orphan, Tag};
 use super::workload::is_probe;
 use overcast_model::partition::Effect;
@@ -248,7 +246,7 @@ impl Checker<OccHistory> for RetryDiscipline {
             history.ops.iter().find_map(|o| {
                 let spans = paused.entry(o.client).or_insert_with(|| {
                     let node = crate::registry::client_node("client", o.client, self.clients);
-                    paused_spans(&history.events, &node)
+                    overcast_sim::timeline::paused_spans(&history.events, &node)
                 });
                 window_wait_overrun(o.id, &o.attempts, spans)
             })

@@ -8,7 +8,6 @@ use overcast_model::retry::{self, RetryOptions};
 use overcast_model::wire::OperationId;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::{Attempt, AttemptResult};
-use overcast_sim::world::WorldEvent;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -271,31 +270,6 @@ fn overlap_ns(spans: &[(u64, u64)], from_ns: u64, to_ns: u64) -> u64 {
         .iter()
         .map(|&(a, b)| b.min(to_ns).saturating_sub(a.max(from_ns)))
         .sum()
-}
-
-/// The spans, true ns, in which the world held `node` paused: from each
-/// `pause NODE for N ms` to the next `resume NODE` (or the end of the run).
-pub fn paused_spans(events: &[WorldEvent], node: &str) -> Vec<(u64, u64)> {
-    let named = |what: &str, verb: &str| {
-        what.strip_prefix(verb)
-            .and_then(|rest| rest.split(' ').next())
-            .is_some_and(|n| n == node)
-    };
-    let mut spans = Vec::new();
-    let mut since = None;
-    for e in events {
-        if named(&e.what, "pause ") {
-            since.get_or_insert(e.at_ns);
-        } else if named(&e.what, "resume ") {
-            if let Some(from) = since.take() {
-                spans.push((from, e.at_ns));
-            }
-        }
-    }
-    if let Some(from) = since {
-        spans.push((from, u64::MAX));
-    }
-    spans
 }
 
 /// R3's upper bound (SPEC §4.1 rows 410 and 449), from one operation's
@@ -1230,6 +1204,8 @@ mod tests {
 
     #[test]
     fn paused_spans_pair_each_pause_with_its_resume() {
+        use overcast_sim::timeline::paused_spans;
+        use overcast_sim::world::WorldEvent;
         let e = |at_ms: u64, what: &str| WorldEvent {
             at_ns: at_ms * MS,
             what: what.into(),

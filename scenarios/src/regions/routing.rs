@@ -177,6 +177,8 @@ impl Checker<RegionsHistory> for Routing {
         }
         let mut marks: BTreeMap<&str, Vec<Mark>> = BTreeMap::new();
         let (mut judged, mut gave_up_1002) = (0, 0usize);
+        // Each op with its route events and attempts, in session and call order.
+        let mut calls = Vec::new();
         for (&(node, op_id), events) in &routes {
             let Some(op) = ops.get(&(node.to_string(), op_id)) else {
                 continue;
@@ -216,19 +218,19 @@ impl Checker<RegionsHistory> for Routing {
                     }
                 }
             }
+            calls.push((node, *op, events, attempts));
         }
         // Marks are judged across a session's ops: a later read must not go
         // to a region still marked unavailable.
-        for (&(node, op_id), events) in &routes {
-            let (Some(op), Some(marks)) = (ops.get(&(node.to_string(), op_id)), marks.get(node))
-            else {
+        for (node, op, events, attempts) in &calls {
+            let Some(marks) = marks.get(node) else {
                 continue;
             };
             if op.call.is_write() || op.call.consistency == Consistency::Strong {
                 continue;
             }
             // The first attempt goes to the head of the list; a retry walks on.
-            if let Some(a) = attempts_of(op, events).into_iter().next() {
+            if let Some(a) = attempts.first() {
                 let sent_ns = a.sent_ns.unwrap_or(events[a.at].at_ns);
                 // The SDK keeps one mark per region, the newest: marks of
                 // earlier calls in recording order, the last one per region.
@@ -277,24 +279,20 @@ impl Checker<RegionsHistory> for Routing {
         // end holds the marked regions, so they are not judged here.
         let mut removed: BTreeMap<&str, Vec<(&str, u64, u64)>> = BTreeMap::new();
         let mut removals_seen = 0usize;
-        for (&(node, op_id), events) in &routes {
-            let Some(op) = ops.get(&(node.to_string(), op_id)) else {
-                continue;
-            };
+        for (node, op, events, attempts) in &calls {
             if op.call.is_write() || op.call.consistency == Consistency::Strong {
                 continue;
             }
-            let attempts = attempts_of(op, events);
             for (i, a) in attempts.iter().enumerate() {
                 let at_ns = events[a.at].at_ns;
                 let after_removal =
                     i > 0 && (attempts[i - 1].status, attempts[i - 1].sub_status) == (403, 1008);
-                let judged = if i == 0 || after_removal {
+                let earlier = if i == 0 || after_removal {
                     removed.get(node).map_or(&[][..], Vec::as_slice)
                 } else {
                     &[]
                 };
-                for &(region, from_ms, by) in judged {
+                for &(region, from_ms, by) in earlier {
                     let within = a.region == region
                         && a.local_ms >= from_ms
                         && a.local_ms + self.bounds.slack_ms < from_ms + self.bounds.unavailable_ms;
@@ -644,6 +642,21 @@ mod tests {
         b
     }
 
+    /// Client-0's blind upsert of `k` (body `b1`), acknowledged with `e1` at 2 s.
+    fn upserted() -> Builder {
+        let mut b = Builder::new();
+        b.write(
+            "client-0",
+            "upsert",
+            "k",
+            "b1",
+            None,
+            (S, 2 * S),
+            Some("e1"),
+        );
+        b
+    }
+
     fn check(b: &Builder) -> Checked {
         Routing::default().check(&b.h)
     }
@@ -863,16 +876,7 @@ mod tests {
         // West is the write region: a write succeeded there. The read then
         // meets a replica in east that lacks its token.
         let read = |regions: &[&str], write_via_east: bool| {
-            let mut b = Builder::new();
-            b.write(
-                "client-0",
-                "upsert",
-                "k",
-                "b1",
-                None,
-                (S, 2 * S),
-                Some("e1"),
-            );
+            let mut b = upserted();
             if write_via_east {
                 ev(&mut b, 1, 0, route::ATTEMPT, "east", (403, 3));
             }
@@ -910,16 +914,7 @@ mod tests {
     #[test]
     fn a_write_sent_again_after_a_503_breaks_r6() {
         let write = |statuses: &[(&str, (u16, u16))]| {
-            let mut b = Builder::new();
-            b.write(
-                "client-0",
-                "upsert",
-                "k",
-                "b1",
-                None,
-                (S, 2 * S),
-                Some("e1"),
-            );
+            let mut b = upserted();
             for (region, st) in statuses {
                 ev(&mut b, 1, 0, route::ATTEMPT, region, *st);
             }
