@@ -359,3 +359,26 @@ fn the_readme_recipes_parse_and_their_commands_run() {
     assert_eq!(ran, 3, "two sweeps and a merge");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bench_prints_each_round_and_the_median_ratio_of_interleaved_runs() {
+    assert_bad_input(&["bench", "--seeds", "0"], "--seeds and --rounds");
+    assert_bad_input(&["bench", "nope"], "unknown scenario");
+    let (code, out, err) = overcast(&["bench", "--seeds", "2", "--rounds", "2", "--jobs", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let rounds: Vec<&str> = out.lines().filter(|l| l.starts_with("round ")).collect();
+    assert_eq!(rounds.len(), 2, "{out}");
+    let ratio = |line: &str| -> f64 {
+        let x = line.rsplit(' ').next().unwrap().trim_end_matches('x');
+        x.parse()
+            .unwrap_or_else(|_| panic!("no ratio at the end of {line:?}"))
+    };
+    for r in &rounds {
+        assert!(ratio(r) > 0.0, "{r}");
+    }
+    let median = out.lines().find(|l| l.starts_with("median: ")).expect(&out);
+    // Two rounds: the median is the later of the two ratios in sorted order.
+    let mut both: Vec<f64> = rounds.iter().map(|r| ratio(r)).collect();
+    both.sort_by(f64::total_cmp);
+    assert!((ratio(median) - both[1]).abs() < 0.01, "{out}");
+}
