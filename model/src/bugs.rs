@@ -63,6 +63,10 @@ model_bugs! {
     /// Client: retries a 429 at once instead of waiting for the server's
     /// `x-ms-retry-after-ms`.
     ignore_retry_after,
+    /// Client: backs off a 449 (`RetryWith`) on the 410 schedule (1 s doubling
+    /// to 15 s) instead of its own (10 ms doubling, salted, to 1 s): the two
+    /// rows share a window and one match arm took both.
+    retry_with_on_gone_backoff,
     /// Client transport: re-sends a throttled (429) request once at once,
     /// below the retry policy, so the server's retry-after is ignored and the
     /// re-send is neither in the SDK's attempt log nor in its 429 budget.

@@ -32,7 +32,8 @@ pub struct ClientConfig {
     /// Retry budgets and the request timeout.
     pub retry: RetryOptions,
     /// The seeded bugs: the client reads `retry_write_after_timeout`,
-    /// `ignore_retry_after`, `transport_retries_throttled` and `rmw_blind_fallback`.
+    /// `ignore_retry_after`, `transport_retries_throttled`, `rmw_blind_fallback` and
+    /// `retry_with_on_gone_backoff`.
     pub bugs: ModelBugs,
     /// What the network does to the requests the client sends (duplicates,
     /// reordering); none by default.
@@ -279,11 +280,7 @@ impl StoreClient {
         let operation = self.next_operation();
         self.next_op = operation.op;
         let kind = op.retry_kind(self.cfg.bugs.acquire_not_idempotent_retry);
-        let mut state = RetryState::new(
-            kind,
-            self.cfg.retry.clone(),
-            self.cfg.bugs.retry_write_after_timeout,
-        );
+        let mut state = RetryState::new(kind, self.cfg.retry.clone(), self.cfg.bugs);
         let (partition, to) = self.route(op);
         let op_bytes = wire::to_bytes(op);
         let invoke_ns = sim_now_ns();

@@ -37,6 +37,7 @@
 //! server 408 as if it were a read; such a write ends `Done(Unknown{status})` when its last
 //! answer does not say what happened to it.
 
+use crate::bugs::ModelBugs;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -237,7 +238,9 @@ struct TransportWindow {
 pub struct RetryState {
     kind: OpKind,
     options: RetryOptions,
-    retry_write_after_timeout_bug: bool,
+    /// The seeded bugs of the policy: `retry_write_after_timeout`,
+    /// `retry_with_on_gone_backoff`.
+    bugs: ModelBugs,
     attempts: u32,
     cumulative_delay: Duration,
     rate_limited_retries: u32,
@@ -251,13 +254,14 @@ pub struct RetryState {
 }
 
 impl RetryState {
-    /// A fresh state for one operation. `retry_write_after_timeout_bug` is the seeded bug
-    /// `retry_write_after_timeout`: writes are retried after a timeout or 408 like reads.
-    pub fn new(kind: OpKind, options: RetryOptions, retry_write_after_timeout_bug: bool) -> Self {
+    /// A fresh state for one operation, with the seeded bugs in `bugs` that
+    /// touch the policy: `retry_write_after_timeout` (writes are retried after
+    /// a timeout or 408 like reads) and `retry_with_on_gone_backoff`.
+    pub fn new(kind: OpKind, options: RetryOptions, bugs: ModelBugs) -> Self {
         RetryState {
             kind,
             options,
-            retry_write_after_timeout_bug,
+            bugs,
             attempts: 0,
             cumulative_delay: Duration::ZERO,
             rate_limited_retries: 0,
@@ -353,7 +357,7 @@ impl RetryState {
     /// No answer within the request timeout. A read's timeout becomes a 410 inside the
     /// transport window; a write was sent, so its outcome is unknown (408).
     fn on_transport_timeout(&mut self, jitter: f64) -> Decision {
-        if self.kind == OpKind::Write && !self.retry_write_after_timeout_bug {
+        if self.kind == OpKind::Write && !self.bugs.retry_write_after_timeout {
             return Decision::Done(FinalOutcome::Unknown { status: 408 });
         }
         self.outcome_unknown |= self.kind == OpKind::Write;
@@ -365,7 +369,7 @@ impl RetryState {
     fn on_server_timeout(&mut self, jitter: f64) -> Decision {
         match self.kind {
             OpKind::Read => Decision::Done(FinalOutcome::Response { status: 408 }),
-            OpKind::Write if self.retry_write_after_timeout_bug => {
+            OpKind::Write if self.bugs.retry_write_after_timeout => {
                 self.outcome_unknown = true;
                 self.window_retry(WindowRetry::Gone, jitter)
             }
@@ -394,7 +398,7 @@ impl RetryState {
                 };
             }
             match retry {
-                WindowRetry::RetryWith => {
+                WindowRetry::RetryWith if !self.bugs.retry_with_on_gone_backoff => {
                     let next = w
                         .retry_with_backoff
                         .get_or_insert(RETRY_WITH_INITIAL_BACKOFF);
@@ -402,7 +406,8 @@ impl RetryState {
                     *next = next.saturating_mul(2).min(RETRY_WITH_MAX_BACKOFF);
                     delay
                 }
-                WindowRetry::Gone | WindowRetry::NameCacheStale => {
+                // The bug: a 449 waits on the 410 schedule.
+                WindowRetry::RetryWith | WindowRetry::Gone | WindowRetry::NameCacheStale => {
                     let next = w.gone_backoff.get_or_insert(GONE_INITIAL_BACKOFF);
                     let delay = (*next).min(left).min(GONE_MAX_BACKOFF);
                     *next = next.saturating_mul(2).min(GONE_MAX_BACKOFF);
@@ -505,8 +510,44 @@ mod tests {
         Duration::from_secs(n)
     }
 
+    /// The seeded bug `retry_write_after_timeout` alone.
+    fn write_after_timeout() -> ModelBugs {
+        ModelBugs {
+            retry_write_after_timeout: true,
+            ..ModelBugs::default()
+        }
+    }
+
+    #[test]
+    fn bug_retry_with_on_gone_backoff_waits_seconds_for_a_449() {
+        let bugs = ModelBugs {
+            retry_with_on_gone_backoff: true,
+            ..ModelBugs::default()
+        };
+        let mut right =
+            RetryState::new(OpKind::Read, RetryOptions::default(), ModelBugs::default());
+        let mut wrong = RetryState::new(OpKind::Read, RetryOptions::default(), bugs);
+        let s449 = AttemptOutcome::status(449);
+        for s in [&mut right, &mut wrong] {
+            assert_eq!(s.on_attempt(&s449, 0.0), retry(Duration::ZERO));
+        }
+        // 10 ms and a 1 ms salt, then 20 ms and the salt; the bug: 1 s, 2 s.
+        assert_eq!(right.on_attempt(&s449, 0.0), retry(ms(11)));
+        assert_eq!(right.on_attempt(&s449, 0.0), retry(ms(21)));
+        assert_eq!(wrong.on_attempt(&s449, 0.0), retry(secs(1)));
+        assert_eq!(wrong.on_attempt(&s449, 0.0), retry(secs(2)));
+        // A 410's backoff is the same with the bug or without it.
+        let gone = AttemptOutcome::status(410);
+        let mut plain =
+            RetryState::new(OpKind::Read, RetryOptions::default(), ModelBugs::default());
+        let mut buggy = RetryState::new(OpKind::Read, RetryOptions::default(), bugs);
+        for _ in 0..4 {
+            assert_eq!(plain.on_attempt(&gone, 0.0), buggy.on_attempt(&gone, 0.0));
+        }
+    }
+
     fn state(kind: OpKind) -> RetryState {
-        RetryState::new(kind, RetryOptions::default(), false)
+        RetryState::new(kind, RetryOptions::default(), ModelBugs::default())
     }
 
     fn regions(kind: OpKind, preferred_regions: u32, multi_write: bool) -> RetryState {
@@ -515,7 +556,7 @@ mod tests {
             multi_write,
             ..RetryOptions::default()
         };
-        RetryState::new(kind, options, false)
+        RetryState::new(kind, options, ModelBugs::default())
     }
 
     fn throttled(retry_after: Option<Duration>) -> AttemptOutcome {
@@ -664,7 +705,7 @@ mod tests {
             max_rate_limited_retries: 0,
             ..RetryOptions::default()
         };
-        let mut s = RetryState::new(OpKind::Read, options, false);
+        let mut s = RetryState::new(OpKind::Read, options, ModelBugs::default());
         assert_eq!(s.on_attempt(&throttled(Some(ms(1))), 0.0), done(429));
     }
 
@@ -778,7 +819,7 @@ mod tests {
             gone_window: secs(100),
             ..RetryOptions::default()
         };
-        let mut s = RetryState::new(OpKind::Read, options, false);
+        let mut s = RetryState::new(OpKind::Read, options, ModelBugs::default());
         let (delays, last) = run_until_done(&mut s, &gone(sub_status::NONE));
         assert_eq!(&delays[..7], &[0, 1, 2, 4, 8, 15, 15].map(secs)[..]);
         assert!(delays.iter().all(|d| *d <= secs(15)));
@@ -912,7 +953,11 @@ mod tests {
 
     #[test]
     fn bug_retry_write_after_timeout_resends_writes() {
-        let mut s = RetryState::new(OpKind::Write, RetryOptions::default(), true);
+        let mut s = RetryState::new(
+            OpKind::Write,
+            RetryOptions::default(),
+            write_after_timeout(),
+        );
         assert_eq!(
             s.on_attempt(&AttemptOutcome::Timeout, 0.0),
             retry(Duration::ZERO)
@@ -924,12 +969,16 @@ mod tests {
         // the re-sent create finds its own first attempt: 409
         assert_eq!(s.on_attempt(&AttemptOutcome::status(409), 0.0), done(409));
         // when the window runs out, the outcome is still unknown
-        let mut s = RetryState::new(OpKind::Write, RetryOptions::default(), true);
+        let mut s = RetryState::new(
+            OpKind::Write,
+            RetryOptions::default(),
+            write_after_timeout(),
+        );
         let (delays, last) = run_until_done(&mut s, &AttemptOutcome::Timeout);
         assert_eq!(delays.len(), 4);
         assert_eq!(last, unknown(503));
         // the bug does not touch reads
-        let mut s = RetryState::new(OpKind::Read, RetryOptions::default(), true);
+        let mut s = RetryState::new(OpKind::Read, RetryOptions::default(), write_after_timeout());
         assert_eq!(s.on_attempt(&AttemptOutcome::status(408), 0.0), done(408));
     }
 
@@ -1134,7 +1183,8 @@ mod tests {
             jitters in prop::collection::vec(0.0f64..1.0, 40),
         ) {
             let o = RetryOptions::default();
-            let mut s = RetryState::new(kind, o.clone(), bug);
+            let bugs = if bug { write_after_timeout() } else { ModelBugs::default() };
+            let mut s = RetryState::new(kind, o.clone(), bugs);
             let mut sum = Duration::ZERO;
             let mut sum_429 = Duration::ZERO;
             let mut retries_429 = 0u32;

@@ -41,6 +41,13 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["R2"],
     },
     BugInfo {
+        name: "retry_with_on_gone_backoff",
+        what: "the client backs off a 449 on the 410 schedule (1 s doubling to 15 s) instead of 10 ms doubling to 1 s",
+        scenarios: &["occ"],
+        // Only the waits' upper bound tells: every wait is long enough.
+        caught_by: &["R3"],
+    },
+    BugInfo {
         name: "transport_retries_throttled",
         what: "the client's transport re-sends a throttled (429) request at once, below the retry policy: the retry-after is ignored and the re-send is neither in the SDK's attempt log nor in its budget",
         scenarios: &["occ"],
