@@ -279,17 +279,19 @@ pub fn run(args: &BenchArgs) -> u8 {
     let messages: usize = counts.iter().map(|c| c.0 * 2).sum();
     let ops: usize = counts.iter().map(|c| c.1).sum();
     let (mut harness, mut bare, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    // Each seed runs both sides back to back on one worker, each on a fresh
+    // thread and timed on its own, the side that goes first alternating with
+    // the seed: both meet the same machine. (Timed one after the other, whole
+    // sweep against whole sweep, the ratio moved by a tenth from one run to
+    // the next on a shared machine.)
+    let timed = |side: &(dyn Fn() + Sync)| {
+        let t = Instant::now();
+        let _ = run_isolated(side);
+        t.elapsed().as_secs_f64()
+    };
+    // Seeds per second of a side alone on `jobs` workers.
+    let rate = |busy: f64| seeds.len() as f64 * jobs as f64 / busy;
     for round in 0..args.rounds {
-        // Each seed runs both sides back to back on one worker, each on a
-        // fresh thread and timed on its own, the side that goes first
-        // alternating with the seed: both meet the same machine. (Timed
-        // one after the other, whole sweep against whole sweep, the ratio
-        // moved by a tenth from one run to the next on a shared machine.)
-        let timed = |side: &(dyn Fn() + Sync)| {
-            let t = Instant::now();
-            let _ = run_isolated(side);
-            t.elapsed().as_secs_f64()
-        };
         let times = sweep(
             &seeds,
             &opts,
@@ -313,21 +315,19 @@ pub fn run(args: &BenchArgs) -> u8 {
             },
             |_| false,
         );
-        // Seeds per second of a side alone on `jobs` workers.
-        let rate = |busy: f64| seeds.len() as f64 * jobs as f64 / busy;
         let (h_busy, b_busy) = times
             .iter()
             .filter_map(|(_, t)| t.as_ref().ok())
             .fold((0.0, 0.0), |(h, b), (th, tb)| (h + th, b + tb));
         let (h, b) = (rate(h_busy), rate(b_busy));
+        let ratio = b / h;
         println!(
-            "round {}: harness {h:.1} seeds/s, bare madsim {b:.1} seeds/s, ratio {:.2}x",
-            round + 1,
-            b / h
+            "round {}: harness {h:.1} seeds/s, bare madsim {b:.1} seeds/s, ratio {ratio:.2}x",
+            round + 1
         );
         harness.push(h);
         bare.push(b);
-        ratios.push(b / h);
+        ratios.push(ratio);
     }
     let (h, b) = (median(harness), median(bare));
     println!(

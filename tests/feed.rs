@@ -56,9 +56,7 @@ fn each_seeded_feed_bug_is_caught_by_the_property_it_breaks() {
 fn a_run_counts_the_writers_the_readers_and_the_hosts_operations() {
     let r = run_with(feed(), &Scenario::new(feed(), 3));
     let h = r
-        .history
-        .as_any()
-        .downcast_ref::<overcast_scenarios::feed::history::FeedHistory>()
+        .history_as::<overcast_scenarios::feed::history::FeedHistory>()
         .expect("a feed history");
     use overcast_scenarios::feed::history::FeedCall;
     let writes = h
@@ -118,9 +116,7 @@ fn a_hosts_calls_are_numbered_for_the_shrinker_and_one_left_out_is_not_sent() {
     assert_ne!(left_out.trace_hash, r.trace_hash, "and not sent");
     let invoked_at = |r: &overcast_scenarios::run::RunResult| -> Vec<u64> {
         let h = r
-            .history
-            .as_any()
-            .downcast_ref::<overcast_scenarios::feed::history::FeedHistory>()
+            .history_as::<overcast_scenarios::feed::history::FeedHistory>()
             .expect("a feed history");
         let mut v: Vec<u64> = h
             .ops

@@ -55,11 +55,7 @@ fn the_unmodified_blob_store_passes_every_check_replicated() {
 fn replicated_blobs_are_judged_in_the_blob_dialect() {
     // The clients speak Blob: puts answered 201 or 200, deletes 202.
     let r = run_with(occ_replicated(), &Scenario::new(occ_replicated(), 0));
-    let h = r
-        .history
-        .as_any()
-        .downcast_ref::<RegionsHistory>()
-        .expect("a regions history");
+    let h = r.history_as::<RegionsHistory>().expect("a regions history");
     let statuses = |op: &str| -> Vec<u16> {
         h.ops
             .iter()

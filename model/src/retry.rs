@@ -524,8 +524,7 @@ mod tests {
             retry_with_on_gone_backoff: true,
             ..ModelBugs::default()
         };
-        let mut right =
-            RetryState::new(OpKind::Read, RetryOptions::default(), ModelBugs::default());
+        let mut right = state(OpKind::Read);
         let mut wrong = RetryState::new(OpKind::Read, RetryOptions::default(), bugs);
         let s449 = AttemptOutcome::status(449);
         for s in [&mut right, &mut wrong] {
@@ -538,8 +537,7 @@ mod tests {
         assert_eq!(wrong.on_attempt(&s449, 0.0), retry(secs(2)));
         // A 410's backoff is the same with the bug or without it.
         let gone = AttemptOutcome::status(410);
-        let mut plain =
-            RetryState::new(OpKind::Read, RetryOptions::default(), ModelBugs::default());
+        let mut plain = state(OpKind::Read);
         let mut buggy = RetryState::new(OpKind::Read, RetryOptions::default(), bugs);
         for _ in 0..4 {
             assert_eq!(plain.on_attempt(&gone, 0.0), buggy.on_attempt(&gone, 0.0));

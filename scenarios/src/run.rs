@@ -53,6 +53,11 @@ impl std::fmt::Debug for RunResult {
 }
 
 impl RunResult {
+    /// The recorded history as its scenario's own type (`None` for another).
+    pub fn history_as<H: 'static>(&self) -> Option<&H> {
+        self.history.as_any().downcast_ref::<H>()
+    }
+
     /// True when every check held.
     pub fn passed(&self) -> bool {
         self.outcome == Outcome::Passed

@@ -535,10 +535,7 @@ fn existed(ops: &[&OpRecord<Call, Outcome>], i: usize) -> Option<bool> {
 
 /// The coverage of one run's history (`None` if the run is not `occ`'s).
 pub fn of_run(r: &crate::run::RunResult) -> Option<Coverage> {
-    r.history
-        .as_any()
-        .downcast_ref::<OccHistory>()
-        .map(Coverage::of)
+    r.history_as::<OccHistory>().map(Coverage::of)
 }
 
 /// The coverage of the runs `make(seed)` over `seeds`, `jobs` at a time,
