@@ -3,9 +3,9 @@
 //! harness's overhead over the simulator is visible. Medians over rounds;
 //! within a round the two sides run seed by seed, interleaved.
 
-use overcast_scenarios::registry;
-use overcast_scenarios::run::run_with;
-use overcast_scenarios::scenario::Scenario;
+use overcast_harness::run::run_with;
+use overcast_harness::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 use overcast_sim::floor::ping_pong;
 use overcast_sim::runner::{run_isolated, sweep, SweepOptions};
 use std::time::Instant;
@@ -122,7 +122,7 @@ fn soak(seeds: u64) -> u8 {
     }
     println!(
         "overcast bench --soak: {seeds} seeds of each of {} scenarios, one job, release={}",
-        registry::SCENARIOS.len(),
+        CATALOGUE.scenarios.len(),
         !cfg!(debug_assertions)
     );
     let started = Instant::now();
@@ -133,9 +133,9 @@ fn soak(seeds: u64) -> u8 {
     let mut checkpoints: Vec<u64> = (1..=10).map(|k| seeds * k / 10).collect();
     checkpoints.push(1_000);
     for seed in 0..seeds {
-        for def in registry::SCENARIOS {
+        for def in CATALOGUE.scenarios {
             let s = Scenario::new(*def, seed);
-            let r = overcast_scenarios::run::run_isolated_with(*def, &s);
+            let r = overcast_harness::run::run_isolated_with(*def, &s);
             if !r.passed() {
                 println!(
                     "seed {seed} of {}: {}",
@@ -219,7 +219,7 @@ pub fn run(args: &BenchArgs) -> u8 {
     if args.soak {
         return soak(args.soak_seeds);
     }
-    let def = match registry::find(&args.scenario) {
+    let def = match CATALOGUE.find(&args.scenario) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("overcast: {e}");

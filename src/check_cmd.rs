@@ -39,7 +39,7 @@ pub struct CheckArgs {
 /// Checks a history in overcast's own format (`{"version": 1, "ops": [...]}`)
 /// with the registered scenario that recognises it.
 pub fn check_overcast_history(doc: &serde_json::Value, opts: &Options) -> Result<Report, String> {
-    overcast_scenarios::registry::check_history_file(doc, opts)
+    overcast_scenarios::CATALOGUE.check_history_file(doc, opts)
 }
 
 fn is_overcast_history(doc: &serde_json::Value) -> bool {

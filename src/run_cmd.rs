@@ -2,16 +2,16 @@
 //! arguments and printing what the scenarios crate runs. Exit codes: 0 pass,
 //! 1 violation, 2 bad input, 3 liveness, 4 undecided, 5 harness error.
 
-use overcast_scenarios::bugs::BUGS;
-use overcast_scenarios::hunt::{hunt_both, hunt_scenario_in, BugHunt};
-use overcast_scenarios::registry::{self, DynScenario, SCENARIOS};
-use overcast_scenarios::run::{run_isolated_with, RunResult};
-use overcast_scenarios::saved::{
+use overcast_harness::hunt::{hunt_both, hunt_scenario_in, BugHunt};
+use overcast_harness::registry::{self, DynScenario};
+use overcast_harness::run::{run_isolated_with, RunResult};
+use overcast_harness::saved::{
     replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun, FAILURE_DIR,
 };
-use overcast_scenarios::scenario::Scenario;
-use overcast_scenarios::shrink::DEFAULT_MAX_TRIES;
-use overcast_scenarios::sweep::{sweep_with as sweep_scenario, SeedChecks};
+use overcast_harness::scenario::Scenario;
+use overcast_harness::shrink::DEFAULT_MAX_TRIES;
+use overcast_harness::sweep::{sweep_with as sweep_scenario, SeedChecks};
+use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Outcome;
 use overcast_sim::runner::SweepOptions;
 use std::path::{Path, PathBuf};
@@ -211,8 +211,8 @@ fn scenario_for(
     faults: &str,
     throttle: bool,
 ) -> Result<(&'static dyn DynScenario, Scenario), String> {
-    let def = registry::find(name)?;
-    let mut s = overcast_scenarios::scenario::with_profile(def, Scenario::new(def, seed), faults)?;
+    let def = CATALOGUE.find(name)?;
+    let mut s = overcast_harness::scenario::with_profile(def, Scenario::new(def, seed), faults)?;
     s.bugs = bugs.to_vec();
     s.swarm = swarm;
     if throttle {
@@ -223,7 +223,7 @@ fn scenario_for(
 }
 
 fn header(def: &dyn DynScenario, s: &Scenario) -> String {
-    let plan = overcast_scenarios::run::resolved(def, s)
+    let plan = overcast_harness::run::resolved(def, s)
         .ok()
         .and_then(|r| r.plan)
         .unwrap_or_else(overcast_sim::faults::FaultPlan::none);
@@ -257,7 +257,8 @@ fn report_failure(r: &RunResult) -> Option<PathBuf> {
 
 /// Saves a run that did not pass under `dir` and prints where; returns the saved file.
 fn report_failure_in(r: &RunResult, dir: &Path) -> Option<PathBuf> {
-    let saved = match save_failure(r, dir) {
+    let def = CATALOGUE.find(&r.scenario.name).ok()?;
+    let saved = match save_failure(def, r, dir) {
         Ok(files) => {
             println!("saved   {}", files.run.display());
             if let Some(html) = &files.html {
@@ -274,7 +275,7 @@ fn report_failure_in(r: &RunResult, dir: &Path) -> Option<PathBuf> {
             None
         }
     };
-    println!("rerun   {}", run_command(&r.scenario));
+    println!("rerun   {}", run_command(def, &r.scenario));
     saved
 }
 
@@ -341,12 +342,13 @@ pub fn run(args: &RunArgs) -> u8 {
 fn load_saved(file: &Path) -> Result<(&'static dyn DynScenario, Loaded), u8> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
-    let loaded =
-        SavedRun::parse(&text).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+    let loaded = CATALOGUE
+        .load(&text)
+        .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
     if let Some(note) = &loaded.note {
         eprintln!("overcast: {}: {note}", file.display());
     }
-    let def = registry::find(&loaded.scenario.name).map_err(bad_input)?;
+    let def = CATALOGUE.find(&loaded.scenario.name).map_err(bad_input)?;
     Ok((def, loaded))
 }
 
@@ -403,15 +405,15 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     let s = loaded.scenario;
     println!("{}", header(def, &s));
     let started = Instant::now();
-    let shrunk = overcast_scenarios::shrink::shrink(def, &s, args.max_tries, |step, r| {
-        let (ops, events) = overcast_scenarios::shrink::size(r);
+    let shrunk = overcast_harness::shrink::shrink(def, &s, args.max_tries, |step, r| {
+        let (ops, events) = overcast_harness::shrink::size(r);
         println!("shrink  {step}: {ops} ops, {events} fault events");
     });
     let Some(shrunk) = shrunk else {
         println!("the scenario passes: nothing to shrink");
         return 0;
     };
-    let (ops, events) = overcast_scenarios::shrink::size(&shrunk.run);
+    let (ops, events) = overcast_harness::shrink::size(&shrunk.run);
     println!(
         "shrunk  from {} to {ops} ops, {events} fault events ({} of {} candidates kept, {:.1} s)",
         shrunk.ops_before,
@@ -470,14 +472,14 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     let shard = match args
         .shard
         .as_deref()
-        .map(overcast_scenarios::sweep::parse_shard)
+        .map(overcast_harness::sweep::parse_shard)
     {
         None => None,
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return bad_input(e),
     };
     let names: Vec<&str> = if args.scenario == "all" {
-        SCENARIOS.iter().map(|d| d.name()).collect()
+        CATALOGUE.names().collect()
     } else {
         vec![args.scenario.as_str()]
     };
@@ -527,7 +529,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             .1
         };
         let shard_of = |s: Vec<u64>| match shard {
-            Some((k, n)) => overcast_scenarios::sweep::shard(&s, k, n),
+            Some((k, n)) => overcast_harness::sweep::shard(&s, k, n),
             None => s,
         };
         let what = match budget {
@@ -608,7 +610,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                     Some(run) => report_failure_in(run, &failure_dir),
                     None => {
                         unsaved += 1;
-                        println!("rerun   {}", run_command(&make(r.seed)));
+                        println!("rerun   {}", run_command(def, &make(r.seed)));
                         None
                     }
                 };
@@ -619,7 +621,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 .and_then(|s| save_shrunk(s, &failure_dir.join("shrunk")));
             if args.out.is_some() {
                 let path = |p: Option<PathBuf>| p.map(|p| p.display().to_string());
-                lines.push(overcast_scenarios::sweep::SeedLine::of(
+                lines.push(overcast_harness::sweep::SeedLine::of(
                     name,
                     args.swarm,
                     r,
@@ -691,13 +693,14 @@ fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) 
 
 /// Saves a failure shrunk during a sweep under `dir`, says how far it shrank
 /// and where it went; returns the saved file.
-fn save_shrunk(s: &overcast_scenarios::shrink::Shrunk, dir: &Path) -> Option<PathBuf> {
-    let (ops, events) = overcast_scenarios::shrink::size(&s.run);
+fn save_shrunk(s: &overcast_harness::shrink::Shrunk, dir: &Path) -> Option<PathBuf> {
+    let def = CATALOGUE.find(&s.run.scenario.name).ok()?;
+    let (ops, events) = overcast_harness::shrink::size(&s.run);
     print!(
         "shrunk  from {} to {ops} ops, {events} fault events ({} of {} candidates kept)",
         s.ops_before, s.kept, s.tried
     );
-    match save_failure(&s.run, dir) {
+    match save_failure(def, &s.run, dir) {
         Ok(files) => {
             println!(": {}", files.run.display());
             println!("replay  {}", replay_command(&files.run));
@@ -732,7 +735,7 @@ fn tally(counts: &std::collections::BTreeMap<Outcome, usize>) -> String {
 
 /// `overcast merge`: one summary and one failure list from shard outputs.
 pub fn merge(args: &MergeArgs) -> u8 {
-    let lines = match overcast_scenarios::sweep::read_lines(&args.dirs) {
+    let lines = match overcast_harness::sweep::read_lines(&args.dirs) {
         Ok(l) => l,
         Err(e) => return bad_input(e),
     };
@@ -782,15 +785,16 @@ pub fn merge(args: &MergeArgs) -> u8 {
 
 /// `overcast bugs`.
 pub fn bugs(args: &BugsArgs) -> u8 {
+    let all = CATALOGUE.bugs();
     let chosen: Vec<_> = if args.bugs.is_empty() {
-        BUGS.iter().collect()
+        all.clone()
     } else {
         let mut v = Vec::new();
         for name in &args.bugs {
-            match overcast_scenarios::bugs::find(name) {
+            match CATALOGUE.bug(name) {
                 Some(b) => v.push(b),
                 None => {
-                    return bad_input(registry::unknown("bug", name, BUGS.iter().map(|b| b.name)))
+                    return bad_input(registry::unknown("bug", name, all.iter().map(|b| b.name)))
                 }
             }
         }
@@ -808,7 +812,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
     }
     let mut missed = 0;
     for b in chosen {
-        let def = match registry::find(b.scenarios[0]) {
+        let def = match CATALOGUE.find(b.scenarios[0]) {
             Ok(d) => d,
             Err(e) => return bad_input(e),
         };
@@ -831,7 +835,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         } else {
             let replay = h
                 .seed
-                .map(|s| run_command(&hunt_scenario_in(def, s, b.name, h.swarm)))
+                .map(|s| run_command(def, &hunt_scenario_in(def, s, b.name, h.swarm)))
                 .unwrap_or_else(|| "-".into());
             let ops = match (h.ops, h.shrunk_ops) {
                 (Some(n), Some(m)) => format!("{n} ({m})"),

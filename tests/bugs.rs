@@ -2,11 +2,11 @@
 //! one of the properties its row names. This is the test that proves the
 //! harness can fail.
 
+use overcast_harness::hunt::{hunt, hunt_scenario};
+use overcast_harness::run::run_with;
+use overcast_harness::scenario::Scenario;
 use overcast_scenarios::bugs::BUGS;
-use overcast_scenarios::hunt::{hunt, hunt_scenario};
-use overcast_scenarios::registry::find;
-use overcast_scenarios::run::run_with;
-use overcast_scenarios::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 
 /// Seeds each bug may take before the hunt counts as failed.
 const CAP: u64 = 200;
@@ -18,7 +18,9 @@ fn every_seeded_bug_is_caught_by_a_property_its_row_names() {
         .unwrap_or(2);
     let mut missed = Vec::new();
     for b in BUGS {
-        let def = find(b.scenarios[0]).expect("a registered scenario");
+        let def = CATALOGUE
+            .find(b.scenarios[0])
+            .expect("a registered scenario");
         let h = hunt(b.name, def, CAP, jobs);
         eprintln!(
             "{:<28} found={} property={:?} seeds={} seconds={:.2}",
@@ -46,7 +48,7 @@ fn every_seeded_bug_is_caught_by_a_property_its_row_names() {
 /// reported first: the run lists every broken property.
 #[test]
 fn each_checker_catches_its_bug() {
-    let occ = find("occ").unwrap();
+    let occ = CATALOGUE.find("occ").unwrap();
     for (bug, property) in [
         ("etag_reuse", "E1"),
         ("retry_write_after_timeout", "R1"),
@@ -84,11 +86,11 @@ fn each_checker_catches_its_bug() {
 /// fires on the unmodified model, and the faults really happened.
 #[test]
 fn the_checks_stay_quiet_on_the_unmodified_model_with_the_new_faults_on() {
-    let occ = find("occ").unwrap();
+    let occ = CATALOGUE.find("occ").unwrap();
     let mut injected = std::collections::BTreeMap::<String, u64>::new();
     for seed in 0..60 {
         let storage =
-            overcast_scenarios::scenario::with_profile(occ, Scenario::new(occ, seed), "storage")
+            overcast_harness::scenario::with_profile(occ, Scenario::new(occ, seed), "storage")
                 .unwrap();
         let mut swarm = Scenario::new(occ, seed);
         swarm.swarm = true;
@@ -125,11 +127,11 @@ fn the_checks_stay_quiet_on_the_unmodified_model_with_the_new_faults_on() {
 /// crashes on allows (3 in 4; it was 1 in 4 with losses drawn apart).
 #[test]
 fn swarm_mode_finds_the_crash_dependent_bugs_within_as_many_seeds_as_the_default_mix() {
-    use overcast_scenarios::hunt::{hunt_both, hunt_scenario_in};
+    use overcast_harness::hunt::{hunt_both, hunt_scenario_in};
     let jobs = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let occ = find("occ").unwrap();
+    let occ = CATALOGUE.find("occ").unwrap();
     for bug in ["ack_before_sync", "restart_drops_partition"] {
         let both = hunt_both(bug, occ, CAP, jobs);
         assert!(both.default.found && both.swarm.found, "{bug}: {both:?}");

@@ -47,7 +47,8 @@ fn bad_input_gets_one_line_and_exit_2() {
     let malformed = write("malformed.json", "{ not json");
     assert_bad_input(&["replay", &malformed], "not JSON");
     let mut s: serde_json::Value = serde_json::from_str(
-        &overcast_scenarios::scenario::Scenario::named("occ", 1)
+        &overcast_scenarios::CATALOGUE
+            .scenario("occ", 1)
             .unwrap()
             .to_json(),
     )

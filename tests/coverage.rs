@@ -1,13 +1,13 @@
 //! The coverage of SPEC §1.1.3 / §1.1.4 by `occ`'s default sweep: every
 //! reachable row of the condition tables is exercised over seeds 0..200.
 
+use overcast_harness::scenario::Scenario;
 use overcast_scenarios::occ::coverage::{over_seeds, ROWS};
-use overcast_scenarios::registry::find;
-use overcast_scenarios::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 
 #[test]
 fn every_reachable_row_of_the_condition_tables_is_exercised_by_seeds_0_to_200() {
-    let occ = find("occ").unwrap();
+    let occ = CATALOGUE.find("occ").unwrap();
     let jobs = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);

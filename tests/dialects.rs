@@ -4,12 +4,13 @@
 //! (with `onlyIfUnchanged` the racing writer is refused and retries, without
 //! it the index answers 400).
 
-use overcast_scenarios::registry::{find, DynScenario};
-use overcast_scenarios::run::run_with;
-use overcast_scenarios::scenario::Scenario;
+use overcast_harness::registry::DynScenario;
+use overcast_harness::run::run_with;
+use overcast_harness::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 
 fn scenario(name: &str) -> &'static dyn DynScenario {
-    find(name).expect("registered")
+    CATALOGUE.find(name).expect("registered")
 }
 
 /// The status each story update (a call that adds an entry) of a run's

@@ -2,12 +2,13 @@
 //! check, each seeded feed bug is caught by a property it is meant to break
 //! (so no check is vacuous), and a seed replays exactly.
 
-use overcast_scenarios::registry::{find, DynScenario};
-use overcast_scenarios::run::run_with;
-use overcast_scenarios::scenario::Scenario;
+use overcast_harness::registry::DynScenario;
+use overcast_harness::run::run_with;
+use overcast_harness::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 
 fn feed() -> &'static dyn DynScenario {
-    find("feed").expect("feed is registered")
+    CATALOGUE.find("feed").expect("feed is registered")
 }
 
 /// The first seed below `seeds` on which `bug` breaks one of `properties`.
@@ -91,7 +92,7 @@ fn a_seed_replays_to_the_same_trace() {
 
 #[test]
 fn a_hosts_calls_are_numbered_for_the_shrinker_and_one_left_out_is_not_sent() {
-    use overcast_scenarios::ops::QUIET_OP;
+    use overcast_harness::ops::QUIET_OP;
     let s = Scenario::new(feed(), 3);
     let r = run_with(feed(), &s);
     let deadline_ns = s.deadline_ms * 1_000_000;
@@ -114,7 +115,7 @@ fn a_hosts_calls_are_numbered_for_the_shrinker_and_one_left_out_is_not_sent() {
     let left_out = run_with(feed(), &t);
     assert!(left_out.drawn["host-0"].contains_key(&op), "still drawn");
     assert_ne!(left_out.trace_hash, r.trace_hash, "and not sent");
-    let invoked_at = |r: &overcast_scenarios::run::RunResult| -> Vec<u64> {
+    let invoked_at = |r: &overcast_harness::run::RunResult| -> Vec<u64> {
         let h = r
             .history_as::<overcast_scenarios::feed::history::FeedHistory>()
             .expect("a feed history");

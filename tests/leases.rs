@@ -3,12 +3,13 @@
 //! exclusivity (L9) holds within the library's stated clock bound and is
 //! broken beyond it (the check is not vacuous); a seed replays exactly.
 
-use overcast_scenarios::registry::{find, DynScenario};
-use overcast_scenarios::run::run_with;
-use overcast_scenarios::scenario::Scenario;
+use overcast_harness::registry::DynScenario;
+use overcast_harness::run::run_with;
+use overcast_harness::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 
 fn leases() -> &'static dyn DynScenario {
-    find("leases").expect("leases is registered")
+    CATALOGUE.find("leases").expect("leases is registered")
 }
 
 fn first_seed_breaking(s: impl Fn(u64) -> Scenario, property: &str, seeds: u64) -> Option<u64> {

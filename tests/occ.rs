@@ -2,15 +2,16 @@
 //! scenarios and a range of seeds, a seed replays with the same trace, and one
 //! fixed seed's trace summary is pinned as a snapshot.
 
+use overcast_harness::registry::DynScenario;
+use overcast_harness::run::run_isolated_with;
+use overcast_harness::scenario::Scenario;
 use overcast_scenarios::occ::check::OccHistory;
-use overcast_scenarios::registry::{find, DynScenario};
-use overcast_scenarios::run::{run, run_isolated_with};
-use overcast_scenarios::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Outcome;
 use overcast_sim::runner::{run_isolated, sweep, SweepOptions};
 
 fn occ() -> &'static dyn DynScenario {
-    find("occ").expect("occ is registered")
+    CATALOGUE.find("occ").expect("occ is registered")
 }
 
 fn occ_seed(seed: u64) -> Scenario {
@@ -61,7 +62,7 @@ fn the_unmodified_model_passes_seeds_0_to_500() {
         &seeds,
         &opts,
         |seed| {
-            let r = run(&occ_seed(seed));
+            let r = CATALOGUE.run(&occ_seed(seed));
             (r.passed(), r.summary())
         },
         |r| !r.0,
@@ -76,20 +77,20 @@ fn the_unmodified_model_passes_seeds_0_to_500() {
 fn a_seed_replays_with_the_same_trace_hash() {
     for seed in [7, 8] {
         let s = occ_seed(seed);
-        let a = run_isolated(|| run(&s)).unwrap();
-        let b = run_isolated(|| run(&s)).unwrap();
+        let a = run_isolated(|| CATALOGUE.run(&s)).unwrap();
+        let b = run_isolated(|| CATALOGUE.run(&s)).unwrap();
         // Also on one thread, one run after the other: nothing may leak between runs.
         let c = run_isolated(|| {
-            let _ = run(&occ_seed(seed + 100));
-            run(&s)
+            let _ = CATALOGUE.run(&occ_seed(seed + 100));
+            CATALOGUE.run(&s)
         })
         .unwrap();
         assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
         assert_eq!(a.trace_hash, c.trace_hash, "seed {seed}");
         assert_eq!(a.history.to_json(), b.history.to_json());
     }
-    let other = run_isolated(|| run(&occ_seed(9))).unwrap();
-    let seven = run_isolated(|| run(&occ_seed(7))).unwrap();
+    let other = run_isolated(|| CATALOGUE.run(&occ_seed(9))).unwrap();
+    let seven = run_isolated(|| CATALOGUE.run(&occ_seed(7))).unwrap();
     assert_ne!(
         other.trace_hash, seven.trace_hash,
         "different seeds give different runs"
@@ -98,17 +99,17 @@ fn a_seed_replays_with_the_same_trace_hash() {
 
 #[test]
 fn a_saved_plan_replays_exactly() {
-    let first = run_isolated(|| run(&occ_seed(11))).unwrap();
+    let first = run_isolated(|| CATALOGUE.run(&occ_seed(11))).unwrap();
     // The resolved scenario carries its fault plan: replaying it gives the same run.
     let saved = first.scenario.clone();
     assert!(saved.plan.is_some());
-    let again = run_isolated(move || run(&saved)).unwrap();
+    let again = run_isolated(move || CATALOGUE.run(&saved)).unwrap();
     assert_eq!(first.trace_hash, again.trace_hash);
 }
 
 #[test]
 fn seed_7_trace_summary() {
-    let r = run_isolated(|| run(&occ_seed(7))).unwrap();
+    let r = run_isolated(|| CATALOGUE.run(&occ_seed(7))).unwrap();
     let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
     let ops = &history.ops;
     let count = |op: &str| ops.iter().filter(|o| o.call.op == op).count();
@@ -139,7 +140,7 @@ fn a_transport_re_send_after_a_429_is_seen_only_from_the_servers_side() {
     use overcast_sim::check::{Checker, Verdict};
     let mut s = occ_seed(0);
     s.bugs = vec!["transport_retries_throttled".into()];
-    let r = run_isolated(move || run(&s)).unwrap();
+    let r = run_isolated(move || CATALOGUE.run(&s)).unwrap();
     let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
     let from_sdk = RetryDiscipline {
         retry: RetryOptions::default(),
@@ -176,7 +177,7 @@ fn the_throttling_variant_spends_the_429_retry_count_the_429_wait_budget_and_the
     // 0..26: the 30 s wait budget is spent in 5 of seeds 0..60, the first at 25.
     for seed in 0..26 {
         let s = throttled_seed(seed);
-        let r = run_isolated(move || run(&s)).unwrap();
+        let r = run_isolated(move || CATALOGUE.run(&s)).unwrap();
         assert!(r.passed(), "throttled seed {seed}: {}", r.summary());
         for (name, n) in &r.counters {
             *totals.entry(name.clone()).or_default() += n;
@@ -206,7 +207,7 @@ fn the_retry_bugs_are_still_found_in_the_throttling_variant() {
         let caught = (0..20).any(|seed| {
             let mut s = throttled_seed(seed);
             s.bugs = vec![bug.into()];
-            let r = run_isolated(move || run(&s)).unwrap();
+            let r = run_isolated(move || CATALOGUE.run(&s)).unwrap();
             r.violations().iter().any(|v| v.property == property)
         });
         assert!(
@@ -219,12 +220,12 @@ fn the_retry_bugs_are_still_found_in_the_throttling_variant() {
 #[test]
 fn a_throttled_failure_is_rerun_and_saved_as_throttled() {
     let s = throttled_seed(538);
-    let cmd = overcast_scenarios::saved::run_command(&s);
+    let cmd = overcast_harness::saved::run_command(occ(), &s);
     assert!(cmd.ends_with("run occ --seed 538 --throttle"), "{cmd}");
     assert_eq!(
-        overcast_scenarios::saved::failure_stem(&s),
+        overcast_harness::saved::failure_stem(occ(), &s),
         "occ-seed538-throttle"
     );
     let plain = occ_seed(538);
-    assert!(!overcast_scenarios::saved::run_command(&plain).contains("--throttle"));
+    assert!(!overcast_harness::saved::run_command(occ(), &plain).contains("--throttle"));
 }

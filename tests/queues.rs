@@ -3,17 +3,18 @@
 //! fires on the unmodified model, the final pass decides the end-to-end
 //! property, and a seed replays exactly.
 
+use overcast_harness::registry::DynScenario;
+use overcast_harness::run::run_with;
+use overcast_harness::scenario::Scenario;
 use overcast_model::queue::{ItemStatus, QueueRequest};
 use overcast_scenarios::queues::check::checkers;
 use overcast_scenarios::queues::history::{QueueEvent, QueueHistory};
-use overcast_scenarios::registry::{find, DynScenario};
-use overcast_scenarios::run::run_with;
-use overcast_scenarios::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Verdict;
 use overcast_sim::history::NodeEvent;
 
 fn queues() -> &'static dyn DynScenario {
-    find("queues").expect("queues is registered")
+    CATALOGUE.find("queues").expect("queues is registered")
 }
 
 fn with_bug(seed: u64, bug: &str) -> Scenario {

@@ -3,17 +3,20 @@
 //! and a seed replays exactly. `occ-replicated` (the same deployment with
 //! the object store's blobs) is held to the same, in the Blob dialect.
 
+use overcast_harness::registry::DynScenario;
+use overcast_harness::run::run_with;
+use overcast_harness::scenario::Scenario;
 use overcast_scenarios::regions::history::RegionsHistory;
-use overcast_scenarios::registry::{find, DynScenario};
-use overcast_scenarios::run::run_with;
-use overcast_scenarios::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 
 fn regions() -> &'static dyn DynScenario {
-    find("regions").expect("regions is registered")
+    CATALOGUE.find("regions").expect("regions is registered")
 }
 
 fn occ_replicated() -> &'static dyn DynScenario {
-    find("occ-replicated").expect("occ-replicated is registered")
+    CATALOGUE
+        .find("occ-replicated")
+        .expect("occ-replicated is registered")
 }
 
 /// The first seed below `seeds` on which `bug` breaks one of `properties`.

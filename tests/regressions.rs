@@ -3,9 +3,9 @@
 //! hash alone is reported, not failed (it changes whenever the model's
 //! timing does); `overcast replay --record FILE` re-records it.
 
-use overcast_scenarios::registry::find;
-use overcast_scenarios::run::run_isolated_with;
-use overcast_scenarios::saved::{SavedOutcome, SavedRun};
+use overcast_harness::run::run_isolated_with;
+use overcast_harness::saved::SavedOutcome;
+use overcast_scenarios::CATALOGUE;
 
 #[test]
 fn every_regression_replays_with_its_recorded_outcome() {
@@ -19,7 +19,9 @@ fn every_regression_replays_with_its_recorded_outcome() {
     assert!(!files.is_empty(), "no regression files in {dir}");
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
-        let loaded = SavedRun::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let loaded = CATALOGUE
+            .load(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(
             loaded.note.is_none(),
             "{}: an old format ({:?}); re-record it",
@@ -29,7 +31,9 @@ fn every_regression_replays_with_its_recorded_outcome() {
         let expected = loaded
             .outcome
             .unwrap_or_else(|| panic!("{}: no recorded outcome", path.display()));
-        let def = find(&loaded.scenario.name).expect("a registered scenario");
+        let def = CATALOGUE
+            .find(&loaded.scenario.name)
+            .expect("a registered scenario");
         let r = run_isolated_with(def, &loaded.scenario);
         let now = SavedOutcome::of(&r);
         assert!(

@@ -4,13 +4,13 @@
 //! shows simulated seconds, never the history's raw nanoseconds; a passing
 //! run has none.
 
-use overcast_scenarios::registry::find;
-use overcast_scenarios::run::{run_with, RunResult};
-use overcast_scenarios::saved::save_failure;
-use overcast_scenarios::scenario::Scenario;
+use overcast_harness::run::{run_with, RunResult};
+use overcast_harness::saved::save_failure;
+use overcast_harness::scenario::Scenario;
+use overcast_scenarios::CATALOGUE;
 
 fn run(name: &str, seed: u64, bug: &str) -> RunResult {
-    let def = find(name).expect("registered");
+    let def = CATALOGUE.find(name).expect("registered");
     let mut s = Scenario::new(def, seed);
     s.bugs = vec![bug.to_string()];
     run_with(def, &s)
@@ -99,7 +99,7 @@ fn a_failing_occ_run_gets_a_page_with_the_linearizability_counterexample_in_seco
         .iter()
         .any(|o| o["lane"] == "probe-0"));
     let dir = std::env::temp_dir().join(format!("overcast-report-{}", std::process::id()));
-    let files = save_failure(&r, &dir).expect("saved");
+    let files = save_failure(CATALOGUE.find("occ").unwrap(), &r, &dir).expect("saved");
     let html = files.html.expect("the page is written beside the failure");
     assert!(html
         .to_string_lossy()
@@ -140,7 +140,7 @@ fn failing_cosmos_and_search_runs_get_a_page_too() {
 
 #[test]
 fn a_passing_run_has_no_page() {
-    let def = find("occ").expect("registered");
+    let def = CATALOGUE.find("occ").expect("registered");
     let r = run_with(def, &Scenario::new(def, 1));
     assert!(r.passed(), "{}", r.summary());
     assert!(r.page.is_none() && r.html().is_none());

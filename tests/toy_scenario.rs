@@ -3,15 +3,15 @@
 //! bug, with crashable client nodes) runs through `run`, `sweep`, `replay`
 //! and the bug hunt by the same public API the registered scenarios use.
 
-use overcast_scenarios::bugs::BugInfo;
-use overcast_scenarios::hunt::hunt;
-use overcast_scenarios::registry::{
+use overcast_harness::bug::BugInfo;
+use overcast_harness::hunt::hunt;
+use overcast_harness::registry::{
     Deployment, DynScenario, NodeFuture, Reduction, RunCtx, RunDefaults, ScenarioDef,
 };
-use overcast_scenarios::run::{run_isolated_with, run_with};
-use overcast_scenarios::saved::{save_failure, SavedRun};
-use overcast_scenarios::scenario::Scenario;
-use overcast_scenarios::sweep::{divergence, sweep};
+use overcast_harness::run::{run_isolated_with, run_with};
+use overcast_harness::saved::{save_failure, SavedRun};
+use overcast_harness::scenario::Scenario;
+use overcast_harness::sweep::{divergence, sweep};
 use overcast_sim::check::{Checked, Checker, Outcome, Verdict, Violation};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
@@ -245,16 +245,16 @@ fn a_toy_scenarios_seeded_bug_is_hunted_saved_replayed_and_shrunk() {
     let failed = run_isolated_with(def(), &s);
     assert_eq!(failed.outcome, Outcome::Violation);
     let dir = std::env::temp_dir().join(format!("overcast-toy-{}", std::process::id()));
-    let files = save_failure(&failed, &dir).unwrap();
+    let files = save_failure(def(), &failed, &dir).unwrap();
     let loaded =
         SavedRun::parse_with(&std::fs::read_to_string(&files.run).unwrap(), def()).unwrap();
     let again = run_isolated_with(def(), &loaded.scenario);
     assert!(loaded
         .outcome
         .unwrap()
-        .reproduced_by(&overcast_scenarios::saved::SavedOutcome::of(&again)));
+        .reproduced_by(&overcast_harness::saved::SavedOutcome::of(&again)));
     assert_eq!(again.trace_hash, failed.trace_hash);
-    let shrunk = overcast_scenarios::shrink::shrink(def(), &s, 20, |_, _| {}).unwrap();
+    let shrunk = overcast_harness::shrink::shrink(def(), &s, 20, |_, _| {}).unwrap();
     assert_eq!(shrunk.run.first_property().as_deref(), Some("C1"));
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -265,7 +265,7 @@ fn a_bug_of_another_scenario_is_refused_by_name() {
     s.bugs = vec!["skip_if_match".into()];
     let err = s.validate_with(def()).unwrap_err();
     assert!(
-        err.contains("does not belong to scenario 'counter'"),
+        err.contains("unknown bug 'skip_if_match' (known: double_increment)"),
         "{err}"
     );
 }

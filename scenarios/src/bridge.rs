@@ -127,11 +127,11 @@ pub type NetworkCounts = Arc<Mutex<BTreeMap<String, u64>>>;
 /// operation it belongs to and its number among those: leaving an operation
 /// out (the shrinker's history pass) leaves every other operation's
 /// datagrams their fates. A datagram belongs to the operation its sender
-/// drew last ([`crate::ops::current`]), or, from a node that draws none (a
+/// drew last ([`overcast_harness::ops::current`]), or, from a node that draws none (a
 /// server), to the one its receiver drew last (the reply to it); on a node
 /// whose tasks send at once, each from its own SDK client (a queues
 /// connector, a feed host), to the call the sending (or receiving) socket
-/// is in ([`crate::ops::current_at`]).
+/// is in ([`overcast_harness::ops::current_at`]).
 pub struct NetworkAdapter {
     faults: NetworkFaults,
     /// Share of datagrams lost.
@@ -189,12 +189,12 @@ fn bump(counts: &mut BTreeMap<String, u64>, kind: &str) {
 impl SendFaults for NetworkAdapter {
     fn copies(&self, from: Option<SocketAddr>, to: SocketAddr) -> Vec<Duration> {
         let op = match from {
-            Some(from) => crate::ops::current_at(&self.sender, from.port()),
-            None => crate::ops::current(&self.sender),
+            Some(from) => overcast_harness::ops::current_at(&self.sender, from.port()),
+            None => overcast_harness::ops::current(&self.sender),
         }
         .or_else(|| {
             let receiver = self.topology.node_at(to)?;
-            crate::ops::current_at(&receiver, to.port())
+            overcast_harness::ops::current_at(&receiver, to.port())
         });
         let n = {
             let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
@@ -241,10 +241,10 @@ impl SendFaults for NetworkAdapter {
 
 /// A server's random draws as the model's [`ServerDraws`]. A request is
 /// named by its sender's address, the operation that sender drew last
-/// ([`crate::ops::current`]: the workload operation the request belongs to,
+/// ([`overcast_harness::ops::current`]: the workload operation the request belongs to,
 /// whose number does not move when the shrinker leaves other operations
 /// out; on a node whose tasks send at once, the call the sending socket is
-/// in, [`crate::ops::current_at`]) and its number among the requests from
+/// in, [`overcast_harness::ops::current_at`]) and its number among the requests from
 /// there in that operation (its
 /// attempt, or the read and the write of a read-modify-write); its log
 /// record is appended under that name, so its disk faults are keyed by it
@@ -287,7 +287,7 @@ impl ServerDraws for ServerStreams {
             .topology
             .as_ref()
             .and_then(|t| t.node_at(from))
-            .and_then(|node| crate::ops::current_at(&node, from.port()));
+            .and_then(|node| overcast_harness::ops::current_at(&node, from.port()));
         let n = {
             let mut received = self.received.lock().unwrap_or_else(|e| e.into_inner());
             let n = received.entry((from, op)).or_default();

@@ -3,22 +3,8 @@
 //! table: `overcast bugs`, the bug hunt test and scenario validation read
 //! it; a scenario's bugs are the rows that name it.
 
+use overcast_harness::bug::BugInfo;
 use overcast_model::bugs::ModelBugs;
-
-/// A named bug: one row of the table.
-#[derive(Clone, Copy, Debug)]
-pub struct BugInfo {
-    /// The name used on the command line and in scenario files; the model's
-    /// bug set switches it on by this name.
-    pub name: &'static str,
-    /// What the bug does, in a sentence.
-    pub what: &'static str,
-    /// The scenarios it belongs to (the bug hunt runs it in the first).
-    pub scenarios: &'static [&'static str],
-    /// The properties expected to catch it: the first property a failing
-    /// run reports must be one of these.
-    pub caught_by: &'static [&'static str],
-}
 
 /// Every named bug of the model.
 pub const BUGS: &[BugInfo] = &[
@@ -413,6 +399,13 @@ pub fn hunt_profile(name: &str) -> &'static str {
         .map_or("default", |(_, p)| p)
 }
 
+/// The bugs that belong to the scenario called `scenario`, in table order.
+pub fn of(scenario: &str) -> Vec<&'static BugInfo> {
+    BUGS.iter()
+        .filter(|b| b.scenarios.contains(&scenario))
+        .collect()
+}
+
 /// The names of every bug of the table.
 pub fn all_names() -> Vec<&'static str> {
     BUGS.iter().map(|b| b.name).collect()
@@ -451,7 +444,7 @@ mod tests {
                 b.name
             );
             for s in b.scenarios {
-                assert!(crate::registry::find(s).is_ok(), "{}: scenario {s}", b.name);
+                assert!(crate::CATALOGUE.find(s).is_ok(), "{}: scenario {s}", b.name);
             }
         }
     }

@@ -33,20 +33,18 @@ pub fn check_history(doc: &serde_json::Value, opts: &lin::Options) -> Result<Rep
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::run;
-    use crate::scenario::Scenario;
 
     #[test]
     fn a_recorded_history_checks_the_same_from_its_file() {
-        let mut s = Scenario::named("occ", 0).unwrap();
+        let mut s = crate::CATALOGUE.scenario("occ", 0).unwrap();
         s.params["ops_per_client"] = 20.into();
-        let good = run(&s);
+        let good = crate::CATALOGUE.run(&s);
         let doc: serde_json::Value = serde_json::from_str(&good.history.to_json()).unwrap();
         let r = check_history(&doc, &lin::Options::default()).unwrap();
         assert_eq!(r.verdict, lin::Verdict::Linearizable);
         s.bugs = vec!["skip_if_match".into()];
         s.params["ops_per_client"] = 100.into();
-        let bad = run(&s);
+        let bad = crate::CATALOGUE.run(&s);
         assert!(!bad.passed());
         let doc: serde_json::Value = serde_json::from_str(&bad.history.to_json()).unwrap();
         assert_eq!(

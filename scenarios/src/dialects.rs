@@ -6,7 +6,7 @@
 use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use crate::occ::history::attempt;
 use crate::occ::retry::{check_retries, RetryCase, RetryRules, Surfaced};
-use crate::registry::{NodeFuture, RunDefaults};
+use overcast_harness::registry::{NodeFuture, RunDefaults};
 use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{CallResult, ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;

@@ -1,6 +1,7 @@
-//! The bridge between the model and the engine: scenarios, generators,
-//! workloads, the reference specs the checkers hold the model to, and the
-//! list of seeded bugs.
+//! The catalogue of overcast's scenarios: the services of the model, each
+//! bound to the engine with its workload, history, checks, reference spec,
+//! failure-page drawing and seeded bugs; [`CATALOGUE`] lists them for the
+//! CLI, and [`bugs`] is the bug table.
 
 pub mod bridge;
 pub mod bugs;
@@ -8,18 +9,27 @@ pub mod check_file;
 pub mod cosmos;
 pub mod dialects;
 pub mod feed;
-pub mod hunt;
+pub mod kit;
 pub mod leases;
 pub mod occ;
-pub mod ops;
 pub mod queues;
 pub mod regions;
-pub mod registry;
-pub mod report;
-pub mod run;
-pub mod saved;
-pub mod scenario;
 pub mod script;
 pub mod search;
-pub mod shrink;
-pub mod sweep;
+
+use overcast_harness::catalogue::Catalogue;
+
+/// The scenarios `run`, `sweep`, `bugs` and `bench` know by name, in the
+/// order `overcast list` shows them.
+pub static CATALOGUE: Catalogue = Catalogue {
+    scenarios: &[
+        &occ::Occ,
+        &leases::Leases,
+        &cosmos::Cosmos,
+        &search::Search,
+        &queues::Queues,
+        &feed::Feed,
+        &regions::Regions::COSMOS,
+        &regions::Regions::BLOB,
+    ],
+};

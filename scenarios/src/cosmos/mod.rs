@@ -13,10 +13,11 @@ pub mod timeline;
 pub mod workload;
 
 use crate::dialects::{self, RetryDiscipline};
-use crate::registry::{halve, once};
-use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{BatchAtomicity, CosmosHistory, EtagFreshness, Linearizability};
 use history::{Call, Outcome};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::registry::{halve, once};
+use overcast_harness::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
@@ -119,6 +120,10 @@ pub struct Cosmos;
 impl ScenarioDef for Cosmos {
     type Params = CosmosParams;
     type History = CosmosHistory;
+
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::of(ScenarioDef::name(self))
+    }
 
     fn name(&self) -> &'static str {
         "cosmos"
@@ -228,7 +233,7 @@ impl ScenarioDef for Cosmos {
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let recorder = program_recorder.clone();
-            let fut: crate::registry::NodeFuture = if env.role == "server" {
+            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
                 dialects::server_program(
                     &env,
                     vec![workload::CONTAINER.to_string()],
@@ -245,7 +250,11 @@ impl ScenarioDef for Cosmos {
                         return;
                     };
                     // A restarted client is a new process: a fresh identity.
-                    let id = crate::registry::history_client(env.index, env.incarnation, p.clients);
+                    let id = overcast_harness::registry::history_client(
+                        env.index,
+                        env.incarnation,
+                        p.clients,
+                    );
                     let deadline_ns = env.deadline.as_nanos() as u64;
                     workload::client_workload(
                         p,

@@ -62,7 +62,7 @@ pub async fn client_workload(
         let node = overcast_sim::world::Topology::node_name("client", index);
         // A batch is about several items of its partition key.
         if kind != 7 {
-            crate::ops::about(&node, n, &item_key(&pk, &id));
+            overcast_harness::ops::about(&node, n, &item_key(&pk, &id));
         }
         let single = |op: ItemOp| items.item_request(&pk, op);
         let req = match kind {
@@ -90,7 +90,7 @@ pub async fn client_workload(
                 if_match: maybe(&mut rng),
             }),
             6 => {
-                if crate::ops::skipped(&node, n).await {
+                if overcast_harness::ops::skipped(&node, n).await {
                     continue;
                 }
                 let rmw = Rmw {
@@ -134,7 +134,7 @@ pub async fn client_workload(
                 items.batch_request(&pk, ops)
             }
         };
-        if crate::ops::skipped(&node, n).await {
+        if overcast_harness::ops::skipped(&node, n).await {
             continue;
         }
         send(&mut items, &recorder, client_id, &req, &mut etags).await;

@@ -17,8 +17,9 @@ pub mod timeline;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
-use crate::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{FeedHistory, FeedRecorder};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::feed_processor::{run_host, ProcessorOptions, ProcessorStart};
 use overcast_model::retry::RetryOptions;
@@ -186,6 +187,10 @@ impl ScenarioDef for Feed {
     type Params = FeedParams;
     type History = FeedHistory;
 
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::of(ScenarioDef::name(self))
+    }
+
     fn name(&self) -> &'static str {
         "feed"
     }
@@ -344,7 +349,7 @@ impl ScenarioDef for Feed {
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let send = NetworkAdapter::policy(&env, &network_counts);
-            let fut: crate::registry::NodeFuture = if env.role == "server" {
+            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![],
@@ -563,9 +568,11 @@ impl ScenarioDef for Feed {
             }),
             ("halve the writer operations", |p, i| {
                 once(i, || {
-                    crate::registry::halve(p.writer_ops.min(400), 1).map(|writer_ops| FeedParams {
-                        writer_ops,
-                        ..p.clone()
+                    overcast_harness::registry::halve(p.writer_ops.min(400), 1).map(|writer_ops| {
+                        FeedParams {
+                            writer_ops,
+                            ..p.clone()
+                        }
                     })
                 })
             }),

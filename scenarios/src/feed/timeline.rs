@@ -12,7 +12,7 @@
 use super::check::lease_log;
 use super::history::{FeedCall, FeedEvent, FeedHistory, FeedResult};
 use super::FeedParams;
-use crate::report::call_words;
+use overcast_harness::report::call_words;
 use overcast_model::feed_processor::ProcessorEvent;
 use overcast_sim::timeline::{
     node_lane, secs, Lane, Mark, MarkKind, Span, SpanKind, Timeline, Tone,

@@ -40,7 +40,7 @@ pub struct HostObserver {
     /// Its client number in the history's operations.
     pub client: usize,
     /// The end of the active phase (simulated ns): calls after it are of
-    /// the quiet phase ([`crate::ops::QUIET_OP`]).
+    /// the quiet phase ([`overcast_harness::ops::QUIET_OP`]).
     pub deadline_ns: u64,
     /// Calls asked about so far, by what and key (their skip numbers).
     pub asked: RefCell<BTreeMap<(String, String), usize>>,
@@ -67,13 +67,13 @@ impl ProcessorObserver for HostObserver {
     }
 
     /// A host call of the active phase is numbered for the shrinker
-    /// ([`crate::ops::call_number`]: what it is for and is, its key, its
-    /// place among those) and asked about ([`crate::ops::skipped_call`]);
+    /// ([`overcast_harness::ops::call_number`]: what it is for and is, its key, its
+    /// place among those) and asked about ([`overcast_harness::ops::skipped_call`]);
     /// a call it sends is named by that number (its socket,
-    /// [`crate::ops::name_socket`]), so the loop's and the renewer's calls
+    /// [`overcast_harness::ops::name_socket`]), so the loop's and the renewer's calls
     /// keep their faults whatever the other task leaves out. Bootstrap is
     /// never left out and names no call; a call after the deadline carries
-    /// [`crate::ops::QUIET_OP`], left out only for a prefix-closed failure.
+    /// [`overcast_harness::ops::QUIET_OP`], left out only for a prefix-closed failure.
     fn skipped(&self, what: &str, key: &str, from: Option<SocketAddr>, setup: bool) -> bool {
         let number = if setup {
             None
@@ -89,15 +89,15 @@ impl ProcessorObserver for HostObserver {
             // The incarnation's name too: a restarted host counts again.
             let what = format!("{}/{what}", self.name);
             let quiet = if sim_now_ns() >= self.deadline_ns {
-                crate::ops::QUIET_OP
+                overcast_harness::ops::QUIET_OP
             } else {
                 0
             };
-            Some(crate::ops::call_number(&what, key, nth) | quiet)
+            Some(overcast_harness::ops::call_number(&what, key, nth) | quiet)
         };
-        let skipped = number.is_some_and(|n| crate::ops::skipped_call(&self.name, n));
+        let skipped = number.is_some_and(|n| overcast_harness::ops::skipped_call(&self.name, n));
         if let (Some(from), false) = (from, skipped) {
-            crate::ops::name_socket(&self.name, from.port(), number);
+            overcast_harness::ops::name_socket(&self.name, from.port(), number);
         }
         skipped
     }
@@ -190,7 +190,7 @@ impl Write {
 
 /// One writer: random writes until `ops` or the deadline, each recorded as
 /// an operation of client `index`. Each write is drawn whole before the
-/// shrinker is asked whether to leave it out ([`crate::ops::skipped`],
+/// shrinker is asked whether to leave it out ([`overcast_harness::ops::skipped`],
 /// node `writer-<index>`, numbered from 0), so the writes after a left-out
 /// one are the same.
 pub async fn writer(
@@ -241,8 +241,8 @@ pub async fn writer(
         // About its partition key (a batch's items share it); the hosts'
         // calls are about no one key, and stay.
         let node = overcast_sim::world::Topology::node_name("writer", index);
-        crate::ops::about(&node, op, &key);
-        if crate::ops::skipped(&node, op).await {
+        overcast_harness::ops::about(&node, op, &key);
+        if overcast_harness::ops::skipped(&node, op).await {
             continue;
         }
         let call = write.call(&key);
@@ -341,7 +341,7 @@ pub async fn splitter(
 
 /// The pull-model reader: a composite continuation over every range from
 /// the beginning; a 410 replaces a range by its children at the same token.
-/// Each pull is numbered (from 0) for the shrinker ([`crate::ops::skipped`]).
+/// Each pull is numbered (from 0) for the shrinker ([`overcast_harness::ops::skipped`]).
 pub async fn reader(
     p: &FeedParams,
     client: &mut StoreClient,
@@ -368,7 +368,7 @@ pub async fn reader(
         let (range, from) = tokens[i % tokens.len()].clone();
         // A left-out pull reads nothing and keeps its range's token; the
         // reader goes on to the next range as it would have.
-        if crate::ops::skipped(name, pull).await {
+        if overcast_harness::ops::skipped(name, pull).await {
             i += 1;
             madsim::time::sleep(Duration::from_millis(p.reader_pause_ms)).await;
             continue;

@@ -15,8 +15,9 @@ pub mod timeline;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
-use crate::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{LeaseHistory, LeaseRecorder};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::lease_holder::ClockBound;
 use overcast_model::retry::RetryOptions;
@@ -193,6 +194,10 @@ impl ScenarioDef for Leases {
     type Params = LeasesParams;
     type History = LeaseHistory;
 
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::of(ScenarioDef::name(self))
+    }
+
     fn name(&self) -> &'static str {
         "leases"
     }
@@ -338,7 +343,7 @@ impl ScenarioDef for Leases {
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let send = crate::bridge::NetworkAdapter::policy(&env, &network_counts);
-            let fut: crate::registry::NodeFuture = if env.role == "server" {
+            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![CONTAINER.to_string()],
@@ -402,7 +407,11 @@ impl ScenarioDef for Leases {
                     };
                     let node = workload::Node {
                         rec: recorder,
-                        id: crate::registry::history_client(index, env.incarnation, nodes),
+                        id: overcast_harness::registry::history_client(
+                            index,
+                            env.incarnation,
+                            nodes,
+                        ),
                         name: env.incarnation_name(),
                         clock: ClockAdapter(env.clock.clone()),
                     };

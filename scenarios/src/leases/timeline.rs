@@ -10,7 +10,7 @@
 use super::check::{server_log, Entry};
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::LeasesParams;
-use crate::report::call_words;
+use overcast_harness::report::call_words;
 use overcast_model::lease::{self, Lease, Phase};
 use overcast_model::partition::Effect;
 use overcast_model::store;

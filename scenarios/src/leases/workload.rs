@@ -78,18 +78,18 @@ impl Node {
 
 /// The calls of one holder round or client operation the shrinker can leave
 /// out one by one are numbered `unit * CALLS_PER_UNIT + k` (see
-/// [`crate::ops`]): `k` 0 is the unit itself (leaving it out leaves out the
+/// [`overcast_harness::ops`]): `k` 0 is the unit itself (leaving it out leaves out the
 /// whole round), `k` > 0 its later calls, so leaving one out renumbers no
 /// other unit's.
 const CALLS_PER_UNIT: usize = 1000;
 
 /// Counts the calls of one unit (a holder round, a client operation) for
-/// [`crate::ops::skipped`].
+/// [`overcast_harness::ops::skipped`].
 struct Calls<'a> {
     node: &'a str,
     unit: usize,
     k: usize,
-    /// The blob the unit is about, if one ([`crate::ops::about`]).
+    /// The blob the unit is about, if one ([`overcast_harness::ops::about`]).
     subject: Option<String>,
 }
 
@@ -111,14 +111,14 @@ impl<'a> Calls<'a> {
         self.k += 1;
         let op = self.unit * CALLS_PER_UNIT + k;
         if let Some(subject) = &self.subject {
-            crate::ops::about(self.node, op, subject);
+            overcast_harness::ops::about(self.node, op, subject);
         }
-        crate::ops::skipped(self.node, op).await
+        overcast_harness::ops::skipped(self.node, op).await
     }
 }
 
 /// The random stream of one round or operation, seeded from its node's
-/// stream: a unit the shrinker leaves out (see [`crate::ops`]) stops drawing
+/// stream: a unit the shrinker leaves out (see [`overcast_harness::ops`]) stops drawing
 /// midway, and the units after it must draw the same as before.
 fn unit_stream(node: &mut impl Rng) -> rand_chacha::ChaCha8Rng {
     rand::SeedableRng::seed_from_u64(node.gen())

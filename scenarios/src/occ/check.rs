@@ -217,7 +217,7 @@ pub struct RetryDiscipline {
     /// The SDK's budgets the run used.
     pub retry: RetryOptions,
     /// The run's client nodes (`OccParams::clients`): names the node of
-    /// each history client ([`crate::registry::client_node`]).
+    /// each history client ([`overcast_harness::registry::client_node`]).
     pub clients: usize,
 }
 
@@ -245,7 +245,8 @@ impl Checker<OccHistory> for RetryDiscipline {
             let mut paused: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
             history.ops.iter().find_map(|o| {
                 let spans = paused.entry(o.client).or_insert_with(|| {
-                    let node = crate::registry::client_node("client", o.client, self.clients);
+                    let node =
+                        overcast_harness::registry::client_node("client", o.client, self.clients);
                     overcast_sim::timeline::paused_spans(&history.events, &node)
                 });
                 window_wait_overrun(o.id, &o.attempts, spans)
@@ -869,8 +870,6 @@ pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::run;
-    use crate::scenario::Scenario;
 
     #[test]
     fn unquoted_removes_the_quotes_trim_matches_removes() {
@@ -911,14 +910,16 @@ mod tests {
 
     #[test]
     fn no_verdict_depends_on_the_version_numbers_the_model_sends() {
-        let mut s = Scenario::named("occ", 3).unwrap();
+        let mut s = crate::CATALOGUE.scenario("occ", 3).unwrap();
         s.params["ops_per_client"] = 40.into();
-        let mut good: OccHistory = serde_json::from_str(&run(&s).history.to_json()).unwrap();
+        let mut good: OccHistory =
+            serde_json::from_str(&crate::CATALOGUE.run(&s).history.to_json()).unwrap();
         assert_eq!(verdict(&good), lin::Verdict::Linearizable);
         scramble_versions(&mut good);
         assert_eq!(verdict(&good), lin::Verdict::Linearizable);
         s.bugs = vec!["skip_if_match".into()];
-        let mut bad: OccHistory = serde_json::from_str(&run(&s).history.to_json()).unwrap();
+        let mut bad: OccHistory =
+            serde_json::from_str(&crate::CATALOGUE.run(&s).history.to_json()).unwrap();
         assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);
         scramble_versions(&mut bad);
         assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);

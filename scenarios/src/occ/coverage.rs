@@ -534,7 +534,7 @@ fn existed(ops: &[&OpRecord<Call, Outcome>], i: usize) -> Option<bool> {
 }
 
 /// The coverage of one run's history (`None` if the run is not `occ`'s).
-pub fn of_run(r: &crate::run::RunResult) -> Option<Coverage> {
+pub fn of_run(r: &overcast_harness::run::RunResult) -> Option<Coverage> {
     r.history_as::<OccHistory>().map(Coverage::of)
 }
 
@@ -543,7 +543,7 @@ pub fn of_run(r: &crate::run::RunResult) -> Option<Coverage> {
 pub fn over_seeds(
     seeds: &[u64],
     jobs: usize,
-    make: impl Fn(u64) -> crate::scenario::Scenario + Sync,
+    make: impl Fn(u64) -> overcast_harness::scenario::Scenario + Sync,
 ) -> (Coverage, Vec<(u64, String)>) {
     let opts = overcast_sim::runner::SweepOptions {
         jobs: jobs.max(1),
@@ -554,7 +554,7 @@ pub fn over_seeds(
         seeds,
         &opts,
         |seed| {
-            let r = crate::run::run(&make(seed));
+            let r = overcast_harness::run::run_with(&super::Occ, &make(seed));
             let problem = (!r.passed()).then(|| r.first_problem().unwrap_or_default());
             (of_run(&r).unwrap_or_default(), problem)
         },

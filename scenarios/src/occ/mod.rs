@@ -13,12 +13,15 @@ pub mod timeline;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
-use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{
     EtagFreshness, Increments, Linearizability, OccHistory, ProbeLiveness, ProbeSetup,
     RetryDiscipline,
 };
 use history::{OccEvent, OccRecorder};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::registry::{
+    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
+};
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
@@ -166,7 +169,7 @@ pub struct OccParams {
 }
 
 /// Turns `s`, a run of `occ`, into its throttling variant (`--throttle`).
-pub fn throttled(s: &mut crate::scenario::Scenario) -> Result<(), String> {
+pub fn throttled(s: &mut overcast_harness::scenario::Scenario) -> Result<(), String> {
     if s.name != "occ" {
         return Err(format!("--throttle is for occ only, not {}", s.name));
     }
@@ -278,6 +281,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl ScenarioDef for Occ {
     type Params = OccParams;
     type History = OccHistory;
+
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::of(ScenarioDef::name(self))
+    }
+    fn hunt_profile(&self, bug: &str) -> &'static str {
+        crate::bugs::hunt_profile(bug)
+    }
+    fn variant(&self, p: &Self::Params) -> Option<&'static str> {
+        p.throttle.then_some("throttle")
+    }
 
     fn name(&self) -> &'static str {
         "occ"
@@ -434,7 +447,7 @@ impl ScenarioDef for Occ {
             let all_stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let send = NetworkAdapter::policy(&env, &program_network_counts);
-            let fut: crate::registry::NodeFuture = if env.role == "server" {
+            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![CONTAINER.to_string()],
@@ -550,7 +563,11 @@ impl ScenarioDef for Occ {
                         return;
                     };
                     // A restarted client is a new process: a fresh identity.
-                    let id = crate::registry::history_client(env.index, env.incarnation, p.clients);
+                    let id = overcast_harness::registry::history_client(
+                        env.index,
+                        env.incarnation,
+                        p.clients,
+                    );
                     let deadline_ns = env.deadline.as_nanos() as u64;
                     workload::client_workload(
                         p,

@@ -3,7 +3,8 @@
 
 use super::check::OccHistory;
 use super::history::{Call, Outcome};
-use crate::report::{call_words, conditions_words, draw_client_calls, short_etag};
+use crate::kit::words::{conditions_words, short_etag};
+use overcast_harness::report::{call_words, draw_client_calls};
 use overcast_sim::timeline::{Timeline, Tone};
 
 /// A call in a few words: `put k3 If-Match …0001 → 412`.
@@ -46,7 +47,7 @@ pub fn draw(h: &OccHistory, clients: usize, t: &mut Timeline) {
             if super::workload::is_probe(c) {
                 overcast_sim::world::Topology::node_name("probe", 0)
             } else {
-                crate::registry::client_node("client", c, clients)
+                overcast_harness::registry::client_node("client", c, clients)
             }
         },
         words,

@@ -163,8 +163,8 @@ pub async fn client_workload(
         // that leaving the increment out leaves the later draws as they were.
         let counter = (kind == 6).then(|| counters[rng.gen_range(0..counters.len())].clone());
         let node = overcast_sim::world::Topology::node_name("client", client_id % s.clients);
-        crate::ops::about(&node, n, counter.as_deref().unwrap_or(&id));
-        if crate::ops::skipped(&node, n).await {
+        overcast_harness::ops::about(&node, n, counter.as_deref().unwrap_or(&id));
+        if overcast_harness::ops::skipped(&node, n).await {
             continue;
         }
         match kind {

@@ -17,8 +17,11 @@ pub mod reference;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
-use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{QueueHistory, QueueRecorder};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::registry::{
+    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
+};
 use overcast_model::client::ClientConfig;
 use overcast_model::connector::{Connector, ConnectorConfig};
 use overcast_model::queue::{QueueConfig, RESERVATION_MS, SOFT_DELETE_MS};
@@ -147,6 +150,10 @@ pub struct Queues;
 impl ScenarioDef for Queues {
     type Params = QueuesParams;
     type History = QueueHistory;
+
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::of(ScenarioDef::name(self))
+    }
 
     fn name(&self) -> &'static str {
         "queues"
@@ -315,7 +322,7 @@ impl ScenarioDef for Queues {
             let recorder = program_recorder.clone();
             let repo = repo.clone();
             let send = crate::bridge::NetworkAdapter::policy(&env, &network_counts);
-            let fut: crate::registry::NodeFuture = match env.role.as_str() {
+            let fut: overcast_harness::registry::NodeFuture = match env.role.as_str() {
                 "server" => {
                     let cfg = ServerConfig {
                         bind: env.addr(),
@@ -398,8 +405,11 @@ impl ScenarioDef for Queues {
                         final_traversals: p.final_traversals,
                         bugs,
                     };
-                    let id =
-                        crate::registry::history_client(env.index, env.incarnation, p.connectors);
+                    let id = overcast_harness::registry::history_client(
+                        env.index,
+                        env.incarnation,
+                        p.connectors,
+                    );
                     let obs = workload::Observer::new(
                         recorder,
                         id,

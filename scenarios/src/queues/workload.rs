@@ -168,9 +168,9 @@ pub async fn editor(
         let add = docs.len() < 2 || draw < p.add_share;
         let id = (!add).then(|| docs[rng.gen_range(0..docs.len())].id.clone());
         if let Some(id) = &id {
-            crate::ops::about(name, n, id);
+            overcast_harness::ops::about(name, n, id);
         }
-        if crate::ops::skipped(name, n).await {
+        if overcast_harness::ops::skipped(name, n).await {
             continue;
         }
         let Some(id) = id else {
@@ -244,7 +244,7 @@ impl ConnectorObserver for Observer {
         // about last; a call not asked about (setup, the final pass) by none.
         let kept = self.kept.take();
         if let Some(from) = from {
-            crate::ops::name_socket(&self.name, from.port(), kept);
+            overcast_harness::ops::name_socket(&self.name, from.port(), kept);
         }
         let slot = self.rec.begin(OpRecord {
             id: 0,
@@ -283,9 +283,9 @@ impl ConnectorObserver for Observer {
             *n += 1;
             *n - 1
         };
-        let number = crate::ops::call_number(&source, &key, nth);
-        crate::ops::about(&self.name, number, &key);
-        let skipped = crate::ops::skipped_call(&self.name, number);
+        let number = overcast_harness::ops::call_number(&source, &key, nth);
+        overcast_harness::ops::about(&self.name, number, &key);
+        let skipped = overcast_harness::ops::skipped_call(&self.name, number);
         self.kept.set((!skipped).then_some(number));
         skipped
     }

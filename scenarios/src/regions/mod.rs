@@ -37,8 +37,11 @@ pub mod strong;
 pub mod workload;
 
 use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
-use crate::registry::{halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use history::{FinalItem, RegionCall, RegionEvent, RegionOutcome, RegionsHistory};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::registry::{
+    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
+};
 use overcast_model::cosmos::ItemKey;
 use overcast_model::region_client::{RegionClient, RegionClientConfig, RegionInfo};
 use overcast_model::replica::{ReplicaId, Role};
@@ -485,6 +488,10 @@ impl ScenarioDef for Regions {
     type Params = RegionsParams;
     type History = RegionsHistory;
 
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::of(ScenarioDef::name(self))
+    }
+
     fn name(&self) -> &'static str {
         match self.service {
             Service::Cosmos => "regions",
@@ -836,157 +843,157 @@ impl ScenarioDef for Regions {
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let send = NetworkAdapter::policy(&env, &network_counts);
-            let fut: crate::registry::NodeFuture = if env.role == "replica" || env.role == "reader"
-            {
-                let me = replica_id(&p, &env.role, env.index);
-                let region_index = if env.role == "replica" {
-                    0
-                } else {
-                    env.index + 1
-                };
-                let region = region_name(region_index);
-                let topo = &env.topology;
-                let addrs: BTreeMap<ReplicaId, _> = topo
-                    .addrs("replica")
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, a)| (i as ReplicaId, a))
-                    .chain(
-                        topo.addrs("reader")
-                            .into_iter()
-                            .enumerate()
-                            .map(|(j, a)| ((p.replicas + j) as ReplicaId, a)),
-                    )
-                    .collect();
-                let cfg = ReplicaServerConfig {
-                    me,
-                    region: region.clone(),
-                    node: env.incarnation_name(),
-                    addrs,
-                    voters: (0..p.replicas as ReplicaId).collect(),
-                    learners: (0..p.read_regions)
-                        .map(|j| (p.replicas + j) as ReplicaId)
-                        .collect(),
-                    partitions: p.partitions,
-                    lease_ms: p.lease_ms,
-                    drift_bound_ppm: DRIFT_BOUND_PPM,
-                    election_timeout_ms: p.election_timeout_ms,
-                    heartbeat_ms: p.heartbeat_ms,
-                    ship_ms: p.ship_ms,
-                    tick_ms: 20,
-                    fsync_ms: p.fsync_ms,
-                    containers: vec![CONTAINER.to_string()],
-                    bugs,
-                    send,
-                    quiet_after_restart: if env.incarnation == 0 {
-                        Duration::ZERO
+            let fut: overcast_harness::registry::NodeFuture =
+                if env.role == "replica" || env.role == "reader" {
+                    let me = replica_id(&p, &env.role, env.index);
+                    let region_index = if env.role == "replica" {
+                        0
                     } else {
-                        env.max_in_flight()
-                    },
-                    removed_ns: p
-                        .removals
-                        .iter()
-                        .filter(|r| r.region == region_index)
-                        .map(|r| (r.at_ms * 1_000_000, (r.at_ms + r.for_ms) * 1_000_000))
-                        .collect(),
-                };
-                let report: SharedReport = Arc::new(Mutex::new(ReplicaReport::default()));
-                lock(&program_reports).push((
-                    env.incarnation_name(),
-                    env.name.clone(),
-                    region,
-                    report.clone(),
-                ));
-                let rng = stream(env.seed, &format!("{}-{}", env.name, env.incarnation));
-                let disk = env.disk.clone().expect("replicas have disks");
-                Box::pin(serve_replica(
-                    cfg,
-                    Arc::new(ClockAdapter(env.clock.clone())),
-                    Arc::new(DiskAdapter(disk)),
-                    Box::new(rng),
-                    report,
-                ))
-            } else {
-                let finished = finished.clone();
-                let recorder = program_recorder.clone();
-                Box::pin(async move {
-                    if lock(&finished).contains(&env.index) {
-                        return;
-                    }
-                    let regions = regions_of(&p, &env.topology);
-                    let home = env.index % regions.len();
-                    let preferred: Vec<String> = (0..regions.len())
-                        .map(|k| regions[(home + k) % regions.len()].name.clone())
+                        env.index + 1
+                    };
+                    let region = region_name(region_index);
+                    let topo = &env.topology;
+                    let addrs: BTreeMap<ReplicaId, _> = topo
+                        .addrs("replica")
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, a)| (i as ReplicaId, a))
+                        .chain(
+                            topo.addrs("reader")
+                                .into_iter()
+                                .enumerate()
+                                .map(|(j, a)| ((p.replicas + j) as ReplicaId, a)),
+                        )
                         .collect();
-                    let stale = (env.index < p.stale_view_clients && regions.len() > 1)
-                        .then(|| regions[1].name.clone());
-                    let cfg = RegionClientConfig {
-                        regions,
-                        preferred,
-                        stale_write_region: stale,
+                    let cfg = ReplicaServerConfig {
+                        me,
+                        region: region.clone(),
+                        node: env.incarnation_name(),
+                        addrs,
+                        voters: (0..p.replicas as ReplicaId).collect(),
+                        learners: (0..p.read_regions)
+                            .map(|j| (p.replicas + j) as ReplicaId)
+                            .collect(),
                         partitions: p.partitions,
-                        request_timeout: Duration::from_millis(p.request_timeout_ms),
-                        unavailable_for: UNAVAILABLE_FOR,
-                        max_failover_retries: 120,
-                        max_forbidden_retries: 2,
-                        max_gone_retries: 10,
-                        gone_backoff: Duration::from_millis(10),
-                        read_retry_wait: Duration::from_millis(100),
+                        lease_ms: p.lease_ms,
+                        drift_bound_ppm: DRIFT_BOUND_PPM,
+                        election_timeout_ms: p.election_timeout_ms,
+                        heartbeat_ms: p.heartbeat_ms,
+                        ship_ms: p.ship_ms,
+                        tick_ms: 20,
+                        fsync_ms: p.fsync_ms,
+                        containers: vec![CONTAINER.to_string()],
                         bugs,
                         send,
+                        quiet_after_restart: if env.incarnation == 0 {
+                            Duration::ZERO
+                        } else {
+                            env.max_in_flight()
+                        },
+                        removed_ns: p
+                            .removals
+                            .iter()
+                            .filter(|r| r.region == region_index)
+                            .map(|r| (r.at_ms * 1_000_000, (r.at_ms + r.for_ms) * 1_000_000))
+                            .collect(),
                     };
-                    let rng = stream(
-                        env.seed,
-                        &format!("client-{}-sdk-{}", env.index, env.incarnation),
-                    );
-                    let Ok(mut sdk) = RegionClient::connect(
+                    let report: SharedReport = Arc::new(Mutex::new(ReplicaReport::default()));
+                    lock(&program_reports).push((
+                        env.incarnation_name(),
+                        env.name.clone(),
+                        region,
+                        report.clone(),
+                    ));
+                    let rng = stream(env.seed, &format!("{}-{}", env.name, env.incarnation));
+                    let disk = env.disk.clone().expect("replicas have disks");
+                    Box::pin(serve_replica(
                         cfg,
                         Arc::new(ClockAdapter(env.clock.clone())),
+                        Arc::new(DiskAdapter(disk)),
                         Box::new(rng),
-                    )
-                    .await
-                    else {
-                        tracing::error!("client {} could not bind", env.index);
-                        return;
-                    };
-                    let client = crate::registry::history_client(
-                        env.index,
-                        env.incarnation,
-                        p.client_nodes(),
-                    );
-                    // A strong reader is a client that only reads, strongly,
-                    // with little think time.
-                    let work = if env.index >= p.clients {
-                        RegionsParams {
-                            mix: RegionsMix {
-                                read: 1,
-                                replace: 0,
-                                upsert: 0,
-                                create: 0,
-                                delete: 0,
-                            },
-                            consistency: Some("strong".into()),
-                            ops_per_client: p.reader_ops,
-                            think_ms: p.reader_think_ms,
-                            ..p.clone()
+                        report,
+                    ))
+                } else {
+                    let finished = finished.clone();
+                    let recorder = program_recorder.clone();
+                    Box::pin(async move {
+                        if lock(&finished).contains(&env.index) {
+                            return;
                         }
-                    } else {
-                        p.clone()
-                    };
-                    workload::client_workload(
-                        work,
-                        env.seed,
-                        env.index,
-                        client,
-                        env.incarnation_name(),
-                        &mut sdk,
-                        recorder,
-                        env.deadline.as_nanos() as u64,
-                    )
-                    .await;
-                    lock(&finished).insert(env.index);
-                })
-            };
+                        let regions = regions_of(&p, &env.topology);
+                        let home = env.index % regions.len();
+                        let preferred: Vec<String> = (0..regions.len())
+                            .map(|k| regions[(home + k) % regions.len()].name.clone())
+                            .collect();
+                        let stale = (env.index < p.stale_view_clients && regions.len() > 1)
+                            .then(|| regions[1].name.clone());
+                        let cfg = RegionClientConfig {
+                            regions,
+                            preferred,
+                            stale_write_region: stale,
+                            partitions: p.partitions,
+                            request_timeout: Duration::from_millis(p.request_timeout_ms),
+                            unavailable_for: UNAVAILABLE_FOR,
+                            max_failover_retries: 120,
+                            max_forbidden_retries: 2,
+                            max_gone_retries: 10,
+                            gone_backoff: Duration::from_millis(10),
+                            read_retry_wait: Duration::from_millis(100),
+                            bugs,
+                            send,
+                        };
+                        let rng = stream(
+                            env.seed,
+                            &format!("client-{}-sdk-{}", env.index, env.incarnation),
+                        );
+                        let Ok(mut sdk) = RegionClient::connect(
+                            cfg,
+                            Arc::new(ClockAdapter(env.clock.clone())),
+                            Box::new(rng),
+                        )
+                        .await
+                        else {
+                            tracing::error!("client {} could not bind", env.index);
+                            return;
+                        };
+                        let client = overcast_harness::registry::history_client(
+                            env.index,
+                            env.incarnation,
+                            p.client_nodes(),
+                        );
+                        // A strong reader is a client that only reads, strongly,
+                        // with little think time.
+                        let work = if env.index >= p.clients {
+                            RegionsParams {
+                                mix: RegionsMix {
+                                    read: 1,
+                                    replace: 0,
+                                    upsert: 0,
+                                    create: 0,
+                                    delete: 0,
+                                },
+                                consistency: Some("strong".into()),
+                                ops_per_client: p.reader_ops,
+                                think_ms: p.reader_think_ms,
+                                ..p.clone()
+                            }
+                        } else {
+                            p.clone()
+                        };
+                        workload::client_workload(
+                            work,
+                            env.seed,
+                            env.index,
+                            client,
+                            env.incarnation_name(),
+                            &mut sdk,
+                            recorder,
+                            env.deadline.as_nanos() as u64,
+                        )
+                        .await;
+                        lock(&finished).insert(env.index);
+                    })
+                };
             fut
         });
         let params = p.clone();

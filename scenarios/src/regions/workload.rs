@@ -203,8 +203,8 @@ pub async fn client_workload(
             madsim::time::sleep(std::time::Duration::from_millis(think)).await;
         }
         let node = overcast_sim::world::Topology::node_name("client", index);
-        crate::ops::about(&node, n, &item);
-        if crate::ops::skipped(&node, n).await {
+        overcast_harness::ops::about(&node, n, &item);
+        if overcast_harness::ops::skipped(&node, n).await {
             continue;
         }
         let body = format!("{session}.{n}");

@@ -16,10 +16,11 @@ pub mod timeline;
 pub mod workload;
 
 use crate::dialects::{self, RetryDiscipline};
-use crate::registry::{halve, once};
-use crate::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use check::{EtagFreshness, Linearizability, NoLostField, SearchHistory};
 use history::{Call, Outcome};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::registry::{halve, once};
+use overcast_harness::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
@@ -117,6 +118,10 @@ pub struct Search;
 impl ScenarioDef for Search {
     type Params = SearchParams;
     type History = SearchHistory;
+
+    fn bugs(&self) -> Vec<&'static BugInfo> {
+        crate::bugs::of(ScenarioDef::name(self))
+    }
 
     fn name(&self) -> &'static str {
         "search"
@@ -218,7 +223,7 @@ impl ScenarioDef for Search {
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let recorder = program_recorder.clone();
-            let fut: crate::registry::NodeFuture = if env.role == "server" {
+            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
                 dialects::server_program(
                     &env,
                     Vec::new(),
@@ -235,7 +240,11 @@ impl ScenarioDef for Search {
                         return;
                     };
                     // A restarted client is a new process: a fresh identity.
-                    let id = crate::registry::history_client(env.index, env.incarnation, p.clients);
+                    let id = overcast_harness::registry::history_client(
+                        env.index,
+                        env.incarnation,
+                        p.clients,
+                    );
                     let deadline_ns = env.deadline.as_nanos() as u64;
                     workload::client_workload(
                         p,

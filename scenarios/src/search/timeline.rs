@@ -3,7 +3,8 @@
 
 use super::check::SearchHistory;
 use super::history::{Call, Outcome};
-use crate::report::{call_words, conditions_words, draw_client_calls};
+use crate::kit::words::conditions_words;
+use overcast_harness::report::{call_words, draw_client_calls};
 use overcast_sim::timeline::{Timeline, Tone};
 
 /// A call in a few words: `put hotels +e7 If-Match …0002 → 412`.
@@ -33,7 +34,7 @@ pub fn draw(h: &SearchHistory, clients: usize, t: &mut Timeline) {
     draw_client_calls(
         h,
         t,
-        |c| crate::registry::client_node("client", c, clients),
+        |c| overcast_harness::registry::client_node("client", c, clients),
         words,
     );
 }

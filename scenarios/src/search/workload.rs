@@ -153,8 +153,8 @@ pub async fn client_workload(
                 };
                 let entry = format!("c{index}.{n}");
                 let node = overcast_sim::world::Topology::node_name("client", index);
-                crate::ops::about(&node, n, story);
-                if crate::ops::skipped(&node, n).await {
+                overcast_harness::ops::about(&node, n, story);
+                if overcast_harness::ops::skipped(&node, n).await {
                     continue;
                 }
                 story_update(&mut s, story, &entry, &p, &mut rng).await;
@@ -177,8 +177,8 @@ pub async fn client_workload(
             },
         };
         let node = overcast_sim::world::Topology::node_name("client", index);
-        crate::ops::about(&node, n, &name);
-        if crate::ops::skipped(&node, n).await {
+        overcast_harness::ops::about(&node, n, &name);
+        if overcast_harness::ops::skipped(&node, n).await {
             continue;
         }
         s.send(&req, None).await;

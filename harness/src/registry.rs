@@ -1,15 +1,14 @@
 //! The scenario registry: the [`ScenarioDef`] trait a scenario implements,
 //! its type-erased form [`DynScenario`] that the runner, the shrinker, the
-//! bug hunt and the CLI use, and [`SCENARIOS`], the one static list.
+//! bug hunt and the CLI use.
 //!
-//! Adding a scenario is one folder (`scenarios/src/<name>/`) with a type
-//! implementing [`ScenarioDef`], and one line in [`SCENARIOS`]. Nothing else
-//! names a scenario: `run`, `sweep`, `replay`, `shrink`, `bugs`, `bench` and
-//! `check` work for every registered one. A scenario defined elsewhere (a
-//! test's toy) works the same through the functions that take a
-//! `&dyn DynScenario`.
+//! A [`crate::catalogue::Catalogue`] lists the scenarios a program knows by
+//! name; nothing in the harness names one: `run`, `sweep`, `replay`,
+//! `shrink`, `bugs`, `bench` and `check` work for every registered one, and
+//! a scenario defined elsewhere (a test's toy) works the same through the
+//! functions that take a `&dyn DynScenario`.
 
-use crate::bugs::BugInfo;
+use crate::bug::BugInfo;
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Checker};
 use overcast_sim::faults::FaultMix;
@@ -23,27 +22,6 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
-
-/// The scenarios `run`, `sweep`, `bugs` and `bench` know by name.
-pub static SCENARIOS: &[&dyn DynScenario] = &[
-    &crate::occ::Occ,
-    &crate::leases::Leases,
-    &crate::cosmos::Cosmos,
-    &crate::search::Search,
-    &crate::queues::Queues,
-    &crate::feed::Feed,
-    &crate::regions::Regions::COSMOS,
-    &crate::regions::Regions::BLOB,
-];
-
-/// The registered scenario called `name`, or the one-line error naming the known ones.
-pub fn find(name: &str) -> Result<&'static dyn DynScenario, String> {
-    SCENARIOS
-        .iter()
-        .copied()
-        .find(|d| d.name() == name)
-        .ok_or_else(|| unknown("scenario", name, SCENARIOS.iter().map(|d| d.name())))
-}
 
 /// The one message for an unknown name: "unknown KIND 'NAME' (known: a, b)".
 pub fn unknown<'a>(kind: &str, name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
@@ -328,13 +306,22 @@ pub trait ScenarioDef: Send + Sync + 'static {
             .map_or(0, |r| r.count);
         ("client", nodes)
     }
-    /// The seeded bugs that belong to it. Default: the rows of
-    /// [`crate::bugs::BUGS`] that name this scenario.
+    /// The seeded bugs that belong to it. Default: none.
     fn bugs(&self) -> Vec<&'static BugInfo> {
-        crate::bugs::BUGS
-            .iter()
-            .filter(|b| b.scenarios.contains(&self.name()))
-            .collect()
+        Vec::new()
+    }
+    /// The variant these parameters make of the scenario, when they make one
+    /// that its name and seed do not say (occ's throttling run): its command
+    /// line then says `--NAME` and its saved file's name `-NAME`, or a rerun
+    /// would run the plain scenario. Default: none.
+    fn variant(&self, _p: &Self::Params) -> Option<&'static str> {
+        None
+    }
+    /// The fault profile (a name of [`overcast_sim::faults::FaultMix::PROFILES`])
+    /// the bug hunt runs `bug` under, for a bug that only shows under more
+    /// faults of one kind than the default mix draws. Default: `default`.
+    fn hunt_profile(&self, _bug: &str) -> &'static str {
+        "default"
     }
     /// Its node programs for one run.
     fn deploy(&self, p: &Self::Params, ctx: &RunCtx) -> Deployment<Self::History>;
@@ -421,6 +408,10 @@ pub trait DynScenario: Send + Sync {
     fn topology(&self, params: &serde_json::Value) -> Result<Topology, String>;
     /// [`ScenarioDef::bugs`].
     fn bugs(&self) -> Vec<&'static BugInfo>;
+    /// [`ScenarioDef::hunt_profile`].
+    fn hunt_profile(&self, bug: &str) -> &'static str;
+    /// [`ScenarioDef::variant`] (none for parameters that do not parse).
+    fn variant(&self, params: &serde_json::Value) -> Option<&'static str>;
     /// Runs the world for `s` (whose plan is resolved) and checks its history.
     fn execute(&self, s: &Scenario) -> Result<Executed, String>;
     /// The names of its reductions.
@@ -448,27 +439,6 @@ pub trait DynScenario: Send + Sync {
         world: &WorldOutcome,
         t: &mut Timeline,
     ) -> Result<(), String>;
-}
-
-/// Checks an overcast history file with the first registered scenario that
-/// recognises it; the error names why none did.
-pub fn check_history_file(
-    doc: &serde_json::Value,
-    opts: &overcast_sim::lin::Options,
-) -> Result<overcast_sim::lin::Report, String> {
-    let mut errors = Vec::new();
-    for def in SCENARIOS {
-        match def.check_history_file(doc, opts) {
-            Some(Ok(report)) => return Ok(report),
-            Some(Err(e)) => errors.push(format!("{}: {e}", def.name())),
-            None => {}
-        }
-    }
-    Err(if errors.is_empty() {
-        "no registered scenario checks this kind of history".into()
-    } else {
-        errors.join("; ")
-    })
 }
 
 fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, String> {
@@ -510,6 +480,12 @@ impl<D: ScenarioDef> DynScenario for D {
     }
     fn bugs(&self) -> Vec<&'static BugInfo> {
         ScenarioDef::bugs(self)
+    }
+    fn hunt_profile(&self, bug: &str) -> &'static str {
+        ScenarioDef::hunt_profile(self, bug)
+    }
+    fn variant(&self, params: &serde_json::Value) -> Option<&'static str> {
+        ScenarioDef::variant(self, &parse(ScenarioDef::name(self), params).ok()?)
     }
     fn execute(&self, s: &Scenario) -> Result<Executed, String> {
         let p: D::Params = parse(ScenarioDef::name(self), &s.params)?;

@@ -354,45 +354,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_sweep_keeps_the_runs_of_the_lowest_failing_seeds_only_whatever_the_jobs() {
-        // Every seed fails with this bug; three workers finish in any order.
-        let def = crate::registry::find("occ").unwrap();
-        let make = |seed| {
-            let mut s = Scenario::new(def, seed);
-            s.bugs = vec!["skip_if_match".into()];
-            s
-        };
-        let seeds: Vec<u64> = (0..7).collect();
-        for (jobs, keep_failed) in [(3, 2), (1, 2), (3, 0)] {
-            let opts = SweepOptions {
-                jobs,
-                progress: false,
-                ..SweepOptions::default()
-            };
-            let checks = SeedChecks {
-                keep_failed,
-                ..SeedChecks::default()
-            };
-            let reports = sweep_with(def, &seeds, &opts, make, checks);
-            assert!(reports.iter().all(|r| r.outcome == Outcome::Violation));
-            let kept: Vec<u64> = reports
-                .iter()
-                .filter(|r| r.failed_run.is_some())
-                .map(|r| r.seed)
-                .collect();
-            assert_eq!(
-                kept,
-                (0..keep_failed as u64).collect::<Vec<_>>(),
-                "{jobs} jobs"
-            );
-            for r in reports.iter().filter(|r| r.failed_run.is_some()) {
-                let run = r.failed_run.as_ref().unwrap();
-                assert_eq!((run.scenario.seed, run.trace_hash), (r.seed, r.trace_hash));
-            }
-        }
-    }
-
-    #[test]
     fn the_shards_of_a_range_are_disjoint_and_cover_it() {
         let seeds: Vec<u64> = (10..47).collect();
         let mut all: Vec<u64> = (1..=5).flat_map(|k| shard(&seeds, k, 5)).collect();

@@ -591,118 +591,38 @@ pub fn shrink(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::find;
+    use crate::toy::{COUNTER, DOUBLE_INCREMENT};
 
     #[test]
-    fn a_seeded_bug_shrinks_to_a_smaller_failure_with_the_same_property() {
-        let def = find("occ").unwrap();
-        let mut s = Scenario::new(def, 0);
-        s.bugs = vec!["skip_if_match".into()];
-        let before = run_isolated_with(def, &s);
-        assert!(!before.passed());
-        let shrunk = shrink(def, &s, 300, |_, _| {}).expect("it fails");
-        assert!(
-            size(&shrunk.run) < size(&before),
-            "{:?} vs {:?}",
-            size(&shrunk.run),
-            size(&before)
-        );
-        assert_eq!(shrunk.run.first_property(), before.first_property());
-        assert!(
-            shrunk.run.history.ops() * 4 < before.history.ops(),
-            "shrunk to {} ops",
-            shrunk.run.history.ops()
-        );
-        // The shrunk scenario replays to the same failure.
+    fn a_seeded_bug_shrinks_to_a_smaller_failure_that_replays() {
+        let def: &'static dyn DynScenario = &COUNTER;
+        let failing = (0..50)
+            .map(|seed| {
+                let mut s = Scenario::new(def, seed);
+                s.bugs = vec![DOUBLE_INCREMENT.name.into()];
+                s
+            })
+            .find(|s| !run_isolated_with(def, s).passed())
+            .expect("the toy's bug fails some seed");
+        let before = run_isolated_with(def, &failing);
+        let shrunk = shrink(def, &failing, 100, |_, _| {}).expect("it fails");
+        assert!(size(&shrunk.run) < size(&before));
+        assert_eq!(shrunk.run.first_property().as_deref(), Some("C1"));
         let again = run_isolated_with(def, &shrunk.scenario);
         assert_eq!(again.trace_hash, shrunk.run.trace_hash);
-    }
-
-    #[test]
-    fn the_subject_pass_leaves_out_whole_items_and_keeps_the_property() {
-        // etag_reuse needs one item deleted and created again: every other
-        // item's operations can go at once.
-        let def = find("occ").unwrap();
-        let mut s = Scenario::new(def, 0);
-        s.bugs = vec!["etag_reuse".into()];
-        let before = run_isolated_with(def, &s);
-        assert!(
-            before.subjects.values().flat_map(|m| m.values()).count() > 100,
-            "occ says what its operations are about"
-        );
-        let mut steps = Vec::new();
-        let shrunk = shrink(def, &s, 500, |step, _| steps.push(step.to_string())).unwrap();
-        assert!(
-            steps.iter().any(|s| s.contains("the operations about")),
-            "{steps:?}"
-        );
-        assert_eq!(shrunk.run.first_property(), before.first_property());
-        assert!(size(&shrunk.run).0 <= 15, "{:?}", size(&shrunk.run));
-        // The items left are few: most of the ten were left out whole.
-        let items: std::collections::BTreeSet<&String> = shrunk
-            .run
-            .subjects
-            .iter()
-            .flat_map(|(node, ops)| {
-                let skip = shrunk.scenario.skip.get(node);
-                ops.iter()
-                    .filter(move |(i, _)| !skip.is_some_and(|k| k.contains(i)))
-                    .map(|(_, subject)| subject)
-            })
-            .collect();
-        assert!(items.len() <= 4, "{items:?}");
-    }
-
-    #[test]
-    fn the_history_pass_leaves_out_operations_and_the_shrunk_file_replays_to_the_same_failure() {
-        let def = find("occ").unwrap();
-        let mut s = Scenario::new(def, 0);
-        s.bugs = vec!["skip_if_match".into()];
-        let before = run_isolated_with(def, &s);
-        let shrunk = shrink(def, &s, 400, |_, _| {}).expect("it fails");
-        assert!(
-            crate::ops::count(&shrunk.scenario.skip) > 0,
-            "no operation was left out"
-        );
-        assert_eq!(shrunk.ops_before, before.history.workload_ops());
-        // occ's liveness probe reads and writes every item after the heal;
-        // its calls are not client operations the pass can leave out, so the
-        // bar is a tenth of the failing run rather than 15 operations.
-        assert!(
-            shrunk.run.history.ops() * 10 < before.history.ops(),
-            "shrunk to {} ops of {}",
-            shrunk.run.history.ops(),
-            before.history.ops()
-        );
-        assert_eq!(shrunk.run.first_property(), before.first_property());
-        // Leaving the skipped operations back in changes the run: they were really left out.
-        let mut all_in = shrunk.scenario.clone();
-        all_in.skip.clear();
-        let all_in = run_isolated_with(def, &all_in);
-        assert!(all_in.history.ops() > shrunk.run.history.ops());
-        // The saved file carries the skip set and replays to the same failure.
-        let text = crate::saved::SavedRun::of(&shrunk.run).to_json();
-        assert!(text.contains("\"skip\""), "{text}");
-        let loaded = crate::saved::SavedRun::parse(&text).unwrap();
-        assert_eq!(loaded.scenario, shrunk.scenario);
-        let again = run_isolated_with(def, &loaded.scenario);
-        assert!(loaded
-            .outcome
-            .unwrap()
-            .reproduced_by(&crate::saved::SavedOutcome::of(&again)));
-        assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+        assert!(shrink(def, &Scenario::new(def, 7), 10, |_, _| {}).is_none());
     }
 
     #[test]
     fn the_quiet_phase_is_cut_only_for_a_prefix_closed_property_and_outlasts_the_faults() {
-        let def = find("feed").unwrap();
+        let def: &'static dyn DynScenario = &COUNTER;
         let mut s = Scenario::new(def, 0);
         let mut plan = overcast_sim::faults::FaultPlan::none();
         for (at_ms, down_ms) in [(1_000, 500), (s.deadline_ms - 100, 5_000)] {
             plan.events.push(overcast_sim::faults::FaultEvent {
                 at_ms,
                 fault: overcast_sim::faults::Fault::Crash {
-                    node: "server-0".into(),
+                    node: "worker-0".into(),
                     down_ms,
                 },
             });
@@ -718,14 +638,14 @@ mod tests {
             candidate(def, s, property, r, i)
         };
         assert!(
-            quiet(&s, "CF3", 0).is_none(),
-            "CF3 needs the whole quiet phase"
+            quiet(&s, "liveness", 0).is_none(),
+            "liveness needs the whole quiet phase"
         );
-        assert!(def.prefix_closed("CF1") && !def.prefix_closed("liveness"));
-        let dropped = quiet(&s, "CF1", 0).expect("a candidate");
+        assert!(def.prefix_closed("C1") && !def.prefix_closed("liveness"));
+        let dropped = quiet(&s, "C1", 0).expect("a candidate");
         assert_eq!(dropped.quiet_ms, 4_000);
         assert_eq!(dropped.plan.unwrap().events.len(), 1, "the late crash goes");
-        let kept = quiet(&s, "CF1", 1).expect("a candidate");
+        let kept = quiet(&s, "C1", 1).expect("a candidate");
         assert_eq!(kept.plan.as_ref().unwrap().events.len(), 2);
         assert_eq!(
             kept.quiet_ms, 5_900,
@@ -733,30 +653,30 @@ mod tests {
         );
         s.quiet_ms = 5_900;
         assert!(
-            quiet(&s, "CF1", 1).is_none(),
+            quiet(&s, "C1", 1).is_none(),
             "no shorter quiet phase outlasts it"
         );
     }
 
     #[test]
     fn history_units_become_skipped_operations_and_dropped_fault_events() {
-        let mut base = Scenario::new(find("occ").unwrap(), 0);
+        let mut base = Scenario::new(&COUNTER, 0);
         let mut plan = overcast_sim::faults::FaultPlan::none();
         for at_ms in [10, 20, 30] {
             plan.events.push(overcast_sim::faults::FaultEvent {
                 at_ms,
                 fault: overcast_sim::faults::Fault::Pause {
-                    node: "server-0".into(),
+                    node: "worker-0".into(),
                     for_ms: 5,
                 },
             });
         }
         base.plan = Some(plan);
         base.skip
-            .insert("client-0".into(), std::collections::BTreeSet::from([0]));
+            .insert("worker-0".into(), std::collections::BTreeSet::from([0]));
         let units = vec![
-            Unit::Op("client-0".into(), 1),
-            Unit::Op("client-1".into(), 0),
+            Unit::Op("worker-0".into(), 1),
+            Unit::Op("worker-1".into(), 0),
             Unit::Fault(0),
             Unit::Fault(1),
             Unit::Fault(2),
@@ -764,7 +684,7 @@ mod tests {
         let s = with_units(&base, &units, &[1, 3]);
         assert_eq!(
             s.skip,
-            SkipSet::from([("client-0".into(), std::collections::BTreeSet::from([0, 1]))])
+            SkipSet::from([("worker-0".into(), std::collections::BTreeSet::from([0, 1]))])
         );
         let at: Vec<u64> = s.plan.unwrap().events.iter().map(|e| e.at_ms).collect();
         assert_eq!(at, [20]);
@@ -776,19 +696,5 @@ mod tests {
             removal_step([&units[3]].into_iter()),
             "leave out 1 fault event"
         );
-    }
-
-    #[test]
-    fn occs_probe_calls_are_the_ones_the_size_leaves_out() {
-        assert_eq!(
-            crate::occ::workload::PROBE_CLIENT,
-            crate::registry::CHECK_CLIENTS
-        );
-    }
-
-    #[test]
-    fn a_passing_scenario_does_not_shrink() {
-        let def = find("occ").unwrap();
-        assert!(shrink(def, &Scenario::new(def, 7), 10, |_, _| {}).is_none());
     }
 }

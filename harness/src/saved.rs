@@ -88,32 +88,28 @@ impl SavedRun {
     }
 
     /// Reads a saved run, or a bare scenario file (which then has no outcome
-    /// to compare), of a registered scenario. Older formats are migrated, with a note.
-    pub fn parse(text: &str) -> Result<Loaded, String> {
-        let loaded = Self::parse_unvalidated(text)?;
-        loaded.scenario.validate()?;
-        Ok(loaded)
-    }
-
-    /// [`SavedRun::parse`] for a scenario definition that need not be registered.
+    /// to compare), of the scenario `def` (registered or not; a catalogue's
+    /// `load` finds the scenario the file names). Older formats are
+    /// migrated, with a note.
     pub fn parse_with(text: &str, def: &dyn DynScenario) -> Result<Loaded, String> {
         let loaded = Self::parse_unvalidated(text)?;
         loaded.scenario.validate_with(def)?;
         Ok(loaded)
     }
 
-    fn parse_unvalidated(text: &str) -> Result<Loaded, String> {
+    /// [`SavedRun::parse_with`] without the validation.
+    pub(crate) fn parse_unvalidated(text: &str) -> Result<Loaded, String> {
         let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let Some(scenario) = value.get_mut("scenario").map(serde_json::Value::take) else {
-            let (scenario, note) = Scenario::parse_unvalidated(value)?;
+            let (scenario, note) = Scenario::from_value(value)?;
             return Ok(Loaded {
                 scenario,
                 outcome: None,
                 note,
             });
         };
-        let (scenario, mut note) = Scenario::parse_unvalidated(scenario)?;
+        let (scenario, mut note) = Scenario::from_value(scenario)?;
         let mut outcome = value
             .get_mut("outcome")
             .map(serde_json::Value::take)
@@ -143,42 +139,55 @@ impl SavedRun {
     }
 }
 
-/// The command line that runs `s` again from its name and seed.
-pub fn run_command(s: &Scenario) -> String {
-    let mut cmd = format!("cargo run --release -- run {} --seed {}", s.name, s.seed);
+/// How the commands a run prints start (`cargo run --release --`, or the
+/// path of the binary that was run): set once by the program, read by
+/// [`run_command`] and [`replay_command`].
+static INVOCATION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Says how the printed commands start (the first call wins).
+pub fn set_invocation(prefix: String) {
+    let _ = INVOCATION.set(prefix);
+}
+
+/// How the printed commands start: what [`set_invocation`] said, else
+/// `cargo run --release --`.
+pub fn invocation() -> &'static str {
+    INVOCATION
+        .get()
+        .map_or("cargo run --release --", String::as_str)
+}
+
+/// The command line that runs `s` (a run of `def`) again from its name and seed.
+pub fn run_command(def: &dyn DynScenario, s: &Scenario) -> String {
+    let mut cmd = format!("{} run {} --seed {}", invocation(), s.name, s.seed);
     for b in &s.bugs {
         cmd += &format!(" --bug {b}");
     }
     if s.swarm {
         cmd += " --swarm";
-    } else if let Some(profile) = crate::scenario::profile_of(s) {
+    } else if let Some(profile) = crate::scenario::profile_of(def, s) {
         cmd += &format!(" --faults {profile}");
     }
-    if is_throttled(s) {
-        cmd += " --throttle";
+    if let Some(v) = def.variant(&s.params) {
+        cmd += &format!(" --{v}");
     }
     cmd
 }
 
-/// Whether `s` is occ's throttling variant (`--throttle`), which its command
-/// line and file name must say, or a rerun would run the plain scenario.
-fn is_throttled(s: &Scenario) -> bool {
-    s.params.get("throttle") == Some(&serde_json::Value::Bool(true))
-}
-
 /// The command line that replays a saved file.
 pub fn replay_command(path: &Path) -> String {
-    format!("cargo run --release -- replay {}", path.display())
+    format!("{} replay {}", invocation(), path.display())
 }
 
-/// The file stem a failure of `s` is saved under: `occ-seed7-swarm-skip_if_match`.
-pub fn failure_stem(s: &Scenario) -> String {
+/// The file stem a failure of `s` (a run of `def`) is saved under:
+/// `occ-seed7-swarm-skip_if_match`.
+pub fn failure_stem(def: &dyn DynScenario, s: &Scenario) -> String {
     let mut stem = format!("{}-seed{}", s.name, s.seed);
     if s.swarm {
         stem += "-swarm";
     }
-    if is_throttled(s) {
-        stem += "-throttle";
+    if let Some(v) = def.variant(&s.params) {
+        stem += &format!("-{v}");
     }
     for b in &s.bugs {
         stem += &format!("-{b}");
@@ -199,9 +208,13 @@ pub struct SavedFiles {
 
 /// Saves a run that did not pass under `dir`: the saved run (with its replay
 /// command), its history, and the HTML report when there is one.
-pub fn save_failure(r: &RunResult, dir: &Path) -> std::io::Result<SavedFiles> {
+pub fn save_failure(
+    def: &dyn DynScenario,
+    r: &RunResult,
+    dir: &Path,
+) -> std::io::Result<SavedFiles> {
     std::fs::create_dir_all(dir)?;
-    let stem = failure_stem(&r.scenario);
+    let stem = failure_stem(def, &r.scenario);
     let path = dir.join(format!("{stem}.json"));
     let saved = SavedRun {
         replay: Some(replay_command(&path)),

@@ -93,14 +93,10 @@ impl Scenario {
         }
     }
 
-    /// The default run of the registered scenario `name` for `seed`.
-    pub fn named(name: &str, seed: u64) -> Result<Scenario, String> {
-        Ok(Scenario::new(registry::find(name)?, seed))
-    }
-
-    /// Parses a scenario file (format 2, or format 1 migrated); errors say
-    /// what is wrong in one line. The second value is a note for the user
-    /// when the file was migrated.
+    /// Parses a scenario file (format 2, or format 1 migrated), without
+    /// validating it against its scenario ([`Scenario::validate_with`], or
+    /// the catalogue's `validate`); errors say what is wrong in one line.
+    /// The second value is a note for the user when the file was migrated.
     pub fn from_json(text: &str) -> Result<(Scenario, Option<String>), String> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -109,28 +105,14 @@ impl Scenario {
 
     /// [`Scenario::from_json`] on parsed JSON.
     pub fn from_value(value: serde_json::Value) -> Result<(Scenario, Option<String>), String> {
-        let (s, note) = Self::parse_unvalidated(value)?;
-        s.validate()?;
-        Ok((s, note))
-    }
-
-    /// Parses (and migrates) without validating against a scenario
-    /// definition: for a caller that validates with [`Scenario::validate_with`].
-    pub fn parse_unvalidated(
-        value: serde_json::Value,
-    ) -> Result<(Scenario, Option<String>), String> {
         let (value, note) = migrate(value)?;
         let s: Scenario = serde_path_to_error::deserialize(value)
             .map_err(|e| format!("not a valid scenario: {}: {}", e.path(), e.inner()))?;
         Ok((s, note))
     }
 
-    /// Checks the values make sense, the parameters included.
-    pub fn validate(&self) -> Result<(), String> {
-        self.validate_with(registry::find(&self.name)?)
-    }
-
-    /// [`Scenario::validate`] against a scenario definition that need not be registered.
+    /// Checks the values make sense against the scenario definition `def`
+    /// (registered or not), the parameters included.
     pub fn validate_with(&self, def: &dyn DynScenario) -> Result<(), String> {
         if self.version != SCENARIO_VERSION {
             return Err(format!(
@@ -151,16 +133,7 @@ impl Scenario {
         let known = def.bugs();
         for b in &self.bugs {
             if !known.iter().any(|k| k.name == *b) {
-                let all = crate::bugs::all_names();
-                return Err(if all.contains(&b.as_str()) {
-                    format!(
-                        "bug '{b}' does not belong to scenario '{}' (its bugs: {})",
-                        self.name,
-                        known.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
-                    )
-                } else {
-                    registry::unknown("bug", b, known.iter().map(|k| k.name))
-                });
+                return Err(registry::unknown("bug", b, known.iter().map(|k| k.name)));
             }
         }
         def.check_params(&self.params)
@@ -185,9 +158,9 @@ pub fn with_profile(
     Ok(s)
 }
 
-/// The name of the fault profile `s`'s mix is, when it is not the default one.
-pub fn profile_of(s: &Scenario) -> Option<&'static str> {
-    let def = registry::find(&s.name).ok()?;
+/// The name of the fault profile `s`'s mix is (`s` a run of `def`), when it
+/// is not the default one.
+pub fn profile_of(def: &dyn DynScenario, s: &Scenario) -> Option<&'static str> {
     let base = def.defaults().faults;
     FaultMix::PROFILES
         .iter()
@@ -226,34 +199,41 @@ fn migrate(mut value: serde_json::Value) -> Result<(serde_json::Value, Option<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::toy::COUNTER;
+
+    fn load(text: &str) -> Result<Scenario, String> {
+        let (s, _) = Scenario::from_json(text)?;
+        s.validate_with(&COUNTER)?;
+        Ok(s)
+    }
 
     #[test]
     fn scenarios_round_trip_and_unknown_fields_are_refused() {
-        let s = Scenario::named("occ", 7).unwrap();
-        assert_eq!(Scenario::from_json(&s.to_json()).unwrap().0, s);
+        let s = Scenario::new(&COUNTER, 7);
+        assert_eq!(load(&s.to_json()).unwrap(), s);
         let mut v: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
         v["surprise"] = serde_json::json!(1);
-        let err = Scenario::from_json(&v.to_string()).unwrap_err();
+        let err = load(&v.to_string()).unwrap_err();
         assert!(err.contains("surprise"), "{err}");
         v = serde_json::from_str(&s.to_json()).unwrap();
         v["params"]["surprise"] = serde_json::json!(1);
-        let err = Scenario::from_json(&v.to_string()).unwrap_err();
+        let err = load(&v.to_string()).unwrap_err();
         assert!(err.contains("surprise"), "{err}");
         v = serde_json::from_str(&s.to_json()).unwrap();
         v["bugs"] = serde_json::json!(["no_such_bug"]);
-        assert!(Scenario::from_json(&v.to_string())
+        assert!(load(&v.to_string())
             .unwrap_err()
-            .contains("unknown bug 'no_such_bug'"));
+            .contains("unknown bug 'no_such_bug' (known: double_increment)"));
         v["bugs"] = serde_json::json!([]);
         v["name"] = serde_json::json!("nope");
-        assert!(Scenario::from_json(&v.to_string())
+        assert!(load(&v.to_string())
             .unwrap_err()
-            .contains("unknown scenario 'nope' (known: occ"));
+            .contains("the file is a 'nope' scenario, not 'counter'"));
     }
 
     #[test]
     fn a_format_1_file_is_migrated_with_a_note() {
-        let s = Scenario::named("occ", 3).unwrap();
+        let s = Scenario::new(&COUNTER, 3);
         let mut flat = s.params.as_object().unwrap().clone();
         let v2: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
         for key in V1_ENVELOPE {

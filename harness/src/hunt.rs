@@ -55,7 +55,7 @@ pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: u
 }
 
 /// The run of `bug` on `seed`: the scenario's defaults with the bug's hunt
-/// profile ([`crate::bugs::hunt_profile`]) and the bug on.
+/// profile ([`DynScenario::hunt_profile`]) and the bug on.
 pub fn hunt_scenario(def: &dyn DynScenario, seed: u64, bug: &str) -> Scenario {
     hunt_scenario_in(def, seed, bug, false)
 }
@@ -64,8 +64,7 @@ pub fn hunt_scenario(def: &dyn DynScenario, seed: u64, bug: &str) -> Scenario {
 /// the hunt profile's).
 pub fn hunt_scenario_in(def: &dyn DynScenario, seed: u64, bug: &str, swarm: bool) -> Scenario {
     let s = Scenario::new(def, seed);
-    let mut s =
-        crate::scenario::with_profile(def, s.clone(), crate::bugs::hunt_profile(bug)).unwrap_or(s);
+    let mut s = crate::scenario::with_profile(def, s.clone(), def.hunt_profile(bug)).unwrap_or(s);
     s.bugs = vec![bug.to_string()];
     s.swarm = swarm;
     s

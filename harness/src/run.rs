@@ -2,7 +2,7 @@
 //! scenario's topology, run its node programs, check the history with its
 //! checkers, and summarise. Works for any [`DynScenario`].
 
-use crate::registry::{self, CheckRecord, DynScenario, RunHistory};
+use crate::registry::{CheckRecord, DynScenario, RunHistory};
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Outcome, Verdict, Violation, LIVENESS};
 use overcast_sim::faults::{FaultMix, FaultPlan};
@@ -284,16 +284,6 @@ fn liveness(world: &WorldOutcome) -> CheckRecord {
     CheckRecord {
         properties: &[LIVENESS],
         checked: Checked::new(verdict),
-    }
-}
-
-/// Runs a registered scenario on the current thread (use
-/// [`overcast_sim::runner::run_isolated`] for a fresh one). A scenario that
-/// names no registered scenario or does not validate ends as a harness error.
-pub fn run(s: &Scenario) -> RunResult {
-    match registry::find(&s.name) {
-        Ok(def) => run_with(def, s),
-        Err(e) => harness_failure(s, e, Duration::ZERO),
     }
 }
 

@@ -1,0 +1,3 @@
+//! What several services' scenarios share.
+
+pub mod words;

@@ -1,0 +1,165 @@
+//! The harness's generic machinery (shrinking, sweeping, saving) on the
+//! registered scenarios, where the toy of the harness's own tests is too
+//! small to show it: occ's seeded bugs shrink by items and operations, and a
+//! sweep keeps the runs of the lowest failing seeds only.
+
+use overcast_harness::run::run_isolated_with;
+use overcast_harness::scenario::Scenario;
+use overcast_harness::shrink::{shrink, size};
+use overcast_harness::sweep::{sweep_with, SeedChecks};
+use overcast_scenarios::CATALOGUE;
+use overcast_sim::check::Outcome;
+use overcast_sim::runner::SweepOptions;
+
+#[test]
+fn a_seeded_bug_shrinks_to_a_smaller_failure_with_the_same_property() {
+    let def = CATALOGUE.find("occ").unwrap();
+    let mut s = Scenario::new(def, 0);
+    s.bugs = vec!["skip_if_match".into()];
+    let before = run_isolated_with(def, &s);
+    assert!(!before.passed());
+    let shrunk = shrink(def, &s, 300, |_, _| {}).expect("it fails");
+    assert!(
+        size(&shrunk.run) < size(&before),
+        "{:?} vs {:?}",
+        size(&shrunk.run),
+        size(&before)
+    );
+    assert_eq!(shrunk.run.first_property(), before.first_property());
+    assert!(
+        shrunk.run.history.ops() * 4 < before.history.ops(),
+        "shrunk to {} ops",
+        shrunk.run.history.ops()
+    );
+    // The shrunk scenario replays to the same failure.
+    let again = run_isolated_with(def, &shrunk.scenario);
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+}
+
+#[test]
+fn the_subject_pass_leaves_out_whole_items_and_keeps_the_property() {
+    // etag_reuse needs one item deleted and created again: every other
+    // item's operations can go at once.
+    let def = CATALOGUE.find("occ").unwrap();
+    let mut s = Scenario::new(def, 0);
+    s.bugs = vec!["etag_reuse".into()];
+    let before = run_isolated_with(def, &s);
+    assert!(
+        before.subjects.values().flat_map(|m| m.values()).count() > 100,
+        "occ says what its operations are about"
+    );
+    let mut steps = Vec::new();
+    let shrunk = shrink(def, &s, 500, |step, _| steps.push(step.to_string())).unwrap();
+    assert!(
+        steps.iter().any(|s| s.contains("the operations about")),
+        "{steps:?}"
+    );
+    assert_eq!(shrunk.run.first_property(), before.first_property());
+    assert!(size(&shrunk.run).0 <= 15, "{:?}", size(&shrunk.run));
+    // The items left are few: most of the ten were left out whole.
+    let items: std::collections::BTreeSet<&String> = shrunk
+        .run
+        .subjects
+        .iter()
+        .flat_map(|(node, ops)| {
+            let skip = shrunk.scenario.skip.get(node);
+            ops.iter()
+                .filter(move |(i, _)| !skip.is_some_and(|k| k.contains(i)))
+                .map(|(_, subject)| subject)
+        })
+        .collect();
+    assert!(items.len() <= 4, "{items:?}");
+}
+
+#[test]
+fn the_history_pass_leaves_out_operations_and_the_shrunk_file_replays_to_the_same_failure() {
+    let def = CATALOGUE.find("occ").unwrap();
+    let mut s = Scenario::new(def, 0);
+    s.bugs = vec!["skip_if_match".into()];
+    let before = run_isolated_with(def, &s);
+    let shrunk = shrink(def, &s, 400, |_, _| {}).expect("it fails");
+    assert!(
+        overcast_harness::ops::count(&shrunk.scenario.skip) > 0,
+        "no operation was left out"
+    );
+    assert_eq!(shrunk.ops_before, before.history.workload_ops());
+    // occ's liveness probe reads and writes every item after the heal;
+    // its calls are not client operations the pass can leave out, so the
+    // bar is a tenth of the failing run rather than 15 operations.
+    assert!(
+        shrunk.run.history.ops() * 10 < before.history.ops(),
+        "shrunk to {} ops of {}",
+        shrunk.run.history.ops(),
+        before.history.ops()
+    );
+    assert_eq!(shrunk.run.first_property(), before.first_property());
+    // Leaving the skipped operations back in changes the run: they were really left out.
+    let mut all_in = shrunk.scenario.clone();
+    all_in.skip.clear();
+    let all_in = run_isolated_with(def, &all_in);
+    assert!(all_in.history.ops() > shrunk.run.history.ops());
+    // The saved file carries the skip set and replays to the same failure.
+    let text = overcast_harness::saved::SavedRun::of(&shrunk.run).to_json();
+    assert!(text.contains("\"skip\""), "{text}");
+    let loaded = CATALOGUE.load(&text).unwrap();
+    assert_eq!(loaded.scenario, shrunk.scenario);
+    let again = run_isolated_with(def, &loaded.scenario);
+    assert!(loaded
+        .outcome
+        .unwrap()
+        .reproduced_by(&overcast_harness::saved::SavedOutcome::of(&again)));
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+}
+
+#[test]
+fn occs_probe_calls_are_the_ones_the_size_leaves_out() {
+    assert_eq!(
+        overcast_scenarios::occ::workload::PROBE_CLIENT,
+        overcast_harness::registry::CHECK_CLIENTS
+    );
+}
+
+#[test]
+fn a_passing_scenario_does_not_shrink() {
+    let def = CATALOGUE.find("occ").unwrap();
+    assert!(shrink(def, &Scenario::new(def, 7), 10, |_, _| {}).is_none());
+}
+
+#[test]
+fn a_sweep_keeps_the_runs_of_the_lowest_failing_seeds_only_whatever_the_jobs() {
+    // Every seed fails with this bug; three workers finish in any order.
+    let def = CATALOGUE.find("occ").unwrap();
+    let make = |seed| {
+        let mut s = Scenario::new(def, seed);
+        s.bugs = vec!["skip_if_match".into()];
+        s
+    };
+    let seeds: Vec<u64> = (0..7).collect();
+    for (jobs, keep_failed) in [(3, 2), (1, 2), (3, 0)] {
+        let opts = SweepOptions {
+            jobs,
+            progress: false,
+            ..SweepOptions::default()
+        };
+        let checks = SeedChecks {
+            keep_failed,
+            ..SeedChecks::default()
+        };
+        let reports = sweep_with(def, &seeds, &opts, make, checks);
+        assert!(reports.iter().all(|r| r.outcome == Outcome::Violation));
+        let kept: Vec<u64> = reports
+            .iter()
+            .filter(|r| r.failed_run.is_some())
+            .map(|r| r.seed)
+            .collect();
+        assert_eq!(
+            kept,
+            (0..keep_failed as u64).collect::<Vec<_>>(),
+            "{jobs} jobs"
+        );
+        for r in reports.iter().filter(|r| r.failed_run.is_some()) {
+            let run = r.failed_run.as_ref().unwrap();
+            assert_eq!((run.scenario.seed, run.trace_hash), (r.seed, r.trace_hash));
+        }
+    }
+}
