@@ -216,7 +216,7 @@ fn scenario_for(
     s.bugs = bugs.to_vec();
     s.swarm = swarm;
     if throttle {
-        overcast_scenarios::occ::throttled(&mut s)?;
+        overcast_scenarios::services::occ::throttled(&mut s)?;
     }
     s.validate_with(def)?;
     Ok((def, s))
@@ -330,7 +330,7 @@ pub fn run(args: &RunArgs) -> u8 {
     let r = run_isolated_with(def, &s);
     let code = print_run(&r, args.history.as_deref());
     if args.coverage {
-        if let Some(c) = overcast_scenarios::occ::coverage::of_run(&r) {
+        if let Some(c) = overcast_scenarios::services::occ::coverage::of_run(&r) {
             print!("{}", c.table());
         }
     }
@@ -666,18 +666,19 @@ fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) 
         return bad_input("--coverage is for `sweep occ --seeds A..B` only");
     }
     let started = Instant::now();
-    let (coverage, failed) = overcast_scenarios::occ::coverage::over_seeds(seeds, jobs, |seed| {
-        scenario_for(
-            "occ",
-            seed,
-            &args.bugs,
-            args.swarm,
-            &args.faults,
-            args.throttle,
-        )
-        .expect("validated above")
-        .1
-    });
+    let (coverage, failed) =
+        overcast_scenarios::services::occ::coverage::over_seeds(seeds, jobs, |seed| {
+            scenario_for(
+                "occ",
+                seed,
+                &args.bugs,
+                args.swarm,
+                &args.faults,
+                args.throttle,
+            )
+            .expect("validated above")
+            .1
+        });
     for (seed, problem) in &failed {
         println!("seed {seed} did not pass: {problem}");
     }

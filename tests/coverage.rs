@@ -2,7 +2,7 @@
 //! reachable row of the condition tables is exercised over seeds 0..200.
 
 use overcast_harness::scenario::Scenario;
-use overcast_scenarios::occ::coverage::{over_seeds, ROWS};
+use overcast_scenarios::services::occ::coverage::{over_seeds, ROWS};
 use overcast_scenarios::CATALOGUE;
 
 #[test]

@@ -57,9 +57,9 @@ fn each_seeded_feed_bug_is_caught_by_the_property_it_breaks() {
 fn a_run_counts_the_writers_the_readers_and_the_hosts_operations() {
     let r = run_with(feed(), &Scenario::new(feed(), 3));
     let h = r
-        .history_as::<overcast_scenarios::feed::history::FeedHistory>()
+        .history_as::<overcast_scenarios::services::feed::history::FeedHistory>()
         .expect("a feed history");
-    use overcast_scenarios::feed::history::FeedCall;
+    use overcast_scenarios::services::feed::history::FeedCall;
     let writes = h
         .ops
         .iter()
@@ -117,7 +117,7 @@ fn a_hosts_calls_are_numbered_for_the_shrinker_and_one_left_out_is_not_sent() {
     assert_ne!(left_out.trace_hash, r.trace_hash, "and not sent");
     let invoked_at = |r: &overcast_harness::run::RunResult| -> Vec<u64> {
         let h = r
-            .history_as::<overcast_scenarios::feed::history::FeedHistory>()
+            .history_as::<overcast_scenarios::services::feed::history::FeedHistory>()
             .expect("a feed history");
         let mut v: Vec<u64> = h
             .ops

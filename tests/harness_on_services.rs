@@ -114,7 +114,7 @@ fn the_history_pass_leaves_out_operations_and_the_shrunk_file_replays_to_the_sam
 #[test]
 fn occs_probe_calls_are_the_ones_the_size_leaves_out() {
     assert_eq!(
-        overcast_scenarios::occ::workload::PROBE_CLIENT,
+        overcast_scenarios::services::occ::workload::PROBE_CLIENT,
         overcast_harness::registry::CHECK_CLIENTS
     );
 }

@@ -5,7 +5,7 @@
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_isolated_with;
 use overcast_harness::scenario::Scenario;
-use overcast_scenarios::occ::check::OccHistory;
+use overcast_scenarios::services::occ::check::OccHistory;
 use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Outcome;
 use overcast_sim::runner::{run_isolated, sweep, SweepOptions};
@@ -135,8 +135,8 @@ fn seed_7_trace_summary() {
 #[test]
 fn a_transport_re_send_after_a_429_is_seen_only_from_the_servers_side() {
     use overcast_model::retry::RetryOptions;
-    use overcast_scenarios::occ::check::RetryDiscipline;
-    use overcast_scenarios::occ::retry::RetryFromServers;
+    use overcast_scenarios::services::occ::check::RetryDiscipline;
+    use overcast_scenarios::services::occ::retry::RetryFromServers;
     use overcast_sim::check::{Checker, Verdict};
     let mut s = occ_seed(0);
     s.bugs = vec!["transport_retries_throttled".into()];
@@ -144,7 +144,7 @@ fn a_transport_re_send_after_a_429_is_seen_only_from_the_servers_side() {
     let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
     let from_sdk = RetryDiscipline {
         retry: RetryOptions::default(),
-        clients: overcast_scenarios::occ::OccParams::default().clients,
+        clients: overcast_scenarios::services::occ::OccParams::default().clients,
     }
     .check(&history);
     let from_servers = RetryFromServers {
@@ -166,7 +166,7 @@ fn a_transport_re_send_after_a_429_is_seen_only_from_the_servers_side() {
 /// `occ`'s throttling variant for `seed`.
 fn throttled_seed(seed: u64) -> Scenario {
     let mut s = occ_seed(seed);
-    overcast_scenarios::occ::throttled(&mut s).expect("occ has a throttling variant");
+    overcast_scenarios::services::occ::throttled(&mut s).expect("occ has a throttling variant");
     s
 }
 

@@ -6,7 +6,7 @@
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
-use overcast_scenarios::regions::history::RegionsHistory;
+use overcast_scenarios::services::regions::history::RegionsHistory;
 use overcast_scenarios::CATALOGUE;
 
 fn regions() -> &'static dyn DynScenario {

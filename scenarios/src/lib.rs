@@ -3,19 +3,10 @@
 //! failure-page drawing and seeded bugs; [`CATALOGUE`] lists them for the
 //! CLI, and [`bugs`] is the bug table.
 
-pub mod bridge;
 pub mod bugs;
-pub mod check_file;
-pub mod cosmos;
-pub mod dialects;
-pub mod feed;
 pub mod kit;
-pub mod leases;
-pub mod occ;
-pub mod queues;
-pub mod regions;
 pub mod script;
-pub mod search;
+pub mod services;
 
 use overcast_harness::catalogue::Catalogue;
 
@@ -23,13 +14,13 @@ use overcast_harness::catalogue::Catalogue;
 /// order `overcast list` shows them.
 pub static CATALOGUE: Catalogue = Catalogue {
     scenarios: &[
-        &occ::Occ,
-        &leases::Leases,
-        &cosmos::Cosmos,
-        &search::Search,
-        &queues::Queues,
-        &feed::Feed,
-        &regions::Regions::COSMOS,
-        &regions::Regions::BLOB,
+        &services::occ::Occ,
+        &services::leases::Leases,
+        &services::cosmos::Cosmos,
+        &services::search::Search,
+        &services::queues::Queues,
+        &services::feed::Feed,
+        &services::regions::Regions::COSMOS,
+        &services::regions::Regions::BLOB,
     ],
 };

@@ -1,3 +1,9 @@
-//! What several services' scenarios share.
+//! What several services' scenarios share: the engine's adapters for the
+//! model, the server and client node programs, recording SDK attempts, the
+//! client-side retry checks, and the words of a failure page.
 
+pub mod attempts;
+pub mod bridge;
+pub mod dialects;
+pub mod retry;
 pub mod words;

@@ -17,7 +17,7 @@ use super::format::{
     SearchOp, Step, Text,
 };
 use super::time::{format_rfc1123, parse_duration};
-use crate::bridge::{DiskAdapter, ServerStreams};
+use crate::kit::bridge::{DiskAdapter, ServerStreams};
 use madsim::net::Endpoint;
 use madsim::runtime::{Handle, Runtime};
 use madsim::time::sleep;

@@ -5,6 +5,7 @@
 //! ETag freshness (E1), retry discipline (R1–R3), liveness.
 
 pub mod check;
+pub mod check_file;
 pub mod coverage;
 pub mod history;
 pub mod retry;
@@ -12,7 +13,7 @@ pub mod spec;
 pub mod timeline;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
+use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
 use check::{
     EtagFreshness, Increments, Linearizability, OccHistory, ProbeLiveness, ProbeSetup,
     RetryDiscipline,
@@ -720,7 +721,7 @@ impl ScenarioDef for Occ {
         doc: &serde_json::Value,
         opts: &lin::Options,
     ) -> Option<Result<lin::Report, String>> {
-        Some(crate::check_file::check_history(doc, opts))
+        Some(crate::services::occ::check_file::check_history(doc, opts))
     }
 
     fn timeline(

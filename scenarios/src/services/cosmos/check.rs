@@ -6,7 +6,7 @@
 
 use super::history::{item_key, Call, ItemCall, OpOutcome, Outcome};
 use super::spec::{CosmosItemSpec, CosmosOp, CosmosResult};
-use crate::dialects::lin_checked;
+use crate::kit::dialects::lin_checked;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::History;

@@ -16,7 +16,7 @@ pub mod history;
 pub mod timeline;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
+use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
 use history::{FeedHistory, FeedRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
@@ -369,7 +369,7 @@ impl ScenarioDef for Feed {
                     format!("server-{}", env.incarnation),
                     Some(env.topology.clone()),
                 );
-                let disk = crate::bridge::RecordingDisk {
+                let disk = crate::kit::bridge::RecordingDisk {
                     disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                     node: env.name.clone(),
                     clock: env.clock.clone(),

@@ -6,7 +6,7 @@
 
 use super::history::{item_key, Call, Outcome};
 use super::CosmosParams;
-use crate::dialects::recorded;
+use crate::kit::dialects::recorded;
 use overcast_model::client::StoreClient;
 use overcast_model::conditions::ETag;
 use overcast_model::cosmos::{CosmosRequest, ItemOp};

@@ -2,7 +2,7 @@
 //! and failures write) for linearizability against the item spec, as
 //! `overcast check` does for kvhist/1 files.
 
-use crate::occ::check::{check_items, OccHistory};
+use crate::services::occ::check::{check_items, OccHistory};
 use overcast_sim::history::HISTORY_VERSION;
 use overcast_sim::lin::{self, Report};
 

@@ -3,9 +3,9 @@
 //! call into the history, the linearizability verdict of a report, and retry
 //! discipline (R1–R3) over any history whose calls say whether they are reads.
 
-use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
-use crate::occ::history::attempt;
-use crate::occ::retry::{check_retries, RetryCase, RetryRules, Surfaced};
+use crate::kit::attempts::attempt;
+use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
+use crate::kit::retry::{check_retries, RetryCase, RetryRules, Surfaced};
 use overcast_harness::registry::{NodeFuture, RunDefaults};
 use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{CallResult, ClientConfig, StoreClient};
@@ -71,7 +71,7 @@ pub fn no_lying_disk(plan: &mut overcast_sim::faults::FaultPlan) {
 /// The plan's duplicated and reordered datagrams for this node's sends (not
 /// counted in the run summary of these scenarios).
 fn send_policy(env: &NodeEnv) -> overcast_model::env::SendPolicy {
-    crate::bridge::NetworkAdapter::policy(env, &crate::bridge::NetworkCounts::default())
+    crate::kit::bridge::NetworkAdapter::policy(env, &crate::kit::bridge::NetworkCounts::default())
 }
 
 /// The program of a server node: the model's server over the node's clock and disk.

@@ -6,8 +6,8 @@
 
 use super::history::{Call, Outcome, QueueEvent, QueueRecorder};
 use super::QueuesParams;
-use crate::bridge::ClockAdapter;
-use crate::occ::history::attempt;
+use crate::kit::attempts::attempt;
+use crate::kit::bridge::ClockAdapter;
 use overcast_model::client::{sim_now_ns, CallResult};
 use overcast_model::connector::{ConnectorEvent, ConnectorObserver, Doc, Repository, Source};
 use overcast_model::env::Clock;

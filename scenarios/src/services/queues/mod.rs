@@ -16,7 +16,7 @@ pub mod history;
 pub mod reference;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
+use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use history::{QueueHistory, QueueRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::registry::{
@@ -315,13 +315,13 @@ impl ScenarioDef for Queues {
         let params = p.clone();
         let program_stats = stats.clone();
         let program_recorder = recorder.clone();
-        let network_counts = crate::bridge::NetworkCounts::default();
+        let network_counts = crate::kit::bridge::NetworkCounts::default();
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let repo = repo.clone();
-            let send = crate::bridge::NetworkAdapter::policy(&env, &network_counts);
+            let send = crate::kit::bridge::NetworkAdapter::policy(&env, &network_counts);
             let fut: overcast_harness::registry::NodeFuture = match env.role.as_str() {
                 "server" => {
                     let cfg = ServerConfig {
@@ -343,7 +343,7 @@ impl ScenarioDef for Queues {
                         format!("server-{}", env.incarnation),
                         Some(env.topology.clone()),
                     );
-                    let disk = crate::bridge::RecordingDisk {
+                    let disk = crate::kit::bridge::RecordingDisk {
                         disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                         node: env.name.clone(),
                         clock: env.clock.clone(),

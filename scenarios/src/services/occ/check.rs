@@ -3,9 +3,9 @@
 //! (R1–R3, [`super::retry`]), each a [`Checker`] of the run's history.
 
 use super::history::{Call, OccEvent, Outcome};
-use super::retry::{check_retries, window_wait_overrun, RetryCase, RetryRules, Surfaced};
 use super::spec::{Cond, ItemOp, ItemResult, ItemSpec, Match, Orphan, Tag};
 use super::workload::is_probe;
+use crate::kit::retry::{check_retries, window_wait_overrun, RetryCase, RetryRules, Surfaced};
 use overcast_model::partition::Effect;
 use overcast_model::retry::RetryOptions;
 use overcast_model::store;

@@ -1,12 +1,11 @@
 //! The store's history records: what a call asked and what it saw, as they
 //! appear in overcast's history files.
 
-use overcast_model::client::{AttemptLog, CallResult};
-use overcast_model::retry::{AttemptOutcome, FinalOutcome};
+use overcast_model::client::CallResult;
+use overcast_model::retry::FinalOutcome;
 use overcast_model::server::Receipt;
 use overcast_model::store::{EtagMatch, StoreRequest};
 use overcast_model::wire::OperationId;
-use overcast_sim::history::{Attempt, AttemptResult};
 use serde::{Deserialize, Serialize};
 
 /// A call to the store, flattened for the history file.
@@ -123,25 +122,6 @@ impl Outcome {
                 })
             }
         }
-    }
-}
-
-/// The history form of an SDK attempt.
-pub fn attempt(a: &AttemptLog) -> Attempt {
-    Attempt {
-        sent_ns: a.sent_ns,
-        waited_ns: a.waited.as_nanos() as u64,
-        result: match &a.outcome {
-            AttemptOutcome::Timeout => AttemptResult::Timeout,
-            AttemptOutcome::Response {
-                status,
-                retry_after,
-                ..
-            } => AttemptResult::Status {
-                status: *status,
-                retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
-            },
-        },
     }
 }
 

@@ -14,7 +14,7 @@
 
 use super::history::{Call, Outcome};
 use super::SearchParams;
-use crate::dialects::recorded;
+use crate::kit::dialects::recorded;
 use overcast_model::client::StoreClient;
 use overcast_model::search::{ResourceKind, SearchRequest};
 use overcast_model::search_client::{Definition, SearchClient};

@@ -7,8 +7,8 @@
 
 use super::history::{begin, Call, LeaseEvent, LeaseRecorder, Outcome};
 use super::{blob_key, LeasesParams, CONTAINER};
-use crate::bridge::ClockAdapter;
-use crate::occ::history::attempt;
+use crate::kit::attempts::attempt;
+use crate::kit::bridge::ClockAdapter;
 use overcast_model::client::{sim_now_ns, CallResult, StoreClient};
 use overcast_model::conditions::{Conditions, ETag};
 use overcast_model::env::Clock;

@@ -584,7 +584,7 @@ fn judge_resends(h: &LeaseHistory, a: &mut Analysis) -> usize {
     let mut judged = 0;
     for op in h.ops.iter().filter(|o| !may_resend_after_timeout(&o.call)) {
         judged += 1;
-        if let Some(mut v) = crate::occ::retry::resent_after_timeout(op.id, &op.attempts) {
+        if let Some(mut v) = crate::kit::retry::resent_after_timeout(op.id, &op.attempts) {
             v.message = format!("{} {}: {}", op.call.op, op.call.target, v.message);
             a.violations.push(v);
         }

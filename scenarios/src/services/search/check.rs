@@ -5,7 +5,7 @@
 
 use super::history::{Call, Outcome};
 use super::spec::{Cond, SearchOp, SearchResult, SearchSpec};
-use crate::dialects::lin_checked;
+use crate::kit::dialects::lin_checked;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::History;

@@ -14,7 +14,7 @@ pub mod reference;
 pub mod timeline;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
+use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use history::{LeaseHistory, LeaseRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
@@ -337,12 +337,12 @@ impl ScenarioDef for Leases {
         let params = p.clone();
         let program_stats = stats.clone();
         let program_recorder = recorder.clone();
-        let network_counts = crate::bridge::NetworkCounts::default();
+        let network_counts = crate::kit::bridge::NetworkCounts::default();
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
-            let send = crate::bridge::NetworkAdapter::policy(&env, &network_counts);
+            let send = crate::kit::bridge::NetworkAdapter::policy(&env, &network_counts);
             let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
                 let cfg = ServerConfig {
                     bind: env.addr(),
@@ -363,7 +363,7 @@ impl ScenarioDef for Leases {
                     format!("server-{}", env.incarnation),
                     Some(env.topology.clone()),
                 );
-                let disk = crate::bridge::RecordingDisk {
+                let disk = crate::kit::bridge::RecordingDisk {
                     disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
                     node: env.name.clone(),
                     clock: env.clock.clone(),

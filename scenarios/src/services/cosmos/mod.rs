@@ -1,13 +1,10 @@
-//! The `search` scenario (Azure AI Search resource definitions, SPEC §1.2):
-//! servers holding the partitions' resource state machines, clients running
-//! the seed's story (read an index or synonym map, add an entry, write it
-//! back with `onlyIfUnchanged`) and GETs, create-only PUTs, conditional
-//! updates, blind PUTs and deletes of scratch resources. Checked:
-//! linearizability of every resource with the dialect's statuses as outputs
-//! (E2–E5, the 409 of serialized updates, the 400 of a dropped field), ETag
-//! freshness (E1), the story's invariant (no entry added by an acknowledged
-//! update is lost, when `onlyIfUnchanged` is on), retry discipline (R1–R3),
-//! liveness.
+//! The `cosmos` scenario (Cosmos DB items, SPEC §1.3 and §4): servers
+//! holding the partitions' item state machines, clients doing point reads
+//! (also with `if-none-match`), creates, replaces, upserts, deletes,
+//! read–modify–writes and transactional batches over a few items in a few
+//! partition keys. Checked: linearizability of every item with the dialect's
+//! statuses as outputs (E2–E6), `_etag` freshness (E1), batch atomicity,
+//! retry discipline (R1–R3), liveness.
 
 pub mod check;
 pub mod history;
@@ -15,8 +12,8 @@ pub mod spec;
 pub mod timeline;
 pub mod workload;
 
-use crate::dialects::{self, RetryDiscipline};
-use check::{EtagFreshness, Linearizability, NoLostField, SearchHistory};
+use crate::kit::dialects::{self, RetryDiscipline};
+use check::{BatchAtomicity, CosmosHistory, EtagFreshness, Linearizability};
 use history::{Call, Outcome};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::registry::{halve, once};
@@ -35,55 +32,60 @@ use std::time::Duration;
 /// Relative weights of the operations a client picks from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SearchMix {
-    /// The seed's read–add–write loop on a story resource.
-    pub story: u32,
-    /// GET of a scratch resource.
-    pub get: u32,
-    /// Create-only PUT (`If-None-Match: *`) of a scratch resource.
+pub struct CosmosMix {
+    /// Point reads.
+    pub read: u32,
+    /// Reads with `if-none-match` on the last `_etag` seen.
+    pub conditional_read: u32,
+    /// Creates.
     pub create: u32,
-    /// `CreateOrUpdate(onlyIfUnchanged: true)` of the last definition seen.
-    pub update: u32,
-    /// `CreateOrUpdate(onlyIfUnchanged: false)` of a new definition (last writer wins).
-    pub blind_put: u32,
-    /// DELETE (with `If-Match` most of the time when a definition was seen).
+    /// Replaces (with `if-match` on the last `_etag` seen, most of the time).
+    pub replace: u32,
+    /// Upserts (with `if-match` most of the time when an `_etag` is known).
+    pub upsert: u32,
+    /// Deletes (with `if-match` most of the time).
     pub delete: u32,
+    /// Read, replace with `if-match`, retry on 412.
+    pub read_modify_write: u32,
+    /// Transactional batches of two or three items of one partition key.
+    pub batch: u32,
 }
 
-impl Default for SearchMix {
+impl Default for CosmosMix {
     fn default() -> Self {
-        SearchMix {
-            story: 50,
-            get: 10,
+        CosmosMix {
+            read: 15,
+            conditional_read: 5,
             create: 10,
-            update: 10,
-            blind_put: 10,
-            delete: 10,
+            replace: 10,
+            upsert: 15,
+            delete: 8,
+            read_modify_write: 20,
+            batch: 17,
         }
     }
 }
 
-/// The parameters of `search`.
+/// The parameters of `cosmos`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SearchParams {
+pub struct CosmosParams {
     /// Server nodes.
     pub servers: usize,
     /// Client nodes (each runs one sequential workload).
     pub clients: usize,
-    /// Partitions the resource names are split into.
+    /// Partitions the key space is split into.
     pub partitions: u32,
-    /// Scratch resources (even: indexes, odd: synonym maps).
-    pub scratch_resources: usize,
-    /// Operations each client starts (a story loop counts once).
+    /// Distinct partition keys.
+    pub partition_keys: usize,
+    /// Distinct item ids per partition key.
+    pub items_per_key: usize,
+    /// Operations each client starts (a read–modify–write counts once).
     pub ops_per_client: usize,
     /// Operation weights.
-    pub mix: SearchMix,
-    /// The story's `onlyIfUnchanged` (the SDK's default is false; the seed's
-    /// design pattern sets it).
-    pub only_if_unchanged: bool,
-    /// Tries of the story's loop (the seed's makes 3).
-    pub story_tries: u32,
+    pub mix: CosmosMix,
+    /// Tries of a read–modify–write.
+    pub rmw_max_tries: u32,
     /// Server fault points (429, 449, 503, 410, 408).
     pub server_faults: FaultRates,
     /// The SDK's retry budgets and request timeout.
@@ -92,19 +94,19 @@ pub struct SearchParams {
     pub fsync_ms: (u64, u64),
 }
 
-impl Default for SearchParams {
-    /// 2 servers, 4 partitions, 4 clients doing 40 operations each, half of
-    /// them the story with `onlyIfUnchanged` on, every server fault point on.
+impl Default for CosmosParams {
+    /// 2 servers, 4 partitions, 6 clients doing 60 operations each over 3
+    /// partition keys of 3 items, every server fault point on.
     fn default() -> Self {
-        SearchParams {
+        CosmosParams {
             servers: 2,
-            clients: 4,
+            clients: 6,
             partitions: 4,
-            scratch_resources: 3,
-            ops_per_client: 40,
-            mix: SearchMix::default(),
-            only_if_unchanged: true,
-            story_tries: 3,
+            partition_keys: 3,
+            items_per_key: 3,
+            ops_per_client: 60,
+            mix: CosmosMix::default(),
+            rmw_max_tries: 5,
             server_faults: dialects::default_server_faults(),
             retry: RetryOptions::default(),
             fsync_ms: (1, 3),
@@ -112,68 +114,76 @@ impl Default for SearchParams {
     }
 }
 
-/// The `search` scenario.
-pub struct Search;
+/// The `cosmos` scenario.
+pub struct Cosmos;
 
-impl ScenarioDef for Search {
-    type Params = SearchParams;
-    type History = SearchHistory;
+impl ScenarioDef for Cosmos {
+    type Params = CosmosParams;
+    type History = CosmosHistory;
 
     fn bugs(&self) -> Vec<&'static BugInfo> {
         crate::bugs::of(ScenarioDef::name(self))
     }
 
     fn name(&self) -> &'static str {
-        "search"
+        "cosmos"
     }
 
     fn describe(&self) -> &'static str {
-        "Azure AI Search resource ETags and the seed's onlyIfUnchanged story (SPEC §1.2): linearizability, E1, lost-field, R1–R3"
+        "Cosmos DB items with _etag and transactional batches (SPEC §1.3, §4): linearizability, E1, batch atomicity, R1–R3"
     }
 
-    fn params(&self, _seed: u64) -> SearchParams {
-        SearchParams::default()
+    fn params(&self, _seed: u64) -> CosmosParams {
+        CosmosParams::default()
     }
 
     fn defaults(&self) -> RunDefaults {
         dialects::run_defaults()
     }
 
-    fn strategy(&self) -> BoxedStrategy<SearchParams> {
+    fn strategy(&self) -> BoxedStrategy<CosmosParams> {
         (
             1usize..=3,
-            1usize..=6,
+            1usize..=8,
             1u32..=6,
             1usize..=4,
-            5usize..=40,
-            any::<bool>(),
+            1usize..=4,
+            5usize..=60,
         )
             .prop_map(
-                |(servers, clients, partitions, scratch, ops, only)| SearchParams {
+                |(servers, clients, partitions, pks, items, ops)| CosmosParams {
                     servers,
                     clients,
                     partitions,
-                    scratch_resources: scratch,
+                    partition_keys: pks,
+                    items_per_key: items,
                     ops_per_client: ops,
-                    only_if_unchanged: only,
-                    ..SearchParams::default()
+                    ..CosmosParams::default()
                 },
             )
             .boxed()
     }
 
-    fn validate(&self, p: &SearchParams) -> Result<(), String> {
+    fn validate(&self, p: &CosmosParams) -> Result<(), String> {
         if p.servers == 0 || p.servers > 200 {
             return Err("servers must be between 1 and 200".into());
         }
         if p.clients == 0 || p.clients > 1000 {
             return Err("clients must be between 1 and 1000".into());
         }
-        if p.partitions == 0 || p.scratch_resources == 0 {
-            return Err("partitions and scratch_resources must be at least 1".into());
+        if p.partitions == 0 || p.partition_keys == 0 || p.items_per_key == 0 {
+            return Err("partitions, partition_keys and items_per_key must be at least 1".into());
         }
         let m = &p.mix;
-        if m.story + m.get + m.create + m.update + m.blind_put + m.delete == 0 {
+        let total = m.read
+            + m.conditional_read
+            + m.create
+            + m.replace
+            + m.upsert
+            + m.delete
+            + m.read_modify_write
+            + m.batch;
+        if total == 0 {
             return Err("the op mix has no weight".into());
         }
         if p.fsync_ms.0 > p.fsync_ms.1 {
@@ -182,18 +192,18 @@ impl ScenarioDef for Search {
         Ok(())
     }
 
-    fn header(&self, p: &SearchParams) -> String {
+    fn header(&self, p: &CosmosParams) -> String {
         let f = &p.server_faults;
         format!(
-            "servers={} clients={} partitions={} scratch={} ops/client={} onlyIfUnchanged={} story_tries={}\n\
+            "servers={} clients={} partitions={} partition_keys={} items/key={} ops/client={} rmw_tries={}\n\
              server  429={} 449={} 503={} 410={} 408={} fsync={}..{} ms; request timeout {} ms",
             p.servers,
             p.clients,
             p.partitions,
-            p.scratch_resources,
+            p.partition_keys,
+            p.items_per_key,
             p.ops_per_client,
-            p.only_if_unchanged,
-            p.story_tries,
+            p.rmw_max_tries,
             f.throttle,
             f.retry_with,
             f.unavailable,
@@ -205,14 +215,14 @@ impl ScenarioDef for Search {
         )
     }
 
-    fn topology(&self, p: &SearchParams) -> Topology {
+    fn topology(&self, p: &CosmosParams) -> Topology {
         Topology::new(vec![
             Role::new("server", p.servers).with_disk().crashable(),
             Role::new("client", p.clients).awaited(),
         ])
     }
 
-    fn deploy(&self, p: &SearchParams, ctx: &RunCtx) -> Deployment<SearchHistory> {
+    fn deploy(&self, p: &CosmosParams, ctx: &RunCtx) -> Deployment<CosmosHistory> {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
         let recorder: Recorder<Call, Outcome> =
@@ -226,7 +236,7 @@ impl ScenarioDef for Search {
             let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
                 dialects::server_program(
                     &env,
-                    Vec::new(),
+                    vec![workload::CONTAINER.to_string()],
                     p.server_faults.clone(),
                     p.fsync_ms,
                     bugs,
@@ -271,9 +281,10 @@ impl ScenarioDef for Search {
         }
     }
 
-    fn checkers(&self, p: &SearchParams) -> Vec<Box<dyn Checker<SearchHistory>>> {
-        let mut checks: Vec<Box<dyn Checker<SearchHistory>>> = vec![
+    fn checkers(&self, p: &CosmosParams) -> Vec<Box<dyn Checker<CosmosHistory>>> {
+        vec![
             Box::new(EtagFreshness),
+            Box::new(BatchAtomicity),
             Box::new(Linearizability {
                 options: lin::Options {
                     time_budget: Some(Duration::from_secs(20)),
@@ -282,37 +293,32 @@ impl ScenarioDef for Search {
                     ..lin::Options::default()
                 },
             }),
-        ];
-        // The story's invariant is the application's promise only with onlyIfUnchanged.
-        if p.only_if_unchanged {
-            checks.push(Box::new(NoLostField));
-        }
-        checks.push(Box::new(RetryDiscipline::<Call, Outcome> {
-            retry: p.retry.clone(),
-            idempotent: |c| c.op == "get",
-            status: |o| o.status,
-        }));
-        checks
+            Box::new(RetryDiscipline::<Call, Outcome> {
+                retry: p.retry.clone(),
+                idempotent: Call::is_read,
+                status: |o| o.status,
+            }),
+        ]
     }
 
-    fn adjust_plan(&self, _p: &SearchParams, plan: &mut overcast_sim::faults::FaultPlan) {
-        crate::dialects::no_lying_disk(plan);
+    fn adjust_plan(&self, _p: &CosmosParams, plan: &mut overcast_sim::faults::FaultPlan) {
+        crate::kit::dialects::no_lying_disk(plan);
     }
 
     fn timeline(
         &self,
-        p: &SearchParams,
-        h: &check::SearchHistory,
+        p: &CosmosParams,
+        h: &check::CosmosHistory,
         t: &mut overcast_sim::timeline::Timeline,
     ) {
         timeline::draw(h, p.clients, t);
     }
 
-    fn reductions(&self) -> Vec<Reduction<SearchParams>> {
+    fn reductions(&self) -> Vec<Reduction<CosmosParams>> {
         vec![
             ("halve the clients", |p, i| {
                 once(i, || {
-                    halve(p.clients, 1).map(|c| SearchParams {
+                    halve(p.clients, 1).map(|c| CosmosParams {
                         clients: c,
                         ..p.clone()
                     })
@@ -320,7 +326,7 @@ impl ScenarioDef for Search {
             }),
             ("halve the operations", |p, i| {
                 once(i, || {
-                    halve(p.ops_per_client, 1).map(|n| SearchParams {
+                    halve(p.ops_per_client, 1).map(|n| CosmosParams {
                         ops_per_client: n,
                         ..p.clone()
                     })
@@ -328,7 +334,7 @@ impl ScenarioDef for Search {
             }),
             ("one operation fewer", |p, i| {
                 once(i, || {
-                    (p.ops_per_client > 1).then(|| SearchParams {
+                    (p.ops_per_client > 1).then(|| CosmosParams {
                         ops_per_client: p.ops_per_client - 1,
                         ..p.clone()
                     })
@@ -336,7 +342,7 @@ impl ScenarioDef for Search {
             }),
             ("one client fewer", |p, i| {
                 once(i, || {
-                    (p.clients > 1).then(|| SearchParams {
+                    (p.clients > 1).then(|| CosmosParams {
                         clients: p.clients - 1,
                         ..p.clone()
                     })
@@ -344,7 +350,7 @@ impl ScenarioDef for Search {
             }),
             ("no server fault points", |p, i| {
                 once(i, || {
-                    dialects::without_fault_points(&p.server_faults).map(|f| SearchParams {
+                    dialects::without_fault_points(&p.server_faults).map(|f| CosmosParams {
                         server_faults: f,
                         ..p.clone()
                     })
@@ -352,7 +358,7 @@ impl ScenarioDef for Search {
             }),
             ("one server fewer", |p, i| {
                 once(i, || {
-                    (p.servers > 1).then(|| SearchParams {
+                    (p.servers > 1).then(|| CosmosParams {
                         servers: p.servers - 1,
                         ..p.clone()
                     })

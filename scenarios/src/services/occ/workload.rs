@@ -5,8 +5,9 @@
 //! crash stays in the history with an unknown outcome).
 
 use super::history::OccRecorder;
-use super::history::{attempt, Call, Outcome};
+use super::history::{Call, Outcome};
 use super::{counter_names, item_name, OccParams, CONTAINER};
+use crate::kit::attempts::attempt;
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
 use overcast_model::retry::FinalOutcome;
 use overcast_model::store::{Conditions, ETag, EtagMatch, ItemKey, StoreRequest};

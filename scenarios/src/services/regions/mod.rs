@@ -36,7 +36,7 @@ pub mod session;
 pub mod strong;
 pub mod workload;
 
-use crate::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
+use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
 use history::{FinalItem, RegionCall, RegionEvent, RegionOutcome, RegionsHistory};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::registry::{

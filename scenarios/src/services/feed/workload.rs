@@ -7,9 +7,9 @@
 
 use super::history::{FeedCall, FeedEvent, FeedRecorder, FeedResult};
 use super::{FeedParams, ITEMS, LEASES};
-use crate::bridge::ClockAdapter;
-use crate::dialects::recorded;
-use crate::occ::history::attempt;
+use crate::kit::attempts::attempt;
+use crate::kit::bridge::ClockAdapter;
+use crate::kit::dialects::recorded;
 use overcast_model::client::{sim_now_ns, StoreClient};
 use overcast_model::cosmos::ItemOp;
 use overcast_model::cosmos_client::CosmosContainer;
