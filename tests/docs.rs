@@ -7,7 +7,7 @@
 //! seeded-bugs page from the table.
 
 use overcast_scenarios::bugs::{hunt_profile, BUGS};
-use overcast_scenarios::registry::SCENARIOS;
+use overcast_scenarios::CATALOGUE;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -250,7 +250,7 @@ fn render_seeded_bugs() -> String {
         .unwrap();
     }
     page.push_str("\n## By scenario\n\n| scenario | its bugs |\n|---|---|\n");
-    for scenario in SCENARIOS {
+    for scenario in CATALOGUE.scenarios {
         let names: Vec<String> = scenario
             .bugs()
             .iter()
