@@ -1,12 +1,14 @@
-//! Every history in ../shared/histories gets its `meta.expected` verdict.
+//! Every history of the corpora in `lin/tests/data` gets its `meta.expected` verdict.
 
 use overcast_sim::lin::{check, kv::parse_kvhist, Options, Verdict};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn corpus() -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/histories")).to_path_buf();
-    p.is_dir().then_some(p)
+/// The corpora: a missing folder fails the test rather than skipping it.
+fn corpus() -> PathBuf {
+    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/lin/tests/data")).to_path_buf();
+    assert!(p.is_dir(), "the history corpora are missing: {}", p.display());
+    p
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -26,10 +28,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_shared_history_gets_its_expected_verdict() {
-    let Some(dir) = corpus() else {
-        eprintln!("!!! SKIPPED: ../shared/histories not found; the corpus test did not run !!!");
-        return;
-    };
+    let dir = corpus();
     let mut all = Vec::new();
     files(&dir, &mut all);
     assert!(
@@ -74,10 +73,7 @@ fn every_shared_history_gets_its_expected_verdict() {
 
 #[test]
 fn etcd_histories_agree_without_the_fast_path_and_sequentially() {
-    let Some(dir) = corpus() else {
-        eprintln!("!!! SKIPPED: ../shared/histories not found !!!");
-        return;
-    };
+    let dir = corpus();
     let mut all = Vec::new();
     files(&dir.join("examples"), &mut all);
     let opts = Options {

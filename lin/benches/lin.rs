@@ -8,16 +8,12 @@ use overcast_lin::{check, Options, Verdict};
 use std::path::Path;
 use std::time::Duration;
 
-/// The files of one corpus of `../shared/histories`, by name, with their text.
+/// The files of one corpus of `lin/tests/data`, by name, with their text.
 fn corpus(name: &str) -> Vec<(String, String)> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/histories"
-    ))
-    .join(name);
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")).join(name);
     let mut files: Vec<_> = match std::fs::read_dir(dir) {
         Ok(d) => d.filter_map(|e| e.ok().map(|e| e.path())).collect(),
-        Err(_) => return Vec::new(),
+        Err(e) => panic!("the corpus {name} is missing: {e}"),
     };
     files.sort();
     files
@@ -59,7 +55,7 @@ fn bench(c: &mut Criterion) {
 
     let hs = etcd();
     if hs.is_empty() {
-        eprintln!("!!! ../shared/histories/porcupine-etcd not found: etcd bench skipped !!!");
+        eprintln!("!!! lin/tests/data/porcupine-etcd is empty: etcd bench skipped !!!");
     } else {
         g.bench_function("etcd_102_histories", |b| {
             b.iter(|| {

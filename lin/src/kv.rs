@@ -1,5 +1,5 @@
 //! The key-value register spec of the kvhist/1 format
-//! (`../shared/histories/FORMAT.md`) and its parser.
+//! (the book's kvhist/1 page, `docs/src/reference/kvhist.md`) and its parser.
 //!
 //! Each key is an independent register with a value (or absent) and a
 //! version; `get`, `put`, `cas` (compare-and-set by value), `cput`

@@ -171,12 +171,9 @@ fn the_dead_state_view_agrees_with_brute_force_on_appends() {
 fn key_0_of_porcupines_c50_bad_log_is_decided_alone() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/histories/porcupine-kv/c50-bad.json"
+        "/tests/data/porcupine-kv/c50-bad.json"
     );
-    let Ok(text) = std::fs::read_to_string(path) else {
-        eprintln!("!!! SKIPPED: {path} not found !!!");
-        return;
-    };
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let h = parse_kvhist(&text).expect("parse");
     let by_key: BTreeMap<&str, usize> = h.ops.iter().fold(BTreeMap::new(), |mut m, o| {
         *m.entry(o.key.as_str()).or_default() += 1;
