@@ -854,7 +854,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 "{:<28} {:<6} {:<16} {:<8} {:>6} {:>6} {:>8.2} {:>13}  {}",
                 h.bug,
                 if h.found { "yes" } else { "NO" },
-                h.property.as_deref().unwrap_or("-"),
+                h.property.map_or("-", |p| p.as_str()),
                 both.found_by(),
                 seeds(&both.default),
                 seeds(&both.swarm),

@@ -30,9 +30,9 @@ fn every_seeded_bug_is_caught_by_a_property_its_row_names() {
             missed.push(b.name);
             continue;
         }
-        let property = h.property.unwrap_or_default();
+        let property = h.property.map_or("", |p| p.as_str());
         assert!(
-            b.caught_by.contains(&property.as_str()),
+            b.caught_by.contains(&property),
             "{} was caught by {property}, expected one of {:?}",
             b.name,
             b.caught_by

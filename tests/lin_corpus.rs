@@ -7,7 +7,11 @@ use std::time::Duration;
 /// The corpora: a missing folder fails the test rather than skipping it.
 fn corpus() -> PathBuf {
     let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/lin/tests/data")).to_path_buf();
-    assert!(p.is_dir(), "the history corpora are missing: {}", p.display());
+    assert!(
+        p.is_dir(),
+        "the history corpora are missing: {}",
+        p.display()
+    );
     p
 }
 

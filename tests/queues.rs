@@ -27,7 +27,7 @@ fn with_bug(seed: u64, bug: &str) -> Scenario {
 fn broken(h: &QueueHistory, property: &str) -> bool {
     checkers()
         .iter()
-        .filter(|c| c.properties()[0] == property)
+        .filter(|c| c.properties()[0].id == property)
         .any(|c| matches!(c.check(h).verdict(), Verdict::Broken { .. }))
 }
 
@@ -115,7 +115,7 @@ fn the_final_pass_decides_the_end_to_end_property_and_the_checks_see_real_work()
     let note = |p: &str| {
         r.checks
             .iter()
-            .find(|c| c.properties[0] == p)
+            .find(|c| c.name() == p)
             .map(|c| c.checked.note.clone())
             .unwrap_or_default()
     };

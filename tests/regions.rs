@@ -176,7 +176,7 @@ fn a_region_being_removed_is_marked_and_read_around() {
         let routing = clean
             .checks
             .iter()
-            .find(|c| c.properties.contains(&"R6"))
+            .find(|c| c.judges("R6".into()))
             .expect("R6 is checked");
         assert!(
             routing.checked.note.contains("answered 403/1008"),

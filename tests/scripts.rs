@@ -288,13 +288,20 @@ fn crash_steps_really_restart_the_server_from_its_log() {
     );
 }
 
+/// The book's page of the script format, whose examples these tests run.
+fn format_page() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/reference/script-format.md"),
+    )
+    .expect("the script format's page")
+}
+
 #[test]
-fn the_readme_example_script_passes() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README");
+fn the_format_pages_example_script_passes() {
+    let readme = format_page();
     let section = readme
-        .find("### The format (`overcast-script/1`)")
-        .expect("the format section");
+        .find("# The script format (`overcast-script/1`)")
+        .expect("the format page's title");
     let start = section + readme[section..].find("```json\n").expect("an example") + 8;
     let end = start + readme[start..].find("```").expect("its end");
     let outcome = script::run_text(&readme[start..end]).expect("well-formed");
@@ -748,16 +755,12 @@ fn seeded_queue_and_change_feed_bugs_make_the_scripts_that_pin_them_fail() {
 }
 
 #[test]
-fn the_readme_examples_of_lease_cosmos_search_queue_and_feed_steps_pass() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README");
+fn the_format_pages_examples_of_lease_cosmos_search_queue_and_feed_steps_pass() {
+    let readme = format_page();
     let from = readme
         .find("Examples, one per service")
         .expect("the examples");
-    let to = from
-        + readme[from..]
-            .find("### The shipped scripts")
-            .expect("next section");
+    let to = readme.len();
     let mut blocks = 0;
     let mut rest = &readme[from..to];
     while let Some(i) = rest.find("```json\n") {

@@ -12,7 +12,7 @@ use overcast_harness::run::{run_isolated_with, run_with};
 use overcast_harness::saved::{save_failure, SavedRun};
 use overcast_harness::scenario::Scenario;
 use overcast_harness::sweep::{divergence, sweep};
-use overcast_sim::check::{Checked, Checker, Outcome, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Outcome, Property, Verdict, Violation};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
 use overcast_sim::runner::SweepOptions;
@@ -47,13 +47,18 @@ static DOUBLE_INCREMENT: BugInfo = BugInfo {
     caught_by: &["C1"],
 };
 
-/// C1: the final value counts every answered increment once and every
-/// unknown one at most once.
+/// The toy's one property.
+const C1: Property = Property::new(
+    "C1",
+    "the final value counts every answered increment once and every unknown one at most once",
+);
+
+/// Judges C1.
 struct CountedOnce;
 
 impl Checker<CounterHistory> for CountedOnce {
-    fn properties(&self) -> &'static [&'static str] {
-        &["C1"]
+    fn properties(&self) -> &'static [Property] {
+        &[C1]
     }
 
     fn check(&self, h: &CounterHistory) -> Checked {
@@ -67,7 +72,7 @@ impl Checker<CounterHistory> for CountedOnce {
         let broken = value < answered || value > answered + unknown;
         Checked::new(Verdict::from_violations(if broken {
             vec![Violation {
-                property: "C1".into(),
+                property: C1.id,
                 message: format!(
                     "the counter ended at {value}, but {answered} increments were answered and {unknown} unknown"
                 ),
@@ -238,7 +243,7 @@ fn a_toy_scenario_sweeps_clean_and_is_deterministic() {
 fn a_toy_scenarios_seeded_bug_is_hunted_saved_replayed_and_shrunk() {
     let h = hunt(DOUBLE_INCREMENT.name, def(), 50, 2);
     assert!(h.found, "{h:?}");
-    assert_eq!(h.property.as_deref(), Some("C1"));
+    assert_eq!(h.property, Some("C1".into()));
     let mut s = Scenario::new(def(), h.seed.unwrap());
     s.bugs = vec![DOUBLE_INCREMENT.name.into()];
     s.validate_with(def()).unwrap();
@@ -255,7 +260,7 @@ fn a_toy_scenarios_seeded_bug_is_hunted_saved_replayed_and_shrunk() {
         .reproduced_by(&overcast_harness::saved::SavedOutcome::of(&again)));
     assert_eq!(again.trace_hash, failed.trace_hash);
     let shrunk = overcast_harness::shrink::shrink(def(), &s, 20, |_, _| {}).unwrap();
-    assert_eq!(shrunk.run.first_property().as_deref(), Some("C1"));
+    assert_eq!(shrunk.run.first_property(), Some("C1".into()));
     let _ = std::fs::remove_dir_all(dir);
 }
 

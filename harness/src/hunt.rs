@@ -6,7 +6,7 @@
 use crate::registry::DynScenario;
 use crate::run::run_with;
 use crate::scenario::Scenario;
-use overcast_sim::check::Outcome;
+use overcast_sim::check::{Outcome, PropertyId};
 use overcast_sim::runner::{sweep, SweepOptions};
 use serde::Serialize;
 use std::time::Instant;
@@ -24,7 +24,7 @@ pub struct BugHunt {
     /// How the first run that did not pass ended (`None` if every seed passed).
     pub outcome: Option<Outcome>,
     /// The property that caught it (`panic` if the run panicked).
-    pub property: Option<String>,
+    pub property: Option<PropertyId>,
     /// Seeds tried, up to and including the first failing one.
     pub seeds: u64,
     /// Wall seconds spent.
@@ -105,7 +105,7 @@ pub fn hunt_in(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize, swarm: b
             .find(|(_, r)| r.as_ref().map_or(true, |(o, _, _)| *o != Outcome::Passed));
         if let Some((seed, r)) = first_failure {
             let (outcome, property, ops) = match r {
-                Ok((o, p, n)) => (*o, p.clone(), Some(*n)),
+                Ok((o, p, n)) => (*o, *p, Some(*n)),
                 Err(_) => (Outcome::HarnessError, Some("panic".into()), None),
             };
             return BugHunt {

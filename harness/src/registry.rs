@@ -10,7 +10,7 @@
 
 use crate::bug::BugInfo;
 use crate::scenario::Scenario;
-use overcast_sim::check::{Checked, Checker};
+use overcast_sim::check::{Checked, Checker, Property, PropertyId};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::History;
 use overcast_sim::timeline::{clock_secs, node_lane, secs, Mark, MarkKind, Timeline, Tone};
@@ -344,7 +344,7 @@ pub trait ScenarioDef: Send + Sync + 'static {
     /// end state or how long the run went on), so the shrinker may cut the
     /// quiet phase short when that is the property a failure breaks.
     /// Default: no property.
-    fn prefix_closed(&self, _property: &str) -> bool {
+    fn prefix_closed(&self, _property: PropertyId) -> bool {
         false
     }
     /// Reshapes the resolved fault plan before the world runs (e.g. keeps the
@@ -366,9 +366,21 @@ pub trait ScenarioDef: Send + Sync + 'static {
 #[derive(Clone, Debug)]
 pub struct CheckRecord {
     /// The properties it judges; the first names it.
-    pub properties: &'static [&'static str],
+    pub properties: &'static [Property],
     /// What it found.
     pub checked: Checked,
+}
+
+impl CheckRecord {
+    /// The property that names the checker: its first.
+    pub fn name(&self) -> PropertyId {
+        self.properties[0].id
+    }
+
+    /// Whether it judges `property`.
+    pub fn judges(&self, property: PropertyId) -> bool {
+        self.properties.iter().any(|p| p.id == property)
+    }
 }
 
 /// What running a scenario's world and checks gives the generic layer.
@@ -417,7 +429,7 @@ pub trait DynScenario: Send + Sync {
     /// The names of its reductions.
     fn reduction_names(&self) -> Vec<&'static str>;
     /// [`ScenarioDef::prefix_closed`].
-    fn prefix_closed(&self, property: &str) -> bool;
+    fn prefix_closed(&self, property: PropertyId) -> bool;
     /// The `i`-th candidate of reduction `r` on these parameters.
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value>;
     /// Generated scenarios (parameters, seed and swarm switch).
@@ -525,7 +537,7 @@ impl<D: ScenarioDef> DynScenario for D {
     fn reduction_names(&self) -> Vec<&'static str> {
         self.reductions().iter().map(|r| r.0).collect()
     }
-    fn prefix_closed(&self, property: &str) -> bool {
+    fn prefix_closed(&self, property: PropertyId) -> bool {
         ScenarioDef::prefix_closed(self, property)
     }
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value> {

@@ -8,7 +8,7 @@
 use crate::registry::{CheckRecord, DynScenario, RunHistory};
 use crate::saved::run_command;
 use crate::scenario::Scenario;
-use overcast_sim::check::{Outcome, Verdict, LIVENESS};
+use overcast_sim::check::{Outcome, PropertyId, Verdict, LIVENESS};
 use overcast_sim::timeline::{secs, Finding, Section, Timeline, Tone};
 use overcast_sim::world::WorldOutcome;
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ pub struct PageInput<'a> {
     /// How the run ended.
     pub outcome: Outcome,
     /// The property that names the outcome.
-    pub first_property: Option<String>,
+    pub first_property: Option<PropertyId>,
     /// The history's trace hash.
     pub trace_hash: u64,
 }
@@ -40,8 +40,8 @@ fn findings(input: &PageInput<'_>) -> Vec<Finding> {
     for c in input.checks {
         match c.checked.verdict() {
             Verdict::Broken { violations } => out.extend(violations.iter().map(|v| Finding {
-                property: v.property.clone(),
-                kind: if v.property == LIVENESS {
+                property: v.property.to_string(),
+                kind: if v.property == LIVENESS.id {
                     Outcome::Liveness.word().into()
                 } else {
                     Outcome::Violation.word().into()
@@ -49,7 +49,7 @@ fn findings(input: &PageInput<'_>) -> Vec<Finding> {
                 message: v.message.clone(),
             })),
             Verdict::Undecided { reason } => out.push(Finding {
-                property: c.properties[0].to_string(),
+                property: c.name().to_string(),
                 kind: Outcome::Undecided.word().into(),
                 message: format!("the check could not decide: {reason}"),
             }),
@@ -57,7 +57,7 @@ fn findings(input: &PageInput<'_>) -> Vec<Finding> {
         }
     }
     if let Some(first) = &input.first_property {
-        if let Some(i) = out.iter().position(|f| f.property == *first) {
+        if let Some(i) = out.iter().position(|f| first == f.property.as_str()) {
             let f = out.remove(i);
             out.insert(0, f);
         }
@@ -81,7 +81,10 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
             .max()
             .unwrap_or(0),
     );
-    let property = input.first_property.clone().unwrap_or_default();
+    let property = input
+        .first_property
+        .map(|p| p.to_string())
+        .unwrap_or_default();
     let mut t = Timeline::new(
         format!(
             "{} seed {}: {} {}",
@@ -102,7 +105,13 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
     let checks: Vec<String> = input
         .checks
         .iter()
-        .map(|c| format!("{} {}", c.properties.join("/"), c.checked.verdict_words()))
+        .map(|c| {
+            format!(
+                "{} {}",
+                crate::run::property_range(c.properties),
+                c.checked.verdict_words()
+            )
+        })
         .collect();
     t.facts = vec![
         (
@@ -152,7 +161,7 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
             .draw_generic(&mut t, &|c| crate::registry::client_node("client", c, 0));
     }
     for c in input.checks {
-        let name = c.properties.join("/");
+        let name = crate::run::property_range(c.properties);
         match (&c.checked.html, &c.checked.explanation) {
             (Some(html), _) => t.sections.push(Section::Page {
                 title: format!("{name}: the checker's own report"),

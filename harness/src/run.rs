@@ -4,12 +4,16 @@
 
 use crate::registry::{CheckRecord, DynScenario, RunHistory};
 use crate::scenario::Scenario;
-use overcast_sim::check::{Checked, Outcome, Verdict, Violation, LIVENESS};
+use overcast_sim::check::{Checked, Outcome, Property, PropertyId, Verdict, Violation, LIVENESS};
 use overcast_sim::faults::{FaultMix, FaultPlan};
 use overcast_sim::rng::stream;
 use overcast_sim::world::{Topology, WorldConfig, WorldOutcome};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// The property a run that the harness itself could not carry out (or that
+/// panicked) ends on.
+pub const HARNESS: PropertyId = PropertyId::new("harness");
 
 /// Everything one run produced.
 pub struct RunResult {
@@ -74,21 +78,21 @@ impl RunResult {
     /// The property that names the run's outcome: the first violation of a
     /// safety property, else the liveness one, else the first undecided
     /// checker's, else `harness` for a harness error; `None` for a pass.
-    pub fn first_property(&self) -> Option<String> {
+    pub fn first_property(&self) -> Option<PropertyId> {
         match self.outcome {
             Outcome::Passed => None,
-            Outcome::HarnessError => Some("harness".into()),
+            Outcome::HarnessError => Some(HARNESS),
             Outcome::Violation => self
                 .violations()
                 .into_iter()
-                .find(|v| v.property != LIVENESS)
-                .map(|v| v.property.clone()),
-            Outcome::Liveness => Some(LIVENESS.into()),
+                .find(|v| v.property != LIVENESS.id)
+                .map(|v| v.property),
+            Outcome::Liveness => Some(LIVENESS.id),
             Outcome::Undecided => self
                 .checks
                 .iter()
                 .find(|c| matches!(c.checked.verdict(), Verdict::Undecided { .. }))
-                .map(|c| c.properties[0].to_string()),
+                .map(CheckRecord::name),
         }
     }
 
@@ -105,7 +109,7 @@ impl RunResult {
                         return Some(v.to_string());
                     }
                 }
-                Verdict::Undecided { reason } if c.properties[0] == first => {
+                Verdict::Undecided { reason } if c.name() == first => {
                     return Some(format!("[{first}] undecided: {reason}"));
                 }
                 _ => {}
@@ -169,7 +173,7 @@ impl RunResult {
                     problems.extend(violations.iter().map(|v| v.to_string()))
                 }
                 Verdict::Undecided { reason } => {
-                    problems.push(format!("[{}] undecided: {reason}", c.properties[0]))
+                    problems.push(format!("[{}] undecided: {reason}", c.name()))
                 }
                 Verdict::Held => {}
             }
@@ -212,8 +216,9 @@ pub fn fault_words(world: &WorldOutcome, counters: &BTreeMap<String, u64>) -> Ve
 }
 
 /// `R1`, `R2`, `R3` → `R1–R3`; other lists joined with `/`.
-fn property_range(props: &[&str]) -> String {
-    match props {
+pub fn property_range(properties: &[Property]) -> String {
+    let props: Vec<&str> = properties.iter().map(|p| p.id.as_str()).collect();
+    match props.as_slice() {
         [one] => one.to_string(),
         [first, .., last]
             if props.iter().all(|p| p.len() >= 2 && p[..1] == first[..1])
@@ -272,7 +277,7 @@ fn liveness(world: &WorldOutcome) -> CheckRecord {
     } else {
         Verdict::Broken {
             violations: vec![Violation {
-                property: LIVENESS.into(),
+                property: LIVENESS.id,
                 message: format!(
                     "{} never finished their work after every fault was healed",
                     world.unfinished.join(", ")
@@ -370,8 +375,9 @@ mod tests {
 
     #[test]
     fn property_lists_read_as_ranges_when_they_are_one() {
-        assert_eq!(property_range(&["R1", "R2", "R3"]), "R1–R3");
-        assert_eq!(property_range(&["E1"]), "E1");
-        assert_eq!(property_range(&["L1", "X"]), "L1/X");
+        let p = |id| Property::new(id, "");
+        assert_eq!(property_range(&[p("R1"), p("R2"), p("R3")]), "R1–R3");
+        assert_eq!(property_range(&[p("E1")]), "E1");
+        assert_eq!(property_range(&[p("L1"), p("X")]), "L1/X");
     }
 }

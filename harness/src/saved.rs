@@ -32,7 +32,7 @@ impl SavedOutcome {
     pub fn of(r: &RunResult) -> SavedOutcome {
         SavedOutcome {
             outcome: r.outcome,
-            property: r.first_property(),
+            property: r.first_property().map(|p| p.to_string()),
             trace_hash: format!("{:016x}", r.trace_hash),
         }
     }

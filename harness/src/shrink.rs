@@ -28,6 +28,7 @@ use crate::ops::SkipSet;
 use crate::registry::DynScenario;
 use crate::run::{resolved, run_isolated_with, RunResult};
 use crate::scenario::Scenario;
+use overcast_sim::check::PropertyId;
 use std::collections::BTreeMap;
 
 /// The candidate runs a shrink may spend unless told otherwise.
@@ -174,7 +175,7 @@ const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
 fn candidate(
     def: &dyn DynScenario,
     s: &Scenario,
-    property: &str,
+    property: PropertyId,
     r: usize,
     i: usize,
 ) -> Option<Scenario> {
@@ -209,7 +210,7 @@ pub fn size(r: &RunResult) -> (usize, usize) {
 /// The state of one shrink: the smallest failure so far and the budget.
 struct Search<'p, F> {
     def: &'static dyn DynScenario,
-    property: String,
+    property: PropertyId,
     best_s: Scenario,
     best: RunResult,
     tried: usize,
@@ -221,7 +222,7 @@ struct Search<'p, F> {
     /// left out, may break no other property that is not prefix-closed (a
     /// check that needs the whole quiet phase would fail for want of it).
     quiet_ms: u64,
-    broken: Vec<String>,
+    broken: Vec<PropertyId>,
 }
 
 impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
@@ -240,11 +241,11 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
                 .values()
                 .flatten()
                 .any(|op| op & crate::ops::QUIET_OP != 0);
-        let better = run.first_property().as_deref() == Some(self.property.as_str())
+        let better = run.first_property() == Some(self.property)
             && size(&run) < size(&self.best)
             && (!quiet_cut
                 || run.violations().iter().all(|v| {
-                    self.def.prefix_closed(&v.property) || self.broken.contains(&v.property)
+                    self.def.prefix_closed(v.property) || self.broken.contains(&v.property)
                 }));
         if better {
             self.kept += 1;
@@ -263,7 +264,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         'outer: loop {
             for r in 0..reductions {
                 let mut i = 0;
-                while let Some(c) = candidate(self.def, &self.best_s, &self.property, r, i) {
+                while let Some(c) = candidate(self.def, &self.best_s, self.property, r, i) {
                     match self.try_candidate(c, reduction_name(self.def, r)) {
                         None => break 'outer,
                         // Restart from the most powerful reduction on the smaller scenario.
@@ -283,7 +284,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     fn history_base(&self, order: Order) -> (Scenario, Vec<Unit>) {
         let mut base = self.best_s.clone();
         base.pace = crate::ops::pace_of(&self.best.drawn);
-        let quiet_ok = self.def.prefix_closed(&self.property);
+        let quiet_ok = self.def.prefix_closed(self.property);
         let units = ordered_units(&self.best, &base, quiet_ok, order);
         (base, units)
     }
@@ -523,11 +524,7 @@ pub fn shrink(
     let property = first.first_property()?;
     let ops_before = first.history.workload_ops();
     let quiet_ms = best_s.quiet_ms;
-    let broken = first
-        .violations()
-        .iter()
-        .map(|v| v.property.clone())
-        .collect();
+    let broken = first.violations().iter().map(|v| v.property).collect();
     let mut search = Search {
         def,
         property,
@@ -545,7 +542,7 @@ pub fn shrink(
     // parameters are tried again after it: its early candidates leave out
     // whole stretches after the violation, late fault events with them,
     // after which the quiet phase can be cut short.
-    let prefix_closed = def.prefix_closed(&search.property);
+    let prefix_closed = def.prefix_closed(search.property);
     loop {
         search.remove_subjects();
         // Two cuts of the same units: one may leave out what the other cannot
@@ -607,7 +604,7 @@ mod tests {
         let before = run_isolated_with(def, &failing);
         let shrunk = shrink(def, &failing, 100, |_, _| {}).expect("it fails");
         assert!(size(&shrunk.run) < size(&before));
-        assert_eq!(shrunk.run.first_property().as_deref(), Some("C1"));
+        assert_eq!(shrunk.run.first_property(), Some(PropertyId::new("C1")));
         let again = run_isolated_with(def, &shrunk.scenario);
         assert_eq!(again.trace_hash, shrunk.run.trace_hash);
         assert!(shrink(def, &Scenario::new(def, 7), 10, |_, _| {}).is_none());
@@ -629,19 +626,19 @@ mod tests {
         }
         s.plan = Some(plan);
         s.quiet_ms = 8_000;
-        let quiet = |s: &Scenario, property: &str, i: usize| {
+        let quiet = |s: &Scenario, property: &'static str, i: usize| {
             let r = def.reduction_names().len()
                 + ENVELOPE_REDUCTIONS
                     .iter()
                     .position(|(n, _)| *n == "halve the quiet phase")
                     .unwrap();
-            candidate(def, s, property, r, i)
+            candidate(def, s, PropertyId::new(property), r, i)
         };
         assert!(
             quiet(&s, "liveness", 0).is_none(),
             "liveness needs the whole quiet phase"
         );
-        assert!(def.prefix_closed("C1") && !def.prefix_closed("liveness"));
+        assert!(def.prefix_closed("C1".into()) && !def.prefix_closed("liveness".into()));
         let dropped = quiet(&s, "C1", 0).expect("a candidate");
         assert_eq!(dropped.quiet_ms, 4_000);
         assert_eq!(dropped.plan.unwrap().events.len(), 1, "the late crash goes");

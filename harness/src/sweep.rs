@@ -9,7 +9,7 @@ use crate::registry::DynScenario;
 use crate::run::{harness_failure, run_with, RunResult};
 use crate::scenario::Scenario;
 use crate::shrink::Shrunk;
-use overcast_sim::check::Outcome;
+use overcast_sim::check::{Outcome, PropertyId};
 use overcast_sim::runner::{sweep as sweep_seeds, SweepOptions};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -22,7 +22,7 @@ pub struct SeedReport {
     /// How it ended.
     pub outcome: Outcome,
     /// The property that named the outcome.
-    pub property: Option<String>,
+    pub property: Option<PropertyId>,
     /// Why it did not pass, in one line.
     pub problem: Option<String>,
     /// Operations recorded.
@@ -302,7 +302,7 @@ impl SeedLine {
             seed: r.seed,
             swarm,
             outcome: r.outcome,
-            property: r.property.clone(),
+            property: r.property.map(|p| p.to_string()),
             problem: r.problem.clone(),
             trace_hash: format!("{:016x}", r.trace_hash),
             seconds: r.seconds,

@@ -5,7 +5,7 @@
 
 use crate::bug::BugInfo;
 use crate::registry::{Deployment, NodeFuture, Reduction, RunCtx, RunDefaults, ScenarioDef};
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Property, PropertyId, Verdict, Violation};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
 use overcast_sim::world::{NodeEnv, Role, Topology, WorldOutcome};
@@ -43,13 +43,18 @@ pub static DOUBLE_INCREMENT: BugInfo = BugInfo {
     caught_by: &["C1"],
 };
 
-/// C1: the final value counts every answered increment once and every
-/// unknown one at most once.
+/// The toy's one property.
+const C1: Property = Property::new(
+    "C1",
+    "the final value counts every answered increment once and every unknown one at most once",
+);
+
+/// Judges C1.
 struct CountedOnce;
 
 impl Checker<CounterHistory> for CountedOnce {
-    fn properties(&self) -> &'static [&'static str] {
-        &["C1"]
+    fn properties(&self) -> &'static [Property] {
+        &[C1]
     }
 
     fn check(&self, h: &CounterHistory) -> Checked {
@@ -63,7 +68,7 @@ impl Checker<CounterHistory> for CountedOnce {
         let broken = value < answered || value > answered + unknown;
         Checked::new(Verdict::from_violations(if broken {
             vec![Violation {
-                property: "C1".into(),
+                property: C1.id,
                 message: format!(
                     "the counter ended at {value}, but {answered} increments were answered and {unknown} unknown"
                 ),
@@ -137,7 +142,7 @@ impl ScenarioDef for Counter {
     fn bugs(&self) -> Vec<&'static BugInfo> {
         vec![&DOUBLE_INCREMENT]
     }
-    fn prefix_closed(&self, property: &str) -> bool {
+    fn prefix_closed(&self, property: PropertyId) -> bool {
         property == "C1"
     }
     fn deploy(&self, p: &CounterParams, ctx: &RunCtx) -> Deployment<CounterHistory> {

@@ -230,8 +230,12 @@ pub struct RetryDiscipline<C, R> {
 }
 
 impl<C, R> Checker<History<C, R>> for RetryDiscipline<C, R> {
-    fn properties(&self) -> &'static [&'static str] {
-        &["R1", "R2", "R3"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[
+            crate::kit::properties::R1,
+            crate::kit::properties::R2,
+            crate::kit::properties::R3,
+        ]
     }
 
     fn check(&self, history: &History<C, R>) -> Checked {

@@ -5,5 +5,6 @@
 pub mod attempts;
 pub mod bridge;
 pub mod dialects;
+pub mod properties;
 pub mod retry;
 pub mod words;

@@ -91,7 +91,7 @@ pub fn resent_after_timeout(op: u64, attempts: &[Attempt]) -> Option<Violation> 
 
 /// Judges one operation; the first broken rule, if any.
 pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation> {
-    let v = |property: &str, message: String| {
+    let v = |property: &'static str, message: String| {
         Some(Violation {
             property: property.into(),
             message,

@@ -1,7 +1,7 @@
 //! Freshness of version tokens (SPEC E1): every successful mutation of a
 //! resource yields a token (an ETag) never seen before for that resource.
 
-use super::Violation;
+use super::{PropertyId, Violation};
 use std::collections::BTreeMap;
 
 /// A token produced by a successful mutation: `(resource, token, op id)`.
@@ -9,14 +9,14 @@ pub type Produced<'a> = (&'a str, &'a str, u64);
 
 /// Reports the first token produced twice for one resource, naming `property`.
 pub fn check_fresh<'a>(
-    property: &str,
+    property: impl Into<PropertyId>,
     produced: impl IntoIterator<Item = Produced<'a>>,
 ) -> Option<Violation> {
     let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for (key, token, op) in produced {
         if let Some(first) = seen.insert((key, token), op) {
             return Some(Violation {
-                property: property.to_string(),
+                property: property.into(),
                 message: format!(
                     "{key}: op {op} got the token {token}, which op {first} had already got for the same resource"
                 ),

@@ -15,11 +15,78 @@ pub mod fresh;
 
 use serde::{Deserialize, Serialize};
 
+/// A property's id: SPEC's (`E1`, `L5`, `CF3`, `R2`, `Q7`) or overcast's
+/// own name (`linearizability`, `liveness`). Written as the bare id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PropertyId(&'static str);
+
+impl PropertyId {
+    /// The id `id`.
+    pub const fn new(id: &'static str) -> PropertyId {
+        PropertyId(id)
+    }
+
+    /// The id as text.
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl From<&'static str> for PropertyId {
+    fn from(id: &'static str) -> PropertyId {
+        PropertyId(id)
+    }
+}
+
+impl std::fmt::Display for PropertyId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl PartialEq<&str> for PropertyId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<str> for PropertyId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl Serialize for PropertyId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+/// A property a checker judges: its id and what it means, in one sentence
+/// (what `overcast list properties` and the failure page say of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Property {
+    /// Its id.
+    pub id: PropertyId,
+    /// What it means, in one sentence.
+    pub meaning: &'static str,
+}
+
+impl Property {
+    /// The property `id`, meaning `meaning`.
+    pub const fn new(id: &'static str, meaning: &'static str) -> Property {
+        Property {
+            id: PropertyId(id),
+            meaning,
+        }
+    }
+}
+
 /// One broken property.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Violation {
-    /// The property id, e.g. `E1`, `R1`, `linearizability`, `liveness`.
-    pub property: String,
+    /// The property it breaks.
+    pub property: PropertyId,
     /// What went wrong, in one or a few sentences.
     pub message: String,
     /// Operation ids involved, for the report.
@@ -34,7 +101,7 @@ impl std::fmt::Display for Violation {
 }
 
 /// What one checker concluded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     /// Every property it judges holds.
@@ -73,10 +140,11 @@ impl Verdict {
 /// What a checker hands back: its verdict, a short note for the summary line
 /// (e.g. "8 items"), and optionally a longer explanation and an HTML report
 /// for a person.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checked {
-    /// The verdict (`None` is read as held; see [`Checked::verdict`]).
-    verdict: Option<Verdict>,
+    /// The verdict: every result has one (there is no default that could
+    /// read as held for a checker that forgot to give it).
+    verdict: Verdict,
     /// A few words for the summary line, e.g. "8 items".
     pub note: String,
     /// A longer explanation printed after the summary when the check fails.
@@ -93,14 +161,17 @@ impl Checked {
     /// A result with this verdict and nothing else.
     pub fn new(verdict: Verdict) -> Checked {
         Checked {
-            verdict: Some(verdict),
-            ..Checked::default()
+            verdict,
+            note: String::new(),
+            explanation: None,
+            html: None,
+            partly_judged: false,
         }
     }
 
     /// The verdict.
     pub fn verdict(&self) -> &Verdict {
-        self.verdict.as_ref().unwrap_or(&Verdict::Held)
+        &self.verdict
     }
 
     /// With a note for the summary line.
@@ -131,11 +202,55 @@ impl Checked {
 /// history of type `H`. A check must be deterministic: budgets count steps,
 /// never wall time, so the same history always gets the same verdict.
 pub trait Checker<H: ?Sized>: Send + Sync {
-    /// The properties it judges, e.g. `["R1", "R2", "R3"]`; the first one
-    /// names the checker in the summary line.
-    fn properties(&self) -> &'static [&'static str];
+    /// The properties it judges, e.g. R1, R2 and R3; the first one names
+    /// the checker in the summary line.
+    fn properties(&self) -> &'static [Property];
     /// Judges a history.
     fn check(&self, history: &H) -> Checked;
+}
+
+/// One analysis of a history, shared by the checkers that each report a
+/// part of it (the lease rules, the feed's CF rules), so that a history is
+/// walked once rather than once per checker. The checkers of one scenario
+/// are made anew for every run; the analysis is kept for the history it
+/// was made from (by address) and made again for any other.
+pub struct SharedAnalysis<A> {
+    cell: std::sync::Arc<std::sync::Mutex<Option<Analysed<A>>>>,
+}
+
+/// An analysis and the address of the history it was made from.
+type Analysed<A> = (usize, std::sync::Arc<A>);
+
+impl<A> Clone for SharedAnalysis<A> {
+    fn clone(&self) -> Self {
+        SharedAnalysis {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<A> Default for SharedAnalysis<A> {
+    fn default() -> Self {
+        SharedAnalysis {
+            cell: Default::default(),
+        }
+    }
+}
+
+impl<A> SharedAnalysis<A> {
+    /// The analysis of `history`: made by `analyse` the first time, then shared.
+    pub fn of<H>(&self, history: &H, analyse: impl FnOnce(&H) -> A) -> std::sync::Arc<A> {
+        let key = history as *const H as usize;
+        let mut cell = self.cell.lock().unwrap_or_else(|e| e.into_inner());
+        match &*cell {
+            Some((k, a)) if *k == key => a.clone(),
+            _ => {
+                let a = std::sync::Arc::new(analyse(history));
+                *cell = Some((key, a.clone()));
+                a
+            }
+        }
+    }
 }
 
 /// How a run ended. Each kind has its own exit code ([`Outcome::exit_code`]);
@@ -156,8 +271,11 @@ pub enum Outcome {
     Passed,
 }
 
-/// The property name liveness failures carry.
-pub const LIVENESS: &str = "liveness";
+/// The property liveness failures carry: every run is judged on it.
+pub const LIVENESS: Property = Property::new(
+    "liveness",
+    "once every fault is healed, every awaited node finishes its work (a failure says what is pending)",
+);
 
 impl Outcome {
     /// The exit code of a command whose worst run ended so: 0 passed,
@@ -191,7 +309,7 @@ impl Outcome {
                 Verdict::Held => Outcome::Passed,
                 Verdict::Undecided { .. } => Outcome::Undecided,
                 Verdict::Broken { violations } => {
-                    if violations.iter().all(|v| v.property == LIVENESS) {
+                    if violations.iter().all(|v| v.property == LIVENESS.id) {
                         Outcome::Liveness
                     } else {
                         Outcome::Violation
@@ -208,7 +326,7 @@ impl Outcome {
 mod tests {
     use super::*;
 
-    fn broken(p: &str) -> Verdict {
+    fn broken(p: &'static str) -> Verdict {
         Verdict::Broken {
             violations: vec![Violation {
                 property: p.into(),
@@ -246,11 +364,11 @@ mod tests {
             Outcome::Undecided
         );
         assert_eq!(
-            Outcome::of([&broken(LIVENESS), &undecided]),
+            Outcome::of([&broken(LIVENESS.id.as_str()), &undecided]),
             Outcome::Liveness
         );
         assert_eq!(
-            Outcome::of([&broken(LIVENESS), &broken("E1"), &undecided]),
+            Outcome::of([&broken(LIVENESS.id.as_str()), &broken("E1"), &undecided]),
             Outcome::Violation
         );
         let codes: Vec<u8> = [

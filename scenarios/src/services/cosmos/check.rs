@@ -144,8 +144,8 @@ pub struct Linearizability {
 }
 
 impl Checker<CosmosHistory> for Linearizability {
-    fn properties(&self) -> &'static [&'static str] {
-        &["linearizability"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::kit::properties::LINEARIZABILITY]
     }
 
     fn check(&self, history: &CosmosHistory) -> Checked {
@@ -158,8 +158,8 @@ impl Checker<CosmosHistory> for Linearizability {
 pub struct EtagFreshness;
 
 impl Checker<CosmosHistory> for EtagFreshness {
-    fn properties(&self) -> &'static [&'static str] {
-        &["E1"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::kit::properties::E1]
     }
 
     fn check(&self, history: &CosmosHistory) -> Checked {
@@ -185,8 +185,8 @@ impl Checker<CosmosHistory> for EtagFreshness {
 pub struct BatchAtomicity;
 
 impl Checker<CosmosHistory> for BatchAtomicity {
-    fn properties(&self) -> &'static [&'static str] {
-        &["batch-atomicity"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::cosmos::properties::BATCH_ATOMICITY]
     }
 
     fn check(&self, history: &CosmosHistory) -> Checked {

@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod history;
+pub mod properties;
 pub mod spec;
 pub mod timeline;
 pub mod workload;

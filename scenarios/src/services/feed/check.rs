@@ -24,12 +24,14 @@
 //!   range after its token is still in the feed.
 
 use super::history::{FeedCall, FeedEvent, FeedHistory};
+use super::properties::*;
 use super::{FeedParams, ITEMS, LEASES};
 use overcast_model::cosmos::{CosmosEffect, ItemChange};
 use overcast_model::feed::{epk, FeedEffect, FeedItem, KEY_SPACE};
 use overcast_model::feed_processor::{LeaseDoc, ProcessorEvent, ProcessorOptions};
 use overcast_model::partition::Effect;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Property, SharedAnalysis};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One committed item write or delete, from the durable log.
@@ -81,7 +83,7 @@ struct Analysis {
     partly: BTreeSet<&'static str>,
 }
 
-fn violation(property: &str, message: String) -> Violation {
+fn violation(property: &'static str, message: String) -> Violation {
     Violation {
         property: property.into(),
         message,
@@ -837,24 +839,31 @@ fn missing(
 
 /// One checker of the `feed` scenario: the properties it reports.
 pub struct FeedRule {
-    properties: &'static [&'static str],
+    properties: &'static [Property],
     params: FeedParams,
+    /// The walk of the history, shared by the rules of one run.
+    analysis: SharedAnalysis<Analysis>,
 }
 
 impl Checker<FeedHistory> for FeedRule {
-    fn properties(&self) -> &'static [&'static str] {
+    fn properties(&self) -> &'static [Property] {
         self.properties
     }
 
     fn check(&self, h: &FeedHistory) -> Checked {
-        let a = analyse(h, &self.params);
+        let a = self.analysis.of(h, |h| analyse(h, &self.params));
         let mine: Vec<Violation> = a
             .violations
-            .into_iter()
-            .filter(|v| self.properties.contains(&v.property.as_str()))
+            .iter()
+            .filter(|v| self.properties.iter().any(|p| p.id == v.property))
+            .cloned()
             .collect();
-        let note = a.notes.get(self.properties[0]).cloned().unwrap_or_default();
-        let partly = self.properties.iter().any(|p| a.partly.contains(p));
+        let name = self.properties[0].id.as_str();
+        let note = a.notes.get(name).cloned().unwrap_or_default();
+        let partly = self
+            .properties
+            .iter()
+            .any(|p| a.partly.contains(p.id.as_str()));
         Checked::new(Verdict::from_violations(mine))
             .with_note(note)
             .partly(partly)
@@ -863,22 +872,24 @@ impl Checker<FeedHistory> for FeedRule {
 
 /// The checkers, most important first: CF3, CF1, CF2, CF5, CF6, CF4, CF9, CF7, CF8, CF10.
 pub fn checkers(p: &FeedParams) -> Vec<FeedRule> {
+    let analysis = SharedAnalysis::default();
     [
-        &["CF3"][..],
-        &["CF1"],
-        &["CF2"],
-        &["CF5"],
-        &["CF6"],
-        &["CF4"],
-        &["CF9"],
-        &["CF7"],
-        &["CF8"],
-        &["CF10"],
+        &[CF3][..],
+        &[CF1],
+        &[CF2],
+        &[CF5],
+        &[CF6],
+        &[CF4],
+        &[CF9],
+        &[CF7],
+        &[CF8],
+        &[CF10],
     ]
     .into_iter()
     .map(|properties| FeedRule {
         properties,
         params: p.clone(),
+        analysis: analysis.clone(),
     })
     .collect()
 }

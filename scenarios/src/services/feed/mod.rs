@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod history;
+pub mod properties;
 pub mod timeline;
 pub mod workload;
 
@@ -533,9 +534,9 @@ impl ScenarioDef for Feed {
     /// delivered, read and committed before the violation; CF3 (every final
     /// version delivered), CF7 and CF8 (the leases at the end) and liveness
     /// need the whole quiet phase.
-    fn prefix_closed(&self, property: &str) -> bool {
+    fn prefix_closed(&self, property: overcast_sim::check::PropertyId) -> bool {
         matches!(
-            property,
+            property.as_str(),
             "CF1" | "CF2" | "CF4" | "CF5" | "CF6" | "CF9" | "CF10"
         )
     }

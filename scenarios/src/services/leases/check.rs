@@ -33,13 +33,16 @@
 //!   against SPEC's list, not the model's own.
 
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
+use super::properties::*;
 use super::reference::{self, RefLease, RefState};
+use crate::kit::properties::R1;
 use overcast_model::lease::{self, Lease, LeaseAction, LeaseDuration, Phase};
 use overcast_model::lease_holder::ClockBound;
 use overcast_model::partition::Effect;
 use overcast_model::store;
 use overcast_sim::check::exclusive::{overlaps, Interval};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Property, SharedAnalysis};
 use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::history::OpRecord;
 use std::collections::{BTreeMap, BTreeSet};
@@ -185,7 +188,7 @@ pub struct Analysis {
     pub resends_judged: usize,
 }
 
-fn violation(property: &str, message: String, ops: Vec<u64>) -> Violation {
+fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
     Violation {
         property: property.into(),
         message,
@@ -978,24 +981,27 @@ fn judge_beliefs(
 /// One of the lease checkers: the properties it reports, from [`analyse_with`].
 pub struct LeaseRule {
     /// Its properties; the first names it.
-    pub properties: &'static [&'static str],
+    pub properties: &'static [Property],
     /// The bound the server's clock kept, when known.
     pub server_clock: Option<ClockBound>,
+    /// The walk of the log, shared by the rules of one run.
+    analysis: SharedAnalysis<Analysis>,
 }
 
 impl Checker<LeaseHistory> for LeaseRule {
-    fn properties(&self) -> &'static [&'static str] {
+    fn properties(&self) -> &'static [Property] {
         self.properties
     }
 
     fn check(&self, h: &LeaseHistory) -> Checked {
-        let a = analyse_with(h, self.server_clock);
+        let a = self.analysis.of(h, |h| analyse_with(h, self.server_clock));
         let mine: Vec<Violation> = a
             .violations
-            .into_iter()
-            .filter(|v| self.properties.contains(&v.property.as_str()))
+            .iter()
+            .filter(|v| self.properties.iter().any(|p| p.id == v.property))
+            .cloned()
             .collect();
-        let note = match self.properties[0] {
+        let note = match self.properties[0].id.as_str() {
             "L2" => format!(
                 "{} writes, {} condition refusals",
                 a.writes_judged, a.refusals_judged
@@ -1017,21 +1023,23 @@ pub fn checkers() -> Vec<LeaseRule> {
 /// The lease checkers, for a server clock kept to `server_clock` (`None`:
 /// unknown).
 pub fn checkers_for(server_clock: Option<ClockBound>) -> Vec<LeaseRule> {
+    let analysis = SharedAnalysis::default();
     [
-        &["L1"][..],
-        &["L2", "L3"],
-        &["L4"],
-        &["L6"],
-        &["L7"],
-        &["L8"],
-        &["L9"],
-        &["L5"],
-        &["R1"],
+        &[L1][..],
+        &[L2, L3],
+        &[L4],
+        &[L6],
+        &[L7],
+        &[L8],
+        &[L9],
+        &[L5],
+        &[R1],
     ]
     .into_iter()
     .map(|properties| LeaseRule {
         properties,
         server_clock,
+        analysis: analysis.clone(),
     })
     .collect()
 }

@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod history;
+pub mod properties;
 pub mod reference;
 pub mod timeline;
 pub mod workload;

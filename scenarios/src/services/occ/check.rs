@@ -37,8 +37,8 @@ pub struct Linearizability {
 }
 
 impl Checker<OccHistory> for Linearizability {
-    fn properties(&self) -> &'static [&'static str] {
-        &["linearizability"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::kit::properties::LINEARIZABILITY]
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
@@ -86,8 +86,8 @@ impl Checker<OccHistory> for Linearizability {
 pub struct EtagFreshness;
 
 impl Checker<OccHistory> for EtagFreshness {
-    fn properties(&self) -> &'static [&'static str] {
-        &["E1"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::kit::properties::E1]
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
@@ -222,8 +222,12 @@ pub struct RetryDiscipline {
 }
 
 impl Checker<OccHistory> for RetryDiscipline {
-    fn properties(&self) -> &'static [&'static str] {
-        &["R1", "R2", "R3"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[
+            crate::kit::properties::R1,
+            crate::kit::properties::R2,
+            crate::kit::properties::R3,
+        ]
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
@@ -384,8 +388,8 @@ struct TokenFate {
 }
 
 impl Checker<OccHistory> for Increments {
-    fn properties(&self) -> &'static [&'static str] {
-        &["increments"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::occ::properties::INCREMENTS]
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
@@ -519,7 +523,7 @@ fn secs(ns: u64) -> String {
 }
 
 impl Checker<OccHistory> for ProbeLiveness {
-    fn properties(&self) -> &'static [&'static str] {
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
         &[LIVENESS]
     }
 
@@ -527,7 +531,7 @@ impl Checker<OccHistory> for ProbeLiveness {
         let probe: Vec<&OpRecord<Call, Outcome>> =
             history.ops.iter().filter(|o| is_probe(o.client)).collect();
         let violation = |message: String, ops: Vec<u64>| Violation {
-            property: LIVENESS.into(),
+            property: LIVENESS.id,
             message,
             ops,
         };

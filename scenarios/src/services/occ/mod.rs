@@ -8,6 +8,7 @@ pub mod check;
 pub mod check_file;
 pub mod coverage;
 pub mod history;
+pub mod properties;
 pub mod retry;
 pub mod spec;
 pub mod timeline;

@@ -133,7 +133,7 @@ impl ServerSideRules {
     /// send: the client heard the answer no sooner than it was sent, so a
     /// correct SDK's wait can only look longer than it was, never shorter.
     pub fn check(&self, case: &ServerCase<'_>) -> Option<Violation> {
-        let v = |property: &str, message: String| {
+        let v = |property: &'static str, message: String| {
             Some(Violation {
                 property: property.into(),
                 message,
@@ -537,8 +537,12 @@ pub struct RetryFromServers {
 }
 
 impl Checker<OccHistory> for RetryFromServers {
-    fn properties(&self) -> &'static [&'static str] {
-        &["R1", "R2", "R3"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[
+            crate::kit::properties::R1,
+            crate::kit::properties::R2,
+            crate::kit::properties::R3,
+        ]
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
@@ -704,7 +708,7 @@ mod tests {
             invoke_ns: Some(0),
             return_ns: Some(return_ms * MS),
         })
-        .map(|v| v.property)
+        .map(|v| v.property.to_string())
     }
 
     #[test]

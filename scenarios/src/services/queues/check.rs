@@ -187,7 +187,7 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step)) -> Replay {
     state
 }
 
-fn violation(property: &str, message: String, ops: Vec<u64>) -> Violation {
+fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
     Violation {
         property: property.into(),
         message,
@@ -199,14 +199,14 @@ fn violation(property: &str, message: String, ops: Vec<u64>) -> Violation {
 pub struct ServerRule(pub &'static str);
 
 impl Checker<QueueHistory> for ServerRule {
-    fn properties(&self) -> &'static [&'static str] {
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
         match self.0 {
-            "Q1" => &["Q1"],
-            "Q2" => &["Q2"],
-            "Q3" => &["Q3"],
-            "Q4" => &["Q4"],
-            "Q5" => &["Q5"],
-            _ => &["Q6"],
+            "Q1" => &[crate::services::queues::properties::Q1],
+            "Q2" => &[crate::services::queues::properties::Q2],
+            "Q3" => &[crate::services::queues::properties::Q3],
+            "Q4" => &[crate::services::queues::properties::Q4],
+            "Q5" => &[crate::services::queues::properties::Q5],
+            _ => &[crate::services::queues::properties::Q6],
         }
     }
 
@@ -234,7 +234,7 @@ impl Checker<QueueHistory> for ServerRule {
 
 /// Q1 (order and completeness) and Q3 (an expired reservation is pollable).
 /// `None` when the step is not a poll.
-fn poll_rules(property: &str, state: &Replay, step: &Step) -> Option<Vec<Violation>> {
+fn poll_rules(property: &'static str, state: &Replay, step: &Step) -> Option<Vec<Violation>> {
     let (queue, statuses, limit, at, returned, ops) = match step {
         Step::Effect(e) => {
             let Some(QueueRequest::Poll {
@@ -601,8 +601,8 @@ fn indexed_in(h: &QueueHistory, p: &Pass, ok_statuses: &[u16]) -> BTreeSet<Strin
 pub struct DeleteDetection;
 
 impl Checker<QueueHistory> for DeleteDetection {
-    fn properties(&self) -> &'static [&'static str] {
-        &["Q7"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::queues::properties::Q7]
     }
 
     fn check(&self, h: &QueueHistory) -> Checked {
@@ -715,8 +715,8 @@ fn completed(state: &Replay, e: &QueueEffect, v: &mut Vec<Violation>) -> usize {
 pub struct TraversalGating;
 
 impl Checker<QueueHistory> for TraversalGating {
-    fn properties(&self) -> &'static [&'static str] {
-        &["Q8"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::queues::properties::Q8]
     }
 
     fn check(&self, h: &QueueHistory) -> Checked {
@@ -784,8 +784,8 @@ fn repository_at(h: &QueueHistory, until_ns: u64) -> BTreeMap<String, String> {
 pub struct CheckpointResume;
 
 impl Checker<QueueHistory> for CheckpointResume {
-    fn properties(&self) -> &'static [&'static str] {
-        &["Q9"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::queues::properties::Q9]
     }
 
     fn check(&self, h: &QueueHistory) -> Checked {
@@ -920,8 +920,8 @@ fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
 pub struct EndToEnd;
 
 impl Checker<QueueHistory> for EndToEnd {
-    fn properties(&self) -> &'static [&'static str] {
-        &["end-to-end"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::queues::properties::END_TO_END]
     }
 
     fn check(&self, h: &QueueHistory) -> Checked {

@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod history;
+pub mod properties;
 pub mod reference;
 pub mod workload;
 

@@ -92,8 +92,8 @@ pub fn settled_primary<'a, 'b>(
 }
 
 impl Checker<RegionsHistory> for Convergence {
-    fn properties(&self) -> &'static [&'static str] {
-        &["convergence"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::regions::properties::CONVERGENCE]
     }
 
     fn check(&self, history: &RegionsHistory) -> Checked {

@@ -32,8 +32,8 @@ struct FinalOfItem {
 }
 
 impl Checker<RegionsHistory> for Durability {
-    fn properties(&self) -> &'static [&'static str] {
-        &["durability"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::regions::properties::DURABILITY]
     }
 
     fn check(&self, history: &RegionsHistory) -> Checked {

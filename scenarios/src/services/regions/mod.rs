@@ -30,6 +30,7 @@
 pub mod converge;
 pub mod durable;
 pub mod history;
+pub mod properties;
 pub mod routing;
 pub mod safety;
 pub mod session;

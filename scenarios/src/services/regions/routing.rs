@@ -111,8 +111,8 @@ struct Mark<'a> {
 }
 
 impl Checker<RegionsHistory> for Routing {
-    fn properties(&self) -> &'static [&'static str] {
-        &["R6"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::regions::properties::R6]
     }
 
     fn check(&self, history: &RegionsHistory) -> Checked {

@@ -17,6 +17,7 @@
 //! them) is judged for election safety only, and the note says so.
 
 use super::history::{RegionEvent, RegionsHistory};
+use super::properties::{ELECTION_SAFETY, STATE_MACHINE_SAFETY};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::timeline::secs;
 use std::collections::BTreeMap;
@@ -24,11 +25,6 @@ use std::collections::BTreeMap;
 /// The checker of election safety and state machine safety.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RaftSafety;
-
-/// The property "at most one primary per partition and term".
-pub const ELECTION: &str = "election safety";
-/// The property "no two different entries applied at one LSN".
-pub const STATE_MACHINE: &str = "state machine safety";
 
 /// The node an incarnation name belongs to: `replica-1#2` → `replica-1`.
 pub fn node_of(incarnation: &str) -> &str {
@@ -53,8 +49,8 @@ impl Report<'_> {
 }
 
 impl Checker<RegionsHistory> for RaftSafety {
-    fn properties(&self) -> &'static [&'static str] {
-        &[ELECTION, STATE_MACHINE]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[ELECTION_SAFETY, STATE_MACHINE_SAFETY]
     }
 
     fn check(&self, history: &RegionsHistory) -> Checked {
@@ -87,7 +83,7 @@ impl Checker<RegionsHistory> for RaftSafety {
                             .is_none()
                     {
                         violations.push(Violation {
-                            property: ELECTION.into(),
+                            property: ELECTION_SAFETY.id,
                             message: format!(
                                 "partition {partition}, term {term}: {node} announced itself primary at {} and {} announced itself primary of the same term at {}: two primaries in one term",
                                 secs(at),
@@ -147,7 +143,7 @@ impl Checker<RegionsHistory> for RaftSafety {
                 ));
             }
             violations.push(Violation {
-                property: STATE_MACHINE.into(),
+                property: STATE_MACHINE_SAFETY.id,
                 message,
                 ops: vec![],
             });
@@ -234,7 +230,10 @@ mod tests {
         let b = healthy();
         let checked = RaftSafety.check(&b.h);
         assert_eq!(checked.verdict(), &Verdict::Held, "{:?}", violations(&b));
-        assert_eq!(RaftSafety.properties(), &[ELECTION, STATE_MACHINE]);
+        assert_eq!(
+            RaftSafety.properties(),
+            &[ELECTION_SAFETY, STATE_MACHINE_SAFETY]
+        );
     }
 
     #[test]
@@ -243,7 +242,7 @@ mod tests {
         primary(&mut b, "replica-1#2", 10, 0, 3);
         let v = violations(&b);
         assert_eq!(v.len(), 1, "{v:?}");
-        assert_eq!(v[0].property, ELECTION);
+        assert_eq!(v[0].property, ELECTION_SAFETY.id);
         assert!(
             v[0].message.contains("partition 0, term 3"),
             "{}",
@@ -268,7 +267,7 @@ mod tests {
         );
         let v = violations(&b);
         assert_eq!(v.len(), 1, "{v:?}");
-        assert_eq!(v[0].property, STATE_MACHINE);
+        assert_eq!(v[0].property, STATE_MACHINE_SAFETY.id);
         let m = &v[0].message;
         assert!(m.contains("partition 0, LSN 3"), "{m}");
         assert!(m.contains("replica-2") && m.contains("reader-1"), "{m}");
@@ -289,7 +288,7 @@ mod tests {
         );
         let v = violations(&b);
         assert_eq!(v.len(), 1, "{v:?}");
-        assert_eq!(v[0].property, STATE_MACHINE);
+        assert_eq!(v[0].property, STATE_MACHINE_SAFETY.id);
         let m = &v[0].message;
         assert!(m.contains("partition 0, LSN 2"), "{m}");
         assert!(m.contains("applied prefix changed"), "{m}");

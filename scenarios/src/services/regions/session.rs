@@ -54,8 +54,8 @@ struct Tally {
 }
 
 impl Checker<RegionsHistory> for SessionGuarantees {
-    fn properties(&self) -> &'static [&'static str] {
-        &["R5"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::regions::properties::R5]
     }
 
     fn check(&self, history: &RegionsHistory) -> Checked {

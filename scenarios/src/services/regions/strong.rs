@@ -226,8 +226,8 @@ pub struct StrongLinearizability {
 }
 
 impl Checker<RegionsHistory> for StrongLinearizability {
-    fn properties(&self) -> &'static [&'static str] {
-        &["linearizability"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::kit::properties::LINEARIZABILITY]
     }
 
     fn check(&self, h: &RegionsHistory) -> Checked {

@@ -97,8 +97,8 @@ pub struct Linearizability {
 }
 
 impl Checker<SearchHistory> for Linearizability {
-    fn properties(&self) -> &'static [&'static str] {
-        &["linearizability"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::kit::properties::LINEARIZABILITY]
     }
 
     fn check(&self, history: &SearchHistory) -> Checked {
@@ -111,8 +111,8 @@ impl Checker<SearchHistory> for Linearizability {
 pub struct EtagFreshness;
 
 impl Checker<SearchHistory> for EtagFreshness {
-    fn properties(&self) -> &'static [&'static str] {
-        &["E1"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::kit::properties::E1]
     }
 
     fn check(&self, history: &SearchHistory) -> Checked {
@@ -136,8 +136,8 @@ impl Checker<SearchHistory> for EtagFreshness {
 pub struct NoLostField;
 
 impl Checker<SearchHistory> for NoLostField {
-    fn properties(&self) -> &'static [&'static str] {
-        &["lost-field"]
+    fn properties(&self) -> &'static [overcast_sim::check::Property] {
+        &[crate::services::search::properties::LOST_FIELD]
     }
 
     fn check(&self, history: &SearchHistory) -> Checked {
