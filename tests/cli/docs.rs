@@ -212,7 +212,7 @@ const SEEDED_BUGS_HEAD: &str = "\
 # Seeded bugs
 
 <!-- Generated from the bug table (`overcast_scenarios::bugs::BUGS`) by
-tests/docs.rs; do not edit by hand. After changing the table, rewrite this
+tests/cli/docs.rs; do not edit by hand. After changing the table, rewrite this
 page with `OVERCAST_BLESS=1 cargo test --release --test docs`. -->
 
 A seeded bug is a realistic mistake the model can be switched into. Each is
@@ -336,7 +336,7 @@ fn fenced(text: &str, lang: &str) -> Vec<String> {
         .collect()
 }
 
-/// The README's CI recipes (which `tests/cli.rs` runs) are the CI guide's,
+/// The README's CI recipes (which `tests/cli/cli.rs` runs) are the CI guide's,
 /// word for word.
 #[test]
 fn the_readme_and_the_ci_guide_give_the_same_recipes() {

@@ -1,0 +1,9 @@
+//! Integration tests of each service's scenario: its checks caught and quiet, and the conformance scripts (one binary, one link).
+
+mod dialects;
+mod feed;
+mod leases;
+mod occ;
+mod queues;
+mod regions;
+mod scripts;
