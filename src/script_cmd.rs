@@ -2,7 +2,7 @@
 //! expected answers, see the README section "Conformance scripts"), each on a
 //! fresh deployment, and reports one line (or one JSON object) per script.
 
-use overcast_scenarios::script::{self, ScriptOutcome};
+use overcast_scenarios::conformance::{self, ScriptOutcome};
 use std::path::PathBuf;
 
 /// Arguments of `overcast script`.
@@ -31,7 +31,7 @@ pub fn run(args: &ScriptArgs) -> u8 {
         let name = file.display().to_string();
         let result = match std::fs::read_to_string(file) {
             Err(e) => FileResult::Malformed(format!("cannot read: {e}")),
-            Ok(text) => match script::run_text(&text) {
+            Ok(text) => match conformance::run_text(&text) {
                 Ok(outcome) => FileResult::Ran(outcome),
                 Err(m) => FileResult::Malformed(m.to_string()),
             },

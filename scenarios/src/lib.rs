@@ -4,8 +4,8 @@
 //! CLI, and [`bugs`] is the bug table.
 
 pub mod bugs;
+pub mod conformance;
 pub mod kit;
-pub mod script;
 pub mod services;
 
 use overcast_harness::catalogue::Catalogue;

@@ -4,8 +4,8 @@
 //! status, and each ETag comparison, turns the run into a failure at that very
 //! step when it is changed).
 
-use overcast_scenarios::script::format::Step;
-use overcast_scenarios::script::{self, run_script, Script, ScriptOutcome, SCRIPT_SEED};
+use overcast_scenarios::conformance::format::Step;
+use overcast_scenarios::conformance::{self, run_script, Script, ScriptOutcome, SCRIPT_SEED};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -43,7 +43,7 @@ fn shipped() -> Vec<(PathBuf, String)> {
 }
 
 fn parsed(text: &str, path: &Path) -> Script {
-    script::parse(text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    conformance::parse(text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn temp_file(name: &str, text: &str) -> String {
@@ -191,7 +191,7 @@ fn request_steps(doc: &serde_json::Value) -> Vec<(usize, String)> {
 
 fn run_doc(doc: &serde_json::Value) -> ScriptOutcome {
     let text = serde_json::to_string(doc).expect("serialises");
-    script::run_text(&text).expect("still well-formed")
+    conformance::run_text(&text).expect("still well-formed")
 }
 
 fn fails_at(outcome: &ScriptOutcome, step: usize) -> bool {
@@ -244,7 +244,7 @@ fn changing_any_shipped_status_or_etag_comparison_fails_the_script_at_that_step(
 }
 
 /// Runs shipped script `name` with seeded bug `bug` on; returns the difference.
-fn differs_with_bug(name: &str, bug: &str) -> overcast_scenarios::script::Difference {
+fn differs_with_bug(name: &str, bug: &str) -> overcast_scenarios::conformance::Difference {
     let path = script_dir().join(name);
     let mut s = parsed(&std::fs::read_to_string(&path).unwrap(), &path);
     s.bugs = vec![bug.into()];
@@ -304,7 +304,7 @@ fn the_format_pages_example_script_passes() {
         .expect("the format page's title");
     let start = section + readme[section..].find("```json\n").expect("an example") + 8;
     let end = start + readme[start..].find("```").expect("its end");
-    let outcome = script::run_text(&readme[start..end]).expect("well-formed");
+    let outcome = conformance::run_text(&readme[start..end]).expect("well-formed");
     assert!(outcome.passed(), "{outcome:?}");
 }
 
@@ -770,7 +770,8 @@ fn the_format_pages_examples_of_lease_cosmos_search_queue_and_feed_steps_pass() 
             r#"{{"format": "overcast-script/1", "name": "README example", "containers": ["c"], "steps": [{}]}}"#,
             &rest[start..end]
         );
-        let outcome = script::run_text(&text).unwrap_or_else(|e| panic!("block {blocks}: {e}"));
+        let outcome =
+            conformance::run_text(&text).unwrap_or_else(|e| panic!("block {blocks}: {e}"));
         assert!(outcome.passed(), "block {blocks}: {outcome:?}");
         blocks += 1;
         rest = &rest[end + 3..];

@@ -1,0 +1,68 @@
+//! Blob steps: `create_container`, `put_blob`, `get_blob`, `delete_blob`
+//! (SPEC §1.1), and the check of their bodies. Their lease id and condition
+//! headers are checked by the shared pass in the parent module, since blob
+//! lease actions take the same headers.
+
+use super::{Dates, Expect};
+use serde::{Deserialize, Serialize};
+
+/// `create_container`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateContainer {
+    /// The container.
+    pub container: String,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// `put_blob`, `get_blob`, `delete_blob`: a Blob request with its
+/// conditional headers, written as header values.
+///
+/// `if_match` / `if_none_match`: `*`, or a comma-separated list of ETags, each
+/// a literal (quotes optional) or a captured `$name`. Dates: one date
+/// expression, or a list of them (several values in one header).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlobOp {
+    /// The container.
+    pub container: String,
+    /// The blob name.
+    pub blob: String,
+    /// The content: required by `put_blob`, refused by the others.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// `If-Match`.
+    #[serde(default)]
+    pub if_match: Option<String>,
+    /// `If-None-Match`.
+    #[serde(default)]
+    pub if_none_match: Option<String>,
+    /// `If-Modified-Since`.
+    #[serde(default)]
+    pub if_modified_since: Option<Dates>,
+    /// `If-Unmodified-Since`.
+    #[serde(default)]
+    pub if_unmodified_since: Option<Dates>,
+    /// `x-ms-lease-id`: a literal (any string; a GUID in any of its forms) or a
+    /// captured `$name`.
+    #[serde(default)]
+    pub lease_id: Option<String>,
+    /// The expected answer.
+    pub expect: Expect,
+}
+
+/// Checks a Blob request's body against its kind: `put_blob` takes one,
+/// `get_blob` and `delete_blob` take none.
+pub(super) fn validate_body(op: &BlobOp, kind: &str) -> Result<(), (String, String)> {
+    match (kind, &op.body) {
+        ("put_blob", None) => Err((
+            format!("{kind}.body"),
+            "missing: put_blob takes a body".into(),
+        )),
+        ("get_blob" | "delete_blob", Some(_)) => {
+            Err((format!("{kind}.body"), format!("{kind} takes no body")))
+        }
+        _ => Ok(()),
+    }
+}
