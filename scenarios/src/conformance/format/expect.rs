@@ -84,7 +84,7 @@ pub struct Expect {
     #[serde(default)]
     pub note: Option<String>,
     /// The SPEC cells or rows this step reaches (e.g. `2.3 renew A / expired`);
-    /// not checked by the runner: `tests/scripts.rs` requires every cell of the
+    /// not checked by the runner: `tests/services/scripts.rs` requires every cell of the
     /// lease tables and every row of §1.2 and §1.3 to be reached by some script,
     /// and checks the lease state each lease cell claims.
     #[serde(default)]
