@@ -11,27 +11,19 @@ compile_error!(
      a RUSTFLAGS variable replaces it, so add `--cfg madsim` there too)"
 );
 
-pub mod bugs;
-pub mod client;
-pub mod conditions;
-pub mod connector;
-pub mod cosmos;
-pub mod cosmos_client;
-pub mod env;
-pub mod feed;
-pub mod feed_processor;
-pub mod lease;
-pub mod lease_client;
-pub mod lease_holder;
+mod core;
+mod node;
+mod sdk;
+mod services;
+
 pub mod partition;
-pub mod queue;
-pub mod region_client;
-pub mod replica;
-pub mod replica_server;
-pub mod retry;
-pub mod search;
-pub mod search_client;
-pub mod server;
-pub mod store;
 pub mod wal;
 pub mod wire;
+
+pub use crate::core::{bugs, conditions, env};
+pub use crate::node::{replica, replica_server, server};
+pub use crate::sdk::{
+    client, connector, cosmos_client, feed_processor, lease_client, lease_holder, region_client,
+    retry, search_client,
+};
+pub use crate::services::{cosmos, feed, lease, queue, search, store};

@@ -14,10 +14,9 @@
 //! served or cut off: with one replica the log cannot be repaired, and
 //! recovery reports the damage instead.
 
-use crate::bugs::ModelBugs;
-use crate::env::LogDevice;
-use crate::partition::Effect;
-use serde::{Deserialize, Serialize};
+use crate::core::bugs::ModelBugs;
+use crate::core::env::LogDevice;
+pub use crate::partition::LogRecord;
 
 /// Bytes before the payload.
 const HEADER: usize = 24;
@@ -28,18 +27,6 @@ const MAGIC: u32 = 0x4F43_574C;
 /// mode flips up to one read in eight: three re-reads all flipped ended a
 /// server's service for good on seed 24, nine in a row is out of reach.
 const REREADS: usize = 8;
-
-/// One logged mutation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LogRecord {
-    /// The partition the effect belongs to.
-    pub partition: u32,
-    /// The effect's log position in its partition: 1, 2, 3... in log order
-    /// (see [`crate::partition::Partition::lsn`]).
-    pub lsn: u64,
-    /// What changed.
-    pub effect: Effect,
-}
 
 /// Frames a record for appending as the log's record number `seq` (1 for the first).
 pub fn encode(seq: u64, record: &LogRecord) -> Vec<u8> {
@@ -239,8 +226,8 @@ pub fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conditions::ETag;
-    use crate::store::{self, Item, ItemKey};
+    use crate::core::conditions::ETag;
+    use crate::services::store::{self, Item, ItemKey};
 
     fn record(v: u64) -> LogRecord {
         LogRecord {
@@ -322,7 +309,7 @@ mod tests {
         fn append(&self, b: &[u8]) {
             self.bytes.lock().unwrap().extend_from_slice(b);
         }
-        fn sync(&self) -> Result<(), crate::env::SyncError> {
+        fn sync(&self) -> Result<(), crate::core::env::SyncError> {
             Ok(())
         }
         fn read_all(&self) -> Vec<u8> {

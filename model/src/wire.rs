@@ -4,7 +4,7 @@
 //! operation is a [`Request`] of any service and the answer a [`Response`], so
 //! a new service needs no change here.
 
-use crate::env::SendPolicy;
+use crate::core::env::SendPolicy;
 use crate::partition::{Request, Response};
 use madsim::net::Endpoint;
 use serde::{Deserialize, Serialize};
@@ -63,7 +63,7 @@ pub enum WireReply {
     Transient {
         /// The status.
         status: u16,
-        /// The Cosmos sub-status (`crate::retry::sub_status`; 0 for none): on a 410, 1000,
+        /// The Cosmos sub-status (`crate::core::sub_status`; 0 for none): on a 410, 1000,
         /// 1002 or 1022 when the fault point draws one.
         sub_status: u32,
         /// `x-ms-retry-after-ms` (429 only; missing or 0 sometimes).
@@ -165,7 +165,7 @@ pub fn partition_of(partition_key: &str, partitions: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Conditions, ItemKey, StoreRequest};
+    use crate::services::store::{Conditions, ItemKey, StoreRequest};
 
     #[test]
     fn a_request_encoded_from_its_operation_bytes_is_the_whole_encoding() {
