@@ -227,6 +227,7 @@ pub fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
 mod tests {
     use super::*;
     use crate::core::conditions::ETag;
+    use crate::partition::Effect;
     use crate::services::store::{self, Item, ItemKey};
 
     fn record(v: u64) -> LogRecord {

@@ -1,4 +1,6 @@
 use super::*;
+use crate::core::bugs::ModelBugs;
+use crate::partition::Response;
 use crate::services::cosmos::{CosmosRequest, ItemOp};
 
 fn cfg(me: ReplicaId, bugs: ModelBugs) -> ReplicaConfig {

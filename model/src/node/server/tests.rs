@@ -1,3 +1,4 @@
+use super::dedup::OUTCOMES_PER_SESSION;
 use super::*;
 
 fn reply(status: u16) -> WireReply {

@@ -29,134 +29,24 @@ use crate::core::bugs::ModelBugs;
 use crate::core::conditions::ETag;
 use crate::core::env::Clock;
 use crate::partition::{Request, Response};
-use crate::sdk::client::{AttemptLog, CallResult, StoreClient};
+use crate::sdk::client::{CallResult, StoreClient};
 use crate::sdk::cosmos_client::CosmosContainer;
 use crate::sdk::retry::FinalOutcome;
 use crate::services::cosmos::CosmosResponse;
-use crate::services::feed::{FeedItem, FeedRange, FeedRequest, FeedResponse, FeedScope, StartFrom};
+use crate::services::feed::{FeedItem, FeedRequest, FeedResponse, FeedScope, StartFrom};
 use madsim::time::sleep;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The CAS retries on 412 (`RetryCountOnConflict`): 6 attempts in all.
-pub const RETRY_COUNT_ON_CONFLICT: usize = 5;
+mod events;
+mod leases;
 
-/// A lease document's body (SPEC §3.3.2), as JSON in a Cosmos item.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeaseDoc {
-    /// The lease token: the range id.
-    pub token: u32,
-    /// The range's lowest EPK.
-    pub min: u32,
-    /// One past the range's highest EPK.
-    pub max: u32,
-    /// The owner's instance name, or none.
-    pub owner: Option<String>,
-    /// The checkpoint (an LSN); none = use the reader's start option.
-    pub continuation: Option<u64>,
-    /// The writing host's clock at the write, ms.
-    pub timestamp: u64,
-    /// The instance that wrote this version (the harness reads it to judge
-    /// fencing; the SDK keeps such things in `properties`).
-    pub by: String,
-    /// The lease this one was split from.
-    pub parent: Option<u32>,
-}
-
-impl LeaseDoc {
-    /// The range it covers.
-    pub fn range(&self) -> FeedRange {
-        FeedRange {
-            id: self.token,
-            min: self.min,
-            max: self.max,
-        }
-    }
-
-    /// The item body.
-    pub fn to_body(&self) -> String {
-        serde_json::to_string(self).expect("lease documents serialise")
-    }
-
-    /// Parses a body (`None` for the `.info`/`.lock` markers).
-    pub fn from_body(body: &str) -> Option<LeaseDoc> {
-        serde_json::from_str(body).ok()
-    }
-}
-
-/// A lease as one host last saw it: the document and its `_etag`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CachedLease {
-    /// The item id.
-    pub id: String,
-    /// The document.
-    pub doc: LeaseDoc,
-    /// Its `_etag` (the If-Match of the next replace).
-    pub etag: ETag,
-}
-
-/// True if the lease may be taken without stealing: no owner, or its
-/// timestamp (the writer's clock) plus the expiration is before `now` (this
-/// host's clock; strict).
-pub fn is_available(doc: &LeaseDoc, now: u64, expiration_ms: u64) -> bool {
-    doc.owner.is_none() || doc.timestamp + expiration_ms < now
-}
-
-/// EqualPartitions (SPEC §3.3.6): the leases `me` should acquire now, from all
-/// leases in query order (by id). At most `need` available ones; if none is
-/// available, one stolen from the last worker with the most leases.
-pub fn balance(leases: &[CachedLease], me: &str, now: u64, expiration_ms: u64) -> Vec<CachedLease> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    let mut available = Vec::new();
-    for l in leases {
-        if is_available(&l.doc, now, expiration_ms) {
-            available.push(l.clone());
-        } else if let Some(owner) = l.doc.owner.as_deref() {
-            if !counts.contains_key(owner) {
-                order.push(owner);
-            }
-            *counts.entry(owner).or_default() += 1;
-        }
-    }
-    let mine = counts.get(me).copied().unwrap_or(0);
-    let workers = counts.len() + usize::from(!counts.contains_key(me));
-    let n = leases.len();
-    let target = if n <= workers { 1 } else { n.div_ceil(workers) };
-    if target <= mine {
-        return Vec::new();
-    }
-    let need = target - mine;
-    if !available.is_empty() {
-        available.truncate(need);
-        return available;
-    }
-    // Steal one: the last worker (in query order) with the most leases
-    // (`max_by_key` keeps the last of equal maxima).
-    let Some((victim, most)) = order
-        .iter()
-        .filter(|o| **o != me)
-        .map(|o| (*o, counts[o]))
-        .max_by_key(|(_, c)| *c)
-    else {
-        return Vec::new();
-    };
-    let bar = target - usize::from(need > 1);
-    if most <= bar {
-        return Vec::new();
-    }
-    leases
-        .iter()
-        .find(|l| l.doc.owner.as_deref() == Some(victim))
-        .cloned()
-        .into_iter()
-        .collect()
-}
+pub use events::{ProcessorCall, ProcessorEvent, ProcessorObserver};
+pub use leases::{balance, is_available, CachedLease, LeaseDoc, RETRY_COUNT_ON_CONFLICT};
 
 /// Where a lease without a checkpoint starts reading.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,139 +125,6 @@ pub struct DelegatePlan {
 pub trait Delegate {
     /// How the delegate will handle `items` of lease `lease`.
     fn plan(&mut self, lease: u32, items: &[FeedItem]) -> DelegatePlan;
-}
-
-/// Everything a host does that a checker needs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ProcessorEvent {
-    /// `StartAsync` ran; `anchor` is the start time of leases without a checkpoint (host ms).
-    Started {
-        /// Time(anchor) of [`ProcessorStart::Now`]; none for the beginning.
-        anchor: Option<u64>,
-    },
-    /// Bootstrap done (`initialized`: this host wrote `.info`).
-    Bootstrapped {
-        /// This host was the initializer.
-        initialized: bool,
-    },
-    /// A lease became this host's.
-    Acquired {
-        /// The lease token.
-        lease: u32,
-        /// Its stored checkpoint.
-        continuation: Option<u64>,
-        /// The owner the balancer saw (a steal if another host).
-        from: Option<String>,
-        /// The `timestamp` of the copy the balancer judged (none for a
-        /// split's child): says which version of the lease its expiry was
-        /// judged on (the checker's CF8 tells an expired lease from a steal).
-        #[serde(default)]
-        seen_timestamp: Option<u64>,
-    },
-    /// A lease stopped being processed here.
-    Stopped {
-        /// The lease token.
-        lease: u32,
-        /// Why.
-        why: String,
-    },
-    /// A feed read of a lease.
-    Read {
-        /// The lease token.
-        lease: u32,
-        /// The continuation it read from (none: the start option).
-        from: Option<u64>,
-        /// What a start option resolved to.
-        start_lsn: Option<u64>,
-        /// The status (0: no answer).
-        status: u16,
-        /// Items returned.
-        items: usize,
-    },
-    /// The delegate is invoked with a batch.
-    Delivered {
-        /// The lease token.
-        lease: u32,
-        /// The items.
-        items: Vec<FeedItem>,
-        /// The page's continuation.
-        continuation: u64,
-    },
-    /// The delegate returned (`ok`) or threw.
-    DelegateDone {
-        /// The lease token.
-        lease: u32,
-        /// Returned successfully.
-        ok: bool,
-        /// The page's continuation.
-        continuation: u64,
-    },
-    /// A checkpoint attempt.
-    Checkpoint {
-        /// The lease token.
-        lease: u32,
-        /// The token written.
-        continuation: u64,
-        /// It committed.
-        ok: bool,
-    },
-    /// A split handled: children created (those that did not exist).
-    Split {
-        /// The parent token.
-        lease: u32,
-        /// The children created.
-        children: Vec<u32>,
-        /// The continuation they were given.
-        continuation: Option<u64>,
-    },
-    /// The host released a lease (`StopAsync`, a delegate error, a read error).
-    Released {
-        /// The lease token.
-        lease: u32,
-    },
-    /// `StopAsync` finished.
-    Left,
-}
-
-/// One SDK call a host made (a lease read, create, replace or delete, a
-/// feed read), reported when it returned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProcessorCall {
-    /// What it was (`"renew"`, `"checkpoint"`, `"read feed"`, …).
-    pub what: String,
-    /// The status the host saw.
-    pub status: u16,
-    /// The outcome is unknown (a write that may or may not have committed).
-    pub unknown: bool,
-    /// Every attempt the SDK made.
-    pub attempts: Vec<AttemptLog>,
-    /// Simulated ns at the call's start.
-    pub invoke_ns: u64,
-    /// Simulated ns at its return.
-    pub return_ns: u64,
-}
-
-/// Where a host's events go.
-pub trait ProcessorObserver {
-    /// One event, at the host's clock.
-    fn event(&self, e: ProcessorEvent);
-    /// One SDK call that returned (default: not recorded).
-    fn call(&self, _call: ProcessorCall) {}
-    /// Whether to leave out the SDK call the host is about to send (a test
-    /// harness shrinking a failure to its operations), asked before each
-    /// one: `what` it is for and is (`"renew: replace lease"`), on `key` (a
-    /// lease id or token, a container), sent from `from` (the address of
-    /// the task's own SDK client: the processing loop and the renewer have
-    /// one each, and every request of the call is sent from there).
-    /// `setup`: bootstrap, asked once at its start and before its read of
-    /// the ranges, never to be left out (answer `false`). A call
-    /// left out is not sent, not reported, and ends at once with an
-    /// unknown outcome, as if it had been lost on its way; the host goes on
-    /// as after such a call (a lost feed read or checkpoint releases the
-    /// lease). Default: never.
-    fn skipped(&self, _what: &str, _key: &str, _from: Option<SocketAddr>, _setup: bool) -> bool {
-        false
-    }
 }
 
 /// Why a lease update failed.
