@@ -62,7 +62,10 @@ fn workspace_deps() -> BTreeMap<String, Vec<String>> {
 #[test]
 fn model_and_sim_do_not_know_each_other() {
     let deps = workspace_deps();
-    let deps_of = |name: &str| deps.get(name).unwrap_or_else(|| panic!("{name} is a member"));
+    let deps_of = |name: &str| {
+        deps.get(name)
+            .unwrap_or_else(|| panic!("{name} is a member"))
+    };
     let model = deps_of("overcast-model");
     let sim = deps_of("overcast-sim");
     let lin = deps_of("overcast-lin");
@@ -604,12 +607,7 @@ fn module_graph(src: &Path) -> Vec<String> {
     let mut graphs: BTreeMap<Vec<String>, BTreeMap<(String, String), Vec<String>>> =
         BTreeMap::new();
     for e in module_edges(src) {
-        let common = e
-            .from
-            .iter()
-            .zip(&e.to)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let common = e.from.iter().zip(&e.to).take_while(|(a, b)| a == b).count();
         if common == e.from.len() || common == e.to.len() {
             continue; // a module and its ancestor
         }
@@ -733,7 +731,11 @@ fn imports_through_root_reexports(src: &Path) -> Vec<String> {
             if p.segments.first().map(String::as_str) == Some("crate")
                 && p.segments.get(1).is_some_and(|s| reexported.contains(s))
             {
-                found.push(format!("{} names {}", f.rel.display(), p.segments.join("::")));
+                found.push(format!(
+                    "{} names {}",
+                    f.rel.display(),
+                    p.segments.join("::")
+                ));
             }
         }
     }
@@ -778,7 +780,10 @@ fn the_module_graph_finds_a_circle() {
         "b.rs",
         "use crate::{c::{self, C}};\npub struct B;\n#[cfg(test)]\nmod tests { use crate::a::X; }\n",
     );
-    write("c.rs", "pub struct C(super::a::X);\nconst S: &str = \"crate::b\";\n");
+    write(
+        "c.rs",
+        "pub struct C(super::a::X);\nconst S: &str = \"crate::b\";\n",
+    );
     let circles = module_graph(&src);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(circles.len(), 1, "{circles:?}");
@@ -830,7 +835,11 @@ fn no_service_names_another() {
             };
             if let [first, other, ..] = to.as_slice() {
                 if first == "services" && other != own {
-                    found.push(format!("{} names {}", f.rel.display(), p.segments.join("::")));
+                    found.push(format!(
+                        "{} names {}",
+                        f.rel.display(),
+                        p.segments.join("::")
+                    ));
                 }
             }
         }
@@ -874,7 +883,10 @@ fn paths_naming_a_service(dir: &Path, services: &[String]) -> Vec<String> {
 fn the_kit_and_the_harness_name_no_service() {
     let services = scenario_services();
     let mut found = paths_naming_a_service(&root().join("scenarios/src/kit"), &services);
-    found.extend(paths_naming_a_service(&root().join("harness/src"), &services));
+    found.extend(paths_naming_a_service(
+        &root().join("harness/src"),
+        &services,
+    ));
     assert!(
         found.is_empty(),
         "shared code names a service:\n{}",

@@ -4,6 +4,25 @@
 //! of seeded bugs; a madsim server and client around them. It knows nothing of faults or
 //! checkers: it reads time from a clock it is handed, draws randomness from
 //! what it is handed, and reports calls to an observer it is handed.
+//!
+//! Inside, each layer uses only the layers before it:
+//!
+//! 1. `core/`: the seeded bugs, the conditional-request rules, the
+//!    environment a node is handed, item keys, the Cosmos sub-statuses;
+//! 2. `services/`: the services' pure state machines (store, lease, cosmos,
+//!    search, queue, feed);
+//! 3. [`partition`]: one of each service behind one request/response/effect
+//!    shape; then [`wal`], the log of its effects, and [`wire`], the
+//!    network messages that carry its requests;
+//! 4. `node/`: the madsim nodes (the server, and the replicated node around
+//!    the pure replica);
+//! 5. `sdk/`: the client side, the multi-region client included (it speaks
+//!    the replicated node's protocol).
+//!
+//! The other crates see the flat modules below (`overcast_model::store`,
+//! `overcast_model::client`...), re-exported from those folders.
+
+#![deny(missing_docs)]
 
 #[cfg(not(madsim))]
 compile_error!(

@@ -36,7 +36,7 @@ pub fn encode(seq: u64, record: &LogRecord) -> Vec<u8> {
 }
 
 /// [`encode`] into `out` (cleared first), reusing its memory.
-pub fn encode_into(out: &mut Vec<u8>, seq: u64, record: &LogRecord) {
+pub(crate) fn encode_into(out: &mut Vec<u8>, seq: u64, record: &LogRecord) {
     out.clear();
     out.extend_from_slice(&[0; HEADER]);
     bincode::serialize_into(&mut *out, record).expect("log records serialise");
@@ -84,7 +84,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 /// Reads records from the start of `bytes` until the log ends; with
 /// `check_payload_crc` off (the `skip_crc_on_replay` bug) payloads are
 /// trusted as long as they decode.
-pub fn scan(bytes: &[u8], check_payload_crc: bool) -> Scan {
+pub(crate) fn scan(bytes: &[u8], check_payload_crc: bool) -> Scan {
     scan_from(bytes, check_payload_crc, true)
 }
 
@@ -175,7 +175,7 @@ pub fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
 
 /// What recovery found on the device.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Recovered {
+pub(crate) struct Recovered {
     /// The records to redo (none to serve from when `damage` is set).
     pub records: Vec<LogRecord>,
     /// The `seq` the next appended record gets.
@@ -190,7 +190,7 @@ pub struct Recovered {
 /// redo, or the damage when the log stays corrupt. Seeded bugs:
 /// `skip_crc_on_replay` trusts payloads without their CRC;
 /// `torn_tail_as_end` cuts the log at the first corrupt record as if torn.
-pub fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
+pub(crate) fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
     let mut reads = 0;
     let (bytes, s) = loop {
         let bytes = device.read_all();

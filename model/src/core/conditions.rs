@@ -13,7 +13,7 @@ pub type Millis = u64;
 
 /// Truncates a clock reading to whole seconds: `Last-Modified` and the
 /// `If-(Un)Modified-Since` dates compare at 1 s resolution (SPEC §0, "Clock granularity").
-pub fn whole_seconds(t: Millis) -> u64 {
+pub(crate) fn whole_seconds(t: Millis) -> u64 {
     t / 1000
 }
 
@@ -243,7 +243,7 @@ impl Conditions {
 
 /// Why a request's conditions stop it. Each maps to a status and an error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ConditionFailure {
+pub(crate) enum ConditionFailure {
     /// 400 `MultipleConditionHeadersNotSupported`: an illegal combination (SPEC §1.1.3 step 1),
     /// or several values inside one date header (§1.1.4 gives only the status, 400; the
     /// model answers with this code, as it does for several ETags on a write).
@@ -287,7 +287,7 @@ impl ConditionFailure {
 /// What conditions are evaluated against: the current ETag and Last-Modified of an
 /// existing resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Current<'a> {
+pub(crate) struct Current<'a> {
     /// The current ETag.
     pub etag: &'a ETag,
     /// The current Last-Modified (ms; compared at 1 s resolution).
@@ -297,7 +297,7 @@ pub struct Current<'a> {
 /// Which kind of write is being evaluated; decides what `If-None-Match: *` on an existing
 /// resource returns (SPEC §1.1.3, AMBIG-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum WriteKind {
+pub(crate) enum WriteKind {
     /// Put Blob / Put Block List / Copy destination: `409 BlobAlreadyExists`.
     Put,
     /// Any other write (delete, set properties, ...): `412 ConditionNotMet`.
@@ -308,7 +308,7 @@ pub enum WriteKind {
 /// `If-Match` or `If-None-Match` (or more than one date in a date header), more than 2
 /// headers, or a pair other than `{If-Match, If-Unmodified-Since}` /
 /// `{If-None-Match, If-Modified-Since}` → 400 `MultipleConditionHeadersNotSupported`.
-pub fn validate_write(c: &Conditions) -> Result<(), ConditionFailure> {
+pub(crate) fn validate_write(c: &Conditions) -> Result<(), ConditionFailure> {
     let bad = Err(ConditionFailure::MultipleConditionHeadersNotSupported);
     if c.im().is_some_and(|m| m.len() > 1)
         || c.inm().is_some_and(|m| m.len() > 1)
@@ -342,7 +342,7 @@ pub fn validate_write(c: &Conditions) -> Result<(), ConditionFailure> {
 ///
 /// `skip_if_match` is the seeded bug: the ETag comparison of `If-Match` always passes on an
 /// existing resource (an absent resource still fails `If-Match` with 412).
-pub fn evaluate_write(
+pub(crate) fn evaluate_write(
     c: &Conditions,
     current: Option<Current<'_>>,
     kind: WriteKind,
@@ -396,7 +396,7 @@ pub fn evaluate_write(
 /// SPEC §1.1.4, checked before any state is read: several values inside one date header
 /// → 400 `MultipleConditionHeadersNotSupported`. Any combination of headers is allowed,
 /// both date headers together included.
-pub fn validate_read(c: &Conditions) -> Result<(), ConditionFailure> {
+pub(crate) fn validate_read(c: &Conditions) -> Result<(), ConditionFailure> {
     if c.several_dates() {
         return Err(ConditionFailure::MultipleConditionHeadersNotSupported);
     }
@@ -413,7 +413,10 @@ pub fn validate_read(c: &Conditions) -> Result<(), ConditionFailure> {
 /// * existing: `If-Match` or `If-Unmodified-Since` false → 412; `If-None-Match` false and
 ///   `If-Modified-Since` not true, or `If-Modified-Since` false and `If-None-Match` not
 ///   true → 304; else `Ok` (200).
-pub fn evaluate_read(c: &Conditions, current: Option<Current<'_>>) -> Result<(), ConditionFailure> {
+pub(crate) fn evaluate_read(
+    c: &Conditions,
+    current: Option<Current<'_>>,
+) -> Result<(), ConditionFailure> {
     validate_read(c)?;
     if matches!(c.inm(), Some(EtagMatch::Any)) {
         return Err(ConditionFailure::UnsatisfiableCondition);

@@ -52,15 +52,15 @@ use std::task::Poll;
 use std::time::Duration;
 
 /// Datagram tag of everything a replica receives (peer messages and client requests).
-pub const REPLICA_TAG: u64 = 21;
+pub(crate) const REPLICA_TAG: u64 = 21;
 /// Datagram tag of the answers to clients.
-pub const REPLY_TAG: u64 = 22;
+pub(crate) const REPLY_TAG: u64 = 22;
 /// Largest datagram either side reads.
-pub const MAX_REPLICA_DATAGRAM: usize = 256 * 1024;
+pub(crate) const MAX_REPLICA_DATAGRAM: usize = 256 * 1024;
 
 /// A client's request to a replica.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegionRequest {
+pub(crate) struct RegionRequest {
     /// Unique per client session; the answer carries it back.
     pub req_id: u64,
     /// The client's session (connection) id.
@@ -77,7 +77,7 @@ pub struct RegionRequest {
 
 /// A replica's answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RegionReply {
+pub(crate) enum RegionReply {
     /// Executed: the service's answer and the LSN it reflects (the session token).
     Ok {
         /// The service's answer.
@@ -98,7 +98,7 @@ pub enum RegionReply {
 
 /// An answer datagram.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegionResponse {
+pub(crate) struct RegionResponse {
     /// The request's id.
     pub req_id: u64,
     /// The request's session.
@@ -113,7 +113,7 @@ pub struct RegionResponse {
 
 /// Everything a replica receives.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Datagram {
+pub(crate) enum Datagram {
     /// From another replica of a partition.
     Peer {
         /// The partition.

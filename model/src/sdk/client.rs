@@ -414,7 +414,7 @@ fn describe_request(req: &Request) -> String {
 }
 
 /// A short form of a request for logs, e.g. `put docs/k3 If-Match "0x8D..2"`.
-pub fn describe(op: &StoreRequest) -> String {
+pub(crate) fn describe(op: &StoreRequest) -> String {
     let (verb, key, c) = match op {
         StoreRequest::CreateContainer { container } => {
             return format!("create container {container}")

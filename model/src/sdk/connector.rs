@@ -226,7 +226,7 @@ impl ConnectorConfig {
 /// The checkpoints on the connector's disk: an append-only log of
 /// `(name, value)` records, each framed with its length and CRC; the last
 /// whole record of a name wins.
-pub struct Checkpoints {
+pub(crate) struct Checkpoints {
     dev: Rc<dyn LogDevice>,
     values: BTreeMap<String, String>,
 }
@@ -287,7 +287,7 @@ pub const CHECKPOINT_INCREMENTAL: &str = "checkpoint_incremental";
 pub const CHECKPOINT_QUEUE: &str = "checkpoint_queue";
 
 /// The content hash the connector sends and stores.
-pub fn content_hash(content: &str) -> String {
+pub(crate) fn content_hash(content: &str) -> String {
     format!("{:08x}", crc32fast::hash(content.as_bytes()))
 }
 
@@ -302,7 +302,7 @@ enum Fetched {
 }
 
 /// Makes a task's random stream from its name.
-pub type RngFactory = Rc<dyn Fn(&str) -> Box<dyn RngCore + Send>>;
+pub(crate) type RngFactory = Rc<dyn Fn(&str) -> Box<dyn RngCore + Send>>;
 
 /// Everything a connector's tasks share.
 pub struct Connector {
@@ -798,7 +798,10 @@ impl Connector {
 
 /// `checkpoint_queue` read: the current queue (`queue(false)` at first) and
 /// the pending operation.
-pub fn queue_checkpoint(cfg: &ConnectorConfig, value: Option<&str>) -> (String, Option<String>) {
+pub(crate) fn queue_checkpoint(
+    cfg: &ConnectorConfig,
+    value: Option<&str>,
+) -> (String, Option<String>) {
     match value {
         None | Some("") => (cfg.queue(false), None),
         Some(v) => match v.split_once('\n') {

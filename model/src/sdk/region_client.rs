@@ -55,7 +55,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// `MaxSessionTokenRetryCount` of single-write accounts (SPEC §4.1, 404/1002).
-pub const MAX_SESSION_TOKEN_RETRY_COUNT: u32 = 2;
+pub(crate) const MAX_SESSION_TOKEN_RETRY_COUNT: u32 = 2;
 
 /// One region of the account.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -53,9 +53,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 mod protocol;
 
+pub(crate) use protocol::effect_digest;
 pub use protocol::{
-    effect_digest, parse_session_token, session_token, Applied, Entry, Message, Persist,
-    ReadConsistency, ReadOutcome, ReplicaConfig, ReplicaId, Role, WriteOutcome,
+    parse_session_token, session_token, Applied, Entry, Message, Persist, ReadConsistency,
+    ReadOutcome, ReplicaConfig, ReplicaId, Role, WriteOutcome,
 };
 
 /// The no-op entry a new primary appends.

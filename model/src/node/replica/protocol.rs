@@ -1,4 +1,7 @@
-//! What a replica is configured with, what replicas send each other ([`Message`]), what a replica persists ([`Persist`]) and applies ([`Applied`]), and what it answers a client ([`WriteOutcome`], [`ReadOutcome`]); session tokens.
+//! What a replica is configured with, what replicas send each other
+//! ([`Message`]), what a replica persists ([`Persist`]) and applies
+//! ([`Applied`]), and what it answers a client ([`WriteOutcome`],
+//! [`ReadOutcome`]); session tokens.
 
 use crate::core::bugs::ModelBugs;
 use crate::partition::{Effect, Response};
@@ -31,7 +34,7 @@ pub struct Applied {
 }
 
 /// The digest of an effect: CRC-32 of its bincode.
-pub fn effect_digest(effect: &Effect) -> u32 {
+pub(crate) fn effect_digest(effect: &Effect) -> u32 {
     crc32fast::hash(&bincode::serialize(effect).expect("effects serialise"))
 }
 

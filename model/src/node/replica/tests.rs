@@ -1,3 +1,5 @@
+//! Tests of the replica state machine, on a cluster of replicas driven by hand.
+
 use super::*;
 use crate::core::bugs::ModelBugs;
 use crate::partition::Response;

@@ -1,4 +1,5 @@
-//! The deduplication table: recent outcomes by session and request id, so that a duplicated or re-sent attempt is answered once and never executed twice.
+//! The deduplication table: recent outcomes by session and request id, so that
+//! a duplicated or re-sent attempt is answered once and never executed twice.
 
 use crate::wire::WireReply;
 use std::collections::{BTreeMap, VecDeque};
@@ -41,7 +42,7 @@ pub(super) struct SessionOutcomes {
 /// a restarted server has an empty table and waits
 /// [`ServerConfig::quiet_after_restart`] before listening instead.
 #[derive(Default)]
-pub struct Dedup {
+pub(crate) struct Dedup {
     sessions: BTreeMap<u64, SessionOutcomes>,
     used: u64,
 }

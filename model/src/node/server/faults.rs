@@ -1,4 +1,6 @@
-//! The server's fault points: the rates of transient answers (429, 449, 410, 408, 503) a request may get instead of being served, and the per-partition storms of 429s and 410s, drawn from the request's own random stream.
+//! The server's fault points: the rates of transient answers (429, 449, 410,
+//! 408, 503) a request may get instead of being served, and the per-partition
+//! storms of 429s and 410s, drawn from the request's own random stream.
 
 use super::ServerStats;
 use crate::core::sub_status;

@@ -52,7 +52,7 @@ use std::time::Duration;
 mod dedup;
 mod faults;
 
-pub use dedup::Dedup;
+use dedup::Dedup;
 use dedup::Seen;
 use faults::{fault_point, StormState, FAULT_POINT, SYNC_LATENCY};
 pub use faults::{FaultRates, Storms};

@@ -1,3 +1,5 @@
+//! Tests of the server's deduplication table and fault points.
+
 use super::dedup::OUTCOMES_PER_SESSION;
 use super::*;
 

@@ -1,4 +1,5 @@
-//! What a host reports while it runs: its events (for the checkers) and its calls, to an observer it is handed.
+//! What a host reports while it runs: its events (for the checkers) and its
+//! calls, to an observer it is handed.
 
 use crate::sdk::client::AttemptLog;
 use crate::services::feed::FeedItem;

@@ -1,4 +1,6 @@
-//! The lease documents of the change feed processor (SPEC §3.3.2) and the pure rules over them: when a lease is free to take, and which lease a host steals to balance the load.
+//! The lease documents of the change feed processor (SPEC §3.3.2) and the pure
+//! rules over them: when a lease is free to take, and which lease a host steals
+//! to balance the load.
 
 use crate::core::conditions::ETag;
 use crate::services::feed::FeedRange;
@@ -6,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The CAS retries on 412 (`RetryCountOnConflict`): 6 attempts in all.
-pub const RETRY_COUNT_ON_CONFLICT: usize = 5;
+pub(crate) const RETRY_COUNT_ON_CONFLICT: usize = 5;
 
 /// A lease document's body (SPEC §3.3.2), as JSON in a Cosmos item.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,7 +55,7 @@ impl LeaseDoc {
 
 /// A lease as one host last saw it: the document and its `_etag`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CachedLease {
+pub(crate) struct CachedLease {
     /// The item id.
     pub id: String,
     /// The document.
@@ -65,14 +67,19 @@ pub struct CachedLease {
 /// True if the lease may be taken without stealing: no owner, or its
 /// timestamp (the writer's clock) plus the expiration is before `now` (this
 /// host's clock; strict).
-pub fn is_available(doc: &LeaseDoc, now: u64, expiration_ms: u64) -> bool {
+pub(crate) fn is_available(doc: &LeaseDoc, now: u64, expiration_ms: u64) -> bool {
     doc.owner.is_none() || doc.timestamp + expiration_ms < now
 }
 
 /// EqualPartitions (SPEC §3.3.6): the leases `me` should acquire now, from all
 /// leases in query order (by id). At most `need` available ones; if none is
 /// available, one stolen from the last worker with the most leases.
-pub fn balance(leases: &[CachedLease], me: &str, now: u64, expiration_ms: u64) -> Vec<CachedLease> {
+pub(crate) fn balance(
+    leases: &[CachedLease],
+    me: &str,
+    now: u64,
+    expiration_ms: u64,
+) -> Vec<CachedLease> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut available = Vec::new();

@@ -4,7 +4,7 @@
 //! store.
 //!
 //! Pure parts, unit-tested: the lease document ([`LeaseDoc`], §3.3.2), expiry
-//! on the host's own clock against the writer's timestamp ([`is_available`],
+//! on the host's own clock against the writer's timestamp ([`is_available`](leases::is_available),
 //! strict, §0 "Client clocks") and the EqualPartitions balancing decision
 //! ([`balance`], §3.3.6). The host ([`run_host`]) drives them: bootstrap with
 //! `.info`/`.lock` (§3.3.3); re-acquire its own leases at start (§3.3.9); a
@@ -46,7 +46,8 @@ mod events;
 mod leases;
 
 pub use events::{ProcessorCall, ProcessorEvent, ProcessorObserver};
-pub use leases::{balance, is_available, CachedLease, LeaseDoc, RETRY_COUNT_ON_CONFLICT};
+pub use leases::LeaseDoc;
+pub(crate) use leases::{balance, CachedLease, RETRY_COUNT_ON_CONFLICT};
 
 /// Where a lease without a checkpoint starts reading.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,7 +167,7 @@ struct OwnedLease {
 }
 
 /// One host process: its options, clock, clients and observer.
-pub struct Host {
+pub(crate) struct Host {
     opts: ProcessorOptions,
     clock: Arc<dyn Clock>,
     observer: Rc<dyn ProcessorObserver>,

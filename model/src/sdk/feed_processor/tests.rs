@@ -1,3 +1,6 @@
+//! Tests of the change feed processor's lease rules.
+
+use super::leases::is_available;
 use super::*;
 
 fn lease(token: u32, owner: Option<&str>, timestamp: u64) -> CachedLease {

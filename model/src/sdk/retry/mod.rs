@@ -96,7 +96,7 @@ impl Default for RetryOptions {
 
 /// Default 429 delay when `x-ms-retry-after-ms` is 0 or missing: 5 s
 /// (`DefaultRetryInSeconds`, SPEC §4.2).
-pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
 /// First non-immediate 449 backoff: 10 ms, doubling (SPEC §4.1 row 449).
 pub const RETRY_WITH_INITIAL_BACKOFF: Duration = Duration::from_millis(10);
 /// The salt added to a 449 backoff: a whole number of ms from 1 to 4 (SPEC §4.1 row 449).

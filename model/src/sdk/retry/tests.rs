@@ -1,3 +1,5 @@
+//! Tests of the SDK retry policy, row by row of SPEC §4.1–§4.3.
+
 use super::*;
 use proptest::prelude::*;
 

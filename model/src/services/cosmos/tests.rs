@@ -1,3 +1,5 @@
+//! Tests of the Cosmos DB item service.
+
 use super::*;
 
 /// The bug set with only `name` on.

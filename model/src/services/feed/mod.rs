@@ -40,15 +40,15 @@ pub const INITIAL_RANGES: u32 = 4;
 /// The marker of an item with a time to live (a soft-deleted item: the
 /// user's workaround for the feed not capturing deletes; the processor's
 /// init lock): a TTL purge deletes it once its `_ts` is old enough.
-pub const TTL_MARK: &str = "\"ttl\":true";
+pub(crate) const TTL_MARK: &str = "\"ttl\":true";
 
 /// The body of the tombstone that the seeded bug `feed_shows_deletes` shows
 /// for a deleted item.
-pub const TOMBSTONE: &str = "{\"_deleted\":true}";
+pub(crate) const TOMBSTONE: &str = "{\"_deleted\":true}";
 
 /// How many log records behind the log the replica of the seeded bug
 /// `lagging_replica_304` serves range reads.
-pub const REPLICA_LAG: u64 = 4;
+pub(crate) const REPLICA_LAG: u64 = 4;
 
 /// The EPK of a partition key: FNV-1a folded into `[0, KEY_SPACE)`.
 pub fn epk(partition_key: &str) -> u32 {

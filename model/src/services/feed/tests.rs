@@ -1,3 +1,5 @@
+//! Tests of the change feed.
+
 use super::*;
 use crate::partition::{Partition, Partitions, Request, Response};
 use crate::services::cosmos::{CosmosRequest, ItemOp};

@@ -23,13 +23,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Shortest fixed lease, seconds (§2.2).
-pub const MIN_DURATION_S: i64 = 15;
+pub(crate) const MIN_DURATION_S: i64 = 15;
 /// Longest fixed lease, seconds (§2.2).
-pub const MAX_DURATION_S: i64 = 60;
+pub(crate) const MAX_DURATION_S: i64 = 60;
 /// The `x-ms-lease-duration` value of an infinite lease.
-pub const INFINITE: i64 = -1;
+pub(crate) const INFINITE: i64 = -1;
 /// Longest break period, seconds (§2.2).
-pub const MAX_BREAK_PERIOD_S: i64 = 60;
+pub(crate) const MAX_BREAK_PERIOD_S: i64 = 60;
 
 /// The resource a lease is on.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -141,13 +141,13 @@ impl Lease {
 }
 
 /// The state of an optional record at `now` (no record: available).
-pub fn state_of(lease: Option<&Lease>, now: Millis) -> LeaseState {
+pub(crate) fn state_of(lease: Option<&Lease>, now: Millis) -> LeaseState {
     lease.map_or(LeaseState::Available, |l| l.state_at(now))
 }
 
 /// The `x-ms-lease-duration` of an optional record at `now`: its duration
 /// while it is leased, `None` in every other state (§2.1).
-pub fn duration_of(lease: Option<&Lease>, now: Millis) -> Option<LeaseDuration> {
+pub(crate) fn duration_of(lease: Option<&Lease>, now: Millis) -> Option<LeaseDuration> {
     lease
         .filter(|l| l.state_at(now) == LeaseState::Leased)
         .map(|l| l.duration)
@@ -383,7 +383,7 @@ pub fn parse_guid(s: &str) -> Option<String> {
 /// The `n`-th server-generated lease id of a store: a version-4-shaped GUID
 /// whose low 48 bits are `n`, the rest a hash of it (distinct `n` give distinct
 /// ids, so a store that never repeats `n` never repeats an id on any resource).
-pub fn generated_id(n: u64) -> String {
+pub(crate) fn generated_id(n: u64) -> String {
     let hi = splitmix(n);
     let lo = (splitmix(hi) & 0xFFFF_0000_0000_0000) | (n & 0x0000_FFFF_FFFF_FFFF);
     let hi = (hi & 0xFFFF_FFFF_FFFF_0FFF) | 0x4000;
@@ -393,7 +393,7 @@ pub fn generated_id(n: u64) -> String {
 }
 
 /// A 400 or 409 of a lease action: status and error code.
-pub type Refusal = (u16, &'static str);
+pub(crate) type Refusal = (u16, &'static str);
 
 fn valid_id(id: &str) -> Result<String, Refusal> {
     if id.is_empty() {
@@ -403,7 +403,7 @@ fn valid_id(id: &str) -> Result<String, Refusal> {
 }
 
 /// §2.2: the headers of one action, checked before any state is read, in every state.
-pub fn validate(action: &LeaseAction) -> Result<(), Refusal> {
+pub(crate) fn validate(action: &LeaseAction) -> Result<(), Refusal> {
     match action {
         LeaseAction::Acquire {
             duration,
@@ -441,7 +441,7 @@ pub fn validate(action: &LeaseAction) -> Result<(), Refusal> {
 
 /// What a read, write or delete is, for the lease check of §2.5 and §2.7.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Use {
+pub(crate) enum Use {
     /// A blob write or delete (Put Blob, Set Metadata, Delete Blob...).
     BlobWrite,
     /// A blob read (Get Blob, Get Properties, Snapshot).
@@ -456,7 +456,7 @@ pub enum Use {
 /// may use a resource whose lease record is `lease` at `now`; the 412 error
 /// code when it may not. `ignore_missing_id` is the seeded bug
 /// `write_without_lease_check` (a write without an id passes while locked).
-pub fn check_use(
+pub(crate) fn check_use(
     lease: Option<&Lease>,
     sent: Option<&str>,
     now: Millis,
@@ -492,7 +492,7 @@ pub fn check_use(
 /// The outcome of one action on one record: the new record and the response's
 /// lease id and break time, or the refusal.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transition {
+pub(crate) struct Transition {
     /// 201, 200 or 202.
     pub status: u16,
     /// The record after (`None`: available).
@@ -506,7 +506,7 @@ pub struct Transition {
 /// §2.3 and §2.4: one validated action on the record `current` at server time
 /// `now`. `fresh_id` is called (once) only when a new id is generated.
 /// `break_ignores_period` is the seeded bug of that name: every break is immediate.
-pub fn transition(
+pub(crate) fn transition(
     current: Option<&Lease>,
     action: &LeaseAction,
     now: Millis,
@@ -764,7 +764,7 @@ impl Leases {
 }
 
 /// A short form of a lease request for logs, e.g. `acquire docs/b1 30s proposed 7f3e…`.
-pub fn describe(op: &LeaseRequest) -> String {
+pub(crate) fn describe(op: &LeaseRequest) -> String {
     let short = |id: &str| id.chars().take(8).collect::<String>();
     match op {
         LeaseRequest::Action { target, action, .. } => {

@@ -31,19 +31,19 @@ use std::collections::BTreeMap;
 /// The label of items pushed or polled without a queue.
 pub const DEFAULT_QUEUE: &str = "default";
 /// Longest queue name (AMBIG-11: the Item/poll limit, not PushItem's 512).
-pub const MAX_QUEUE_LEN: usize = 100;
+pub(crate) const MAX_QUEUE_LEN: usize = 100;
 /// Largest payload of a push, bytes.
-pub const MAX_PAYLOAD: usize = 8192;
+pub(crate) const MAX_PAYLOAD: usize = 8192;
 /// Longest version, bytes.
-pub const MAX_VERSION: usize = 1024;
+pub(crate) const MAX_VERSION: usize = 1024;
 /// Longest hash of a push, characters.
-pub const MAX_HASH: usize = 2048;
+pub(crate) const MAX_HASH: usize = 2048;
 /// Longest item name, characters.
-pub const MAX_NAME: usize = 1536;
+pub(crate) const MAX_NAME: usize = 1536;
 /// Items a poll returns when it names no limit.
 pub const DEFAULT_LIMIT: u32 = 20;
 /// Most items one poll may ask for.
-pub const MAX_LIMIT: u32 = 100;
+pub(crate) const MAX_LIMIT: u32 = 100;
 /// The reservation a poll takes, unscaled: 4 hours.
 pub const RESERVATION_MS: Millis = 4 * 3_600_000;
 /// The soft delete, unscaled: 7 days (the low end of the documented 7–10).
@@ -541,7 +541,7 @@ fn bad_name(name: &str) -> bool {
 
 /// The argument rules of a request, checked before any state is read: the
 /// 400 INVALID_ARGUMENT message of the first one broken.
-pub fn validate(req: &QueueRequest) -> Result<(), &'static str> {
+pub(crate) fn validate(req: &QueueRequest) -> Result<(), &'static str> {
     match req {
         QueueRequest::CreateDatasource { config, .. } if config.time_scale == 0 => {
             Err("time_scale must be at least 1")

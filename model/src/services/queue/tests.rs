@@ -1,3 +1,5 @@
+//! Tests of the Cloud Search indexing queues.
+
 use super::*;
 
 const DS: &str = "ds";

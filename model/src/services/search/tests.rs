@@ -1,3 +1,5 @@
+//! Tests of the Azure AI Search resource service.
+
 use super::*;
 
 /// The bug set with only `name` on.

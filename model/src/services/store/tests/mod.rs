@@ -1,3 +1,6 @@
+//! Tests of the object store: basics, the properties E1, E2, E5 and E6 with
+//! their seeded bugs, and redo-equivalence (proptest).
+
 use super::*;
 use proptest::prelude::*;
 
