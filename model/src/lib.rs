@@ -4,6 +4,25 @@
 //! of seeded bugs; a madsim server and client around them. It knows nothing of faults or
 //! checkers: it reads time from a clock it is handed, draws randomness from
 //! what it is handed, and reports calls to an observer it is handed.
+//!
+//! Inside, each layer uses only the layers before it:
+//!
+//! 1. `core/`: the seeded bugs, the conditional-request rules, the
+//!    environment a node is handed, item keys, the Cosmos sub-statuses;
+//! 2. `services/`: the services' pure state machines (store, lease, cosmos,
+//!    search, queue, feed);
+//! 3. [`partition`]: one of each service behind one request/response/effect
+//!    shape; then [`wal`], the log of its effects, and [`wire`], the
+//!    network messages that carry its requests;
+//! 4. `node/`: the madsim nodes (the server, and the replicated node around
+//!    the pure replica);
+//! 5. `sdk/`: the client side, the multi-region client included (it speaks
+//!    the replicated node's protocol).
+//!
+//! The other crates see the flat modules below (`overcast_model::store`,
+//! `overcast_model::client`...), re-exported from those folders.
+
+#![deny(missing_docs)]
 
 #[cfg(not(madsim))]
 compile_error!(
@@ -11,27 +30,19 @@ compile_error!(
      a RUSTFLAGS variable replaces it, so add `--cfg madsim` there too)"
 );
 
-pub mod bugs;
-pub mod client;
-pub mod conditions;
-pub mod connector;
-pub mod cosmos;
-pub mod cosmos_client;
-pub mod env;
-pub mod feed;
-pub mod feed_processor;
-pub mod lease;
-pub mod lease_client;
-pub mod lease_holder;
+mod core;
+mod node;
+mod sdk;
+mod services;
+
 pub mod partition;
-pub mod queue;
-pub mod region_client;
-pub mod replica;
-pub mod replica_server;
-pub mod retry;
-pub mod search;
-pub mod search_client;
-pub mod server;
-pub mod store;
 pub mod wal;
 pub mod wire;
+
+pub use crate::core::{bugs, conditions, env};
+pub use crate::node::{replica, replica_server, server};
+pub use crate::sdk::{
+    client, connector, cosmos_client, feed_processor, lease_client, lease_holder, region_client,
+    retry, search_client,
+};
+pub use crate::services::{cosmos, feed, lease, queue, search, store};

@@ -19,18 +19,25 @@
 //! `match` below. The change feed will read "effects of partition p after LSN n"
 //! from the log records, which carry the LSN.
 
-use crate::bugs::ModelBugs;
-use crate::conditions::Millis;
-use crate::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
-use crate::feed::{ChangeFeed, FeedEffect, FeedRequest, FeedResponse};
-use crate::lease::{self, LeaseRequest, LeaseResponse};
-use crate::queue::{IndexingService, QueueEffect, QueueRequest, QueueResponse};
-use crate::retry::OpKind;
-use crate::search::{SearchEffect, SearchRequest, SearchResponse, SearchService};
-use crate::store::{self, Store, StoreRequest, StoreResponse};
-use crate::wal::LogRecord;
+use crate::core::bugs::ModelBugs;
+use crate::core::conditions::Millis;
+use crate::services::cosmos::{CosmosEffect, CosmosItems, CosmosRequest, CosmosResponse};
+use crate::services::feed::{ChangeFeed, FeedEffect, FeedRequest, FeedResponse};
+use crate::services::lease::{self, LeaseRequest, LeaseResponse};
+use crate::services::queue::{IndexingService, QueueEffect, QueueRequest, QueueResponse};
+use crate::services::search::{SearchEffect, SearchRequest, SearchResponse, SearchService};
+use crate::services::store::{self, Store, StoreRequest, StoreResponse};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Whether the operation is idempotent for retry purposes (SPEC §4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum OpKind {
+    /// A read: its transport timeouts are retried (as 410s).
+    Read,
+    /// A write: not idempotent; its outcome is unknown after a timeout or 408, never retried.
+    Write,
+}
 
 /// A request to one of the partition's services.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +95,18 @@ impl Request {
             Request::Feed(r) => r.partition_key(),
         }
     }
+}
+
+/// One logged mutation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRecord {
+    /// The partition the effect belongs to.
+    pub partition: u32,
+    /// The effect's log position in its partition: 1, 2, 3... in log order
+    /// (see [`crate::partition::Partition::lsn`]).
+    pub lsn: u64,
+    /// What changed.
+    pub effect: Effect,
 }
 
 /// A service's answer.
@@ -203,7 +222,7 @@ impl Partition {
     /// An empty partition with `bugs` switched on and `containers` provisioned:
     /// they exist from the start and are not logged (the LSN stays 0).
     pub fn new(bugs: ModelBugs, containers: &[String]) -> Partition {
-        Partition::with_feed_ranges(bugs, containers, crate::feed::INITIAL_RANGES)
+        Partition::with_feed_ranges(bugs, containers, crate::services::feed::INITIAL_RANGES)
     }
 
     /// [`Partition::new`], whose change feed starts each container with
@@ -357,7 +376,7 @@ impl Partitions {
         Partitions {
             bugs,
             containers,
-            feed_ranges: crate::feed::INITIAL_RANGES,
+            feed_ranges: crate::services::feed::INITIAL_RANGES,
             by_id: BTreeMap::new(),
         }
     }
@@ -405,7 +424,7 @@ impl Partitions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Conditions, ItemKey};
+    use crate::services::store::{Conditions, ItemKey};
     use crate::wal;
 
     fn put(pk: &str, id: &str, body: &str) -> Request {
@@ -556,7 +575,7 @@ mod tests {
 
     #[test]
     fn a_cosmos_batch_takes_one_log_position_and_is_redone_whole() {
-        use crate::cosmos::ItemOp;
+        use crate::services::cosmos::ItemOp;
         let create = |id: &str| ItemOp::Create {
             id: id.into(),
             body: "b".into(),
@@ -592,7 +611,7 @@ mod tests {
 
     #[test]
     fn search_requests_route_by_resource_name() {
-        use crate::search::ResourceKind;
+        use crate::services::search::ResourceKind;
         let put = Request::Search(SearchRequest::Put {
             name: "hotels".into(),
             kind: ResourceKind::Index,

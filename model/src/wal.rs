@@ -14,10 +14,9 @@
 //! served or cut off: with one replica the log cannot be repaired, and
 //! recovery reports the damage instead.
 
-use crate::bugs::ModelBugs;
-use crate::env::LogDevice;
-use crate::partition::Effect;
-use serde::{Deserialize, Serialize};
+use crate::core::bugs::ModelBugs;
+use crate::core::env::LogDevice;
+pub use crate::partition::LogRecord;
 
 /// Bytes before the payload.
 const HEADER: usize = 24;
@@ -29,18 +28,6 @@ const MAGIC: u32 = 0x4F43_574C;
 /// server's service for good on seed 24, nine in a row is out of reach.
 const REREADS: usize = 8;
 
-/// One logged mutation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LogRecord {
-    /// The partition the effect belongs to.
-    pub partition: u32,
-    /// The effect's log position in its partition: 1, 2, 3... in log order
-    /// (see [`crate::partition::Partition::lsn`]).
-    pub lsn: u64,
-    /// What changed.
-    pub effect: Effect,
-}
-
 /// Frames a record for appending as the log's record number `seq` (1 for the first).
 pub fn encode(seq: u64, record: &LogRecord) -> Vec<u8> {
     let mut out = Vec::new();
@@ -49,7 +36,7 @@ pub fn encode(seq: u64, record: &LogRecord) -> Vec<u8> {
 }
 
 /// [`encode`] into `out` (cleared first), reusing its memory.
-pub fn encode_into(out: &mut Vec<u8>, seq: u64, record: &LogRecord) {
+pub(crate) fn encode_into(out: &mut Vec<u8>, seq: u64, record: &LogRecord) {
     out.clear();
     out.extend_from_slice(&[0; HEADER]);
     bincode::serialize_into(&mut *out, record).expect("log records serialise");
@@ -97,7 +84,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 /// Reads records from the start of `bytes` until the log ends; with
 /// `check_payload_crc` off (the `skip_crc_on_replay` bug) payloads are
 /// trusted as long as they decode.
-pub fn scan(bytes: &[u8], check_payload_crc: bool) -> Scan {
+pub(crate) fn scan(bytes: &[u8], check_payload_crc: bool) -> Scan {
     scan_from(bytes, check_payload_crc, true)
 }
 
@@ -188,7 +175,7 @@ pub fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
 
 /// What recovery found on the device.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Recovered {
+pub(crate) struct Recovered {
     /// The records to redo (none to serve from when `damage` is set).
     pub records: Vec<LogRecord>,
     /// The `seq` the next appended record gets.
@@ -203,7 +190,7 @@ pub struct Recovered {
 /// redo, or the damage when the log stays corrupt. Seeded bugs:
 /// `skip_crc_on_replay` trusts payloads without their CRC;
 /// `torn_tail_as_end` cuts the log at the first corrupt record as if torn.
-pub fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
+pub(crate) fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
     let mut reads = 0;
     let (bytes, s) = loop {
         let bytes = device.read_all();
@@ -239,8 +226,9 @@ pub fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conditions::ETag;
-    use crate::store::{self, Item, ItemKey};
+    use crate::core::conditions::ETag;
+    use crate::partition::Effect;
+    use crate::services::store::{self, Item, ItemKey};
 
     fn record(v: u64) -> LogRecord {
         LogRecord {
@@ -322,7 +310,7 @@ mod tests {
         fn append(&self, b: &[u8]) {
             self.bytes.lock().unwrap().extend_from_slice(b);
         }
-        fn sync(&self) -> Result<(), crate::env::SyncError> {
+        fn sync(&self) -> Result<(), crate::core::env::SyncError> {
             Ok(())
         }
         fn read_all(&self) -> Vec<u8> {

@@ -4,7 +4,7 @@
 //! operation is a [`Request`] of any service and the answer a [`Response`], so
 //! a new service needs no change here.
 
-use crate::env::SendPolicy;
+use crate::core::env::SendPolicy;
 use crate::partition::{Request, Response};
 use madsim::net::Endpoint;
 use serde::{Deserialize, Serialize};
@@ -20,7 +20,7 @@ pub const MAX_DATAGRAM: usize = 16 * 1024;
 
 /// A request: the client's id for matching the answer, the partition, the operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WireRequest {
+pub(crate) struct WireRequest {
     /// Unique per attempt of a client connection; the response carries it back.
     pub req_id: u64,
     /// The partition the key routes to.
@@ -55,7 +55,7 @@ pub struct OperationId {
 
 /// The server's answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum WireReply {
+pub(crate) enum WireReply {
     /// The partition executed the request: the service's answer.
     Ok(Response),
     /// A transient error from a fault point: 429 (with or without retry-after), 449, 503
@@ -63,7 +63,7 @@ pub enum WireReply {
     Transient {
         /// The status.
         status: u16,
-        /// The Cosmos sub-status (`crate::retry::sub_status`; 0 for none): on a 410, 1000,
+        /// The Cosmos sub-status (`crate::core::sub_status`; 0 for none): on a 410, 1000,
         /// 1002 or 1022 when the fault point draws one.
         sub_status: u32,
         /// `x-ms-retry-after-ms` (429 only; missing or 0 sometimes).
@@ -73,7 +73,7 @@ pub enum WireReply {
 
 /// A response datagram.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WireResponse {
+pub(crate) struct WireResponse {
     /// The request's id.
     pub req_id: u64,
     /// The answer.
@@ -86,12 +86,12 @@ pub struct WireResponse {
 }
 
 /// Serialises a wire message.
-pub fn to_bytes<T: Serialize>(msg: &T) -> Vec<u8> {
+pub(crate) fn to_bytes<T: Serialize>(msg: &T) -> Vec<u8> {
     bincode::serialize(msg).expect("wire types serialise")
 }
 
 /// Serialises a wire message into `out` (cleared first), reusing its memory.
-pub fn to_bytes_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
+pub(crate) fn to_bytes_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
     out.clear();
     bincode::serialize_into(&mut *out, msg).expect("wire types serialise");
 }
@@ -100,7 +100,7 @@ pub fn to_bytes_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
 /// operation is already encoded as `op` (by [`to_bytes`]): the same bytes as
 /// `to_bytes(&WireRequest { req_id, partition, op, session, op_id, sent_ns })`,
 /// without encoding the operation again for every attempt.
-pub fn encode_request(
+pub(crate) fn encode_request(
     out: &mut Vec<u8>,
     req_id: u64,
     partition: u32,
@@ -125,7 +125,7 @@ pub fn encode_request(
 /// node, gone if the node crashes first). Returns the
 /// result of the first copy when it is sent at once (`Ok` otherwise: the
 /// network does not report a held-back datagram's fate).
-pub async fn send_datagram(
+pub(crate) async fn send_datagram(
     ep: &Arc<Endpoint>,
     to: SocketAddr,
     tag: u64,
@@ -152,7 +152,7 @@ pub async fn send_datagram(
 }
 
 /// Parses a wire message; `None` for bytes that are not one.
-pub fn from_bytes<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Option<T> {
+pub(crate) fn from_bytes<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Option<T> {
     bincode::deserialize(bytes).ok()
 }
 
@@ -165,7 +165,7 @@ pub fn partition_of(partition_key: &str, partitions: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Conditions, ItemKey, StoreRequest};
+    use crate::services::store::{Conditions, ItemKey, StoreRequest};
 
     #[test]
     fn a_request_encoded_from_its_operation_bytes_is_the_whole_encoding() {

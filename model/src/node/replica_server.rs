@@ -1,0 +1,660 @@
+//! The madsim node around [`Replica`]: one replica of every partition, the
+//! messages between replicas, a durable log on the node's disk, and client
+//! requests with a consistency level (issue 13).
+//!
+//! One loop, one event at a time: a datagram (a peer's [`Message`] or a
+//! client's [`RegionRequest`]) or a tick. After each event everything the
+//! replicas asked to persist is appended to the disk as one frame and synced
+//! *before* any message or reply of that event leaves: an append is
+//! acknowledged, a vote granted, a write answered only once durable, so a
+//! replica's own log always counts as durable when the next event comes.
+//! A failed sync is never retried: the node rebuilds its state from what is
+//! on the disk, dropping what the event produced (nothing of it was sent).
+//!
+//! The log is framed here, not with [`crate::wal`], because a replica logs
+//! terms, votes, truncations and commit marks besides effects (`wal`'s
+//! record is `(partition, lsn, effect)`): `[length: u32][crc32: u32][payload]`,
+//! payload the bincode of the step's `(partition, Persist)` records. A crash
+//! can tear the last frame (it was never synced, so nothing of it was sent):
+//! recovery cuts it. The scenario keeps the disk honest (no bit flips, no
+//! lying disk): with replicas a corrupt log could be repaired from peers, but
+//! that is not modelled.
+//!
+//! Answers (SPEC §4.1): while the node's region is being removed from the
+//! account, 403/1008 to every client request; a write at a read replica
+//! 403/3 (`WriteForbidden`);
+//! a request for the primary at a replica that is not (any longer) the
+//! primary 410 sub-status 0, with the primary it believes in; no primary
+//! known, or a primary without its lease for a strong read, 503; a session
+//! read below its token 404/1002 (`ReadSessionNotAvailable`). A duplicated
+//! write request (same session and request id) is handled once: a copy
+//! arriving after the first was refused is dropped too, since the client
+//! may already have been told the write was not executed.
+
+use crate::core::bugs::ModelBugs;
+use crate::core::conditions::Millis;
+use crate::core::env::{Clock, LogDevice, SendPolicy};
+use crate::node::replica::{
+    Message, Persist, ReadConsistency, ReadOutcome, Replica, ReplicaConfig, ReplicaId, WriteOutcome,
+};
+use crate::partition::{Request, Response};
+use crate::wire;
+use madsim::net::Endpoint;
+use madsim::time::sleep;
+use rand::{Rng, RngCore};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
+
+/// Datagram tag of everything a replica receives (peer messages and client requests).
+pub(crate) const REPLICA_TAG: u64 = 21;
+/// Datagram tag of the answers to clients.
+pub(crate) const REPLY_TAG: u64 = 22;
+/// Largest datagram either side reads.
+pub(crate) const MAX_REPLICA_DATAGRAM: usize = 256 * 1024;
+
+/// A client's request to a replica.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RegionRequest {
+    /// Unique per client session; the answer carries it back.
+    pub req_id: u64,
+    /// The client's session (connection) id.
+    pub session: u64,
+    /// The partition the key routes to.
+    pub partition: u32,
+    /// The operation.
+    pub op: Request,
+    /// The consistency level (reads).
+    pub consistency: ReadConsistency,
+    /// The client's session token LSN for the partition (session reads).
+    pub session_lsn: Option<u64>,
+}
+
+/// A replica's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum RegionReply {
+    /// Executed: the service's answer and the LSN it reflects (the session token).
+    Ok {
+        /// The service's answer.
+        response: Response,
+        /// The LSN.
+        lsn: u64,
+    },
+    /// Not executed here.
+    Refused {
+        /// The status (403, 404, 410, 503).
+        status: u16,
+        /// The sub-status (3, 1002, 0).
+        sub_status: u32,
+        /// The primary the replica believes in (on 410/0).
+        primary_hint: Option<ReplicaId>,
+    },
+}
+
+/// An answer datagram.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RegionResponse {
+    /// The request's id.
+    pub req_id: u64,
+    /// The request's session.
+    pub session: u64,
+    /// The answer.
+    pub reply: RegionReply,
+    /// The node that answered (its incarnation name).
+    pub node: String,
+    /// Its region.
+    pub region: String,
+}
+
+/// Everything a replica receives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Datagram {
+    /// From another replica of a partition.
+    Peer {
+        /// The partition.
+        partition: u32,
+        /// The sender.
+        from: ReplicaId,
+        /// The message.
+        msg: Message,
+    },
+    /// From a client.
+    Client(Box<RegionRequest>),
+}
+
+/// A replica node's settings.
+#[derive(Clone, Debug)]
+pub struct ReplicaServerConfig {
+    /// This replica's id (the same in every partition).
+    pub me: ReplicaId,
+    /// Its region.
+    pub region: String,
+    /// Its incarnation name (answers carry it).
+    pub node: String,
+    /// Every replica's address, by id (its own included).
+    pub addrs: BTreeMap<ReplicaId, SocketAddr>,
+    /// The write region's replica set.
+    pub voters: Vec<ReplicaId>,
+    /// The read replicas.
+    pub learners: Vec<ReplicaId>,
+    /// Partitions (each replicated on every replica).
+    pub partitions: u32,
+    /// Leader lease, ms.
+    pub lease_ms: u64,
+    /// Stated clock rate error bound, ppm.
+    pub drift_bound_ppm: u64,
+    /// Election timeout, ms.
+    pub election_timeout_ms: u64,
+    /// Heartbeat interval, ms.
+    pub heartbeat_ms: u64,
+    /// Shipping interval to the read replicas, ms.
+    pub ship_ms: u64,
+    /// How often the replicas are ticked, ms.
+    pub tick_ms: u64,
+    /// How long a log sync takes, ms range.
+    pub fsync_ms: (u64, u64),
+    /// Containers every partition has.
+    pub containers: Vec<String>,
+    /// Seeded bugs.
+    pub bugs: ModelBugs,
+    /// What the network does to what this node sends.
+    pub send: SendPolicy,
+    /// Wait before listening after a restart (a request's late copy to the
+    /// previous incarnation must not be executed again: its dedup table is gone).
+    pub quiet_after_restart: Duration,
+    /// Windows of simulated time (ns, `[from, until)`) in which this node's
+    /// region is being removed from the account: every client request is
+    /// answered 403/1008 (`DatabaseAccountNotFound`, SPEC §4.1). The account's
+    /// control plane decides them, so they are in true time, not this node's clock.
+    pub removed_ns: Vec<(u64, u64)>,
+}
+
+impl ReplicaServerConfig {
+    /// The pure replica's settings for one partition.
+    pub fn replica_config(&self) -> ReplicaConfig {
+        ReplicaConfig {
+            me: self.me,
+            voters: self.voters.clone(),
+            learners: self.learners.clone(),
+            lease_ms: self.lease_ms,
+            drift_bound_ppm: self.drift_bound_ppm,
+            election_timeout_ms: self.election_timeout_ms,
+            heartbeat_ms: self.heartbeat_ms,
+            ship_ms: self.ship_ms,
+            max_batch: 32,
+            containers: self.containers.clone(),
+            bugs: self.bugs,
+        }
+    }
+}
+
+/// A replica became the primary of a partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrimaryChange {
+    /// The node (incarnation name).
+    pub node: String,
+    /// True simulated ns.
+    pub at_ns: u64,
+    /// The node's clock, ms.
+    pub local_ms: u64,
+    /// The partition.
+    pub partition: u32,
+    /// The term.
+    pub term: u64,
+}
+
+/// Entries a replica of a node applied in one step (after that step's
+/// records were durable): see [`crate::node::replica::Applied`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedChange {
+    /// The node (incarnation name).
+    pub node: String,
+    /// True simulated ns.
+    pub at_ns: u64,
+    /// The node's clock, ms.
+    pub local_ms: u64,
+    /// The partition.
+    pub partition: u32,
+    /// The entries, in the order applied.
+    pub entries: Vec<crate::node::replica::Applied>,
+}
+
+/// What a replica node shares with whoever runs it: its replicas (read once
+/// the run is over, for the final views), its primary changes, what it
+/// applied and counts.
+#[derive(Default)]
+pub struct ReplicaReport {
+    /// The replicas of the node's current incarnation, by partition.
+    pub replicas: BTreeMap<u32, Replica>,
+    /// Every time it became a primary.
+    pub primaries: Vec<PrimaryChange>,
+    /// What its replicas applied, step by step.
+    pub applied: Vec<AppliedChange>,
+    /// Counts: `answered_<status>`, `fsync_errors`, `torn_frames`, `duplicate_writes`.
+    pub counts: BTreeMap<String, u64>,
+    /// The node's clock when it last handled an event, ms.
+    pub last_local_ms: u64,
+}
+
+/// A replica node's report, shared.
+pub type SharedReport = Arc<Mutex<ReplicaReport>>;
+
+fn lock(r: &SharedReport) -> std::sync::MutexGuard<'_, ReplicaReport> {
+    r.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Frames one step's records.
+fn encode_frame(records: &[(u32, Persist)]) -> Vec<u8> {
+    let payload = bincode::serialize(records).expect("records serialise");
+    let mut out = Vec::with_capacity(payload.len() + 8);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// The records of every whole frame from the start, and the length they fill.
+fn decode_frames(bytes: &[u8]) -> (Vec<(u32, Persist)>, usize) {
+    let mut records = Vec::new();
+    let mut at = 0;
+    while bytes.len() >= at + 8 {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
+        let Some(payload) = bytes.get(at + 8..at + 8 + len) else {
+            break;
+        };
+        if crc32fast::hash(payload) != crc {
+            break;
+        }
+        let Ok(step) = bincode::deserialize::<Vec<(u32, Persist)>>(payload) else {
+            break;
+        };
+        records.extend(step);
+        at += 8 + len;
+    }
+    (records, at)
+}
+
+/// Rebuilds every partition's replica from the disk, cutting a torn tail
+/// (counted in `counts`).
+fn recover(
+    cfg: &ReplicaServerConfig,
+    log: &dyn LogDevice,
+    now: Millis,
+    counts: &mut BTreeMap<String, u64>,
+) -> BTreeMap<u32, Replica> {
+    let bytes = log.read_all();
+    let (records, valid) = decode_frames(&bytes);
+    if valid < bytes.len() {
+        log.truncate(valid);
+        *counts.entry("torn_frames".into()).or_default() += 1;
+    }
+    let mut by_partition: BTreeMap<u32, Vec<Persist>> = BTreeMap::new();
+    for (p, r) in records {
+        by_partition.entry(p).or_default().push(r);
+    }
+    (0..cfg.partitions)
+        .map(|p| {
+            let records = by_partition.remove(&p).unwrap_or_default();
+            (p, Replica::recover(cfg.replica_config(), &records, now))
+        })
+        .collect()
+}
+
+/// A write waiting for its commit.
+struct PendingWrite {
+    to: SocketAddr,
+    req_id: u64,
+    session: u64,
+    partition: u32,
+    response: Response,
+    wait_lsn: u64,
+    term: u64,
+}
+
+/// Write requests executed recently, by `(session, req_id)`.
+const DEDUP_KEPT: usize = 4096;
+
+type Receiving =
+    Pin<Box<dyn Future<Output = (Vec<u8>, std::io::Result<(usize, SocketAddr)>)> + Send>>;
+
+fn receive(ep: Arc<Endpoint>, mut buf: Vec<u8>) -> Receiving {
+    Box::pin(async move {
+        let received = ep.recv_from(REPLICA_TAG, &mut buf).await;
+        (buf, received)
+    })
+}
+
+enum Event {
+    Tick,
+    Received(Vec<u8>, std::io::Result<(usize, SocketAddr)>),
+}
+
+/// Runs one replica node until it is killed. `rng` draws the sync latency.
+pub async fn serve_replica(
+    cfg: ReplicaServerConfig,
+    clock: Arc<dyn Clock>,
+    log: Arc<dyn LogDevice>,
+    mut rng: Box<dyn RngCore + Send>,
+    report: SharedReport,
+) {
+    if !cfg.quiet_after_restart.is_zero() {
+        sleep(cfg.quiet_after_restart).await;
+    }
+    {
+        let mut rep = lock(&report);
+        let rep = &mut *rep;
+        rep.replicas = recover(&cfg, log.as_ref(), clock.now_ms(), &mut rep.counts);
+    }
+    let Some(bind) = cfg.addrs.get(&cfg.me).copied() else {
+        tracing::error!("replica {} has no address", cfg.me);
+        return;
+    };
+    let ep = match Endpoint::bind(bind).await {
+        Ok(ep) => Arc::new(ep),
+        Err(e) => {
+            tracing::error!("replica cannot bind {bind}: {e}");
+            return;
+        }
+    };
+    let mut receiving: Option<Receiving> = None;
+    let mut spare = Some(vec![0u8; MAX_REPLICA_DATAGRAM]);
+    let tick = Duration::from_millis(cfg.tick_ms.max(1));
+    let mut ticker: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(sleep(tick));
+    let mut pending: Vec<PendingWrite> = Vec::new();
+    let mut seen: BTreeSet<(u64, u64)> = BTreeSet::new();
+    let mut seen_order: VecDeque<(u64, u64)> = VecDeque::new();
+    loop {
+        let recv = receiving.get_or_insert_with(|| {
+            let buf = spare
+                .take()
+                .unwrap_or_else(|| vec![0u8; MAX_REPLICA_DATAGRAM]);
+            receive(ep.clone(), buf)
+        });
+        let event = std::future::poll_fn(|cx| {
+            if ticker.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Event::Tick);
+            }
+            recv.as_mut()
+                .poll(cx)
+                .map(|(buf, r)| Event::Received(buf, r))
+        })
+        .await;
+        let now = clock.now_ms();
+        let mut replies: Vec<(SocketAddr, RegionResponse)> = Vec::new();
+        {
+            let mut rep = lock(&report);
+            rep.last_local_ms = now;
+            match event {
+                Event::Tick => {
+                    ticker = Box::pin(sleep(tick));
+                    for r in rep.replicas.values_mut() {
+                        r.tick(now);
+                    }
+                }
+                Event::Received(buf, received) => {
+                    receiving = None;
+                    if let Ok((len, from)) = received {
+                        match wire::from_bytes::<Datagram>(&buf[..len.min(buf.len())]) {
+                            Some(Datagram::Peer {
+                                partition,
+                                from: sender,
+                                msg,
+                            }) => {
+                                if let Some(r) = rep.replicas.get_mut(&partition) {
+                                    r.on_message(sender, msg, now);
+                                }
+                            }
+                            Some(Datagram::Client(req)) => {
+                                let key = (req.session, req.req_id);
+                                let duplicate = req.op.is_write() && seen.contains(&key);
+                                if duplicate {
+                                    *rep.counts.entry("duplicate_writes".into()).or_default() += 1;
+                                } else if let Some(r) = rep.replicas.get_mut(&req.partition) {
+                                    if req.op.is_write() {
+                                        // Refused or taken, a later copy of it is never run: the
+                                        // client may have been told "not executed".
+                                        seen.insert(key);
+                                        seen_order.push_back(key);
+                                        if seen_order.len() > DEDUP_KEPT {
+                                            if let Some(old) = seen_order.pop_front() {
+                                                seen.remove(&old);
+                                            }
+                                        }
+                                    }
+                                    let removed = !cfg.removed_ns.is_empty() && {
+                                        let now_ns = crate::core::env::sim_now_ns();
+                                        cfg.removed_ns
+                                            .iter()
+                                            .any(|(from, until)| (*from..*until).contains(&now_ns))
+                                    };
+                                    let reply = if removed {
+                                        refused(403, 1008, None)
+                                    } else {
+                                        handle_client(r, &req, now)
+                                    };
+                                    match reply {
+                                        Handled::Reply(reply) => replies.push((
+                                            from,
+                                            RegionResponse {
+                                                req_id: req.req_id,
+                                                session: req.session,
+                                                reply,
+                                                node: cfg.node.clone(),
+                                                region: cfg.region.clone(),
+                                            },
+                                        )),
+                                        Handled::Pending {
+                                            response,
+                                            wait_lsn,
+                                            term,
+                                        } => {
+                                            pending.push(PendingWrite {
+                                                to: from,
+                                                req_id: req.req_id,
+                                                session: req.session,
+                                                partition: req.partition,
+                                                response,
+                                                wait_lsn,
+                                                term,
+                                            });
+                                        }
+                                    }
+                                }
+                            }
+                            None => {}
+                        }
+                    }
+                    spare = Some(buf);
+                }
+            }
+        }
+        // Persist this event's records, then let its messages and replies go.
+        let records: Vec<(u32, Persist)> = {
+            let mut rep = lock(&report);
+            rep.replicas
+                .iter_mut()
+                .flat_map(|(p, r)| r.take_persist().into_iter().map(move |x| (*p, x)))
+                .collect()
+        };
+        if !records.is_empty() {
+            log.append(&encode_frame(&records));
+            let (lo, hi) = cfg.fsync_ms;
+            let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
+            sleep(fsync).await;
+            if log.sync().is_err() {
+                // Nothing of this event left the node: rebuild from the disk.
+                let mut rep = lock(&report);
+                let rep = &mut *rep;
+                *rep.counts.entry("fsync_errors".into()).or_default() += 1;
+                rep.replicas = recover(&cfg, log.as_ref(), clock.now_ms(), &mut rep.counts);
+                pending.clear();
+                continue;
+            }
+        }
+        let now = clock.now_ms();
+        let mut outgoing: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+        {
+            let mut rep = lock(&report);
+            let mut changes = Vec::new();
+            let mut applied = Vec::new();
+            for (p, r) in rep.replicas.iter_mut() {
+                let entries = r.take_applied();
+                if !entries.is_empty() {
+                    applied.push(AppliedChange {
+                        node: cfg.node.clone(),
+                        at_ns: crate::core::env::sim_now_ns(),
+                        local_ms: now,
+                        partition: *p,
+                        entries,
+                    });
+                }
+                if let Some(term) = r.take_became_primary() {
+                    changes.push(PrimaryChange {
+                        node: cfg.node.clone(),
+                        at_ns: crate::core::env::sim_now_ns(),
+                        local_ms: now,
+                        partition: *p,
+                        term,
+                    });
+                }
+                for (to, msg) in r.take_out() {
+                    if let Some(addr) = cfg.addrs.get(&to) {
+                        let d = Datagram::Peer {
+                            partition: *p,
+                            from: cfg.me,
+                            msg,
+                        };
+                        outgoing.push((*addr, wire::to_bytes(&d)));
+                    }
+                }
+            }
+            rep.primaries.extend(changes);
+            rep.applied.extend(applied);
+            pending.retain(|w| {
+                let Some(r) = rep.replicas.get(&w.partition) else {
+                    return false;
+                };
+                if r.write_settled(w.wait_lsn, w.term) {
+                    replies.push((
+                        w.to,
+                        RegionResponse {
+                            req_id: w.req_id,
+                            session: w.session,
+                            reply: RegionReply::Ok {
+                                response: w.response.clone(),
+                                lsn: w.wait_lsn,
+                            },
+                            node: cfg.node.clone(),
+                            region: cfg.region.clone(),
+                        },
+                    ));
+                    return false;
+                }
+                // Stepped down: the write's fate is decided elsewhere; the client times out.
+                r.role() == crate::node::replica::Role::Primary && r.term() == w.term
+            });
+            for (_, reply) in &replies {
+                let status = match &reply.reply {
+                    RegionReply::Ok { response, .. } => response.status(),
+                    RegionReply::Refused { status, .. } => *status,
+                };
+                *rep.counts.entry(format!("answered_{status}")).or_default() += 1;
+            }
+        }
+        for (to, bytes) in outgoing {
+            let _ = wire::send_datagram(&ep, to, REPLICA_TAG, &bytes, &cfg.send).await;
+        }
+        for (to, reply) in replies {
+            let _ =
+                wire::send_datagram(&ep, to, REPLY_TAG, &wire::to_bytes(&reply), &cfg.send).await;
+        }
+    }
+}
+
+/// What a client request got.
+enum Handled {
+    Reply(RegionReply),
+    Pending {
+        response: Response,
+        wait_lsn: u64,
+        term: u64,
+    },
+}
+
+fn refused(status: u16, sub_status: u32, primary_hint: Option<ReplicaId>) -> Handled {
+    Handled::Reply(RegionReply::Refused {
+        status,
+        sub_status,
+        primary_hint,
+    })
+}
+
+fn handle_client(r: &mut Replica, req: &RegionRequest, now: Millis) -> Handled {
+    if req.op.is_write() {
+        return match r.write(&req.op, now) {
+            WriteOutcome::Pending {
+                response,
+                wait_lsn,
+                term,
+            } => Handled::Pending {
+                response,
+                wait_lsn,
+                term,
+            },
+            WriteOutcome::NotPrimary { hint } => refused(410, 0, Some(hint)),
+            WriteOutcome::NoPrimary => refused(503, 0, None),
+            WriteOutcome::Forbidden => refused(403, 3, None),
+        };
+    }
+    match r.read(&req.op, req.consistency, req.session_lsn, now) {
+        ReadOutcome::Served { response, lsn } => Handled::Reply(RegionReply::Ok { response, lsn }),
+        ReadOutcome::NotPrimary { hint } => refused(410, 0, hint),
+        ReadOutcome::NoPrimary => refused(503, 0, None),
+        ReadOutcome::SessionNotAvailable => refused(404, 1002, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::replica::Entry;
+
+    #[test]
+    fn frames_round_trip_and_a_torn_last_frame_is_cut() {
+        let a = vec![(
+            0,
+            Persist::Term {
+                term: 2,
+                voted_for: Some(1),
+            },
+        )];
+        let b = vec![
+            (
+                1,
+                Persist::Entry(Entry {
+                    term: 2,
+                    lsn: 1,
+                    effect: crate::partition::Effect::Cosmos(
+                        crate::services::cosmos::CosmosEffect::Batch(vec![]),
+                    ),
+                }),
+            ),
+            (1, Persist::Commit(1)),
+        ];
+        let mut bytes = encode_frame(&a);
+        let first = bytes.len();
+        bytes.extend(encode_frame(&b));
+        let (records, valid) = decode_frames(&bytes);
+        assert_eq!(valid, bytes.len());
+        assert_eq!(records, [a.clone(), b].concat());
+        let torn = &bytes[..bytes.len() - 3];
+        let (records, valid) = decode_frames(torn);
+        assert_eq!((records, valid), (a, first));
+    }
+}
