@@ -627,23 +627,87 @@ fn module_graph(src: &Path) -> Vec<String> {
             next.entry(a).or_default().push(b);
         }
         for component in strongly_connected(&next) {
-            let members: BTreeSet<&str> = component.iter().copied().collect();
+            let circle = shortest_circle(&next, &component);
             let mut why = Vec::new();
-            for ((a, b), witnesses) in edges {
-                if members.contains(a.as_str()) && members.contains(b.as_str()) {
-                    why.push(format!("  {a} -> {b}: {}", witnesses.join("; ")));
-                }
+            for pair in circle.windows(2) {
+                let witnesses = &edges[&(pair[0].to_string(), pair[1].to_string())];
+                let shown: Vec<&str> = witnesses.iter().take(3).map(String::as_str).collect();
+                let more = witnesses.len() - shown.len();
+                why.push(format!(
+                    "  {} -> {}: {}{}",
+                    pair[0],
+                    pair[1],
+                    shown.join("; "),
+                    if more > 0 {
+                        format!(" (and {more} more)")
+                    } else {
+                        String::new()
+                    }
+                ));
             }
             circles.push(format!(
-                "in {}/{}: {}\n{}",
+                "in {}/{}: {} (of the modules {} that reach each other)\n{}",
                 src.display(),
                 folder.join("/"),
+                circle.join(" -> "),
                 component.join(", "),
                 why.join("\n")
             ));
         }
     }
     circles
+}
+
+/// The shortest circle through the nodes of `component` (a strongly
+/// connected component): its nodes, the first repeated at the end.
+fn shortest_circle<'a>(
+    next: &BTreeMap<&'a str, Vec<&'a str>>,
+    component: &[&'a str],
+) -> Vec<&'a str> {
+    let inside: BTreeSet<&str> = component.iter().copied().collect();
+    let mut best: Option<Vec<&str>> = None;
+    for &start in component {
+        // Breadth first from `start` back to it, inside the component.
+        let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut found = None;
+        while let Some(v) = queue.pop_front() {
+            for &w in next.get(v).into_iter().flatten() {
+                if !inside.contains(w) {
+                    continue;
+                }
+                if w == start {
+                    found = Some(v);
+                    break;
+                }
+                if !parent.contains_key(w) {
+                    parent.insert(w, v);
+                    queue.push_back(w);
+                }
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        let Some(mut v) = found else { continue };
+        // Walk back from the node before `start` to `start`, then turn it round.
+        let mut path = Vec::new();
+        while v != start {
+            path.push(v);
+            v = parent.get(v).copied().unwrap_or(start);
+        }
+        path.push(start);
+        path.reverse();
+        path.push(start);
+        let shorter = match &best {
+            None => true,
+            Some(b) => path.len() < b.len(),
+        };
+        if shorter {
+            best = Some(path);
+        }
+    }
+    best.expect("a strongly connected component has a circle")
 }
 
 /// The strongly connected components of more than one node (Tarjan).
@@ -788,7 +852,7 @@ fn the_module_graph_finds_a_circle() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(circles.len(), 1, "{circles:?}");
     assert!(
-        circles[0].contains("a, b, c")
+        circles[0].contains("a -> b -> c -> a")
             && circles[0].contains("a/x.rs names crate::b::B")
             && circles[0].contains("b.rs names crate::c")
             && circles[0].contains("c.rs names super::a::X"),
