@@ -14,7 +14,8 @@
 //!
 //! The source rules read the files as tokens (comments, strings and
 //! character literals skipped), not as text: a doc comment may speak of any
-//! module.
+//! module. The naming rules read the tests too; the circle rule reads the
+//! code that ships.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -249,16 +250,26 @@ struct NamedPath {
     inline: Vec<String>,
 }
 
+/// Which code a rule reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Code {
+    /// The code that ships: `#[cfg(test)]` items and files left out.
+    Shipped,
+    /// Everything, the tests included.
+    WithTests,
+}
+
 /// What one file names: every path of two or more segments (and the one
-/// segment paths of `use` trees), outside `#[cfg(test)]` items; and the
-/// child modules it declares `#[cfg(test)]` (test-only files).
+/// segment paths of `use` trees), outside `#[cfg(test)]` items unless
+/// `Code::WithTests`; and the child modules it declares `#[cfg(test)]`
+/// (test-only files).
 #[derive(Debug, Default)]
 struct Scan {
     paths: Vec<NamedPath>,
     test_children: Vec<String>,
 }
 
-fn scan(src: &str) -> Scan {
+fn scan(src: &str, code: Code) -> Scan {
     let t = tokens(src);
     let mut scan = Scan::default();
     let mut inline: Vec<(String, usize)> = Vec::new();
@@ -289,6 +300,10 @@ fn scan(src: &str) -> Scan {
             }
             if ident(k) == Some("mod") && t.get(k + 2) == Some(&Tok::Punct(';')) {
                 scan.test_children.push(ident(k + 1).unwrap().to_string());
+            }
+            if code == Code::WithTests {
+                i = j;
+                continue;
             }
             let mut d = 0usize;
             while j < t.len() {
@@ -456,8 +471,8 @@ struct ModuleFile {
 }
 
 /// The files of the crate whose sources are under `src` (its root is
-/// `lib.rs`), test-only files left out.
-fn crate_files(src: &Path) -> Vec<ModuleFile> {
+/// `lib.rs`), test-only files left out unless `Code::WithTests`.
+fn crate_files(src: &Path, code: Code) -> Vec<ModuleFile> {
     let mut files = Vec::new();
     let mut stack = vec![src.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -482,7 +497,7 @@ fn crate_files(src: &Path) -> Vec<ModuleFile> {
                 files.push(ModuleFile {
                     rel,
                     module,
-                    scan: scan(&text),
+                    scan: scan(&text, code),
                 });
             }
         }
@@ -498,7 +513,9 @@ fn crate_files(src: &Path) -> Vec<ModuleFile> {
             })
         })
         .collect();
-    files.retain(|f| !test_only.iter().any(|t| f.module.starts_with(t)));
+    if code == Code::Shipped {
+        files.retain(|f| !test_only.iter().any(|t| f.module.starts_with(t)));
+    }
     files
 }
 
@@ -563,7 +580,7 @@ struct Edge {
 
 /// Every import between two modules of the crate under `src`.
 fn module_edges(src: &Path) -> Vec<Edge> {
-    let files = crate_files(src);
+    let files = crate_files(src, Code::Shipped);
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
     let mut edges = Vec::new();
     for f in &files {
@@ -627,23 +644,87 @@ fn module_graph(src: &Path) -> Vec<String> {
             next.entry(a).or_default().push(b);
         }
         for component in strongly_connected(&next) {
-            let members: BTreeSet<&str> = component.iter().copied().collect();
+            let circle = shortest_circle(&next, &component);
             let mut why = Vec::new();
-            for ((a, b), witnesses) in edges {
-                if members.contains(a.as_str()) && members.contains(b.as_str()) {
-                    why.push(format!("  {a} -> {b}: {}", witnesses.join("; ")));
-                }
+            for pair in circle.windows(2) {
+                let witnesses = &edges[&(pair[0].to_string(), pair[1].to_string())];
+                let shown: Vec<&str> = witnesses.iter().take(3).map(String::as_str).collect();
+                let more = witnesses.len() - shown.len();
+                why.push(format!(
+                    "  {} -> {}: {}{}",
+                    pair[0],
+                    pair[1],
+                    shown.join("; "),
+                    if more > 0 {
+                        format!(" (and {more} more)")
+                    } else {
+                        String::new()
+                    }
+                ));
             }
             circles.push(format!(
-                "in {}/{}: {}\n{}",
+                "in {}/{}: {} (of the modules {} that reach each other)\n{}",
                 src.display(),
                 folder.join("/"),
+                circle.join(" -> "),
                 component.join(", "),
                 why.join("\n")
             ));
         }
     }
     circles
+}
+
+/// The shortest circle through the nodes of `component` (a strongly
+/// connected component): its nodes, the first repeated at the end.
+fn shortest_circle<'a>(
+    next: &BTreeMap<&'a str, Vec<&'a str>>,
+    component: &[&'a str],
+) -> Vec<&'a str> {
+    let inside: BTreeSet<&str> = component.iter().copied().collect();
+    let mut best: Option<Vec<&str>> = None;
+    for &start in component {
+        // Breadth first from `start` back to it, inside the component.
+        let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut found = None;
+        while let Some(v) = queue.pop_front() {
+            for &w in next.get(v).into_iter().flatten() {
+                if !inside.contains(w) {
+                    continue;
+                }
+                if w == start {
+                    found = Some(v);
+                    break;
+                }
+                if !parent.contains_key(w) {
+                    parent.insert(w, v);
+                    queue.push_back(w);
+                }
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        let Some(mut v) = found else { continue };
+        // Walk back from the node before `start` to `start`, then turn it round.
+        let mut path = Vec::new();
+        while v != start {
+            path.push(v);
+            v = parent.get(v).copied().unwrap_or(start);
+        }
+        path.push(start);
+        path.reverse();
+        path.push(start);
+        let shorter = match &best {
+            None => true,
+            Some(b) => path.len() < b.len(),
+        };
+        if shorter {
+            best = Some(path);
+        }
+    }
+    best.expect("a strongly connected component has a circle")
 }
 
 /// The strongly connected components of more than one node (Tarjan).
@@ -726,7 +807,7 @@ fn root_reexports(src: &Path) -> BTreeSet<String> {
 fn imports_through_root_reexports(src: &Path) -> Vec<String> {
     let reexported = root_reexports(src);
     let mut found = Vec::new();
-    for f in crate_files(src) {
+    for f in crate_files(src, Code::Shipped) {
         for p in &f.scan.paths {
             if p.segments.first().map(String::as_str) == Some("crate")
                 && p.segments.get(1).is_some_and(|s| reexported.contains(s))
@@ -788,7 +869,7 @@ fn the_module_graph_finds_a_circle() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(circles.len(), 1, "{circles:?}");
     assert!(
-        circles[0].contains("a, b, c")
+        circles[0].contains("a -> b -> c -> a")
             && circles[0].contains("a/x.rs names crate::b::B")
             && circles[0].contains("b.rs names crate::c")
             && circles[0].contains("c.rs names super::a::X"),
@@ -817,7 +898,7 @@ fn scenario_services() -> Vec<String> {
 #[test]
 fn no_service_names_another() {
     let src = root().join("scenarios/src");
-    let files = crate_files(&src);
+    let files = crate_files(&src, Code::WithTests);
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
     let services = scenario_services();
     assert!(services.len() >= 7, "the services: {services:?}");
@@ -856,7 +937,7 @@ fn no_service_names_another() {
 /// path into the model (`overcast_model::feed::...` is the model's feed).
 fn paths_naming_a_service(dir: &Path, services: &[String]) -> Vec<String> {
     let mut found = Vec::new();
-    for f in crate_files(dir) {
+    for f in crate_files(dir, Code::WithTests) {
         for p in &f.scan.paths {
             if p.segments.first().map(String::as_str) == Some("overcast_model") {
                 continue;
