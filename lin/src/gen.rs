@@ -38,6 +38,11 @@ pub struct GenOptions {
     /// With versions: fraction of acknowledged puts whose output omits the
     /// version (their place in the version order must then be inferred).
     pub versionless_puts: f64,
+    /// Without versions: the mix with conditional puts by version (get 50%,
+    /// put 20%, cas 15%, cput 15%, as with versions) instead of get 50%,
+    /// put 35%, cas 15%. The outputs still carry no version; the spec
+    /// tracks versions, which the cputs compare.
+    pub conditional_puts: bool,
 }
 
 impl Default for GenOptions {
@@ -56,6 +61,7 @@ impl Default for GenOptions {
             think: (0, 100),
             stale_read: false,
             versionless_puts: 0.0,
+            conditional_puts: false,
         }
     }
 }
@@ -109,13 +115,14 @@ pub fn generate(opts: &GenOptions) -> Generated {
         let value: Val = Val::from(counter.to_string());
         let r: f64 = rng.gen();
         let nwrites = written[key].len() as u64;
+        let cputs = opts.versions || opts.conditional_puts;
         let input = if r < 0.5 {
             KvInput::Get
-        } else if r < 0.7 || (!opts.versions && r < 0.85) {
+        } else if r < 0.7 || (!cputs && r < 0.85) {
             KvInput::Put {
                 value: value.clone(),
             }
-        } else if r < 0.85 || !opts.versions {
+        } else if r < 0.85 || !cputs {
             let w = &written[key];
             let expect = if w.is_empty() || rng.gen_bool(0.1) {
                 None
@@ -256,7 +263,7 @@ pub fn generate(opts: &GenOptions) -> Generated {
         ops,
         spec: KvSpec {
             init: BTreeMap::new(),
-            track_versions: opts.versions,
+            track_versions: opts.versions || opts.conditional_puts,
         },
         stale_read: stale_id,
     }
@@ -494,6 +501,28 @@ pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
         (name, opts)
     })
     .collect()
+}
+
+/// One key, no versions in the answers, every written value unique: get
+/// 50%, put 20%, cas 15%, cput 15% ([`GenOptions::conditional_puts`]),
+/// durations 10–1,000, think times 0–100, no timeouts; with `stale_read`,
+/// one stale read injected. The class the unique-values pass decides
+/// ([`crate::unique`]).
+pub fn unique_mix(seed: u64, ops: usize, clients: usize, stale_read: bool) -> GenOptions {
+    GenOptions {
+        seed,
+        ops,
+        clients,
+        keys: 1,
+        versions: false,
+        conditional_puts: true,
+        unknown_writes: 0.0,
+        unknown_reads: 0.0,
+        duration: (10, 1000),
+        think: (0, 100),
+        stale_read,
+        versionless_puts: 0.0,
+    }
 }
 
 #[cfg(test)]
