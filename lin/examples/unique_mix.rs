@@ -46,6 +46,9 @@ fn main() {
             }
             let t = Instant::now();
             let r = check(&g.spec, &g.ops, &opts);
+            if std::env::var_os("REPORT").is_some() && r.failure.is_some() {
+                print!("{}", r.to_text());
+            }
             println!(
                 "seed {seed:2} {:5} {:>18} {:8.3}s steps {:>10}  cas ok/fail {}/{} cput ok/fail {}/{} puts {} gets {}",
                 if stale { "stale" } else { "ok" },

@@ -89,6 +89,8 @@ mod tests {
                 stale_read: seed % 2 == 1,
                 versionless_puts: 0.3,
                 conditional_puts: false,
+                phantom_value: false,
+                lost_write: false,
             });
             let want = brute_check(&g.spec, &g.ops);
             bad += usize::from(!want);

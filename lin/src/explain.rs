@@ -983,7 +983,7 @@ pub(crate) fn from_refutation<P: Spec>(
             .find(|(p, _)| *p == o)
             .and_then(|(_, w)| *w)
         {
-            Some(w) if w == o => "its own value".to_string(),
+            Some(w) if w == o => "the value it writes".to_string(),
             Some(w) => format!("the value {} writes", id(w)),
             None => "the initial value".to_string(),
         }
@@ -1054,12 +1054,14 @@ pub(crate) fn from_refutation<P: Spec>(
             let group = |p: usize, q: usize| {
                 if p == q {
                     format!("{} (on {})", id(p), on(p))
+                } else if on(p) == on(q) {
+                    format!("{} and {} (on {})", id(p), id(q), on(p))
                 } else {
                     format!("{} (on {}) and {} (on {})", id(p), on(p), id(q), on(q))
                 }
             };
             format!(
-                "{ONCE}; {} come together, as do {}, and each group must come first: {} returned at {} before {} was invoked at {}, and {} returned at {} before {} was invoked at {}",
+                "{ONCE}; the block holding {} and the block holding {} must each come first: {} returned at {} before {} was invoked at {}, and {} returned at {} before {} was invoked at {}",
                 group(a_ret, a_call),
                 group(b_ret, b_call),
                 id(a_ret),

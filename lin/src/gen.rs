@@ -43,6 +43,14 @@ pub struct GenOptions {
     /// put 35%, cas 15%. The outputs still carry no version; the spec
     /// tracks versions, which the cputs compare.
     pub conditional_puts: bool,
+    /// Inject one phantom value: a completed get past two thirds of the
+    /// history returns a value no operation writes (a guaranteed violation).
+    pub phantom_value: bool,
+    /// Inject one lost write: the first acknowledged put past two thirds
+    /// of the history never takes effect, and the outputs are computed
+    /// without it (a violation when something after it sees the value it
+    /// should have overwritten).
+    pub lost_write: bool,
 }
 
 impl Default for GenOptions {
@@ -62,6 +70,8 @@ impl Default for GenOptions {
             stale_read: false,
             versionless_puts: 0.0,
             conditional_puts: false,
+            phantom_value: false,
+            lost_write: false,
         }
     }
 }
@@ -76,6 +86,9 @@ pub struct Generated {
     /// The id of the injected stale read, if one was asked for and could be
     /// placed (it needs two completed writes in sequence before a read).
     pub stale_read: Option<u64>,
+    /// The id of the get returning the phantom value, or of the lost
+    /// write, if one was asked for and could be placed.
+    pub injected: Option<u64>,
 }
 
 struct Draft {
@@ -182,6 +195,14 @@ pub fn generate(opts: &GenOptions) -> Generated {
         .filter(|&i| drafts[i].point.is_some())
         .collect();
     order.sort_by_key(|&i| (drafts[i].point, i));
+    let nd = drafts.len();
+    let late = |d: &Draft, i: usize| i * 3 >= nd * 2 && !d.unknown;
+    let lost = if opts.lost_write {
+        (0..drafts.len())
+            .find(|&i| late(&drafts[i], i) && matches!(drafts[i].input, KvInput::Put { .. }))
+    } else {
+        None
+    };
     let mut states: Vec<KvState> = vec![
         KvState {
             value: None,
@@ -194,6 +215,9 @@ pub fn generate(opts: &GenOptions) -> Generated {
         let s = &mut states[d.key];
         let ver = |v: u64| opts.versions.then_some(v);
         let output = match &d.input {
+            KvInput::Put { .. } if lost == Some(i) => KvOutput::Put {
+                version: ver(s.version + 1),
+            },
             KvInput::Get => KvOutput::Get {
                 value: s.value.clone(),
                 version: ver(s.version),
@@ -237,9 +261,27 @@ pub fn generate(opts: &GenOptions) -> Generated {
     } else {
         None
     };
+    let phantom = if opts.phantom_value {
+        let g = (0..drafts.len()).find(|&i| {
+            late(&drafts[i], i)
+                && matches!(drafts[i].input, KvInput::Get)
+                && drafts[i].output.is_some()
+        });
+        if let Some(g) = g {
+            drafts[g].output = Some(KvOutput::Get {
+                value: Some(Val::from("phantom")),
+                version: None,
+            });
+        }
+        g
+    } else {
+        None
+    };
+    let injected = phantom.or(lost);
     let mut idx: Vec<usize> = (0..drafts.len()).collect();
     idx.sort_by_key(|&i| (drafts[i].call, i));
     let mut stale_id = None;
+    let mut injected_id = None;
     let ops = idx
         .iter()
         .enumerate()
@@ -247,6 +289,9 @@ pub fn generate(opts: &GenOptions) -> Generated {
             let d = &drafts[i];
             if stale == Some(i) {
                 stale_id = Some(id as u64);
+            }
+            if injected == Some(i) {
+                injected_id = Some(id as u64);
             }
             Operation {
                 id: id as u64,
@@ -266,6 +311,7 @@ pub fn generate(opts: &GenOptions) -> Generated {
             track_versions: opts.versions || opts.conditional_puts,
         },
         stale_read: stale_id,
+        injected: injected_id,
     }
 }
 
@@ -455,6 +501,7 @@ pub fn unknown_write_chains(seed: u64, ops: usize, stale_read: bool) -> Generate
             track_versions: true,
         },
         stale_read: stale,
+        injected: None,
     }
 }
 
@@ -522,6 +569,8 @@ pub fn unique_mix(seed: u64, ops: usize, clients: usize, stale_read: bool) -> Ge
         think: (0, 100),
         stale_read,
         versionless_puts: 0.0,
+        phantom_value: false,
+        lost_write: false,
     }
 }
 

@@ -377,21 +377,8 @@ fn check_key<P: Spec>(
         frontier_cap: opts.frontier_cap,
         doom_until: 0,
     };
-    if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
-        match versioned::decide(spec, &init, &kops) {
-            versioned::Decision::Linearizable => return KeyResult::Ok(0),
-            versioned::Decision::Refuted(cert) => {
-                failed();
-                return KeyResult::Fail(
-                    Box::new(explain::from_certificate(
-                        spec, key, ops, &kops, &orig, &init, &cert, opts, deadline,
-                    )),
-                    0,
-                );
-            }
-            versioned::Decision::Undecided => {}
-        }
-    }
+    // Unique values first: where they apply they decide in one pass, and
+    // the claims of a few conditional puts rarely settle a key alone.
     if opts.unique_values {
         match unique::decide(spec, &init, &kops) {
             unique::Decision::Linearizable => return KeyResult::Ok(0),
@@ -405,6 +392,21 @@ fn check_key<P: Spec>(
                 );
             }
             unique::Decision::Undecided => {}
+        }
+    }
+    if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
+        match versioned::decide(spec, &init, &kops) {
+            versioned::Decision::Linearizable => return KeyResult::Ok(0),
+            versioned::Decision::Refuted(cert) => {
+                failed();
+                return KeyResult::Fail(
+                    Box::new(explain::from_certificate(
+                        spec, key, ops, &kops, &orig, &init, &cert, opts, deadline,
+                    )),
+                    0,
+                );
+            }
+            versioned::Decision::Undecided => {}
         }
     }
     match search::search(spec, &init, &kops, &limits) {

@@ -234,20 +234,17 @@ pub(crate) fn decide<P: Spec>(
         Ok(false) => return Decision::Undecided,
         Err(c) => return Decision::Refuted(Box::new(pass.refutation(c))),
     }
-    match pass.order(true) {
-        Err(c) => Decision::Refuted(Box::new(pass.refutation(c))),
-        Ok(None) => match pass.order(false) {
-            // The versions block the order: the units may still contradict.
-            Err(c) => Decision::Refuted(Box::new(pass.refutation(c))),
-            _ => Decision::Undecided,
-        },
-        Ok(Some(order)) => match pass.witness(&order) {
-            Some(placed) if super::versioned::replay(spec, init, ops, &placed) => {
-                Decision::Linearizable
-            }
-            _ => Decision::Undecided,
-        },
+    if let Err(c) = pass.order() {
+        return Decision::Refuted(Box::new(pass.refutation(c)));
     }
+    for policy in [Policy::Urgent, Policy::FirstCall] {
+        if let Some(placed) = pass.witness(policy) {
+            if super::versioned::replay(spec, init, ops, &placed) {
+                return Decision::Linearizable;
+            }
+        }
+    }
+    Decision::Undecided
 }
 
 impl Pass<'_> {
@@ -438,109 +435,40 @@ impl Pass<'_> {
 
     /// Orders the units (Kahn's algorithm: a unit may come next iff its
     /// latest invocation is at most every other remaining unit's earliest
-    /// return). `Err`: two units must each come before the other.
-    /// `Ok(None)`: with `versions`, no order found this way puts the
-    /// conditional puts at their versions.
-    fn order(&self, versions: bool) -> Result<Option<Vec<usize>>, Contradiction> {
-        let nu = self.units.len();
-        let mut placed = vec![false; nu];
-        let mut order = Vec::with_capacity(nu);
-        // By earliest return (the initial unit first: it precedes all).
-        let mut by_f: BinaryHeap<Reverse<(i64, usize)>> =
-            (1..nu).map(|u| Reverse((self.units[u].f.0, u))).collect();
-        let mut by_s: Vec<usize> = (1..nu).collect();
-        by_s.sort_unstable_by_key(|&u| (self.units[u].s.0, u));
-        let mut sp = 0;
-        // Ready units, by latest invocation; those waiting for their
-        // version apart, by it.
-        let mut ready: BTreeSet<(i64, usize)> = BTreeSet::new();
-        let mut waiting: BTreeSet<(u64, usize)> = BTreeSet::new();
-        let req = |u: usize| if versions { self.units[u].req } else { None };
-        // The initial value's unit first: no other may end before it starts.
-        if let Some(&Reverse((f, m))) = by_f.peek() {
+    /// return), ignoring versions. `Err`: two units must each come before
+    /// the other.
+    fn order(&self) -> Result<(), Contradiction> {
+        let mut kahn = Kahn::new(&self.units, false);
+        self.start(&mut kahn)?;
+        while let Some((m1, _, m1_ready)) = kahn.refresh() {
+            let next = if m1_ready {
+                Some(m1)
+            } else {
+                kahn.ready_s.first().map(|&(_, u)| u)
+            };
+            match next {
+                Some(u) => kahn.take(u),
+                // Stuck: every remaining unit has to follow another one. The
+                // two with the earliest returns must each follow the other.
+                None => {
+                    let m2 = kahn.second().unwrap_or(m1);
+                    return Err(self.cycle(m1, m2));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the initial value's unit first: no other may end before it
+    /// starts.
+    fn start(&self, kahn: &mut Kahn<'_>) -> Result<(), Contradiction> {
+        if let Some((m, f, _)) = kahn.refresh() {
             if f < self.units[0].s.0 {
                 return Err(self.cycle(0, m));
             }
         }
-        let mut count = 0u64;
-        let mut next = Some(0usize);
-        loop {
-            if let Some(u) = next.take() {
-                let unit = &self.units[u];
-                if req(u).is_some_and(|r| r != count) {
-                    return Ok(None);
-                }
-                placed[u] = true;
-                order.push(u);
-                count += unit.writes;
-            }
-            while by_f.peek().is_some_and(|Reverse((_, u))| placed[*u]) {
-                by_f.pop();
-            }
-            let Some(&Reverse((f1, m1))) = by_f.peek() else {
-                return Ok(Some(order));
-            };
-            while sp < by_s.len() && self.units[by_s[sp]].s.0 <= f1 {
-                let u = by_s[sp];
-                sp += 1;
-                if !placed[u] {
-                    match req(u) {
-                        Some(r) => waiting.insert((r, u)),
-                        None => ready.insert((self.units[u].s.0, u)),
-                    };
-                }
-            }
-            // The unit with the earliest return may come next iff its
-            // latest invocation is at most the second earliest return.
-            let m1_ready = self.units[m1].s.0 <= f1 || {
-                let top = by_f.pop();
-                while by_f.peek().is_some_and(|Reverse((_, u))| placed[*u]) {
-                    by_f.pop();
-                }
-                let f2 = by_f.peek().map_or(i64::MAX, |Reverse((f, _))| *f);
-                if let Some(t) = top {
-                    by_f.push(t);
-                }
-                self.units[m1].s.0 <= f2
-            };
-            if let Some(&(r, u)) = waiting.first() {
-                if r < count {
-                    return Ok(None);
-                }
-                if r == count {
-                    waiting.remove(&(r, u));
-                    next = Some(u);
-                    continue;
-                }
-            }
-            if m1_ready && req(m1).is_none_or(|r| r == count) {
-                ready.remove(&(self.units[m1].s.0, m1));
-                if let Some(r) = req(m1) {
-                    waiting.remove(&(r, m1));
-                }
-                next = Some(m1);
-                continue;
-            }
-            if let Some(&(s, u)) = ready.first() {
-                ready.remove(&(s, u));
-                next = Some(u);
-                continue;
-            }
-            if !waiting.is_empty() || m1_ready {
-                // Ready units wait for a version the others do not reach.
-                return Ok(None);
-            }
-            // Stuck: every remaining unit has to follow another one. The
-            // two with the earliest returns must each follow the other.
-            by_f.pop();
-            while by_f.peek().is_some_and(|Reverse((_, u))| placed[*u]) {
-                by_f.pop();
-            }
-            let Some(&Reverse((_, m2))) = by_f.peek() else {
-                return Ok(None);
-            };
-            return Err(self.cycle(m1, m2));
-        }
+        kahn.take(0);
+        Ok(())
     }
 
     /// The contradiction of units `a` and `b`, each of which must come
@@ -650,161 +578,100 @@ impl Pass<'_> {
         }
     }
 
-    /// A linearization in the units' `order`: each write at the earliest
-    /// instant, its reads after it, failed conditional writes in a segment
-    /// their interval meets where their guard does not hold (one excluded
-    /// from the segment a write opens goes before that write when it can
-    /// without delaying any later operation past its return). Returns
-    /// (point, segment, 0 write / 1 other, operation), sorted.
-    fn witness(&self, order: &[usize]) -> Option<Vec<super::versioned::Placed>> {
-        self.witness_why(order).ok()
+    /// A linearization: the units in an order Kahn's algorithm allows (by
+    /// `policy` where several may come next), each write at the earliest
+    /// instant, its reads after it, conditional puts at the version they
+    /// expected, failed conditional writes in a segment their interval
+    /// meets where their guard does not hold: one excluded from the segment
+    /// a write opens goes before that write when it can without delaying
+    /// any later operation past its return, one invoked during the segment
+    /// it is excluded from makes the next unit one whose write is invoked
+    /// before it returns. Returns (point, segment, 0 write / 1 other,
+    /// operation), in order.
+    fn witness(&self, policy: Policy) -> Option<Vec<super::versioned::Placed>> {
+        self.witness_why(policy).ok()
     }
 
     /// [`Pass::witness`], saying where it failed.
-    fn witness_why(&self, order: &[usize]) -> Result<Vec<super::versioned::Placed>, String> {
-        let n = self.view.len();
-        let mut placed: Vec<super::versioned::Placed> = Vec::with_capacity(n);
-        // Failed conditional writes: not yet invoked at the cursor (by
-        // invocation, and by return for the urgent ones), invoked but
-        // excluded from the current segment, placed.
-        let mut by_call: Vec<usize> = Vec::new();
-        let mut by_value: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
-        let mut by_version: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
-        for (i, op) in self.view.iter().enumerate() {
-            if let RegisterOp::Refused(g) = op {
-                by_call.push(i);
-                match *g {
-                    Guard::Value(e) => by_value.entry(e).or_default().push(i),
-                    Guard::Version(v) => by_version.entry(v).or_default().push(i),
+    fn witness_why(&self, policy: Policy) -> Result<Vec<super::versioned::Placed>, String> {
+        let mut kahn = Kahn::new(&self.units, true);
+        kahn.heads(self);
+        let mut sw = Sweep::new(self);
+        self.start(&mut kahn).map_err(|c| format!("{c:?}"))?;
+        sw.place_unit(self, 0, kahn.min_f())?;
+        while let Some((m1, _, m1_ready)) = kahn.refresh() {
+            let count = sw.k;
+            // Writes that may still come before the next conditional put.
+            // (And only units that may come before that one.)
+            let (room, then) = match kahn.reqs.first() {
+                Some(&(r, u)) if r < count => {
+                    return Err(format!(
+                        "unit {u} needed {r} writes before it, {count} were"
+                    ));
+                }
+                Some(&(r, u)) => (Some(r - count), self.units[u].f.0),
+                None => (None, i64::MAX),
+            };
+            let fits = |u: usize| match self.units[u].req {
+                Some(r) => r == count,
+                None => {
+                    room.is_none_or(|room| self.units[u].writes <= room)
+                        && self.units[u].s.0 <= then
+                }
+            };
+            let scan = |set: &BTreeSet<(i64, usize)>| {
+                set.iter().take(64).map(|&(_, u)| u).find(|&u| fits(u))
+            };
+            let m1c = (m1_ready && fits(m1)).then_some(m1);
+            let earliest = |a: Option<usize>| match (a, m1c) {
+                (Some(a), Some(b)) if kahn.head[b] < kahn.head[a] => Some(b),
+                (a, b) => a.or(b),
+            };
+            let exact = kahn
+                .waiting
+                .first()
+                .filter(|&&(r, _)| r == count)
+                .map(|&(_, u)| u)
+                .or(m1c.filter(|&u| self.units[u].req == Some(count)));
+            let deadline = sw.deadline(self);
+            let chosen = match policy {
+                Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
+                Policy::FirstCall => earliest(scan(&kahn.ready_c)),
+            };
+            let next = if exact.is_some() {
+                exact
+            } else if let Some(d) = deadline {
+                // A failed conditional write waits for the next segment: a
+                // unit whose write is invoked before it returns.
+                chosen
+                    .filter(|&u| kahn.head[u] <= d)
+                    .or_else(|| earliest(scan(&kahn.ready_c)).filter(|&u| kahn.head[u] <= d))
+            } else {
+                chosen
+            };
+            match next {
+                Some(u) => {
+                    kahn.take(u);
+                    sw.place_unit(self, u, kahn.min_f())?;
+                }
+                // Else a write nobody needs, with an unknown outcome, may
+                // open a segment: for the failed conditional write, or to
+                // reach the version a conditional put expects.
+                None => {
+                    let by = deadline.unwrap_or(i64::MAX);
+                    if room == Some(0) || !sw.filler(self, by, kahn.min_f())? {
+                        return Err(format!("no unit may come after {count} writes"));
+                    }
                 }
             }
         }
-        by_call.sort_unstable_by_key(|&i| (self.call[i], i));
-        let mut by_ret: BinaryHeap<Reverse<(i64, usize)>> =
-            by_call.iter().map(|&i| Reverse((self.ret[i], i))).collect();
-        let mut next_call = 0;
-        let mut done = vec![false; n];
-        let mut open: Vec<usize> = Vec::new();
-        // Earliest return of every cluster from each one on, in `order`.
-        let seq: Vec<usize> = order
-            .iter()
-            .flat_map(|&u| self.units[u].clusters.iter().copied())
-            .collect();
-        let mut bound = vec![i64::MAX; seq.len() + 1];
-        for j in (0..seq.len()).rev() {
-            bound[j] = bound[j + 1].min(self.clusters[seq[j]].f.0);
-        }
-        // The current segment: its index, write point and value.
-        let mut k = 0u64;
-        let mut pk = i64::MIN;
-        let mut value = self.init;
-        let mut t = i64::MIN;
-        let allowed = |r: usize, value: u32, k: u64| match self.view[r] {
-            RegisterOp::Refused(Guard::Value(e)) => e != value,
-            RegisterOp::Refused(Guard::Version(v)) => self.v0 + k != v,
-            _ => false,
-        };
-        for (j, &c) in seq.iter().enumerate() {
-            let cl = &self.clusters[c];
-            if cl.write != NONE {
-                let w = cl.write;
-                let x = value_written(&self.view[w]).ok_or("no value")?;
-                // Those excluded from the segment this write opens go
-                // before it when their invocation is no later than every
-                // remaining return.
-                let excluded = by_value
-                    .get(&x)
-                    .into_iter()
-                    .chain(by_version.get(&(self.v0 + k + 1)))
-                    .flatten();
-                for &r in excluded {
-                    if !done[r]
-                        && self.call[r] > t
-                        && self.call[r] <= bound[j]
-                        && self.ret[r] >= pk
-                        && allowed(r, value, k)
-                    {
-                        done[r] = true;
-                        placed.push((pk.max(self.call[r]), k, 1, r));
-                        t = t.max(self.call[r]);
-                    }
-                }
-                let p = t.max(self.call[w]);
-                if p > self.ret[w] {
-                    return Err(format!("write {w} at {p} after its return"));
-                }
-                // Those that return before the write must be placed now.
-                while let Some(&Reverse((rt, r))) = by_ret.peek() {
-                    if rt >= p {
-                        break;
-                    }
-                    by_ret.pop();
-                    if done[r] {
-                        continue;
-                    }
-                    if !allowed(r, value, k) || rt < pk {
-                        return Err(format!(
-                            "refused {r} [{}, {rt}] ends in segment {k} from {pk}, value {value}",
-                            self.call[r]
-                        ));
-                    }
-                    done[r] = true;
-                    placed.push((pk.max(self.call[r]), k, 1, r));
-                    t = t.max(self.call[r]);
-                }
-                k += 1;
-                pk = p;
-                t = p;
-                value = x;
-                placed.push((p, k, 0, w));
-                for r in open.drain(..) {
-                    if !done[r] {
-                        done[r] = true;
-                        placed.push((pk.max(self.call[r]), k, 1, r));
-                    }
-                }
-            }
-            for &r in &cl.reads {
-                let p = pk.max(self.call[r]);
-                if p > self.ret[r] {
-                    return Err(format!("read {r} at {p} after its return"));
-                }
-                t = t.max(p);
-                placed.push((p, k, 1, r));
-            }
-            // Invoked by now: here when the guard allows, else in the next
-            // segment.
-            while next_call < by_call.len() && self.call[by_call[next_call]] <= t {
-                let r = by_call[next_call];
-                next_call += 1;
-                if done[r] {
-                    continue;
-                }
-                if allowed(r, value, k) {
-                    done[r] = true;
-                    placed.push((pk.max(self.call[r]), k, 1, r));
-                } else {
-                    open.push(r);
-                }
-            }
-        }
-        // The last segment lasts for ever.
-        for &r in &by_call {
-            if !done[r] {
-                if !allowed(r, value, k) || self.ret[r] < pk {
-                    return Err(format!("refused {r} left in the last segment"));
-                }
-                done[r] = true;
-                placed.push((pk.max(self.call[r]), k, 1, r));
-            }
-        }
-        placed.sort_unstable_by_key(|&(p, k, kind, i)| (k, kind, p, i));
-        Ok(placed)
+        sw.finish(self)
     }
 }
 
-/// Why the pass left a key undecided (for measuring it).
-#[doc(hidden)]
+/// What the pass finds on one key of `ops`, in words: "linearizable", the
+/// contradiction it refutes the key with, or why it leaves the key to the
+/// search (for measuring the pass).
 pub fn diagnose<P: Spec>(
     spec: &P,
     key: &str,
@@ -837,19 +704,445 @@ pub fn diagnose<P: Spec>(
         Ok(false) => return "does not apply".into(),
         Err(c) => return format!("refuted while building: {c:?}"),
     }
-    let order = match pass.order(true) {
-        Err(c) => return format!("refuted: {c:?}"),
-        Ok(None) => return "versions block the order".into(),
-        Ok(Some(o)) => o,
-    };
-    match pass.witness_why(&order) {
-        Err(why) => why,
-        Ok(placed) => {
-            if super::versioned::replay(spec, &init, &kops, &placed) {
-                "linearizable".into()
-            } else {
-                "replay failed".into()
+    if let Err(c) = pass.order() {
+        return format!("refuted: {c:?}");
+    }
+    let mut out = Vec::new();
+    for policy in [Policy::Urgent, Policy::FirstCall] {
+        match pass.witness_why(policy) {
+            Err(why) => out.push(why),
+            Ok(placed) => {
+                if super::versioned::replay(spec, &init, &kops, &placed) {
+                    return "linearizable".into();
+                }
+                out.push("replay failed".into());
             }
         }
     }
+    out.join("; ")
+}
+
+/// The verdict of the pass alone, key by key, with no search behind it:
+/// `Some(NotLinearizable)` when it refutes some key, `Some(Linearizable)`
+/// when it proves every key, `None` when it leaves a key undecided (for
+/// testing the pass and measuring how much it decides).
+pub fn pass_verdict<P: Spec>(
+    spec: &P,
+    ops: &[super::Operation<P::Input, P::Output>],
+) -> Option<super::Verdict> {
+    let mut keys: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for (i, o) in ops.iter().enumerate() {
+        keys.entry(o.key.as_str()).or_default().push(i);
+    }
+    let mut all = true;
+    for (key, idx) in keys {
+        let (kops, _) = super::key_ops(spec, ops, &idx);
+        match decide(spec, &spec.init(key), &kops) {
+            Decision::Linearizable => {}
+            Decision::Refuted(_) => return Some(super::Verdict::NotLinearizable),
+            Decision::Undecided => all = false,
+        }
+    }
+    all.then_some(super::Verdict::Linearizable)
+}
+
+/// How the witness picks the next unit among those that may come next.
+#[derive(Clone, Copy, Debug)]
+enum Policy {
+    /// The one with the earliest return when it may, else the one whose
+    /// latest invocation is first.
+    Urgent,
+    /// The one whose first write was invoked first.
+    FirstCall,
+}
+
+/// Kahn's algorithm over the units: which may come next.
+struct Kahn<'p> {
+    units: &'p [Unit],
+    /// The invocation of each unit's first write (`i64::MIN`: none).
+    head: Vec<i64>,
+    done: Vec<bool>,
+    by_f: BinaryHeap<Reverse<(i64, usize)>>,
+    by_s: Vec<usize>,
+    sp: usize,
+    /// Units that may come next (but for the one with the earliest return,
+    /// checked apart), by latest invocation and by first write's invocation;
+    /// those that need a number of writes before them apart, by it.
+    ready_s: BTreeSet<(i64, usize)>,
+    ready_c: BTreeSet<(i64, usize)>,
+    waiting: BTreeSet<(u64, usize)>,
+    /// Every remaining unit that needs a number of writes before it, by it.
+    reqs: BTreeSet<(u64, usize)>,
+    versions: bool,
+}
+
+impl<'p> Kahn<'p> {
+    fn new(units: &'p [Unit], versions: bool) -> Self {
+        let nu = units.len();
+        let mut by_s: Vec<usize> = (1..nu).collect();
+        by_s.sort_unstable_by_key(|&u| (units[u].s.0, u));
+        Kahn {
+            units,
+            head: vec![i64::MIN; nu],
+            done: vec![false; nu],
+            by_f: (1..nu).map(|u| Reverse((units[u].f.0, u))).collect(),
+            by_s,
+            sp: 0,
+            ready_s: BTreeSet::new(),
+            ready_c: BTreeSet::new(),
+            waiting: BTreeSet::new(),
+            reqs: (0..nu)
+                .filter_map(|u| units[u].req.filter(|_| versions).map(|r| (r, u)))
+                .collect(),
+            versions,
+        }
+    }
+
+    /// Sets each unit's first write's invocation.
+    fn heads(&mut self, pass: &Pass<'_>) {
+        for (u, unit) in self.units.iter().enumerate() {
+            if let Some(&c) = unit
+                .clusters
+                .iter()
+                .find(|&&c| pass.clusters[c].write != NONE)
+            {
+                self.head[u] = pass.call[pass.clusters[c].write];
+            }
+        }
+    }
+
+    fn take(&mut self, u: usize) {
+        self.done[u] = true;
+        let unit = &self.units[u];
+        self.ready_s.remove(&(unit.s.0, u));
+        self.ready_c.remove(&(self.head[u], u));
+        if let Some(r) = unit.req {
+            self.waiting.remove(&(r, u));
+            self.reqs.remove(&(r, u));
+        }
+    }
+
+    fn clean(&mut self) {
+        while self
+            .by_f
+            .peek()
+            .is_some_and(|Reverse((_, u))| self.done[*u])
+        {
+            self.by_f.pop();
+        }
+    }
+
+    /// The earliest return of the remaining units.
+    fn min_f(&mut self) -> i64 {
+        self.clean();
+        self.by_f.peek().map_or(i64::MAX, |Reverse((f, _))| *f)
+    }
+
+    /// The remaining unit with the second earliest return.
+    fn second(&mut self) -> Option<usize> {
+        self.clean();
+        let top = self.by_f.pop();
+        self.clean();
+        let m2 = self.by_f.peek().map(|Reverse((_, u))| *u);
+        if let Some(t) = top {
+            self.by_f.push(t);
+        }
+        m2
+    }
+
+    /// The remaining unit with the earliest return, that return, and
+    /// whether it may come next; the others that may are in the ready
+    /// sets. `None` when no unit remains.
+    fn refresh(&mut self) -> Option<(usize, i64, bool)> {
+        self.clean();
+        let &Reverse((f1, m1)) = self.by_f.peek()?;
+        while self.sp < self.by_s.len() && self.units[self.by_s[self.sp]].s.0 <= f1 {
+            let u = self.by_s[self.sp];
+            self.sp += 1;
+            if !self.done[u] {
+                match self.units[u].req.filter(|_| self.versions) {
+                    Some(r) => {
+                        self.waiting.insert((r, u));
+                    }
+                    None => {
+                        self.ready_s.insert((self.units[u].s.0, u));
+                        self.ready_c.insert((self.head[u], u));
+                    }
+                }
+            }
+        }
+        let s1 = self.units[m1].s.0;
+        let ready = s1 <= f1 || {
+            let f2 = self.second().map_or(i64::MAX, |m2| self.units[m2].f.0);
+            s1 <= f2
+        };
+        Some((m1, f1, ready))
+    }
+}
+
+/// The witness being built: the current segment and the failed
+/// conditional writes still to place.
+struct Sweep {
+    out: Vec<super::versioned::Placed>,
+    /// The current segment: its index, its write's point, its value.
+    k: u64,
+    pk: i64,
+    value: u32,
+    /// The earliest point for the next write.
+    t: i64,
+    /// Failed conditional writes by invocation (the next one not yet
+    /// looked at), by return, by the value or version they expected.
+    by_call: Vec<usize>,
+    next_call: usize,
+    by_ret: BinaryHeap<Reverse<(i64, usize)>>,
+    by_value: FxHashMap<u32, Vec<usize>>,
+    by_version: FxHashMap<u64, Vec<usize>>,
+    done: Vec<bool>,
+    /// Invoked during the segment they are excluded from, by return.
+    open: BinaryHeap<Reverse<(i64, usize)>>,
+    /// Writes with an unknown outcome that nobody needs, by invocation.
+    optional: Vec<usize>,
+}
+
+impl Sweep {
+    fn new(pass: &Pass<'_>) -> Self {
+        let n = pass.view.len();
+        let mut by_call: Vec<usize> = Vec::new();
+        let mut by_value: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+        let mut by_version: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        for (i, op) in pass.view.iter().enumerate() {
+            if let RegisterOp::Refused(g) = op {
+                by_call.push(i);
+                match *g {
+                    Guard::Value(e) => by_value.entry(e).or_default().push(i),
+                    Guard::Version(v) => by_version.entry(v).or_default().push(i),
+                }
+            }
+        }
+        by_call.sort_unstable_by_key(|&i| (pass.call[i], i));
+        let by_ret = by_call.iter().map(|&i| Reverse((pass.ret[i], i))).collect();
+        let mut optional: Vec<usize> = (0..n)
+            .filter(|&i| !pass.mand[i] && matches!(pass.view[i], RegisterOp::MayWrite { .. }))
+            .collect();
+        optional.sort_unstable_by_key(|&i| (pass.call[i], i));
+        Sweep {
+            out: Vec::with_capacity(n),
+            k: 0,
+            pk: i64::MIN,
+            value: pass.init,
+            t: i64::MIN,
+            by_call,
+            next_call: 0,
+            by_ret,
+            by_value,
+            by_version,
+            done: vec![false; n],
+            open: BinaryHeap::new(),
+            optional,
+        }
+    }
+
+    /// Opens a segment with a write nobody needs (unknown outcome, its
+    /// guard holding now) at a point no later than `by` and `bound`, if
+    /// one is invoked by then.
+    fn filler(&mut self, pass: &Pass<'_>, by: i64, bound: i64) -> Result<bool, String> {
+        let lim = by.min(bound);
+        for j in 0..self.optional.len() {
+            let f = self.optional[j];
+            if self.t.max(pass.call[f]) > lim {
+                if pass.call[f] > lim {
+                    break;
+                }
+                continue;
+            }
+            let holds = match guard_of(&pass.view[f]) {
+                None => true,
+                Some(Guard::Value(e)) => e == self.value,
+                Some(Guard::Version(v)) => pass.v0 + self.k == v,
+            };
+            if !self.done[f] && holds {
+                self.done[f] = true;
+                self.write(pass, f, bound)?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The earliest return of those that need another segment than the
+    /// current one: invoked during it, or excluded from it and not placed
+    /// before it.
+    fn deadline(&mut self, pass: &Pass<'_>) -> Option<i64> {
+        let mut d = None;
+        while let Some(&Reverse((r, i))) = self.open.peek() {
+            if !self.done[i] {
+                d = Some(r);
+                break;
+            }
+            self.open.pop();
+        }
+        for list in [
+            pass_list(&self.by_value, &self.value),
+            pass_list(&self.by_version, &(pass.v0 + self.k)),
+        ] {
+            for &r in list {
+                if !self.done[r] && !self.allowed(pass, r) {
+                    d = Some(d.map_or(pass.ret[r], |d: i64| d.min(pass.ret[r])));
+                }
+            }
+        }
+        d
+    }
+
+    /// Whether failed conditional write `r` may go in the current segment.
+    fn allowed(&self, pass: &Pass<'_>, r: usize) -> bool {
+        match pass.view[r] {
+            RegisterOp::Refused(Guard::Value(e)) => e != self.value,
+            RegisterOp::Refused(Guard::Version(v)) => pass.v0 + self.k != v,
+            _ => false,
+        }
+    }
+
+    /// Places `r` in the current segment.
+    fn put(&mut self, pass: &Pass<'_>, r: usize) {
+        self.done[r] = true;
+        let p = self.pk.max(pass.call[r]);
+        self.out.push((p, self.k, 1, r));
+        self.t = self.t.max(p);
+    }
+
+    /// Places unit `u`; `after` is the earliest return of the units after it.
+    fn place_unit(&mut self, pass: &Pass<'_>, u: usize, after: i64) -> Result<(), String> {
+        let chain = &pass.units[u].clusters;
+        // The earliest return of each cluster's operations from it on.
+        let mut bound = vec![after; chain.len() + 1];
+        for j in (0..chain.len()).rev() {
+            bound[j] = bound[j + 1].min(pass.clusters[chain[j]].f.0);
+        }
+        for (j, &c) in chain.iter().enumerate() {
+            let cl = &pass.clusters[c];
+            if cl.write != NONE {
+                self.write(pass, cl.write, bound[j])?;
+            }
+            for &r in &cl.reads {
+                let p = self.pk.max(pass.call[r]);
+                if p > pass.ret[r] {
+                    return Err(format!("read {r} at {p} after its return"));
+                }
+                self.t = self.t.max(p);
+                self.out.push((p, self.k, 1, r));
+            }
+            // Invoked by now: here when the guard allows, else in the next
+            // segment.
+            while self.next_call < self.by_call.len()
+                && pass.call[self.by_call[self.next_call]] <= self.t
+            {
+                let r = self.by_call[self.next_call];
+                self.next_call += 1;
+                if self.done[r] {
+                    continue;
+                }
+                if self.allowed(pass, r) {
+                    self.put(pass, r);
+                } else {
+                    self.open.push(Reverse((pass.ret[r], r)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Places write `w`, opening a segment; `bound` is the earliest return
+    /// of everything after it.
+    fn write(&mut self, pass: &Pass<'_>, w: usize, bound: i64) -> Result<(), String> {
+        let x = value_written(&pass.view[w]).ok_or("no value")?;
+        // Those excluded from the segment this write opens go before it
+        // when their invocation is no later than every return after.
+        let next_version = pass.v0 + self.k + 1;
+        // (Not past the return of one waiting for the next segment.)
+        let bound = bound.min(self.deadline(pass).unwrap_or(i64::MAX));
+        let mut before: Vec<usize> = Vec::new();
+        for list in [
+            pass_list(&self.by_value, &x),
+            pass_list(&self.by_version, &next_version),
+        ] {
+            for &r in list {
+                if !self.done[r]
+                    && pass.call[r] > self.t
+                    && pass.call[r] <= bound
+                    && pass.ret[r] >= self.pk
+                    && self.allowed(pass, r)
+                {
+                    before.push(r);
+                }
+            }
+        }
+        for r in before {
+            self.put(pass, r);
+        }
+        let p = self.t.max(pass.call[w]);
+        if p > pass.ret[w] {
+            return Err(format!("write {w} at {p} after its return"));
+        }
+        // Those that return before the write must be placed now.
+        while let Some(&Reverse((rt, r))) = self.by_ret.peek() {
+            if rt >= p {
+                break;
+            }
+            self.by_ret.pop();
+            if self.done[r] {
+                continue;
+            }
+            if !self.allowed(pass, r) || rt < self.pk {
+                return Err(format!(
+                    "refused {r} [{}, {rt}] ends in segment {} from {}, value {}",
+                    pass.call[r], self.k, self.pk, self.value
+                ));
+            }
+            self.put(pass, r);
+        }
+        self.k += 1;
+        self.pk = p;
+        self.t = p;
+        self.value = x;
+        self.out.push((p, self.k, 0, w));
+        while let Some(Reverse((_, r))) = self.open.pop() {
+            if !self.done[r] {
+                self.put(pass, r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Places the rest in the last segment, which lasts for ever (after a
+    /// write nobody needs, for those it excludes).
+    fn finish(mut self, pass: &Pass<'_>) -> Result<Vec<super::versioned::Placed>, String> {
+        for j in 0..self.by_call.len() {
+            let r = self.by_call[j];
+            if self.done[r] {
+                continue;
+            }
+            if !self.allowed(pass, r) {
+                let by = self.deadline(pass).unwrap_or(pass.ret[r]);
+                if !self.filler(pass, by, i64::MAX)? {
+                    return Err(format!("refused {r} left in the last segment"));
+                }
+            }
+            if self.done[r] {
+                continue;
+            }
+            if !self.allowed(pass, r) || pass.ret[r] < self.pk {
+                return Err(format!("refused {r} left in the last segment"));
+            }
+            self.put(pass, r);
+        }
+        let mut out = self.out;
+        out.sort_unstable_by_key(|&(p, k, kind, i)| (k, kind, p, i));
+        Ok(out)
+    }
+}
+
+/// The list stored under `key`, or an empty one.
+fn pass_list<'m, K: std::hash::Hash + Eq>(m: &'m FxHashMap<K, Vec<usize>>, key: &K) -> &'m [usize] {
+    m.get(key).map_or(&[], |v| v.as_slice())
 }
