@@ -412,12 +412,43 @@ impl Spec for KvSpec {
 
     /// Get, put, cas and cput (the last with versions tracked) whose
     /// outputs report no version; `None` for anything else (an append, a
-    /// version in an output, an output of the wrong kind).
+    /// version in an output, an output of the wrong kind), and when a value
+    /// is written twice or the initial value written again (the pass would
+    /// not apply).
     fn register<'a>(
         &self,
         init: &'a KvState,
         ops: &[(&'a KvInput, Option<&'a KvOutput>)],
     ) -> Option<RegisterView> {
+        // First the cheap ways out: an append, a version in an output, or
+        // a value written twice (or the initial one written again), before
+        // numbering anything.
+        let mut written: FxHashSet<&str> = FxHashSet::default();
+        for (input, output) in ops {
+            if let Some(
+                KvOutput::Get {
+                    version: Some(_), ..
+                }
+                | KvOutput::Put { version: Some(_) }
+                | KvOutput::Cond {
+                    version: Some(_), ..
+                },
+            ) = output
+            {
+                return None;
+            }
+            let v = match input {
+                KvInput::Append { .. } => return None,
+                KvInput::Get => continue,
+                KvInput::Put { value }
+                | KvInput::Cas { value, .. }
+                | KvInput::Cput { value, .. } => value,
+            };
+            if init.value.as_deref() == Some(&**v) || !written.insert(v) {
+                return None;
+            }
+        }
+        drop(written);
         let mut ids: FxHashMap<Option<&'a str>, u32> = FxHashMap::default();
         let mut id = |v: Option<&'a str>| -> u32 {
             let n = ids.len() as u32;
