@@ -2,7 +2,7 @@
 //! `cargo bench -p overcast-lin --bench lin`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use overcast_lin::gen::{bench_cases, generate, unknown_write_chains};
+use overcast_lin::gen::{bench_cases, generate, unique_mix, unknown_write_chains};
 use overcast_lin::kv::{parse_kvhist, to_kvhist, KvHistory};
 use overcast_lin::{check, Options, Verdict};
 use std::path::Path;
@@ -47,6 +47,15 @@ fn opts() -> Options {
     }
 }
 
+/// The same without the unique-values pass (the baseline it is measured
+/// against).
+fn no_unique() -> Options {
+    Options {
+        unique_values: false,
+        ..opts()
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("lin");
     g.sample_size(10)
@@ -57,14 +66,19 @@ fn bench(c: &mut Criterion) {
     if hs.is_empty() {
         eprintln!("!!! lin/tests/data/porcupine-etcd is empty: etcd bench skipped !!!");
     } else {
-        g.bench_function("etcd_102_histories", |b| {
-            b.iter(|| {
-                for h in &hs {
-                    let r = check(&h.spec, &h.ops, &opts());
-                    assert_ne!(r.verdict, Verdict::Unknown);
-                }
-            })
-        });
+        for (name, o) in [
+            ("etcd_102_histories", opts()),
+            ("etcd_102_histories_no_unique", no_unique()),
+        ] {
+            g.bench_function(name, |b| {
+                b.iter(|| {
+                    for h in &hs {
+                        let r = check(&h.spec, &h.ops, &o);
+                        assert_eq!(r.verdict, expected(h));
+                    }
+                })
+            });
+        }
     }
 
     // Porcupine's multi-key kv logs (50 clients, with append), as files:
@@ -86,14 +100,16 @@ fn bench(c: &mut Criterion) {
                 })
             });
         }
-        let name = format!("porcupine_kv_{}", stem.replace('-', "_"));
-        g.bench_function(&name, |b| {
-            b.iter(|| {
-                let h = parse_kvhist(&text).expect("parse");
-                let r = check(&h.spec, &h.ops, &opts());
-                assert_eq!(Ok(r.verdict), want, "{name}");
-            })
-        });
+        for (suffix, o) in [("", opts()), ("_no_unique", no_unique())] {
+            let name = format!("porcupine_kv_{}{suffix}", stem.replace('-', "_"));
+            g.bench_function(&name, |b| {
+                b.iter(|| {
+                    let h = parse_kvhist(&text).expect("parse");
+                    let r = check(&h.spec, &h.ops, &o);
+                    assert_eq!(Ok(r.verdict), want, "{name}");
+                })
+            });
+        }
     }
 
     for (name, gen_opts) in bench_cases() {
@@ -104,12 +120,15 @@ fn bench(c: &mut Criterion) {
         } else {
             Verdict::Linearizable
         };
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let r = check(&h.spec, &h.ops, &opts());
-                assert_eq!(r.verdict, want, "{name}");
-            })
-        });
+        for (suffix, o) in [("", opts()), ("_no_unique", no_unique())] {
+            let name = format!("{name}{suffix}");
+            g.bench_function(&name, |b| {
+                b.iter(|| {
+                    let r = check(&h.spec, &h.ops, &o);
+                    assert_eq!(r.verdict, want, "{name}");
+                })
+            });
+        }
         if gen_opts.keys > 1 {
             // End to end as `overcast check` does it: the kvhist/1 text is
             // parsed, then checked.
@@ -143,6 +162,50 @@ fn bench(c: &mut Criterion) {
                 })
             });
         }
+    }
+    // One key, 48 clients, no versions in the answers, every value unique
+    // (get 50%, put 20%, cas 15%, cput 15%): seed 1 beside the search
+    // alone (one of the seeds it decides, in about a second), then every
+    // one of 50 seeds, linearizable and with one stale read, each checked
+    // on its own; and 10,000 operations at 32 clients.
+    for stale in [false, true] {
+        let h = generate(&unique_mix(1, 1000, 48, stale));
+        let want = if stale {
+            Verdict::NotLinearizable
+        } else {
+            Verdict::Linearizable
+        };
+        let kind = if stale { "bad" } else { "ok" };
+        for (suffix, o) in [("", opts()), ("_no_unique", no_unique())] {
+            let name = format!("unique_mix_1000_ops_48_clients_seed_1_{kind}{suffix}");
+            g.bench_function(&name, |b| {
+                b.iter(|| {
+                    let r = check(&h.spec, &h.ops, &o);
+                    assert_eq!(r.verdict, want, "{name}");
+                })
+            });
+        }
+    }
+    for (ops, clients, seeds) in [(1000, 48, 50u64), (10_000, 32, 10)] {
+        let hs: Vec<_> = (0..seeds)
+            .flat_map(|seed| {
+                [false, true].map(|stale| generate(&unique_mix(seed, ops, clients, stale)))
+            })
+            .collect();
+        let name = format!("unique_mix_{ops}_ops_{clients}_clients_{seeds}_seeds_ok_and_bad");
+        g.bench_function(&name, |b| {
+            b.iter(|| {
+                for h in &hs {
+                    let r = check(&h.spec, &h.ops, &opts());
+                    let want = if h.stale_read.is_some() {
+                        Verdict::NotLinearizable
+                    } else {
+                        Verdict::Linearizable
+                    };
+                    assert_eq!(r.verdict, want, "{name}");
+                }
+            })
+        });
     }
     g.finish();
 }

@@ -88,6 +88,9 @@ mod tests {
                 think: (0, 10),
                 stale_read: seed % 2 == 1,
                 versionless_puts: 0.3,
+                conditional_puts: false,
+                phantom_value: false,
+                lost_write: false,
             });
             let want = brute_check(&g.spec, &g.ops);
             bad += usize::from(!want);

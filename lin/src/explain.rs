@@ -15,6 +15,7 @@
 use super::report::{Failure, OpView, Step, TimeUnit};
 use super::search::{self, FailInfo, KOp, Limits, Outcome, Snapshot};
 use super::spec::{Claim, Spec};
+use super::unique::{Contradiction, Refutation};
 use super::versioned::Certificate;
 use super::{Operation, Options};
 use std::time::Instant;
@@ -916,5 +917,190 @@ pub(crate) fn from_certificate<P: Spec>(
     };
     f.sentence = sentence;
     f.possible_states = vec![format!("version ≥ {}", cert.version_before)];
+    f
+}
+
+/// Builds the failure report from a refutation of the unique-values pass.
+/// The sentence is the contradiction's (true of the full history by
+/// construction). The operation named is the one a search of the
+/// refutation's window (from the initial state) cannot place; the window
+/// is re-checked and shrunk as a failed search's is. Without a failing
+/// window, the operations of the contradiction are shown, unchecked as a
+/// sub-history.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn from_refutation<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[Operation<P::Input, P::Output>],
+    kops: &[KOp<'_, P::Input, P::Output>],
+    orig: &[usize],
+    init: &P::State,
+    r: &Refutation,
+    opts: &Options,
+    deadline: Option<Instant>,
+) -> Failure {
+    let w = &r.window;
+    let sub: Vec<KOp<'_, P::Input, P::Output>> = w.iter().map(|&o| copy(&kops[o])).collect();
+    let limits = Limits {
+        deadline,
+        max_steps: Some(CHECK_STEPS),
+        memory: opts.memory_budget,
+        cancel: None,
+        record_paths: false,
+        prune: false,
+        stop_after: None,
+        frontier_cap: opts.frontier_cap,
+        doom_until: 0,
+    };
+    let searched = match search::search(spec, init, &sub, &limits).0 {
+        Outcome::Fail(f) => Some(w[f.op]),
+        _ => None,
+    };
+    let x = searched.unwrap_or_else(|| r.contradiction.primary());
+    let found = match searched {
+        Some(x) if opts.explain => {
+            let start = Start {
+                state: init.clone(),
+                of: 1,
+                settled: 0,
+                settled_ops: Vec::new(),
+                window: w.clone(),
+            };
+            explain_window(spec, kops, vec![start], x, opts, deadline)
+        }
+        _ => None,
+    };
+    let unit = opts.time_unit;
+    let v = |o: usize| view(spec, ops, kops, orig, o);
+    let xv = v(x);
+    let id = |o: usize| format!("#{}", v(o).id);
+    let called = |o: usize| unit.show(v(o).invoke);
+    let returned = |o: usize| v(o).ret.map_or("?".to_string(), |t| unit.show(t));
+    let on = |o: usize| -> String {
+        match r
+            .value_of
+            .iter()
+            .find(|(p, _)| *p == o)
+            .and_then(|(_, w)| *w)
+        {
+            Some(w) if w == o => "the value it writes".to_string(),
+            Some(w) => format!("the value {} writes", id(w)),
+            None => "the initial value".to_string(),
+        }
+    };
+    let need = |o: usize| {
+        kops[o]
+            .output
+            .and_then(|out| spec.describe_need(kops[o].input, out))
+            .unwrap_or_else(|| "a value".to_string())
+    };
+    const ONCE: &str = "each value is written once, so the operations on one value (its write and the reads that return it) come together, with a successful compare-and-set expecting it directly after";
+    let why = match r.contradiction {
+        Contradiction::NeverWritten { op } => format!(
+            "{} needs {}, which no operation writes and the key does not start with",
+            if op == x { "it".to_string() } else { id(op) },
+            need(op)
+        ),
+        Contradiction::ReadBeforeWrite { read, write } => format!(
+            "{} needs {}, which only {} writes, but returned at {} before {} was invoked at {}",
+            if read == x { "it".to_string() } else { id(read) },
+            need(read),
+            id(write),
+            returned(read),
+            id(write),
+            called(write)
+        ),
+        Contradiction::TwoSuccessors { a, b, after } => format!(
+            "{} and {} both need {} directly before them and both replace it; each value is written once, so only one of them can",
+            id(a),
+            id(b),
+            match after {
+                Some(w) => format!("the value {} writes", id(w)),
+                None => "the initial value".to_string(),
+            }
+        ),
+        Contradiction::ChainOrder { early, late } => format!(
+            "{ONCE}; so {} (on {}) comes before {} (on {}), yet {} returned at {} before {} was invoked at {}",
+            id(late),
+            on(late),
+            id(early),
+            on(early),
+            id(early),
+            returned(early),
+            id(late),
+            called(late)
+        ),
+        Contradiction::Cycle {
+            a_ret: None,
+            a_call,
+            b_ret,
+            ..
+        } => format!(
+            "{ONCE}; {} (on {}) comes before every write other than those chained to the initial value, yet {} (on {}) returned at {} before {} was invoked at {}",
+            id(a_call),
+            on(a_call),
+            id(b_ret),
+            on(b_ret),
+            returned(b_ret),
+            id(a_call),
+            called(a_call)
+        ),
+        Contradiction::Cycle {
+            a_ret: Some(a_ret),
+            a_call,
+            b_ret,
+            b_call,
+        } => {
+            let group = |p: usize, q: usize| {
+                if p == q {
+                    format!("{} (on {})", id(p), on(p))
+                } else if on(p) == on(q) {
+                    format!("{} and {} (on {})", id(p), id(q), on(p))
+                } else {
+                    format!("{} (on {}) and {} (on {})", id(p), on(p), id(q), on(q))
+                }
+            };
+            format!(
+                "{ONCE}; the block holding {} and the block holding {} must each come first: {} returned at {} before {} was invoked at {}, and {} returned at {} before {} was invoked at {}",
+                group(a_ret, a_call),
+                group(b_ret, b_call),
+                id(a_ret),
+                returned(a_ret),
+                id(b_call),
+                called(b_call),
+                id(b_ret),
+                returned(b_ret),
+                id(a_call),
+                called(a_call)
+            )
+        }
+    };
+    let sentence = format!(
+        "operation #{} by client {} ({}, {}) cannot be placed: {why}.",
+        xv.id,
+        xv.client,
+        xv.text,
+        interval_words(&xv, unit)
+    );
+    let mut f = match found {
+        Some(e) => failure_of(spec, key, ops, kops, orig, x, e),
+        None => {
+            let mut idx = r.window.clone();
+            idx.sort_by_key(|&o| (kops[o].call, o));
+            Failure {
+                key: key.to_string(),
+                sentence: String::new(),
+                start_state: spec.describe_state(init),
+                settled_before: 0,
+                settled: Vec::new(),
+                ops: idx.iter().map(|&o| v(o)).collect(),
+                failing: idx.iter().position(|&o| o == x).unwrap_or(0),
+                sub_history_checked: false,
+                linearization: Vec::new(),
+                possible_states: Vec::new(),
+            }
+        }
+    };
+    f.sentence = sentence;
     f
 }

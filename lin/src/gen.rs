@@ -38,6 +38,19 @@ pub struct GenOptions {
     /// With versions: fraction of acknowledged puts whose output omits the
     /// version (their place in the version order must then be inferred).
     pub versionless_puts: f64,
+    /// Without versions: the mix with conditional puts by version (get 50%,
+    /// put 20%, cas 15%, cput 15%, as with versions) instead of get 50%,
+    /// put 35%, cas 15%. The outputs still carry no version; the spec
+    /// tracks versions, which the cputs compare.
+    pub conditional_puts: bool,
+    /// Inject one phantom value: a completed get past two thirds of the
+    /// history returns a value no operation writes (a guaranteed violation).
+    pub phantom_value: bool,
+    /// Inject one lost write: the first acknowledged put past two thirds
+    /// of the history never takes effect, and the outputs are computed
+    /// without it (a violation when something after it sees the value it
+    /// should have overwritten).
+    pub lost_write: bool,
 }
 
 impl Default for GenOptions {
@@ -56,6 +69,9 @@ impl Default for GenOptions {
             think: (0, 100),
             stale_read: false,
             versionless_puts: 0.0,
+            conditional_puts: false,
+            phantom_value: false,
+            lost_write: false,
         }
     }
 }
@@ -70,6 +86,9 @@ pub struct Generated {
     /// The id of the injected stale read, if one was asked for and could be
     /// placed (it needs two completed writes in sequence before a read).
     pub stale_read: Option<u64>,
+    /// The id of the get returning the phantom value, or of the lost
+    /// write, if one was asked for and could be placed.
+    pub injected: Option<u64>,
 }
 
 struct Draft {
@@ -109,13 +128,14 @@ pub fn generate(opts: &GenOptions) -> Generated {
         let value: Val = Val::from(counter.to_string());
         let r: f64 = rng.gen();
         let nwrites = written[key].len() as u64;
+        let cputs = opts.versions || opts.conditional_puts;
         let input = if r < 0.5 {
             KvInput::Get
-        } else if r < 0.7 || (!opts.versions && r < 0.85) {
+        } else if r < 0.7 || (!cputs && r < 0.85) {
             KvInput::Put {
                 value: value.clone(),
             }
-        } else if r < 0.85 || !opts.versions {
+        } else if r < 0.85 || !cputs {
             let w = &written[key];
             let expect = if w.is_empty() || rng.gen_bool(0.1) {
                 None
@@ -175,6 +195,14 @@ pub fn generate(opts: &GenOptions) -> Generated {
         .filter(|&i| drafts[i].point.is_some())
         .collect();
     order.sort_by_key(|&i| (drafts[i].point, i));
+    let nd = drafts.len();
+    let late = |d: &Draft, i: usize| i * 3 >= nd * 2 && !d.unknown;
+    let lost = if opts.lost_write {
+        (0..drafts.len())
+            .find(|&i| late(&drafts[i], i) && matches!(drafts[i].input, KvInput::Put { .. }))
+    } else {
+        None
+    };
     let mut states: Vec<KvState> = vec![
         KvState {
             value: None,
@@ -187,6 +215,9 @@ pub fn generate(opts: &GenOptions) -> Generated {
         let s = &mut states[d.key];
         let ver = |v: u64| opts.versions.then_some(v);
         let output = match &d.input {
+            KvInput::Put { .. } if lost == Some(i) => KvOutput::Put {
+                version: ver(s.version + 1),
+            },
             KvInput::Get => KvOutput::Get {
                 value: s.value.clone(),
                 version: ver(s.version),
@@ -230,9 +261,27 @@ pub fn generate(opts: &GenOptions) -> Generated {
     } else {
         None
     };
+    let phantom = if opts.phantom_value {
+        let g = (0..drafts.len()).find(|&i| {
+            late(&drafts[i], i)
+                && matches!(drafts[i].input, KvInput::Get)
+                && drafts[i].output.is_some()
+        });
+        if let Some(g) = g {
+            drafts[g].output = Some(KvOutput::Get {
+                value: Some(Val::from("phantom")),
+                version: None,
+            });
+        }
+        g
+    } else {
+        None
+    };
+    let injected = phantom.or(lost);
     let mut idx: Vec<usize> = (0..drafts.len()).collect();
     idx.sort_by_key(|&i| (drafts[i].call, i));
     let mut stale_id = None;
+    let mut injected_id = None;
     let ops = idx
         .iter()
         .enumerate()
@@ -240,6 +289,9 @@ pub fn generate(opts: &GenOptions) -> Generated {
             let d = &drafts[i];
             if stale == Some(i) {
                 stale_id = Some(id as u64);
+            }
+            if injected == Some(i) {
+                injected_id = Some(id as u64);
             }
             Operation {
                 id: id as u64,
@@ -256,9 +308,10 @@ pub fn generate(opts: &GenOptions) -> Generated {
         ops,
         spec: KvSpec {
             init: BTreeMap::new(),
-            track_versions: opts.versions,
+            track_versions: opts.versions || opts.conditional_puts,
         },
         stale_read: stale_id,
+        injected: injected_id,
     }
 }
 
@@ -448,6 +501,7 @@ pub fn unknown_write_chains(seed: u64, ops: usize, stale_read: bool) -> Generate
             track_versions: true,
         },
         stale_read: stale,
+        injected: None,
     }
 }
 
@@ -494,6 +548,30 @@ pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
         (name, opts)
     })
     .collect()
+}
+
+/// One key, no versions in the answers, every written value unique: get
+/// 50%, put 20%, cas 15%, cput 15% ([`GenOptions::conditional_puts`]),
+/// durations 10–1,000, think times 0–100, no timeouts; with `stale_read`,
+/// one stale read injected. The class the unique-values pass decides
+/// ([`crate::unique`]).
+pub fn unique_mix(seed: u64, ops: usize, clients: usize, stale_read: bool) -> GenOptions {
+    GenOptions {
+        seed,
+        ops,
+        clients,
+        keys: 1,
+        versions: false,
+        conditional_puts: true,
+        unknown_writes: 0.0,
+        unknown_reads: 0.0,
+        duration: (10, 1000),
+        think: (0, 100),
+        stale_read,
+        versionless_puts: 0.0,
+        phantom_value: false,
+        lost_write: false,
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! version; `get`, `put`, `cas` (compare-and-set by value), `cput`
 //! (conditional put by version) and the optional `append`.
 
-use super::spec::{Claim, DeadStates, Next, Spec, ValueUse, Values};
+use super::spec::{
+    Claim, DeadStates, Guard, Next, RegisterOp, RegisterView, Spec, ValueUse, Values,
+};
 use super::Operation;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Deserializer};
@@ -405,6 +407,132 @@ impl Spec for KvSpec {
                 value: Some(marker.clone()),
                 version: s.version,
             }),
+        })
+    }
+
+    /// Get, put, cas and cput (the last with versions tracked) whose
+    /// outputs report no version; `None` for anything else (an append, a
+    /// version in an output, an output of the wrong kind), and when a value
+    /// is written twice or the initial value written again (the pass would
+    /// not apply).
+    fn register<'a>(
+        &self,
+        init: &'a KvState,
+        ops: &[(&'a KvInput, Option<&'a KvOutput>)],
+    ) -> Option<RegisterView> {
+        // First the cheap ways out: an append, a version in an output, or
+        // a value written twice (or the initial one written again), before
+        // numbering anything.
+        let mut written: FxHashSet<&str> = FxHashSet::default();
+        for (input, output) in ops {
+            if let Some(
+                KvOutput::Get {
+                    version: Some(_), ..
+                }
+                | KvOutput::Put { version: Some(_) }
+                | KvOutput::Cond {
+                    version: Some(_), ..
+                },
+            ) = output
+            {
+                return None;
+            }
+            let v = match input {
+                KvInput::Append { .. } => return None,
+                KvInput::Get => continue,
+                KvInput::Put { value }
+                | KvInput::Cas { value, .. }
+                | KvInput::Cput { value, .. } => value,
+            };
+            if init.value.as_deref() == Some(&**v) || !written.insert(v) {
+                return None;
+            }
+        }
+        drop(written);
+        let mut ids: FxHashMap<Option<&'a str>, u32> = FxHashMap::default();
+        let mut id = |v: Option<&'a str>| -> u32 {
+            let n = ids.len() as u32;
+            *ids.entry(v).or_insert(n)
+        };
+        let init_id = id(init.value.as_deref());
+        let mut out = Vec::with_capacity(ops.len());
+        for (input, output) in ops {
+            let op = match (input, output) {
+                (
+                    KvInput::Get,
+                    Some(KvOutput::Get {
+                        value,
+                        version: None,
+                    }),
+                ) => RegisterOp::Read(id(value.as_deref())),
+                (KvInput::Put { value }, None) => RegisterOp::MayWrite {
+                    value: id(Some(value)),
+                    guard: None,
+                },
+                (KvInput::Put { value }, Some(KvOutput::Put { version: None })) => {
+                    RegisterOp::Wrote {
+                        value: id(Some(value)),
+                        guard: None,
+                    }
+                }
+                (KvInput::Cas { expect, value }, _) => {
+                    let guard = Guard::Value(id(expect.as_deref()));
+                    let value = id(Some(value));
+                    match output {
+                        None => RegisterOp::MayWrite {
+                            value,
+                            guard: Some(guard),
+                        },
+                        Some(KvOutput::Cond {
+                            ok: true,
+                            version: None,
+                        }) => RegisterOp::Wrote {
+                            value,
+                            guard: Some(guard),
+                        },
+                        Some(KvOutput::Cond {
+                            ok: false,
+                            version: None,
+                        }) => RegisterOp::Refused(guard),
+                        Some(_) => return None,
+                    }
+                }
+                (
+                    KvInput::Cput {
+                        expect_version,
+                        value,
+                    },
+                    _,
+                ) if self.track_versions => {
+                    let guard = Guard::Version(*expect_version);
+                    let value = id(Some(value));
+                    match output {
+                        None => RegisterOp::MayWrite {
+                            value,
+                            guard: Some(guard),
+                        },
+                        Some(KvOutput::Cond {
+                            ok: true,
+                            version: None,
+                        }) => RegisterOp::Wrote {
+                            value,
+                            guard: Some(guard),
+                        },
+                        Some(KvOutput::Cond {
+                            ok: false,
+                            version: None,
+                        }) => RegisterOp::Refused(guard),
+                        Some(_) => return None,
+                    }
+                }
+                _ => return None,
+            };
+            out.push(op);
+        }
+        Some(RegisterView {
+            init: init_id,
+            init_version: if self.track_versions { init.version } else { 0 },
+            ops: out,
         })
     }
 

@@ -72,10 +72,14 @@ pub mod kv;
 mod report;
 mod search;
 mod spec;
+pub mod unique;
 pub mod versioned;
 
 pub use report::{esc as html_escape, Failure, OpView, Report, Step, TimeUnit, Verdict};
-pub use spec::{Claim, DeadStates, LastObserver, Next, Spec, ValueOf, ValueUse, Values};
+pub use spec::{
+    Claim, DeadStates, Guard, LastObserver, Next, RegisterOp, RegisterView, Spec, ValueOf,
+    ValueUse, Values,
+};
 
 use search::{KOp, Limits, Outcome};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -125,6 +129,10 @@ pub struct Options {
     pub parallel: bool,
     /// Use the version-aware fast path when the spec gives claims. Default: true.
     pub fast_path: bool,
+    /// Use the unique-values pass ([`unique`]) on keys whose written values
+    /// are all distinct, when the spec gives a register view
+    /// ([`Spec::register`]). Default: true.
+    pub unique_values: bool,
     /// Shrink the failing sub-history and record the longest partial
     /// linearization for the report. Default: true.
     pub explain: bool,
@@ -146,6 +154,7 @@ impl Default for Options {
             memory_budget: 4 << 30,
             parallel: true,
             fast_path: true,
+            unique_values: true,
             explain: true,
             frontier_cap: 20_000,
             time_unit: TimeUnit::Raw,
@@ -304,14 +313,14 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
 }
 
 /// A key's operations as the search sees them, and their history indices.
-type KeyOps<'a, P> = (
+pub(crate) type KeyOps<'a, P> = (
     Vec<KOp<'a, <P as Spec>::Input, <P as Spec>::Output>>,
     Vec<usize>,
 );
 
 /// The operations of one key, as the search sees them, with their indices
 /// into the history.
-fn key_ops<'a, P: Spec>(
+pub(crate) fn key_ops<'a, P: Spec>(
     spec: &P,
     ops: &'a [Operation<P::Input, P::Output>],
     idx: &[usize],
@@ -368,6 +377,23 @@ fn check_key<P: Spec>(
         frontier_cap: opts.frontier_cap,
         doom_until: 0,
     };
+    // Unique values first: where they apply they decide in one pass, and
+    // the claims of a few conditional puts rarely settle a key alone.
+    if opts.unique_values {
+        match unique::decide(spec, &init, &kops) {
+            unique::Decision::Linearizable => return KeyResult::Ok(0),
+            unique::Decision::Refuted(r) => {
+                failed();
+                return KeyResult::Fail(
+                    Box::new(explain::from_refutation(
+                        spec, key, ops, &kops, &orig, &init, &r, opts, deadline,
+                    )),
+                    0,
+                );
+            }
+            unique::Decision::Undecided => {}
+        }
+    }
     if opts.fast_path && kops.iter().any(|o| o.claim != Claim::None) {
         match versioned::decide(spec, &init, &kops) {
             versioned::Decision::Linearizable => return KeyResult::Ok(0),

@@ -164,6 +164,23 @@ pub trait Spec: Sync {
         None
     }
 
+    /// Optional register view, for the unique-values pass
+    /// ([`crate::unique`]): given one key's initial state and operations
+    /// (input, output; `None`: unknown outcome), what each operation does as
+    /// an operation of a register holding a numbered value and a version.
+    /// When every value is written by at most one operation and never
+    /// equals the initial one, the pass decides most such keys in
+    /// O(n log n) without a search. The contract is on [`RegisterView`].
+    /// Default: `None` (no unique-values pass).
+    fn register(
+        &self,
+        init: &Self::State,
+        ops: &[(&Self::Input, Option<&Self::Output>)],
+    ) -> Option<RegisterView> {
+        let _ = (init, ops);
+        None
+    }
+
     /// Optional dead-state view, for specs whose states may grow past what
     /// any operation can observe (e.g. a value built by appends): given one
     /// key's operations (input, output; `None`: unknown outcome) and, per
@@ -262,4 +279,65 @@ pub struct DeadStates<S> {
     pub last_observer: LastObserver<S>,
     /// The canonical dead state standing for `s`.
     pub dead: Box<dyn Fn(&S) -> S + Send + Sync>,
+}
+
+/// A condition a register operation compares the state with, for
+/// [`RegisterOp`] (values numbered as in [`RegisterView`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Guard {
+    /// The register holds this value (a compare-and-set by value).
+    Value(u32),
+    /// The register is at this version (a conditional put by version).
+    Version(u64),
+}
+
+/// What one operation of a key does, as a register operation
+/// ([`Spec::register`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RegisterOp {
+    /// Legal only where the register holds this value; changes nothing (a
+    /// get's answer).
+    Read(u32),
+    /// Legal only where the guard does not hold; changes nothing (a
+    /// compare-and-set or conditional put that answered "failed").
+    Refused(Guard),
+    /// Legal only where the guard holds (always without one); writes the
+    /// value and raises the version by one (an acknowledged put, a
+    /// successful compare-and-set or conditional put).
+    Wrote {
+        /// The value written.
+        value: u32,
+        /// The condition it took effect under.
+        guard: Option<Guard>,
+    },
+    /// An unknown outcome: legal everywhere; where the guard holds (always
+    /// without one) it writes the value and raises the version by one,
+    /// elsewhere it changes nothing; it may also never take effect.
+    MayWrite {
+        /// The value it writes if it takes effect.
+        value: u32,
+        /// The condition it takes effect under.
+        guard: Option<Guard>,
+    },
+}
+
+/// A key's register view, from [`Spec::register`].
+///
+/// The contract: a state of the key is a value and a version (values
+/// numbered; equal numbers for equal values); the key starts with value
+/// `init` at version `init_version`; every operation is legal, and leads
+/// to the states, exactly as its [`RegisterOp`] says (a write raises the
+/// version by one; a view with no [`Guard::Version`] may keep the version
+/// fixed, as nothing then compares it). A spec with operations that do anything else returns
+/// `None`. The pass replays every witness through [`Spec::step`] before
+/// saying "linearizable"; its refutations rely on the contract, so a spec
+/// that breaks it may get wrong verdicts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterView {
+    /// The number of the initial value.
+    pub init: u32,
+    /// The initial version.
+    pub init_version: u64,
+    /// Per operation, in the order given to [`Spec::register`].
+    pub ops: Vec<RegisterOp>,
 }

@@ -182,7 +182,8 @@ fn none_or(w: Option<usize>, f: impl FnOnce(usize) -> bool) -> bool {
 }
 
 /// A placed operation: (point, segment version, kind: 0 = write 1 = other, op).
-type Placed = (i64, u64, u8, usize);
+/// A placed operation: (point, version or segment, 0 write / 1 other, operation).
+pub(crate) type Placed = (i64, u64, u8, usize);
 
 fn first_state<P: Spec>(
     spec: &P,
@@ -564,7 +565,7 @@ fn pool_insert<I, O>(
 
 /// Replays a candidate order: every point inside its operation's interval,
 /// every step legal. Success proves linearizability.
-fn replay<P: Spec>(
+pub(crate) fn replay<P: Spec>(
     spec: &P,
     init: &P::State,
     ops: &[KOp<'_, P::Input, P::Output>],

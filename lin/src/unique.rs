@@ -1,0 +1,1148 @@
+//! The unique-values pass: keys whose written values are all distinct,
+//! decided without a search when it can.
+//!
+//! When no two operations write the same value (and none writes the
+//! initial one), each value names the write that produced it, so the
+//! order of a linearization is mostly known from the values alone
+//! (Gibbons & Korach's register with a known read-mapping). The view
+//! comes from [`Spec::register`]. Per value, its *cluster* is its write
+//! and the reads that return it (the initial value's cluster has no
+//! write): in any linearization a cluster's operations come together, no
+//! write between them, since the value cannot come back once overwritten.
+//! A successful compare-and-set expecting `v` comes directly after the
+//! write of `v`: chained clusters form a *unit*, again contiguous in any
+//! linearization. Two units are then ordered as soon as an operation of
+//! one returns before an operation of the other is invoked.
+//!
+//! [`decide`] builds the units in O(n), then orders them in O(n log n)
+//! (Kahn's algorithm on that precedence, which for this relation needs
+//! only the earliest return `F` and the latest invocation `S` of each unit:
+//! a unit may come next iff its `S` is at most every other remaining
+//! unit's `F`):
+//! * **refutation**: a value nobody writes, a read that returns before
+//!   its value's write is invoked, two operations that both need to come
+//!   directly after the same value, an operation of a chain invoked after
+//!   an operation on a later value of the chain returned, or two units that
+//!   must each come before the other (when the ordering gets stuck, the
+//!   two remaining units with the earliest returns are such a pair). Each
+//!   is a [`Contradiction`], true of every linearization; it holds with
+//!   unknown outcomes too (a write whose value someone reads must have
+//!   taken effect; the others may only add writes between units);
+//! * **witness**: otherwise the order of the units, each write placed at
+//!   the earliest instant it allows and its reads after it, with the
+//!   failed compare-and-sets and conditional puts placed in a segment
+//!   their interval meets and whose value (or version) differs from the
+//!   one they expected, unknown writes nobody needs left out, and
+//!   conditional puts at the version they expected. The order is replayed
+//!   through [`Spec::step`]; a replayed witness proves linearizability.
+//!
+//! Anything else is [`Decision::Undecided`], and the search decides (keys
+//! whose values repeat never get here).
+
+use super::search::KOp;
+use super::spec::{Guard, RegisterOp, Spec};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+const NONE: usize = usize::MAX;
+
+/// A proof, from the values alone, that a key's history is not
+/// linearizable (operations are indices among the key's operations).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Contradiction {
+    /// `op` needs a value that no operation writes and the key does not
+    /// start with.
+    NeverWritten {
+        /// The operation.
+        op: usize,
+    },
+    /// `read` returned before `write`, the only operation that writes
+    /// what it needs, was invoked.
+    ReadBeforeWrite {
+        /// The operation that needs the value.
+        read: usize,
+        /// The write of that value.
+        write: usize,
+    },
+    /// `a` and `b` both need the value written by `after` (`None`: the
+    /// initial value) directly before them, and both write.
+    TwoSuccessors {
+        /// One of them.
+        a: usize,
+        /// The other.
+        b: usize,
+        /// The write of the value they expect.
+        after: Option<usize>,
+    },
+    /// Within one unit, `early` (on a later value of the chain) returned
+    /// before `late` (on an earlier one) was invoked.
+    ChainOrder {
+        /// The operation on the later value.
+        early: usize,
+        /// The operation on the earlier value.
+        late: usize,
+    },
+    /// Two units must each come before the other: `a_ret` (of the first)
+    /// returned before `b_call` (of the second) was invoked, and `b_ret`
+    /// returned before `a_call` was invoked. `a_ret` is `None` when the
+    /// first unit starts with the initial value (it comes first anyway).
+    Cycle {
+        /// An operation of the first unit that returned early.
+        a_ret: Option<usize>,
+        /// An operation of the first unit invoked late.
+        a_call: usize,
+        /// An operation of the second unit that returned early.
+        b_ret: usize,
+        /// An operation of the second unit invoked late.
+        b_call: usize,
+    },
+}
+
+impl Contradiction {
+    /// The operation most likely the one that cannot be placed (when no
+    /// search of the window says which).
+    pub(crate) fn primary(&self) -> usize {
+        match *self {
+            Contradiction::NeverWritten { op } => op,
+            Contradiction::ReadBeforeWrite { read, .. } => read,
+            Contradiction::TwoSuccessors { b, .. } => b,
+            Contradiction::ChainOrder { late, .. } => late,
+            Contradiction::Cycle { a_call, .. } => a_call,
+        }
+    }
+}
+
+/// A contradiction and the operations that show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Refutation {
+    /// What contradicts.
+    pub contradiction: Contradiction,
+    /// The operations a sub-history needs to show it from the initial
+    /// state (increasing): those named, the writes of the values they see,
+    /// the chain of compare-and-sets between them, and the reads that force
+    /// writes with an unknown outcome to have taken effect.
+    pub window: Vec<usize>,
+    /// For each operation the sentence names, the operation that writes
+    /// the value it is on (`None`: the initial value), in the order
+    /// `ops_named` gives.
+    pub value_of: Vec<(usize, Option<usize>)>,
+}
+
+/// What the pass found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// A witness order was found and replayed.
+    Linearizable,
+    /// The values contradict real time.
+    Refuted(Box<Refutation>),
+    /// The values do not settle it (or values repeat).
+    Undecided,
+}
+
+/// A value's write and the reads that return it.
+struct Cluster {
+    /// The write (`NONE`: the initial value).
+    write: usize,
+    reads: Vec<usize>,
+    /// The earliest return among its operations, and which.
+    f: (i64, usize),
+    /// The latest invocation among them, and which.
+    s: (i64, usize),
+}
+
+/// Clusters chained by compare-and-set.
+struct Unit {
+    clusters: Vec<usize>,
+    f: (i64, usize),
+    s: (i64, usize),
+    /// Writes in it.
+    writes: u64,
+    /// Writes that must take effect before it (from a conditional put).
+    req: Option<u64>,
+}
+
+/// The key's operations seen through the register view.
+struct Pass<'a> {
+    view: &'a [RegisterOp],
+    call: Vec<i64>,
+    ret: Vec<i64>,
+    init: u32,
+    v0: u64,
+    writer: FxHashMap<u32, usize>,
+    /// Writes that certainly take effect.
+    mand: Vec<bool>,
+    /// For a write with an unknown outcome that must take effect: the
+    /// operation that needs its value.
+    why: Vec<usize>,
+    cluster_of: Vec<usize>,
+    clusters: Vec<Cluster>,
+    /// The cluster whose value a write expects (`NONE`: none).
+    pred: Vec<usize>,
+    unit_of: Vec<usize>,
+    units: Vec<Unit>,
+}
+
+fn value_written(op: &RegisterOp) -> Option<u32> {
+    match op {
+        RegisterOp::Wrote { value, .. } | RegisterOp::MayWrite { value, .. } => Some(*value),
+        _ => None,
+    }
+}
+
+fn guard_of(op: &RegisterOp) -> Option<Guard> {
+    match op {
+        RegisterOp::Wrote { guard, .. } | RegisterOp::MayWrite { guard, .. } => *guard,
+        _ => None,
+    }
+}
+
+/// Decides one key's operations from `init` when its written values are
+/// unique, if it can.
+pub(crate) fn decide<P: Spec>(
+    spec: &P,
+    init: &P::State,
+    ops: &[KOp<'_, P::Input, P::Output>],
+) -> Decision {
+    if ops.is_empty() {
+        return Decision::Undecided;
+    }
+    let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
+    let Some(view) = spec.register(init, &io) else {
+        return Decision::Undecided;
+    };
+    if view.ops.len() != ops.len() {
+        return Decision::Undecided;
+    }
+    let mut pass = Pass {
+        view: &view.ops,
+        call: ops.iter().map(|o| o.call).collect(),
+        ret: ops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
+        init: view.init,
+        v0: view.init_version,
+        writer: FxHashMap::default(),
+        mand: vec![false; ops.len()],
+        why: vec![NONE; ops.len()],
+        cluster_of: vec![NONE; ops.len()],
+        clusters: Vec::new(),
+        pred: Vec::new(),
+        unit_of: Vec::new(),
+        units: Vec::new(),
+    };
+    match pass.build() {
+        Ok(true) => {}
+        Ok(false) => return Decision::Undecided,
+        Err(c) => return Decision::Refuted(Box::new(pass.refutation(c))),
+    }
+    if let Err(c) = pass.order() {
+        return Decision::Refuted(Box::new(pass.refutation(c)));
+    }
+    for policy in [Policy::Urgent, Policy::FirstCall] {
+        if let Some(placed) = pass.witness(policy) {
+            if super::versioned::replay(spec, init, ops, &placed) {
+                return Decision::Linearizable;
+            }
+        }
+    }
+    Decision::Undecided
+}
+
+impl Pass<'_> {
+    /// Builds clusters and units; `Ok(false)` when the pass does not apply
+    /// (values repeat, or a shape it leaves to the search).
+    fn build(&mut self) -> Result<bool, Contradiction> {
+        let n = self.view.len();
+        for (i, op) in self.view.iter().enumerate() {
+            if let Some(v) = value_written(op) {
+                if v == self.init || self.writer.insert(v, i).is_some() {
+                    return Ok(false);
+                }
+            }
+        }
+        // The writes that certainly take effect: the known ones, and those
+        // whose value a read or a write that takes effect needs.
+        let mut stack: Vec<usize> = Vec::new();
+        for (i, op) in self.view.iter().enumerate() {
+            match op {
+                RegisterOp::Wrote { .. } => {
+                    self.mand[i] = true;
+                    stack.push(i);
+                }
+                RegisterOp::Read(x) if *x != self.init => match self.writer.get(x) {
+                    Some(&w) => {
+                        if !self.mand[w] {
+                            self.mand[w] = true;
+                            self.why[w] = i;
+                            stack.push(w);
+                        }
+                    }
+                    None => return Err(Contradiction::NeverWritten { op: i }),
+                },
+                _ => {}
+            }
+        }
+        stack.reverse();
+        while let Some(w) = stack.pop() {
+            if let Some(Guard::Value(e)) = guard_of(&self.view[w]) {
+                if e == self.init {
+                    continue;
+                }
+                match self.writer.get(&e) {
+                    Some(&p) => {
+                        if !self.mand[p] {
+                            self.mand[p] = true;
+                            self.why[p] = w;
+                            stack.push(p);
+                        }
+                    }
+                    None if matches!(self.view[w], RegisterOp::Wrote { .. }) => {
+                        return Err(Contradiction::NeverWritten { op: w });
+                    }
+                    None => return Ok(false),
+                }
+            }
+        }
+        // Clusters: the initial value's, then one per write that takes effect.
+        self.clusters.push(Cluster {
+            write: NONE,
+            reads: Vec::new(),
+            f: (i64::MAX, NONE),
+            s: (i64::MIN, NONE),
+        });
+        for i in 0..n {
+            if self.mand[i] {
+                self.cluster_of[i] = self.clusters.len();
+                self.clusters.push(Cluster {
+                    write: i,
+                    reads: Vec::new(),
+                    f: (self.ret[i], i),
+                    s: (self.call[i], i),
+                });
+            }
+        }
+        for (i, op) in self.view.iter().enumerate() {
+            if let RegisterOp::Read(x) = op {
+                let c = if *x == self.init {
+                    0
+                } else {
+                    self.cluster_of[self.writer[x]]
+                };
+                self.cluster_of[i] = c;
+                let cl = &mut self.clusters[c];
+                cl.reads.push(i);
+                if self.ret[i] < cl.f.0 {
+                    cl.f = (self.ret[i], i);
+                }
+                if self.call[i] > cl.s.0 {
+                    cl.s = (self.call[i], i);
+                }
+            }
+        }
+        for cl in &self.clusters[1..] {
+            // A read returning before its write is invoked.
+            if cl.f.0 < self.call[cl.write] {
+                return Err(Contradiction::ReadBeforeWrite {
+                    read: cl.f.1,
+                    write: cl.write,
+                });
+            }
+        }
+        // Chains: a write expecting a value comes directly after it.
+        let nc = self.clusters.len();
+        self.pred = vec![NONE; nc];
+        let mut succ = vec![NONE; nc];
+        for c in 1..nc {
+            let w = self.clusters[c].write;
+            if let Some(Guard::Value(e)) = guard_of(&self.view[w]) {
+                let p = if e == self.init {
+                    0
+                } else {
+                    self.cluster_of[self.writer[&e]]
+                };
+                self.pred[c] = p;
+                if succ[p] != NONE {
+                    let pw = self.clusters[p].write;
+                    return Err(Contradiction::TwoSuccessors {
+                        a: self.clusters[succ[p]].write,
+                        b: w,
+                        after: (pw != NONE).then_some(pw),
+                    });
+                }
+                succ[p] = c;
+            }
+        }
+        // Units: maximal chains, the initial value's first.
+        self.unit_of = vec![NONE; nc];
+        let mut seen = 0;
+        for start in 0..nc {
+            if start != 0 && self.pred[start] != NONE {
+                continue;
+            }
+            let u = self.units.len();
+            let mut unit = Unit {
+                clusters: Vec::new(),
+                f: (i64::MAX, NONE),
+                s: (i64::MIN, NONE),
+                writes: 0,
+                req: None,
+            };
+            let mut c = start;
+            while c != NONE {
+                let cl = &self.clusters[c];
+                // Every earlier cluster of the chain comes before this one.
+                if cl.f.0 < unit.s.0 {
+                    let c2 = Contradiction::ChainOrder {
+                        early: cl.f.1,
+                        late: unit.s.1,
+                    };
+                    unit.clusters.push(c);
+                    self.unit_of[c] = u;
+                    self.units.push(unit);
+                    return Err(c2);
+                }
+                if cl.f.0 < unit.f.0 {
+                    unit.f = cl.f;
+                }
+                if cl.s.0 > unit.s.0 {
+                    unit.s = cl.s;
+                }
+                if cl.write != NONE {
+                    if let Some(Guard::Version(ev)) = guard_of(&self.view[cl.write]) {
+                        // ev - v0 writes before it, `writes` of them in this unit.
+                        let Some(before) = ev
+                            .checked_sub(self.v0)
+                            .and_then(|b| b.checked_sub(unit.writes))
+                        else {
+                            return Ok(false);
+                        };
+                        if unit.req.is_some_and(|r| r != before) {
+                            return Ok(false);
+                        }
+                        unit.req = Some(before);
+                    }
+                    unit.writes += 1;
+                }
+                unit.clusters.push(c);
+                self.unit_of[c] = u;
+                seen += 1;
+                c = succ[c];
+            }
+            self.units.push(unit);
+        }
+        // Clusters left unvisited are on a cycle of compare-and-sets.
+        Ok(seen == nc)
+    }
+
+    /// Orders the units (Kahn's algorithm: a unit may come next iff its
+    /// latest invocation is at most every other remaining unit's earliest
+    /// return), ignoring versions. `Err`: two units must each come before
+    /// the other.
+    fn order(&self) -> Result<(), Contradiction> {
+        let mut kahn = Kahn::new(&self.units, false);
+        self.start(&mut kahn)?;
+        while let Some((m1, _, m1_ready)) = kahn.refresh() {
+            let next = if m1_ready {
+                Some(m1)
+            } else {
+                kahn.ready_s.first().map(|&(_, u)| u)
+            };
+            match next {
+                Some(u) => kahn.take(u),
+                // Stuck: every remaining unit has to follow another one. The
+                // two with the earliest returns must each follow the other.
+                None => {
+                    let m2 = kahn.second().unwrap_or(m1);
+                    return Err(self.cycle(m1, m2));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the initial value's unit first: no other may end before it
+    /// starts.
+    fn start(&self, kahn: &mut Kahn<'_>) -> Result<(), Contradiction> {
+        if let Some((m, f, _)) = kahn.refresh() {
+            if f < self.units[0].s.0 {
+                return Err(self.cycle(0, m));
+            }
+        }
+        kahn.take(0);
+        Ok(())
+    }
+
+    /// The contradiction of units `a` and `b`, each of which must come
+    /// before the other.
+    fn cycle(&self, a: usize, b: usize) -> Contradiction {
+        let (a, b) = if b == 0 { (b, a) } else { (a, b) };
+        let (ua, ub) = (&self.units[a], &self.units[b]);
+        Contradiction::Cycle {
+            a_ret: (a != 0).then_some(ua.f.1),
+            a_call: ua.s.1,
+            b_ret: ub.f.1,
+            b_call: ub.s.1,
+        }
+    }
+
+    /// The operations named by a contradiction.
+    fn named(c: &Contradiction) -> Vec<usize> {
+        match *c {
+            Contradiction::NeverWritten { op } => vec![op],
+            Contradiction::ReadBeforeWrite { read, write } => vec![read, write],
+            Contradiction::TwoSuccessors { a, b, after } => {
+                let mut v = vec![a, b];
+                v.extend(after);
+                v
+            }
+            Contradiction::ChainOrder { early, late } => vec![early, late],
+            Contradiction::Cycle {
+                a_ret,
+                a_call,
+                b_ret,
+                b_call,
+            } => {
+                let mut v = vec![a_call, b_ret, b_call];
+                v.extend(a_ret);
+                v
+            }
+        }
+    }
+
+    /// The refutation of `c`, with its window.
+    fn refutation(&self, c: Contradiction) -> Refutation {
+        let named = Self::named(&c);
+        let mut win: BTreeSet<usize> = named.iter().copied().collect();
+        // The chains up to every named operation's value.
+        for &o in &named {
+            let cl = self.cluster_of[o];
+            if cl == NONE || self.unit_of.is_empty() {
+                continue;
+            }
+            let u = self.unit_of[cl];
+            if u == NONE {
+                continue;
+            }
+            for &c2 in &self.units[u].clusters {
+                let w = self.clusters[c2].write;
+                if w != NONE {
+                    win.insert(w);
+                }
+                if c2 == cl {
+                    break;
+                }
+            }
+        }
+        // A read needs its value's write (before the units exist too).
+        for &o in &named {
+            if let RegisterOp::Read(x) = self.view[o] {
+                if let Some(&w) = self.writer.get(&x) {
+                    win.insert(w);
+                }
+            }
+            if let Some(Guard::Value(e)) = guard_of(&self.view[o]) {
+                if let Some(&w) = self.writer.get(&e) {
+                    win.insert(w);
+                }
+            }
+        }
+        // Writes with an unknown outcome need whatever forces them.
+        let mut stack: Vec<usize> = win.iter().copied().collect();
+        while let Some(o) = stack.pop() {
+            if let Some(Guard::Value(e)) = guard_of(&self.view[o]) {
+                if let Some(&w) = self.writer.get(&e) {
+                    if win.insert(w) {
+                        stack.push(w);
+                    }
+                }
+            }
+            let y = self.why[o];
+            if y != NONE && win.insert(y) {
+                stack.push(y);
+            }
+        }
+        let value_of = named
+            .iter()
+            .map(|&o| {
+                let w = match self.view[o] {
+                    RegisterOp::Read(x) => self.writer.get(&x).copied(),
+                    RegisterOp::Wrote { .. } | RegisterOp::MayWrite { .. } => Some(o),
+                    RegisterOp::Refused(_) => None,
+                };
+                (o, w)
+            })
+            .collect();
+        Refutation {
+            contradiction: c,
+            window: win.into_iter().collect(),
+            value_of,
+        }
+    }
+
+    /// A linearization: the units in an order Kahn's algorithm allows (by
+    /// `policy` where several may come next), each write at the earliest
+    /// instant, its reads after it, conditional puts at the version they
+    /// expected, failed conditional writes in a segment their interval
+    /// meets where their guard does not hold: one excluded from the segment
+    /// a write opens goes before that write when it can without delaying
+    /// any later operation past its return, one invoked during the segment
+    /// it is excluded from makes the next unit one whose write is invoked
+    /// before it returns. Returns (point, segment, 0 write / 1 other,
+    /// operation), in order.
+    fn witness(&self, policy: Policy) -> Option<Vec<super::versioned::Placed>> {
+        self.witness_why(policy).ok()
+    }
+
+    /// [`Pass::witness`], saying where it failed.
+    fn witness_why(&self, policy: Policy) -> Result<Vec<super::versioned::Placed>, String> {
+        let mut kahn = Kahn::new(&self.units, true);
+        kahn.heads(self);
+        let mut sw = Sweep::new(self);
+        self.start(&mut kahn).map_err(|c| format!("{c:?}"))?;
+        sw.place_unit(self, 0, kahn.min_f())?;
+        while let Some((m1, _, m1_ready)) = kahn.refresh() {
+            let count = sw.k;
+            // Writes that may still come before the next conditional put.
+            // (And only units that may come before that one.)
+            let (room, then) = match kahn.reqs.first() {
+                Some(&(r, u)) if r < count => {
+                    return Err(format!(
+                        "unit {u} needed {r} writes before it, {count} were"
+                    ));
+                }
+                Some(&(r, u)) => (Some(r - count), self.units[u].f.0),
+                None => (None, i64::MAX),
+            };
+            let fits = |u: usize| match self.units[u].req {
+                Some(r) => r == count,
+                None => {
+                    room.is_none_or(|room| self.units[u].writes <= room)
+                        && self.units[u].s.0 <= then
+                }
+            };
+            let scan = |set: &BTreeSet<(i64, usize)>| {
+                set.iter().take(64).map(|&(_, u)| u).find(|&u| fits(u))
+            };
+            let m1c = (m1_ready && fits(m1)).then_some(m1);
+            let earliest = |a: Option<usize>| match (a, m1c) {
+                (Some(a), Some(b)) if kahn.head[b] < kahn.head[a] => Some(b),
+                (a, b) => a.or(b),
+            };
+            let exact = kahn
+                .waiting
+                .first()
+                .filter(|&&(r, _)| r == count)
+                .map(|&(_, u)| u)
+                .or(m1c.filter(|&u| self.units[u].req == Some(count)));
+            let deadline = sw.deadline(self);
+            let chosen = match policy {
+                Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
+                Policy::FirstCall => earliest(scan(&kahn.ready_c)),
+            };
+            let next = if exact.is_some() {
+                exact
+            } else if let Some(d) = deadline {
+                // A failed conditional write waits for the next segment: a
+                // unit whose write is invoked before it returns.
+                chosen
+                    .filter(|&u| kahn.head[u] <= d)
+                    .or_else(|| earliest(scan(&kahn.ready_c)).filter(|&u| kahn.head[u] <= d))
+            } else {
+                chosen
+            };
+            match next {
+                Some(u) => {
+                    kahn.take(u);
+                    sw.place_unit(self, u, kahn.min_f())?;
+                }
+                // Else a write nobody needs, with an unknown outcome, may
+                // open a segment: for the failed conditional write, or to
+                // reach the version a conditional put expects.
+                None => {
+                    let by = deadline.unwrap_or(i64::MAX);
+                    if room == Some(0) || !sw.filler(self, by, kahn.min_f())? {
+                        return Err(format!("no unit may come after {count} writes"));
+                    }
+                }
+            }
+        }
+        sw.finish(self)
+    }
+}
+
+/// What the pass finds on one key of `ops`, in words: "linearizable", the
+/// contradiction it refutes the key with, or why it leaves the key to the
+/// search (for measuring the pass).
+pub fn diagnose<P: Spec>(
+    spec: &P,
+    key: &str,
+    ops: &[super::Operation<P::Input, P::Output>],
+) -> String {
+    let idx: Vec<usize> = (0..ops.len()).filter(|&i| ops[i].key == key).collect();
+    let (kops, _) = super::key_ops(spec, ops, &idx);
+    let init = spec.init(key);
+    let io: Vec<_> = kops.iter().map(|k| (k.input, k.output)).collect();
+    let Some(view) = spec.register(&init, &io) else {
+        return "no view".into();
+    };
+    let mut pass = Pass {
+        view: &view.ops,
+        call: kops.iter().map(|o| o.call).collect(),
+        ret: kops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
+        init: view.init,
+        v0: view.init_version,
+        writer: FxHashMap::default(),
+        mand: vec![false; kops.len()],
+        why: vec![NONE; kops.len()],
+        cluster_of: vec![NONE; kops.len()],
+        clusters: Vec::new(),
+        pred: Vec::new(),
+        unit_of: Vec::new(),
+        units: Vec::new(),
+    };
+    match pass.build() {
+        Ok(true) => {}
+        Ok(false) => return "does not apply".into(),
+        Err(c) => return format!("refuted while building: {c:?}"),
+    }
+    if let Err(c) = pass.order() {
+        return format!("refuted: {c:?}");
+    }
+    let mut out = Vec::new();
+    for policy in [Policy::Urgent, Policy::FirstCall] {
+        match pass.witness_why(policy) {
+            Err(why) => out.push(why),
+            Ok(placed) => {
+                if super::versioned::replay(spec, &init, &kops, &placed) {
+                    return "linearizable".into();
+                }
+                out.push("replay failed".into());
+            }
+        }
+    }
+    out.join("; ")
+}
+
+/// The verdict of the pass alone, key by key, with no search behind it:
+/// `Some(NotLinearizable)` when it refutes some key, `Some(Linearizable)`
+/// when it proves every key, `None` when it leaves a key undecided (for
+/// testing the pass and measuring how much it decides).
+pub fn pass_verdict<P: Spec>(
+    spec: &P,
+    ops: &[super::Operation<P::Input, P::Output>],
+) -> Option<super::Verdict> {
+    let mut keys: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for (i, o) in ops.iter().enumerate() {
+        keys.entry(o.key.as_str()).or_default().push(i);
+    }
+    let mut all = true;
+    for (key, idx) in keys {
+        let (kops, _) = super::key_ops(spec, ops, &idx);
+        match decide(spec, &spec.init(key), &kops) {
+            Decision::Linearizable => {}
+            Decision::Refuted(_) => return Some(super::Verdict::NotLinearizable),
+            Decision::Undecided => all = false,
+        }
+    }
+    all.then_some(super::Verdict::Linearizable)
+}
+
+/// How the witness picks the next unit among those that may come next.
+#[derive(Clone, Copy, Debug)]
+enum Policy {
+    /// The one with the earliest return when it may, else the one whose
+    /// latest invocation is first.
+    Urgent,
+    /// The one whose first write was invoked first.
+    FirstCall,
+}
+
+/// Kahn's algorithm over the units: which may come next.
+struct Kahn<'p> {
+    units: &'p [Unit],
+    /// The invocation of each unit's first write (`i64::MIN`: none).
+    head: Vec<i64>,
+    done: Vec<bool>,
+    by_f: BinaryHeap<Reverse<(i64, usize)>>,
+    by_s: Vec<usize>,
+    sp: usize,
+    /// Units that may come next (but for the one with the earliest return,
+    /// checked apart), by latest invocation and by first write's invocation;
+    /// those that need a number of writes before them apart, by it.
+    ready_s: BTreeSet<(i64, usize)>,
+    ready_c: BTreeSet<(i64, usize)>,
+    waiting: BTreeSet<(u64, usize)>,
+    /// Every remaining unit that needs a number of writes before it, by it.
+    reqs: BTreeSet<(u64, usize)>,
+    versions: bool,
+}
+
+impl<'p> Kahn<'p> {
+    fn new(units: &'p [Unit], versions: bool) -> Self {
+        let nu = units.len();
+        let mut by_s: Vec<usize> = (1..nu).collect();
+        by_s.sort_unstable_by_key(|&u| (units[u].s.0, u));
+        Kahn {
+            units,
+            head: vec![i64::MIN; nu],
+            done: vec![false; nu],
+            by_f: (1..nu).map(|u| Reverse((units[u].f.0, u))).collect(),
+            by_s,
+            sp: 0,
+            ready_s: BTreeSet::new(),
+            ready_c: BTreeSet::new(),
+            waiting: BTreeSet::new(),
+            reqs: (0..nu)
+                .filter_map(|u| units[u].req.filter(|_| versions).map(|r| (r, u)))
+                .collect(),
+            versions,
+        }
+    }
+
+    /// Sets each unit's first write's invocation.
+    fn heads(&mut self, pass: &Pass<'_>) {
+        for (u, unit) in self.units.iter().enumerate() {
+            if let Some(&c) = unit
+                .clusters
+                .iter()
+                .find(|&&c| pass.clusters[c].write != NONE)
+            {
+                self.head[u] = pass.call[pass.clusters[c].write];
+            }
+        }
+    }
+
+    fn take(&mut self, u: usize) {
+        self.done[u] = true;
+        let unit = &self.units[u];
+        self.ready_s.remove(&(unit.s.0, u));
+        self.ready_c.remove(&(self.head[u], u));
+        if let Some(r) = unit.req {
+            self.waiting.remove(&(r, u));
+            self.reqs.remove(&(r, u));
+        }
+    }
+
+    fn clean(&mut self) {
+        while self
+            .by_f
+            .peek()
+            .is_some_and(|Reverse((_, u))| self.done[*u])
+        {
+            self.by_f.pop();
+        }
+    }
+
+    /// The earliest return of the remaining units.
+    fn min_f(&mut self) -> i64 {
+        self.clean();
+        self.by_f.peek().map_or(i64::MAX, |Reverse((f, _))| *f)
+    }
+
+    /// The remaining unit with the second earliest return.
+    fn second(&mut self) -> Option<usize> {
+        self.clean();
+        let top = self.by_f.pop();
+        self.clean();
+        let m2 = self.by_f.peek().map(|Reverse((_, u))| *u);
+        if let Some(t) = top {
+            self.by_f.push(t);
+        }
+        m2
+    }
+
+    /// The remaining unit with the earliest return, that return, and
+    /// whether it may come next; the others that may are in the ready
+    /// sets. `None` when no unit remains.
+    fn refresh(&mut self) -> Option<(usize, i64, bool)> {
+        self.clean();
+        let &Reverse((f1, m1)) = self.by_f.peek()?;
+        while self.sp < self.by_s.len() && self.units[self.by_s[self.sp]].s.0 <= f1 {
+            let u = self.by_s[self.sp];
+            self.sp += 1;
+            if !self.done[u] {
+                match self.units[u].req.filter(|_| self.versions) {
+                    Some(r) => {
+                        self.waiting.insert((r, u));
+                    }
+                    None => {
+                        self.ready_s.insert((self.units[u].s.0, u));
+                        self.ready_c.insert((self.head[u], u));
+                    }
+                }
+            }
+        }
+        let s1 = self.units[m1].s.0;
+        let ready = s1 <= f1 || {
+            let f2 = self.second().map_or(i64::MAX, |m2| self.units[m2].f.0);
+            s1 <= f2
+        };
+        Some((m1, f1, ready))
+    }
+}
+
+/// The witness being built: the current segment and the failed
+/// conditional writes still to place.
+struct Sweep {
+    out: Vec<super::versioned::Placed>,
+    /// The current segment: its index, its write's point, its value.
+    k: u64,
+    pk: i64,
+    value: u32,
+    /// The earliest point for the next write.
+    t: i64,
+    /// Failed conditional writes by invocation (the next one not yet
+    /// looked at), by return, by the value or version they expected.
+    by_call: Vec<usize>,
+    next_call: usize,
+    by_ret: BinaryHeap<Reverse<(i64, usize)>>,
+    by_value: FxHashMap<u32, Vec<usize>>,
+    by_version: FxHashMap<u64, Vec<usize>>,
+    done: Vec<bool>,
+    /// Invoked during the segment they are excluded from, by return.
+    open: BinaryHeap<Reverse<(i64, usize)>>,
+    /// Writes with an unknown outcome that nobody needs, by invocation.
+    optional: Vec<usize>,
+}
+
+impl Sweep {
+    fn new(pass: &Pass<'_>) -> Self {
+        let n = pass.view.len();
+        let mut by_call: Vec<usize> = Vec::new();
+        let mut by_value: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+        let mut by_version: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        for (i, op) in pass.view.iter().enumerate() {
+            if let RegisterOp::Refused(g) = op {
+                by_call.push(i);
+                match *g {
+                    Guard::Value(e) => by_value.entry(e).or_default().push(i),
+                    Guard::Version(v) => by_version.entry(v).or_default().push(i),
+                }
+            }
+        }
+        by_call.sort_unstable_by_key(|&i| (pass.call[i], i));
+        let by_ret = by_call.iter().map(|&i| Reverse((pass.ret[i], i))).collect();
+        let mut optional: Vec<usize> = (0..n)
+            .filter(|&i| !pass.mand[i] && matches!(pass.view[i], RegisterOp::MayWrite { .. }))
+            .collect();
+        optional.sort_unstable_by_key(|&i| (pass.call[i], i));
+        Sweep {
+            out: Vec::with_capacity(n),
+            k: 0,
+            pk: i64::MIN,
+            value: pass.init,
+            t: i64::MIN,
+            by_call,
+            next_call: 0,
+            by_ret,
+            by_value,
+            by_version,
+            done: vec![false; n],
+            open: BinaryHeap::new(),
+            optional,
+        }
+    }
+
+    /// Opens a segment with a write nobody needs (unknown outcome, its
+    /// guard holding now) at a point no later than `by` and `bound`, if
+    /// one is invoked by then.
+    fn filler(&mut self, pass: &Pass<'_>, by: i64, bound: i64) -> Result<bool, String> {
+        let lim = by.min(bound);
+        for j in 0..self.optional.len() {
+            let f = self.optional[j];
+            if self.t.max(pass.call[f]) > lim {
+                if pass.call[f] > lim {
+                    break;
+                }
+                continue;
+            }
+            let holds = match guard_of(&pass.view[f]) {
+                None => true,
+                Some(Guard::Value(e)) => e == self.value,
+                Some(Guard::Version(v)) => pass.v0 + self.k == v,
+            };
+            if !self.done[f] && holds {
+                self.done[f] = true;
+                self.write(pass, f, bound)?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The earliest return of those that need another segment than the
+    /// current one: invoked during it, or excluded from it and not placed
+    /// before it.
+    fn deadline(&mut self, pass: &Pass<'_>) -> Option<i64> {
+        let mut d = None;
+        while let Some(&Reverse((r, i))) = self.open.peek() {
+            if !self.done[i] {
+                d = Some(r);
+                break;
+            }
+            self.open.pop();
+        }
+        for list in [
+            pass_list(&self.by_value, &self.value),
+            pass_list(&self.by_version, &(pass.v0 + self.k)),
+        ] {
+            for &r in list {
+                if !self.done[r] && !self.allowed(pass, r) {
+                    d = Some(d.map_or(pass.ret[r], |d: i64| d.min(pass.ret[r])));
+                }
+            }
+        }
+        d
+    }
+
+    /// Whether failed conditional write `r` may go in the current segment.
+    fn allowed(&self, pass: &Pass<'_>, r: usize) -> bool {
+        match pass.view[r] {
+            RegisterOp::Refused(Guard::Value(e)) => e != self.value,
+            RegisterOp::Refused(Guard::Version(v)) => pass.v0 + self.k != v,
+            _ => false,
+        }
+    }
+
+    /// Places `r` in the current segment.
+    fn put(&mut self, pass: &Pass<'_>, r: usize) {
+        self.done[r] = true;
+        let p = self.pk.max(pass.call[r]);
+        self.out.push((p, self.k, 1, r));
+        self.t = self.t.max(p);
+    }
+
+    /// Places unit `u`; `after` is the earliest return of the units after it.
+    fn place_unit(&mut self, pass: &Pass<'_>, u: usize, after: i64) -> Result<(), String> {
+        let chain = &pass.units[u].clusters;
+        // The earliest return of each cluster's operations from it on.
+        let mut bound = vec![after; chain.len() + 1];
+        for j in (0..chain.len()).rev() {
+            bound[j] = bound[j + 1].min(pass.clusters[chain[j]].f.0);
+        }
+        for (j, &c) in chain.iter().enumerate() {
+            let cl = &pass.clusters[c];
+            if cl.write != NONE {
+                self.write(pass, cl.write, bound[j])?;
+            }
+            for &r in &cl.reads {
+                let p = self.pk.max(pass.call[r]);
+                if p > pass.ret[r] {
+                    return Err(format!("read {r} at {p} after its return"));
+                }
+                self.t = self.t.max(p);
+                self.out.push((p, self.k, 1, r));
+            }
+            // Invoked by now: here when the guard allows, else in the next
+            // segment.
+            while self.next_call < self.by_call.len()
+                && pass.call[self.by_call[self.next_call]] <= self.t
+            {
+                let r = self.by_call[self.next_call];
+                self.next_call += 1;
+                if self.done[r] {
+                    continue;
+                }
+                if self.allowed(pass, r) {
+                    self.put(pass, r);
+                } else {
+                    self.open.push(Reverse((pass.ret[r], r)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Places write `w`, opening a segment; `bound` is the earliest return
+    /// of everything after it.
+    fn write(&mut self, pass: &Pass<'_>, w: usize, bound: i64) -> Result<(), String> {
+        let x = value_written(&pass.view[w]).ok_or("no value")?;
+        // Those excluded from the segment this write opens go before it
+        // when their invocation is no later than every return after.
+        let next_version = pass.v0 + self.k + 1;
+        // (Not past the return of one waiting for the next segment.)
+        let bound = bound.min(self.deadline(pass).unwrap_or(i64::MAX));
+        let mut before: Vec<usize> = Vec::new();
+        for list in [
+            pass_list(&self.by_value, &x),
+            pass_list(&self.by_version, &next_version),
+        ] {
+            for &r in list {
+                if !self.done[r]
+                    && pass.call[r] > self.t
+                    && pass.call[r] <= bound
+                    && pass.ret[r] >= self.pk
+                    && self.allowed(pass, r)
+                {
+                    before.push(r);
+                }
+            }
+        }
+        for r in before {
+            self.put(pass, r);
+        }
+        let p = self.t.max(pass.call[w]);
+        if p > pass.ret[w] {
+            return Err(format!("write {w} at {p} after its return"));
+        }
+        // Those that return before the write must be placed now.
+        while let Some(&Reverse((rt, r))) = self.by_ret.peek() {
+            if rt >= p {
+                break;
+            }
+            self.by_ret.pop();
+            if self.done[r] {
+                continue;
+            }
+            if !self.allowed(pass, r) || rt < self.pk {
+                return Err(format!(
+                    "refused {r} [{}, {rt}] ends in segment {} from {}, value {}",
+                    pass.call[r], self.k, self.pk, self.value
+                ));
+            }
+            self.put(pass, r);
+        }
+        self.k += 1;
+        self.pk = p;
+        self.t = p;
+        self.value = x;
+        self.out.push((p, self.k, 0, w));
+        while let Some(Reverse((_, r))) = self.open.pop() {
+            if !self.done[r] {
+                self.put(pass, r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Places the rest in the last segment, which lasts for ever (after a
+    /// write nobody needs, for those it excludes).
+    fn finish(mut self, pass: &Pass<'_>) -> Result<Vec<super::versioned::Placed>, String> {
+        for j in 0..self.by_call.len() {
+            let r = self.by_call[j];
+            if self.done[r] {
+                continue;
+            }
+            if !self.allowed(pass, r) {
+                let by = self.deadline(pass).unwrap_or(pass.ret[r]);
+                if !self.filler(pass, by, i64::MAX)? {
+                    return Err(format!("refused {r} left in the last segment"));
+                }
+            }
+            if self.done[r] {
+                continue;
+            }
+            if !self.allowed(pass, r) || pass.ret[r] < self.pk {
+                return Err(format!("refused {r} left in the last segment"));
+            }
+            self.put(pass, r);
+        }
+        let mut out = self.out;
+        out.sort_unstable_by_key(|&(p, k, kind, i)| (k, kind, p, i));
+        Ok(out)
+    }
+}
+
+/// The list stored under `key`, or an empty one.
+fn pass_list<'m, K: std::hash::Hash + Eq>(m: &'m FxHashMap<K, Vec<usize>>, key: &K) -> &'m [usize] {
+    m.get(key).map_or(&[], |v| v.as_slice())
+}

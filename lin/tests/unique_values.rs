@@ -1,0 +1,487 @@
+//! The unique-values pass: whenever it decides, it agrees with the search
+//! and, on small keys, with the brute force; on the one-key mix of get, put,
+//! cas and conditional put without versions in the answers it decides every
+//! seed, both verdicts, within a step budget no search could decide them in;
+//! and its reports name a minimal failing sub-history, re-checked by the
+//! search.
+
+use overcast_lin::brute::brute_check;
+use overcast_lin::gen::{generate, unique_mix, GenOptions, Generated};
+use overcast_lin::kv::{KvInput, KvOutput, KvSpec, Val};
+use overcast_lin::unique::pass_verdict;
+use overcast_lin::{check, Failure, Operation, Options, Report, Spec, Verdict};
+use proptest::prelude::*;
+
+type Op = Operation<KvInput, KvOutput>;
+
+/// The search alone (no fast path, no pass), sequential, within `steps`.
+fn search_only(steps: u64) -> Options {
+    Options {
+        parallel: false,
+        fast_path: false,
+        unique_values: false,
+        explain: false,
+        max_steps: Some(steps),
+        ..Options::default()
+    }
+}
+
+/// A history at `clients` clients with one fault or none (0 none, 1 stale
+/// read, 2 phantom value, 3 lost write).
+#[allow(clippy::too_many_arguments)]
+fn history(
+    seed: u64,
+    ops: usize,
+    clients: usize,
+    keys: usize,
+    fault: u8,
+    unknown: f64,
+    cputs: bool,
+    short: bool,
+) -> Generated {
+    generate(&GenOptions {
+        seed,
+        ops,
+        clients,
+        keys,
+        versions: false,
+        conditional_puts: cputs,
+        unknown_writes: unknown,
+        unknown_reads: unknown / 2.0,
+        duration: if short { (1, 30) } else { (10, 1000) },
+        think: if short { (0, 3) } else { (0, 100) },
+        stale_read: fault == 1,
+        phantom_value: fault == 2,
+        lost_write: fault == 3,
+        ..GenOptions::default()
+    })
+}
+
+fn verdict_of(linearizable: bool) -> Verdict {
+    if linearizable {
+        Verdict::Linearizable
+    } else {
+        Verdict::NotLinearizable
+    }
+}
+
+fn ops_per_key(ops: &[Op]) -> usize {
+    let mut n: std::collections::BTreeMap<&str, usize> = Default::default();
+    for o in ops {
+        *n.entry(&o.key).or_default() += 1;
+    }
+    n.values().copied().max().unwrap_or(0)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+    #[test]
+    fn the_pass_agrees_with_the_search_and_the_brute_force(
+        seed in any::<u64>(),
+        clients in 8usize..=64,
+        ops in 3usize..=40,
+        keys in 1usize..=3,
+        fault in 0u8..4,
+        unknown in prop_oneof![Just(0.0), Just(0.05), Just(0.3)],
+        cputs in any::<bool>(),
+        short in any::<bool>(),
+    ) {
+        let g = history(seed, ops, clients, keys, fault, unknown, cputs, short);
+        let pass = pass_verdict(&g.spec, &g.ops);
+        let search = check(&g.spec, &g.ops, &search_only(2_000_000)).verdict;
+        let full = check(&g.spec, &g.ops, &Options {
+            parallel: false,
+            max_steps: Some(2_000_000),
+            ..Options::default()
+        }).verdict;
+        if let Some(v) = pass {
+            // What the pass decides, `check` says.
+            prop_assert_eq!(full, v, "{:#?}", g.ops);
+            if search != Verdict::Unknown {
+                prop_assert_eq!(search, v, "{:#?}", g.ops);
+            }
+        }
+        if search != Verdict::Unknown && full != Verdict::Unknown {
+            prop_assert_eq!(search, full, "{:#?}", g.ops);
+        }
+        if ops_per_key(&g.ops) <= 11 {
+            let brute = verdict_of(brute_check(&g.spec, &g.ops));
+            if let Some(v) = pass {
+                prop_assert_eq!(v, brute, "{:#?}", g.ops);
+            }
+            prop_assert_eq!(full, brute, "{:#?}", g.ops);
+        }
+    }
+}
+
+/// The pass decides nearly every unique-value history of the generator,
+/// at 2 to 64 clients, with unknown outcomes, conditional puts and every
+/// fault; and never disagrees with the search.
+#[test]
+fn the_pass_decides_nearly_every_generated_history() {
+    let (mut decided, mut total) = (0, 0);
+    for seed in 0..600u64 {
+        let clients = [2, 4, 8, 16, 32, 64][(seed % 6) as usize];
+        let ops = [8, 30, 100, 300][(seed / 6 % 4) as usize];
+        let fault = (seed / 24 % 4) as u8;
+        let unknown = [0.0, 0.05, 0.3][(seed / 96 % 3) as usize];
+        let g = history(
+            seed,
+            ops,
+            clients,
+            1,
+            fault,
+            unknown,
+            seed % 2 == 0,
+            seed % 5 == 0,
+        );
+        total += 1;
+        let Some(v) = pass_verdict(&g.spec, &g.ops) else {
+            continue;
+        };
+        decided += 1;
+        let search = check(&g.spec, &g.ops, &search_only(1_000_000)).verdict;
+        if search != Verdict::Unknown {
+            assert_eq!(search, v, "seed {seed}");
+        }
+    }
+    assert!(decided * 100 >= total * 99, "decided {decided} of {total}");
+}
+
+/// Keys whose values repeat keep the search; the others in the same file
+/// are decided by the pass.
+#[test]
+fn mixed_files_are_decided_key_by_key() {
+    for seed in 0..20u64 {
+        let mut g = history(seed, 60, 8, 2, (seed % 2) as u8, 0.0, false, false);
+        // Key k1 writes only "a" and "b" (reads follow), so values repeat.
+        let mut k1: Vec<Op> = Vec::new();
+        let mut rest: Vec<Op> = Vec::new();
+        for o in g.ops.drain(..) {
+            if o.key == "k1" {
+                k1.push(o);
+            } else {
+                rest.push(o);
+            }
+        }
+        let mut t = rest
+            .iter()
+            .map(|o| o.ret.unwrap_or(o.invoke))
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let mut cur: Option<Val> = None;
+        for i in 0..30u64 {
+            let v = Val::from(if i % 2 == 0 { "a" } else { "b" });
+            let (input, output) = if i % 3 == 2 {
+                (
+                    KvInput::Get,
+                    KvOutput::Get {
+                        value: cur.clone(),
+                        version: None,
+                    },
+                )
+            } else {
+                cur = Some(v.clone());
+                (KvInput::Put { value: v }, KvOutput::Put { version: None })
+            };
+            rest.push(Operation {
+                id: 10_000 + i,
+                client: 99,
+                key: "k1".into(),
+                input,
+                invoke: t,
+                ret: Some(t + 5),
+                output: Some(output),
+            });
+            t += 10;
+        }
+        let k0: Vec<Op> = rest.iter().filter(|o| o.key == "k0").cloned().collect();
+        let k1: Vec<Op> = rest.iter().filter(|o| o.key == "k1").cloned().collect();
+        assert_eq!(pass_verdict(&g.spec, &k1), None, "repeated values");
+        let v0 = pass_verdict(&g.spec, &k0).expect("the pass decides k0");
+        let r = check(&g.spec, &rest, &Options::default());
+        assert_eq!(r.verdict, v0, "seed {seed}");
+        assert_eq!(
+            r.verdict,
+            check(&g.spec, &rest, &search_only(50_000_000)).verdict
+        );
+    }
+}
+
+/// With a step budget no search could decide them in: every seed of the
+/// mix at 1,000 operations and 48 clients, linearizable and with one stale
+/// read, gets its verdict; and ten seeds at 10,000 operations and 32
+/// clients.
+#[test]
+fn every_seed_of_the_mix_is_decided_within_a_step_budget() {
+    let budget = Options {
+        max_steps: Some(10_000),
+        parallel: false,
+        ..Options::default()
+    };
+    for (seeds, ops, clients) in [(50, 1000, 48), (10, 10_000, 32)] {
+        for seed in 0..seeds {
+            for stale in [false, true] {
+                let g = generate(&unique_mix(seed, ops, clients, stale));
+                let want = if g.stale_read.is_some() {
+                    Verdict::NotLinearizable
+                } else {
+                    Verdict::Linearizable
+                };
+                assert_eq!(stale, g.stale_read.is_some(), "seed {seed}: no stale read");
+                let r = check(&g.spec, &g.ops, &budget);
+                assert_eq!(r.verdict, want, "seed {seed} {ops} ops {clients} clients");
+                if stale {
+                    let f = r.failure.as_ref().expect("a failure");
+                    assert!(f.sub_history_checked, "seed {seed}: {}", r.to_text());
+                }
+            }
+        }
+    }
+}
+
+/// The search alone cannot decide the mix within that budget: the verdicts
+/// above are the pass's.
+#[test]
+fn without_the_pass_the_same_budget_gives_unknown() {
+    let g = generate(&unique_mix(0, 1000, 48, false));
+    let off = Options {
+        max_steps: Some(10_000),
+        parallel: false,
+        unique_values: false,
+        ..Options::default()
+    };
+    assert_eq!(check(&g.spec, &g.ops, &off).verdict, Verdict::Unknown);
+}
+
+/// The operations `f` names, from the history.
+fn sub_history(ops: &[Op], f: &Failure) -> Vec<Op> {
+    f.ops
+        .iter()
+        .map(|v| {
+            ops.iter()
+                .find(|o| o.id == v.id)
+                .cloned()
+                .expect("the report names operations of the history")
+        })
+        .collect()
+}
+
+/// Checks what a report of the pass promises: its sub-history, from the
+/// initial state, fails in a search at the operation named (the one the
+/// sentence names), and without any one operation other than the named one
+/// and the writes of what it needs, it does not.
+fn assert_report_is_true(spec: &KvSpec, ops: &[Op], r: &Report, what: &str) -> u64 {
+    assert_eq!(r.verdict, Verdict::NotLinearizable, "{what}");
+    let f = r.failure.as_ref().expect("a failure");
+    assert!(f.sub_history_checked, "{what}: {}", r.to_text());
+    let x = f.ops[f.failing].id;
+    assert!(
+        f.sentence.starts_with(&format!("operation #{x} ")),
+        "{what}: {}",
+        f.sentence
+    );
+    let key = &f.key;
+    let init = spec.init(key);
+    assert_eq!(f.start_state, spec.describe_state(&init), "{what}");
+    let sub = sub_history(ops, f);
+    let again = check(spec, &sub, &search_only(10_000_000));
+    assert_eq!(
+        again.verdict,
+        Verdict::NotLinearizable,
+        "{what}: {}",
+        r.to_text()
+    );
+    let named = |r: &Report| r.failure.as_ref().map(|f| f.ops[f.failing].id);
+    assert_eq!(named(&again), Some(x), "{what}: {}", r.to_text());
+    let xo = sub.iter().find(|o| o.id == x).expect("named op");
+    let gives = |o: &Op| {
+        !spec.is_read_only(&o.input, o.output.as_ref())
+            && !spec.step(&init, &xo.input, xo.output.as_ref()).is_legal()
+            && {
+                let mut any = false;
+                spec.step(&init, &o.input, o.output.as_ref())
+                    .for_each(|s| any |= spec.step(&s, &xo.input, xo.output.as_ref()).is_legal());
+                any
+            }
+    };
+    for o in &sub {
+        if o.id == x || gives(o) {
+            continue;
+        }
+        let less: Vec<Op> = sub.iter().filter(|p| p.id != o.id).cloned().collect();
+        let r2 = check(spec, &less, &search_only(10_000_000));
+        assert_ne!(r2.verdict, Verdict::Unknown, "{what}");
+        assert_ne!(
+            named(&r2),
+            Some(x),
+            "{what}: #{} could be left out of\n{}",
+            o.id,
+            r.to_text()
+        );
+    }
+    x
+}
+
+/// The reports of the mix's stale reads: true, minimal, and naming the
+/// stale read whenever it alone breaks the history.
+#[test]
+fn reports_of_the_mix_name_a_minimal_contradiction() {
+    for seed in 0..20u64 {
+        let (ops, clients) = [(1000, 48), (200, 8), (60, 16)][(seed % 3) as usize];
+        let g = generate(&unique_mix(seed, ops, clients, true));
+        let Some(id) = g.stale_read else {
+            continue;
+        };
+        let what = format!("seed {seed} {ops} ops {clients} clients");
+        let r = check(&g.spec, &g.ops, &Options::default());
+        let x = assert_report_is_true(&g.spec, &g.ops, &r, &what);
+        let without: Vec<Op> = g.ops.iter().filter(|o| o.id != id).cloned().collect();
+        if pass_verdict(&g.spec, &without) == Some(Verdict::Linearizable) {
+            assert_eq!(x, id, "{what}: {}", r.to_text());
+        }
+    }
+}
+
+fn op(id: u64, input: KvInput, invoke: i64, ret: i64, output: KvOutput) -> Op {
+    Operation {
+        id,
+        client: id,
+        key: "x".into(),
+        input,
+        invoke,
+        ret: Some(ret),
+        output: Some(output),
+    }
+}
+
+fn put(id: u64, v: &str, invoke: i64, ret: i64) -> Op {
+    op(
+        id,
+        KvInput::Put { value: v.into() },
+        invoke,
+        ret,
+        KvOutput::Put { version: None },
+    )
+}
+
+fn get(id: u64, v: Option<&str>, invoke: i64, ret: i64) -> Op {
+    op(
+        id,
+        KvInput::Get,
+        invoke,
+        ret,
+        KvOutput::Get {
+            value: v.map(Val::from),
+            version: None,
+        },
+    )
+}
+
+fn cas(id: u64, expect: Option<&str>, v: &str, invoke: i64, ret: i64, ok: bool) -> Op {
+    op(
+        id,
+        KvInput::Cas {
+            expect: expect.map(Val::from),
+            value: v.into(),
+        },
+        invoke,
+        ret,
+        KvOutput::Cond { ok, version: None },
+    )
+}
+
+/// Each kind of contradiction, on a small history: refuted by the pass, as
+/// by the brute force, with a true report whose sentence says why.
+#[test]
+fn each_contradiction_is_refuted_with_a_true_report() {
+    let spec = KvSpec::default();
+    let cases: Vec<(&str, Vec<Op>, &str)> = vec![
+        (
+            "a value never written",
+            vec![put(0, "1", 0, 10), get(1, Some("7"), 20, 30)],
+            "which no operation writes",
+        ),
+        (
+            "a read before its write",
+            vec![get(0, Some("1"), 0, 5), put(1, "1", 10, 20)],
+            "which only #1 writes, but returned at 5 before #1 was invoked at 10",
+        ),
+        (
+            "two successors of one value",
+            vec![
+                put(0, "1", 0, 10),
+                cas(1, Some("1"), "2", 20, 30, true),
+                cas(2, Some("1"), "3", 25, 40, true),
+            ],
+            "both need the value #0 writes directly before them",
+        ),
+        (
+            "a chain out of real-time order",
+            vec![
+                put(0, "1", 0, 10),
+                cas(1, Some("1"), "2", 20, 30, true),
+                get(2, Some("2"), 31, 35),
+                get(3, Some("1"), 40, 50),
+            ],
+            "yet #1 returned at 30 before #3 was invoked at 40",
+        ),
+        (
+            "a stale read",
+            vec![
+                put(0, "1", 0, 10),
+                put(1, "2", 20, 30),
+                get(2, Some("1"), 40, 50),
+            ],
+            "must each come first: #0 returned at 10 before #1 was invoked at 20",
+        ),
+        (
+            "the initial value read after a write returned",
+            vec![put(0, "1", 0, 10), get(1, None, 20, 30)],
+            "comes before every write",
+        ),
+    ];
+    for (what, ops, words) in cases {
+        assert!(!brute_check(&spec, &ops), "{what}");
+        assert_eq!(
+            pass_verdict(&spec, &ops),
+            Some(Verdict::NotLinearizable),
+            "{what}"
+        );
+        let r = check(&spec, &ops, &Options::default());
+        assert_report_is_true(&spec, &ops, &r, what);
+        let f = r.failure.as_ref().expect("failure");
+        assert!(f.sentence.contains(words), "{what}: {}", f.sentence);
+    }
+}
+
+/// A failed compare-and-set constrains only the value at its point: one
+/// whose interval lies in its expected value's segment, with a write that
+/// may come before its return, is linearizable; without that write it is
+/// not.
+#[test]
+fn failed_conditional_writes_only_exclude_their_value() {
+    let spec = KvSpec::default();
+    let ok = vec![
+        put(0, "1", 0, 10),
+        get(1, Some("1"), 20, 30),
+        cas(2, Some("1"), "9", 25, 40, false),
+        put(3, "2", 35, 60),
+        get(4, Some("2"), 70, 80),
+    ];
+    assert!(brute_check(&spec, &ok));
+    assert_eq!(pass_verdict(&spec, &ok), Some(Verdict::Linearizable));
+    let bad = vec![
+        put(0, "1", 0, 10),
+        get(1, Some("1"), 20, 30),
+        cas(2, Some("1"), "9", 25, 40, false),
+        put(3, "2", 45, 60),
+        get(4, Some("1"), 41, 44),
+    ];
+    assert!(!brute_check(&spec, &bad));
+    assert_eq!(
+        check(&spec, &bad, &Options::default()).verdict,
+        Verdict::NotLinearizable
+    );
+}
