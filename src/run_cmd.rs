@@ -6,7 +6,8 @@ use overcast_harness::hunt::{hunt_both, hunt_scenario_in, BugHunt};
 use overcast_harness::registry::{self, DynScenario};
 use overcast_harness::run::{run_isolated_with, RunResult};
 use overcast_harness::saved::{
-    replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun, FAILURE_DIR,
+    history_file, replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun,
+    FAILURE_DIR,
 };
 use overcast_harness::scenario::Scenario;
 use overcast_harness::shrink::DEFAULT_MAX_TRIES;
@@ -290,7 +291,7 @@ fn print_summary(r: &RunResult) {
 fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
     print_summary(r);
     if let Some(path) = history {
-        if let Err(e) = std::fs::write(path, r.history.to_json()) {
+        if let Err(e) = std::fs::write(path, history_file(&r.scenario, &*r.history)) {
             eprintln!("overcast: could not write {}: {e}", path.display());
         }
     }

@@ -3,7 +3,7 @@
 //! whether it still does the same; where failures are saved, under which
 //! names, and the commands that replay them.
 
-use crate::registry::DynScenario;
+use crate::registry::{DynScenario, RunHistory};
 use crate::run::RunResult;
 use crate::scenario::Scenario;
 use overcast_sim::check::Outcome;
@@ -195,6 +195,28 @@ pub fn failure_stem(def: &dyn DynScenario, s: &Scenario) -> String {
     stem
 }
 
+/// How the name of a failure's history file ends (`STEM.history.json`,
+/// beside the saved run `STEM.json`).
+pub const HISTORY_SUFFIX: &str = ".history.json";
+
+/// A history file's text: the history's JSON (`{"version": 1, "ops": …}`)
+/// with the run that recorded it first, as its `scenario` field, so that
+/// `overcast check` judges it with that run's scenario and parameters.
+pub fn history_file(s: &Scenario, history: &dyn RunHistory) -> String {
+    let json = history.to_json();
+    let fields = json.trim_start().strip_prefix('{').unwrap_or(&json);
+    let scenario = s.to_json().replace('\n', "\n  ");
+    format!("{{\n  \"scenario\": {scenario},{fields}")
+}
+
+/// The saved run beside a failure's history file (`STEM.json` for
+/// `STEM.history.json`), if the name is one.
+pub fn saved_run_beside(history: &Path) -> Option<PathBuf> {
+    let name = history.file_name()?.to_str()?;
+    let stem = name.strip_suffix(HISTORY_SUFFIX)?;
+    Some(history.with_file_name(format!("{stem}.json")))
+}
+
 /// The files a saved failure was written to.
 #[derive(Clone, Debug)]
 pub struct SavedFiles {
@@ -221,8 +243,8 @@ pub fn save_failure(
         ..SavedRun::of(r)
     };
     std::fs::write(&path, saved.to_json())?;
-    let history = dir.join(format!("{stem}.history.json"));
-    std::fs::write(&history, r.history.to_json())?;
+    let history = dir.join(format!("{stem}{HISTORY_SUFFIX}"));
+    std::fs::write(&history, history_file(&r.scenario, &*r.history))?;
     let html = match r.html() {
         Some(page) => {
             let p = dir.join(format!("{stem}.html"));

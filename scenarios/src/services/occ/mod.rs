@@ -5,7 +5,6 @@
 //! ETag freshness (E1), retry discipline (R1–R3), liveness.
 
 pub mod check;
-pub mod check_file;
 pub mod coverage;
 pub mod history;
 pub mod properties;
@@ -715,14 +714,6 @@ impl ScenarioDef for Occ {
             checkers.push(Box::new(ProbeLiveness { probe }));
         }
         checkers
-    }
-
-    fn check_history_file(
-        &self,
-        doc: &serde_json::Value,
-        opts: &lin::Options,
-    ) -> Option<Result<lin::Report, String>> {
-        Some(crate::services::occ::check_file::check_history(doc, opts))
     }
 
     fn timeline(
