@@ -5,7 +5,7 @@
 //! run's parameters.
 
 use overcast_harness::run::RunResult;
-use overcast_harness::saved::saved_run_beside;
+use overcast_harness::saved::{replay_command, saved_run_beside};
 use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Outcome;
 use overcast_sim::lin::{self, kv, Options, Report, Verdict};
@@ -81,8 +81,8 @@ fn check_file(path: &Path, opts: &Options) -> Result<Checked, String> {
         if let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) {
             if is_saved_run(&doc) {
                 return Err(format!(
-                    "a saved run, not a history: `overcast replay {}` runs it again (its history is the .history.json beside it)",
-                    path.display()
+                    "a saved run, not a history: `{}` runs it again (a failure's history is the .history.json beside it)",
+                    replay_command(path)
                 ));
             }
             if is_overcast_history(&doc) {
