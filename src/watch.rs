@@ -182,7 +182,8 @@ pub fn start(budget: MaxWall, over: Over, progress: Progress) {
                         format!("{label}: {what}, {} s", took.as_secs())
                     }
                     _ => format!(
-                        "{label}: {runs} runs, {} s",
+                        "{label}: {runs} run{}, {} s",
+                        if runs == 1 { "" } else { "s" },
                         began.elapsed().as_secs()
                     ),
                 };
