@@ -1,10 +1,14 @@
 //! `overcast`: the command-line front of the harness (run, sweep, replay,
-//! bugs, check, bench).
+//! shrink, bugs, check, bench, script, list).
 
 mod bench_cmd;
 mod check_cmd;
+mod header;
+mod invocation;
+mod list_cmd;
 mod run_cmd;
 mod script_cmd;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -47,7 +51,13 @@ fn keep_freed_pages() {
 
 /// Deterministic simulation testing of a cloud storage and document service model.
 #[derive(Parser, Debug)]
-#[command(name = "overcast", version, about)]
+#[command(
+    name = "overcast",
+    version,
+    about,
+    after_help = "Start with `overcast list` (the scenarios), then `overcast run occ --seed 1`.\n\
+                  `overcast COMMAND --help` gives each command's options and an example."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,27 +66,69 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run one scenario for one seed; exit 1 if a check fails.
+    #[command(after_help = "Example:\n  overcast run occ --seed 0 --bug skip_if_match")]
     Run(run_cmd::RunArgs),
     /// Run scenarios over a range of seeds on all cores; failures are saved for replay.
+    #[command(after_help = "Example:\n  overcast sweep leases --seeds 0..200 --swarm")]
     Sweep(run_cmd::SweepArgs),
     /// Join the results of sharded sweeps (`sweep --out`) into one summary and failure list.
+    #[command(after_help = "Example:\n  overcast merge shard-1 shard-2")]
     Merge(run_cmd::MergeArgs),
     /// Replay a saved scenario (a failure file or a scenario file) exactly.
+    #[command(
+        after_help = "Example:\n  overcast replay target/overcast/failures/occ-seed0-skip_if_match.json"
+    )]
     Replay(run_cmd::ReplayArgs),
     /// Shrink a failing scenario to the smallest one that still fails the same way.
+    #[command(
+        after_help = "Example:\n  overcast shrink target/overcast/failures/occ-seed0-skip_if_match.json"
+    )]
     Shrink(run_cmd::ShrinkArgs),
-    /// Hunt every seeded bug: sweep seeds until each is caught, and report.
+    /// Hunt seeded bugs: sweep seeds until each is caught, and report (minutes
+    /// for all of them; `overcast list bugs` only lists them).
+    #[command(after_help = "Example:\n  overcast bugs --bug skip_if_match --no-shrink")]
     Bugs(run_cmd::BugsArgs),
-    /// Check recorded histories (kvhist/1 or overcast's own) for linearizability.
+    /// Check recorded histories: kvhist/1 files for linearizability, overcast's
+    /// own with the checkers of the scenario that recorded them.
+    #[command(
+        after_help = "Example:\n  overcast check target/overcast/failures/occ-seed0-skip_if_match.history.json"
+    )]
     Check(check_cmd::CheckArgs),
     /// Measure seeds per second of a scenario beside a bare-madsim run of the same message count.
+    #[command(after_help = "Example:\n  overcast bench occ --seeds 100 --rounds 3")]
     Bench(bench_cmd::BenchArgs),
     /// Run conformance scripts (JSON requests and expected answers) on fresh deployments.
+    #[command(
+        after_help = "Example:\n  overcast script scenarios/scripts/blob_order_of_checks.json"
+    )]
     Script(script_cmd::ScriptArgs),
+    /// List the scenarios (what each models and checks), the seeded bugs, or the properties.
+    #[command(
+        after_help = "Examples:\n  overcast list\n  overcast list bugs occ\n  overcast list properties"
+    )]
+    List(list_cmd::ListArgs),
+}
+
+/// Writing to a closed pipe ends the program quietly, as other command-line
+/// tools do (`overcast list | head`), instead of a panic on the next print.
+fn end_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn signal(signum: std::ffi::c_int, handler: usize) -> usize;
+        }
+        const SIGPIPE: std::ffi::c_int = 13;
+        const SIG_DFL: usize = 0;
+        // SAFETY: restores the default action of one signal, before any
+        // other thread exists.
+        unsafe { signal(SIGPIPE, SIG_DFL) };
+    }
 }
 
 fn main() -> ExitCode {
     keep_freed_pages();
+    end_quietly_on_closed_pipe();
+    overcast_harness::saved::set_invocation(invocation::detect(&invocation::Started::now()));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -96,6 +148,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Script(args) => script_cmd::run(&args),
+        Command::List(args) => list_cmd::run(&args),
     };
     ExitCode::from(code)
 }

@@ -1,12 +1,16 @@
 //! `overcast run`, `sweep`, `replay`, `shrink` and `bugs`: parsing their
 //! arguments and printing what the scenarios crate runs. Exit codes: 0 pass,
-//! 1 violation, 2 bad input, 3 liveness, 4 undecided, 5 harness error.
+//! 1 violation, 2 bad input, 3 liveness, 4 undecided, 5 harness error, 6 a
+//! run went over `--max-wall`.
 
+use crate::header::header;
+use crate::watch::{self, watched, MaxWall, Over, Progress};
 use overcast_harness::hunt::{hunt_both, hunt_scenario_in, BugHunt};
 use overcast_harness::registry::{self, DynScenario};
 use overcast_harness::run::{run_isolated_with, RunResult};
 use overcast_harness::saved::{
-    replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun, FAILURE_DIR,
+    history_file, replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun,
+    FAILURE_DIR,
 };
 use overcast_harness::scenario::Scenario;
 use overcast_harness::shrink::DEFAULT_MAX_TRIES;
@@ -20,12 +24,12 @@ use std::time::Instant;
 /// Arguments of `overcast run`.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The scenario: a registered name such as `occ` (the README lists them).
+    /// The scenario: a registered name such as `occ` (`overcast list` lists them).
     pub scenario: String,
     /// The seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Switch on a seeded bug (repeatable; `overcast bugs` lists them).
+    /// Switch on a seeded bug (repeatable; `overcast list bugs` lists them).
     #[arg(long = "bug")]
     pub bugs: Vec<String>,
     /// Swarm mode: draw the fault kinds and rates from the seed.
@@ -50,14 +54,19 @@ pub struct RunArgs {
     /// partition, so that the 429 budget and the 410 window are spent).
     #[arg(long)]
     pub throttle: bool,
+    /// The longest one run may take, in wall time (e.g. 30s, 10m, 1h, or
+    /// `off`); a run that goes over it stops the command with one line and
+    /// exit code 6.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub max_wall: MaxWall,
 }
 
 /// Arguments of `overcast sweep`.
 #[derive(clap::Args, Debug)]
 pub struct SweepArgs {
-    /// The scenario, or `all`.
-    #[arg(default_value = "all")]
-    pub scenario: String,
+    /// The scenario, or `all` (the default): every scenario, or with `--bug`
+    /// every scenario the bugs belong to.
+    pub scenario: Option<String>,
     /// Seeds, as `A..B` (B excluded), `A..=B` or one number.
     #[arg(long, default_value = "0..500")]
     pub seeds: String,
@@ -111,6 +120,11 @@ pub struct SweepArgs {
     /// `occ` only: the throttling variant (see `run --help`).
     #[arg(long)]
     pub throttle: bool,
+    /// The longest one seed's run may take, in wall time (e.g. 30s, 10m, or
+    /// `off`); a run that goes over it stops the sweep with one line, the
+    /// command that reruns that seed, and exit code 6. `--for` bounds the sweep.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub max_wall: MaxWall,
 }
 
 /// Arguments of `overcast merge`.
@@ -133,6 +147,11 @@ pub struct ReplayArgs {
     /// Log to stderr with simulated timestamps (a tracing filter, e.g. `info` or `debug`).
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
+    /// The longest one run may take, in wall time (e.g. 30s, 10m, 1h, or
+    /// `off`); a run that goes over it stops the command with one line and
+    /// exit code 6.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub max_wall: MaxWall,
 }
 
 /// Arguments of `overcast shrink`.
@@ -143,6 +162,11 @@ pub struct ShrinkArgs {
     /// Give up after this many candidate runs.
     #[arg(long, default_value_t = DEFAULT_MAX_TRIES)]
     pub max_tries: usize,
+    /// The longest one candidate run may take, in wall time (e.g. 30s, 10m,
+    /// or `off`); a run that goes over it stops the shrink with one line and
+    /// exit code 6.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub max_wall: MaxWall,
 }
 
 /// Arguments of `overcast bugs`.
@@ -218,37 +242,8 @@ fn scenario_for(
     if throttle {
         overcast_scenarios::services::occ::throttled(&mut s)?;
     }
-    s.validate_with(def)?;
+    CATALOGUE.validate(&s)?;
     Ok((def, s))
-}
-
-fn header(def: &dyn DynScenario, s: &Scenario) -> String {
-    let plan = overcast_harness::run::resolved(def, s)
-        .ok()
-        .and_then(|r| r.plan)
-        .unwrap_or_else(overcast_sim::faults::FaultPlan::none);
-    format!(
-        "overcast: scenario {} seed {} ({})\n\
-         options swarm={} bugs=[{}] {}\n\
-         faults  loss={:.3} latency={}..{} ms events={} clocks_skewed={} lose_unsynced_on_crash={} window={} ms\n\
-         \x20       {:?}\n\
-         \x20       {:?}",
-        s.name,
-        s.seed,
-        def.describe(),
-        s.swarm,
-        s.bugs.join(","),
-        def.header(&s.params),
-        plan.packet_loss,
-        plan.latency_ms.0,
-        plan.latency_ms.1,
-        plan.events.len(),
-        plan.clocks.len(),
-        plan.lose_unsynced_on_crash,
-        s.fault_window_ms,
-        plan.network,
-        plan.storage,
-    )
 }
 
 fn report_failure(r: &RunResult) -> Option<PathBuf> {
@@ -290,7 +285,7 @@ fn print_summary(r: &RunResult) {
 fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
     print_summary(r);
     if let Some(path) = history {
-        if let Err(e) = std::fs::write(path, r.history.to_json()) {
+        if let Err(e) = std::fs::write(path, history_file(&r.scenario, &*r.history)) {
             eprintln!("overcast: could not write {}: {e}", path.display());
         }
     }
@@ -327,7 +322,9 @@ pub fn run(args: &RunArgs) -> u8 {
         return bad_input("--coverage is for occ only");
     }
     println!("{}", header(def, &s));
-    let r = run_isolated_with(def, &s);
+    watch::start(args.max_wall, Over::Stop, Progress::Show("running".into()));
+    let r = run_isolated_with(watched(def), &s);
+    watch::finish();
     let code = print_run(&r, args.history.as_deref());
     if args.coverage {
         if let Some(c) = overcast_scenarios::services::occ::coverage::of_run(&r) {
@@ -352,6 +349,22 @@ fn load_saved(file: &Path) -> Result<(&'static dyn DynScenario, Loaded), u8> {
     Ok((def, loaded))
 }
 
+/// A saved or new outcome in words: "a violation of linearizability", "a pass".
+fn outcome_words(o: &SavedOutcome) -> String {
+    let what = match o.outcome {
+        Outcome::Passed => "a pass",
+        Outcome::Violation => "a violation",
+        Outcome::Liveness => "a liveness failure",
+        Outcome::Undecided => "an undecided check",
+        Outcome::HarnessError => "a harness error",
+    };
+    match &o.property {
+        Some(p) if o.outcome == Outcome::Undecided => format!("{what} ({p})"),
+        Some(p) if o.outcome != Outcome::Passed => format!("{what} of {p}"),
+        _ => what.to_string(),
+    }
+}
+
 /// `overcast replay`.
 pub fn replay(args: &ReplayArgs) -> u8 {
     if let Err(code) = init_log(&args.log) {
@@ -363,7 +376,13 @@ pub fn replay(args: &ReplayArgs) -> u8 {
     };
     let s = loaded.scenario;
     println!("{}", header(def, &s));
-    let r = run_isolated_with(def, &s);
+    watch::start(
+        args.max_wall,
+        Over::Stop,
+        Progress::Show("replaying".into()),
+    );
+    let r = run_isolated_with(watched(def), &s);
+    watch::finish();
     print_summary(&r);
     if args.record {
         return match std::fs::write(&args.file, SavedRun::of(&r).to_json()) {
@@ -378,8 +397,9 @@ pub fn replay(args: &ReplayArgs) -> u8 {
         let now = SavedOutcome::of(&r);
         if !exp.reproduced_by(&now) {
             println!(
-                "replay  DIFFERS from the saved outcome: saved {:?} property={:?}, now {:?} property={:?}",
-                exp.outcome, exp.property, now.outcome, now.property
+                "replay  DIFFERS from the saved outcome: saved {}, now {}",
+                outcome_words(&exp),
+                outcome_words(&now)
             );
         } else if now.trace_hash != exp.trace_hash {
             println!(
@@ -405,10 +425,16 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     let s = loaded.scenario;
     println!("{}", header(def, &s));
     let started = Instant::now();
-    let shrunk = overcast_harness::shrink::shrink(def, &s, args.max_tries, |step, r| {
+    watch::start(
+        args.max_wall,
+        Over::Stop,
+        Progress::Show("shrinking".into()),
+    );
+    let shrunk = overcast_harness::shrink::shrink(watched(def), &s, args.max_tries, |step, r| {
         let (ops, events) = overcast_harness::shrink::size(r);
-        println!("shrink  {step}: {ops} ops, {events} fault events");
+        watch::say(&format!("shrink  {step}: {ops} ops, {events} fault events"));
     });
+    watch::finish();
     let Some(shrunk) = shrunk else {
         println!("the scenario passes: nothing to shrink");
         return 0;
@@ -478,15 +504,14 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return bad_input(e),
     };
-    let names: Vec<&str> = if args.scenario == "all" {
-        CATALOGUE.names().collect()
-    } else {
-        vec![args.scenario.as_str()]
+    let names = match sweep_names(args.scenario.as_deref(), &args.bugs) {
+        Ok(n) => n,
+        Err(e) => return bad_input(e),
     };
     let mut defs = Vec::new();
     for name in &names {
         match scenario_for(name, 0, &args.bugs, args.swarm, &args.faults, args.throttle) {
-            Ok((def, _)) => defs.push(def),
+            Ok((def, _)) => defs.push(watched(def)),
             Err(e) => return bad_input(e),
         }
     }
@@ -511,8 +536,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     if args.coverage {
         return sweep_coverage(args, &names, &seeds, opts.jobs);
     }
+    watch::start(args.max_wall, Over::StopWithRerun, Progress::Off);
     let mut worst = Outcome::Passed;
     let scenario_count = defs.len() as u32;
+    let sweep_started = Instant::now();
+    let mut all_counts = std::collections::BTreeMap::<Outcome, usize>::new();
+    let mut all_seeds = 0usize;
     for def in defs {
         let name = def.name();
         let started = Instant::now();
@@ -545,14 +574,18 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             ),
         };
         println!(
-            "overcast: sweep {name} {what}{}, {} jobs, swarm={}, faults={}{}, determinism check={}, bugs=[{}]",
+            "overcast: sweep {name} {what}{}, {} jobs, swarm={}, faults={}{}, determinism check={}, bugs={}",
             shard.map_or(String::new(), |(k, n)| format!(", shard {k}/{n}")),
             opts.jobs,
-            args.swarm,
+            if args.swarm { "on" } else { "off" },
             args.faults,
             if args.throttle { ", throttle" } else { "" },
-            args.check_determinism,
-            args.bugs.join(",")
+            if args.check_determinism { "on" } else { "off" },
+            if args.bugs.is_empty() {
+                "none".to_string()
+            } else {
+                args.bugs.join(",")
+            }
         );
         let mut results = Vec::new();
         match budget {
@@ -656,8 +689,64 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             results.len() as f64 / secs.max(1e-9),
             tally(&counts),
         );
+        all_seeds += results.len();
+        for (o, n) in counts {
+            *all_counts.entry(o).or_default() += n;
+        }
+    }
+    if scenario_count > 1 {
+        let runs = all_seeds * if args.check_determinism { 2 } else { 1 };
+        println!(
+            "total: {scenario_count} scenarios, {all_seeds} seeds, {runs} runs in {:.1} s: {}",
+            sweep_started.elapsed().as_secs_f64(),
+            tally(&all_counts),
+        );
     }
     worst.exit_code()
+}
+
+/// The scenarios a sweep runs: the one named; else (or for `all`) every
+/// scenario, or with bugs given every scenario that has them all.
+fn sweep_names(scenario: Option<&str>, bugs: &[String]) -> Result<Vec<&'static str>, String> {
+    match scenario {
+        Some(name) if name != "all" => Ok(vec![CATALOGUE.find(name)?.name()]),
+        _ if bugs.is_empty() => Ok(CATALOGUE.names().collect()),
+        _ => {
+            for b in bugs {
+                if CATALOGUE.bug(b).is_none() {
+                    return Err(registry::unknown(
+                        "bug",
+                        b,
+                        CATALOGUE.bugs().iter().map(|k| k.name),
+                    ));
+                }
+            }
+            let names: Vec<&'static str> = CATALOGUE
+                .scenarios
+                .iter()
+                .filter(|d| bugs.iter().all(|b| d.bugs().iter().any(|k| k.name == b)))
+                .map(|d| d.name())
+                .collect();
+            if names.is_empty() {
+                let owners: Vec<String> = bugs
+                    .iter()
+                    .map(|b| {
+                        let of: Vec<&str> = CATALOGUE
+                            .scenarios_of_bug(b)
+                            .iter()
+                            .map(|d| d.name())
+                            .collect();
+                        format!("{b}: {}", of.join(", "))
+                    })
+                    .collect();
+                return Err(format!(
+                    "no scenario has all of these bugs ({})",
+                    owners.join("; ")
+                ));
+            }
+            Ok(names)
+        }
+    }
 }
 
 /// `overcast sweep occ --coverage`: the coverage table over the seeds.

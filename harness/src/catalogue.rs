@@ -1,5 +1,5 @@
 //! A program's list of scenarios: what the CLI finds by name, whose bugs
-//! make the bug table, and whose checkers read a saved history file. The
+//! make the bug table and whose checkers judge a saved history file. The
 //! harness names no scenario; the catalogue is handed to it.
 
 use crate::bug::BugInfo;
@@ -7,7 +7,7 @@ use crate::registry::{unknown, DynScenario};
 use crate::run::{harness_failure, run_with, RunResult};
 use crate::saved::{Loaded, SavedRun};
 use crate::scenario::Scenario;
-use overcast_sim::lin;
+use overcast_sim::check::{Outcome, Property};
 
 /// The registered scenarios, in the order the CLI lists them.
 pub struct Catalogue {
@@ -96,25 +96,97 @@ impl Catalogue {
         }
     }
 
-    /// Checks an overcast history file with the first scenario that
-    /// recognises it; the error names why none did.
-    pub fn check_history_file(
-        &self,
-        doc: &serde_json::Value,
-        opts: &lin::Options,
-    ) -> Result<lin::Report, String> {
-        let mut errors = Vec::new();
+    /// The registered scenarios `bug` belongs to, in catalogue order.
+    pub fn scenarios_of_bug(&self, bug: &str) -> Vec<&'static dyn DynScenario> {
+        self.scenarios
+            .iter()
+            .copied()
+            .filter(|d| d.bugs().iter().any(|b| b.name == bug))
+            .collect()
+    }
+
+    /// Every property a registered scenario judges, each once (by id; the
+    /// meaning is the first scenario's), in catalogue order and each
+    /// scenario's checker order, with the scenarios that judge it.
+    pub fn properties(&self) -> Vec<(Property, Vec<&'static str>)> {
+        let mut all: Vec<(Property, Vec<&'static str>)> = Vec::new();
         for def in self.scenarios {
-            match def.check_history_file(doc, opts) {
-                Some(Ok(report)) => return Ok(report),
-                Some(Err(e)) => errors.push(format!("{}: {e}", def.name())),
-                None => {}
+            for p in def.properties() {
+                match all.iter_mut().find(|(a, _)| a.id == p.id) {
+                    Some((_, names)) => names.push(def.name()),
+                    None => all.push((p, vec![def.name()])),
+                }
             }
         }
-        Err(if errors.is_empty() {
-            "no registered scenario checks this kind of history".into()
-        } else {
-            errors.join("; ")
+        all
+    }
+
+    /// Judges an overcast history file (parsed JSON) with the checkers of
+    /// the scenario that recorded it. The run it came from is the file's
+    /// `scenario` field ([`crate::saved::history_file`] writes it), else
+    /// `beside` (the saved run found next to the file); without either,
+    /// the error names the scenarios whose history it could be and says
+    /// why it cannot be judged. The result is a run whose world is empty:
+    /// its history, checks and outcome are what the file gave (liveness,
+    /// judged on the world, is not among the checks).
+    pub fn check_history_file(
+        &self,
+        mut doc: serde_json::Value,
+        beside: Option<Scenario>,
+    ) -> Result<RunResult, String> {
+        let Some(fields) = doc.as_object_mut() else {
+            return Err("not a history: expected a JSON object".into());
+        };
+        let recorded = match fields.remove("scenario") {
+            Some(v) => {
+                let (s, _) = Scenario::from_value(v)
+                    .map_err(|e| format!("the run the history names: {e}"))?;
+                Some(s)
+            }
+            None => beside,
+        };
+        let Some(s) = recorded else {
+            let readers: Vec<&str> = self
+                .scenarios
+                .iter()
+                .filter(|d| d.read_history(doc.clone()).is_ok())
+                .map(|d| d.name())
+                .collect();
+            return Err(match readers.as_slice() {
+                [] => format!(
+                    "not a history any registered scenario records ({})",
+                    self.scenarios
+                        .first()
+                        .map(|d| d.read_history(doc.clone()).err().unwrap_or_default())
+                        .unwrap_or_default()
+                ),
+                names => format!(
+                    "a history of {} without the run that recorded it (no \"scenario\" field, no saved run beside it), and its checkers need the run's parameters: `run --history FILE` and saved failures write histories that carry it",
+                    names.join(" or ")
+                ),
+            });
+        };
+        self.validate(&s)?;
+        let def = self.find(&s.name)?;
+        let started = std::time::Instant::now();
+        let history = def.read_history(doc)?;
+        let checks = def.check_history(&*history, &s.params)?;
+        let outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+        let check_wall = started.elapsed();
+        Ok(RunResult {
+            trace_hash: history.trace_hash(),
+            scenario: s,
+            history,
+            world: Default::default(),
+            counters: Default::default(),
+            checks,
+            outcome,
+            harness_error: None,
+            wall: check_wall,
+            check_wall,
+            drawn: Default::default(),
+            subjects: Default::default(),
+            page: None,
         })
     }
 }

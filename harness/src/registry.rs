@@ -10,7 +10,7 @@
 
 use crate::bug::BugInfo;
 use crate::scenario::Scenario;
-use overcast_sim::check::{Checked, Checker, Property, PropertyId};
+use overcast_sim::check::{Checked, Checker, Property, PropertyId, LIVENESS};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::History;
 use overcast_sim::timeline::{clock_secs, node_lane, secs, Mark, MarkKind, Timeline, Tone};
@@ -92,6 +92,43 @@ pub fn once<P>(i: usize, f: impl FnOnce() -> Option<P>) -> Option<P> {
     } else {
         None
     }
+}
+
+/// The largest value a size parameter of a scenario may take
+/// ([`ScenarioDef::limits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeLimit {
+    /// The parameter: a top-level field of the scenario's parameters.
+    pub param: &'static str,
+    /// Its largest value.
+    pub max: u64,
+}
+
+impl SizeLimit {
+    /// The limit `param <= max`.
+    pub const fn new(param: &'static str, max: u64) -> SizeLimit {
+        SizeLimit { param, max }
+    }
+}
+
+/// Checks `params` (a scenario's parameters as JSON) against `limits`; the
+/// error names the parameter, its value and the limit, in one line.
+pub fn check_limits(
+    scenario: &str,
+    limits: &[SizeLimit],
+    params: &serde_json::Value,
+) -> Result<(), String> {
+    for l in limits {
+        if let Some(v) = params.get(l.param).and_then(serde_json::Value::as_u64) {
+            if v > l.max {
+                return Err(format!(
+                    "{} is {v}, more than {scenario} is built for (at most {}; `overcast list` gives every scenario's limits)",
+                    l.param, l.max
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// History client ids from this one on are a check's own calls (occ's
@@ -274,8 +311,9 @@ pub trait ScenarioDef: Send + Sync + 'static {
     /// Its own parameters (serde; unknown fields must be rejected with
     /// `#[serde(deny_unknown_fields)]`).
     type Params: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Send + Sync + 'static;
-    /// The history its nodes record.
-    type History: RunHistory;
+    /// The history its nodes record (read back from its file by
+    /// `overcast check`, so it deserialises too).
+    type History: RunHistory + DeserializeOwned;
 
     /// The name used on the command line and in files.
     fn name(&self) -> &'static str;
@@ -329,15 +367,12 @@ pub trait ScenarioDef: Send + Sync + 'static {
     fn checkers(&self, p: &Self::Params) -> Vec<Box<dyn Checker<Self::History>>>;
     /// Its shrink reductions on parameters, most powerful first.
     fn reductions(&self) -> Vec<Reduction<Self::Params>>;
-    /// Linearizability of a saved history file of this scenario, for
-    /// `overcast check`: `None` when the scenario has no such check or the
-    /// document is not one of its histories. Default: `None`.
-    fn check_history_file(
-        &self,
-        _doc: &serde_json::Value,
-        _opts: &overcast_sim::lin::Options,
-    ) -> Option<Result<overcast_sim::lin::Report, String>> {
-        None
+    /// The largest values of its size parameters: a run beyond them is not
+    /// one the scenario was built for (it takes minutes, or its checks give
+    /// up). Checked before [`ScenarioDef::validate`], for saved files too;
+    /// `overcast list` shows them. Default: none.
+    fn limits(&self) -> &'static [SizeLimit] {
+        &[]
     }
     /// Whether a violation of `property` stays one in every longer run: it
     /// is judged on what happened before it (no liveness, nothing about the
@@ -434,12 +469,23 @@ pub trait DynScenario: Send + Sync {
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value>;
     /// Generated scenarios (parameters, seed and swarm switch).
     fn strategy(&'static self) -> BoxedStrategy<Scenario>;
-    /// [`ScenarioDef::check_history_file`].
-    fn check_history_file(
+    /// [`ScenarioDef::limits`].
+    fn limits(&self) -> &'static [SizeLimit];
+    /// The properties its checkers judge with the default parameters of
+    /// seed 0, in checker order, each once, then [`LIVENESS`] (which every
+    /// run judges).
+    fn properties(&self) -> Vec<Property>;
+    /// Reads a history of this scenario from its JSON (the `.history.json`
+    /// file without the run it came from); one line when it is not one.
+    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, String>;
+    /// Judges a history this scenario recorded (as [`DynScenario::read_history`]
+    /// reads it) with its checkers for `params`: one record per checker, in
+    /// order (liveness, judged on the world, is not among them).
+    fn check_history(
         &self,
-        doc: &serde_json::Value,
-        opts: &overcast_sim::lin::Options,
-    ) -> Option<Result<overcast_sim::lin::Report, String>>;
+        history: &dyn RunHistory,
+        params: &serde_json::Value,
+    ) -> Result<Vec<CheckRecord>, String>;
     /// Draws run `s` (whose plan is resolved) on `t`: what the world did
     /// (its topology, the plan as [`ScenarioDef::adjust_plan`] shaped it,
     /// `world`'s events) and the history ([`ScenarioDef::timeline`]; the
@@ -455,6 +501,17 @@ pub trait DynScenario: Send + Sync {
 
 fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, String> {
     T::deserialize(v).map_err(|e| format!("the parameters of scenario '{name}' are not valid: {e}"))
+}
+
+/// Each of `def`'s checkers for `p` on `history`, in order.
+fn judge<D: ScenarioDef>(def: &D, p: &D::Params, history: &D::History) -> Vec<CheckRecord> {
+    def.checkers(p)
+        .iter()
+        .map(|c| CheckRecord {
+            properties: c.properties(),
+            checked: c.check(history),
+        })
+        .collect()
 }
 
 fn to_value<T: Serialize>(t: &T) -> serde_json::Value {
@@ -476,6 +533,7 @@ impl<D: ScenarioDef> DynScenario for D {
     }
     fn check_params(&self, params: &serde_json::Value) -> Result<(), String> {
         let p: D::Params = parse(ScenarioDef::name(self), params)?;
+        check_limits(ScenarioDef::name(self), ScenarioDef::limits(self), params)?;
         self.validate(&p)
     }
     fn header(&self, params: &serde_json::Value) -> String {
@@ -516,14 +574,7 @@ impl<D: ScenarioDef> DynScenario for D {
         let (drawn, subjects) = plan.finish();
         let (history, counters) = (deployment.collect)(&world);
         let started = std::time::Instant::now();
-        let checks = self
-            .checkers(&p)
-            .iter()
-            .map(|c| CheckRecord {
-                properties: c.properties(),
-                checked: c.check(&history),
-            })
-            .collect();
+        let checks = judge(self, &p, &history);
         Ok(Executed {
             history: Box::new(history),
             world,
@@ -545,12 +596,45 @@ impl<D: ScenarioDef> DynScenario for D {
         let reductions = self.reductions();
         (reductions.get(r)?.1)(&p, i).map(|q| to_value(&q))
     }
-    fn check_history_file(
+    fn limits(&self) -> &'static [SizeLimit] {
+        ScenarioDef::limits(self)
+    }
+    fn properties(&self) -> Vec<Property> {
+        let mut all: Vec<Property> = Vec::new();
+        for c in self.checkers(&self.params(0)) {
+            for p in c.properties() {
+                if !all.iter().any(|a| a.id == p.id) {
+                    all.push(*p);
+                }
+            }
+        }
+        if !all.iter().any(|a| a.id == LIVENESS.id) {
+            all.push(LIVENESS);
+        }
+        all
+    }
+    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, String> {
+        let h: D::History = serde_path_to_error::deserialize(doc).map_err(|e| {
+            format!(
+                "not a history of scenario '{}': {}: {}",
+                ScenarioDef::name(self),
+                e.path(),
+                e.inner()
+            )
+        })?;
+        Ok(Box::new(h))
+    }
+    fn check_history(
         &self,
-        doc: &serde_json::Value,
-        opts: &overcast_sim::lin::Options,
-    ) -> Option<Result<overcast_sim::lin::Report, String>> {
-        ScenarioDef::check_history_file(self, doc, opts)
+        history: &dyn RunHistory,
+        params: &serde_json::Value,
+    ) -> Result<Vec<CheckRecord>, String> {
+        let p: D::Params = parse(ScenarioDef::name(self), params)?;
+        let h = history
+            .as_any()
+            .downcast_ref::<D::History>()
+            .ok_or_else(|| format!("not a history of scenario '{}'", ScenarioDef::name(self)))?;
+        Ok(judge(self, &p, h))
     }
     fn draw(
         &self,

@@ -3,7 +3,7 @@
 //! whether it still does the same; where failures are saved, under which
 //! names, and the commands that replay them.
 
-use crate::registry::DynScenario;
+use crate::registry::{DynScenario, RunHistory};
 use crate::run::RunResult;
 use crate::scenario::Scenario;
 use overcast_sim::check::Outcome;
@@ -140,8 +140,9 @@ impl SavedRun {
 }
 
 /// How the commands a run prints start (`cargo run --release --`, or the
-/// path of the binary that was run): set once by the program, read by
-/// [`run_command`] and [`replay_command`].
+/// path of the binary that was run): set once by the program (the CLI
+/// tells it from how it was started), read by [`run_command`] and
+/// [`replay_command`].
 static INVOCATION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Says how the printed commands start (the first call wins).
@@ -159,7 +160,12 @@ pub fn invocation() -> &'static str {
 
 /// The command line that runs `s` (a run of `def`) again from its name and seed.
 pub fn run_command(def: &dyn DynScenario, s: &Scenario) -> String {
-    let mut cmd = format!("{} run {} --seed {}", invocation(), s.name, s.seed);
+    let mut cmd = format!(
+        "{} run {} --seed {}",
+        invocation(),
+        shell_word(&s.name),
+        s.seed
+    );
     for b in &s.bugs {
         cmd += &format!(" --bug {b}");
     }
@@ -174,9 +180,27 @@ pub fn run_command(def: &dyn DynScenario, s: &Scenario) -> String {
     cmd
 }
 
-/// The command line that replays a saved file.
+/// The command line that replays a saved file (its path as given: relative
+/// to the working directory, or absolute).
 pub fn replay_command(path: &Path) -> String {
-    format!("{} replay {}", invocation(), path.display())
+    format!(
+        "{} replay {}",
+        invocation(),
+        shell_word(&path.to_string_lossy())
+    )
+}
+
+/// A word for a POSIX shell: as is when it is plain, else single-quoted.
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// The file stem a failure of `s` (a run of `def`) is saved under:
@@ -193,6 +217,28 @@ pub fn failure_stem(def: &dyn DynScenario, s: &Scenario) -> String {
         stem += &format!("-{b}");
     }
     stem
+}
+
+/// How the name of a failure's history file ends (`STEM.history.json`,
+/// beside the saved run `STEM.json`).
+pub const HISTORY_SUFFIX: &str = ".history.json";
+
+/// A history file's text: the history's JSON (`{"version": 1, "ops": …}`)
+/// with the run that recorded it first, as its `scenario` field, so that
+/// `overcast check` judges it with that run's scenario and parameters.
+pub fn history_file(s: &Scenario, history: &dyn RunHistory) -> String {
+    let json = history.to_json();
+    let fields = json.trim_start().strip_prefix('{').unwrap_or(&json);
+    let scenario = s.to_json().replace('\n', "\n  ");
+    format!("{{\n  \"scenario\": {scenario},{fields}")
+}
+
+/// The saved run beside a failure's history file (`STEM.json` for
+/// `STEM.history.json`), if the name is one.
+pub fn saved_run_beside(history: &Path) -> Option<PathBuf> {
+    let name = history.file_name()?.to_str()?;
+    let stem = name.strip_suffix(HISTORY_SUFFIX)?;
+    Some(history.with_file_name(format!("{stem}.json")))
 }
 
 /// The files a saved failure was written to.
@@ -221,8 +267,8 @@ pub fn save_failure(
         ..SavedRun::of(r)
     };
     std::fs::write(&path, saved.to_json())?;
-    let history = dir.join(format!("{stem}.history.json"));
-    std::fs::write(&history, r.history.to_json())?;
+    let history = dir.join(format!("{stem}{HISTORY_SUFFIX}"));
+    std::fs::write(&history, history_file(&r.scenario, &*r.history))?;
     let html = match r.html() {
         Some(page) => {
             let p = dir.join(format!("{stem}.html"));
@@ -236,4 +282,20 @@ pub fn save_failure(
         history,
         html,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_when_they_need_it() {
+        assert_eq!(
+            shell_word("target/release/overcast"),
+            "target/release/overcast"
+        );
+        assert_eq!(shell_word("/tmp/my dir/x"), "'/tmp/my dir/x'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 }

@@ -1,5 +1,13 @@
-//! The CLI on bad input: one clear line on stderr and exit code 2, never a panic.
+//! The CLI as a user meets it: bad input gets one clear line on stderr and
+//! exit code 2, never a panic; it lists its own scenarios, bugs and
+//! properties; every command's help has an example; the commands it prints
+//! work from where the user is; a run has a wall-clock budget and sizes
+//! beyond a scenario's limits are refused at once; every scenario's history
+//! file is checked by its own checkers; and its own lines never show Rust's
+//! Debug formatting.
 
+use overcast_scenarios::CATALOGUE;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn overcast(args: &[&str]) -> (i32, String, String) {
@@ -382,4 +390,632 @@ fn bench_prints_each_round_and_the_median_ratio_of_interleaved_runs() {
     let mut both: Vec<f64> = rounds.iter().map(|r| ratio(r)).collect();
     both.sort_by(f64::total_cmp);
     assert!((ratio(median) - both[1]).abs() < 0.01, "{out}");
+}
+
+/// A fresh folder under the system's temporary folder.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("overcast-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// How a test starts the binary.
+enum Started {
+    /// By its absolute path, with none of cargo's variables (as a user who
+    /// built it and runs `target/release/overcast` would).
+    ByPath,
+    /// By its bare name, found on `PATH` (as after `cargo install`).
+    OnPath,
+    /// As `cargo run` starts it (cargo's variables naming this package).
+    ByCargo,
+}
+
+/// Runs the binary in `dir`, started as `how` says.
+fn overcast_in(dir: &Path, how: Started, args: &[&str]) -> (i32, String, String) {
+    let bin = Path::new(env!("CARGO_BIN_EXE_overcast"));
+    let mut cmd = match how {
+        Started::OnPath => Command::new("overcast"),
+        _ => Command::new(bin),
+    };
+    cmd.current_dir(dir).args(args);
+    for var in ["CARGO", "CARGO_MANIFEST_DIR", "CARGO_PKG_NAME"] {
+        cmd.env_remove(var);
+    }
+    match how {
+        Started::OnPath => {
+            let path =
+                std::env::join_paths(std::iter::once(bin.parent().unwrap().to_path_buf()).chain(
+                    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+                ))
+                .unwrap();
+            cmd.env("PATH", path);
+        }
+        Started::ByCargo => {
+            cmd.env("CARGO", "cargo")
+                .env("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"))
+                .env("CARGO_PKG_NAME", env!("CARGO_PKG_NAME"));
+        }
+        Started::ByPath => {}
+    }
+    let out = cmd.output().expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The rest of the line of `out` that starts with `label`.
+fn line_after<'a>(out: &'a str, label: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.strip_prefix(label))
+        .unwrap_or_else(|| panic!("no line starting {label:?} in:\n{out}"))
+        .trim()
+}
+
+/// Runs a printed command line with the shell, in `dir`, with `path` as PATH.
+fn shell_in(dir: &Path, line: &str, path: Option<&std::ffi::OsStr>) -> (i32, String, String) {
+    let mut cmd = Command::new("sh");
+    cmd.current_dir(dir).arg("-c").arg(line);
+    for var in ["CARGO", "CARGO_MANIFEST_DIR", "CARGO_PKG_NAME"] {
+        cmd.env_remove(var);
+    }
+    if let Some(p) = path {
+        cmd.env("PATH", p);
+    }
+    let out = cmd.output().expect("sh runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn list_shows_every_scenario_bug_and_property() {
+    let (code, out, err) = overcast(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    for def in CATALOGUE.scenarios {
+        let head = format!("{}: {}", def.name(), def.describe());
+        assert!(out.lines().any(|l| l == head), "{head:?} not in:\n{out}");
+        for l in def.limits() {
+            assert!(out.contains(&format!("{} {}", l.param, l.max)), "{out}");
+        }
+    }
+    let (code, out, _) = overcast(&["list", "bugs", "leases"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    let leases: Vec<&str> = CATALOGUE
+        .find("leases")
+        .unwrap()
+        .bugs()
+        .iter()
+        .map(|b| b.name)
+        .collect();
+    assert_eq!(names, leases);
+    let (_, all, _) = overcast(&["list", "bugs"]);
+    assert_eq!(all.lines().count(), CATALOGUE.bugs().len() + 1, "{all}");
+    let skip = all
+        .lines()
+        .find(|l| l.starts_with("skip_if_match "))
+        .unwrap();
+    assert!(
+        skip.contains("occ, occ-replicated") && skip.contains("linearizability"),
+        "{skip}"
+    );
+    assert_bad_input(&["list", "bugs", "nope"], "unknown scenario 'nope'");
+    let (code, out, _) = overcast(&["list", "properties"]);
+    assert_eq!(code, 0);
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    let properties = CATALOGUE.properties();
+    assert_eq!(rows.len(), properties.len(), "{out}");
+    for ((p, _), row) in properties.iter().zip(&rows) {
+        assert!(row.starts_with(&format!("{} ", p.id)), "{row}");
+        assert!(row.ends_with(p.meaning), "{row}");
+    }
+    assert!(
+        out.contains("liveness") && out.contains("every scenario"),
+        "{out}"
+    );
+}
+
+/// Every property a scenario judges has a meaning of its own, one id means
+/// one thing wherever it is judged, and the list names each once.
+#[test]
+fn every_property_has_a_meaning_and_appears_once() {
+    let all = CATALOGUE.properties();
+    assert!(all.len() > 20, "{} properties", all.len());
+    for (i, (p, by)) in all.iter().enumerate() {
+        assert!(!p.meaning.trim().is_empty(), "{} has no meaning", p.id);
+        assert_ne!(p.meaning, p.id.as_str(), "{}'s meaning is its id", p.id);
+        assert!(!by.is_empty(), "{}", p.id);
+        assert!(
+            all[..i].iter().all(|(q, _)| q.id != p.id),
+            "{} listed twice",
+            p.id
+        );
+    }
+    for def in CATALOGUE.scenarios {
+        for p in def.properties() {
+            let listed = all.iter().find(|(q, _)| q.id == p.id).unwrap();
+            assert!(listed.1.contains(&def.name()), "{} {}", def.name(), p.id);
+        }
+    }
+}
+
+#[test]
+fn every_command_s_help_has_an_example() {
+    for command in [
+        "run", "sweep", "merge", "replay", "shrink", "bugs", "check", "bench", "script", "list",
+    ] {
+        let (code, out, _) = overcast(&[command, "--help"]);
+        assert_eq!(code, 0, "{command}");
+        let example = out
+            .split_once("Example")
+            .unwrap_or_else(|| panic!("`{command} --help` has no example:\n{out}"))
+            .1;
+        assert!(
+            example.contains(&format!("overcast {command}")),
+            "{command}: {example}"
+        );
+    }
+    let (_, run_help, _) = overcast(&["run", "--help"]);
+    assert!(!run_help.contains("README"), "{run_help}");
+    assert!(run_help.contains("overcast list"), "{run_help}");
+    assert!(run_help.contains("--max-wall"), "{run_help}");
+}
+
+/// The replay and rerun commands a failure prints, run from the folder the
+/// binary was started in, do what they say, however it was started.
+#[test]
+fn the_printed_commands_work_from_where_the_user_is() {
+    let dir = temp_dir("printed");
+    let bin = env!("CARGO_BIN_EXE_overcast");
+    let (code, out, err) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &["run", "occ", "--seed", "0", "--bug", "skip_if_match"],
+    );
+    assert_eq!(code, 1, "{out}\n{err}");
+    let replay = line_after(&out, "replay  ");
+    assert_eq!(
+        replay,
+        format!("{bin} replay target/overcast/failures/occ-seed0-skip_if_match.json")
+    );
+    assert!(dir
+        .join("target/overcast/failures/occ-seed0-skip_if_match.json")
+        .is_file());
+    let (code, again, err) = shell_in(&dir, replay, None);
+    assert_eq!(code, 1, "{again}\n{err}");
+    assert!(
+        again.contains("replay  reproduced the saved outcome exactly"),
+        "{again}"
+    );
+    let rerun = line_after(&out, "rerun   ");
+    assert_eq!(rerun, format!("{bin} run occ --seed 0 --bug skip_if_match"));
+    let (code, again, _) = shell_in(&dir, rerun, None);
+    assert_eq!(code, 1, "{again}");
+    assert!(again.contains("verdict VIOLATION"), "{again}");
+
+    // Found on PATH: the bare name, which the same PATH finds again.
+    let (code, out, err) = overcast_in(
+        &dir,
+        Started::OnPath,
+        &["run", "occ", "--seed", "0", "--bug", "skip_if_match"],
+    );
+    assert_eq!(code, 1, "{out}\n{err}");
+    let replay = line_after(&out, "replay  ");
+    assert_eq!(
+        replay,
+        "overcast replay target/overcast/failures/occ-seed0-skip_if_match.json"
+    );
+    let path = std::env::join_paths(
+        std::iter::once(Path::new(bin).parent().unwrap().to_path_buf()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ),
+    )
+    .unwrap();
+    let (code, again, err) = shell_in(&dir, replay, Some(&path));
+    assert_eq!(code, 1, "{again}\n{err}");
+    assert!(
+        again.contains("reproduced the saved outcome exactly"),
+        "{again}"
+    );
+
+    // Through cargo, outside the package's folder: cargo is told where it is.
+    let (code, out, _) = overcast_in(
+        &dir,
+        Started::ByCargo,
+        &["run", "occ", "--seed", "0", "--bug", "skip_if_match"],
+    );
+    assert_eq!(code, 1, "{out}");
+    let replay = line_after(&out, "replay  ");
+    if std::env::var_os("CARGO_TARGET_DIR").is_none() {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        assert_eq!(
+            replay,
+            format!(
+                "cargo run --release --manifest-path {} -- replay target/overcast/failures/occ-seed0-skip_if_match.json",
+                manifest.display()
+            )
+        );
+        // What follows `--` is the binary's own command line.
+        let args: Vec<&str> = replay
+            .split_once(" -- ")
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        let (code, again, _) = overcast_in(&dir, Started::ByPath, &args);
+        assert_eq!(code, 1, "{again}");
+    }
+
+    // A saved path given as absolute stays absolute.
+    let out_dir = dir.join("out");
+    let out_arg = out_dir.to_string_lossy().into_owned();
+    let (code, out, _) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &[
+            "sweep",
+            "occ",
+            "--seeds",
+            "0..1",
+            "--bug",
+            "skip_if_match",
+            "--out",
+            &out_arg,
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    let replay = line_after(&out, "replay  ");
+    assert_eq!(
+        replay,
+        format!("{bin} replay {out_arg}/failures/occ-seed0-skip_if_match.json")
+    );
+    let (code, _, err) = shell_in(&std::env::temp_dir(), replay, None);
+    assert_eq!(code, 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sweep_with_a_bug_runs_the_bug_s_scenarios_and_ends_with_a_total() {
+    let dir = temp_dir("sweep-bug");
+    let (code, out, err) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &[
+            "sweep",
+            "--bug",
+            "skip_if_match",
+            "--seeds",
+            "0..1",
+            "--save-failures",
+            "0",
+        ],
+    );
+    assert_eq!(code, 1, "{out}\n{err}");
+    let swept: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("overcast: sweep "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(swept, ["occ", "occ-replicated"], "{out}");
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("total: 2 scenarios, 2 seeds, 2 runs in ")
+            && last.ends_with(": 0 passed, 2 violations"),
+        "{last}"
+    );
+    // One scenario: its own summary is the last line.
+    let (_, out, _) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &["sweep", "cosmos", "--seeds", "0..2"],
+    );
+    assert!(!out.contains("total:"), "{out}");
+    assert!(
+        out.lines().last().unwrap().starts_with("cosmos: 2 seeds"),
+        "{out}"
+    );
+    assert_bad_input(
+        &["sweep", "--bug", "skip_if_match", "--bug", "lease_id_reuse"],
+        "no scenario has all of these bugs",
+    );
+    assert_bad_input(
+        &["sweep", "leases", "--bug", "skip_if_match"],
+        "does not belong to scenario 'leases'",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_run_past_its_wall_budget_ends_with_one_line_and_exit_6() {
+    let dir = temp_dir("max-wall");
+    let stopped = |args: &[&str], needle: &str| {
+        let (code, out, err) = overcast_in(&dir, Started::ByPath, args);
+        assert_eq!(code, 6, "{args:?}\n{out}\n{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+        assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+    };
+    stopped(
+        &["run", "regions", "--max-wall", "1ms"],
+        "the run of regions seed 0 went on for more than --max-wall 1ms: stopped",
+    );
+    stopped(
+        &["sweep", "occ", "--seeds", "0..4", "--max-wall", "1ms"],
+        "runs it alone",
+    );
+    let (code, _, _) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &["run", "occ", "--seed", "0", "--bug", "skip_if_match"],
+    );
+    assert_eq!(code, 1);
+    let saved = "target/overcast/failures/occ-seed0-skip_if_match.json";
+    stopped(&["replay", saved, "--max-wall", "1ms"], "--max-wall 1ms");
+    stopped(&["shrink", saved, "--max-wall", "1ms"], "--max-wall 1ms");
+    // Within the budget nothing changes, and nothing is said on stderr.
+    let (code, _, err) = overcast_in(&dir, Started::ByPath, &["run", "occ", "--max-wall", "5m"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_bad_input(
+        &["run", "occ", "--max-wall", "soon"],
+        "--max-wall takes a duration",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every limit names a size parameter of its scenario that the defaults
+/// keep within it, and one more than the limit is refused in one line, in
+/// a saved file too, before anything runs.
+#[test]
+fn sizes_beyond_a_scenario_s_limits_are_refused_at_once() {
+    for def in CATALOGUE.scenarios {
+        assert!(!def.limits().is_empty(), "{} has no limits", def.name());
+        for l in def.limits() {
+            let mut s = CATALOGUE.scenario(def.name(), 0).unwrap();
+            let value = s.params.get(l.param).and_then(|v| v.as_u64());
+            let value = value.unwrap_or_else(|| panic!("{}: no parameter {}", def.name(), l.param));
+            assert!(
+                value <= l.max,
+                "{}: default {} above {}",
+                def.name(),
+                l.param,
+                l.max
+            );
+            s.params[l.param] = (l.max + 1).into();
+            let err = CATALOGUE.validate(&s).unwrap_err();
+            assert!(
+                err.starts_with(&format!(
+                    "{} is {}, more than {}",
+                    l.param,
+                    l.max + 1,
+                    def.name()
+                )),
+                "{err}"
+            );
+            s.params[l.param] = l.max.into();
+            CATALOGUE.validate(&s).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    let dir = temp_dir("limits");
+    let mut s: serde_json::Value =
+        serde_json::from_str(&CATALOGUE.scenario("occ", 1).unwrap().to_json()).unwrap();
+    s["params"]["keys"] = 100_000.into();
+    let file = dir.join("occ-keys.json");
+    std::fs::write(&file, s.to_string()).unwrap();
+    let started = std::time::Instant::now();
+    assert_bad_input(
+        &["replay", &file.to_string_lossy()],
+        "keys is 100000, more than occ is built for (at most 1000",
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A bug per scenario that a history checker (not liveness) catches on seed 0.
+const CAUGHT_ON_SEED_0: &[(&str, &str)] = &[
+    ("occ", "skip_if_match"),
+    ("leases", "write_without_lease_check"),
+    ("cosmos", "cosmos_upsert_keeps_etag"),
+    ("search", "search_if_none_match_ignored"),
+    ("queues", "poll_ignores_priority"),
+    ("feed", "page_sorted_by_id"),
+    ("regions", "failover_loses_committed"),
+    ("occ-replicated", "failover_loses_committed"),
+];
+
+#[test]
+fn check_judges_every_scenario_s_history_file_as_its_run_did() {
+    let dir = temp_dir("check-histories");
+    let names: Vec<&str> = CATALOGUE.names().collect();
+    let covered: Vec<&str> = CAUGHT_ON_SEED_0.iter().map(|(s, _)| *s).collect();
+    assert_eq!(covered, names, "one bug per scenario");
+    std::thread::scope(|scope| {
+        for (scenario, bug) in CAUGHT_ON_SEED_0 {
+            let dir = &dir;
+            scope.spawn(move || {
+                let history = format!("{scenario}.history.json");
+                let (code, out, err) = overcast_in(
+                    dir,
+                    Started::ByPath,
+                    &[
+                        "run",
+                        scenario,
+                        "--seed",
+                        "0",
+                        "--bug",
+                        bug,
+                        "--history",
+                        &history,
+                    ],
+                );
+                assert_eq!(code, 1, "{scenario}\n{out}\n{err}");
+                let saved = dir.join(format!(
+                    "target/overcast/failures/{scenario}-seed0-{bug}.json"
+                ));
+                let saved: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+                let property = saved["outcome"]["property"].as_str().unwrap().to_string();
+                // The file `--history` wrote, and the one saved beside the failure.
+                let beside =
+                    format!("target/overcast/failures/{scenario}-seed0-{bug}.history.json");
+                for file in [history.as_str(), beside.as_str()] {
+                    let (code, out, err) =
+                        overcast_in(dir, Started::ByPath, &["check", "--json", file]);
+                    assert_eq!(code, 1, "{scenario} {file}\n{out}\n{err}");
+                    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+                    assert_eq!(v["verdict"], "violation", "{v}");
+                    assert_eq!(v["scenario"], *scenario, "{v}");
+                    assert_eq!(v["property"], property.as_str(), "{scenario}: {v}");
+                }
+                let (_, text, _) = overcast_in(dir, Started::ByPath, &["check", &history]);
+                assert!(
+                    text.starts_with(&format!("{history}: violation ops=")),
+                    "{text}"
+                );
+            });
+        }
+    });
+    // A passing run's history passes.
+    let (code, _, _) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &["run", "leases", "--seed", "3", "--history", "ok.json"],
+    );
+    assert_eq!(code, 0);
+    let (code, out, err) = overcast_in(&dir, Started::ByPath, &["check", "ok.json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.starts_with("ok.json: passed ops="), "{out}");
+    // A saved failure is replayed, not checked.
+    let saved = "target/overcast/failures/occ-seed0-skip_if_match.json";
+    let (code, _, err) = overcast_in(&dir, Started::ByPath, &["check", saved]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("a saved run, not a history") && err.contains("replay"),
+        "{err}"
+    );
+    // A history that does not say its run: which scenario's it is, and why not.
+    let mut bare: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("leases.history.json")).unwrap())
+            .unwrap();
+    bare.as_object_mut().unwrap().remove("scenario");
+    std::fs::write(dir.join("bare.json"), bare.to_string()).unwrap();
+    let (code, _, err) = overcast_in(&dir, Started::ByPath, &["check", "bare.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("a history of leases without the run that recorded it"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether a line shows Rust's Debug formatting: `Some(`, `None`, a
+/// struct's `Name { field: …`, or a list of quoted strings.
+fn debug_syntax(line: &str) -> bool {
+    let struct_literal = line.match_indices(" { ").any(|(i, _)| {
+        let before = line[..i]
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .next()
+            .unwrap_or("");
+        let after = &line[i + 3..];
+        let field: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        before.starts_with(|c: char| c.is_ascii_uppercase())
+            && !field.is_empty()
+            && after[field.len()..].starts_with(':')
+    });
+    line.contains("Some(")
+        || line
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w == "None")
+        || struct_literal
+        || line.contains("[\"")
+}
+
+#[test]
+fn debug_syntax_is_recognised() {
+    assert!(debug_syntax("x NetworkFaults { duplicate: 0.02 }"));
+    assert!(debug_syntax("expected: Some(\"a\")"));
+    assert!(debug_syntax("body: None"));
+    assert!(debug_syntax("[\"a\", \"b\"]"));
+    assert!(!debug_syntax("options swarm=off bugs=none servers=2"));
+    assert!(!debug_syntax(
+        "faults  network: latency 1–10 ms, 2% duplicated"
+    ));
+}
+
+/// The CLI's own lines (the header, the summary's counts, verdict and
+/// times, and the saved, report, replay and rerun lines) of every
+/// scenario's default run, swarm run and a seeded bug's run show no Debug
+/// formatting. The checkers' own words (the `checks` line's notes, the
+/// violations and explanations) are the scenarios' and are not judged here.
+#[test]
+fn the_cli_s_own_lines_show_no_debug_formatting() {
+    let dir = temp_dir("no-debug");
+    let own = |line: &str| {
+        [
+            "overcast: ",
+            "options ",
+            "faults  ",
+            "        network:",
+            "        disk:",
+            "        clocks:",
+            "        timed:",
+            "ops     ",
+            "time    ",
+            "verdict ",
+            "saved   ",
+            "report  ",
+            "replay  ",
+            "rerun   ",
+        ]
+        .iter()
+        .any(|p| line.starts_with(p))
+    };
+    let outputs: Vec<(String, String)> = std::thread::scope(|scope| {
+        let runs: Vec<_> = CAUGHT_ON_SEED_0
+            .iter()
+            .flat_map(|(scenario, bug)| {
+                [
+                    vec![scenario.to_string()],
+                    vec![scenario.to_string(), "--swarm".into()],
+                    vec![scenario.to_string(), "--bug".into(), bug.to_string()],
+                ]
+            })
+            .map(|mut args| {
+                let dir = &dir;
+                args.insert(0, "run".into());
+                scope.spawn(move || {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    let (_, out, err) = overcast_in(dir, Started::ByPath, &args);
+                    assert!(err.is_empty(), "{args:?}: {err}");
+                    (args.join(" "), out)
+                })
+            })
+            .collect();
+        runs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut judged = 0;
+    for (args, out) in &outputs {
+        // The header ends where the summary starts.
+        let header_end = out.lines().position(|l| l.starts_with("ops     ")).unwrap();
+        for (i, line) in out.lines().enumerate() {
+            if i < header_end || own(line) {
+                judged += 1;
+                assert!(!debug_syntax(line), "{args}: {line}");
+            }
+        }
+    }
+    assert!(judged > 24 * 8, "{judged} lines judged");
+    let _ = std::fs::remove_dir_all(&dir);
 }

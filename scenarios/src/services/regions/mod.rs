@@ -41,7 +41,7 @@ use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCount
 use history::{FinalItem, RegionCall, RegionEvent, RegionOutcome, RegionsHistory};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::registry::{
-    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
+    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef, SizeLimit,
 };
 use overcast_model::cosmos::ItemKey;
 use overcast_model::region_client::{RegionClient, RegionClientConfig, RegionInfo};
@@ -582,12 +582,25 @@ impl ScenarioDef for Regions {
             .boxed()
     }
 
+    /// Sizes beyond these were never run: a run takes minutes or its checks
+    /// give up (measured: each limit alone runs in seconds).
+    fn limits(&self) -> &'static [SizeLimit] {
+        const LIMITS: &[SizeLimit] = &[
+            SizeLimit::new("replicas", 7),
+            SizeLimit::new("read_regions", 4),
+            SizeLimit::new("clients", 64),
+            SizeLimit::new("partitions", 16),
+            SizeLimit::new("items", 10000),
+            SizeLimit::new("ops_per_client", 6000),
+            SizeLimit::new("strong_readers", 16),
+            SizeLimit::new("reader_ops", 60000),
+        ];
+        LIMITS
+    }
+
     fn validate(&self, p: &RegionsParams) -> Result<(), String> {
-        if p.replicas == 0 || p.replicas > 7 {
-            return Err("replicas must be between 1 and 7".into());
-        }
-        if p.read_regions > 4 {
-            return Err("read_regions must be at most 4".into());
+        if p.replicas == 0 {
+            return Err("replicas must be at least 1".into());
         }
         if p.clients == 0 || p.partitions == 0 || p.items == 0 {
             return Err("clients, partitions and items must be at least 1".into());
