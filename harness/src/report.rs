@@ -85,7 +85,7 @@ fn window_of(v: &Violation, t: &Timeline) -> Option<(u64, u64)> {
         .ops
         .iter()
         .filter(|o| v.ops.contains(&o.id))
-        .map(|o| (o.start_ns, o.end_ns.unwrap_or(t.end_ns)));
+        .map(|o| o.named_span());
     let moments = v.moments.iter().map(|m| (m.start_ns, m.end_ns));
     let all: Vec<(u64, u64)> = ops.chain(moments).collect();
     let lo = all.iter().map(|w| w.0).min()?;

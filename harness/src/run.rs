@@ -378,7 +378,12 @@ fn liveness(world: &WorldOutcome) -> CheckRecord {
             ),
         );
         for node in &world.unfinished {
-            v = v.during(node.clone(), healed, world.sim_ns, "unfinished after the heal");
+            v = v.during(
+                node.clone(),
+                healed,
+                world.sim_ns,
+                "unfinished after the heal",
+            );
         }
         Verdict::Broken {
             violations: vec![v],
@@ -477,7 +482,12 @@ mod tests {
         for f in ["408", "429", "503", "duplicate", "reorder"] {
             assert!(is_fault(f), "{f}");
         }
-        for c in ["answered_200", "max_unsynced_records", "fsync_errors_seen", "storms_429"] {
+        for c in [
+            "answered_200",
+            "max_unsynced_records",
+            "fsync_errors_seen",
+            "storms_429",
+        ] {
             assert!(!is_fault(c), "{c}");
         }
         let counters = BTreeMap::from([("429".to_string(), 3), ("answered_200".to_string(), 9)]);

@@ -117,6 +117,16 @@ pub struct OpBar {
     pub tone: Tone,
 }
 
+impl OpBar {
+    /// The time it stands for where a violation names it: invocation to
+    /// return, or its invocation alone when its outcome is unknown (it may
+    /// have taken effect at any later time, which says nothing of where the
+    /// violation is).
+    pub fn named_span(&self) -> (u64, u64) {
+        (self.start_ns, self.end_ns.unwrap_or(self.start_ns))
+    }
+}
+
 /// What a span is, for how it is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpanKind {
@@ -769,7 +779,7 @@ impl Timeline {
             .lead
             .iter()
             .filter_map(|id| self.ops.iter().find(|o| o.id == *id))
-            .map(|o| (o.start_ns, o.end_ns.unwrap_or(self.end_ns)))
+            .map(OpBar::named_span)
             .filter(inside)
             .collect();
         let others: Vec<(u64, u64)> = self
@@ -787,7 +797,7 @@ impl Timeline {
                 self.ops
                     .iter()
                     .filter(|o| self.highlight.contains(&o.id) && !self.lead.contains(&o.id))
-                    .map(|o| (o.start_ns, o.end_ns.unwrap_or(self.end_ns))),
+                    .map(OpBar::named_span),
             )
             .filter(inside)
             .collect();
@@ -831,11 +841,31 @@ impl Timeline {
         if world_marks && self.bands.is_empty() {
             lanes.push(json!({"id": "", "label": "world", "note": "world events"}));
         }
-        lanes.extend(
-            self.lanes
-                .iter()
-                .map(|l| json!({"id": l.id, "label": l.label, "note": l.note})),
-        );
+        // A lane with something the violations name is flagged, so that its
+        // label says so when the lanes run below the fold.
+        let named: BTreeSet<&str> = self
+            .ops
+            .iter()
+            .filter(|o| self.highlight.contains(&o.id))
+            .map(|o| o.lane.as_str())
+            .chain(
+                self.spans
+                    .iter()
+                    .filter(|x| x.highlight)
+                    .map(|x| x.lane.as_str()),
+            )
+            .chain(
+                self.marks
+                    .iter()
+                    .filter(|m| m.highlight)
+                    .map(|m| m.lane.as_str()),
+            )
+            .map(node_lane)
+            .collect();
+        lanes.extend(self.lanes.iter().map(|l| {
+            json!({"id": l.id, "label": l.label, "note": l.note,
+                   "named": named.contains(l.id.as_str()) || named.contains(node_lane(&l.id))})
+        }));
         let ops: Vec<Value> = self
             .ops
             .iter()
@@ -935,7 +965,11 @@ impl Timeline {
                 let what: Vec<String> = counts
                     .iter()
                     .map(|(k, p, n)| {
-                        let kind = if *k == "VIOLATION" { String::new() } else { format!("{k} ") };
+                        let kind = if *k == "VIOLATION" {
+                            String::new()
+                        } else {
+                            format!("{k} ")
+                        };
                         format!("{kind}{p} ×{n}")
                     })
                     .collect();
@@ -990,7 +1024,8 @@ impl Timeline {
                     })
                     .collect();
                 let broken = !c.verdict.starts_with("held");
-                let _ = write!(
+                let _ =
+                    write!(
                     h,
                     "<tr{}><td title=\"{}\"><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     if broken { " class=\"broken\"" } else { "" },
@@ -1065,7 +1100,8 @@ impl Timeline {
                 for (i, c) in r.cells.iter().enumerate() {
                     match r.op {
                         Some(op) if i == 0 => {
-                            let _ = write!(h, "<td><a href=\"#\" data-op=\"{op}\">{}</a></td>", esc(c));
+                            let _ =
+                                write!(h, "<td><a href=\"#\" data-op=\"{op}\">{}</a></td>", esc(c));
                         }
                         _ => {
                             let _ = write!(h, "<td>{}</td>", esc(c));
@@ -1083,17 +1119,18 @@ impl Timeline {
     }
 
     /// The table of the operations the violation names: the lead
-    /// operations (those of the violation that names the outcome), else
-    /// every highlighted one, in time order.
+    /// operations (those of the violation that names the outcome); every
+    /// highlighted one on a page with no lead violation (no window set).
     fn named_ops(&self, h: &mut String) {
+        let lead_only = self.window.is_some() || !self.lead.is_empty();
         let mut named: Vec<&OpBar> = self
             .ops
             .iter()
             .filter(|o| {
-                if self.lead.is_empty() {
-                    self.highlight.contains(&o.id)
-                } else {
+                if lead_only {
                     self.lead.contains(&o.id)
+                } else {
+                    self.highlight.contains(&o.id)
                 }
             })
             .collect();
@@ -1148,7 +1185,8 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:2px 10px 2px 0;text-
 .tl{display:flex;border:1px solid #ddd;border-radius:4px;margin-top:6px}
 .labels{flex:0 0 180px;border-right:1px solid #ddd;background:#fbfbfb;position:relative;overflow:hidden}
 .labels div{position:absolute;left:0;right:0;padding:2px 8px;box-sizing:border-box;border-bottom:1px solid #eee;overflow:hidden}
-.labels b{font-size:13px;display:block;white-space:nowrap}.labels small{font-size:10.5px;color:#666;display:block;line-height:1.25}
+.labels b{font-size:13px;display:block;white-space:nowrap}.labels small{font-size:10.5px;color:#666;line-height:1.25;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}
+.labels div.named{border-left:4px solid #d50000;background:#fff4f4}.labels div.named b{color:#8a1010}
 .scroll{flex:1 1 auto;overflow-x:auto;overflow-y:hidden}
 svg text{font-family:system-ui,sans-serif}
 .detail{font-size:13px;white-space:pre-wrap;background:#f6f8fa;border:1px solid #e3e3e3;border-radius:4px;padding:6px 10px;margin:8px 0;min-height:18px;font-variant-numeric:tabular-nums}
@@ -1192,7 +1230,7 @@ bars.forEach(x=>{const r=rows[x.lane];const open=x.t=='op'&&x.b==null;const end=
   const prev=r[k].last;if(prev&&prev.t=='op'&&prev.b==null)prev.vis=x.a;
   r[k].end=Math.max(end,x.a+gap);r[k].last=x;x.row=k;});
 const quietMarks=D.lanes.map(()=>0);D.marks.forEach(m=>{if(m.kind=='event'&&!m.hl&&m.lane!=='')quietMarks[laneOf(m.lane)]=7;});
-const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);const noteLines=Math.ceil(l.note.length/30);
+const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);const noteLines=Math.min(2,Math.ceil(l.note.length/30));
   y+=Math.max(Math.max(1,rows[i].length)*ROW+2*PADY+quietMarks[i],20+noteLines*13);});
 const lanesBottom=y;const hasClock=D.clocks.length>0;const H=lanesBottom+(hasClock?CLOCKH+AXIS:8);
 let pxs=1,fit=1;const named=[];
@@ -1285,7 +1323,8 @@ function drawClocks(W){const top=lanesBottom+AXIS,h=CLOCKH-10;let m=0.001;
   ends.forEach(e=>{const yy=Math.max(e.y-3,prev+12);prev=yy;el('text',{x:x,y:yy,'font-size':11,fill:e.col,'font-weight':600,stroke:'#fbf9ff','stroke-width':3,'paint-order':'stroke'},e.g,e.text);});}
 function drawLabels(){labels.innerHTML='';D.lanes.forEach((l,i)=>{const d=document.createElement('div');d.style.top=laneTop[i]+'px';
   d.style.height=((i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i])+'px';
-  const b=document.createElement('b');b.textContent=l.label;d.appendChild(b);const s=document.createElement('small');s.textContent=l.note;d.appendChild(s);d.title=l.label+' — '+l.note;labels.appendChild(d);});
+  if(l.named)d.className='named';
+  const b=document.createElement('b');b.textContent=(l.named?'★ ':'')+l.label;d.appendChild(b);const s=document.createElement('small');s.textContent=l.note;d.appendChild(s);d.title=l.label+' — '+l.note+(l.named?' (holds what the violation names)':'');labels.appendChild(d);});
   if(hasClock){const d=document.createElement('div');d.style.top=(lanesBottom+AXIS-20)+'px';d.style.height=(CLOCKH+20)+'px';
     const b=document.createElement('b');b.textContent='clock offsets';d.appendChild(b);
     D.clocks.forEach((c,k)=>{const s=document.createElement('small');s.style.color=palette[k%palette.length];s.textContent=c.node+': '+c.note;d.appendChild(s);});labels.appendChild(d);}}
@@ -1516,14 +1555,24 @@ mod tests {
         // A 15 ms put at 0.269 s and a read at 61.6 s: a window spanning both
         // would make each a sliver; the view keeps the first and its neighbours.
         let mut t = Timeline::new("t", 125_000_000_000);
-        t.ops = vec![bar(77, 269, 284), bar(52, 152, 176), bar(1316, 61_642, 61_651)];
+        t.ops = vec![
+            bar(77, 269, 284),
+            bar(52, 152, 176),
+            bar(1316, 61_642, 61_651),
+        ];
         t.highlight.extend([77, 52, 1316]);
         t.lead = vec![77, 52, 1316];
         t.window = Some((152_000_000, 61_651_000_000));
         let (a, b) = t.view().expect("a view");
-        assert!(a <= 152_000_000 && b >= 284_000_000, "the put and its neighbour are in view");
+        assert!(
+            a <= 152_000_000 && b >= 284_000_000,
+            "the put and its neighbour are in view"
+        );
         assert!(b < 61_642_000_000, "the far read is a step away");
-        assert!((b - a) / 15_000_000 <= VIEW_SHORTEST * 2, "the put is not a sliver");
+        assert!(
+            (b - a) / 15_000_000 <= VIEW_SHORTEST * 2,
+            "the put is not a sliver"
+        );
         // Close together, everything is in view.
         t.ops[2] = bar(1316, 300, 310);
         t.window = Some((152_000_000, 310_000_000));

@@ -451,8 +451,8 @@ mod tests {
             full.clone().partly(true).verdict_words(),
             "held, partly judged"
         );
-        let broken = Checked::new(Verdict::from_violations(vec![Violation::new("E1", "m")]))
-        .partly(true);
+        let broken =
+            Checked::new(Verdict::from_violations(vec![Violation::new("E1", "m")])).partly(true);
         assert_eq!(broken.verdict_words(), "BROKEN ×1");
     }
 
