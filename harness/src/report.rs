@@ -223,8 +223,9 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
     // The moments go on the lanes the drawing made (a scenario's own ones
     // included), after it.
     for v in &violations {
+        let is_lead = lead.is_some_and(|l| std::ptr::eq(l, *v));
         for m in &v.moments {
-            t.add_moment(m, v.property.as_str());
+            t.add_moment(m, v.property.as_str(), is_lead);
         }
     }
     t.window = lead.and_then(|v| window_of(v, &t));

@@ -698,9 +698,11 @@ impl Timeline {
     }
 
     /// Marks what a violation names besides operations: an instant as a
-    /// highlighted mark, a span as a highlighted bar, on the moment's lane
-    /// (an incarnation's on its node's lane; a lane no one has is added).
-    pub fn add_moment(&mut self, m: &Moment, property: &str) {
+    /// problem mark, a span as a bar, on the moment's lane (an incarnation's
+    /// on its node's lane; a lane no one has is added); highlighted (starred,
+    /// part of where the page opens) when `lead`: the violation is the one
+    /// that names the outcome.
+    pub fn add_moment(&mut self, m: &Moment, property: &str, lead: bool) {
         let lane = if m.lane.is_empty() {
             String::new()
         } else if self.lanes.iter().any(|l| l.id == m.lane) {
@@ -723,7 +725,7 @@ impl Timeline {
                 label: m.label.clone(),
                 detail,
                 kind: SpanKind::Note,
-                highlight: true,
+                highlight: lead,
             });
         } else {
             self.marks.push(Mark {
@@ -732,7 +734,7 @@ impl Timeline {
                 label: m.label.clone(),
                 detail,
                 kind: MarkKind::Problem,
-                highlight: true,
+                highlight: lead,
             });
         }
     }
@@ -796,7 +798,7 @@ impl Timeline {
             .chain(
                 self.ops
                     .iter()
-                    .filter(|o| self.highlight.contains(&o.id) && !self.lead.contains(&o.id))
+                    .filter(|o| self.lead.is_empty() && self.highlight.contains(&o.id))
                     .map(OpBar::named_span),
             )
             .filter(inside)
@@ -843,10 +845,15 @@ impl Timeline {
         }
         // A lane with something the violations name is flagged, so that its
         // label says so when the lanes run below the fold.
+        let lead: BTreeSet<u64> = if self.lead.is_empty() {
+            self.highlight.clone()
+        } else {
+            self.lead.iter().copied().collect()
+        };
         let named: BTreeSet<&str> = self
             .ops
             .iter()
-            .filter(|o| self.highlight.contains(&o.id))
+            .filter(|o| lead.contains(&o.id))
             .map(|o| o.lane.as_str())
             .chain(
                 self.spans
@@ -872,7 +879,7 @@ impl Timeline {
             .map(|o| {
                 json!({"id": o.id, "lane": o.lane, "a": s(o.start_ns), "b": o.end_ns.map(s),
                        "label": o.label, "detail": o.detail, "tone": o.tone.word(),
-                       "hl": self.highlight.contains(&o.id)})
+                       "hl": if self.lead.contains(&o.id) { 2 } else { u8::from(self.highlight.contains(&o.id)) }})
             })
             .collect();
         let spans: Vec<Value> = self
@@ -1163,7 +1170,7 @@ pub const VIEW_SHORTEST: u64 = 60;
 
 const TOOLBAR: &str = "<div class=\"toolbar\" role=\"toolbar\"><button id=\"b-in\" title=\"zoom in (+)\">+ zoom in</button><button id=\"b-out\" title=\"zoom out (-)\">− zoom out</button><button id=\"b-fit\" title=\"whole run (0)\">0 whole run</button><button id=\"b-viol\" title=\"jump to the violation (v)\">v violation</button><button id=\"b-prev\" title=\"previous named item (p)\">p prev</button><button id=\"b-next\" title=\"next named item (n)\">n next</button><span class=\"keys\">keys: <kbd>+</kbd>/<kbd>−</kbd> zoom · <kbd>0</kbd> whole run · <kbd>v</kbd> violation · <kbd>n</kbd>/<kbd>p</kbd> named items · <kbd>←</kbd>/<kbd>→</kbd> scroll</span><span id=\"tl-view\" class=\"view\"></span></div>\n";
 
-const LEGEND: &str = "<div class=\"legend\"><span><i class=\"sw ok\"></i>success</span><span><i class=\"sw refused\"></i>refused by design (4xx)</span><span><i class=\"sw error\"></i>error (5xx)</span><span><i class=\"sw unknown\"></i>no answer: outcome unknown (open-ended)</span><span><i class=\"sw hl\"></i>named by the violation</span><span><i class=\"sw held\"></i>held (authority's view)</span><span><i class=\"sw believed\"></i>believed (participant's view)</span><span><i class=\"sw crash\"></i>crashed</span><span><i class=\"sw pause\"></i>paused</span><span><i class=\"sw cut\"></i>partitioned</span><span><i class=\"sw clock\"></i>clock offset (lower panel)</span></div>\n";
+const LEGEND: &str = "<div class=\"legend\"><span><i class=\"sw ok\"></i>success</span><span><i class=\"sw refused\"></i>refused by design (4xx)</span><span><i class=\"sw error\"></i>error (5xx)</span><span><i class=\"sw unknown\"></i>no answer: outcome unknown (open-ended)</span><span><i class=\"sw hl\"></i>★ named by the violation shown first</span><span><i class=\"sw hl2\"></i>named by another finding</span><span><i class=\"sw held\"></i>held (authority's view)</span><span><i class=\"sw believed\"></i>believed (participant's view)</span><span><i class=\"sw crash\"></i>crashed</span><span><i class=\"sw pause\"></i>paused</span><span><i class=\"sw cut\"></i>partitioned</span><span><i class=\"sw clock\"></i>clock offset (lower panel)</span></div>\n";
 
 const CSS: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:16px 20px;color:#1d1d1f;background:#fff}
@@ -1193,7 +1200,7 @@ svg text{font-family:system-ui,sans-serif}
 .legend{font-size:12px;color:#333;margin:6px 0}.legend span{display:inline-block;margin-right:14px}
 .sw{display:inline-block;width:16px;height:10px;margin-right:4px;vertical-align:middle;border:1px solid #777}
 .sw.ok{background:#a5d6a7}.sw.refused{background:#ffe082}.sw.error{background:#ffab91}.sw.unknown{background:#fff;border-style:dashed}
-.sw.hl{background:#fff;border:2px solid #d50000}.sw.held{background:#1e88e5}.sw.believed{background:repeating-linear-gradient(45deg,#80cbc4 0 3px,#e0f2f1 3px 6px);border-color:#00796b}
+.sw.hl{background:#fff;border:2px solid #d50000}.sw.hl2{background:#fff;border:2px solid #ef6c00}.sw.held{background:#1e88e5}.sw.believed{background:repeating-linear-gradient(45deg,#80cbc4 0 3px,#e0f2f1 3px 6px);border-color:#00796b}
 .sw.crash{background:#9e9e9e}.sw.pause{background:repeating-linear-gradient(90deg,#bdbdbd 0 2px,#eee 2px 4px)}.sw.cut{background:#ffcc80}.sw.clock{background:#7e57c2;height:3px}
 pre{font-size:12px;background:#f6f8fa;padding:8px;overflow-x:auto}
 iframe.embedded{width:100%;border:1px solid #ddd;border-radius:4px;min-height:200px}
@@ -1280,8 +1287,8 @@ function draw(){
   // Bars.
   bars.forEach(x=>{const top=laneTop[x.lane]+PADY+x.row*ROW;const x1=X(x.a);const open=x.b==null;const x2=Math.max(open?X(x.vis!=null?x.vis:D.end):X(x.b),x1+2);
     const g=el('g',{});
-    if(x.t=='op'){const o=x.o;const hl=o.hl;
-      el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:3,fill:toneFill[o.tone],stroke:hl?'#d50000':toneStroke[o.tone],'stroke-width':hl?2.5:1,'stroke-dasharray':open?'4,3':null},g);
+    if(x.t=='op'){const o=x.o;const hl=o.hl==2,other=o.hl==1;
+      el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:3,fill:toneFill[o.tone],stroke:hl?'#d50000':other?'#ef6c00':toneStroke[o.tone],'stroke-width':hl||other?2.5:1,'stroke-dasharray':open?'4,3':null},g);
       label(g,x1,x2,top+13,(hl?'★ ':'')+o.label+(open?' …?':''),hl?'#8a1010':null,hl);tip(g,o.detail);g.dataset.op=o.id;}
     else if(x.t=='span'){const s=x.o;const held=s.kind=='held',bel=s.kind=='believed';
       el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:2,fill:held?'#1e88e5':bel?'url(#hatch)':'#e0e0e0',stroke:s.hl?'#d50000':held?'#0d47a1':bel?'#00796b':'#9e9e9e','stroke-width':s.hl?2.5:1},g);
@@ -1590,7 +1597,7 @@ mod tests {
             end_ns: 6_600_000_000,
             label: "checkpoint lsn 56".into(),
         };
-        t.add_moment(&m, "CF4");
+        t.add_moment(&m, "CF4", true);
         assert_eq!(t.marks[0].lane, "host-1");
         assert!(t.marks[0].highlight);
         let (a, b) = t.view().expect("a view");

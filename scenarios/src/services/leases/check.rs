@@ -163,6 +163,54 @@ fn maybe_lease_words(log: &[Entry], l: Option<&RefLease>, e: &Entry) -> String {
     l.map_or("no lease".to_string(), |l| lease_words(log, l, e))
 }
 
+/// The lease of `target` as the server's log shows it up to record `upto`
+/// (marked): each grant, renewal, change, release and break, with the lease
+/// each left, the last few of them.
+fn lease_log_evidence(log: &[Entry], target: &str, upto: &Entry) -> Evidence {
+    let mut rows: Vec<EvidenceRow> = Vec::new();
+    for e in log.iter().take_while(|e| e.at_ns <= upto.at_ns) {
+        let Effect::Lease(lease::Effect::Set {
+            target: t,
+            action,
+            lease,
+            ..
+        }) = &e.effect
+        else {
+            continue;
+        };
+        if t.name() != target {
+            continue;
+        }
+        let left = lease.as_ref().map(to_ref);
+        rows.push(EvidenceRow {
+            op: None,
+            cells: vec![
+                when(e),
+                action.name().to_string(),
+                maybe_lease_words(log, left.as_ref(), e),
+            ],
+            marked: std::ptr::eq(e, upto),
+        });
+    }
+    let skipped = rows.len().saturating_sub(6);
+    Evidence {
+        title: format!("The lease on {target} in the server's log"),
+        lead: vec![format!(
+            "Each lease action the server logged on {target} up to the one the violation is about{}, with the lease it left:",
+            if skipped > 0 {
+                format!(" (the last {}, after {skipped} earlier ones)", rows.len() - skipped)
+            } else {
+                String::new()
+            }
+        )],
+        columns: ["when", "action", "the lease after it"]
+            .map(String::from)
+            .to_vec(),
+        rows: rows.into_iter().skip(skipped).collect(),
+        notes: Vec::new(),
+    }
+}
+
 /// The calls of `op` on `target` that were under way at `at_ns` (the one a
 /// log record of theirs came from).
 fn calls_at(h: &LeaseHistory, op: &str, target: &str, at_ns: u64) -> Vec<u64> {
@@ -317,7 +365,8 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                             ),
                             calls_at(h, action.name(), &name, e.at_ns),
                         )
-                        .at(e.node.clone(), e.at_ns, format!("{} granted", action.name())),
+                        .at(e.node.clone(), e.at_ns, format!("{} granted", action.name()))
+                        .with_evidence(lease_log_evidence(&log, &name, e)),
                     ),
                     Ok(want) => {
                         if !agrees(lease.as_ref(), want.as_ref(), *at_ms) {
@@ -335,7 +384,8 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                                     ),
                                     calls_at(h, action.name(), &name, e.at_ns),
                                 )
-                                .at(e.node.clone(), e.at_ns, action.name().to_string()),
+                                .at(e.node.clone(), e.at_ns, action.name().to_string())
+                                .with_evidence(lease_log_evidence(&log, &name, e)),
                             );
                         }
                         if let (LeaseAction::Break { .. }, Some(w), Some(b)) =
@@ -363,7 +413,8 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                                     calls_at(h, "acquire", &name, e.at_ns),
                                 )
                                 .at(e.node.clone(), e.at_ns, format!("{} acquired", short(&l.id)))
-                                .at(e.node.clone(), true_ns_at(&log, e, *bt), format!("{} breaks", short(id))),
+                                .at(e.node.clone(), true_ns_at(&log, e, *bt), format!("{} breaks", short(id)))
+                                .with_evidence(lease_log_evidence(&log, &name, e)),
                             );
                         }
                     }
