@@ -274,6 +274,18 @@ fn report_failure_in(r: &RunResult, dir: &Path) -> Option<PathBuf> {
     saved
 }
 
+/// Writes the failure page of `r` beside the saved file `saved` and says where.
+fn print_page_beside(r: &RunResult, saved: &Path) {
+    match overcast_harness::report::write_page_beside(r, saved) {
+        Ok(Some(page)) => println!("report  {}", page.display()),
+        Ok(None) => {}
+        Err(e) => eprintln!(
+            "overcast: could not write the page beside {}: {e}",
+            saved.display()
+        ),
+    }
+}
+
 /// The run's summary, and the checkers' explanations when there are any.
 fn print_summary(r: &RunResult) {
     println!("{}", r.summary());
@@ -384,6 +396,7 @@ pub fn replay(args: &ReplayArgs) -> u8 {
     let r = run_isolated_with(watched(def), &s);
     watch::finish();
     print_summary(&r);
+    print_page_beside(&r, &args.file);
     if args.record {
         return match std::fs::write(&args.file, SavedRun::of(&r).to_json()) {
             Ok(()) => {
@@ -452,6 +465,7 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     match std::fs::write(&path, SavedRun::of(&shrunk.run).to_json()) {
         Ok(()) => {
             println!("saved   {}", path.display());
+            print_page_beside(&shrunk.run, &path);
             println!("replay  {}", replay_command(&path));
         }
         Err(e) => eprintln!("overcast: could not write {}: {e}", path.display()),

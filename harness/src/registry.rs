@@ -173,6 +173,8 @@ pub trait RunHistory: Send + 'static {
     fn max_workload_client(&self) -> Option<usize>;
     /// Attempts beyond the first of each operation.
     fn retries(&self) -> usize;
+    /// The operations counted as every line that speaks of them counts them.
+    fn op_count(&self) -> crate::run::OpCount;
     /// The history as time-ordered lines (`TIME WHO: WHAT`), for saying
     /// where two runs that should agree diverge.
     fn trace_lines(&self) -> Vec<(u64, String)>;
@@ -221,6 +223,19 @@ where
             .map(|o| o.attempts.len().saturating_sub(1))
             .sum()
     }
+    fn op_count(&self) -> crate::run::OpCount {
+        let mut n = crate::run::OpCount::default();
+        for o in &self.ops {
+            if o.client >= CHECK_CLIENTS {
+                n.checks += 1;
+                continue;
+            }
+            n.client += 1;
+            n.unknown += usize::from(o.result.is_none());
+            n.retries += o.attempts.len().saturating_sub(1);
+        }
+        n
+    }
     fn trace_lines(&self) -> Vec<(u64, String)> {
         let json = |v: &dyn erased::Json| v.compact();
         let mut lines: Vec<(u64, String)> = Vec::new();
@@ -243,7 +258,7 @@ where
         self
     }
     fn draw_generic(&self, t: &mut Timeline, lane: &dyn Fn(usize) -> String) {
-        let json = |v: &dyn erased::Json| v.compact();
+        let json = |v: &dyn erased::Json| v.words();
         t.add_ops(
             &self.ops,
             |o| lane(o.client),
@@ -269,7 +284,7 @@ where
                 at_ns: e.at_ns,
                 label: kind,
                 detail: format!(
-                    "{} at {} (its clock read {}): {}",
+                    "{} at {} ({} on its clock): {}",
                     e.node,
                     secs(e.at_ns),
                     clock_secs(e.local_ms),
@@ -297,12 +312,106 @@ mod erased {
     pub trait Json {
         /// The compact JSON text.
         fn compact(&self) -> String;
+        /// The value in words ([`super::json_words`]).
+        fn words(&self) -> String;
     }
     impl<T: serde::Serialize> Json for T {
         fn compact(&self) -> String {
             serde_json::to_string(self).unwrap_or_else(|e| format!("<{e}>"))
         }
+        fn words(&self) -> String {
+            super::json_words(&self.compact())
+        }
     }
+}
+
+/// A serialised value in words, for a page drawn without a scenario's own
+/// words: an object's fields in their order as `name value` (absent ones
+/// left out), strings without quotes, lists joined by commas, a nested
+/// object in brackets — `{"op":"upsert","item":"k0","body":null}` reads
+/// `op upsert item k0`. `json` is the value's compact JSON.
+pub fn json_words(json: &str) -> String {
+    /// Reads one value from `s` at `*i`, in words.
+    fn value(s: &[u8], i: &mut usize) -> String {
+        skip(s, i);
+        match s.get(*i) {
+            Some(b'{') => {
+                *i += 1;
+                let mut fields = Vec::new();
+                loop {
+                    skip(s, i);
+                    match s.get(*i) {
+                        Some(b'}') | None => {
+                            *i += 1;
+                            break;
+                        }
+                        Some(b',') => *i += 1,
+                        _ => {
+                            let k = value(s, i);
+                            skip(s, i);
+                            *i += 1; // ':'
+                            skip(s, i);
+                            let nested = s.get(*i) == Some(&b'{');
+                            let v = value(s, i);
+                            if v.is_empty() {
+                                continue;
+                            }
+                            fields.push(if nested {
+                                format!("{k} ({v})")
+                            } else {
+                                format!("{k} {v}")
+                            });
+                        }
+                    }
+                }
+                fields.join(" ")
+            }
+            Some(b'[') => {
+                *i += 1;
+                let mut items = Vec::new();
+                loop {
+                    skip(s, i);
+                    match s.get(*i) {
+                        Some(b']') | None => {
+                            *i += 1;
+                            break;
+                        }
+                        Some(b',') => *i += 1,
+                        _ => items.push(value(s, i)),
+                    }
+                }
+                items.join(",")
+            }
+            Some(b'"') => {
+                let start = *i;
+                *i += 1;
+                while *i < s.len() && s[*i] != b'"' {
+                    *i += if s[*i] == b'\\' { 2 } else { 1 };
+                }
+                *i += 1;
+                let text = std::str::from_utf8(&s[start..(*i).min(s.len())]).unwrap_or("");
+                serde_json::from_str::<String>(text).unwrap_or_else(|_| text.to_string())
+            }
+            _ => {
+                let start = *i;
+                while *i < s.len() && !matches!(s[*i], b',' | b'}' | b']') {
+                    *i += 1;
+                }
+                let word = String::from_utf8_lossy(&s[start..*i]).trim().to_string();
+                if word == "null" {
+                    String::new()
+                } else {
+                    word
+                }
+            }
+        }
+    }
+    fn skip(s: &[u8], i: &mut usize) {
+        while *i < s.len() && s[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    }
+    value(json.as_bytes(), &mut 0)
 }
 
 /// A scenario: its parameters, topology, node programs, checkers, seeded
@@ -402,6 +511,9 @@ pub trait ScenarioDef: Send + Sync + 'static {
 pub struct CheckRecord {
     /// The properties it judges; the first names it.
     pub properties: &'static [Property],
+    /// What tells it from another checker of the same properties
+    /// ([`overcast_sim::check::Checker::label`]; empty for none).
+    pub label: &'static str,
     /// What it found.
     pub checked: Checked,
 }
@@ -410,6 +522,18 @@ impl CheckRecord {
     /// The property that names the checker: its first.
     pub fn name(&self) -> PropertyId {
         self.properties[0].id
+    }
+
+    /// Its name in the summary and on the page: its properties
+    /// ([`crate::run::property_range`]), then its label in brackets when it
+    /// has one (`R1–R3 (servers)`).
+    pub fn title(&self) -> String {
+        let range = crate::run::property_range(self.properties);
+        if self.label.is_empty() {
+            range
+        } else {
+            format!("{range} ({})", self.label)
+        }
     }
 
     /// Whether it judges `property`.
@@ -509,6 +633,7 @@ fn judge<D: ScenarioDef>(def: &D, p: &D::Params, history: &D::History) -> Vec<Ch
         .iter()
         .map(|c| CheckRecord {
             properties: c.properties(),
+            label: c.label(),
             checked: c.check(history),
         })
         .collect()
@@ -692,6 +817,14 @@ impl<D: ScenarioDef> DynScenario for D {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_in_words_has_no_braces_quotes_or_nulls() {
+        let v = r#"{"op":"upsert","item":"k0","body":null,"ids":["a","b"],"cond":{"if_match":"x \"y\""}}"#;
+        let w = json_words(v);
+        assert_eq!(w, "op upsert item k0 ids a,b cond (if_match x \"y\")");
+        assert!(!w.contains('{') && !w.contains("null"));
+    }
 
     #[test]
     fn a_history_client_number_leads_back_to_its_node() {

@@ -1,15 +1,18 @@
 //! The failure page of a run that did not pass: the violation in words at
-//! the top, the facts of the run, the whole run drawn on one time axis
+//! the top with the checker's focused account of it, the whole run drawn on
+//! one time axis and opened on the violation's window
 //! ([`overcast_sim::timeline`]: the world's part from the topology, plan
 //! and events; the scenario's from its [`crate::registry::ScenarioDef::timeline`]),
-//! and each checker's own report (the linearizability counterexample)
-//! after it. Written beside a saved failure as `<stem>.html`.
+//! then the facts of the run, the checks with what they mean, and each
+//! checker's full report (the linearizability counterexample). Written
+//! beside a saved failure as `<stem>.html` ([`crate::saved::save_failure`],
+//! [`write_page_beside`]).
 
 use crate::registry::{CheckRecord, DynScenario, RunHistory};
 use crate::saved::run_command;
 use crate::scenario::Scenario;
-use overcast_sim::check::{Outcome, PropertyId, Verdict, LIVENESS};
-use overcast_sim::timeline::{secs, Finding, Section, Timeline, Tone};
+use overcast_sim::check::{Outcome, PropertyId, Verdict, Violation, LIVENESS};
+use overcast_sim::timeline::{secs, CheckLine, Finding, Section, Timeline, Tone};
 use overcast_sim::world::WorldOutcome;
 use std::collections::BTreeMap;
 
@@ -65,8 +68,58 @@ fn findings(input: &PageInput<'_>) -> Vec<Finding> {
     out
 }
 
+/// The violation that names the outcome: the first of its property.
+fn lead_violation<'a>(input: &PageInput<'a>) -> Option<&'a Violation> {
+    let first = input.first_property?;
+    input
+        .checks
+        .iter()
+        .flat_map(|c| c.checked.verdict().violations())
+        .find(|v| v.property == first)
+}
+
+/// The window a violation is about, true ns: the span of its operations as
+/// drawn and of its moments; `None` when it names neither.
+fn window_of(v: &Violation, t: &Timeline) -> Option<(u64, u64)> {
+    let ops = t
+        .ops
+        .iter()
+        .filter(|o| v.ops.contains(&o.id))
+        .map(|o| o.named_span());
+    let moments = v.moments.iter().map(|m| (m.start_ns, m.end_ns));
+    let all: Vec<(u64, u64)> = ops.chain(moments).collect();
+    let lo = all.iter().map(|w| w.0).min()?;
+    let hi = all.iter().map(|w| w.1).max()?;
+    Some((lo, hi))
+}
+
+/// The checks as the page lists them: each by its unique name, with its
+/// verdict, its note and what its properties mean.
+pub fn check_lines(checks: &[CheckRecord]) -> Vec<CheckLine> {
+    checks
+        .iter()
+        .map(|c| CheckLine {
+            name: c.title(),
+            verdict: c.checked.verdict_words(),
+            note: c.checked.note.clone(),
+            properties: c
+                .properties
+                .iter()
+                .map(|p| (p.id.to_string(), p.meaning.to_string()))
+                .collect(),
+        })
+        .collect()
+}
+
 /// The page of a run that did not pass; `None` for a pass. A scenario
 /// whose parameters do not parse still gets a page, drawn generically.
+///
+/// The page opens on the violation that names the outcome: its operations
+/// are the page's lead ([`Timeline::lead`]), the window of its operations
+/// and moments is where the drawing opens ([`Timeline::window`]), and its
+/// checker's focused account ([`overcast_sim::check::Evidence`]) stands
+/// above the lanes. Every violation's operations are outlined and its
+/// moments marked on their lanes.
 pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<String> {
     if input.outcome == Outcome::Passed {
         return None;
@@ -96,22 +149,26 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
         end_ns,
     );
     t.findings = findings(input);
-    for c in input.checks {
-        for v in c.checked.verdict().violations() {
-            t.highlight.extend(v.ops.iter().copied());
-        }
+    t.checks = check_lines(input.checks);
+    let violations: Vec<&Violation> = input
+        .checks
+        .iter()
+        .flat_map(|c| c.checked.verdict().violations())
+        .collect();
+    for v in &violations {
+        t.highlight.extend(v.ops.iter().copied());
+    }
+    let lead = lead_violation(input);
+    if let Some(v) = lead {
+        t.lead = v.ops.clone();
+        t.evidence.extend(v.evidence.clone());
     }
     let faults = crate::run::fault_words(input.world, input.counters);
+    let counted = crate::run::counter_words(input.counters);
     let checks: Vec<String> = input
         .checks
         .iter()
-        .map(|c| {
-            format!(
-                "{} {}",
-                crate::run::property_range(c.properties),
-                c.checked.verdict_words()
-            )
-        })
+        .map(|c| format!("{} {}", c.title(), c.checked.verdict_words()))
         .collect();
     t.facts = vec![
         (
@@ -131,11 +188,9 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
         (
             "run".into(),
             format!(
-                "{} simulated, {} operations ({} with unknown outcome), {} retries",
+                "{} simulated; {}",
                 secs(end_ns),
-                input.history.ops(),
-                input.history.unknown_ops(),
-                input.history.retries()
+                crate::run::OpCount::of(input.history)
             ),
         ),
         (
@@ -146,10 +201,15 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
                 faults.join(" ")
             },
         ),
+    ];
+    if !counted.is_empty() {
+        t.facts.push(("counted".into(), counted.join(" ")));
+    }
+    t.facts.extend([
         ("checks".into(), checks.join(", ")),
         ("trace".into(), format!("{:016x}", input.trace_hash)),
         ("rerun".into(), run_command(def, s)),
-    ];
+    ]);
     if let Err(e) = def.draw(s, input.history, input.world, &mut t) {
         // The world's part needs the parameters; the history draws itself.
         t.facts.push((
@@ -160,21 +220,46 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
             .history
             .draw_generic(&mut t, &|c| crate::registry::client_node("client", c, 0));
     }
+    // The moments go on the lanes the drawing made (a scenario's own ones
+    // included), after it.
+    for v in &violations {
+        let is_lead = lead.is_some_and(|l| std::ptr::eq(l, *v));
+        for m in &v.moments {
+            t.add_moment(m, v.property.as_str(), is_lead);
+        }
+    }
+    t.window = lead.and_then(|v| window_of(v, &t));
     for c in input.checks {
-        let name = crate::run::property_range(c.properties);
+        let name = c.title();
         match (&c.checked.html, &c.checked.explanation) {
             (Some(html), _) => t.sections.push(Section::Page {
-                title: format!("{name}: the checker's own report"),
+                title: format!("{name}: the checker's full report"),
                 html: html.clone(),
             }),
             (None, Some(text)) => t.sections.push(Section::Text {
-                title: format!("{name}: explanation"),
+                title: format!("{name}: the checker's explanation"),
                 text: text.clone(),
             }),
             (None, None) => {}
         }
     }
     Some(t.to_html())
+}
+
+/// Writes the failure page of `r` beside the saved file `saved` (`x.json`
+/// → `x.html`, `x.shrunk.json` → `x.shrunk.html`), as `shrink` and `replay`
+/// do for the run they end on; returns where, or `None` for a run that
+/// passed (it has no page).
+pub fn write_page_beside(
+    r: &crate::run::RunResult,
+    saved: &std::path::Path,
+) -> std::io::Result<Option<std::path::PathBuf>> {
+    let Some(page) = r.html() else {
+        return Ok(None);
+    };
+    let path = saved.with_extension("html");
+    std::fs::write(&path, page)?;
+    Ok(Some(path))
 }
 
 /// A call's words and tone: what was asked, then `→` what was seen with

@@ -118,9 +118,22 @@ impl RunResult {
         Some(format!("[{first}]"))
     }
 
-    /// Faults injected: world faults plus the model's fault points.
+    /// Faults injected: the world's faults plus the model's fault points
+    /// ([`is_fault`]); the model's other counters are not faults.
     pub fn faults_injected(&self) -> u64 {
-        self.world.faults.values().sum::<u64>() + self.counters.values().sum::<u64>()
+        self.world.faults.values().sum::<u64>()
+            + self
+                .counters
+                .iter()
+                .filter(|(k, _)| is_fault(k))
+                .map(|(_, n)| n)
+                .sum::<u64>()
+    }
+
+    /// The run's operations, counted once for every line that speaks of
+    /// them (the summary, the page, the shrinker's "from N to M ops").
+    pub fn op_count(&self) -> OpCount {
+        OpCount::of(&*self.history)
     }
 
     /// The explanations checkers gave (e.g. the linearizability counterexample).
@@ -139,18 +152,18 @@ impl RunResult {
             .or_else(|| self.checks.iter().find_map(|c| c.checked.html.as_deref()))
     }
 
-    /// The `checks` line: each checker by its properties, with its verdict.
+    /// The `checks` line: each checker by its name ([`CheckRecord::title`],
+    /// unique in the run), in the scenario's order, with its verdict.
     pub fn checks_line(&self) -> String {
         self.checks
             .iter()
             .map(|c| {
-                let name = property_range(c.properties);
                 let note = if c.checked.note.is_empty() {
                     String::new()
                 } else {
                     format!(" ({})", c.checked.note)
                 };
-                format!("{name} {}{note}", c.checked.verdict_words())
+                format!("{} {}{note}", c.title(), c.checked.verdict_words())
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -173,21 +186,25 @@ impl RunResult {
                     problems.extend(violations.iter().map(|v| v.to_string()))
                 }
                 Verdict::Undecided { reason } => {
-                    problems.push(format!("[{}] undecided: {reason}", c.name()))
+                    problems.push(format!("[{}] undecided: {reason}", c.title()))
                 }
                 Verdict::Held => {}
             }
         }
+        let counters = counter_words(&self.counters);
         let mut out = format!(
-            "ops     {} ({} unknown outcome), retries {}\n\
-             faults  {} injected: {}\n\
-             time    simulated {:.1} s, wall {:.1} ms (checks {:.1} ms); trace {:016x}\n\
-             checks  {}",
-            self.history.ops(),
-            self.history.unknown_ops(),
-            self.history.retries(),
+            "ops     {}\n\
+             faults  {} injected: {}\n",
+            self.op_count(),
             self.faults_injected(),
             faults.join(" "),
+        );
+        if !counters.is_empty() {
+            out += &format!("counted {}\n", counters.join(" "));
+        }
+        out += &format!(
+            "time    simulated {:.1} s, wall {:.1} ms (checks {:.1} ms); trace {:016x}\n\
+             checks  {}",
             self.world.sim_ns as f64 / 1e9,
             self.wall.as_secs_f64() * 1e3,
             self.check_wall.as_secs_f64() * 1e3,
@@ -205,14 +222,83 @@ impl RunResult {
     }
 }
 
-/// The faults a run injected, `kind×count`: the world's, then the model's fault points.
+/// Whether one of the model's counters counts injected faults: a server
+/// fault point (named by the status it answers, `429`, `503`) or a fault
+/// the network adapter injected (`duplicate`, `reorder`). Every other
+/// counter (answers by status such as `answered_200`, gauges such as
+/// `max_unsynced_records`, what a node saw such as `fsync_errors_seen`)
+/// counts what the run did, not what was done to it.
+pub fn is_fault(counter: &str) -> bool {
+    (counter.len() == 3 && counter.bytes().all(|b| b.is_ascii_digit()))
+        || matches!(counter, "duplicate" | "reorder")
+}
+
+/// The faults a run injected, `kind×count`: the world's, then the model's
+/// fault points ([`is_fault`]).
 pub fn fault_words(world: &WorldOutcome, counters: &BTreeMap<String, u64>) -> Vec<String> {
     world
         .faults
         .iter()
-        .chain(counters.iter())
+        .chain(counters.iter().filter(|(k, _)| is_fault(k)))
         .map(|(k, n)| format!("{k}×{n}"))
         .collect()
+}
+
+/// The model's counters that are not faults, `name×count` (the `counted`
+/// line of a summary and a page).
+pub fn counter_words(counters: &BTreeMap<String, u64>) -> Vec<String> {
+    counters
+        .iter()
+        .filter(|(k, _)| !is_fault(k))
+        .map(|(k, n)| format!("{k}×{n}"))
+        .collect()
+}
+
+/// A run's operations: its clients' (what a shrink minimises and the bug
+/// table counts), how many of those have an unknown outcome, their retries,
+/// and the calls the checks made of their own (occ's liveness probe). Every
+/// line that counts a run's operations says them in these words
+/// ([`std::fmt::Display`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpCount {
+    /// Operations of the workload's clients.
+    pub client: usize,
+    /// Of those, the ones whose outcome is unknown.
+    pub unknown: usize,
+    /// Their attempts beyond the first.
+    pub retries: usize,
+    /// Calls of the checks' own clients (from [`crate::registry::CHECK_CLIENTS`] on).
+    pub checks: usize,
+}
+
+impl OpCount {
+    /// The count of a history.
+    pub fn of(h: &dyn RunHistory) -> OpCount {
+        h.op_count()
+    }
+}
+
+impl std::fmt::Display for OpCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} client operation{} ({} with unknown outcome), {} retr{}",
+            self.client,
+            if self.client == 1 { "" } else { "s" },
+            self.unknown,
+            self.retries,
+            if self.retries == 1 { "y" } else { "ies" }
+        )?;
+        if self.checks > 0 {
+            write!(
+                f,
+                "; besides them, {} call{} of the checks' own",
+                self.checks,
+                if self.checks == 1 { "" } else { "s" }
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// `R1`, `R2`, `R3` → `R1–R3`; other lists joined with `/`.
@@ -270,24 +356,42 @@ pub fn resolved(def: &dyn DynScenario, s: &Scenario) -> Result<Scenario, String>
     Ok(r)
 }
 
-/// The liveness check: every awaited node finished after every fault was healed.
+/// The liveness check: every awaited node finished after every fault was
+/// healed. A violation names, on each unfinished node's lane, the time from
+/// the heal to the end of the run.
 fn liveness(world: &WorldOutcome) -> CheckRecord {
     let verdict = if world.unfinished.is_empty() {
         Verdict::Held
     } else {
+        let healed = world
+            .events
+            .iter()
+            .find(|e| e.what == "heal")
+            .map_or(0, |e| e.at_ns);
+        let mut v = Violation::new(
+            LIVENESS.id,
+            format!(
+                "{} never finished their work after every fault was healed (at {}; the run ended at {})",
+                world.unfinished.join(", "),
+                overcast_sim::timeline::secs(healed),
+                overcast_sim::timeline::secs(world.sim_ns)
+            ),
+        );
+        for node in &world.unfinished {
+            v = v.during(
+                node.clone(),
+                healed,
+                world.sim_ns,
+                "unfinished after the heal",
+            );
+        }
         Verdict::Broken {
-            violations: vec![Violation {
-                property: LIVENESS.id,
-                message: format!(
-                    "{} never finished their work after every fault was healed",
-                    world.unfinished.join(", ")
-                ),
-                ops: vec![],
-            }],
+            violations: vec![v],
         }
     };
     CheckRecord {
         properties: &[LIVENESS],
+        label: "",
         checked: Checked::new(verdict),
     }
 }
@@ -372,6 +476,39 @@ pub fn run_isolated_with(def: &'static dyn DynScenario, s: &Scenario) -> RunResu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_fault_points_and_network_faults_are_faults_and_other_counters_are_not() {
+        for f in ["408", "429", "503", "duplicate", "reorder"] {
+            assert!(is_fault(f), "{f}");
+        }
+        for c in [
+            "answered_200",
+            "max_unsynced_records",
+            "fsync_errors_seen",
+            "storms_429",
+        ] {
+            assert!(!is_fault(c), "{c}");
+        }
+        let counters = BTreeMap::from([("429".to_string(), 3), ("answered_200".to_string(), 9)]);
+        let world = WorldOutcome::default();
+        assert_eq!(fault_words(&world, &counters), ["429×3"]);
+        assert_eq!(counter_words(&counters), ["answered_200×9"]);
+    }
+
+    #[test]
+    fn an_op_count_reads_the_same_everywhere_and_names_the_checks_calls_apart() {
+        let n = OpCount {
+            client: 3,
+            unknown: 0,
+            retries: 1,
+            checks: 31,
+        };
+        assert_eq!(
+            n.to_string(),
+            "3 client operations (0 with unknown outcome), 1 retry; besides them, 31 calls of the checks' own"
+        );
+    }
 
     #[test]
     fn property_lists_read_as_ranges_when_they_are_one() {

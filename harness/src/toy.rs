@@ -67,13 +67,12 @@ impl Checker<CounterHistory> for CountedOnce {
         };
         let broken = value < answered || value > answered + unknown;
         Checked::new(Verdict::from_violations(if broken {
-            vec![Violation {
-                property: C1.id,
-                message: format!(
+            vec![Violation::new(
+                C1.id,
+                format!(
                     "the counter ended at {value}, but {answered} increments were answered and {unknown} unknown"
                 ),
-                ops: vec![],
-            }]
+            )]
         } else {
             vec![]
         }))

@@ -16,6 +16,7 @@
 //! Times are simulated nanoseconds in the data and simulated seconds on the
 //! page ("12.345 s"): the page never shows a raw nanosecond count.
 
+use crate::check::{Evidence, Moment};
 use crate::clock::{ClockSkew, EPOCH_MS};
 use crate::faults::FaultPlan;
 use crate::history::OpRecord;
@@ -114,6 +115,16 @@ pub struct OpBar {
     pub detail: String,
     /// How it ended.
     pub tone: Tone,
+}
+
+impl OpBar {
+    /// The time it stands for where a violation names it: invocation to
+    /// return, or its invocation alone when its outcome is unknown (it may
+    /// have taken effect at any later time, which says nothing of where the
+    /// violation is).
+    pub fn named_span(&self) -> (u64, u64) {
+        (self.start_ns, self.end_ns.unwrap_or(self.start_ns))
+    }
 }
 
 /// What a span is, for how it is drawn.
@@ -274,10 +285,35 @@ pub struct Timeline {
     pub marks: Vec<Mark>,
     /// Clock offsets of the nodes whose clocks are skewed.
     pub clocks: Vec<ClockLine>,
-    /// Ids of the operations the violation names.
+    /// Ids of the operations the violations name (outlined on their lanes).
     pub highlight: BTreeSet<u64>,
+    /// The operations the violation that names the outcome names, its most
+    /// important first: the page's table of named operations, and where it opens.
+    pub lead: Vec<u64>,
+    /// The time window the violation that names the outcome is about, true
+    /// ns (its operations and moments); `None`: the span of everything
+    /// highlighted ([`Timeline::focus`]).
+    pub window: Option<(u64, u64)>,
+    /// The checkers' focused accounts of the violation, above the lanes.
+    pub evidence: Vec<Evidence>,
+    /// Every check of the run with its verdict and what its properties
+    /// mean, after the drawing (and as tooltips).
+    pub checks: Vec<CheckLine>,
     /// Extra sections after the drawing.
     pub sections: Vec<Section>,
+}
+
+/// One check of the run as the page lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckLine {
+    /// Its name, unique in the run (e.g. `R1–R3 (servers)`).
+    pub name: String,
+    /// Its verdict in a word or two (`held`, `BROKEN ×2`).
+    pub verdict: String,
+    /// Its note (what it judged, e.g. `10 items`).
+    pub note: String,
+    /// Each property it judges: `(id, meaning)`.
+    pub properties: Vec<(String, String)>,
 }
 
 /// The lane of a node incarnation: `client-3#1` is drawn on `client-3`.
@@ -661,25 +697,139 @@ impl Timeline {
         }
     }
 
-    /// The time window the violation is about: the span of the highlighted
-    /// operations, spans and marks; `None` when nothing is highlighted.
-    pub fn focus(&self) -> Option<(u64, u64)> {
-        let mut lo = u64::MAX;
-        let mut hi = 0u64;
-        let mut take = |a: u64, b: u64| {
-            lo = lo.min(a);
-            hi = hi.max(b);
+    /// Marks what a violation names besides operations: an instant as a
+    /// problem mark, a span as a bar, on the moment's lane (an incarnation's
+    /// on its node's lane; a lane no one has is added); highlighted (starred,
+    /// part of where the page opens) when `lead`: the violation is the one
+    /// that names the outcome.
+    pub fn add_moment(&mut self, m: &Moment, property: &str, lead: bool) {
+        let lane = if m.lane.is_empty() {
+            String::new()
+        } else if self.lanes.iter().any(|l| l.id == m.lane) {
+            m.lane.clone()
+        } else {
+            let node = node_lane(&m.lane).to_string();
+            self.lane(&node, &node, "")
         };
+        let when = if m.end_ns > m.start_ns {
+            format!("{} – {}", secs(m.start_ns), secs(m.end_ns))
+        } else {
+            secs(m.start_ns)
+        };
+        let detail = format!("{property}: {} ({when})", m.label);
+        if m.end_ns > m.start_ns {
+            self.spans.push(Span {
+                lane,
+                start_ns: m.start_ns,
+                end_ns: Some(m.end_ns),
+                label: m.label.clone(),
+                detail,
+                kind: SpanKind::Note,
+                highlight: lead,
+            });
+        } else {
+            self.marks.push(Mark {
+                lane,
+                at_ns: m.start_ns,
+                label: m.label.clone(),
+                detail,
+                kind: MarkKind::Problem,
+                highlight: lead,
+            });
+        }
+    }
+
+    /// The time window the violation is about: [`Timeline::window`] when
+    /// set, else the span of the highlighted operations, spans and marks;
+    /// `None` when nothing is named.
+    pub fn focus(&self) -> Option<(u64, u64)> {
+        if let Some((a, b)) = self.window {
+            return Some((a.min(b), a.max(b)));
+        }
+        let items = self.highlighted_items();
+        let lo = items.iter().map(|i| i.0).min()?;
+        let hi = items.iter().map(|i| i.1).max()?;
+        Some((lo, hi))
+    }
+
+    /// The spans `(start, end)` of everything highlighted, true ns.
+    fn highlighted_items(&self) -> Vec<(u64, u64)> {
+        let mut items = Vec::new();
         for o in self.ops.iter().filter(|o| self.highlight.contains(&o.id)) {
-            take(o.start_ns, o.end_ns.unwrap_or(self.end_ns));
+            items.push((o.start_ns, o.end_ns.unwrap_or(self.end_ns)));
         }
         for s in self.spans.iter().filter(|s| s.highlight) {
-            take(s.start_ns, s.end_ns.unwrap_or(self.end_ns));
+            items.push((s.start_ns, s.end_ns.unwrap_or(self.end_ns)));
         }
         for m in self.marks.iter().filter(|m| m.highlight) {
-            take(m.at_ns, m.at_ns);
+            items.push((m.at_ns, m.at_ns));
         }
-        (lo <= hi).then_some((lo, hi))
+        items
+    }
+
+    /// Where the page opens, true ns: the violation's window, zoomed so that
+    /// what it names is clearly visible. The items are the lead operations
+    /// (the most important first) and every highlighted span and mark inside
+    /// the window; starting from the first, the view takes in the others
+    /// nearest first while the shortest item in view still takes at least
+    /// 1/[`VIEW_SHORTEST`] of its width, so that nothing named is a sliver;
+    /// items left out are a step away (`n`/`p`). `None` when nothing is named.
+    pub fn view(&self) -> Option<(u64, u64)> {
+        let (lo, hi) = self.focus()?;
+        let inside = |&(a, b): &(u64, u64)| b >= lo && a <= hi;
+        let mut items: Vec<(u64, u64)> = self
+            .lead
+            .iter()
+            .filter_map(|id| self.ops.iter().find(|o| o.id == *id))
+            .map(OpBar::named_span)
+            .filter(inside)
+            .collect();
+        let others: Vec<(u64, u64)> = self
+            .spans
+            .iter()
+            .filter(|s| s.highlight)
+            .map(|s| (s.start_ns, s.end_ns.unwrap_or(self.end_ns)))
+            .chain(
+                self.marks
+                    .iter()
+                    .filter(|m| m.highlight)
+                    .map(|m| (m.at_ns, m.at_ns)),
+            )
+            .chain(
+                self.ops
+                    .iter()
+                    .filter(|o| self.lead.is_empty() && self.highlight.contains(&o.id))
+                    .map(OpBar::named_span),
+            )
+            .filter(inside)
+            .collect();
+        items.extend(others);
+        if items.is_empty() {
+            items.push((lo, hi));
+        }
+        // An instant (a mark) counts as a short item: the view around one
+        // is a few hundredths of the run, at least 20 ms.
+        let floor = (self.end_ns / 400).max(20_000_000);
+        let length = |(a, b): (u64, u64)| (b - a).max(floor / 4);
+        let first = items[0];
+        let mut rest: Vec<(u64, u64)> = items[1..].to_vec();
+        let centre = |(a, b): (u64, u64)| a / 2 + b / 2;
+        rest.sort_by_key(|i| (centre(*i).abs_diff(centre(first)), i.0));
+        let (mut a, mut b) = first;
+        let mut shortest = length(first);
+        for i in rest {
+            let (na, nb) = (a.min(i.0), b.max(i.1));
+            let short = shortest.min(length(i));
+            if nb - na <= short.saturating_mul(VIEW_SHORTEST) {
+                (a, b, shortest) = (na, nb, short);
+            }
+        }
+        // A margin on each side, and never narrower than the floor.
+        let width = (b - a).max(floor);
+        let margin = width / 4 + (width - (b - a)) / 2;
+        let start = a.saturating_sub(margin);
+        let end = (b + margin).min(self.end_ns.max(b));
+        Some((start, end.max(start + 1)))
     }
 
     fn data(&self) -> Value {
@@ -693,18 +843,43 @@ impl Timeline {
         if world_marks && self.bands.is_empty() {
             lanes.push(json!({"id": "", "label": "world", "note": "world events"}));
         }
-        lanes.extend(
-            self.lanes
-                .iter()
-                .map(|l| json!({"id": l.id, "label": l.label, "note": l.note})),
-        );
+        // A lane with something the violations name is flagged, so that its
+        // label says so when the lanes run below the fold.
+        let lead: BTreeSet<u64> = if self.lead.is_empty() {
+            self.highlight.clone()
+        } else {
+            self.lead.iter().copied().collect()
+        };
+        let named: BTreeSet<&str> = self
+            .ops
+            .iter()
+            .filter(|o| lead.contains(&o.id))
+            .map(|o| o.lane.as_str())
+            .chain(
+                self.spans
+                    .iter()
+                    .filter(|x| x.highlight)
+                    .map(|x| x.lane.as_str()),
+            )
+            .chain(
+                self.marks
+                    .iter()
+                    .filter(|m| m.highlight)
+                    .map(|m| m.lane.as_str()),
+            )
+            .map(node_lane)
+            .collect();
+        lanes.extend(self.lanes.iter().map(|l| {
+            json!({"id": l.id, "label": l.label, "note": l.note,
+                   "named": named.contains(l.id.as_str()) || named.contains(node_lane(&l.id))})
+        }));
         let ops: Vec<Value> = self
             .ops
             .iter()
             .map(|o| {
                 json!({"id": o.id, "lane": o.lane, "a": s(o.start_ns), "b": o.end_ns.map(s),
                        "label": o.label, "detail": o.detail, "tone": o.tone.word(),
-                       "hl": self.highlight.contains(&o.id)})
+                       "hl": if self.lead.contains(&o.id) { 2 } else { u8::from(self.highlight.contains(&o.id)) }})
             })
             .collect();
         let spans: Vec<Value> = self
@@ -752,10 +927,24 @@ impl Timeline {
             "lanes": lanes, "ops": ops, "spans": spans, "bands": bands, "marks": marks,
             "clocks": clocks,
             "focus": self.focus().map(|(a, b)| json!([s(a), s(b)])),
+            "view": self.view().map(|(a, b)| json!([s(a), s(b)])),
         })
     }
 
-    /// The page: self-contained HTML (inline CSS, JavaScript and SVG).
+    /// What property `id` means, from the checks' list (empty if unknown).
+    fn meaning(&self, id: &str) -> &str {
+        self.checks
+            .iter()
+            .flat_map(|c| c.properties.iter())
+            .find(|(p, _)| p == id)
+            .map_or("", |(_, m)| m.as_str())
+    }
+
+    /// The page: self-contained HTML (inline CSS, JavaScript and SVG). From
+    /// the top: the violation in words (other findings folded), the
+    /// checkers' focused accounts and the operations it names, the drawing
+    /// (opened on the violation's window), then the facts of the run, the
+    /// checks with what they mean, and the checkers' full reports.
     pub fn to_html(&self) -> String {
         let mut h = String::with_capacity(64 * 1024 + self.ops.len() * 300);
         let _ = write!(
@@ -764,58 +953,98 @@ impl Timeline {
             esc(&self.title)
         );
         let _ = write!(h, "<header><h1>{}</h1>", esc(&self.title));
-        // A broken property often fails many times over (every checkpoint
-        // of a host, every poll): the first few of each are shown, the rest
-        // folded, so the drawing stays in sight.
-        let mut shown: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-        for f in &self.findings {
-            *shown.entry((&f.kind, &f.property)).or_default() += 1;
-        }
-        let mut seen: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-        for f in &self.findings {
-            let cls = match f.kind.as_str() {
-                "UNDECIDED" => "finding undecided",
-                "LIVENESS" => "finding liveness",
-                _ => "finding",
-            };
-            let group = (f.kind.as_str(), f.property.as_str());
-            let n = seen.entry(group).or_default();
-            *n += 1;
-            let total = shown[&group];
-            if *n == FINDINGS_SHOWN + 1 {
+        // The finding that names the outcome in full; the others (a broken
+        // property often fails many times over) folded under one line, so
+        // that the account and the drawing stay in sight.
+        if let Some((first, rest)) = self.findings.split_first() {
+            self.finding(&mut h, first);
+            if !rest.is_empty() {
+                let mut counts: Vec<(&str, &str, usize)> = Vec::new();
+                for f in rest {
+                    match counts
+                        .iter_mut()
+                        .find(|(k, p, _)| *k == f.kind && *p == f.property)
+                    {
+                        Some(c) => c.2 += 1,
+                        None => counts.push((&f.kind, &f.property, 1)),
+                    }
+                }
+                let what: Vec<String> = counts
+                    .iter()
+                    .map(|(k, p, n)| {
+                        let kind = if *k == "VIOLATION" {
+                            String::new()
+                        } else {
+                            format!("{k} ")
+                        };
+                        format!("{kind}{p} ×{n}")
+                    })
+                    .collect();
                 let _ = write!(
                     h,
-                    "<details class=\"more\"><summary>{} more {} {}</summary>",
-                    total - FINDINGS_SHOWN,
-                    esc(&f.kind),
-                    esc(&f.property)
+                    "<details class=\"more\"><summary>{} more finding{}: {}</summary>",
+                    rest.len(),
+                    if rest.len() == 1 { "" } else { "s" },
+                    esc(&what.join(", "))
                 );
-            }
-            let _ = write!(
-                h,
-                "<div class=\"{cls}\"><span class=\"prop\">{} {}</span> {}</div>",
-                esc(&f.kind),
-                esc(&f.property),
-                esc(&f.message)
-            );
-            if *n > FINDINGS_SHOWN && *n == total {
+                for f in rest {
+                    self.finding(&mut h, f);
+                }
                 h.push_str("</details>");
             }
         }
-        if !self.facts.is_empty() {
-            h.push_str("<table class=\"facts\">");
-            for (k, v) in &self.facts {
-                let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
-            }
-            h.push_str("</table>");
-        }
         h.push_str("</header>\n");
-        self.named_ops(&mut h);
+        for e in &self.evidence {
+            self.evidence_html(&mut h, e);
+        }
+        let evidence_names_ops = self
+            .evidence
+            .iter()
+            .any(|e| e.rows.iter().any(|r| r.op.is_some()));
+        if !evidence_names_ops {
+            self.named_ops(&mut h);
+        }
         h.push_str(TOOLBAR);
         h.push_str(
             "<svg id=\"tl-overview\" class=\"overview\" xmlns=\"http://www.w3.org/2000/svg\" aria-label=\"the whole run: click to go there\"></svg><div id=\"tl\" class=\"tl\"><div id=\"tl-labels\" class=\"labels\"></div><div id=\"tl-scroll\" class=\"scroll\" tabindex=\"0\" aria-label=\"timeline; + and - zoom, v jumps to the violation\"><svg id=\"tl-svg\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div></div>\n<div id=\"tl-detail\" class=\"detail\" aria-live=\"polite\">Click a bar or a mark for its details.</div>\n",
         );
         h.push_str(LEGEND);
+        if !self.facts.is_empty() {
+            h.push_str("<h2>The run</h2><table class=\"facts\">");
+            for (k, v) in &self.facts {
+                let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+            }
+            h.push_str("</table>");
+        }
+        if !self.checks.is_empty() {
+            h.push_str("<h2 id=\"checks\">The checks</h2><table class=\"checks\"><tr><th>check</th><th>verdict</th><th>judged</th><th>what it means</th></tr>");
+            for c in &self.checks {
+                let meanings: Vec<String> = c
+                    .properties
+                    .iter()
+                    .map(|(id, m)| {
+                        if c.properties.len() == 1 {
+                            m.clone()
+                        } else {
+                            format!("{id}: {m}")
+                        }
+                    })
+                    .collect();
+                let broken = !c.verdict.starts_with("held");
+                let _ =
+                    write!(
+                    h,
+                    "<tr{}><td title=\"{}\"><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    if broken { " class=\"broken\"" } else { "" },
+                    esc(&meanings.join("\n")),
+                    esc(&c.name),
+                    esc(&c.verdict),
+                    esc(&c.note),
+                    meanings.iter().map(|m| esc(m)).collect::<Vec<_>>().join("<br>")
+                );
+            }
+            h.push_str("</table>");
+        }
         for s in &self.sections {
             match s {
                 Section::Text { title, text } => {
@@ -842,12 +1071,75 @@ impl Timeline {
         h
     }
 
-    /// The table of the operations the violation names, in time order.
+    /// One finding: its kind and property (what the property means as its
+    /// tooltip), then its words.
+    fn finding(&self, h: &mut String, f: &Finding) {
+        let cls = match f.kind.as_str() {
+            "UNDECIDED" => "finding undecided",
+            "LIVENESS" => "finding liveness",
+            _ => "finding",
+        };
+        let _ = write!(
+            h,
+            "<div class=\"{cls}\"><span class=\"prop\" title=\"{}\">{} {}</span> {}</div>",
+            esc(self.meaning(&f.property)),
+            esc(&f.kind),
+            esc(&f.property),
+            esc(&f.message)
+        );
+    }
+
+    /// A checker's focused account: its sentences and its table, each row
+    /// that names an operation linked to its bar.
+    fn evidence_html(&self, h: &mut String, e: &Evidence) {
+        let _ = write!(h, "<section class=\"evidence\"><h2>{}</h2>", esc(&e.title));
+        for p in &e.lead {
+            let _ = write!(h, "<p>{}</p>", esc(p));
+        }
+        if !e.rows.is_empty() {
+            h.push_str("<table class=\"named\"><tr>");
+            for c in &e.columns {
+                let _ = write!(h, "<th>{}</th>", esc(c));
+            }
+            h.push_str("</tr>");
+            for r in &e.rows {
+                let _ = write!(h, "<tr{}>", if r.marked { " class=\"marked\"" } else { "" });
+                for (i, c) in r.cells.iter().enumerate() {
+                    match r.op {
+                        Some(op) if i == 0 => {
+                            let _ =
+                                write!(h, "<td><a href=\"#\" data-op=\"{op}\">{}</a></td>", esc(c));
+                        }
+                        _ => {
+                            let _ = write!(h, "<td>{}</td>", esc(c));
+                        }
+                    }
+                }
+                h.push_str("</tr>");
+            }
+            h.push_str("</table>");
+        }
+        for p in &e.notes {
+            let _ = write!(h, "<p class=\"note\">{}</p>", esc(p));
+        }
+        h.push_str("</section>\n");
+    }
+
+    /// The table of the operations the violation names: the lead
+    /// operations (those of the violation that names the outcome); every
+    /// highlighted one on a page with no lead violation (no window set).
     fn named_ops(&self, h: &mut String) {
+        let lead_only = self.window.is_some() || !self.lead.is_empty();
         let mut named: Vec<&OpBar> = self
             .ops
             .iter()
-            .filter(|o| self.highlight.contains(&o.id))
+            .filter(|o| {
+                if lead_only {
+                    self.lead.contains(&o.id)
+                } else {
+                    self.highlight.contains(&o.id)
+                }
+            })
             .collect();
         if named.is_empty() {
             return;
@@ -873,12 +1165,12 @@ impl Timeline {
 /// HTML-escapes text (also for attribute values).
 pub use overcast_lin::html_escape as esc;
 
-/// How many findings of one kind and property the page shows before folding the rest.
-const FINDINGS_SHOWN: usize = 3;
+/// The shortest item the page opens on takes at least 1/this of the view.
+pub const VIEW_SHORTEST: u64 = 60;
 
 const TOOLBAR: &str = "<div class=\"toolbar\" role=\"toolbar\"><button id=\"b-in\" title=\"zoom in (+)\">+ zoom in</button><button id=\"b-out\" title=\"zoom out (-)\">− zoom out</button><button id=\"b-fit\" title=\"whole run (0)\">0 whole run</button><button id=\"b-viol\" title=\"jump to the violation (v)\">v violation</button><button id=\"b-prev\" title=\"previous named item (p)\">p prev</button><button id=\"b-next\" title=\"next named item (n)\">n next</button><span class=\"keys\">keys: <kbd>+</kbd>/<kbd>−</kbd> zoom · <kbd>0</kbd> whole run · <kbd>v</kbd> violation · <kbd>n</kbd>/<kbd>p</kbd> named items · <kbd>←</kbd>/<kbd>→</kbd> scroll</span><span id=\"tl-view\" class=\"view\"></span></div>\n";
 
-const LEGEND: &str = "<div class=\"legend\"><span><i class=\"sw ok\"></i>success</span><span><i class=\"sw refused\"></i>refused by design (4xx)</span><span><i class=\"sw error\"></i>error (5xx)</span><span><i class=\"sw unknown\"></i>no answer: outcome unknown (open-ended)</span><span><i class=\"sw hl\"></i>named by the violation</span><span><i class=\"sw held\"></i>held (authority's view)</span><span><i class=\"sw believed\"></i>believed (participant's view)</span><span><i class=\"sw crash\"></i>crashed</span><span><i class=\"sw pause\"></i>paused</span><span><i class=\"sw cut\"></i>partitioned</span><span><i class=\"sw clock\"></i>clock offset (lower panel)</span></div>\n";
+const LEGEND: &str = "<div class=\"legend\"><span><i class=\"sw ok\"></i>success</span><span><i class=\"sw refused\"></i>refused by design (4xx)</span><span><i class=\"sw error\"></i>error (5xx)</span><span><i class=\"sw unknown\"></i>no answer: outcome unknown (open-ended)</span><span><i class=\"sw hl\"></i>★ named by the violation shown first</span><span><i class=\"sw hl2\"></i>named by another finding</span><span><i class=\"sw held\"></i>held (authority's view)</span><span><i class=\"sw believed\"></i>believed (participant's view)</span><span><i class=\"sw crash\"></i>crashed</span><span><i class=\"sw pause\"></i>paused</span><span><i class=\"sw cut\"></i>partitioned</span><span><i class=\"sw clock\"></i>clock offset (lower panel)</span></div>\n";
 
 const CSS: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:16px 20px;color:#1d1d1f;background:#fff}
@@ -900,17 +1192,21 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:2px 10px 2px 0;text-
 .tl{display:flex;border:1px solid #ddd;border-radius:4px;margin-top:6px}
 .labels{flex:0 0 180px;border-right:1px solid #ddd;background:#fbfbfb;position:relative;overflow:hidden}
 .labels div{position:absolute;left:0;right:0;padding:2px 8px;box-sizing:border-box;border-bottom:1px solid #eee;overflow:hidden}
-.labels b{font-size:13px;display:block;white-space:nowrap}.labels small{font-size:10.5px;color:#666;display:block;line-height:1.25}
+.labels b{font-size:13px;display:block;white-space:nowrap}.labels small{font-size:10.5px;color:#666;line-height:1.25;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}
+.labels div.named{border-left:4px solid #d50000;background:#fff4f4}.labels div.named b{color:#8a1010}
 .scroll{flex:1 1 auto;overflow-x:auto;overflow-y:hidden}
 svg text{font-family:system-ui,sans-serif}
 .detail{font-size:13px;white-space:pre-wrap;background:#f6f8fa;border:1px solid #e3e3e3;border-radius:4px;padding:6px 10px;margin:8px 0;min-height:18px;font-variant-numeric:tabular-nums}
 .legend{font-size:12px;color:#333;margin:6px 0}.legend span{display:inline-block;margin-right:14px}
 .sw{display:inline-block;width:16px;height:10px;margin-right:4px;vertical-align:middle;border:1px solid #777}
 .sw.ok{background:#a5d6a7}.sw.refused{background:#ffe082}.sw.error{background:#ffab91}.sw.unknown{background:#fff;border-style:dashed}
-.sw.hl{background:#fff;border:2px solid #d50000}.sw.held{background:#1e88e5}.sw.believed{background:repeating-linear-gradient(45deg,#80cbc4 0 3px,#e0f2f1 3px 6px);border-color:#00796b}
+.sw.hl{background:#fff;border:2px solid #d50000}.sw.hl2{background:#fff;border:2px solid #ef6c00}.sw.held{background:#1e88e5}.sw.believed{background:repeating-linear-gradient(45deg,#80cbc4 0 3px,#e0f2f1 3px 6px);border-color:#00796b}
 .sw.crash{background:#9e9e9e}.sw.pause{background:repeating-linear-gradient(90deg,#bdbdbd 0 2px,#eee 2px 4px)}.sw.cut{background:#ffcc80}.sw.clock{background:#7e57c2;height:3px}
 pre{font-size:12px;background:#f6f8fa;padding:8px;overflow-x:auto}
 iframe.embedded{width:100%;border:1px solid #ddd;border-radius:4px;min-height:200px}
+.evidence{max-width:1300px;margin:10px 0 4px}.evidence p{font-size:14px;margin:4px 0;line-height:1.4}.evidence p.note{color:#444;font-size:13px}
+.named tr.marked td{background:#fff4f4;font-weight:600;color:#8a1010}
+.checks td,.checks th{border-bottom:1px solid #eee;padding:3px 14px 3px 0}.checks tr.broken td{color:#8a1010}.checks td:first-child{white-space:nowrap;cursor:help}
 "#;
 
 const JS: &str = r#"
@@ -941,7 +1237,7 @@ bars.forEach(x=>{const r=rows[x.lane];const open=x.t=='op'&&x.b==null;const end=
   const prev=r[k].last;if(prev&&prev.t=='op'&&prev.b==null)prev.vis=x.a;
   r[k].end=Math.max(end,x.a+gap);r[k].last=x;x.row=k;});
 const quietMarks=D.lanes.map(()=>0);D.marks.forEach(m=>{if(m.kind=='event'&&!m.hl&&m.lane!=='')quietMarks[laneOf(m.lane)]=7;});
-const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);const noteLines=Math.ceil(l.note.length/30);
+const laneTop=[];let y=AXIS;D.lanes.forEach((l,i)=>{laneTop.push(y);const noteLines=Math.min(2,Math.ceil(l.note.length/30));
   y+=Math.max(Math.max(1,rows[i].length)*ROW+2*PADY+quietMarks[i],20+noteLines*13);});
 const lanesBottom=y;const hasClock=D.clocks.length>0;const H=lanesBottom+(hasClock?CLOCKH+AXIS:8);
 let pxs=1,fit=1;const named=[];
@@ -991,8 +1287,8 @@ function draw(){
   // Bars.
   bars.forEach(x=>{const top=laneTop[x.lane]+PADY+x.row*ROW;const x1=X(x.a);const open=x.b==null;const x2=Math.max(open?X(x.vis!=null?x.vis:D.end):X(x.b),x1+2);
     const g=el('g',{});
-    if(x.t=='op'){const o=x.o;const hl=o.hl;
-      el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:3,fill:toneFill[o.tone],stroke:hl?'#d50000':toneStroke[o.tone],'stroke-width':hl?2.5:1,'stroke-dasharray':open?'4,3':null},g);
+    if(x.t=='op'){const o=x.o;const hl=o.hl==2,other=o.hl==1;
+      el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:3,fill:toneFill[o.tone],stroke:hl?'#d50000':other?'#ef6c00':toneStroke[o.tone],'stroke-width':hl||other?2.5:1,'stroke-dasharray':open?'4,3':null},g);
       label(g,x1,x2,top+13,(hl?'★ ':'')+o.label+(open?' …?':''),hl?'#8a1010':null,hl);tip(g,o.detail);g.dataset.op=o.id;}
     else if(x.t=='span'){const s=x.o;const held=s.kind=='held',bel=s.kind=='believed';
       el('rect',{x:x1,y:top+1,width:x2-x1,height:ROW-4,rx:2,fill:held?'#1e88e5':bel?'url(#hatch)':'#e0e0e0',stroke:s.hl?'#d50000':held?'#0d47a1':bel?'#00796b':'#9e9e9e','stroke-width':s.hl?2.5:1},g);
@@ -1034,7 +1330,8 @@ function drawClocks(W){const top=lanesBottom+AXIS,h=CLOCKH-10;let m=0.001;
   ends.forEach(e=>{const yy=Math.max(e.y-3,prev+12);prev=yy;el('text',{x:x,y:yy,'font-size':11,fill:e.col,'font-weight':600,stroke:'#fbf9ff','stroke-width':3,'paint-order':'stroke'},e.g,e.text);});}
 function drawLabels(){labels.innerHTML='';D.lanes.forEach((l,i)=>{const d=document.createElement('div');d.style.top=laneTop[i]+'px';
   d.style.height=((i+1<laneTop.length?laneTop[i+1]:lanesBottom)-laneTop[i])+'px';
-  const b=document.createElement('b');b.textContent=l.label;d.appendChild(b);const s=document.createElement('small');s.textContent=l.note;d.appendChild(s);d.title=l.label+' — '+l.note;labels.appendChild(d);});
+  if(l.named)d.className='named';
+  const b=document.createElement('b');b.textContent=(l.named?'★ ':'')+l.label;d.appendChild(b);const s=document.createElement('small');s.textContent=l.note;d.appendChild(s);d.title=l.label+' — '+l.note+(l.named?' (holds what the violation names)':'');labels.appendChild(d);});
   if(hasClock){const d=document.createElement('div');d.style.top=(lanesBottom+AXIS-20)+'px';d.style.height=(CLOCKH+20)+'px';
     const b=document.createElement('b');b.textContent='clock offsets';d.appendChild(b);
     D.clocks.forEach((c,k)=>{const s=document.createElement('small');s.style.color=palette[k%palette.length];s.textContent=c.node+': '+c.note;d.appendChild(s);});labels.appendChild(d);}}
@@ -1051,7 +1348,9 @@ ov.addEventListener('click',ev=>{const r=ov.getBoundingClientRect();const t=(ev.
 function setScale(p,centre){const c=centre!=null?centre:((scroll.scrollLeft+scroll.clientWidth/2-8)/pxs);pxs=Math.max(fit,Math.min(p,fit*200000));draw();scroll.scrollLeft=Math.max(0,X(c)-scroll.clientWidth/2);draw();}
 function show(a,b,ctx){const w=Math.max(b-a,D.end/20000);setScale((scroll.clientWidth-60)/(w*(ctx||1.6)),(a+b)/2);}
 function fitAll(){fit=(Math.max(scroll.clientWidth,400)-70)/D.end;pxs=fit;draw();scroll.scrollLeft=0;draw();}
-function toViolation(){if(D.focus){show(D.focus[0],D.focus[1],3);detail.textContent='The violation: '+fmt(D.focus[0])+' – '+fmt(D.focus[1])+' (shaded red; its items are outlined red and starred).';}else{fitAll();detail.textContent='The violation names no operation: the whole run is shown.';}}
+function toViolation(){if(D.view){show(D.view[0],D.view[1],1);const out=named.filter(n=>n[1]<D.view[0]||n[0]>D.view[1]).length;
+  detail.textContent='The violation: '+fmt(D.focus[0])+' – '+fmt(D.focus[1])+' (shaded red; what it names is outlined red and starred'+(out?'; '+out+' named item'+(out>1?'s':'')+' outside this view: n/p step to them':'')+').';}
+  else{fitAll();detail.textContent='The violation names no operation or moment: the whole run is shown.';}}
 function step(k){if(!named.length){toViolation();return;}cur=(cur+k+named.length)%named.length;const n=named[cur];show(n[0],n[1]);detail.textContent='Named item '+(cur+1)+' of '+named.length+': '+fmt(n[0])+' – '+fmt(n[1]);}
 document.getElementById('b-in').onclick=()=>setScale(pxs*2);
 document.getElementById('b-out').onclick=()=>setScale(pxs/2);
@@ -1067,7 +1366,7 @@ document.addEventListener('keydown',ev=>{if(ev.ctrlKey||ev.metaKey||ev.altKey)re
   else return;ev.preventDefault();});
 scroll.addEventListener('scroll',()=>{drawOverview();const vis=scroll.clientWidth/pxs;view.textContent='showing '+fmt(Math.max(0,(scroll.scrollLeft-8)/pxs))+' – '+fmt(Math.min(D.end,(scroll.scrollLeft-8)/pxs+vis))+' of '+fmt(D.end);});
 window.addEventListener('resize',()=>{const c=(scroll.scrollLeft+scroll.clientWidth/2-8)/pxs;fit=(Math.max(scroll.clientWidth,400)-70)/D.end;setScale(pxs,c);});
-drawLabels();fitAll();if(D.focus){toViolation();detail.textContent='Opened at the violation (shaded red); press 0 for the whole run, v to come back.';}
+drawLabels();fitAll();if(D.view){toViolation();detail.textContent='Opened on the violation: '+detail.textContent+' Press 0 for the whole run, v to come back.';}
 })();
 "#;
 
@@ -1213,7 +1512,7 @@ mod tests {
     }
 
     #[test]
-    fn many_findings_of_one_property_are_folded_after_the_first_few() {
+    fn the_finding_that_names_the_outcome_is_shown_and_the_others_are_folded_under_one_line() {
         let mut t = Timeline::new("feed seed 0: CF4 violation", 1_000_000_000);
         for i in 0..10 {
             t.findings.push(Finding {
@@ -1227,14 +1526,84 @@ mod tests {
             kind: "VIOLATION".into(),
             message: "a change never delivered".into(),
         });
+        t.checks.push(CheckLine {
+            name: "CF4".into(),
+            verdict: "BROKEN ×10".into(),
+            note: "12 checkpoints".into(),
+            properties: vec![("CF4".into(), "a checkpoint follows its delegate".into())],
+        });
         let page = t.to_html();
-        let fold = page.find("<details class=\"more\"><summary>7 more VIOLATION CF4</summary>");
-        let fold = fold.expect("the seven after the first three are folded");
-        assert!(page.find("checkpoint 2 ").expect("third shown") < fold);
-        assert!(page.find("checkpoint 3 ").expect("fourth folded") > fold);
-        // Every finding is still on the page, and the other property is not folded.
-        assert!(page.contains("checkpoint 9 "));
+        let fold = page
+            .find("<details class=\"more\"><summary>10 more findings: CF4 ×9, CF1 ×1</summary>")
+            .expect("the ten after the first are folded under one line");
+        assert!(page.find("checkpoint 0 ").expect("first shown") < fold);
+        assert!(page.find("checkpoint 1 ").expect("second folded") > fold);
+        assert!(page.contains("checkpoint 9 ") && page.contains("a change never delivered"));
         assert_eq!(page.matches("<details class=\"more\">").count(), 1);
-        assert!(page.find("a change never delivered").expect("CF1") > fold);
+        // The property's meaning is its tooltip, and the checks say it too.
+        assert!(page.contains("title=\"a checkpoint follows its delegate\">VIOLATION CF4"));
+        assert!(page.find("The checks").expect("checks") > page.find("id=\"tl\"").unwrap());
+    }
+
+    fn bar(id: u64, a_ms: u64, b_ms: u64) -> OpBar {
+        OpBar {
+            id,
+            lane: "client-0".into(),
+            start_ns: a_ms * 1_000_000,
+            end_ns: Some(b_ms * 1_000_000),
+            label: format!("op {id}"),
+            detail: String::new(),
+            tone: Tone::Ok,
+        }
+    }
+
+    #[test]
+    fn the_page_opens_on_the_lead_operation_when_the_named_ones_lie_far_apart() {
+        // A 15 ms put at 0.269 s and a read at 61.6 s: a window spanning both
+        // would make each a sliver; the view keeps the first and its neighbours.
+        let mut t = Timeline::new("t", 125_000_000_000);
+        t.ops = vec![
+            bar(77, 269, 284),
+            bar(52, 152, 176),
+            bar(1316, 61_642, 61_651),
+        ];
+        t.highlight.extend([77, 52, 1316]);
+        t.lead = vec![77, 52, 1316];
+        t.window = Some((152_000_000, 61_651_000_000));
+        let (a, b) = t.view().expect("a view");
+        assert!(
+            a <= 152_000_000 && b >= 284_000_000,
+            "the put and its neighbour are in view"
+        );
+        assert!(b < 61_642_000_000, "the far read is a step away");
+        assert!(
+            (b - a) / 15_000_000 <= VIEW_SHORTEST * 2,
+            "the put is not a sliver"
+        );
+        // Close together, everything is in view.
+        t.ops[2] = bar(1316, 300, 310);
+        t.window = Some((152_000_000, 310_000_000));
+        let (a, b) = t.view().expect("a view");
+        assert!(a <= 152_000_000 && b >= 310_000_000);
+    }
+
+    #[test]
+    fn a_moment_a_violation_names_is_marked_on_its_lane_and_opens_the_page() {
+        let mut t = Timeline::new("t", 70_000_000_000);
+        t.lane("host-1", "host-1", "host");
+        let m = Moment {
+            lane: "host-1#1".into(),
+            start_ns: 6_600_000_000,
+            end_ns: 6_600_000_000,
+            label: "checkpoint lsn 56".into(),
+        };
+        t.add_moment(&m, "CF4", true);
+        assert_eq!(t.marks[0].lane, "host-1");
+        assert!(t.marks[0].highlight);
+        let (a, b) = t.view().expect("a view");
+        assert!(a < 6_600_000_000 && b > 6_600_000_000);
+        assert!(b - a < 2_000_000_000, "zoomed in on the instant: {a}..{b}");
+        let data = t.data();
+        assert!(data["view"].is_array() && data["focus"].is_array());
     }
 }

@@ -2,8 +2,12 @@
 //! (here each with a seeded bug and a seed known to catch it), it is written
 //! beside the saved failure, self-contained, names the violated property and
 //! shows simulated seconds, never the history's raw nanoseconds; a passing
-//! run has none.
+//! run has none. Every page opens on its failure: what the violation names
+//! is marked on its lanes, the drawing starts on the violation's window, the
+//! checker's focused account comes before the lanes, and no Rust `Debug`
+//! text reaches the page or the summary.
 
+use overcast_harness::report::write_page_beside;
 use overcast_harness::run::{run_with, RunResult};
 use overcast_harness::saved::save_failure;
 use overcast_harness::scenario::Scenario;
@@ -74,10 +78,10 @@ fn assert_is_a_failure_page(r: &RunResult) -> String {
 fn a_failing_occ_run_gets_a_page_with_the_linearizability_counterexample_in_seconds() {
     let r = run("occ", 0, "skip_if_match");
     let page = assert_is_a_failure_page(&r);
-    assert!(page.contains("The operations it names"));
+    assert!(page.contains("How item k0 got there"));
     // The checker's own report is embedded, with the settled operations
     // that left the key in its start state, in seconds.
-    assert!(page.contains("the checker&#39;s own report"));
+    assert!(page.contains("the checker&#39;s full report"));
     assert!(page.contains("How the key got there"));
     assert!(!page.contains("earlier operations"));
     // Every call, the liveness probe's included, is on a node's lane.
@@ -180,4 +184,267 @@ fn a_restarted_clients_operations_are_drawn_on_its_nodes_lane() {
         let lane = op["lane"].as_str().expect("lane");
         assert!(nodes.contains(&lane), "op {} drawn on {lane}", op["id"]);
     }
+}
+
+/// One failing run per scenario: a seeded bug of the scenario (from the bug
+/// table) and an early seed that catches it, with the property it breaks.
+const FAILING: &[(&str, u64, &str)] = &[
+    ("occ", 0, "skip_if_match"),
+    ("leases", 25, "lease_expiry_on_client_clock"),
+    ("leases", 18, "renew_after_write"),
+    ("cosmos", 0, "upsert_if_match_absent_412"),
+    ("search", 0, "search_if_none_match_ignored"),
+    ("queues", 0, "poll_returns_reserved"),
+    ("queues", 0, "delete_current_queue"),
+    ("feed", 0, "checkpoint_before_delegate"),
+    ("feed", 0, "feed_shows_deletes"),
+    ("regions", 0, "commit_before_quorum"),
+    ("occ-replicated", 0, "commit_before_quorum"),
+];
+
+/// Rust `Debug` text a person should never read: `Some(`, `None`, or a
+/// struct's `Name { field:`.
+fn debug_syntax(text: &str) -> Option<String> {
+    if let Some(i) = text.find("Some(") {
+        return Some(text[i.saturating_sub(60)..(i + 40).min(text.len())].to_string());
+    }
+    for (i, _) in text.match_indices("None") {
+        let before = text[..i].chars().next_back();
+        let after = text[i + 4..].chars().next();
+        let word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+        if !before.is_some_and(word) && !after.is_some_and(word) {
+            return Some(text[i.saturating_sub(60)..(i + 40).min(text.len())].to_string());
+        }
+    }
+    let b = text.as_bytes();
+    for (i, _) in text.match_indices(" { ") {
+        // `Name { field:` — a capitalised word before, `word:` after.
+        let start = text[..i]
+            .rfind(|c: char| !c.is_alphanumeric())
+            .map_or(0, |k| k + 1);
+        let name = &text[start..i];
+        let rest = &text[i + 3..];
+        let field_end = rest.find(|c: char| !(c.is_ascii_lowercase() || c == '_'));
+        let is_field = field_end.is_some_and(|k| k > 0 && rest[k..].starts_with(':'));
+        if name.len() > 1 && b[start].is_ascii_uppercase() && is_field {
+            return Some(text[start.saturating_sub(30)..(i + 40).min(text.len())].to_string());
+        }
+    }
+    None
+}
+
+/// The page without its drawing script (code, not text a person reads).
+fn page_text(page: &str) -> String {
+    let mut text = page.to_string();
+    while let Some(a) = text.find("<script>") {
+        let b = a + text[a..].find("</script>").expect("a closed script");
+        text.replace_range(a..b + "</script>".len(), "");
+    }
+    text
+}
+
+#[test]
+fn the_debug_check_finds_what_it_looks_for() {
+    assert!(debug_syntax("left Some(Lease { id: 5 })").is_some());
+    assert!(debug_syntax("state None, then").is_some());
+    assert!(debug_syntax("a RefLease { expire_ms: 3 }").is_some());
+    assert!(debug_syntax("lease 5f3c… (fixed 15 s, broken); NoneSuch {x}").is_none());
+    assert!(debug_syntax("put k1 If-None-Match * → 412").is_none());
+}
+
+#[test]
+fn every_scenario_opens_its_failure_page_on_the_violation_with_its_account_first() {
+    let mut scenarios: Vec<&str> = FAILING.iter().map(|f| f.0).collect();
+    scenarios.dedup();
+    for name in CATALOGUE.names() {
+        assert!(scenarios.contains(&name), "{name} has no failing run here");
+    }
+    for &(name, seed, bug) in FAILING {
+        let info = overcast_scenarios::bugs::find(bug).expect("in the bug table");
+        assert!(info.scenarios.contains(&name), "{bug} belongs to {name}");
+        let r = run(name, seed, bug);
+        let what = format!("{name} seed {seed} {bug}");
+        let page = assert_is_a_failure_page(&r);
+        let lead = r
+            .violations()
+            .into_iter()
+            .find(|v| Some(v.property) == r.first_property())
+            .expect("the violation that names the outcome")
+            .clone();
+        assert!(
+            !lead.ops.is_empty() || !lead.moments.is_empty(),
+            "{what}: [{}] names no operation or moment: {}",
+            lead.property,
+            lead.message
+        );
+        let data = page_data(&page);
+        // (a) What it names is marked: its operations on their lanes as
+        // the lead (2), its moments as highlighted marks or spans.
+        for id in &lead.ops {
+            let op = data["ops"]
+                .as_array()
+                .expect("ops")
+                .iter()
+                .find(|o| o["id"] == *id)
+                .unwrap_or_else(|| panic!("{what}: op {id} is drawn"));
+            assert_eq!(op["hl"], 2, "{what}: op {id} is marked as named");
+        }
+        let marked_moments = data["marks"]
+            .as_array()
+            .expect("marks")
+            .iter()
+            .chain(data["spans"].as_array().expect("spans"))
+            .filter(|m| m["hl"] == true)
+            .count();
+        assert!(
+            marked_moments >= lead.moments.len(),
+            "{what}: its {} moments are marked ({marked_moments} marked)",
+            lead.moments.len()
+        );
+        // (b) The drawing opens on the violation's window: the view lies on
+        // the window, holds its first named item, and that item is not a
+        // sliver of it.
+        let pair = |v: &serde_json::Value| (v[0].as_f64().unwrap(), v[1].as_f64().unwrap());
+        let (fa, fb) = pair(&data["focus"]);
+        let (va, vb) = pair(&data["view"]);
+        let end = data["end"].as_f64().unwrap();
+        assert!(
+            va <= fb && vb >= fa,
+            "{what}: view {va}–{vb} on window {fa}–{fb}"
+        );
+        assert!(
+            vb - va < end * 0.5,
+            "{what}: the view {va}–{vb} is not the whole run ({end})"
+        );
+        let first = match lead.ops.first() {
+            Some(id) => {
+                let op = data["ops"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|o| o["id"] == *id)
+                    .unwrap();
+                let a = op["a"].as_f64().unwrap();
+                (a, op["b"].as_f64().unwrap_or(a))
+            }
+            None => {
+                let m = &lead.moments[0];
+                (m.start_ns as f64 / 1e9, m.end_ns as f64 / 1e9)
+            }
+        };
+        assert!(
+            va <= first.0 && vb >= first.0,
+            "{what}: the first named item at {} s is in the view {va}–{vb}",
+            first.0
+        );
+        assert!(
+            (first.1 - first.0).min(vb - va) * 200.0 >= (vb - va) || first.1 == first.0,
+            "{what}: the first named item ({}–{}) is a sliver of the view {va}–{vb}",
+            first.0,
+            first.1
+        );
+        assert!(
+            page.contains("toViolation()"),
+            "the script opens on the view"
+        );
+        // (c) The focused account comes before the lanes.
+        let lanes = page.find("id=\"tl\"").expect("the lanes");
+        let account = page
+            .find("<section class=\"evidence\">")
+            .or_else(|| page.find("The operations it names"))
+            .unwrap_or_else(|| panic!("{what}: a focused account"));
+        assert!(
+            account < lanes,
+            "{what}: the account comes before the lanes"
+        );
+        if lead.evidence.is_some() {
+            assert!(page.find("<section class=\"evidence\">").unwrap() < lanes);
+        }
+        // (d) No Debug text on the page or in the summary.
+        let text = page_text(&page);
+        if let Some(bad) = debug_syntax(&text) {
+            panic!("{what}: Debug text on the page: …{bad}…");
+        }
+        if let Some(bad) = debug_syntax(&r.summary()) {
+            panic!("{what}: Debug text in the summary: …{bad}…");
+        }
+        // Every check is named once, and says what it means.
+        let names: Vec<String> = r.checks.iter().map(|c| c.title()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{what}: check names {names:?}");
+        for c in &r.checks {
+            for p in c.properties {
+                assert!(
+                    page.contains(&overcast_sim::timeline::esc(p.meaning)),
+                    "{what}: the page says what {} means",
+                    p.id
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_summary_and_the_page_count_the_operations_alike_and_faults_are_only_faults() {
+    let r = run("occ", 0, "skip_if_match");
+    let count = r.op_count();
+    assert!(count.checks > 0, "occ's probe makes calls of its own");
+    assert_eq!(
+        count.client + count.checks,
+        r.history.ops(),
+        "the two parts make the whole history"
+    );
+    assert_eq!(
+        count.client,
+        r.history.workload_ops(),
+        "what a shrink counts"
+    );
+    let words = count.to_string();
+    assert!(r.summary().contains(&format!("ops     {words}")));
+    let page = r.html().expect("a page");
+    assert!(page.contains(&overcast_sim::timeline::esc(&words)));
+    // Counters that are not faults are not counted as faults.
+    assert!(r.counters.contains_key("max_unsynced_records"));
+    let faults_line = r
+        .summary()
+        .lines()
+        .find(|l| l.starts_with("faults"))
+        .expect("faults line")
+        .to_string();
+    assert!(
+        !faults_line.contains("max_unsynced_records"),
+        "{faults_line}"
+    );
+    assert!(
+        r.summary().contains("max_unsynced_records×"),
+        "on the counted line"
+    );
+    let injected: u64 = r.world.faults.values().sum::<u64>()
+        + r.counters
+            .iter()
+            .filter(|(k, _)| overcast_harness::run::is_fault(k))
+            .map(|(_, n)| n)
+            .sum::<u64>();
+    assert!(faults_line.starts_with(&format!("faults  {injected} injected")));
+}
+
+#[test]
+fn a_run_s_page_is_written_beside_a_saved_file_as_shrink_and_replay_do() {
+    let r = run("occ", 0, "skip_if_match");
+    let dir = std::env::temp_dir().join(format!("overcast-beside-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("occ-seed0-skip_if_match.shrunk.json");
+    let page = write_page_beside(&r, &saved)
+        .expect("written")
+        .expect("a failing run has a page");
+    assert_eq!(page, dir.join("occ-seed0-skip_if_match.shrunk.html"));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), r.html().unwrap());
+    let def = CATALOGUE.find("occ").unwrap();
+    let passing = run_with(def, &Scenario::new(def, 1));
+    assert!(write_page_beside(&passing, &dir.join("pass.json"))
+        .unwrap()
+        .is_none());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -86,8 +86,8 @@ fn an_l9_violation_names_both_holders_the_overlap_and_the_clocks() {
     let m = found.expect("an L9 violation");
     for words in [
         "believed it held lease",
-        "true time (its clock read",
-        "offset",
+        "true (",
+        "on its clock, offset",
         "acquired it at",
         "Both believed they held it from",
     ] {

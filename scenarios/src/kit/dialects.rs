@@ -11,7 +11,7 @@ use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{CallResult, ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Verdict};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
 use overcast_sim::lin;
@@ -182,8 +182,14 @@ where
     result
 }
 
-/// The checker's verdict on a linearizability report, with its explanation.
-pub fn lin_checked(report: &lin::Report, title: &str, op_of: impl Fn(u64) -> u64) -> Checked {
+/// The checker's verdict on a linearizability report, with its explanation;
+/// `name` says which history operation each checker operation belongs to
+/// ([`crate::kit::words::LinOpName`]).
+pub fn lin_checked(
+    report: &lin::Report,
+    title: &str,
+    name: crate::kit::words::LinOpName<'_>,
+) -> Checked {
     let verdict = match report.verdict {
         lin::Verdict::Linearizable => Verdict::Held,
         lin::Verdict::Unknown => Verdict::Undecided {
@@ -196,23 +202,12 @@ pub fn lin_checked(report: &lin::Report, title: &str, op_of: impl Fn(u64) -> u64
             ),
         },
         lin::Verdict::NotLinearizable => Verdict::Broken {
-            violations: vec![Violation {
-                property: "linearizability".into(),
-                message: match &report.failure {
-                    Some(f) => format!("{}: {}", f.key, f.sentence),
-                    None => "not linearizable".into(),
-                },
-                ops: report
-                    .failure
-                    .as_ref()
-                    .map(|f| f.ops.iter().map(|o| op_of(o.id)).collect())
-                    .unwrap_or_default(),
-            }],
+            violations: vec![crate::kit::words::lin_violation(report, "item", name)],
         },
     };
-    let mut checked = Checked::new(verdict).with_note(format!("{} keys", report.keys));
+    let mut checked = Checked::new(verdict).with_note(format!("{} items", report.keys));
     if report.failure.is_some() {
-        checked.explanation = Some(report.to_text());
+        checked.explanation = Some(crate::kit::words::lin_text(report, "item", name));
         checked.html = Some(report.to_html(title));
     }
     checked
@@ -236,6 +231,10 @@ impl<C, R> Checker<History<C, R>> for RetryDiscipline<C, R> {
             crate::kit::properties::R2,
             crate::kit::properties::R3,
         ]
+    }
+
+    fn label(&self) -> &'static str {
+        "client"
     }
 
     fn check(&self, history: &History<C, R>) -> Checked {

@@ -77,26 +77,24 @@ fn is_timeout(r: &AttemptResult) -> bool {
 /// the re-send may apply it twice). The violation, if it was.
 pub fn resent_after_timeout(op: u64, attempts: &[Attempt]) -> Option<Violation> {
     let i = attempts.iter().position(|x| is_timeout(&x.result))?;
-    (i + 1 < attempts.len()).then(|| Violation {
-        property: "R1".into(),
-        message: format!(
-            "op {op}: a write was re-sent (attempt {}) after attempt {} ended in {}; its outcome was unknown, so the re-send may apply it twice",
-            i + 2,
-            i + 1,
-            describe(&attempts[i].result)
-        ),
-        ops: vec![op],
+    (i + 1 < attempts.len()).then(|| {
+        Violation::new(
+            "R1",
+            format!(
+                "op {op}: a write was re-sent (attempt {}) after attempt {} ended in {}; its outcome was unknown, so the re-send may apply it twice",
+                i + 2,
+                i + 1,
+                describe(&attempts[i].result)
+            ),
+        )
+        .with_ops([op])
     })
 }
 
 /// Judges one operation; the first broken rule, if any.
 pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation> {
     let v = |property: &'static str, message: String| {
-        Some(Violation {
-            property: property.into(),
-            message,
-            ops: vec![case.op],
-        })
+        Some(Violation::new(property, message).with_ops([case.op]))
     };
     let a = case.attempts;
     if !case.idempotent {
@@ -303,9 +301,9 @@ pub fn window_wait_overrun(
         let paused_ns = overlap_ns(paused, started_ns, w[1].sent_ns);
         let allowed_ns = longest_ns + clock_slack_ns(longest_ns) + TIMER_SLACK_NS + paused_ns;
         if w[1].waited_ns > allowed_ns {
-            return Some(Violation {
-                property: "R3".into(),
-                message: format!(
+            return Some(Violation::new(
+                "R3",
+                format!(
                     "op {op}: the SDK waited {:.3} s before attempt {}, after attempt {} ended in {}; SPEC §4.1 (rows 410 and 449: the first retry at once, then 1 s doubling to 15 s after a 410 or a read's timeout, 10 ms doubling plus at most 4 ms to 1 s after a 449) allows at most {:.3} s there{}",
                     w[1].waited_ns as f64 / 1e9,
                     i + 2,
@@ -318,8 +316,8 @@ pub fn window_wait_overrun(
                         String::new()
                     }
                 ),
-                ops: vec![op],
-            });
+            )
+            .with_ops([op]));
         }
     }
     None

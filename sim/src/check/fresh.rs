@@ -15,13 +15,15 @@ pub fn check_fresh<'a>(
     let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for (key, token, op) in produced {
         if let Some(first) = seen.insert((key, token), op) {
-            return Some(Violation {
-                property: property.into(),
-                message: format!(
-                    "{key}: op {op} got the token {token}, which op {first} had already got for the same resource"
-                ),
-                ops: vec![first, op],
-            });
+            return Some(
+                Violation::new(
+                    property,
+                    format!(
+                        "{key}: op {op} got the token {token}, which op {first} had already got for the same resource"
+                    ),
+                )
+                .with_ops([op, first]),
+            );
         }
     }
     None
@@ -36,6 +38,6 @@ mod tests {
         assert!(check_fresh("E1", [("a", "1", 0), ("a", "2", 1), ("b", "1", 2)]).is_none());
         let v = check_fresh("E1", [("a", "1", 0), ("b", "1", 1), ("a", "1", 5)]).unwrap();
         assert_eq!(v.property, "E1");
-        assert_eq!(v.ops, vec![0, 5]);
+        assert_eq!(v.ops, vec![5, 0]);
     }
 }

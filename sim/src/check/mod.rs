@@ -82,16 +82,121 @@ impl Property {
     }
 }
 
-/// One broken property.
+/// One broken property. Build it with [`Violation::new`] and say what it
+/// names: its operations ([`Violation::with_ops`]), the moments and spans
+/// of node events it is about ([`Violation::at`], [`Violation::during`]),
+/// and a focused account ([`Violation::with_evidence`]); the failure page
+/// opens on the window these cover and marks each of them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Violation {
     /// The property it breaks.
     pub property: PropertyId,
     /// What went wrong, in one or a few sentences.
     pub message: String,
-    /// Operation ids involved, for the report.
+    /// Operation ids involved, the most important first (the page opens on
+    /// the first when the others lie far from it).
     #[serde(default)]
     pub ops: Vec<u64>,
+    /// The node events and spans of time it is about, besides operations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moments: Vec<Moment>,
+    /// The checker's focused account of it, shown above the page's lanes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+impl Violation {
+    /// A violation of `property`, in the words of `message`, naming nothing yet.
+    pub fn new(property: impl Into<PropertyId>, message: impl Into<String>) -> Violation {
+        Violation {
+            property: property.into(),
+            message: message.into(),
+            ops: Vec::new(),
+            moments: Vec::new(),
+            evidence: None,
+        }
+    }
+
+    /// Naming these operations (history ids), the most important first.
+    pub fn with_ops(mut self, ops: impl IntoIterator<Item = u64>) -> Violation {
+        self.ops.extend(ops);
+        self
+    }
+
+    /// Naming what happened on `lane` (a node, or a lane the scenario's
+    /// drawing adds) at `at_ns` true simulated time, in a few words.
+    pub fn at(self, lane: impl Into<String>, at_ns: u64, label: impl Into<String>) -> Violation {
+        self.during(lane, at_ns, at_ns, label)
+    }
+
+    /// Naming a span of true simulated time on `lane` (a lease as its
+    /// holder believed it, a change waiting to be delivered).
+    pub fn during(
+        mut self,
+        lane: impl Into<String>,
+        start_ns: u64,
+        end_ns: u64,
+        label: impl Into<String>,
+    ) -> Violation {
+        self.moments.push(Moment {
+            lane: lane.into(),
+            start_ns,
+            end_ns: end_ns.max(start_ns),
+            label: label.into(),
+        });
+        self
+    }
+
+    /// With the checker's focused account.
+    pub fn with_evidence(mut self, evidence: Evidence) -> Violation {
+        self.evidence = Some(evidence);
+        self
+    }
+}
+
+/// A moment or a span of true simulated time a violation names, on one lane
+/// of the failure page (a checkpoint, a poll, a delivery, a lease held).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Moment {
+    /// The lane: a node's name (an incarnation such as `host-3#1` is drawn
+    /// on `host-3`), a lane the scenario's drawing adds, or empty for the
+    /// world as a whole.
+    pub lane: String,
+    /// Its start, true ns.
+    pub start_ns: u64,
+    /// Its end, true ns (the start again for an instant).
+    pub end_ns: u64,
+    /// A few words for its mark.
+    pub label: String,
+}
+
+/// A checker's focused account of one violation: a few sentences and a
+/// table whose rows may name operations (e.g. how a key got into the state
+/// an operation could not follow; a lease as the server saw it beside its
+/// holder's belief). The failure page shows it above its lanes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// Its heading.
+    pub title: String,
+    /// Sentences before the table.
+    pub lead: Vec<String>,
+    /// The table's column headings.
+    pub columns: Vec<String>,
+    /// The table's rows, in the order they are told.
+    pub rows: Vec<EvidenceRow>,
+    /// Sentences after the table.
+    pub notes: Vec<String>,
+}
+
+/// One row of an [`Evidence`] table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EvidenceRow {
+    /// The operation the row is about, if any (the page links it to its bar).
+    pub op: Option<u64>,
+    /// The cells, one per column.
+    pub cells: Vec<String>,
+    /// The row the violation turns on (drawn marked).
+    pub marked: bool,
 }
 
 impl std::fmt::Display for Violation {
@@ -207,6 +312,12 @@ pub trait Checker<H: ?Sized>: Send + Sync {
     fn properties(&self) -> &'static [Property];
     /// Judges a history.
     fn check(&self, history: &H) -> Checked;
+    /// A word or two that tell this checker from another one judging the
+    /// same properties (the servers' view of R1–R3 beside the client's),
+    /// shown after its properties in the summary and on the page. Default: none.
+    fn label(&self) -> &'static str {
+        ""
+    }
 }
 
 /// One analysis of a history, shared by the checkers that each report a
@@ -328,11 +439,7 @@ mod tests {
 
     fn broken(p: &'static str) -> Verdict {
         Verdict::Broken {
-            violations: vec![Violation {
-                property: p.into(),
-                message: "x".into(),
-                ops: vec![],
-            }],
+            violations: vec![Violation::new(p, "x")],
         }
     }
 
@@ -344,12 +451,8 @@ mod tests {
             full.clone().partly(true).verdict_words(),
             "held, partly judged"
         );
-        let broken = Checked::new(Verdict::from_violations(vec![Violation {
-            property: "E1".into(),
-            message: "m".into(),
-            ops: vec![],
-        }]))
-        .partly(true);
+        let broken =
+            Checked::new(Verdict::from_violations(vec![Violation::new("E1", "m")])).partly(true);
         assert_eq!(broken.verdict_words(), "BROKEN ×1");
     }
 

@@ -150,7 +150,14 @@ impl Checker<CosmosHistory> for Linearizability {
 
     fn check(&self, history: &CosmosHistory) -> Checked {
         let report = lin::check(&CosmosItemSpec, &to_lin_ops(history), &self.options);
-        lin_checked(&report, "overcast cosmos", |id| id / BATCH_SLOTS)
+        lin_checked(&report, "overcast cosmos", &|id| {
+            let (op, step) = (id / BATCH_SLOTS, id % BATCH_SLOTS);
+            if step == 0 {
+                (op, format!("#{op}"))
+            } else {
+                (op, format!("#{op} step {}", step + 1))
+            }
+        })
     }
 }
 
@@ -252,14 +259,16 @@ fn batch_violation(history: &CosmosHistory) -> Option<Violation> {
         if failed {
             for (key, body, _) in &writes {
                 if let Some(r) = reads.iter().find(|r| r.1 == *key && r.2 == *body) {
-                    return Some(Violation {
-                        property: "batch-atomicity".into(),
-                        message: format!(
-                            "op {} read {body:?} at {key}, written by batch op {id}, which was rolled back",
-                            r.0
-                        ),
-                        ops: vec![id, r.0],
-                    });
+                    return Some(
+                        Violation::new(
+                            "batch-atomicity",
+                            format!(
+                                "op {} read the body {body} of {key}, written by batch op {id}, which was rolled back",
+                                r.0
+                            ),
+                        )
+                        .with_ops([r.0, id]),
+                    );
                 }
             }
             continue;
@@ -281,14 +290,16 @@ fn batch_violation(history: &CosmosHistory) -> Option<Violation> {
                         .iter()
                         .find(|r| r.1 == *other_key && r.4 > first.5 && r.3 < *v)
                     {
-                        return Some(Violation {
-                            property: "batch-atomicity".into(),
-                            message: format!(
-                                "op {} saw batch op {id}'s write of {first_key}, then op {} read {other_key} at v{} (before the batch's v{v})",
-                                first.0, stale.0, stale.3
-                            ),
-                            ops: vec![id, first.0, stale.0],
-                        });
+                        return Some(
+                            Violation::new(
+                                "batch-atomicity",
+                                format!(
+                                    "op {} saw batch op {id}'s write of {first_key}, then op {} read {other_key} at version {} (before the batch's version {v})",
+                                    first.0, stale.0, stale.3
+                                ),
+                            )
+                            .with_ops([stale.0, first.0, id]),
+                        );
                     }
                 }
             }

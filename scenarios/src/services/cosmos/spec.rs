@@ -162,9 +162,37 @@ impl Spec for CosmosItemSpec {
 
     fn describe_state(&self, s: &CosmosState) -> String {
         match &s.0 {
-            None => format!("absent (v{})", s.1),
-            Some(b) => format!("{b:?} v{}", s.1),
+            None => format!("absent (version {})", s.1),
+            Some(b) => format!("\"{b}\" (version {})", s.1),
         }
+    }
+
+    fn describe_op(&self, op: &CosmosOp, out: Option<&CosmosResult>) -> String {
+        let asked = match op {
+            CosmosOp::Read => "read".to_string(),
+            CosmosOp::ReadIfNoneMatch(v) => format!("read if-none-match version {v}"),
+            CosmosOp::Create(b) => format!("create \"{b}\""),
+            CosmosOp::Replace(b) => format!("replace \"{b}\""),
+            CosmosOp::ReplaceIfVersion(v, b) => format!("replace \"{b}\" if-match version {v}"),
+            CosmosOp::Upsert(b) => format!("upsert \"{b}\""),
+            CosmosOp::UpsertIfVersion(v, b) => format!("upsert \"{b}\" if-match version {v}"),
+            CosmosOp::Delete => "delete".to_string(),
+            CosmosOp::DeleteIfVersion(v) => format!("delete if-match version {v}"),
+        };
+        let version = |v: &Option<u64>| v.map_or(String::new(), |v| format!(" version {v}"));
+        let seen = match out {
+            None => "unknown outcome".to_string(),
+            Some(CosmosResult::Absent) => "404".to_string(),
+            Some(CosmosResult::Present(b, v)) => format!("200 \"{b}\" version {v}"),
+            Some(CosmosResult::NotModified) => "304".to_string(),
+            Some(CosmosResult::Ok(v)) => format!("200{}", version(v)),
+            Some(CosmosResult::Created(v)) => format!("201{}", version(v)),
+            Some(CosmosResult::PreconditionFailed) => "412".to_string(),
+            Some(CosmosResult::Conflict) => "409".to_string(),
+            Some(CosmosResult::NotFound) => "404".to_string(),
+            Some(CosmosResult::RolledBack) => "424 (rolled back with its batch)".to_string(),
+        };
+        format!("{asked} → {seen}")
     }
 }
 

@@ -30,8 +30,9 @@ use overcast_model::cosmos::{CosmosEffect, ItemChange};
 use overcast_model::feed::{epk, FeedEffect, FeedItem, KEY_SPACE};
 use overcast_model::feed_processor::{LeaseDoc, ProcessorEvent, ProcessorOptions};
 use overcast_model::partition::Effect;
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::check::{Property, SharedAnalysis};
+use overcast_sim::timeline::{node_lane, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One committed item write or delete, from the durable log.
@@ -84,15 +85,18 @@ struct Analysis {
 }
 
 fn violation(property: &'static str, message: String) -> Violation {
-    Violation {
-        property: property.into(),
-        message,
-        ops: Vec::new(),
-    }
+    Violation::new(property, message)
 }
 
-fn secs(ns: u64) -> String {
-    format!("{:.1} s", ns as f64 / 1e9)
+/// The lane of the page a host's processing of its leases is drawn on
+/// (`host-3:processing` for `host-3#1`, [`super::timeline`]).
+fn processing(node: &str) -> String {
+    format!("{}:processing", node_lane(node))
+}
+
+/// The lane of the page a host's ownership in the lease log is drawn on.
+fn owned(host: &str) -> String {
+    format!("{}:owned", node_lane(host))
 }
 
 /// The durable log: records appended, cut back at each recovery to what it kept.
@@ -186,31 +190,90 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     }
 
     // CF1: deliveries and pulled items are committed versions.
-    let phantom = |who: &str, i: &FeedItem| -> Option<Violation> {
+    let phantom = |who: &str, lane: String, at_ns: u64, i: &FeedItem| -> Option<Violation> {
         let k = (i.partition_key.clone(), i.id.clone());
+        // The item's changes in the durable log up to the delivery.
+        let logged = || -> Vec<EvidenceRow> {
+            let mut rows: Vec<EvidenceRow> = items
+                .iter()
+                .filter(|c| {
+                    let key = key_of(&c.change);
+                    c.at_ns <= at_ns && key.partition_key == i.partition_key && key.id == i.id
+                })
+                .map(|c| EvidenceRow {
+                    op: None,
+                    cells: vec![
+                        secs(c.at_ns),
+                        format!("lsn {}", c.lsn),
+                        match &c.change {
+                            ItemChange::Written { item, .. } => {
+                                format!("version {} written", item.version)
+                            }
+                            ItemChange::Deleted { .. } => "deleted".to_string(),
+                        },
+                    ],
+                    marked: false,
+                })
+                .collect();
+            rows.push(EvidenceRow {
+                op: None,
+                cells: vec![
+                    secs(at_ns),
+                    format!("lsn {}", i.lsn),
+                    format!("{who} got version {}: not in the log", i.version),
+                ],
+                marked: true,
+            });
+            rows
+        };
         match versions.get(&(k, i.version)) {
             Some((lsn, body)) if *lsn == i.lsn && *body == i.body => None,
-            _ => Some(violation(
-                "CF1",
-                format!(
-                    "{who} got item {}/{} version {} (lsn {}), which the durable log never committed",
-                    i.partition_key, i.id, i.version, i.lsn
-                ),
-            )),
+            _ => Some(
+                violation(
+                    "CF1",
+                    format!(
+                        "{who} got item {}/{} version {} (lsn {}) at {}, which the durable log never committed",
+                        i.partition_key,
+                        i.id,
+                        i.version,
+                        i.lsn,
+                        secs(at_ns)
+                    ),
+                )
+                .at(lane, at_ns, format!("got {}/{} v{}", i.partition_key, i.id, i.version))
+                .with_evidence(Evidence {
+                    title: format!("{}/{} in the durable log", i.partition_key, i.id),
+                    lead: vec![format!(
+                        "Every committed change of {}/{} up to the delivery, and what {who} got:",
+                        i.partition_key, i.id
+                    )],
+                    columns: ["when", "lsn", "what"].map(String::from).to_vec(),
+                    rows: logged(),
+                    notes: Vec::new(),
+                }),
+            ),
         }
     };
     let mut delivered = 0usize;
     for (node, events) in &by_node {
-        for (_, e) in events {
+        for (at_ns, e) in events {
             if let ProcessorEvent::Delivered { items, .. } = e {
                 delivered += items.len();
-                v.extend(items.iter().filter_map(|i| phantom(node, i)));
+                v.extend(
+                    items
+                        .iter()
+                        .filter_map(|i| phantom(node, processing(node), *at_ns, i)),
+                );
             }
         }
     }
     for e in &h.node_events {
         if let FeedEvent::Pull { items, .. } = &e.event {
-            v.extend(items.iter().filter_map(|i| phantom(&e.node, i)));
+            v.extend(
+                items
+                    .iter()
+                    .filter_map(|i| phantom(&e.node, e.node.clone(), e.at_ns, i)),
+            );
         }
     }
     notes.insert("CF1", format!("{delivered} items delivered"));
@@ -224,7 +287,56 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         let mut pending: BTreeMap<u32, Vec<FeedItem>> = BTreeMap::new();
         let mut last_done: BTreeMap<u32, (bool, u64)> = BTreeMap::new();
         let mut fenced: BTreeSet<u32> = BTreeSet::new();
+        // Each lease's latest deliveries, delegate returns and checkpoints
+        // on this node, for a CF4 violation's account.
+        let mut recent: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
         for (at_ns, e) in events {
+            let said = match e {
+                ProcessorEvent::Delivered {
+                    lease,
+                    items,
+                    continuation,
+                } => Some((
+                    *lease,
+                    format!(
+                        "handed the page up to lsn {continuation} ({} items) to its delegate",
+                        items.len()
+                    ),
+                )),
+                ProcessorEvent::DelegateDone {
+                    lease,
+                    ok,
+                    continuation,
+                } => Some((
+                    *lease,
+                    format!(
+                        "its delegate {} on the page up to lsn {continuation}",
+                        if *ok { "returned" } else { "threw" }
+                    ),
+                )),
+                ProcessorEvent::Checkpoint {
+                    lease,
+                    continuation,
+                    ok,
+                } => Some((
+                    *lease,
+                    format!(
+                        "checkpointed at lsn {continuation} ({})",
+                        if *ok { "committed" } else { "rejected" }
+                    ),
+                )),
+                ProcessorEvent::Acquired { lease, .. } => {
+                    Some((*lease, "acquired the lease".to_string()))
+                }
+                _ => None,
+            };
+            if let Some((lease, words)) = said {
+                let r = recent.entry(lease).or_default();
+                r.push((*at_ns, words));
+                if r.len() > 7 {
+                    r.remove(0);
+                }
+            }
             match e {
                 ProcessorEvent::Acquired { lease, .. } => {
                     last_lsn.retain(|(l, _), _| l != lease);
@@ -241,26 +353,35 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                 }
                 ProcessorEvent::Delivered { lease, items, .. } => {
                     if fenced.contains(lease) {
-                        v.push(violation(
-                            "CF6",
-                            format!(
-                                "{node} delivered a batch of lease {lease} at {} after its checkpoint of that lease was rejected",
-                                secs(*at_ns)
-                            ),
-                        ));
+                        v.push(
+                            violation(
+                                "CF6",
+                                format!(
+                                    "{node} delivered a batch of lease {lease} at {} after its checkpoint of that lease was rejected",
+                                    secs(*at_ns)
+                                ),
+                            )
+                            .at(processing(node), *at_ns, format!("delivered lease {lease}")),
+                        );
                     }
                     for i in items {
                         let slot = last_lsn
                             .entry((*lease, i.partition_key.clone()))
                             .or_default();
                         if i.lsn < *slot {
-                            v.push(violation(
-                                "CF2",
-                                format!(
-                                    "{node}: lease {lease} delivered partition key {} at lsn {} after lsn {} in one stream",
-                                    i.partition_key, i.lsn, slot
-                                ),
-                            ));
+                            v.push(
+                                violation(
+                                    "CF2",
+                                    format!(
+                                        "{node}: lease {lease} delivered partition key {} at lsn {} after lsn {} in one stream, at {}",
+                                        i.partition_key,
+                                        i.lsn,
+                                        slot,
+                                        secs(*at_ns)
+                                    ),
+                                )
+                                .at(processing(node), *at_ns, format!("lsn {} after {slot}", i.lsn)),
+                            );
                         }
                         *slot = (*slot).max(i.lsn);
                     }
@@ -289,18 +410,40 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         continue;
                     }
                     checkpoints += 1;
+                    let steps = recent.get(lease).cloned().unwrap_or_default();
+                    let cf4 = |message: String| {
+                        violation("CF4", message)
+                            .at(
+                                processing(node),
+                                *at_ns,
+                                format!("checkpoint lsn {continuation}"),
+                            )
+                            .with_evidence(Evidence {
+                                title: format!("Lease {lease} on {node}: its last pages"),
+                                lead: vec![format!(
+                                    "What {node} did with lease {lease} up to its checkpoint at lsn {continuation}: a checkpoint may only follow its delegate's return on that page."
+                                )],
+                                columns: ["when", "what"].map(String::from).to_vec(),
+                                rows: steps
+                                    .iter()
+                                    .map(|(t, w)| EvidenceRow {
+                                        op: None,
+                                        cells: vec![secs(*t), w.clone()],
+                                        marked: *t == *at_ns,
+                                    })
+                                    .collect(),
+                                notes: Vec::new(),
+                            })
+                    };
                     match last_done.remove(lease) {
                         Some((true, c)) if c == *continuation => {}
-                        Some((true, c)) => v.push(violation(
-                            "CF4",
+                        Some((true, c)) => v.push(cf4(
                             format!("{node} checkpointed lease {lease} at lsn {continuation} at {}, but its delegate had returned the page up to lsn {c}", secs(*at_ns)),
                         )),
-                        Some((false, _)) => v.push(violation(
-                            "CF4",
+                        Some((false, _)) => v.push(cf4(
                             format!("{node} checkpointed lease {lease} at lsn {continuation} at {} after its delegate threw on that page", secs(*at_ns)),
                         )),
-                        None => v.push(violation(
-                            "CF4",
+                        None => v.push(cf4(
                             format!("{node} checkpointed lease {lease} at lsn {continuation} at {} with no delegate return for that page before it", secs(*at_ns)),
                         )),
                     }
@@ -321,32 +464,38 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             };
             if let Some(pd) = prev {
                 if doc.continuation < pd.continuation {
-                    v.push(violation(
-                        "CF5",
-                        format!(
-                            "lease {} moved its checkpoint back from {:?} to {:?} at {} (written by {})",
-                            doc.token,
-                            pd.continuation,
-                            doc.continuation,
-                            secs(lv.at_ns),
-                            doc.by
-                        ),
-                    ));
+                    v.push(
+                        violation(
+                            "CF5",
+                            format!(
+                                "lease {} moved its checkpoint back from {} to {} at {} (written by {})",
+                                doc.token,
+                                lsn_words(pd.continuation),
+                                lsn_words(doc.continuation),
+                                secs(lv.at_ns),
+                                doc.by
+                            ),
+                        )
+                        .at(owned(&doc.by), lv.at_ns, format!("checkpoint back to {}", lsn_words(doc.continuation))),
+                    );
                 }
                 if doc.continuation != pd.continuation
                     && pd.owner.as_deref() != Some(doc.by.as_str())
                 {
-                    v.push(violation(
-                        "CF6",
-                        format!(
-                            "a checkpoint of lease {} to {:?} by {} stuck at {} while the lease was owned by {}",
-                            doc.token,
-                            doc.continuation,
-                            doc.by,
-                            secs(lv.at_ns),
-                            pd.owner.as_deref().unwrap_or("nobody")
-                        ),
-                    ));
+                    v.push(
+                        violation(
+                            "CF6",
+                            format!(
+                                "a checkpoint of lease {} to {} by {} stuck at {} while the lease was owned by {}",
+                                doc.token,
+                                lsn_words(doc.continuation),
+                                doc.by,
+                                secs(lv.at_ns),
+                                pd.owner.as_deref().unwrap_or("nobody")
+                            ),
+                        )
+                        .at(owned(&doc.by), lv.at_ns, format!("checkpoint by {}", doc.by)),
+                    );
                 }
             } else if let Some(parent) = doc.parent {
                 // A child's first version: at or before the parent's checkpoint then.
@@ -362,13 +511,20 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                     })
                     .flatten();
                 if doc.continuation.is_some() && doc.continuation > parent_cp {
-                    v.push(violation(
-                        "CF9",
-                        format!(
-                            "split: child lease {} of lease {parent} starts at lsn {:?}, after the parent's checkpoint {:?}, so the changes between are skipped",
-                            doc.token, doc.continuation, parent_cp
-                        ),
-                    ));
+                    v.push(
+                        violation(
+                            "CF9",
+                            format!(
+                                "split: child lease {} of lease {parent} starts at {} (written at {} by {}), after the parent's checkpoint {}, so the changes between are skipped",
+                                doc.token,
+                                lsn_words(doc.continuation),
+                                secs(lv.at_ns),
+                                doc.by,
+                                lsn_words(parent_cp)
+                            ),
+                        )
+                        .at(owned(&doc.by), lv.at_ns, format!("child lease {}", doc.token)),
+                    );
                 }
             }
             prev = Some(doc);
@@ -404,9 +560,15 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             exempt += 1;
             continue;
         }
-        v.push(violation(
-            "CF3",
-            missing(h, k, *version, *lsn, &final_leases, end_ns),
+        let committed_ns = items.iter().find(|c| c.lsn == *lsn).map_or(0, |c| c.at_ns);
+        v.push(missing(
+            h,
+            k,
+            *version,
+            *lsn,
+            committed_ns,
+            &final_leases,
+            end_ns,
         ));
     }
     notes.insert(
@@ -423,21 +585,27 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     let mut at = 0;
     for (min, max, token) in &tiles {
         if *min != at {
-            v.push(violation(
-                "CF7",
-                format!(
-                    "at the end the leases do not tile the key space: lease {token} starts at {min:02X}, expected {at:02X} ({})",
-                    if *min < at { "overlap" } else { "gap" }
-                ),
-            ));
+            v.push(
+                violation(
+                    "CF7",
+                    format!(
+                        "at the end the leases do not tile the key space: lease {token} starts at {min:02X}, expected {at:02X} ({})",
+                        if *min < at { "overlap" } else { "gap" }
+                    ),
+                )
+                .at("", end_ns, format!("lease {token} at {min:02X}")),
+            );
         }
         at = at.max(*max);
     }
     if at != KEY_SPACE {
-        v.push(violation(
-            "CF7",
-            format!("at the end the leases stop at {at:02X}, before the end of the key space"),
-        ));
+        v.push(
+            violation(
+                "CF7",
+                format!("at the end the leases stop at {at:02X}, before the end of the key space"),
+            )
+            .at("", end_ns, format!("leases stop at {at:02X}")),
+        );
     }
     // Ownership at the end is a quiescence property like balance: judged
     // below only once the hosts have settled (a failed acquire in the quiet
@@ -446,14 +614,17 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     let mut unowned = Vec::new();
     for d in &final_leases {
         if !d.owner.as_ref().is_some_and(|o| hosts.contains(o)) {
-            unowned.push(violation(
-                "CF7",
-                format!(
-                    "at the end lease {} is owned by {}, not by a live host",
-                    d.token,
-                    d.owner.as_deref().unwrap_or("nobody")
-                ),
-            ));
+            unowned.push(
+                violation(
+                    "CF7",
+                    format!(
+                        "at the end lease {} is owned by {}, not by a live host",
+                        d.token,
+                        d.owner.as_deref().unwrap_or("nobody")
+                    ),
+                )
+                .at("", end_ns, format!("lease {} unowned", d.token)),
+            );
         }
     }
     notes.insert("CF7", format!("{} leases at the end", final_leases.len()));
@@ -478,13 +649,16 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             .map(|(h, c)| format!("{h} owns {c}"))
             .collect();
         if !off.is_empty() {
-            imbalance = Some(violation(
-                "CF8",
-                format!(
-                    "at quiescence {n} leases over {hn} hosts are not balanced ({lo}–{hi} each): {}",
-                    off.join(", ")
-                ),
-            ));
+            imbalance = Some(
+                violation(
+                    "CF8",
+                    format!(
+                        "at quiescence {n} leases over {hn} hosts are not balanced ({lo}–{hi} each): {}",
+                        off.join(", ")
+                    ),
+                )
+                .at("", end_ns, "not balanced"),
+            );
         }
     }
     let o = ProcessorOptions::scaled("h", p.time_scale);
@@ -647,9 +821,12 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         .into_iter()
         .any(|at| at + quiescence_ns > end_ns);
     let settling = late_expiry || late_release;
-    let late: Vec<String> = takeovers
+    let late_takeovers: Vec<&(u64, bool, String)> = takeovers
         .iter()
         .filter(|(at, expired, _)| !expired && *at + window_ns > end_ns)
+        .collect();
+    let late: Vec<String> = late_takeovers
+        .iter()
         .map(|(_, _, what)| what.clone())
         .collect();
     if settling {
@@ -679,7 +856,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         v.extend(unowned);
     }
     if !settling && !late.is_empty() {
-        v.push(violation(
+        let mut cf8 = violation(
             "CF8",
             format!(
                 "leases still change hands in the last {} of the quiet phase ({} times): {}{}",
@@ -688,7 +865,11 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                 late[..late.len().min(6)].join("; "),
                 if late.len() > 6 { "; …" } else { "" }
             ),
-        ));
+        );
+        for (at, _, _) in &late_takeovers {
+            cf8 = cf8.at("", *at, "a lease changed hands");
+        }
+        v.push(cf8);
     }
     let counts_note = counts
         .iter()
@@ -748,22 +929,29 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         && matches!(&o.call, FeedCall::Pull { from: f, .. } if f == from)
                 })
                 .map(|o| o.id)
-                .collect();
-            v.push(Violation {
-                ops: page_ops,
-                ..violation(
-                "CF10",
-                format!(
-                    "{} got 304 for range [{min:02X}-{max:02X}) after lsn {from} at {}, but item {}/{} was committed at lsn {} at {}",
-                    e.node,
-                    secs(*begin_ns),
-                    key.partition_key,
-                    key.id,
-                    c.lsn,
-                    secs(c.at_ns)
-                ),
-            )
-            });
+                .collect::<Vec<u64>>();
+            v.push(
+                violation(
+                    "CF10",
+                    format!(
+                        "{} got 304 for range [{min:02X}-{max:02X}) after lsn {from} at {}, but item {}/{} was committed at lsn {} at {}",
+                        e.node,
+                        secs(*begin_ns),
+                        key.partition_key,
+                        key.id,
+                        c.lsn,
+                        secs(c.at_ns)
+                    ),
+                )
+                .with_ops(page_ops)
+                .during(
+                    e.node.clone(),
+                    *begin_ns,
+                    e.at_ns,
+                    format!("304 after lsn {from}"),
+                )
+                .at("server-0", c.at_ns, format!("{}/{} committed at lsn {}", key.partition_key, key.id, c.lsn)),
+            );
         }
     }
     notes.insert("CF10", format!("{pulls} pull pages"));
@@ -777,64 +965,176 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     }
 }
 
-/// Why item `k` version `version` is missing, in words: the lease covering
-/// it at the end, its owner and checkpoint, and what last happened to the owner.
+/// CF3 for item `k` version `version`, never delivered: why, in words (the
+/// lease covering it at the end, its owner and checkpoint, and what last
+/// happened to the owner), the span from its commit to the end of the run,
+/// and the change's path as the focused account.
 fn missing(
     h: &FeedHistory,
     k: &Key,
     version: u64,
     lsn: u64,
+    committed_ns: u64,
     final_leases: &[&LeaseDoc],
     end_ns: u64,
-) -> String {
+) -> Violation {
     let e = epk(&k.0);
-    let mut s = format!("item {}/{} version {version} (lsn {lsn}", k.0, k.1);
+    let item = format!("{}/{}", k.0, k.1);
+    let mut s = format!(
+        "item {item} version {version} (lsn {lsn}, committed at {}",
+        secs(committed_ns)
+    );
+    let mut rows = vec![EvidenceRow {
+        op: None,
+        cells: vec![
+            secs(committed_ns),
+            "server-0".into(),
+            format!("committed {item} version {version} at lsn {lsn} (EPK {e:02X})"),
+        ],
+        marked: false,
+    }];
     let lease = final_leases.iter().find(|d| d.min <= e && e < d.max);
-    let Some(d) = lease else {
-        s.push_str(&format!(
-            ", EPK {e:02X}) was never delivered; no lease covers it at the end"
-        ));
-        return s;
-    };
-    s.push_str(&format!(
-        " in range [{:02X}-{:02X})) was never delivered; lease {} is owned by {} (checkpoint at {})",
-        d.min,
-        d.max,
-        d.token,
-        d.owner.as_deref().unwrap_or("nobody"),
-        d.continuation
-            .map_or_else(|| "none".to_string(), |c| format!("lsn {c}"))
-    ));
-    if let Some(owner) = d.owner.as_deref() {
-        let last_fault = h
-            .events
-            .iter()
-            .rev()
-            .find(|w| w.what.contains(owner) && w.at_ns <= end_ns);
-        match last_fault {
-            Some(w) => s.push_str(&format!(
-                "; last fault of {owner}: \"{}\" at {}",
-                w.what,
-                secs(w.at_ns)
-            )),
-            None => s.push_str(&format!("; {owner} had no fault")),
-        }
-        let last_delivery = h
-            .node_events
-            .iter()
-            .rev()
-            .find(|n| {
-                matches!(&n.event, FeedEvent::Host(ProcessorEvent::Delivered { lease, .. }) if *lease == d.token)
+    let mut lanes = vec!["server-0".to_string()];
+    match lease {
+        None => {
+            s.push_str(", no lease covers it at the end) was never delivered");
+            rows.push(EvidenceRow {
+                op: None,
+                cells: vec![
+                    secs(end_ns),
+                    String::new(),
+                    "no lease covers its EPK at the end".into(),
+                ],
+                marked: true,
             });
-        if let Some(n) = last_delivery {
+        }
+        Some(d) => {
+            let checkpoint = d
+                .continuation
+                .map_or_else(|| "none".to_string(), |c| format!("lsn {c}"));
             s.push_str(&format!(
-                "; the lease's last delivery was by {} at {}",
-                n.node,
-                secs(n.at_ns)
+                ", range [{:02X}-{:02X})) was never delivered; lease {} is owned by {} (checkpoint at {checkpoint})",
+                d.min,
+                d.max,
+                d.token,
+                d.owner.as_deref().unwrap_or("nobody"),
             ));
+            let delivered: Vec<(u64, &str, u64)> = h
+                .node_events
+                .iter()
+                .filter_map(|n| match &n.event {
+                    FeedEvent::Host(ProcessorEvent::Delivered {
+                        lease,
+                        continuation,
+                        ..
+                    }) if *lease == d.token => Some((n.at_ns, n.node.as_str(), *continuation)),
+                    _ => None,
+                })
+                .collect();
+            for (at, node, up_to) in delivered
+                .iter()
+                .filter(|(at, ..)| *at >= committed_ns)
+                .take(3)
+            {
+                rows.push(EvidenceRow {
+                    op: None,
+                    cells: vec![
+                        secs(*at),
+                        node.to_string(),
+                        format!("delivered lease {}'s page up to lsn {up_to}", d.token),
+                    ],
+                    marked: false,
+                });
+            }
+            if let Some(owner) = d.owner.as_deref() {
+                lanes.push(processing(owner));
+                let last_fault = h
+                    .events
+                    .iter()
+                    .rev()
+                    .find(|w| w.what.contains(owner) && w.at_ns <= end_ns);
+                match last_fault {
+                    Some(w) => {
+                        s.push_str(&format!(
+                            "; last fault of {owner}: \"{}\" at {}",
+                            w.what,
+                            secs(w.at_ns)
+                        ));
+                        rows.push(EvidenceRow {
+                            op: None,
+                            cells: vec![
+                                secs(w.at_ns),
+                                owner.to_string(),
+                                format!("its last fault: {}", w.what),
+                            ],
+                            marked: false,
+                        });
+                    }
+                    None => s.push_str(&format!("; {owner} had no fault")),
+                }
+                if let Some((at, node, up_to)) = delivered.last() {
+                    s.push_str(&format!(
+                        "; the lease's last delivery was by {node} at {}",
+                        secs(*at)
+                    ));
+                    if *at < committed_ns {
+                        rows.push(EvidenceRow {
+                            op: None,
+                            cells: vec![
+                                secs(*at),
+                                node.to_string(),
+                                format!("the lease's last delivery, up to lsn {up_to}, before the commit"),
+                            ],
+                            marked: false,
+                        });
+                    }
+                }
+            }
+            rows.push(EvidenceRow {
+                op: None,
+                cells: vec![
+                    secs(end_ns),
+                    d.owner.clone().unwrap_or_else(|| "nobody".into()),
+                    format!(
+                        "the run ends: lease {} owned by {}, checkpoint at {checkpoint}; version {version} never delivered",
+                        d.token,
+                        d.owner.as_deref().unwrap_or("nobody")
+                    ),
+                ],
+                marked: true,
+            });
         }
     }
-    s
+    rows.sort_by_key(|r| {
+        r.cells[0]
+            .trim_end_matches(" s")
+            .parse::<f64>()
+            .map_or(0, |x| (x * 1e6) as u64)
+    });
+    let mut v = violation("CF3", s);
+    for lane in lanes {
+        v = v.during(
+            lane,
+            committed_ns,
+            end_ns,
+            format!("{item} v{version} undelivered"),
+        );
+    }
+    v.with_evidence(Evidence {
+        title: format!("The undelivered change: {item} version {version}"),
+        lead: vec![format!(
+            "Committed at lsn {lsn} at {}, it is the item's final version, and no delegate that returned ever got it.",
+            secs(committed_ns)
+        )],
+        columns: ["when", "who", "what"].map(String::from).to_vec(),
+        rows,
+        notes: Vec::new(),
+    })
+}
+
+/// A checkpoint in words: `lsn 41`, or `none`.
+fn lsn_words(c: Option<u64>) -> String {
+    c.map_or_else(|| "none".to_string(), |c| format!("lsn {c}"))
 }
 
 /// One checker of the `feed` scenario: the properties it reports.

@@ -6,8 +6,8 @@
 //! delegate error, checkpoint and split as marks; every call on its node's
 //! lane (writers' writes, the pull reader's pages, the hosts' SDK calls); the
 //! server's recoveries and the splitter's splits as marks. Crashes, pauses,
-//! partitions and clock offsets come from the world's part of the page. The
-//! leases and hosts a violation names are highlighted.
+//! partitions and clock offsets come from the world's part of the page. What
+//! a violation names is marked by the page from the violation itself.
 
 use super::check::lease_log;
 use super::history::{FeedCall, FeedEvent, FeedHistory, FeedResult};
@@ -51,16 +51,6 @@ pub fn words(call: &FeedCall, result: Option<&FeedResult>) -> (String, Tone) {
     }
 }
 
-/// True if a finding names lease `token` (as the checks word it: `lease 3`).
-fn names_lease(t: &Timeline, token: u32) -> bool {
-    let word = format!("lease {token}");
-    t.findings.iter().any(|f| {
-        f.message
-            .match_indices(&word)
-            .any(|(i, _)| !f.message[i + word.len()..].starts_with(|c: char| c.is_ascii_digit()))
-    })
-}
-
 /// Draws the calls, the two lease lanes of each host, and the marks.
 pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
     let end_ns = t.end_ns;
@@ -101,8 +91,6 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                 if !t.lanes.iter().any(|l| l.id == lane) {
                     return;
                 }
-                let highlight =
-                    names_lease(t, token) && t.findings.iter().any(|f| f.message.contains(&owner));
                 t.spans.push(Span {
                     lane,
                     start_ns: start,
@@ -114,7 +102,7 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                         secs(at)
                     ),
                     kind: SpanKind::Held,
-                    highlight,
+                    highlight: false,
                 });
             };
         for lv in versions {
@@ -146,15 +134,14 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
     for e in &h.node_events {
         let lane_host = node_lane(&e.node).to_string();
         let processing_lane = format!("{lane_host}:processing");
-        let mark = |t: &mut Timeline, label: String, detail: String, kind: MarkKind, lease: u32| {
-            let highlight = kind == MarkKind::Problem && names_lease(t, lease);
+        let mark = |t: &mut Timeline, label: String, detail: String, kind: MarkKind| {
             t.marks.push(Mark {
                 lane: processing_lane.clone(),
                 at_ns: e.at_ns,
                 label,
                 detail,
                 kind,
-                highlight,
+                highlight: false,
             });
         };
         match &e.event {
@@ -196,7 +183,6 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                         secs(e.at_ns)
                     ),
                     MarkKind::Event,
-                    *lease,
                 ),
                 ProcessorEvent::DelegateDone {
                     lease,
@@ -211,7 +197,6 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                         secs(e.at_ns)
                     ),
                     MarkKind::Problem,
-                    *lease,
                 ),
                 ProcessorEvent::Checkpoint {
                     lease,
@@ -227,7 +212,6 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                         if *ok { "committed" } else { "rejected" }
                     ),
                     if *ok { MarkKind::Event } else { MarkKind::Problem },
-                    *lease,
                 ),
                 ProcessorEvent::Split {
                     lease,
@@ -237,12 +221,17 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                     t,
                     "split".into(),
                     format!(
-                        "{} handled the split of lease {lease}: children {children:?} created from lsn {continuation:?} at {}",
+                        "{} handled the split of lease {lease}: children {} created from {} at {}",
                         e.node,
+                        children
+                            .iter()
+                            .map(|c| format!("lease {c}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        continuation.map_or("no checkpoint".to_string(), |c| format!("lsn {c}")),
                         secs(e.at_ns)
                     ),
                     MarkKind::Event,
-                    *lease,
                 ),
                 _ => {}
             },
@@ -281,7 +270,6 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
 /// One hatched bar: `node` processed `lease` from `start` to `end`.
 fn push_processing(t: &mut Timeline, node: &str, lease: u32, start: u64, end: u64, why: &str) {
     let host = node_lane(node);
-    let highlight = names_lease(t, lease) && t.findings.iter().any(|f| f.message.contains(host));
     t.spans.push(Span {
         lane: format!("{host}:processing"),
         start_ns: start,
@@ -293,6 +281,6 @@ fn push_processing(t: &mut Timeline, node: &str, lease: u32, start: u64, end: u6
             secs(end)
         ),
         kind: SpanKind::Believed,
-        highlight,
+        highlight: false,
     });
 }

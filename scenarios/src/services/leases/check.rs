@@ -42,14 +42,18 @@ use overcast_model::partition::Effect;
 use overcast_model::store;
 use overcast_sim::check::exclusive::{overlaps, Interval};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Evidence, EvidenceRow};
 use overcast_sim::check::{Property, SharedAnalysis};
 use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::history::OpRecord;
+use overcast_sim::timeline::{clock_secs, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One record of a server's log, as written.
 #[derive(Clone, Debug)]
 pub struct Entry {
+    /// The server that wrote it (without its incarnation: `server-0`).
+    pub node: String,
     /// True time it was written (= applied), ns.
     pub at_ns: u64,
     /// The server's clock then (the `now` the partition was handed).
@@ -73,6 +77,7 @@ pub fn server_log(h: &LeaseHistory) -> Vec<Entry> {
                 let hull_ms = hull.entry(node).or_default();
                 *hull_ms = (*hull_ms).max(e.local_ms);
                 per.entry(node).or_default().push(Entry {
+                    node: node.to_string(),
                     at_ns: e.at_ns,
                     server_ms: e.local_ms,
                     hull_ms: *hull_ms,
@@ -90,25 +95,131 @@ pub fn server_log(h: &LeaseHistory) -> Vec<Entry> {
     all
 }
 
-fn secs(ms: u64) -> f64 {
-    ms as f64 / 1000.0
-}
-
-fn true_s(ns: u64) -> f64 {
-    ns as f64 / 1e9
-}
-
 /// A node clock's offset from true time at an event, seconds.
 fn offset_s(local_ms: u64, at_ns: u64) -> f64 {
     (local_ms as f64 - EPOCH_MS as f64 - at_ns as f64 / 1e6) / 1000.0
 }
 
-fn clock_s(local_ms: u64) -> f64 {
-    secs(local_ms.saturating_sub(EPOCH_MS))
-}
-
 fn short(id: &str) -> String {
     format!("{}…", id.chars().take(4).collect::<String>())
+}
+
+/// When a log record was written, in words: true time, and the server's
+/// clock beside it (`30.210 s true, 31.737 s on server-0's clock`).
+fn when(e: &Entry) -> String {
+    format!(
+        "{} true, {} on {}'s clock",
+        secs(e.at_ns),
+        clock_secs(e.server_ms),
+        e.node
+    )
+}
+
+/// When a reading `ms` of the clock of the server that wrote record `e`
+/// came (or comes) in true time: extrapolated from the last record of that
+/// server whose clock had reached the reading, else from its first. The
+/// clock runs at true rate between its steps, so the nearest record before
+/// the reading is the one to go by across a step.
+pub fn true_ns_at(log: &[Entry], e: &Entry, ms: u64) -> u64 {
+    let from = log
+        .iter()
+        .filter(|x| x.node == e.node && x.server_ms <= ms)
+        .next_back()
+        .or_else(|| log.iter().find(|x| x.node == e.node))
+        .unwrap_or(e);
+    let delta_ns = (ms as i128 - from.server_ms as i128) * 1_000_000;
+    (from.at_ns as i128 + delta_ns).max(0) as u64
+}
+
+/// A reading `ms` of the clock of the server that wrote record `e`, in
+/// words: true time first (`38.010 s true, 39.510 s on server-0's clock`).
+fn server_time(log: &[Entry], e: &Entry, ms: u64) -> String {
+    format!(
+        "{} true, {} on {}'s clock",
+        secs(true_ns_at(log, e, ms)),
+        clock_secs(ms),
+        e.node
+    )
+}
+
+/// A lease in the service's words, as of record `e`: `lease 5f3c… (fixed
+/// 15 s, leased, expires at 12.300 s true, 13.100 s on server-0's clock)`.
+pub fn lease_words(log: &[Entry], l: &RefLease, e: &Entry) -> String {
+    let duration = l
+        .duration_ms
+        .map_or("infinite".to_string(), |d| format!("fixed {} s", d / 1000));
+    let st = reference::state(Some(l), e.server_ms);
+    let end = match (st, l.expire_ms, l.break_ms) {
+        (RefState::Breaking, _, Some(b)) => format!(", breaks at {}", server_time(log, e, b)),
+        (RefState::Leased, Some(x), _) => format!(", expires at {}", server_time(log, e, x)),
+        (RefState::Expired, Some(x), _) => format!(", expired at {}", server_time(log, e, x)),
+        _ => String::new(),
+    };
+    format!("lease {} ({duration}, {}{end})", short(&l.id), st.word())
+}
+
+/// [`lease_words`] of a record's lease, or `no lease`.
+fn maybe_lease_words(log: &[Entry], l: Option<&RefLease>, e: &Entry) -> String {
+    l.map_or("no lease".to_string(), |l| lease_words(log, l, e))
+}
+
+/// The lease of `target` as the server's log shows it up to record `upto`
+/// (marked): each grant, renewal, change, release and break, with the lease
+/// each left, the last few of them.
+fn lease_log_evidence(log: &[Entry], target: &str, upto: &Entry) -> Evidence {
+    let mut rows: Vec<EvidenceRow> = Vec::new();
+    for e in log.iter().take_while(|e| e.at_ns <= upto.at_ns) {
+        let Effect::Lease(lease::Effect::Set {
+            target: t,
+            action,
+            lease,
+            ..
+        }) = &e.effect
+        else {
+            continue;
+        };
+        if t.name() != target {
+            continue;
+        }
+        let left = lease.as_ref().map(to_ref);
+        rows.push(EvidenceRow {
+            op: None,
+            cells: vec![
+                when(e),
+                action.name().to_string(),
+                maybe_lease_words(log, left.as_ref(), e),
+            ],
+            marked: std::ptr::eq(e, upto),
+        });
+    }
+    let skipped = rows.len().saturating_sub(6);
+    Evidence {
+        title: format!("The lease on {target} in the server's log"),
+        lead: vec![format!(
+            "Each lease action the server logged on {target} up to the one the violation is about{}, with the lease it left:",
+            if skipped > 0 {
+                format!(" (the last {}, after {skipped} earlier ones)", rows.len() - skipped)
+            } else {
+                String::new()
+            }
+        )],
+        columns: ["when", "action", "the lease after it"]
+            .map(String::from)
+            .to_vec(),
+        rows: rows.into_iter().skip(skipped).collect(),
+        notes: Vec::new(),
+    }
+}
+
+/// The calls of `op` on `target` that were under way at `at_ns` (the one a
+/// log record of theirs came from).
+fn calls_at(h: &LeaseHistory, op: &str, target: &str, at_ns: u64) -> Vec<u64> {
+    h.ops
+        .iter()
+        .filter(|o| o.call.op == op && o.call.target == target)
+        .filter(|o| o.invoke_ns <= at_ns && o.return_ns.is_none_or(|r| r >= at_ns))
+        .map(|o| o.id)
+        .collect()
 }
 
 fn to_ref(l: &Lease) -> RefLease {
@@ -165,6 +276,7 @@ type LeaseTimeline = BTreeMap<String, Vec<(u64, u64, Option<RefLease>)>>;
 /// A ref lease state at a log position.
 #[derive(Clone, Debug)]
 struct Snapshot {
+    node: String,
     at_ns: u64,
     server_ms: u64,
     before: Option<RefLease>,
@@ -189,11 +301,7 @@ pub struct Analysis {
 }
 
 fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
-    Violation {
-        property: property.into(),
-        message,
-        ops,
-    }
+    Violation::new(property, message).with_ops(ops)
 }
 
 /// Walks the history once and judges every lease property, with the
@@ -245,28 +353,40 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                 let new_id = lease.as_ref().map_or("", |l| l.id.as_str());
                 let st = reference::state(before.as_ref(), *at_ms);
                 match reference::step(before.as_ref(), action, *at_ms, new_id) {
-                    Err(code) => a.violations.push(violation(
-                        "L5",
-                        format!(
-                            "the server granted {} on {name} at {:.3} s (server clock), but in state {st:?} SPEC §2.3 answers 409 {code}",
-                            action.name(),
-                            clock_s(*at_ms)
-                        ),
-                        vec![],
-                    )),
+                    Err(code) => a.violations.push(
+                        violation(
+                            "L5",
+                            format!(
+                                "the server granted {} on {name} at {}, but the lease was {} ({}) and SPEC §2.3 answers 409 {code} there",
+                                action.name(),
+                                when(e),
+                                st.word(),
+                                maybe_lease_words(&log, before.as_ref(), e)
+                            ),
+                            calls_at(h, action.name(), &name, e.at_ns),
+                        )
+                        .at(e.node.clone(), e.at_ns, format!("{} granted", action.name()))
+                        .with_evidence(lease_log_evidence(&log, &name, e)),
+                    ),
                     Ok(want) => {
                         if !agrees(lease.as_ref(), want.as_ref(), *at_ms) {
-                            a.violations.push(violation(
-                                "L5",
-                                format!(
-                                    "{} on {name} at {:.3} s (server clock) from {st:?} left {:?}; SPEC §2.3/§2.4 say {:?}",
-                                    action.name(),
-                                    clock_s(*at_ms),
-                                    lease,
-                                    want
-                                ),
-                                vec![],
-                            ));
+                            let left = lease.as_ref().map(to_ref);
+                            a.violations.push(
+                                violation(
+                                    "L5",
+                                    format!(
+                                        "{} on {name} at {} found the lease {} and left {}; SPEC §2.3/§2.4 say {}",
+                                        action.name(),
+                                        when(e),
+                                        st.word(),
+                                        maybe_lease_words(&log, left.as_ref(), e),
+                                        maybe_lease_words(&log, want.as_ref(), e)
+                                    ),
+                                    calls_at(h, action.name(), &name, e.at_ns),
+                                )
+                                .at(e.node.clone(), e.at_ns, action.name().to_string())
+                                .with_evidence(lease_log_evidence(&log, &name, e)),
+                            );
                         }
                         if let (LeaseAction::Break { .. }, Some(w), Some(b)) =
                             (action, &want, want.as_ref().and_then(|w| w.break_ms))
@@ -280,17 +400,22 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                 if let (LeaseAction::Acquire { .. }, Some(l)) = (action, lease) {
                     if let Some((id, bt)) = breaks.get(&name) {
                         if *id != l.id && e.hull_ms < *bt {
-                            a.violations.push(violation(
-                                "L4",
-                                format!(
-                                    "{name}: lease {} was broken to take effect at {:.3} s (server clock), but {} acquired it at {:.3} s",
-                                    short(id),
-                                    clock_s(*bt),
-                                    short(&l.id),
-                                    clock_s(e.hull_ms)
-                                ),
-                                vec![],
-                            ));
+                            a.violations.push(
+                                violation(
+                                    "L4",
+                                    format!(
+                                        "{name}: lease {} was broken to take effect at {}, but lease {} acquired it at {}",
+                                        short(id),
+                                        server_time(&log, e, *bt),
+                                        short(&l.id),
+                                        when(e)
+                                    ),
+                                    calls_at(h, "acquire", &name, e.at_ns),
+                                )
+                                .at(e.node.clone(), e.at_ns, format!("{} acquired", short(&l.id)))
+                                .at(e.node.clone(), true_ns_at(&log, e, *bt), format!("{} breaks", short(id)))
+                                .with_evidence(lease_log_evidence(&log, &name, e)),
+                            );
                         }
                     }
                 }
@@ -315,15 +440,18 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                 {
                     generated.push((name.clone(), l.id.clone(), e.at_ns));
                     if seen_ids.contains(&l.id) {
-                        a.violations.push(violation(
-                            "L7",
-                            format!(
-                                "{name}: the server generated lease id {} at {:.3} s true time, an id its log had seen before",
-                                l.id,
-                                true_s(e.at_ns)
-                            ),
-                            vec![],
-                        ));
+                        a.violations.push(
+                            violation(
+                                "L7",
+                                format!(
+                                    "{name}: the server generated lease id {} at {}, an id its log had seen before",
+                                    l.id,
+                                    when(e)
+                                ),
+                                calls_at(h, "acquire", &name, e.at_ns),
+                            )
+                            .at(e.node.clone(), e.at_ns, format!("{} generated again", short(&l.id))),
+                        );
                     }
                 }
                 if let Some(l) = lease {
@@ -395,16 +523,19 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                 let st = reference::state(before, *at_ms);
                 let sent = lease_id.as_deref().and_then(lease::parse_guid);
                 if st.locked() && sent.as_deref() != before.map(|l| l.id.as_str()) {
-                    a.violations.push(violation(
-                        "L8",
-                        format!(
-                            "container {container} was deleted at {:.3} s (server clock) while its lease {} was locked, by a request carrying {}",
-                            clock_s(*at_ms),
-                            before.map_or(String::new(), |l| short(&l.id)),
-                            sent.as_deref().map_or("no lease id".into(), short)
-                        ),
-                        vec![],
-                    ));
+                    a.violations.push(
+                        violation(
+                            "L8",
+                            format!(
+                                "container {container} was deleted at {} while its {} was locked, by a request carrying {}",
+                                when(e),
+                                maybe_lease_words(&log, before, e),
+                                sent.as_deref().map_or("no lease id".into(), |id| format!("lease id {}", short(id)))
+                            ),
+                            calls_at(h, "delete_container", container, e.at_ns),
+                        )
+                        .at(e.node.clone(), e.at_ns, "container deleted"),
+                    );
                 }
                 let prefix = format!("{container}/");
                 let gone: Vec<String> = refs
@@ -434,6 +565,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                 writes.insert(
                     (name.clone(), item.version),
                     Snapshot {
+                        node: e.node.clone(),
                         at_ns: e.at_ns,
                         server_ms: now,
                         before: before.clone(),
@@ -466,6 +598,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                     revoked.push((name.clone(), l.id.clone(), e.at_ns));
                 }
                 deletes.entry(name.clone()).or_default().push(Snapshot {
+                    node: e.node.clone(),
                     at_ns: e.at_ns,
                     server_ms: now,
                     before: refs.remove(&name),
@@ -488,21 +621,55 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
     }
 
     // L1.
+    // The record that granted a locked interval (its id, at its start on the clock's hull).
+    let grant_of = |iv: &Interval<String, String>| {
+        log.iter().find(|e| {
+            e.hull_ms == iv.start
+                && matches!(&e.effect, Effect::Lease(lease::Effect::Set { target, lease: Some(l), .. })
+                    if target.name() == iv.resource && l.id == iv.holder)
+        })
+    };
     for (i, j) in overlaps(&intervals) {
         let (x, y) = (&intervals[i], &intervals[j]);
-        a.violations.push(violation(
-            "L1",
-            format!(
-                "{}: lease {} was locked from {:.3} s until {:.3} s (server clock), but {} was granted at {:.3} s",
-                x.resource,
-                short(&x.holder),
-                clock_s(x.start),
-                clock_s(x.end),
-                short(&y.holder),
-                clock_s(y.start)
+        let v = match (grant_of(x), grant_of(y)) {
+            (Some(gx), Some(gy)) => violation(
+                "L1",
+                format!(
+                    "{}: lease {} was locked from {} until {}, but lease {} was granted at {}",
+                    x.resource,
+                    short(&x.holder),
+                    when(gx),
+                    server_time(&log, gx, x.end),
+                    short(&y.holder),
+                    when(gy)
+                ),
+                calls_at(h, "acquire", &y.resource, gy.at_ns)
+                    .into_iter()
+                    .chain(calls_at(h, "acquire", &x.resource, gx.at_ns))
+                    .collect(),
+            )
+            .during(
+                gx.node.clone(),
+                gx.at_ns,
+                true_ns_at(&log, gx, x.end),
+                format!("{} locked", short(&x.holder)),
+            )
+            .at(gy.node.clone(), gy.at_ns, format!("{} granted", short(&y.holder))),
+            _ => violation(
+                "L1",
+                format!(
+                    "{}: lease {} was locked from {} until {} on the server's clock, but lease {} was granted at {} on it",
+                    x.resource,
+                    short(&x.holder),
+                    clock_secs(x.start),
+                    clock_secs(x.end),
+                    short(&y.holder),
+                    clock_secs(y.start)
+                ),
+                vec![],
             ),
-            vec![],
-        ));
+        };
+        a.violations.push(v);
     }
 
     judge_ops(
@@ -633,17 +800,20 @@ fn judge_ops(
                 let st = reference::state(s.before.as_ref(), s.server_ms);
                 let holder = s.before.as_ref().map(|l| l.id.as_str());
                 let at = format!(
-                    "{} of {} at {:.3} s (server clock)",
+                    "{} of {} at {} true, {} on {}'s clock,",
                     c.op,
                     c.target,
-                    clock_s(s.server_ms)
+                    secs(s.at_ns),
+                    clock_secs(s.server_ms),
+                    s.node
                 );
                 match sent.as_deref() {
                     None if st.locked() => a.violations.push(violation(
                         "L2",
                         format!(
-                            "{at} carried no lease id but was accepted while lease {} was {st:?}",
-                            short(holder.unwrap_or(""))
+                            "{at} carried no lease id but was accepted while lease {} was {}",
+                            short(holder.unwrap_or("")),
+                            st.word()
                         ),
                         vec![op.id],
                     )),
@@ -660,8 +830,9 @@ fn judge_ops(
                         a.violations.push(violation(
                             property,
                             format!(
-                                "{at} carried lease {} and was accepted, but the lease was {st:?}{}",
+                                "{at} carried lease {} and was accepted, but the lease was {}{}",
                                 short(id),
+                                st.word(),
                                 holder
                                     .filter(|h| *h != id)
                                     .map(|h| format!(" under {}", short(h)))
@@ -686,10 +857,10 @@ fn judge_ops(
                         a.violations.push(violation(
                             "L5",
                             format!(
-                                "an acquire of {} without a proposed id was granted lease {} at {:.3} s true time by one of its {} attempts, yet the caller was told 409 LeaseAlreadyPresent: a non-idempotent acquire was re-sent",
+                                "an acquire of {} without a proposed id was granted lease {} at {} true by one of its {} attempts, yet the caller was told 409 LeaseAlreadyPresent: a non-idempotent acquire was re-sent",
                                 c.target,
                                 short(id),
-                                true_s(at),
+                                secs(at),
                                 op.attempts.len()
                             ),
                             vec![op.id],
@@ -718,12 +889,14 @@ fn judge_ops(
                     a.violations.push(violation(
                         "L6",
                         format!(
-                            "an acquire of {} at {:.3} s (server clock) was refused with LeaseAlreadyPresent although the lease was {st:?}{}",
+                            "an acquire of {} answered at {} true ({} on the server's clock) was refused with LeaseAlreadyPresent although the lease was {}{}",
                             c.target,
-                            clock_s(server_ms),
+                            secs(ret),
+                            clock_secs(server_ms),
+                            st.word(),
                             before
                                 .and_then(|l| l.expire_ms)
-                                .map(|e| format!(" (expired at {:.3} s)", clock_s(e)))
+                                .map(|e| format!(" (it expired at {} on the server's clock)", clock_secs(e)))
                                 .unwrap_or_default()
                         ),
                         vec![op.id],
@@ -798,7 +971,7 @@ fn lease_before_conditions(
     Some(Some(violation(
         "L2",
         format!(
-            "a {} of {} {} was answered {} {}, a condition's refusal, while lease {} held the blob (locked from {:.3} s to past {:.3} s on the server's clock); SPEC §1.1.5, AMBIG-3: the lease check comes before the conditions, so the answer is 412 {}",
+            "a {} of {} {} was answered {} {}, a condition's refusal, while lease {} held the blob (locked from {} true, {} on the server's clock, to past the call's return at {} true, when the server's clock read at most {}); SPEC §1.1.5, AMBIG-3: the lease check comes before the conditions, so the answer is 412 {}",
             c.op,
             c.target,
             match &sent {
@@ -808,8 +981,10 @@ fn lease_before_conditions(
             r.status,
             r.code.as_deref().unwrap_or(""),
             short(&lease.id),
-            clock_s(*server_ms),
-            clock_s(latest_ms),
+            secs(*at_ns),
+            clock_secs(*server_ms),
+            secs(ret),
+            clock_secs(latest_ms),
             if sent.is_none() {
                 "LeaseIdMissing"
             } else {
@@ -934,47 +1109,154 @@ fn judge_beliefs(
                     lease: Some(l),
                     ..
                 }) if target.name() == x.target && l.id == x.lease_id => match l.phase {
-                    Phase::Leased { expire_ms } => expire_ms,
+                    Phase::Leased { expire_ms } => expire_ms.map(|ms| (e, ms)),
                     _ => None,
                 },
                 _ => None,
             })
             .next_back();
         let server = match (grant, expiry) {
-            (Some(g), Some(exp_ms)) => format!(
-                "holder {} acquired it at {:.2} s true time, when the server's clock read {:.2} s (offset {:+.1} s), after the lease's expiry at {:.2} s on that clock",
+            (Some(g), Some((_, exp_ms))) => format!(
+                "holder {} acquired it at {} (offset {:+.1} s), after the lease's expiry at {}",
                 y.holder,
-                true_s(g.at_ns),
-                clock_s(g.server_ms),
+                when(g),
                 offset_s(g.server_ms, g.at_ns),
-                clock_s(exp_ms)
+                server_time(log, g, exp_ms)
             ),
-            (Some(g), None) => format!(
-                "holder {} acquired it at {:.2} s true time",
-                y.holder,
-                true_s(g.at_ns)
-            ),
+            (Some(g), None) => format!("holder {} acquired it at {}", y.holder, when(g)),
             _ => format!(
-                "holder {} believed it held it from {:.2} s true time",
+                "holder {} believed it held it from {} true",
                 y.holder,
-                true_s(y.start_ns)
+                secs(y.start_ns)
             ),
         };
-        a.violations.push(violation(
-            "L9",
+        let acquired = |b: &BeliefSpan| -> Vec<u64> {
+            h.ops
+                .iter()
+                .filter(|o| {
+                    o.call.op == "acquire"
+                        && o.call.target == b.target
+                        && o.result.as_ref().and_then(|r| r.lease_id.as_deref())
+                            == Some(b.lease_id.as_str())
+                        && o.invoke_ns <= b.start_ns
+                })
+                .map(|o| o.id)
+                .next_back()
+                .into_iter()
+                .collect()
+        };
+        let ops: Vec<u64> = acquired(y).into_iter().chain(acquired(x)).collect();
+        let blob = x.target.split('/').next_back().unwrap_or(&x.target);
+        a.violations.push(
+            violation(
+                "L9",
+                format!(
+                    "holder {} believed it held lease {} on blob {} until {} true ({} on its clock, offset {:+.1} s); {server}. Both believed they held it from {} to {} true",
+                    x.holder,
+                    short(&x.lease_id),
+                    blob,
+                    secs(x.last_ns),
+                    clock_secs(x.last_local_ms),
+                    offset_s(x.last_local_ms, x.last_ns),
+                    secs(y.start_ns),
+                    secs(x.last_ns)
+                ),
+                ops,
+            )
+            .during(x.holder.clone(), y.start_ns, x.last_ns, "both believed")
+            .during(y.holder.clone(), y.start_ns, x.last_ns, "both believed")
+            .with_evidence(belief_evidence(log, x, y, granted_ns(x), grant, expiry, blob)),
+        );
+    }
+}
+
+/// The lease of two overlapping beliefs as the server saw it beside each
+/// holder's belief, in true time with the clocks' readings beside it.
+fn belief_evidence(
+    log: &[Entry],
+    x: &BeliefSpan,
+    y: &BeliefSpan,
+    x_granted_ns: u64,
+    y_grant: Option<&Entry>,
+    x_expiry: Option<(&Entry, u64)>,
+    blob: &str,
+) -> Evidence {
+    let row = |cells: [String; 4], marked: bool| EvidenceRow {
+        op: None,
+        cells: cells.to_vec(),
+        marked,
+    };
+    let x_grant = log.iter().find(|e| e.at_ns == x_granted_ns);
+    let mut rows = Vec::new();
+    rows.push(row(
+        [
+            "the server".into(),
+            x_grant.map_or(format!("{} true", secs(x_granted_ns)), when),
+            match x_expiry {
+                Some((e, ms)) => format!("expiry at {}", server_time(log, e, ms)),
+                None => "no expiry recorded".into(),
+            },
             format!(
-                "holder {} believed it held lease {} on blob {} until {:.2} s true time (its clock read {:.2} s, offset {:+.1} s); {server}. Both believed they held it from {:.2} s to {:.2} s true time",
-                x.holder,
+                "granted lease {} on {blob} to {}",
                 short(&x.lease_id),
-                x.target.split('/').next_back().unwrap_or(&x.target),
-                true_s(x.last_ns),
-                clock_s(x.last_local_ms),
-                offset_s(x.last_local_ms, x.last_ns),
-                true_s(y.start_ns),
-                true_s(x.last_ns)
+                x.holder
             ),
-            vec![],
-        ));
+        ],
+        false,
+    ));
+    rows.push(row(
+        [
+            format!("{}'s belief", x.holder),
+            format!("{} true", secs(x.start_ns)),
+            format!(
+                "{} true, {} on its clock",
+                secs(x.last_ns),
+                clock_secs(x.last_local_ms)
+            ),
+            format!("acted on lease {} until then", short(&x.lease_id)),
+        ],
+        false,
+    ));
+    rows.push(row(
+        [
+            "the server".into(),
+            y_grant.map_or("not in the log".into(), when),
+            String::new(),
+            format!(
+                "granted lease {} on {blob} to {}",
+                short(&y.lease_id),
+                y.holder
+            ),
+        ],
+        false,
+    ));
+    rows.push(row(
+        [
+            format!("{}'s belief", y.holder),
+            format!("{} true", secs(y.start_ns)),
+            format!("{} true", secs(y.last_ns)),
+            format!("acted on lease {}", short(&y.lease_id)),
+        ],
+        false,
+    ));
+    rows.push(row(
+        [
+            "both holders".into(),
+            format!("{} true", secs(y.start_ns)),
+            format!("{} true", secs(x.last_ns)),
+            format!("believed they held {blob} at once"),
+        ],
+        true,
+    ));
+    Evidence {
+        title: format!("Lease on {blob}: the server's view against the holders' beliefs"),
+        lead: vec![format!(
+            "The server handed {blob} to {} while {} still acted on its older lease: {}'s belief outlived the lease as the server counted it.",
+            y.holder, x.holder, x.holder
+        )],
+        columns: ["who", "from", "until", "what"].map(String::from).to_vec(),
+        rows,
+        notes: Vec::new(),
     }
 }
 

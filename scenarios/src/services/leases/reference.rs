@@ -35,6 +35,17 @@ pub enum RefState {
 }
 
 impl RefState {
+    /// Its name in SPEC's words: `available`, `leased`, `expired`, `breaking`, `broken`.
+    pub fn word(self) -> &'static str {
+        match self {
+            RefState::Available => "available",
+            RefState::Leased => "leased",
+            RefState::Expired => "expired",
+            RefState::Breaking => "breaking",
+            RefState::Broken => "broken",
+        }
+    }
+
     /// Leased or breaking.
     pub fn locked(self) -> bool {
         matches!(self, RefState::Leased | RefState::Breaking)

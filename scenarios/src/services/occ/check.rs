@@ -6,6 +6,7 @@ use super::history::{Call, OccEvent, Outcome};
 use super::spec::{Cond, ItemOp, ItemResult, ItemSpec, Match, Orphan, Tag};
 use super::workload::is_probe;
 use crate::kit::retry::{check_retries, window_wait_overrun, RetryCase, RetryRules, Surfaced};
+use crate::kit::words::{lin_text, lin_violation, same_op};
 use overcast_model::partition::Effect;
 use overcast_model::retry::RetryOptions;
 use overcast_model::store;
@@ -56,25 +57,14 @@ impl Checker<OccHistory> for Linearizability {
                 ),
             },
             lin::Verdict::NotLinearizable => Verdict::Broken {
-                violations: vec![Violation {
-                    property: "linearizability".into(),
-                    message: match &report.failure {
-                        Some(f) => format!("item {}: {}", f.key, f.sentence),
-                        None => "not linearizable".into(),
-                    },
-                    ops: report
-                        .failure
-                        .as_ref()
-                        .map(|f| f.ops.iter().map(|o| o.id).collect())
-                        .unwrap_or_default(),
-                }],
+                violations: vec![lin_violation(&report, "item", &same_op)],
             },
         };
         let mut checked = Checked::new(verdict)
             .with_note(format!("{} items{}", report.keys, lost_note(&lost)))
             .partly(!lost.is_empty());
         if report.failure.is_some() {
-            checked.explanation = Some(report.to_text());
+            checked.explanation = Some(lin_text(&report, "item", &same_op));
             checked.html = Some(report.to_html(&self.title));
         }
         checked
@@ -228,6 +218,10 @@ impl Checker<OccHistory> for RetryDiscipline {
             crate::kit::properties::R2,
             crate::kit::properties::R3,
         ]
+    }
+
+    fn label(&self) -> &'static str {
+        "client"
     }
 
     fn check(&self, history: &OccHistory) -> Checked {
@@ -385,6 +379,8 @@ pub struct Increments {
 struct TokenFate {
     acked: bool,
     unknown: bool,
+    /// The last put that carried it and was acknowledged or may have applied.
+    put: Option<u64>,
 }
 
 impl Checker<OccHistory> for Increments {
@@ -427,10 +423,16 @@ impl Checker<OccHistory> for Increments {
             };
             let fate = fates.entry(&o.key).or_default().entry(token).or_default();
             match &o.result {
-                None => fate.unknown = true,
+                None => {
+                    fate.unknown = true;
+                    fate.put = Some(o.id);
+                }
                 Some(Outcome::Response {
                     status: 200 | 201, ..
-                }) => fate.acked = true,
+                }) => {
+                    fate.acked = true;
+                    fate.put = Some(o.id);
+                }
                 _ => {}
             }
         }
@@ -461,25 +463,25 @@ impl Checker<OccHistory> for Increments {
             for t in body.split_whitespace() {
                 *count.entry(t).or_default() += 1;
             }
-            let mut bad = |message: String| {
-                violations.push(Violation {
-                    property: "increments".into(),
-                    message,
-                    ops: vec![last.id],
-                })
+            let mut bad = |message: String, put: Option<u64>| {
+                violations.push(
+                    Violation::new(crate::services::occ::properties::INCREMENTS.id, message)
+                        .with_ops(put.into_iter().chain([last.id])),
+                )
             };
             for (token, fate) in tokens {
                 let n = count.get(token).copied().unwrap_or(0);
+                let by = fate.put.map_or(String::new(), |p| format!(" by op {p}"));
                 if fate.acked && n != 1 {
-                    bad(format!("{item}: the increment {token} was acknowledged, but the final body (op {}) holds it {n} times", last.id));
+                    bad(format!("{item}: the increment {token} was acknowledged{by}, but the final body (op {}) holds it {n} times", last.id), fate.put);
                 } else if !fate.acked && fate.unknown && n > 1 {
-                    bad(format!("{item}: the increment {token} (outcome unknown) is in the final body (op {}) {n} times", last.id));
+                    bad(format!("{item}: the increment {token} (outcome unknown{by}) is in the final body (op {}) {n} times", last.id), fate.put);
                 }
             }
             for (token, n) in &count {
                 let known = tokens.get(token).is_some_and(|f| f.acked || f.unknown);
                 if !known {
-                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id));
+                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id), None);
                 }
             }
         }
@@ -518,23 +520,22 @@ pub struct ProbeLiveness {
     pub probe: ProbeSetup,
 }
 
-fn secs(ns: u64) -> String {
-    format!("{:.1} s", ns as f64 / 1e9)
-}
+use overcast_sim::timeline::secs;
 
 impl Checker<OccHistory> for ProbeLiveness {
     fn properties(&self) -> &'static [overcast_sim::check::Property] {
         &[LIVENESS]
     }
 
+    fn label(&self) -> &'static str {
+        "probe"
+    }
+
     fn check(&self, history: &OccHistory) -> Checked {
         let probe: Vec<&OpRecord<Call, Outcome>> =
             history.ops.iter().filter(|o| is_probe(o.client)).collect();
-        let violation = |message: String, ops: Vec<u64>| Violation {
-            property: LIVENESS.id,
-            message,
-            ops,
-        };
+        let violation =
+            |message: String, ops: Vec<u64>| Violation::new(LIVENESS.id, message).with_ops(ops);
         let at = |what: &str| {
             history
                 .events
@@ -555,10 +556,14 @@ impl Checker<OccHistory> for ProbeLiveness {
                 });
             }
             return Checked::new(Verdict::Broken {
-                violations: vec![violation(
-                    "the probe never ran after the heal".into(),
-                    vec![],
-                )],
+                violations: vec![
+                    violation("the probe never ran after the heal".into(), vec![]).during(
+                        "",
+                        at("heal").unwrap_or(0),
+                        run_end.min(u64::MAX / 2),
+                        "no probe after the heal",
+                    ),
+                ],
             });
         };
         let refusals = unavailable_between(history, start, end);
@@ -628,15 +633,23 @@ impl Checker<OccHistory> for ProbeLiveness {
                 .map_or(String::new(), |t| {
                     format!(", which restarted at {}", secs(t))
                 });
-            violations.push(violation(
-                format!(
-                    "probe: {pending} of {item} pending since {} (bound {} ms after the probe started at {}); {heard}{restarted}",
-                    secs(since.min(end)),
-                    self.probe.bound_ms,
-                    secs(start),
+            violations.push(
+                violation(
+                    format!(
+                        "probe: {pending} of {item} pending since {} (bound {} ms after the probe started at {}); {heard}{restarted}",
+                        secs(since.min(end)),
+                        self.probe.bound_ms,
+                        secs(start),
+                    ),
+                    ops.last().map(|o| vec![o.id]).unwrap_or_default(),
+                )
+                .during(
+                    name.clone(),
+                    since.min(end),
+                    run_end.min(end.max(since)),
+                    format!("{pending} of {item} pending"),
                 ),
-                ops.last().map(|o| vec![o.id]).unwrap_or_default(),
-            ));
+            );
         }
         let note = excused_note(&excused, &refusals);
         if judged == 0 {
@@ -698,14 +711,16 @@ fn e1(history: &OccHistory) -> Option<Violation> {
             .entry((o.key.as_str(), e.as_str()))
             .or_insert((shown, o.id));
         if first != shown {
-            return Some(Violation {
-                property: "E1".into(),
-                message: format!(
-                    "item {}: the ETag {e} stood for the body {first:?} (op {first_op}) and for {shown:?} (op {})",
-                    o.key, o.id
-                ),
-                ops: vec![first_op, o.id],
-            });
+            return Some(
+                Violation::new(
+                    "E1",
+                    format!(
+                        "item {}: the ETag {e} stood for the body {first:?} (op {first_op}) and for {shown:?} (op {})",
+                        o.key, o.id
+                    ),
+                )
+                .with_ops([o.id, first_op]),
+            );
         }
     }
     check_fresh("E1", produced)

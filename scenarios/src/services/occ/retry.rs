@@ -105,6 +105,24 @@ enum Heard {
     Unknown,
 }
 
+/// A violation judged from the servers' side: it names the operation when
+/// the history has it, and each attempt where a server received it.
+fn seen_violation(case: &ServerCase<'_>, property: &'static str, message: String) -> Violation {
+    let mut v = Violation::new(property, message).with_ops(case.op);
+    for x in case.attempts {
+        v = v.at(
+            x.server.clone(),
+            x.at_ns,
+            format!(
+                "{} #{} received",
+                if x.write { "write" } else { "read" },
+                x.req_id
+            ),
+        );
+    }
+    v
+}
+
 impl ServerSideRules {
     /// Whether the client heard `x`'s answer before sending again; `y` is
     /// a later attempt of the same operation.
@@ -133,13 +151,8 @@ impl ServerSideRules {
     /// send: the client heard the answer no sooner than it was sent, so a
     /// correct SDK's wait can only look longer than it was, never shorter.
     pub fn check(&self, case: &ServerCase<'_>) -> Option<Violation> {
-        let v = |property: &'static str, message: String| {
-            Some(Violation {
-                property: property.into(),
-                message,
-                ops: case.op.into_iter().collect(),
-            })
-        };
+        let v =
+            |property: &'static str, message: String| Some(seen_violation(case, property, message));
         let a = case.attempts;
         let name = |x: &SeenAttempt| {
             format!(
@@ -396,11 +409,8 @@ impl ServerSideRules {
                 _ => {}
             }
         }
-        self.check_surfaced(case, &op).map(|message| Violation {
-            property: "R3".into(),
-            message,
-            ops: case.op.into_iter().collect(),
-        })
+        self.check_surfaced(case, &op)
+            .map(|message| seen_violation(case, "R3", message))
     }
 
     /// R3 from the servers' side: when the last attempt the servers saw was
@@ -545,6 +555,10 @@ impl Checker<OccHistory> for RetryFromServers {
         ]
     }
 
+    fn label(&self) -> &'static str {
+        "servers"
+    }
+
     fn check(&self, history: &OccHistory) -> Checked {
         let rules = ServerSideRules {
             retry: self.retry.clone(),
@@ -579,10 +593,8 @@ impl Checker<OccHistory> for RetryFromServers {
                 break;
             }
         }
-        Checked::new(Verdict::from_violations(violation.into_iter().collect())).with_note(format!(
-            "{judged} attempts of {} operations as the servers received them",
-            seen.len()
-        ))
+        Checked::new(Verdict::from_violations(violation.into_iter().collect()))
+            .with_note(format!("{judged} attempts as the servers received them"))
     }
 }
 

@@ -460,13 +460,29 @@ impl ItemSpec {
             out += &format!(" If-None-Match: {}", self.describe_match(m));
         }
         if let Some(d) = &c.if_modified_since {
-            out += &format!(" If-Modified-Since: {d:?} s");
+            out += &format!(" If-Modified-Since: {}", dates_words(d));
         }
         if let Some(d) = &c.if_unmodified_since {
-            out += &format!(" If-Unmodified-Since: {d:?} s");
+            out += &format!(" If-Unmodified-Since: {}", dates_words(d));
         }
         out
     }
+}
+
+/// An HTTP date (whole seconds since the Unix epoch, as a server's clock
+/// read it) in the page's words: seconds on that clock since the
+/// simulation's start (`1 s on the server's clock`), never an epoch count.
+pub fn date_words(secs: u64) -> String {
+    let since_start = secs.saturating_sub(overcast_sim::clock::EPOCH_MS / 1000);
+    format!("{since_start} s on the server's clock")
+}
+
+/// The dates of a repeated date header, in words.
+fn dates_words(d: &[u64]) -> String {
+    d.iter()
+        .map(|s| date_words(*s))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Spec for ItemSpec {
@@ -541,7 +557,7 @@ impl Spec for ItemSpec {
                     t += &format!(" {}", self.tag(e));
                 }
                 if let Some(lm) = o.last_modified {
-                    t += &format!(" @{lm}s");
+                    t += &format!(" Last-Modified {}", date_words(lm));
                 }
                 t
             }
@@ -553,10 +569,12 @@ impl Spec for ItemSpec {
         match &s.body {
             None => "absent".to_string(),
             Some(b) => format!(
-                "{b:?} {} @{}",
+                "{b:?} {}{}",
                 s.etag.map_or("(ETag unseen)", |e| self.tag(e)),
-                s.last_modified
-                    .map_or("?".to_string(), |lm| format!("{lm}s"))
+                s.last_modified.map_or(String::new(), |lm| format!(
+                    " Last-Modified {}",
+                    date_words(lm)
+                ))
             ),
         }
     }

@@ -17,6 +17,7 @@
 
 use super::history::{Call, Outcome, QueueEvent, QueueHistory};
 use super::reference;
+use super::timeline::{names, queue_words, status_word};
 use overcast_model::conditions::Millis;
 use overcast_model::connector::{
     ConnectorEvent, Source, CHECKPOINT_FULL, CHECKPOINT_INCREMENTAL, CHECKPOINT_QUEUE,
@@ -25,9 +26,9 @@ use overcast_model::queue::{
     poll_order, Item, Operation, PushType, QueueConfig, QueueEffect, QueueRequest, DEFAULT_LIMIT,
     DEFAULT_QUEUE,
 };
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::history::OpRecord;
-use overcast_sim::timeline::clock_secs;
+use overcast_sim::timeline::{clock_secs, node_lane, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every checker of `queues`, in the order the summary lists them.
@@ -139,8 +140,19 @@ fn poll_limit(limit: Option<u32>) -> usize {
     }
 }
 
-/// Walks the server's log in order, handing `f` the state before each step.
-pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step)) -> Replay {
+/// Where a step of the replay happened: the server that logged it and the
+/// true time (a poll seen only by its answer: the call's return).
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    /// The server (an incarnation: `server-0#1`).
+    pub node: &'a str,
+    /// True time, ns.
+    pub at_ns: u64,
+}
+
+/// Walks the server's log in order, handing `f` the state before each step
+/// and where the step happened.
+pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step, At)) -> Replay {
     // Polls that returned fewer than they asked for, by server time.
     let mut polls: Vec<(Millis, &OpRecord<Call, Outcome>)> = h
         .ops
@@ -156,16 +168,28 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step)) -> Replay {
     polls.sort_by_key(|(ms, o)| (*ms, o.id));
     let mut next_poll = 0;
     let mut state = Replay::default();
+    let mut server = "server-0";
+    let answered = |o: &OpRecord<Call, Outcome>| o.return_ns.unwrap_or(o.invoke_ns);
     for e in &h.node_events {
         match &e.event {
             QueueEvent::Logged { effect, .. } => {
                 while next_poll < polls.len() && polls[next_poll].0 < effect.at_ms {
-                    f(&state, Step::Poll(polls[next_poll].1));
+                    let o = polls[next_poll].1;
+                    let at = At {
+                        node: server,
+                        at_ns: answered(o),
+                    };
+                    f(&state, Step::Poll(o), at);
                     next_poll += 1;
                 }
+                server = e.node.as_str();
+                let at = At {
+                    node: server,
+                    at_ns: e.at_ns,
+                };
                 // Operations due complete before the request is judged.
                 if !effect.completed.is_empty() {
-                    f(&state, Step::Completions(effect));
+                    f(&state, Step::Completions(effect), at);
                     state.apply(&QueueEffect {
                         request: None,
                         items: Vec::new(),
@@ -174,7 +198,7 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step)) -> Replay {
                         ..(**effect).clone()
                     });
                 }
-                f(&state, Step::Effect(effect));
+                f(&state, Step::Effect(effect), at);
                 state.record(effect);
             }
             QueueEvent::Recovered { kept } => state.cut(*kept as usize),
@@ -182,17 +206,208 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step)) -> Replay {
         }
     }
     for (_, o) in &polls[next_poll..] {
-        f(&state, Step::Poll(o));
+        let at = At {
+            node: server,
+            at_ns: answered(o),
+        };
+        f(&state, Step::Poll(o), at);
     }
     state
 }
 
-fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
-    Violation {
-        property: property.into(),
-        message,
-        ops,
+/// What a rule judging one step of the replay has at hand: the history and
+/// where the step happened.
+struct Ctx<'a> {
+    h: &'a QueueHistory,
+    at: At<'a>,
+}
+
+impl Ctx<'_> {
+    /// A reading `ms` of the server's clock at this step, in words: true
+    /// time first (`19.740 s true, 16.245 s on server-0's clock`).
+    fn when(&self, ms: Millis) -> String {
+        format!(
+            "{} true, {} on {}'s clock",
+            secs(self.at.at_ns),
+            clock_secs(ms),
+            self.at.node
+        )
     }
+
+    /// When a later (or earlier) reading `ms` of the server's clock comes in
+    /// true time, judged from this step's `now_ms` (the clock runs at true
+    /// rate between its steps: close enough to say), in words.
+    fn later(&self, now_ms: Millis, ms: Millis) -> String {
+        let delta = (ms as i128 - now_ms as i128) * 1_000_000;
+        let ns = (self.at.at_ns as i128 + delta).max(0) as u64;
+        format!(
+            "{} true, {} on {}'s clock",
+            secs(ns),
+            clock_secs(ms),
+            self.at.node
+        )
+    }
+
+    /// The call of `method` (about item `name`, when given) this step
+    /// judged: the one answered with the server's clock at `at_ms`, else
+    /// those under way then (answered ones first).
+    fn calls(&self, method: &str, name: Option<&str>, at_ms: Millis) -> Vec<u64> {
+        let about = |o: &&OpRecord<Call, Outcome>| {
+            o.call.request.method() == method
+                && name.is_none_or(|n| request_item(&o.call.request) == Some(n))
+        };
+        let judged: Vec<u64> = self
+            .h
+            .ops
+            .iter()
+            .filter(about)
+            .filter(|o| {
+                o.result
+                    .as_ref()
+                    .and_then(|r| r.response.as_ref())
+                    .is_some_and(|r| r.server_ms == at_ms)
+            })
+            .map(|o| o.id)
+            .collect();
+        if !judged.is_empty() {
+            return judged;
+        }
+        let mut under_way: Vec<&OpRecord<Call, Outcome>> = self
+            .h
+            .ops
+            .iter()
+            .filter(about)
+            .filter(|o| {
+                o.invoke_ns <= self.at.at_ns && o.return_ns.is_none_or(|r| r >= self.at.at_ns)
+            })
+            .collect();
+        under_way.sort_by_key(|o| (o.result.is_none(), o.id));
+        under_way.into_iter().map(|o| o.id).collect()
+    }
+
+    /// A violation of this step: with the calls of `method` under way, and
+    /// marked on the server's lane.
+    fn violation(
+        &self,
+        property: &'static str,
+        message: String,
+        method: &str,
+        name: Option<&str>,
+        at_ms: Millis,
+        label: String,
+    ) -> Violation {
+        violation(property, message, self.calls(method, name, at_ms)).at(
+            node_lane(self.at.node).to_string(),
+            self.at.at_ns,
+            label,
+        )
+    }
+}
+
+/// The item a request is about, if one.
+fn request_item(r: &QueueRequest) -> Option<&str> {
+    match r {
+        QueueRequest::Push { item, .. } => Some(&item.name),
+        QueueRequest::Index { name, .. } | QueueRequest::Delete { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
+/// An item's path through the server's log up to `until_ns` (and the step
+/// there), as the focused account of a violation about it: each logged
+/// change of it with the request that made it and the item after.
+fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
+    let mut rows: Vec<EvidenceRow> = Vec::new();
+    for e in &h.node_events {
+        if e.at_ns > until_ns {
+            break;
+        }
+        let QueueEvent::Logged { effect, .. } = &e.event else {
+            continue;
+        };
+        let Some((_, after)) = effect.items.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        // A later reading of the server's clock in true time, from this record.
+        let later = |ms: Millis| {
+            let ns = (e.at_ns as i128 + (ms as i128 - effect.at_ms as i128) * 1_000_000).max(0);
+            format!("{} true ({} on its clock)", secs(ns as u64), clock_secs(ms))
+        };
+        let asked = match &effect.request {
+            Some(QueueRequest::Push { item, .. }) => {
+                format!(
+                    "push {}",
+                    super::timeline::words(&push_call(item), None)
+                        .0
+                        .trim_start_matches("push ")
+                )
+            }
+            Some(QueueRequest::Poll { queue, .. }) => {
+                format!("poll {}", queue_words(queue.as_deref()))
+            }
+            Some(r) => r.method().to_string(),
+            None => "an operation's completion".to_string(),
+        };
+        rows.push(EvidenceRow {
+            op: None,
+            cells: vec![
+                format!(
+                    "{} true, {} on {}'s clock",
+                    secs(e.at_ns),
+                    clock_secs(effect.at_ms),
+                    e.node
+                ),
+                asked,
+                format!(
+                    "{} in {}{}",
+                    status_word(after.status),
+                    queue_words(Some(&after.queue)),
+                    match after.reserved_until {
+                        Some(r) => format!(", reserved until {}", later(r)),
+                        None if after.available_ms > effect.at_ms => {
+                            format!(", available from {}", later(after.available_ms))
+                        }
+                        None => String::new(),
+                    }
+                ),
+            ],
+            marked: e.at_ns == until_ns,
+        });
+    }
+    let skipped = rows.len().saturating_sub(8);
+    let rows: Vec<EvidenceRow> = rows.into_iter().skip(skipped).collect();
+    Evidence {
+        title: format!("The path of {name} through the queue"),
+        lead: vec![format!(
+            "Every change of {name} in the server's log up to the step the violation is about{}.",
+            if skipped > 0 {
+                format!(" (the last {}, after {skipped} earlier ones)", rows.len())
+            } else {
+                String::new()
+            }
+        )],
+        columns: ["when", "request", "the item after it"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
+}
+
+/// A call pushing `item`, for its words.
+fn push_call(item: &overcast_model::queue::PushItem) -> Call {
+    Call {
+        node: String::new(),
+        source: Source::Worker,
+        request: QueueRequest::Push {
+            datasource: String::new(),
+            item: item.clone(),
+        },
+    }
+}
+
+fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
+    Violation::new(property, message).with_ops(ops)
 }
 
 /// The rules the server's log alone decides: Q1–Q6.
@@ -213,13 +428,14 @@ impl Checker<QueueHistory> for ServerRule {
     fn check(&self, h: &QueueHistory) -> Checked {
         let mut found = Vec::new();
         let mut judged = 0usize;
-        walk(h, |state, step| {
+        walk(h, |state, step, at| {
+            let cx = Ctx { h, at };
             let before = match self.0 {
-                "Q1" | "Q3" => poll_rules(self.0, state, &step),
-                "Q2" => reservation_rule(state, &step),
-                "Q4" => transition_rule(state, &step),
-                "Q5" => requeue_rule(state, &step),
-                _ => version_rule(state, &step),
+                "Q1" | "Q3" => poll_rules(self.0, state, &step, &cx),
+                "Q2" => reservation_rule(state, &step, &cx),
+                "Q4" => transition_rule(state, &step, &cx),
+                "Q5" => requeue_rule(state, &step, &cx),
+                _ => version_rule(state, &step, &cx),
             };
             judged += usize::from(before.is_some());
             found.extend(before.into_iter().flatten());
@@ -234,7 +450,12 @@ impl Checker<QueueHistory> for ServerRule {
 
 /// Q1 (order and completeness) and Q3 (an expired reservation is pollable).
 /// `None` when the step is not a poll.
-fn poll_rules(property: &'static str, state: &Replay, step: &Step) -> Option<Vec<Violation>> {
+fn poll_rules(
+    property: &'static str,
+    state: &Replay,
+    step: &Step,
+    cx: &Ctx,
+) -> Option<Vec<Violation>> {
     let (queue, statuses, limit, at, returned, ops) = match step {
         Step::Effect(e) => {
             let Some(QueueRequest::Poll {
@@ -268,7 +489,21 @@ fn poll_rules(property: &'static str, state: &Replay, step: &Step) -> Option<Vec
     let q = queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into());
     let limit = poll_limit(limit);
     let mut v = Vec::new();
-    let at_s = clock_secs(at);
+    let at_s = cx.when(at);
+    let logged = matches!(step, Step::Effect(_));
+    // A logged poll is marked where the server logged it; one seen by its
+    // answer is its call.
+    let named = |v: Violation| {
+        if logged {
+            v.with_ops(cx.calls("poll", None, at)).at(
+                node_lane(cx.at.node).to_string(),
+                cx.at.at_ns,
+                "poll",
+            )
+        } else {
+            v
+        }
+    };
     let expired = |n: &String| {
         state.items[n]
             .reserved_until
@@ -282,21 +517,24 @@ fn poll_rules(property: &'static str, state: &Replay, step: &Step) -> Option<Vec
                 .filter(|n| !returned.contains(n) && expired(n))
                 .collect();
             if property == "Q3" && !missing_expired.is_empty() {
-                v.push(violation(
+                v.push(named(violation(
                     "Q3",
                     format!(
-                        "a poll of '{q}' at {at_s} on the server's clock did not return {missing_expired:?}, whose reservations had ended"
+                        "a poll of '{q}' at {at_s} did not return {}, whose reservations had ended",
+                        names(&missing_expired)
                     ),
                     ops,
-                ));
+                )));
             } else if property == "Q1" && expected != returned && missing_expired.is_empty() {
-                v.push(violation(
+                v.push(named(violation(
                     "Q1",
                     format!(
-                        "a poll of '{q}' (limit {limit}) at {at_s} on the server's clock returned {returned:?}; by (status, available time, name) it should have returned {expected:?}"
+                        "a poll of '{q}' (limit {limit}) at {at_s} returned {}; by (status, available time, name) it should have returned {}",
+                        names(&returned),
+                        names(&expected)
                     ),
                     ops,
-                ));
+                )));
             }
         }
         _ => {
@@ -312,15 +550,16 @@ fn poll_rules(property: &'static str, state: &Replay, step: &Step) -> Option<Vec
                 missing.iter().partition(|n| expired(n));
             let which = if property == "Q3" { exp } else { other };
             if !which.is_empty() {
-                v.push(violation(
+                v.push(named(violation(
                     property,
                     format!(
-                        "a poll of '{q}' (limit {limit}) at {at_s} on the server's clock returned {} item(s) while {which:?} were eligible{}",
+                        "a poll of '{q}' (limit {limit}) at {at_s} returned {} item(s) while {} were eligible{}",
                         returned.len(),
+                        names(&which),
                         if property == "Q3" { " (their reservations had ended)" } else { "" }
                     ),
                     ops,
-                ));
+                )));
             }
         }
     }
@@ -328,7 +567,7 @@ fn poll_rules(property: &'static str, state: &Replay, step: &Step) -> Option<Vec
 }
 
 /// Q2: a poll returns no item that is reserved (or backing off).
-fn reservation_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
+fn reservation_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violation>> {
     let Step::Effect(e) = step else { return None };
     let Some(QueueRequest::Poll { .. }) = &e.request else {
         return None;
@@ -339,32 +578,44 @@ fn reservation_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
             continue;
         };
         if b.reserved_at(e.at_ms, false) {
-            v.push(violation(
-                "Q2",
-                format!(
-                    "a poll at {} on the server's clock returned {n}, which a poll had reserved until {}",
-                    clock_secs(e.at_ms),
-                    clock_secs(b.reserved_until.unwrap_or_default())
-                ),
-                Vec::new(),
-            ));
+            v.push(
+                cx.violation(
+                    "Q2",
+                    format!(
+                        "a poll at {} returned {n}, which a poll had reserved until {}",
+                        cx.when(e.at_ms),
+                        cx.later(e.at_ms, b.reserved_until.unwrap_or_default())
+                    ),
+                    "poll",
+                    None,
+                    e.at_ms,
+                    format!("poll returned {n}"),
+                )
+                .with_evidence(item_path(cx.h, n, cx.at.at_ns)),
+            );
         } else if b.available_ms > e.at_ms {
-            v.push(violation(
-                "Q2",
-                format!(
-                    "a poll at {} on the server's clock returned {n}, not available before {} (backoff)",
-                    clock_secs(e.at_ms),
-                    clock_secs(b.available_ms)
-                ),
-                Vec::new(),
-            ));
+            v.push(
+                cx.violation(
+                    "Q2",
+                    format!(
+                        "a poll at {} returned {n}, not available before {} (backoff)",
+                        cx.when(e.at_ms),
+                        cx.later(e.at_ms, b.available_ms)
+                    ),
+                    "poll",
+                    None,
+                    e.at_ms,
+                    format!("poll returned {n}"),
+                )
+                .with_evidence(item_path(cx.h, n, cx.at.at_ns)),
+            );
         }
     }
     Some(v)
 }
 
 /// Q6: an index or delete takes effect only with a version above the indexed one.
-fn version_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
+fn version_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violation>> {
     let Step::Effect(e) = step else { return None };
     let (name, version, what) = match &e.request {
         Some(QueueRequest::Index { name, version, .. }) => (name, version, "index"),
@@ -381,20 +632,26 @@ fn version_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
         .unwrap_or_default();
     let mut v = Vec::new();
     if version.as_str() <= floor.as_str() {
-        v.push(violation(
-            "Q6",
-            format!(
-                "an {what} of {name} with version {version} took effect at {} on the server's clock although version {floor} was indexed",
-                clock_secs(e.at_ms)
-            ),
-            Vec::new(),
-        ));
+        v.push(
+            cx.violation(
+                "Q6",
+                format!(
+                    "an {what} of {name} with version {version} took effect at {} although version {floor} was indexed",
+                    cx.when(e.at_ms)
+                ),
+                what,
+                Some(name),
+                e.at_ms,
+                format!("{what} {name}"),
+            )
+            .with_evidence(item_path(cx.h, name, cx.at.at_ns)),
+        );
     }
     Some(v)
 }
 
 /// Q4: pushes, indexes and deletes change the item as SPEC §5.2/§5.4 say.
-fn transition_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
+fn transition_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violation>> {
     let Step::Effect(e) = step else { return None };
     let req = e.request.as_ref()?;
     let (name, kind) = match req {
@@ -406,35 +663,53 @@ fn transition_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
     let mut v = Vec::new();
     if let QueueRequest::Push { item, .. } = req {
         if item.r#type != PushType::Unspecified && !item.hashes.is_empty() {
-            v.push(violation(
+            v.push(cx.violation(
                 "Q4",
-                format!("a push of {name} with a type and a hash changed state (must be 400)"),
-                Vec::new(),
+                format!(
+                    "a push of {name} with a type and a hash changed state at {} (must be 400)",
+                    cx.when(e.at_ms)
+                ),
+                "push",
+                Some(name),
+                e.at_ms,
+                format!("push {name}"),
             ));
         }
     }
     let expected = reference::after(state.items.get(name), req, e.at_ms)?;
     match e.items.iter().find(|(n, _)| n == name) {
-        None => v.push(violation(
-            "Q4",
-            format!(
-                "a {kind} of {name} at {} on the server's clock did not change it",
-                clock_secs(e.at_ms)
-            ),
-            Vec::new(),
-        )),
+        None => v.push(
+            cx.violation(
+                "Q4",
+                format!(
+                    "a {kind} of {name} at {} did not change it",
+                    cx.when(e.at_ms)
+                ),
+                kind,
+                Some(name),
+                e.at_ms,
+                format!("{kind} {name}"),
+            )
+            .with_evidence(item_path(cx.h, name, cx.at.at_ns)),
+        ),
         Some((_, after)) => {
             let d = expected.differences(after, e.at_ms);
             if !d.is_empty() {
-                v.push(violation(
-                    "Q4",
-                    format!(
-                        "after a {kind} of {name} at {} on the server's clock: {}",
-                        clock_secs(e.at_ms),
-                        d.join(", ")
-                    ),
-                    Vec::new(),
-                ));
+                v.push(
+                    cx.violation(
+                        "Q4",
+                        format!(
+                            "after a {kind} of {name} at {}: {}",
+                            cx.when(e.at_ms),
+                            d.join(", ")
+                        ),
+                        kind,
+                        Some(name),
+                        e.at_ms,
+                        format!("{kind} {name}"),
+                    )
+                    .with_evidence(item_path(cx.h, name, cx.at.at_ns)),
+                );
             }
         }
     }
@@ -467,7 +742,7 @@ fn malformed_pushes(h: &QueueHistory) -> Vec<Violation> {
 
 /// Q5: after a REQUEUE at t the item is ordered after every eligible item of
 /// its queue and status whose available time is before t.
-fn requeue_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
+fn requeue_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violation>> {
     let Step::Effect(e) = step else { return None };
     let Some(QueueRequest::Push { item: push, .. }) = &e.request else {
         return None;
@@ -491,25 +766,33 @@ fn requeue_rule(state: &Replay, step: &Step) -> Option<Vec<Violation>> {
         .collect();
     let mut v = Vec::new();
     if !ahead.is_empty() {
-        v.push(violation(
-            "Q5",
-            format!(
-                "{name} requeued at {} on the server's clock got available time {} and is ordered before {ahead:?}, queued before it",
-                clock_secs(e.at_ms),
-                clock_secs(after.available_ms)
-            ),
-            Vec::new(),
-        ));
+        v.push(
+            cx.violation(
+                "Q5",
+                format!(
+                    "{name} requeued at {} got available time {} and is ordered before {}, queued before it",
+                    cx.when(e.at_ms),
+                    cx.later(e.at_ms, after.available_ms),
+                    names(&ahead)
+                ),
+                "push",
+                Some(name),
+                e.at_ms,
+                format!("requeue {name}"),
+            )
+            .with_evidence(item_path(cx.h, name, cx.at.at_ns)),
+        );
     }
     Some(v)
 }
 
-/// Connector 0's report events, with their true time.
-fn reports(h: &QueueHistory) -> Vec<(u64, &ConnectorEvent)> {
+/// Connector 0's report events, with their true time and the lane of the
+/// node that reported them.
+fn reports(h: &QueueHistory) -> Vec<(u64, &str, &ConnectorEvent)> {
     h.node_events
         .iter()
         .filter_map(|e| match &e.event {
-            QueueEvent::Connector(c) => Some((e.at_ns, c)),
+            QueueEvent::Connector(c) => Some((e.at_ns, node_lane(&e.node), c)),
             _ => None,
         })
         .collect()
@@ -517,6 +800,7 @@ fn reports(h: &QueueHistory) -> Vec<(u64, &ConnectorEvent)> {
 
 /// One full traversal from its first index phase to its end.
 struct Pass {
+    node: String,
     queue: String,
     start_ns: u64,
     done_ns: u64,
@@ -528,9 +812,9 @@ struct Pass {
 fn passes(h: &QueueHistory) -> (Vec<Pass>, Vec<Violation>) {
     let mut out = Vec::new();
     let mut v = Vec::new();
-    let mut open: Option<(String, u64)> = None;
+    let mut open: Option<(String, u64, String)> = None;
     let mut saved_full: Option<String> = None;
-    for (at, e) in reports(h) {
+    for (at, node, e) in reports(h) {
         match e {
             ConnectorEvent::CheckpointSaved { name, value } if name == CHECKPOINT_FULL => {
                 saved_full = Some(value.clone()).filter(|v| !v.is_empty());
@@ -540,16 +824,26 @@ fn passes(h: &QueueHistory) -> (Vec<Pass>, Vec<Violation>) {
                 resume_after,
             } => {
                 if *resume_after != saved_full {
-                    v.push(violation(
-                        "Q9",
-                        format!(
-                            "the full traversal into '{queue}' resumed after {resume_after:?}, but the last checkpoint_full saved was {saved_full:?}"
-                        ),
-                        Vec::new(),
-                    ));
+                    let or_start = |c: &Option<String>| {
+                        c.as_deref()
+                            .map_or("none (from the start)".to_string(), |c| format!("'{c}'"))
+                    };
+                    v.push(
+                        violation(
+                            "Q9",
+                            format!(
+                                "the full traversal into '{queue}' resumed at {} after {}, but the last checkpoint_full saved was {}",
+                                secs(at),
+                                or_start(resume_after),
+                                or_start(&saved_full)
+                            ),
+                            Vec::new(),
+                        )
+                        .at(node.to_string(), at, "full traversal resumed"),
+                    );
                 }
                 if resume_after.is_none() || open.is_none() {
-                    open = Some((queue.clone(), at));
+                    open = Some((queue.clone(), at, node.to_string()));
                 }
             }
             ConnectorEvent::FullDone {
@@ -558,9 +852,10 @@ fn passes(h: &QueueHistory) -> (Vec<Pass>, Vec<Violation>) {
                 deleted,
                 ..
             } => {
-                if let Some((q, start_ns)) = open.take() {
+                if let Some((q, start_ns, node)) = open.take() {
                     if q == *queue {
                         out.push(Pass {
+                            node,
                             queue: q,
                             start_ns,
                             done_ns: at,
@@ -614,10 +909,11 @@ impl Checker<QueueHistory> for DeleteDetection {
         let mut at_start: BTreeMap<String, (Vec<String>, BTreeMap<String, String>)> =
             BTreeMap::new();
         let mut completions = 0;
-        walk(h, |state, step| {
+        walk(h, |state, step, at| {
+            let cx = Ctx { h, at };
             let e = match step {
                 Step::Completions(e) => {
-                    completions += completed(state, e, &mut v);
+                    completions += completed(state, e, &mut v, &cx);
                     return;
                 }
                 Step::Effect(e) => e,
@@ -632,13 +928,21 @@ impl Checker<QueueHistory> for DeleteDetection {
                     .collect();
                 let got: BTreeSet<&String> = op.items.iter().collect();
                 if expected != got {
-                    v.push(violation(
+                    v.push(cx.violation(
                         "Q7",
                         format!(
-                            "{} on '{}' started with items {got:?}; labelled '{}' then: {expected:?}",
-                            op.name, op.queue, op.queue
+                            "{} on '{}' started at {} with items {}; labelled '{}' then: {}",
+                            op.name,
+                            op.queue,
+                            cx.when(e.at_ms),
+                            names(&got),
+                            op.queue,
+                            names(&expected)
                         ),
-                        Vec::new(),
+                        "delete_queue_items",
+                        None,
+                        e.at_ms,
+                        format!("{} started", op.name),
                     ));
                 }
                 let labels = state
@@ -662,14 +966,31 @@ impl Checker<QueueHistory> for DeleteDetection {
                 .filter(|n| indexed.contains(*n) && labels.get(*n) == Some(&p.queue))
                 .collect();
             if !wrongly.is_empty() {
-                v.push(violation(
-                    "Q7",
-                    format!(
-                        "the full traversal indexed {wrongly:?} into '{}', then asked {op} to delete '{}', which deletes them although they are still in the repository's traversal",
-                        p.queue, p.deleted
-                    ),
-                    Vec::new(),
-                ));
+                let deletes: Vec<u64> = h
+                    .ops
+                    .iter()
+                    .filter(|o| {
+                        o.call.request.method() == "delete_queue_items"
+                            && o.invoke_ns >= p.start_ns
+                            && o.invoke_ns <= p.done_ns
+                    })
+                    .map(|o| o.id)
+                    .collect();
+                v.push(
+                    violation(
+                        "Q7",
+                        format!(
+                            "the full traversal into '{}' ({} – {}) indexed {}, then asked {op} to delete '{}', which deletes them although they are still in the repository's traversal",
+                            p.queue,
+                            secs(p.start_ns),
+                            secs(p.done_ns),
+                            names(&wrongly),
+                            p.deleted
+                        ),
+                        deletes,
+                    )
+                    .during(p.node.clone(), p.start_ns, p.done_ns, format!("full traversal into '{}'", p.queue)),
+                );
             }
         }
         v.truncate(20);
@@ -686,7 +1007,7 @@ impl Checker<QueueHistory> for DeleteDetection {
 /// Completions logged together apply in their listed order, so an item an
 /// earlier one deleted is no longer there for a later one (two overlapping
 /// deletes of one queue, after a connector restarted, snapshot the same item).
-fn completed(state: &Replay, e: &QueueEffect, v: &mut Vec<Violation>) -> usize {
+fn completed(state: &Replay, e: &QueueEffect, v: &mut Vec<Violation>, cx: &Ctx) -> usize {
     let mut gone: BTreeSet<&String> = BTreeSet::new();
     for (op, deleted) in &e.completed {
         let expected: BTreeSet<&String> = op
@@ -696,13 +1017,20 @@ fn completed(state: &Replay, e: &QueueEffect, v: &mut Vec<Violation>) -> usize {
             .collect();
         let got: BTreeSet<&String> = deleted.iter().map(|(n, _)| n).collect();
         if expected != got {
-            v.push(violation(
+            v.push(cx.violation(
                 "Q7",
                 format!(
-                    "{} on '{}' completed deleting {got:?}; it should have deleted {expected:?}",
-                    op.name, op.queue
+                    "{} on '{}' completed at {} deleting {}; it should have deleted {}",
+                    op.name,
+                    op.queue,
+                    cx.when(e.at_ms),
+                    names(&got),
+                    names(&expected)
                 ),
-                Vec::new(),
+                "get_operation",
+                None,
+                e.at_ms,
+                format!("{} completed", op.name),
             ));
         }
         gone.extend(deleted.iter().map(|(n, _)| n));
@@ -732,7 +1060,7 @@ impl Checker<QueueHistory> for TraversalGating {
         let mut pending: BTreeSet<String> = BTreeSet::new();
         let mut v = Vec::new();
         let mut phases = 0;
-        for (at, e) in reports(h) {
+        for (at, node, e) in reports(h) {
             match e {
                 ConnectorEvent::CheckpointSaved { name, value } if name == CHECKPOINT_QUEUE => {
                     if let Some((_, op)) = value.split_once('\n') {
@@ -743,14 +1071,17 @@ impl Checker<QueueHistory> for TraversalGating {
                     phases += 1;
                     for op in &pending {
                         if done_at.get(op.as_str()).is_none_or(|d| *d >= at) {
-                            v.push(violation(
-                                "Q8",
-                                format!(
-                                    "the full traversal began indexing into '{queue}' at {:.3} s while {op} (saved as pending) was not done",
-                                    at as f64 / 1e9
-                                ),
-                                Vec::new(),
-                            ));
+                            v.push(
+                                violation(
+                                    "Q8",
+                                    format!(
+                                        "the full traversal began indexing into '{queue}' at {} while {op} (saved as pending) was not done",
+                                        secs(at)
+                                    ),
+                                    Vec::new(),
+                                )
+                                .at(node.to_string(), at, "indexing began"),
+                            );
                         }
                     }
                 }
@@ -809,16 +1140,20 @@ impl Checker<QueueHistory> for CheckpointResume {
                 .filter(|id| !removed.contains(id) && !indexed.contains(*id))
                 .collect();
             if !skipped.is_empty() {
-                v.push(violation(
-                    "Q9",
-                    format!(
-                        "the full traversal into '{}' ({:.3} s – {:.3} s) ended without indexing {skipped:?}, which were in the repository throughout",
-                        p.queue,
-                        p.start_ns as f64 / 1e9,
-                        p.done_ns as f64 / 1e9
-                    ),
-                    Vec::new(),
-                ));
+                v.push(
+                    violation(
+                        "Q9",
+                        format!(
+                            "the full traversal into '{}' ({} – {}) ended without indexing {}, which were in the repository throughout",
+                            p.queue,
+                            secs(p.start_ns),
+                            secs(p.done_ns),
+                            names(&skipped)
+                        ),
+                        Vec::new(),
+                    )
+                    .during(p.node.clone(), p.start_ns, p.done_ns, format!("full traversal into '{}'", p.queue)),
+                );
             }
         }
         let (saves, missed) = incremental_saves(h);
@@ -897,16 +1232,19 @@ fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
                         n if n > 4 => format!(" and {} more", n - 4),
                         _ => String::new(),
                     };
-                    v.push(violation(
-                        "Q9",
-                        format!(
-                            "{} saved checkpoint_incremental = {saved} at {:.3} s (its run started from {start}) before it had pushed {}{more}",
-                            e.node,
-                            e.at_ns as f64 / 1e9,
-                            missed[..missed.len().min(4)].join(", ")
-                        ),
-                        Vec::new(),
-                    ));
+                    v.push(
+                        violation(
+                            "Q9",
+                            format!(
+                                "{} saved checkpoint_incremental = {saved} at {} (its run started from {start}) before it had pushed {}{more}",
+                                e.node,
+                                secs(e.at_ns),
+                                missed[..missed.len().min(4)].join(", ")
+                            ),
+                            Vec::new(),
+                        )
+                        .at(e.node.clone(), e.at_ns, format!("checkpoint_incremental = {saved}")),
+                    );
                 }
             }
             _ => {}
@@ -925,10 +1263,14 @@ impl Checker<QueueHistory> for EndToEnd {
     }
 
     fn check(&self, h: &QueueHistory) -> Checked {
-        let finished = reports(h).iter().rev().find_map(|(_, e)| match e {
-            ConnectorEvent::Final { complete } => Some(*complete),
-            _ => None,
-        });
+        let last = reports(h)
+            .into_iter()
+            .rev()
+            .find_map(|(at, node, e)| match e {
+                ConnectorEvent::Final { complete } => Some((*complete, at, node.to_string())),
+                _ => None,
+            });
+        let finished = last.as_ref().map(|(complete, ..)| *complete);
         if finished != Some(true) {
             return Checked::new(Verdict::Undecided {
                 reason: format!(
@@ -941,18 +1283,32 @@ impl Checker<QueueHistory> for EndToEnd {
                 ),
             });
         }
-        let index = walk(h, |_, _| {});
+        let index = walk(h, |_, _, _| {});
         let repo = repository_at(h, u64::MAX);
         let mut v = Vec::new();
+        let mut rows = Vec::new();
+        let mut row = |id: &str, repo: String, index: String| {
+            rows.push(EvidenceRow {
+                op: None,
+                cells: vec![id.to_string(), repo, index],
+                marked: true,
+            })
+        };
         for (id, content) in &repo {
             match index.items.get(id).and_then(|i| i.content.as_ref()) {
                 Some(c) if c == content => {}
-                Some(c) => v.push(format!(
-                    "{id}: the repository has '{content}', the index '{c}'"
-                )),
-                None => v.push(format!(
-                    "{id}: in the repository ('{content}'), not in the index"
-                )),
+                Some(c) => {
+                    v.push(format!(
+                        "{id}: the repository has '{content}', the index '{c}'"
+                    ));
+                    row(id, format!("'{content}'"), format!("'{c}'"));
+                }
+                None => {
+                    v.push(format!(
+                        "{id}: in the repository ('{content}'), not in the index"
+                    ));
+                    row(id, format!("'{content}'"), "absent".into());
+                }
             }
         }
         for (id, item) in &index.items {
@@ -960,19 +1316,35 @@ impl Checker<QueueHistory> for EndToEnd {
                 v.push(format!(
                     "{id}: removed from the repository, still in the index as '{c}'"
                 ));
+                row(id, "removed".into(), format!("'{c}'"));
             }
         }
         let violations = if v.is_empty() {
             Vec::new()
         } else {
+            let (_, at, node) = last.unwrap_or((true, 0, String::new()));
             vec![violation(
                 "end-to-end",
                 format!(
-                    "after the final full traversals the index differs from the repository: {}",
+                    "after the final full traversals (they ended at {}) the index differs from the repository: {}",
+                    secs(at),
                     v.join("; ")
                 ),
                 Vec::new(),
-            )]
+            )
+            .at(node, at, "final traversals ended")
+            .with_evidence(Evidence {
+                title: "The index against the repository at the end".into(),
+                lead: vec![format!(
+                    "After the final full traversals ended at {}, {} document{} differ:",
+                    secs(at),
+                    rows.len(),
+                    if rows.len() == 1 { "" } else { "s" }
+                )],
+                columns: ["document", "repository", "index"].map(String::from).to_vec(),
+                rows,
+                notes: Vec::new(),
+            })]
         };
         Checked::new(Verdict::from_violations(violations))
             .with_note(format!("{} documents", repo.len()))

@@ -15,6 +15,7 @@ pub mod check;
 pub mod history;
 pub mod properties;
 pub mod reference;
+pub mod timeline;
 pub mod workload;
 
 use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
@@ -304,6 +305,15 @@ impl ScenarioDef for Queues {
 
     fn client_role(&self, p: &QueuesParams) -> (&'static str, usize) {
         ("connector", p.connectors)
+    }
+
+    fn timeline(
+        &self,
+        _p: &QueuesParams,
+        h: &QueueHistory,
+        t: &mut overcast_sim::timeline::Timeline,
+    ) {
+        timeline::draw(h, t);
     }
 
     fn adjust_plan(&self, _p: &QueuesParams, plan: &mut FaultPlan) {

@@ -113,7 +113,19 @@ impl Checker<RegionsHistory> for Convergence {
             for f in replicas.values() {
                 if f.node != primary.node {
                     if let Some(v) = differs(*partition, primary, f) {
-                        violations.push(v);
+                        let end = history
+                            .events
+                            .iter()
+                            .find(|e| e.what == "end")
+                            .map_or(0, |e| e.at_ns);
+                        violations.push(
+                            v.at(f.node, end, format!("applied LSN {}", f.applied_lsn))
+                                .at(
+                                    primary.node,
+                                    end,
+                                    format!("primary at LSN {}", primary.applied_lsn),
+                                ),
+                        );
                     }
                 }
             }
@@ -158,9 +170,9 @@ fn phantoms(history: &RegionsHistory) -> (Vec<Violation>, usize) {
         reads += 1;
         let etag = res.etag().unwrap_or("-");
         let head = format!(
-            "item {}: {:?} read op {} (answered by {}) returned body {body:?} with ETag {etag}",
+            "item {}: {} read op {} (answered by {}) returned body {body:?} with ETag {etag}",
             op.call.item,
-            op.call.consistency,
+            op.call.consistency.word(),
             op.id,
             res.answered_by()
         );
@@ -189,13 +201,8 @@ fn phantoms(history: &RegionsHistory) -> (Vec<Violation>, usize) {
         } else {
             continue;
         };
-        let mut ops: Vec<u64> = ws.iter().map(|w| w.id).collect();
-        ops.push(op.id);
-        violations.push(Violation {
-            property: "convergence".into(),
-            message,
-            ops,
-        });
+        let ops = std::iter::once(op.id).chain(ws.iter().map(|w| w.id));
+        violations.push(Violation::new("convergence", message).with_ops(ops));
     }
     (violations, reads)
 }
@@ -231,9 +238,9 @@ fn differs(partition: u32, p: &FinalState, f: &FinalState) -> Option<Violation> 
             show(fm.get(k))
         )
     });
-    Some(Violation {
-        property: "convergence".into(),
-        message: format!(
+    Some(Violation::new(
+        "convergence",
+        format!(
             "partition {partition}: after heal and quiet, replica {} ({}, {}, term {}) applied LSN {} with {} items, \
              but primary {} ({}, term {}) applied LSN {} with {} items{}",
             f.node,
@@ -249,8 +256,7 @@ fn differs(partition: u32, p: &FinalState, f: &FinalState) -> Option<Violation> 
             pi.len(),
             first.unwrap_or_default()
         ),
-        ops: vec![],
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -263,12 +263,12 @@ fn lost(op: &RegionOp, why: &str, partition: Option<u32>, history: &RegionsHisto
         })
         .collect();
     let what = match (&op.call.body, op.result.as_ref().and_then(|r| r.etag())) {
-        (Some(b), Some(e)) => format!("body {b:?}, acknowledged with ETag {e}"),
+        (Some(b), Some(e)) => format!("body \"{b}\", acknowledged with ETag {e}"),
         _ => "acknowledged".to_string(),
     };
-    Violation {
-        property: "durability".into(),
-        message: format!(
+    Violation::new(
+        "durability",
+        format!(
             "item {}: {} op {} by {} ({what}{}) at {} was lost: {why}; primaries elected since: {}",
             op.call.item,
             op.call.op,
@@ -286,8 +286,8 @@ fn lost(op: &RegionOp, why: &str, partition: Option<u32>, history: &RegionsHisto
                 elected.join(", ")
             }
         ),
-        ops: vec![op.id],
-    }
+    )
+    .with_ops([op.id])
 }
 
 #[cfg(test)]

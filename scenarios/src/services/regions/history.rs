@@ -26,6 +26,17 @@ pub enum Consistency {
     Eventual,
 }
 
+impl Consistency {
+    /// Its name in words: `strong`, `session`, `eventual`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Consistency::Strong => "strong",
+            Consistency::Session => "session",
+            Consistency::Eventual => "eventual",
+        }
+    }
+}
+
 /// A call in the regions scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -35,6 +35,7 @@ pub mod routing;
 pub mod safety;
 pub mod session;
 pub mod strong;
+pub mod timeline;
 pub mod workload;
 
 use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
@@ -746,6 +747,15 @@ impl ScenarioDef for Regions {
                 .awaited()
                 .crashable(),
         ])
+    }
+
+    fn timeline(
+        &self,
+        p: &RegionsParams,
+        h: &RegionsHistory,
+        t: &mut overcast_sim::timeline::Timeline,
+    ) {
+        timeline::draw(h, p.client_nodes(), t);
     }
 
     fn adjust_plan(&self, p: &RegionsParams, plan: &mut FaultPlan) {

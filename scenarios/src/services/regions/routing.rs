@@ -462,17 +462,17 @@ fn attempts_of_events<'a>(events: &[&'a NodeEvent<RegionEvent>]) -> Vec<Attempt<
 }
 
 fn v(op: &RegionOp, what: String) -> Violation {
-    Violation {
-        property: "R6".into(),
-        message: format!(
+    Violation::new(
+        "R6",
+        format!(
             "session {}, {} op {} of item {}: {what}",
             session_of(op),
             op.call.op,
             op.id,
             op.call.item
         ),
-        ops: vec![op.id],
-    }
+    )
+    .with_ops([op.id])
 }
 
 impl Routing {

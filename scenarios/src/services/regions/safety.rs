@@ -82,16 +82,19 @@ impl Checker<RegionsHistory> for RaftSafety {
                             .insert((*partition, *term, node_of(&e.node)), ())
                             .is_none()
                     {
-                        violations.push(Violation {
-                            property: ELECTION_SAFETY.id,
-                            message: format!(
-                                "partition {partition}, term {term}: {node} announced itself primary at {} and {} announced itself primary of the same term at {}: two primaries in one term",
-                                secs(at),
-                                e.node,
-                                secs(e.at_ns)
-                            ),
-                            ops: vec![],
-                        });
+                        violations.push(
+                            Violation::new(
+                                ELECTION_SAFETY.id,
+                                format!(
+                                    "partition {partition}, term {term}: {node} announced itself primary at {} and {} announced itself primary of the same term at {}: two primaries in one term",
+                                    secs(at),
+                                    e.node,
+                                    secs(e.at_ns)
+                                ),
+                            )
+                            .at(node.to_string(), at, format!("primary of term {term}"))
+                            .at(e.node.clone(), e.at_ns, format!("primary of term {term}")),
+                        );
                     }
                 }
                 RegionEvent::Applied { partition, entries } => {
@@ -142,11 +145,19 @@ impl Checker<RegionsHistory> for RaftSafety {
                     n - 1
                 ));
             }
-            violations.push(Violation {
-                property: STATE_MACHINE_SAFETY.id,
-                message,
-                ops: vec![],
-            });
+            violations.push(
+                Violation::new(STATE_MACHINE_SAFETY.id, message)
+                    .at(
+                        was.node.to_string(),
+                        was.at_ns,
+                        format!("applied LSN {lsn}: {}", was.entry()),
+                    )
+                    .at(
+                        now.node.to_string(),
+                        now.at_ns,
+                        format!("applied LSN {lsn}: {}", now.entry()),
+                    ),
+            );
         }
         let mut note = format!(
             "{announced} primaries announced in {} partition terms; {applied} applied entries over {} LSNs compared",

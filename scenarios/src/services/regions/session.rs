@@ -199,9 +199,9 @@ fn judge_absent(
         });
         if all_before {
             t.judged += 1;
-            t.violations.push(Violation {
-                property: "R5".into(),
-                message: format!(
+            t.violations.push(Violation::new(
+                "R5",
+                format!(
                     "session {session}, item {}: read op {} (session token {}, answered by {}) found no item (404) \
                      although the session had seen {} via {} op {} (returned at {}), and no delete of the item \
                      can have come after that version",
@@ -214,8 +214,8 @@ fn judge_absent(
                     s.op.id,
                     secs(s.returned_ns),
                 ),
-                ops: vec![s.op.id, op.id],
-            });
+            )
+            .with_ops([op.id, s.op.id]));
             return;
         }
     }
@@ -273,11 +273,7 @@ fn violation(
             secs(seen.returned_ns),
         )
     };
-    Violation {
-        property: "R5".into(),
-        message,
-        ops: vec![seen.op.id, op.id],
-    }
+    Violation::new("R5", message).with_ops([op.id, seen.op.id])
 }
 
 #[cfg(test)]

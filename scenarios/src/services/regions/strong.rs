@@ -11,7 +11,7 @@
 
 use super::history::{Consistency, RegionCall, RegionOutcome, RegionsHistory};
 use super::Service;
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Verdict};
 use overcast_sim::lin::{self, Next, Operation, Spec};
 use std::collections::BTreeMap;
 
@@ -142,6 +142,47 @@ impl Spec for Register {
             _ => out.is_some_and(|o| matches!(o.status, 404 | 409 | 412)),
         }
     }
+
+    fn describe_op(&self, op: &RegisterOp, out: Option<&RegisterOut>) -> String {
+        let behind = |e: &Option<String>| match e {
+            Some(b) => format!(" If-Match (the ETag of \"{b}\")"),
+            None => " If-Match (an ETag never seen with a body)".to_string(),
+        };
+        let asked = match op {
+            RegisterOp::Read => "read".to_string(),
+            RegisterOp::Upsert(b) => format!("upsert \"{b}\""),
+            RegisterOp::Create(b) => format!("create \"{b}\""),
+            RegisterOp::Replace { body, expected } => {
+                format!("replace \"{body}\"{}", behind(expected))
+            }
+            RegisterOp::Delete {
+                expected,
+                conditional,
+            } => {
+                if *conditional {
+                    format!("delete{}", behind(expected))
+                } else {
+                    "delete".to_string()
+                }
+            }
+        };
+        let seen = match out {
+            None => "unknown outcome".to_string(),
+            Some(RegisterOut {
+                status,
+                body: Some(b),
+            }) => format!("{status} \"{b}\""),
+            Some(RegisterOut { status, body: None }) => status.to_string(),
+        };
+        format!("{asked} → {seen}")
+    }
+
+    fn describe_state(&self, s: &Option<String>) -> String {
+        match s {
+            Some(b) => format!("\"{b}\""),
+            None => "absent".to_string(),
+        }
+    }
 }
 
 /// True for an answer the service executed (a read's 200/404, a write's
@@ -249,18 +290,11 @@ impl Checker<RegionsHistory> for StrongLinearizability {
                 ),
             },
             lin::Verdict::NotLinearizable => Verdict::Broken {
-                violations: vec![Violation {
-                    property: "linearizability".into(),
-                    message: match &report.failure {
-                        Some(f) => format!("item {} (strong operations): {}", f.key, f.sentence),
-                        None => "the strong operations are not linearizable".into(),
-                    },
-                    ops: report
-                        .failure
-                        .as_ref()
-                        .map(|f| f.ops.iter().map(|o| o.id).collect())
-                        .unwrap_or_default(),
-                }],
+                violations: vec![crate::kit::words::lin_violation(
+                    &report,
+                    "item",
+                    &crate::kit::words::same_op,
+                )],
             },
         };
         let mut checked = Checked::new(verdict).with_note(format!(
@@ -269,7 +303,11 @@ impl Checker<RegionsHistory> for StrongLinearizability {
             ops.len() - reads
         ));
         if report.failure.is_some() {
-            checked.explanation = Some(report.to_text());
+            checked.explanation = Some(crate::kit::words::lin_text(
+                &report,
+                "item",
+                &crate::kit::words::same_op,
+            ));
             checked.html = Some(report.to_html("overcast regions (strong operations)"));
         }
         checked

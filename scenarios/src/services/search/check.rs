@@ -103,7 +103,7 @@ impl Checker<SearchHistory> for Linearizability {
 
     fn check(&self, history: &SearchHistory) -> Checked {
         let report = lin::check(&SearchSpec, &to_lin_ops(history), &self.options);
-        lin_checked(&report, "overcast search", |id| id)
+        lin_checked(&report, "overcast search", &crate::kit::words::same_op)
     }
 }
 
@@ -182,14 +182,16 @@ fn lost_field(history: &SearchHistory) -> Option<Violation> {
         }
         for (name, f, by, ret) in &added {
             if *name == o.call.name && o.invoke_ns > *ret && !r.entries.iter().any(|e| e == f) {
-                return Some(Violation {
-                    property: "lost-field".into(),
-                    message: format!(
-                        "{name}: op {by} added {f:?} and was acknowledged, but op {} (invoked later) returned a definition without it",
-                        o.id
-                    ),
-                    ops: vec![*by, o.id],
-                });
+                return Some(
+                    Violation::new(
+                        "lost-field",
+                        format!(
+                            "{name}: op {by} added the field {f} and was acknowledged, but op {} (invoked later) returned a definition without it",
+                            o.id
+                        ),
+                    )
+                    .with_ops([o.id, *by]),
+                );
             }
         }
     }

@@ -168,6 +168,52 @@ impl Spec for SearchSpec {
             _ => Claim::None,
         }
     }
+
+    fn describe_op(&self, op: &SearchOp, out: Option<&SearchResult>) -> String {
+        let cond = |name: &str, c: &Option<Cond>| match c {
+            None => String::new(),
+            Some(Cond::Any) => format!(" {name} *"),
+            Some(Cond::Version(v)) => format!(" {name} version {v}"),
+        };
+        let asked = match op {
+            SearchOp::Get => "get".to_string(),
+            SearchOp::Put {
+                kind,
+                entries,
+                if_match,
+                if_none_match,
+            } => format!(
+                "put {kind} [{}]{}{}",
+                entries_words(entries),
+                cond("If-Match", if_match),
+                cond("If-None-Match", if_none_match)
+            ),
+            SearchOp::Delete { if_match } => format!("delete{}", cond("If-Match", if_match)),
+        };
+        let seen = match out {
+            None => "unknown outcome".to_string(),
+            Some(SearchResult::Found(e, v)) => format!("200 [{}] version {v}", entries_words(e)),
+            Some(SearchResult::NotFound) => "404".to_string(),
+            Some(SearchResult::Ok(Some(v))) => format!("200 version {v}"),
+            Some(SearchResult::Ok(None)) => "204".to_string(),
+            Some(SearchResult::PreconditionFailed) => "412".to_string(),
+            Some(SearchResult::BadRequest) => "400".to_string(),
+            Some(SearchResult::Busy) => "409".to_string(),
+        };
+        format!("{asked} → {seen}")
+    }
+
+    fn describe_state(&self, s: &SearchState) -> String {
+        match &s.0 {
+            None => format!("absent (version {})", s.1),
+            Some((kind, e)) => format!("{kind} [{}] (version {})", entries_words(e), s.1),
+        }
+    }
+}
+
+/// A definition's entries (an index's fields, a synonym map's rules) in words.
+fn entries_words(e: &BTreeSet<String>) -> String {
+    e.iter().cloned().collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
