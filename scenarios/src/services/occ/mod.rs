@@ -7,6 +7,7 @@
 pub mod check;
 pub mod check_file;
 pub mod coverage;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod retry;
@@ -732,6 +733,10 @@ impl ScenarioDef for Occ {
         t: &mut overcast_sim::timeline::Timeline,
     ) {
         timeline::draw(h, p.clients, t);
+    }
+
+    fn goals(&self, _p: &OccParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<OccParams>> {
