@@ -332,8 +332,19 @@ pub struct GoalsFile {
     pub tallies: Vec<Tally>,
 }
 
-/// The goals file's name in a sweep's `--out` folder.
+/// The goals file's name in a sweep's `--out` folder (a shard's is
+/// [`goals_file_name`]).
 pub const GOALS_FILE: &str = "goals.json";
+
+/// The name of the goals file a sweep writes: `goals.json`, or
+/// `goals-shardK-of-N.json` for shard K of N (so that shards may share a
+/// folder).
+pub fn goals_file_name(shard: Option<(u64, u64)>) -> String {
+    match shard {
+        Some((k, n)) => format!("goals-shard{k}-of-{n}.json"),
+        None => GOALS_FILE.to_string(),
+    }
+}
 
 impl GoalsFile {
     /// Adds `tally`, merged into the one of its scenario and swarm switch.
@@ -355,9 +366,10 @@ impl GoalsFile {
         }
     }
 
-    /// Writes it as `dir/goals.json` (pretty JSON); the path written.
-    pub fn write(&self, dir: &Path) -> Result<PathBuf, String> {
-        let path = dir.join(GOALS_FILE);
+    /// Writes it as `dir/NAME` (pretty JSON; NAME from [`goals_file_name`]);
+    /// the path written.
+    pub fn write(&self, dir: &Path, name: &str) -> Result<PathBuf, String> {
+        let path = dir.join(name);
         let text = serde_json::to_string_pretty(self).expect("goals serialise");
         std::fs::write(&path, text + "\n")
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -371,13 +383,25 @@ impl GoalsFile {
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// The sum of the `goals.json` files in `dirs` (folders without one are
-    /// skipped); `None` when there is none.
+    /// The sum of the goals files (`goals*.json`) in `dirs`, each folder's
+    /// in name order (folders without one are skipped); `None` when there
+    /// is none.
     pub fn read_dirs(dirs: &[PathBuf]) -> Result<Option<GoalsFile>, String> {
         let mut sum: Option<GoalsFile> = None;
         for dir in dirs {
-            let path = dir.join(GOALS_FILE);
-            if path.exists() {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let mut files: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("goals") && n.ends_with(".json"))
+                })
+                .collect();
+            files.sort();
+            for path in files {
                 sum.get_or_insert_with(GoalsFile::default)
                     .merge(&GoalsFile::read(&path)?);
             }
@@ -425,7 +449,10 @@ pub fn count_ops<C, R, E>(
 }
 
 /// How many node events of `history` satisfy `pred`.
-pub fn count_events<C, R, E>(history: &History<C, R, E>, pred: impl Fn(&NodeEvent<E>) -> bool) -> u64 {
+pub fn count_events<C, R, E>(
+    history: &History<C, R, E>,
+    pred: impl Fn(&NodeEvent<E>) -> bool,
+) -> u64 {
     history.node_events.iter().filter(|e| pred(e)).count() as u64
 }
 
@@ -509,7 +536,10 @@ mod tests {
         assert_eq!((a.seeds, a.times), (6, 9));
         assert_eq!(a.first_seeds, [1, 3, 9, 11, 15]);
         let b = &t.goals[1];
-        assert_eq!((b.seeds, b.times, b.first_seeds.as_slice()), (1, 4, &[3][..]));
+        assert_eq!(
+            (b.seeds, b.times, b.first_seeds.as_slice()),
+            (1, 4, &[3][..])
+        );
         let unreached: Vec<&str> = t.unreached().iter().map(|g| g.id.as_str()).collect();
         assert_eq!(unreached, ["c"]);
         let text = t.render();
@@ -554,15 +584,19 @@ mod tests {
         f1.add(&tally(&[(0, &[(A, 1)])]));
         let mut f2 = GoalsFile::default();
         f2.add(&tally(&[(1, &[(A, 2), (B, 1)])]));
-        assert_eq!(f1.write(&d1).unwrap(), d1.join(GOALS_FILE));
-        f2.write(&d2).unwrap();
+        assert_eq!(
+            f1.write(&d1, &goals_file_name(None)).unwrap(),
+            d1.join(GOALS_FILE)
+        );
+        f2.write(&d2, &goals_file_name(Some((2, 2)))).unwrap();
         assert_eq!(GoalsFile::read(&d1.join(GOALS_FILE)).unwrap(), f1);
-        let sum = GoalsFile::read_dirs(&[d1, d2, d3.clone()])
+        let sum = GoalsFile::read_dirs(&[d1, d2.clone(), d3.clone()])
             .unwrap()
             .unwrap();
         let a = &sum.tallies[0].goals[0];
         assert_eq!((sum.tallies[0].runs, a.seeds, a.times), (2, 2, 3));
         assert_eq!(a.first_seeds, [0, 1]);
+        assert!(d2.join("goals-shard2-of-2.json").exists());
         assert_eq!(GoalsFile::read_dirs(&[d3]).unwrap(), None);
         std::fs::write(dir.join("1").join(GOALS_FILE), "{\"tallies\": 3}").unwrap();
         assert!(GoalsFile::read(&dir.join("1").join(GOALS_FILE)).is_err());

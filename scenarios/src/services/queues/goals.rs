@@ -57,7 +57,10 @@ fn indexed_after_reservation(h: &QueueHistory) -> u64 {
                 }
             }
             Some(QueueRequest::Index { name, .. }) => {
-                if reserved.remove(name.as_str()).is_some_and(|until| e.at_ms > until) {
+                if reserved
+                    .remove(name.as_str())
+                    .is_some_and(|until| e.at_ms > until)
+                {
                     n += 1;
                 }
             }
@@ -71,7 +74,10 @@ fn indexed_after_reservation(h: &QueueHistory) -> u64 {
 }
 
 fn connector(h: &QueueHistory, pred: impl Fn(&ConnectorEvent) -> bool) -> u64 {
-    count_events(h, |e| matches!(&e.event, QueueEvent::Connector(c) if pred(c)))
+    count_events(
+        h,
+        |e| matches!(&e.event, QueueEvent::Connector(c) if pred(c)),
+    )
 }
 
 fn push_type(o: &Op) -> Option<PushType> {

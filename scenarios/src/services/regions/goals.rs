@@ -81,7 +81,11 @@ fn primary_crashes(h: &RegionsHistory) -> u64 {
             let _ = at;
             current.insert(*partition, node);
         }
-        if let Some(node) = w.what.strip_prefix("crash ").and_then(|r| r.split(' ').next()) {
+        if let Some(node) = w
+            .what
+            .strip_prefix("crash ")
+            .and_then(|r| r.split(' ').next())
+        {
             let now: BTreeSet<&str> = current.values().copied().collect();
             n += u64::from(now.contains(node));
         }
