@@ -57,12 +57,10 @@ fn indexed_after_reservation(h: &QueueHistory) -> u64 {
                 }
             }
             Some(QueueRequest::Index { name, .. }) => {
-                if reserved
+                let late = reserved
                     .remove(name.as_str())
-                    .is_some_and(|until| e.at_ms > until)
-                {
-                    n += 1;
-                }
+                    .is_some_and(|until| e.at_ms > until);
+                n += u64::from(late);
             }
             Some(QueueRequest::Delete { name, .. }) => {
                 reserved.remove(name.as_str());
