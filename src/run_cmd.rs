@@ -111,6 +111,11 @@ pub struct SweepArgs {
     /// `occ` only: the throttling variant (see `run --help`).
     #[arg(long)]
     pub throttle: bool,
+    /// Also say, per reachability goal of each scenario, how many seeds
+    /// reached it, the first few of them and how often; with `--out`, write
+    /// it to DIR/goals.json (which `merge` sums).
+    #[arg(long)]
+    pub goals: bool,
 }
 
 /// Arguments of `overcast merge`.
@@ -512,6 +517,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         return sweep_coverage(args, &names, &seeds, opts.jobs);
     }
     let mut worst = Outcome::Passed;
+    let mut goals = overcast_harness::goals::GoalsFile::default();
     let scenario_count = defs.len() as u32;
     for def in defs {
         let name = def.name();
@@ -656,6 +662,18 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             results.len() as f64 / secs.max(1e-9),
             tally(&counts),
         );
+        if args.goals {
+            let t = overcast_harness::goals::tally_reports(def, &make(first_seed), &results);
+            print!("{}", t.render());
+            goals.add(&t);
+        }
+    }
+    if let (true, Some(dir)) = (args.goals, &args.out) {
+        let name = overcast_harness::goals::goals_file_name(shard);
+        match goals.write(dir, &name) {
+            Ok(path) => println!("goals   {}", path.display()),
+            Err(e) => return bad_input(e),
+        }
     }
     worst.exit_code()
 }
@@ -756,6 +774,11 @@ pub fn merge(args: &MergeArgs) -> u8 {
     for (name, counts) in &by_scenario {
         let total: usize = counts.values().sum();
         println!("{name}: {total} seeds: {}", tally(counts));
+    }
+    match overcast_harness::goals::GoalsFile::read_dirs(&args.dirs) {
+        Ok(Some(goals)) => print!("{}", goals.render()),
+        Ok(None) => {}
+        Err(e) => return bad_input(e),
     }
     let twice = seen.values().filter(|n| **n > 1).count();
     if twice > 0 {

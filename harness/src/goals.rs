@@ -413,6 +413,21 @@ impl GoalsFile {
     }
 }
 
+/// The goals tally of a sweep's seed reports ([`crate::sweep::SeedReport::goals`]),
+/// for `def`'s goals with the parameters of `scenario` (one of the sweep's).
+pub fn tally_reports(
+    def: &dyn DynScenario,
+    scenario: &Scenario,
+    reports: &[crate::sweep::SeedReport],
+) -> Tally {
+    let goals = def.goals(&scenario.params).unwrap_or_default();
+    let mut tally = Tally::new(def.name(), scenario.swarm, &goals);
+    for r in reports {
+        tally.add(r.seed, &r.goals);
+    }
+    tally
+}
+
 /// Runs `make(seed)` with `def` for every seed, `opts.jobs` at a time, and
 /// tallies the goals the runs reached (whatever their outcome). A run that
 /// panics counts as a run that reached nothing.
