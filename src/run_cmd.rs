@@ -125,6 +125,11 @@ pub struct SweepArgs {
     /// command that reruns that seed, and exit code 6. `--for` bounds the sweep.
     #[arg(long, default_value = "10m", value_name = "DURATION")]
     pub max_wall: MaxWall,
+    /// Also say, per reachability goal of each scenario, how many seeds
+    /// reached it, the first few of them and how often; with `--out`, write
+    /// it to DIR/goals.json (which `merge` sums).
+    #[arg(long)]
+    pub goals: bool,
 }
 
 /// Arguments of `overcast merge`.
@@ -552,6 +557,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     }
     watch::start(args.max_wall, Over::StopWithRerun, Progress::Off);
     let mut worst = Outcome::Passed;
+    let mut goals = overcast_harness::goals::GoalsFile::default();
     let scenario_count = defs.len() as u32;
     let sweep_started = Instant::now();
     let mut all_counts = std::collections::BTreeMap::<Outcome, usize>::new();
@@ -703,9 +709,21 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             results.len() as f64 / secs.max(1e-9),
             tally(&counts),
         );
+        if args.goals {
+            let t = overcast_harness::goals::tally_reports(def, &make(first_seed), &results);
+            print!("{}", t.render());
+            goals.add(&t);
+        }
         all_seeds += results.len();
         for (o, n) in counts {
             *all_counts.entry(o).or_default() += n;
+        }
+    }
+    if let (true, Some(dir)) = (args.goals, &args.out) {
+        let name = overcast_harness::goals::goals_file_name(shard);
+        match goals.write(dir, &name) {
+            Ok(path) => println!("goals   {}", path.display()),
+            Err(e) => return bad_input(e),
         }
     }
     if scenario_count > 1 {
@@ -859,6 +877,11 @@ pub fn merge(args: &MergeArgs) -> u8 {
     for (name, counts) in &by_scenario {
         let total: usize = counts.values().sum();
         println!("{name}: {total} seeds: {}", tally(counts));
+    }
+    match overcast_harness::goals::GoalsFile::read_dirs(&args.dirs) {
+        Ok(Some(goals)) => print!("{}", goals.render()),
+        Ok(None) => {}
+        Err(e) => return bad_input(e),
     }
     let twice = seen.values().filter(|n| **n > 1).count();
     if twice > 0 {

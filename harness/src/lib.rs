@@ -13,6 +13,7 @@ compile_error!(
 
 pub mod bug;
 pub mod catalogue;
+pub mod goals;
 pub mod hunt;
 pub mod ops;
 pub mod registry;

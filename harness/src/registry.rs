@@ -504,6 +504,12 @@ pub trait ScenarioDef: Send + Sync + 'static {
         let (role, nodes) = self.client_role(p);
         h.draw_generic(t, &|c| client_node(role, c, nodes));
     }
+    /// Its reachability goals ([`crate::goals`]): states its runs should
+    /// sometimes reach, each counted on a finished history, in the order a
+    /// sweep lists them. Default: none.
+    fn goals(&self, _p: &Self::Params) -> Vec<crate::goals::Goal<Self::History>> {
+        Vec::new()
+    }
 }
 
 /// One checker's result in a run.
@@ -621,6 +627,8 @@ pub trait DynScenario: Send + Sync {
         world: &WorldOutcome,
         t: &mut Timeline,
     ) -> Result<(), String>;
+    /// [`ScenarioDef::goals`] for these parameters, over any history.
+    fn goals(&self, params: &serde_json::Value) -> Result<Vec<crate::goals::DynGoal>, String>;
 }
 
 fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, String> {
@@ -801,6 +809,13 @@ impl<D: ScenarioDef> DynScenario for D {
             None => history.draw_generic(t, &|c| client_node("client", c, 0)),
         }
         Ok(())
+    }
+    fn goals(&self, params: &serde_json::Value) -> Result<Vec<crate::goals::DynGoal>, String> {
+        let p: D::Params = parse(ScenarioDef::name(self), params)?;
+        Ok(ScenarioDef::goals(self, &p)
+            .into_iter()
+            .map(crate::goals::erase)
+            .collect())
     }
     fn strategy(&'static self) -> BoxedStrategy<Scenario> {
         (ScenarioDef::strategy(self), any::<u64>(), any::<bool>())

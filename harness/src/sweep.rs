@@ -43,6 +43,8 @@ pub struct SeedReport {
     /// The failure shrunk, when the sweep shrinks failures and keeps this
     /// seed's run.
     pub shrunk: Option<Box<Shrunk>>,
+    /// The goals the run reached and how often ([`crate::goals::reached`]).
+    pub goals: Vec<(crate::goals::GoalId, u64)>,
 }
 
 /// What a sweep does with each seed besides running it once.
@@ -170,7 +172,7 @@ pub fn sweep_with(
                     r = failed;
                 }
             }
-            let seed_report = report(seed, &r);
+            let seed_report = report(def, seed, &r);
             if r.outcome != Outcome::Passed && kept.admits(seed) {
                 let shrunk = checks
                     .shrink
@@ -192,7 +194,7 @@ pub fn sweep_with(
                     format!("the run panicked: {panic}"),
                     Duration::ZERO,
                 );
-                let seed_report = report(seed, &failed);
+                let seed_report = report(def, seed, &failed);
                 kept.keep(seed, Box::new(failed), None);
                 seed_report
             })
@@ -208,7 +210,7 @@ pub fn sweep_with(
     reports
 }
 
-fn report(seed: u64, r: &RunResult) -> SeedReport {
+fn report(def: &dyn DynScenario, seed: u64, r: &RunResult) -> SeedReport {
     SeedReport {
         seed,
         outcome: r.outcome,
@@ -222,6 +224,7 @@ fn report(seed: u64, r: &RunResult) -> SeedReport {
         seconds: r.wall.as_secs_f64(),
         failed_run: None,
         shrunk: None,
+        goals: crate::goals::reached(def, r),
     }
 }
 

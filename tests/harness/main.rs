@@ -3,6 +3,7 @@
 mod architecture;
 mod bugs;
 mod coverage;
+mod goals;
 mod harness_on_services;
 mod regressions;
 mod report;

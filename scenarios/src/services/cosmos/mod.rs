@@ -7,6 +7,7 @@
 //! retry discipline (R1–R3), liveness.
 
 pub mod check;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod spec;
@@ -324,6 +325,10 @@ impl ScenarioDef for Cosmos {
         t: &mut overcast_sim::timeline::Timeline,
     ) {
         timeline::draw(h, p.clients, t);
+    }
+
+    fn goals(&self, _p: &CosmosParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<CosmosParams>> {

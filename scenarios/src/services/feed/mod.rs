@@ -12,6 +12,7 @@
 //! CF1–CF10 (see [`check`]).
 
 pub mod check;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod timeline;
@@ -556,6 +557,10 @@ impl ScenarioDef for Feed {
             property.as_str(),
             "CF1" | "CF2" | "CF4" | "CF5" | "CF6" | "CF9" | "CF10"
         )
+    }
+
+    fn goals(&self, _p: &FeedParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<FeedParams>> {

@@ -9,6 +9,7 @@
 //! server fault points. Checked: L1–L9 (see [`check`]).
 
 pub mod check;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod reference;
@@ -471,6 +472,10 @@ impl ScenarioDef for Leases {
         t: &mut overcast_sim::timeline::Timeline,
     ) {
         timeline::draw(p, h, t);
+    }
+
+    fn goals(&self, _p: &LeasesParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<LeasesParams>> {

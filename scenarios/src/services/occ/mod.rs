@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod coverage;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod retry;
@@ -734,6 +735,10 @@ impl ScenarioDef for Occ {
         t: &mut overcast_sim::timeline::Timeline,
     ) {
         timeline::draw(h, p.clients, t);
+    }
+
+    fn goals(&self, _p: &OccParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<OccParams>> {

@@ -12,6 +12,7 @@
 //! (the index equals the repository) and Q1–Q9 (see [`check`]).
 
 pub mod check;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod reference;
@@ -478,6 +479,10 @@ impl ScenarioDef for Queues {
 
     fn checkers(&self, _p: &QueuesParams) -> Vec<Box<dyn Checker<QueueHistory>>> {
         check::checkers()
+    }
+
+    fn goals(&self, _p: &QueuesParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<QueuesParams>> {

@@ -29,6 +29,7 @@
 
 pub mod converge;
 pub mod durable;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod routing;
@@ -1162,6 +1163,10 @@ impl ScenarioDef for Regions {
             }),
             Box::new(safety::RaftSafety),
         ]
+    }
+
+    fn goals(&self, _p: &RegionsParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<RegionsParams>> {

@@ -10,6 +10,7 @@
 //! liveness.
 
 pub mod check;
+pub mod goals;
 pub mod history;
 pub mod properties;
 pub mod spec;
@@ -317,6 +318,10 @@ impl ScenarioDef for Search {
         t: &mut overcast_sim::timeline::Timeline,
     ) {
         timeline::draw(h, p.clients, t);
+    }
+
+    fn goals(&self, _p: &SearchParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {
+        goals::goals()
     }
 
     fn reductions(&self) -> Vec<Reduction<SearchParams>> {
