@@ -3,5 +3,6 @@
 mod appends;
 mod corpus;
 mod explain;
+mod unique_values;
 mod unknown_writes;
 mod value_view;
