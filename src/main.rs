@@ -1,6 +1,8 @@
 //! `overcast`: the command-line front of the harness (run, sweep, replay,
 //! bugs, check, bench).
 
+#![deny(missing_docs)]
+
 mod bench_cmd;
 mod check_cmd;
 mod run_cmd;
