@@ -1,6 +1,8 @@
 //! `overcast`: the command-line front of the harness (run, sweep, replay,
 //! shrink, bugs, check, bench, script, list).
 
+#![deny(missing_docs)]
+
 mod bench_cmd;
 mod check_cmd;
 mod header;

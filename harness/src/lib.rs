@@ -5,6 +5,8 @@
 //! engine (`overcast-sim`) only and names no scenario: a program hands it
 //! its [`catalogue::Catalogue`].
 
+#![deny(missing_docs)]
+
 #[cfg(not(madsim))]
 compile_error!(
     "overcast-harness needs the simulator: build with `--cfg madsim` (set in .cargo/config.toml; \

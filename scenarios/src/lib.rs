@@ -3,6 +3,8 @@
 //! failure-page drawing and seeded bugs; [`CATALOGUE`] lists them for the
 //! CLI, and [`bugs`] is the bug table.
 
+#![deny(missing_docs)]
+
 pub mod bugs;
 pub mod conformance;
 pub mod kit;

@@ -2,6 +2,8 @@
 //! crash-prone disks, histories, checkers, the runner and its reports.
 //! It knows nothing of the system under test.
 
+#![deny(missing_docs)]
+
 #[cfg(not(madsim))]
 compile_error!(
     "overcast-sim needs the simulator: build with `--cfg madsim` (set in .cargo/config.toml; \
