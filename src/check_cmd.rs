@@ -257,15 +257,17 @@ pub fn run(args: &CheckArgs) -> u8 {
             }
         };
         if let Some(out) = html_path(args, file) {
-            let written = match page {
-                Some(page) => std::fs::write(&out, page).map_err(|e| e.to_string()),
-                None => Err(format!(
-                    "{name}'s checkers drew no page for it (a saved failure's page is the .html beside it)"
-                )),
-            };
-            if let Err(e) = written {
-                eprintln!("overcast check: cannot write {}: {e}", out.display());
-                bad_input = true;
+            match page {
+                Some(page) => {
+                    if let Err(e) = std::fs::write(&out, page) {
+                        eprintln!("overcast check: cannot write {}: {e}", out.display());
+                        bad_input = true;
+                    }
+                }
+                None => eprintln!(
+                    "overcast check: {name}: no page for {}: its checkers drew none for this history (a saved failure's page is the .html beside it)",
+                    out.display()
+                ),
             }
         }
     }

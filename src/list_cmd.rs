@@ -18,6 +18,7 @@ pub struct ListArgs {
 pub enum ListWhat {
     /// The scenarios: what each models, the properties it checks, its
     /// seeded bugs and the largest sizes it takes (the default).
+    #[command(after_help = "Example:\n  overcast list scenarios")]
     Scenarios,
     /// The seeded bugs: name, scenarios, the properties that catch it, what it does.
     #[command(after_help = "Example:\n  overcast list bugs leases")]
@@ -26,6 +27,7 @@ pub enum ListWhat {
         scenario: Option<String>,
     },
     /// Every property: its id, what it means, the scenarios that judge it.
+    #[command(after_help = "Example:\n  overcast list properties")]
     Properties,
 }
 

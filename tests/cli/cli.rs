@@ -79,6 +79,38 @@ fn run_prints_its_seed_first_and_passes() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.starts_with("overcast: scenario occ seed 7"), "{out}");
     assert!(out.contains("verdict PASS"), "{out}");
+    // The fault plan in words and units.
+    assert!(
+        out.contains("\nfaults  network: latency 1–10 ms, 1% of datagrams lost, 2% duplicated (1–500 ms later)"),
+        "{out}"
+    );
+    for line in ["        disk: ", "        clocks: ", "        timed: "] {
+        assert!(out.contains(line), "{line:?} not in {out}");
+    }
+}
+
+#[test]
+fn replay_says_in_words_how_the_outcome_differs() {
+    let dir = temp_dir("differs");
+    let (code, out, _) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &["run", "occ", "--seed", "0", "--bug", "skip_if_match"],
+    );
+    assert_eq!(code, 1, "{out}");
+    let saved = dir.join("target/overcast/failures/occ-seed0-skip_if_match.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    v["scenario"]["bugs"] = serde_json::json!([]);
+    let fixed = dir.join("fixed.json");
+    std::fs::write(&fixed, v.to_string()).unwrap();
+    let (code, out, _) = overcast_in(&dir, Started::ByPath, &["replay", "fixed.json"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        line_after(&out, "replay  "),
+        "DIFFERS from the saved outcome: saved a violation of linearizability, now a pass"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -562,6 +594,14 @@ fn every_command_s_help_has_an_example() {
         assert!(
             example.contains(&format!("overcast {command}")),
             "{command}: {example}"
+        );
+    }
+    for what in ["scenarios", "bugs", "properties"] {
+        let (code, out, _) = overcast(&["list", what, "--help"]);
+        assert_eq!(code, 0, "{what}");
+        assert!(
+            out.contains(&format!("Example:\n  overcast list {what}")),
+            "{out}"
         );
     }
     let (_, run_help, _) = overcast(&["run", "--help"]);
