@@ -287,56 +287,16 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         let mut pending: BTreeMap<u32, Vec<FeedItem>> = BTreeMap::new();
         let mut last_done: BTreeMap<u32, (bool, u64)> = BTreeMap::new();
         let mut fenced: BTreeSet<u32> = BTreeSet::new();
-        // Each lease's latest deliveries, delegate returns and checkpoints
-        // on this node, for a CF4 violation's account.
-        let mut recent: BTreeMap<u32, Vec<(u64, String)>> = BTreeMap::new();
+        // Each lease's deliveries, delegate returns and checkpoints on this
+        // node, in words, for a CF4 violation's account.
+        let steps: Vec<(u64, u32, String)> = events
+            .iter()
+            .filter_map(|(at_ns, e)| {
+                let (lease, words) = page_step(e)?;
+                Some((*at_ns, lease, words))
+            })
+            .collect();
         for (at_ns, e) in events {
-            let said = match e {
-                ProcessorEvent::Delivered {
-                    lease,
-                    items,
-                    continuation,
-                } => Some((
-                    *lease,
-                    format!(
-                        "handed the page up to lsn {continuation} ({} items) to its delegate",
-                        items.len()
-                    ),
-                )),
-                ProcessorEvent::DelegateDone {
-                    lease,
-                    ok,
-                    continuation,
-                } => Some((
-                    *lease,
-                    format!(
-                        "its delegate {} on the page up to lsn {continuation}",
-                        if *ok { "returned" } else { "threw" }
-                    ),
-                )),
-                ProcessorEvent::Checkpoint {
-                    lease,
-                    continuation,
-                    ok,
-                } => Some((
-                    *lease,
-                    format!(
-                        "checkpointed at lsn {continuation} ({})",
-                        if *ok { "committed" } else { "rejected" }
-                    ),
-                )),
-                ProcessorEvent::Acquired { lease, .. } => {
-                    Some((*lease, "acquired the lease".to_string()))
-                }
-                _ => None,
-            };
-            if let Some((lease, words)) = said {
-                let r = recent.entry(lease).or_default();
-                r.push((*at_ns, words));
-                if r.len() > 7 {
-                    r.remove(0);
-                }
-            }
             match e {
                 ProcessorEvent::Acquired { lease, .. } => {
                     last_lsn.retain(|(l, _), _| l != lease);
@@ -410,7 +370,15 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         continue;
                     }
                     checkpoints += 1;
-                    let steps = recent.get(lease).cloned().unwrap_or_default();
+                    // The lease's last few steps up to the checkpoint and
+                    // the two after it.
+                    let of_lease: Vec<&(u64, u32, String)> =
+                        steps.iter().filter(|(_, l, _)| l == lease).collect();
+                    let here = of_lease
+                        .iter()
+                        .position(|(t, _, w)| t == at_ns && w.starts_with("checkpointed"))
+                        .unwrap_or(0);
+                    let around = &of_lease[here.saturating_sub(5)..(here + 3).min(of_lease.len())];
                     let cf4 = |message: String| {
                         violation("CF4", message)
                             .at(
@@ -419,17 +387,17 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                                 format!("checkpoint lsn {continuation}"),
                             )
                             .with_evidence(Evidence {
-                                title: format!("Lease {lease} on {node}: its last pages"),
+                                title: format!("Lease {lease} on {node}: its pages around the checkpoint"),
                                 lead: vec![format!(
-                                    "What {node} did with lease {lease} up to its checkpoint at lsn {continuation}: a checkpoint may only follow its delegate's return on that page."
+                                    "What {node} did with lease {lease} around its checkpoint at lsn {continuation}: a checkpoint may only follow its delegate's return on that page."
                                 )],
                                 columns: ["when", "what"].map(String::from).to_vec(),
-                                rows: steps
+                                rows: around
                                     .iter()
-                                    .map(|(t, w)| EvidenceRow {
+                                    .map(|(t, _, w)| EvidenceRow {
                                         op: None,
                                         cells: vec![secs(*t), w.clone()],
-                                        marked: *t == *at_ns,
+                                        marked: *t == *at_ns && w.starts_with("checkpointed"),
                                     })
                                     .collect(),
                                 notes: Vec::new(),
@@ -1129,6 +1097,49 @@ fn missing(
         columns: ["when", "who", "what"].map(String::from).to_vec(),
         rows,
         notes: Vec::new(),
+    })
+}
+
+/// A host's step with a lease's pages, in words (a delivery, its delegate's
+/// return, a checkpoint, an acquisition), with the lease; `None` for others.
+fn page_step(e: &ProcessorEvent) -> Option<(u32, String)> {
+    Some(match e {
+        ProcessorEvent::Delivered {
+            lease,
+            items,
+            continuation,
+        } => (
+            *lease,
+            format!(
+                "handed the page up to lsn {continuation} ({} item{}) to its delegate",
+                items.len(),
+                if items.len() == 1 { "" } else { "s" }
+            ),
+        ),
+        ProcessorEvent::DelegateDone {
+            lease,
+            ok,
+            continuation,
+        } => (
+            *lease,
+            format!(
+                "its delegate {} on the page up to lsn {continuation}",
+                if *ok { "returned" } else { "threw" }
+            ),
+        ),
+        ProcessorEvent::Checkpoint {
+            lease,
+            continuation,
+            ok,
+        } => (
+            *lease,
+            format!(
+                "checkpointed at lsn {continuation} ({})",
+                if *ok { "committed" } else { "rejected" }
+            ),
+        ),
+        ProcessorEvent::Acquired { lease, .. } => (*lease, "acquired the lease".to_string()),
+        _ => return None,
     })
 }
 
