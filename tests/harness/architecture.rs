@@ -1014,3 +1014,45 @@ fn documented_crates_deny_missing_docs() {
         );
     }
 }
+
+/// Every dependency's features, as `cargo tree` resolves them for `edges`
+/// (`package version [features]` lines).
+fn resolved_features(edges: &str) -> BTreeSet<String> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--workspace",
+            "--offline",
+            "--locked",
+            "--prefix",
+            "none",
+        ])
+        .args(["-e", edges, "-f", "{p} [{f}]"])
+        .current_dir(root())
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim_end_matches(" (*)").to_string())
+        .collect()
+}
+
+/// `cargo run --release` after `cargo test --release` builds nothing again:
+/// every crate the CLI's build uses is resolved with the same features as in
+/// the test build, whose dev-dependencies turn more on (the root package
+/// names those features).
+#[test]
+fn tests_and_the_cli_share_one_build_of_every_dependency() {
+    let normal = resolved_features("normal,build");
+    let with_dev = resolved_features("normal,build,dev");
+    let differ: Vec<&String> = normal.difference(&with_dev).collect();
+    assert!(
+        differ.is_empty(),
+        "resolved with other features in the test build (name them in the root Cargo.toml): {differ:?}"
+    );
+}
