@@ -229,6 +229,10 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
         }
     }
     t.window = lead.and_then(|v| window_of(v, &t));
+    // The states the run reached (its scenario's goals), before the checkers' reports.
+    if let Some(s) = crate::goals::section(def, input.scenario, input.history) {
+        t.sections.push(s);
+    }
     for c in input.checks {
         let name = c.title();
         match (&c.checked.html, &c.checked.explanation) {
