@@ -327,6 +327,12 @@ impl DynScenario for Watched {
     ) -> Result<(), String> {
         self.inner.draw(s, history, world, t)
     }
+    fn goals(
+        &self,
+        params: &serde_json::Value,
+    ) -> Result<Vec<overcast_harness::goals::DynGoal>, String> {
+        self.inner.goals(params)
+    }
 }
 
 #[cfg(test)]
