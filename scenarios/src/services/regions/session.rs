@@ -342,7 +342,7 @@ mod tests {
         ] {
             assert!(v[0].message.contains(words), "{words}: {}", v[0].message);
         }
-        assert_eq!(v[0].ops, vec![1, 2]);
+        assert_eq!(v[0].ops, vec![2, 1]);
     }
 
     #[test]
