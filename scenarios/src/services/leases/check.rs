@@ -123,8 +123,7 @@ fn when(e: &Entry) -> String {
 pub fn true_ns_at(log: &[Entry], e: &Entry, ms: u64) -> u64 {
     let from = log
         .iter()
-        .filter(|x| x.node == e.node && x.server_ms <= ms)
-        .next_back()
+        .rfind(|x| x.node == e.node && x.server_ms <= ms)
         .or_else(|| log.iter().find(|x| x.node == e.node))
         .unwrap_or(e);
     let delta_ns = (ms as i128 - from.server_ms as i128) * 1_000_000;
