@@ -600,6 +600,10 @@ fn module_edges(src: &Path) -> Vec<Edge> {
     edges
 }
 
+/// The graph of one folder: `(child A, child B)` -> the imports behind the
+/// edge A -> B (`"file names path"`).
+type FolderGraph = BTreeMap<(String, String), Vec<String>>;
+
 /// The circles of imports between the modules of the crate under `src`.
 ///
 /// The graph is taken one folder at a time. In a folder (the crate root,
@@ -620,9 +624,7 @@ fn module_edges(src: &Path) -> Vec<Edge> {
 /// `#[cfg(test)]` items and files (a unit test may drive its module
 /// together with the modules above it).
 fn module_graph(src: &Path) -> Vec<String> {
-    // folder -> (child A, child B) -> the imports behind the edge A -> B
-    let mut graphs: BTreeMap<Vec<String>, BTreeMap<(String, String), Vec<String>>> =
-        BTreeMap::new();
+    let mut graphs: BTreeMap<Vec<String>, FolderGraph> = BTreeMap::new();
     for e in module_edges(src) {
         let common = e.from.iter().zip(&e.to).take_while(|(a, b)| a == b).count();
         if common == e.from.len() || common == e.to.len() {
