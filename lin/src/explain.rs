@@ -1074,6 +1074,37 @@ pub(crate) fn from_refutation<P: Spec>(
                 called(a_call)
             )
         }
+        Contradiction::TooManyBefore {
+            write,
+            late,
+            ref early,
+            initial,
+            writes,
+            expected,
+        } => {
+            let list: Vec<String> = early
+                .iter()
+                .map(|&o| format!("{} (on {}, returned at {})", id(o), on(o), returned(o)))
+                .collect();
+            let n = |k: u64| format!("{k} write{}", if k == 1 { "" } else { "s" });
+            format!(
+                "{ONCE}; {} expects exactly {} before its block (the one of {}, invoked at {}), but {}{} returned before {} was invoked, so their blocks come first, and they hold {}",
+                id(write),
+                n(expected),
+                id(late),
+                called(late),
+                match initial {
+                    Some(w) => format!(
+                        "the writes chained to the initial value (up to {}) come first, and ",
+                        id(w)
+                    ),
+                    None => String::new(),
+                },
+                list.join(", "),
+                id(late),
+                n(writes)
+            )
+        }
     };
     let sentence = format!(
         "operation #{} by client {} ({}, {}) cannot be placed: {why}.",

@@ -83,6 +83,25 @@ pub(crate) enum Contradiction {
         /// The operation on the earlier value.
         late: usize,
     },
+    /// A conditional put expects `expected` writes before its unit, but the
+    /// units of the operations `early` must come before it (each returned
+    /// before `late`, of its unit, was invoked) and hold `writes` more
+    /// than that (with those chained to the initial value).
+    TooManyBefore {
+        /// The conditional put.
+        write: usize,
+        /// The operation of its unit invoked last.
+        late: usize,
+        /// An operation of each unit that must come before it.
+        early: Vec<usize>,
+        /// The last write chained to the initial value, if any (its unit
+        /// comes first anyway).
+        initial: Option<usize>,
+        /// The writes those units hold.
+        writes: u64,
+        /// The writes it expects before its unit.
+        expected: u64,
+    },
     /// Two units must each come before the other: `a_ret` (of the first)
     /// returned before `b_call` (of the second) was invoked, and `b_ret`
     /// returned before `a_call` was invoked. `a_ret` is `None` when the
@@ -109,6 +128,7 @@ impl Contradiction {
             Contradiction::TwoSuccessors { b, .. } => b,
             Contradiction::ChainOrder { late, .. } => late,
             Contradiction::Cycle { a_call, .. } => a_call,
+            Contradiction::TooManyBefore { write, .. } => write,
         }
     }
 }
@@ -234,7 +254,7 @@ pub(crate) fn decide<P: Spec>(
         Ok(false) => return Decision::Undecided,
         Err(c) => return Decision::Refuted(Box::new(pass.refutation(c))),
     }
-    if let Err(c) = pass.order() {
+    if let Err(c) = pass.order().and_then(|()| pass.versions()) {
         return Decision::Refuted(Box::new(pass.refutation(c)));
     }
     for policy in [Policy::Urgent, Policy::FirstCall] {
@@ -486,26 +506,98 @@ impl Pass<'_> {
 
     /// The operations named by a contradiction.
     fn named(c: &Contradiction) -> Vec<usize> {
-        match *c {
-            Contradiction::NeverWritten { op } => vec![op],
-            Contradiction::ReadBeforeWrite { read, write } => vec![read, write],
+        match c {
+            Contradiction::NeverWritten { op } => vec![*op],
+            Contradiction::ReadBeforeWrite { read, write } => vec![*read, *write],
             Contradiction::TwoSuccessors { a, b, after } => {
-                let mut v = vec![a, b];
-                v.extend(after);
+                let mut v = vec![*a, *b];
+                v.extend(*after);
                 v
             }
-            Contradiction::ChainOrder { early, late } => vec![early, late],
+            Contradiction::ChainOrder { early, late } => vec![*early, *late],
             Contradiction::Cycle {
                 a_ret,
                 a_call,
                 b_ret,
                 b_call,
             } => {
-                let mut v = vec![a_call, b_ret, b_call];
-                v.extend(a_ret);
+                let mut v = vec![*a_call, *b_ret, *b_call];
+                v.extend(*a_ret);
+                v
+            }
+            Contradiction::TooManyBefore {
+                write,
+                late,
+                early,
+                initial,
+                ..
+            } => {
+                let mut v = vec![*write, *late];
+                v.extend(early.iter().copied());
+                v.extend(*initial);
                 v
             }
         }
+    }
+
+    /// Checks each conditional put's unit against the units that must
+    /// come before it: they may hold no more writes than it expects before
+    /// it.
+    fn versions(&self) -> Result<(), Contradiction> {
+        let nu = self.units.len();
+        if self.units.iter().all(|u| u.req.is_none()) {
+            return Ok(());
+        }
+        let mut by_f: Vec<(i64, usize)> = (1..nu).map(|u| (self.units[u].f.0, u)).collect();
+        by_f.sort_unstable();
+        let mut prefix = vec![0u64; by_f.len() + 1];
+        for (i, &(_, u)) in by_f.iter().enumerate() {
+            prefix[i + 1] = prefix[i] + self.units[u].writes;
+        }
+        let init = &self.units[0];
+        for (u, unit) in self.units.iter().enumerate().skip(1) {
+            let Some(r) = unit.req else {
+                continue;
+            };
+            let i = by_f.partition_point(|&(f, _)| f < unit.s.0);
+            let own = if unit.f.0 < unit.s.0 { unit.writes } else { 0 };
+            let writes = prefix[i] - own + init.writes;
+            if writes <= r {
+                continue;
+            }
+            // The fewest units (earliest returns first) that exceed it.
+            let mut early = Vec::new();
+            let mut w = init.writes;
+            let initial = init
+                .clusters
+                .last()
+                .map(|&c| self.clusters[c].write)
+                .filter(|&w| w != NONE);
+            for &(_, x) in &by_f[..i] {
+                if w > r {
+                    break;
+                }
+                if x != u {
+                    early.push(self.units[x].f.1);
+                    w += self.units[x].writes;
+                }
+            }
+            let write = unit
+                .clusters
+                .iter()
+                .map(|&c| self.clusters[c].write)
+                .find(|&w| matches!(guard_of(&self.view[w]), Some(Guard::Version(_))))
+                .unwrap_or(self.clusters[unit.clusters[0]].write);
+            return Err(Contradiction::TooManyBefore {
+                write,
+                late: unit.s.1,
+                early,
+                initial,
+                writes: w,
+                expected: r,
+            });
+        }
+        Ok(())
     }
 
     /// The refutation of `c`, with its window.
@@ -612,6 +704,12 @@ impl Pass<'_> {
                 Some(&(r, u)) => (Some(r - count), self.units[u].f.0),
                 None => (None, i64::MAX),
             };
+            // The units that must come before it (one of their operations
+            // returned before one of its was invoked) go first.
+            let late = kahn
+                .reqs
+                .first()
+                .map_or(i64::MIN, |&(_, u)| self.units[u].s.0);
             let fits = |u: usize| match self.units[u].req {
                 Some(r) => r == count,
                 None => {
@@ -634,10 +732,20 @@ impl Pass<'_> {
                 .map(|&(_, u)| u)
                 .or(m1c.filter(|&u| self.units[u].req == Some(count)));
             let deadline = sw.deadline(self);
-            let chosen = match policy {
-                Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
-                Policy::FirstCall => earliest(scan(&kahn.ready_c)),
-            };
+            let before = |u: &usize| self.units[*u].f.0 < late && self.units[*u].req.is_none();
+            let chosen = m1c
+                .filter(before)
+                .or_else(|| {
+                    kahn.ready_s
+                        .iter()
+                        .take(64)
+                        .map(|&(_, u)| u)
+                        .find(|u| fits(*u) && before(u))
+                })
+                .or_else(|| match policy {
+                    Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
+                    Policy::FirstCall => earliest(scan(&kahn.ready_c)),
+                });
             let next = if exact.is_some() {
                 exact
             } else if let Some(d) = deadline {
@@ -704,7 +812,7 @@ pub fn diagnose<P: Spec>(
         Ok(false) => return "does not apply".into(),
         Err(c) => return format!("refuted while building: {c:?}"),
     }
-    if let Err(c) = pass.order() {
+    if let Err(c) = pass.order().and_then(|()| pass.versions()) {
         return format!("refuted: {c:?}");
     }
     let mut out = Vec::new();
