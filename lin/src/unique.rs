@@ -14,7 +14,7 @@
 //! linearization. Two units are then ordered as soon as an operation of
 //! one returns before an operation of the other is invoked.
 //!
-//! [`decide`] builds the units in O(n), then orders them in O(n log n)
+//! The pass builds the units in O(n), then orders them in O(n log n)
 //! (Kahn's algorithm on that precedence, which for this relation needs
 //! only the earliest return `F` and the latest invocation `S` of each unit:
 //! a unit may come next iff its `S` is at most every other remaining
@@ -22,22 +22,28 @@
 //! * **refutation**: a value nobody writes, a read that returns before
 //!   its value's write is invoked, two operations that both need to come
 //!   directly after the same value, an operation of a chain invoked after
-//!   an operation on a later value of the chain returned, or two units that
+//!   an operation on a later value of the chain returned, two units that
 //!   must each come before the other (when the ordering gets stuck, the
-//!   two remaining units with the earliest returns are such a pair). Each
-//!   is a [`Contradiction`], true of every linearization; it holds with
-//!   unknown outcomes too (a write whose value someone reads must have
-//!   taken effect; the others may only add writes between units);
-//! * **witness**: otherwise the order of the units, each write placed at
-//!   the earliest instant it allows and its reads after it, with the
-//!   failed compare-and-sets and conditional puts placed in a segment
-//!   their interval meets and whose value (or version) differs from the
-//!   one they expected, unknown writes nobody needs left out, and
-//!   conditional puts at the version they expected. The order is replayed
-//!   through [`Spec::step`]; a replayed witness proves linearizability.
+//!   two remaining units with the earliest returns are such a pair), or a
+//!   successful conditional put whose unit must follow units holding more
+//!   writes than the version it expected allows. Each is true of every
+//!   linearization; it holds with unknown outcomes too (a write whose value
+//!   someone reads must have taken effect; the others may only add writes
+//!   between units). The report searches, shrinks and re-checks the
+//!   operations that show it, from the initial state (`explain`);
+//! * **witness**: otherwise the units in an order Kahn's algorithm allows,
+//!   each write placed at the earliest instant it can take and its reads
+//!   after it; the failed compare-and-sets and conditional puts in a
+//!   segment their interval meets whose value (or version) is not the one
+//!   they expected (which steers the choice of the next unit); successful
+//!   conditional puts at the version they expected; writes with an unknown
+//!   outcome left out unless someone reads their value, or one opens a
+//!   segment that a failed conditional write or a conditional put needs.
+//!   The order is replayed through [`Spec::step`]: a replayed witness
+//!   proves linearizability.
 //!
-//! Anything else is [`Decision::Undecided`], and the search decides (keys
-//! whose values repeat never get here).
+//! Anything else (values that repeat, a witness that does not fit) leaves
+//! the key undecided, and the search decides it.
 
 use super::search::KOp;
 use super::spec::{Guard, RegisterOp, Spec};
@@ -234,21 +240,7 @@ pub(crate) fn decide<P: Spec>(
     if view.ops.len() != ops.len() {
         return Decision::Undecided;
     }
-    let mut pass = Pass {
-        view: &view.ops,
-        call: ops.iter().map(|o| o.call).collect(),
-        ret: ops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
-        init: view.init,
-        v0: view.init_version,
-        writer: FxHashMap::default(),
-        mand: vec![false; ops.len()],
-        why: vec![NONE; ops.len()],
-        cluster_of: vec![NONE; ops.len()],
-        clusters: Vec::new(),
-        pred: Vec::new(),
-        unit_of: Vec::new(),
-        units: Vec::new(),
-    };
+    let mut pass = Pass::new(&view, ops);
     match pass.build() {
         Ok(true) => {}
         Ok(false) => return Decision::Undecided,
@@ -267,7 +259,26 @@ pub(crate) fn decide<P: Spec>(
     Decision::Undecided
 }
 
-impl Pass<'_> {
+impl<'v> Pass<'v> {
+    fn new<I, O>(view: &'v super::spec::RegisterView, ops: &[KOp<'_, I, O>]) -> Self {
+        let n = ops.len();
+        Pass {
+            view: &view.ops,
+            call: ops.iter().map(|o| o.call).collect(),
+            ret: ops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
+            init: view.init,
+            v0: view.init_version,
+            writer: FxHashMap::default(),
+            mand: vec![false; n],
+            why: vec![NONE; n],
+            cluster_of: vec![NONE; n],
+            clusters: Vec::new(),
+            pred: Vec::new(),
+            unit_of: Vec::new(),
+            units: Vec::new(),
+        }
+    }
+
     /// Builds clusters and units; `Ok(false)` when the pass does not apply
     /// (values repeat, or a shape it leaves to the search).
     fn build(&mut self) -> Result<bool, Contradiction> {
@@ -792,21 +803,7 @@ pub fn diagnose<P: Spec>(
     let Some(view) = spec.register(&init, &io) else {
         return "no view".into();
     };
-    let mut pass = Pass {
-        view: &view.ops,
-        call: kops.iter().map(|o| o.call).collect(),
-        ret: kops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
-        init: view.init,
-        v0: view.init_version,
-        writer: FxHashMap::default(),
-        mand: vec![false; kops.len()],
-        why: vec![NONE; kops.len()],
-        cluster_of: vec![NONE; kops.len()],
-        clusters: Vec::new(),
-        pred: Vec::new(),
-        unit_of: Vec::new(),
-        units: Vec::new(),
-    };
+    let mut pass = Pass::new(&view, &kops);
     match pass.build() {
         Ok(true) => {}
         Ok(false) => return "does not apply".into(),
