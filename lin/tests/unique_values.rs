@@ -517,3 +517,77 @@ fn failed_conditional_writes_only_exclude_their_value() {
         Verdict::NotLinearizable
     );
 }
+
+/// One random operation of a small register history: every write has a
+/// value of its own; reads, compare-and-sets and conditional puts pick
+/// among the written values, the initial one, absent and one nobody
+/// writes; outcomes and intervals are random.
+fn random_op() -> impl Strategy<Value = (u8, u8, u8, bool, u8, i64, i64)> {
+    (
+        0u8..5,
+        0u8..8,
+        0u8..4,
+        any::<bool>(),
+        0u8..10,
+        0i64..40,
+        0i64..25,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #[test]
+    fn random_small_histories_agree_with_the_brute_force(
+        raw in proptest::collection::vec(random_op(), 1..10),
+        start in prop_oneof![Just(None), Just(Some("i"))],
+        versions in any::<bool>(),
+    ) {
+        let mut spec = KvSpec { track_versions: versions, ..KvSpec::default() };
+        if let Some(v) = start {
+            spec.init.insert("x".into(), overcast_lin::kv::KvState { value: Some(v.into()), version: 0 });
+        }
+        let pick = |k: u8| -> Option<Val> {
+            match k {
+                0 => None,
+                1 => Some("i".into()),
+                2 => Some("zz".into()),
+                k => Some(format!("w{}", k - 3).into()),
+            }
+        };
+        let ops: Vec<Op> = raw
+            .iter()
+            .enumerate()
+            .map(|(i, &(kind, a, ev, ok, fate, call, len))| {
+                let value: Val = format!("w{i}").into();
+                let (input, output) = match kind {
+                    0 | 1 => (KvInput::Get, KvOutput::Get { value: pick(a), version: None }),
+                    2 => (KvInput::Put { value }, KvOutput::Put { version: None }),
+                    3 => (KvInput::Cas { expect: pick(a), value }, KvOutput::Cond { ok, version: None }),
+                    _ if versions => (
+                        KvInput::Cput { expect_version: u64::from(ev), value },
+                        KvOutput::Cond { ok, version: None },
+                    ),
+                    _ => (KvInput::Put { value }, KvOutput::Put { version: None }),
+                };
+                // One in five has an unknown outcome (a write) or no usable
+                // result (a read).
+                let unknown = fate < 2;
+                Operation {
+                    id: i as u64,
+                    client: i as u64,
+                    key: "x".into(),
+                    input,
+                    invoke: call,
+                    ret: (!unknown || fate == 0).then_some(call + len),
+                    output: (!unknown).then_some(output),
+                }
+            })
+            .collect();
+        let brute = verdict_of(brute_check(&spec, &ops));
+        if let Some(v) = pass_verdict(&spec, &ops) {
+            prop_assert_eq!(v, brute, "{:#?}", ops);
+        }
+        let r = check(&spec, &ops, &Options { parallel: false, ..Options::default() });
+        prop_assert_eq!(r.verdict, brute, "{:#?}", ops);
+    }
+}
