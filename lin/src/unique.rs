@@ -26,7 +26,10 @@
 //!   must each come before the other (when the ordering gets stuck, the
 //!   two remaining units with the earliest returns are such a pair), or a
 //!   successful conditional put whose unit must follow units holding more
-//!   writes than the version it expected allows. Each is true of every
+//!   writes than the version it expected allows, or (when no witness is
+//!   found) a failed compare-and-set invoked after the value it expected
+//!   was written and returning before anything that could replace it was
+//!   invoked. Each is true of every
 //!   linearization; it holds with unknown outcomes too (a write whose value
 //!   someone reads must have taken effect; the others may only add writes
 //!   between units). The report searches, shrinks and re-checks the
@@ -108,6 +111,21 @@ pub(crate) enum Contradiction {
         /// The writes it expects before its unit.
         expected: u64,
     },
+    /// A failed compare-and-set that only the value it expected can be
+    /// current for: `after` (`None`: the key starts with that value), on
+    /// that value, returned before it was invoked, and no write that could
+    /// replace the value was invoked before it returned: `next`, the
+    /// compare-and-set chained after the value, was invoked later, or
+    /// (`None`) every other write invoked by then must come before it.
+    Stuck {
+        /// The failed compare-and-set.
+        op: usize,
+        /// An operation on the value it expected that returned before it
+        /// was invoked.
+        after: Option<usize>,
+        /// The compare-and-set that replaces the value, if chained.
+        next: Option<usize>,
+    },
     /// Two units must each come before the other: `a_ret` (of the first)
     /// returned before `b_call` (of the second) was invoked, and `b_ret`
     /// returned before `a_call` was invoked. `a_ret` is `None` when the
@@ -135,6 +153,7 @@ impl Contradiction {
             Contradiction::ChainOrder { late, .. } => late,
             Contradiction::Cycle { a_call, .. } => a_call,
             Contradiction::TooManyBefore { write, .. } => write,
+            Contradiction::Stuck { op, .. } => op,
         }
     }
 }
@@ -249,12 +268,15 @@ pub(crate) fn decide<P: Spec>(
     if let Err(c) = pass.order().and_then(|()| pass.versions()) {
         return Decision::Refuted(Box::new(pass.refutation(c)));
     }
-    for policy in [Policy::Urgent, Policy::FirstCall] {
+    for policy in [Policy::Urgent, Policy::FirstCall, Policy::Rescue] {
         if let Some(placed) = pass.witness(policy) {
             if super::versioned::replay(spec, init, ops, &placed) {
                 return Decision::Linearizable;
             }
         }
+    }
+    if let Err(c) = pass.stuck() {
+        return Decision::Refuted(Box::new(pass.refutation(c)));
     }
     Decision::Undecided
 }
@@ -536,6 +558,11 @@ impl<'v> Pass<'v> {
                 v.extend(*a_ret);
                 v
             }
+            Contradiction::Stuck { op, after, .. } => {
+                let mut v = vec![*op];
+                v.extend(*after);
+                v
+            }
             Contradiction::TooManyBefore {
                 write,
                 late,
@@ -549,6 +576,91 @@ impl<'v> Pass<'v> {
                 v
             }
         }
+    }
+
+    /// Looks for a failed compare-and-set that no order lets see another
+    /// value than the one it expected ([`Contradiction::Stuck`]).
+    fn stuck(&self) -> Result<(), Contradiction> {
+        // Writes by invocation: per prefix, the two latest earliest-returns
+        // of distinct units among them (the initial value's unit counts as
+        // returning first: it precedes all), and whether a write nobody
+        // needs with an unknown outcome is among them.
+        let mut ws: Vec<(i64, usize)> = Vec::new();
+        for (i, op) in self.view.iter().enumerate() {
+            if self.mand[i] {
+                ws.push((self.call[i], self.unit_of[self.cluster_of[i]]));
+            } else if matches!(op, RegisterOp::MayWrite { .. }) {
+                ws.push((self.call[i], NONE));
+            }
+        }
+        ws.sort_unstable();
+        type Top = [(i64, usize); 2];
+        let mut tops: Vec<(Top, bool)> = Vec::with_capacity(ws.len() + 1);
+        let mut top: Top = [(i64::MIN, NONE); 2];
+        let mut optional = false;
+        tops.push((top, optional));
+        for &(_, u) in &ws {
+            if u == NONE {
+                optional = true;
+            } else {
+                let f = if u == 0 { i64::MIN } else { self.units[u].f.0 };
+                if top[0].1 == u {
+                    top[0].0 = top[0].0.max(f);
+                } else if f > top[0].0 {
+                    top = [(f, u), top[0]];
+                } else if f > top[1].0 || top[1].1 == NONE {
+                    top[1] = (f, u);
+                }
+                if top[1].0 > top[0].0 {
+                    top.swap(0, 1);
+                }
+            }
+            tops.push((top, optional));
+        }
+        for (r, op) in self.view.iter().enumerate() {
+            let RegisterOp::Refused(Guard::Value(e)) = *op else {
+                continue;
+            };
+            let ce = if e == self.init {
+                0
+            } else {
+                match self.writer.get(&e) {
+                    Some(&w) if self.mand[w] => self.cluster_of[w],
+                    _ => continue,
+                }
+            };
+            // The value was there before it was invoked.
+            let after = if ce == 0 {
+                None
+            } else {
+                let (f, o) = self.clusters[ce].f;
+                if f >= self.call[r] {
+                    continue;
+                }
+                Some(o)
+            };
+            // Nothing that could replace it was invoked before it returned.
+            let u = self.unit_of[ce];
+            let chain = &self.units[u].clusters;
+            let pos = chain.iter().position(|&c| c == ce).unwrap_or(0);
+            let next = if let Some(&c) = chain.get(pos + 1) {
+                let s = self.clusters[c].write;
+                if self.call[s] <= self.ret[r] {
+                    continue;
+                }
+                Some(s)
+            } else {
+                let k = ws.partition_point(|&(c, _)| c <= self.ret[r]);
+                let (top, optional) = tops[k];
+                let other = if top[0].1 == u { top[1] } else { top[0] };
+                if optional || (other.1 != NONE && other.0 >= self.units[u].s.0) {
+                    continue;
+                }
+                None
+            };
+            return Err(Contradiction::Stuck { op: r, after, next });
+        }
+        Ok(())
     }
 
     /// Checks each conditional put's unit against the units that must
@@ -669,7 +781,9 @@ impl<'v> Pass<'v> {
                 let w = match self.view[o] {
                     RegisterOp::Read(x) => self.writer.get(&x).copied(),
                     RegisterOp::Wrote { .. } | RegisterOp::MayWrite { .. } => Some(o),
-                    RegisterOp::Refused(_) => None,
+                    // A failed compare-and-set: the value it expected.
+                    RegisterOp::Refused(Guard::Value(e)) => self.writer.get(&e).copied(),
+                    RegisterOp::Refused(Guard::Version(_)) => None,
                 };
                 (o, w)
             })
@@ -756,6 +870,10 @@ impl<'v> Pass<'v> {
                 .or_else(|| match policy {
                     Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
                     Policy::FirstCall => earliest(scan(&kahn.ready_c)),
+                    Policy::Rescue => self
+                        .rescue(&kahn, &sw, m1c, &fits)
+                        .or(m1c)
+                        .or_else(|| scan(&kahn.ready_s)),
                 });
             let next = if exact.is_some() {
                 exact
@@ -788,6 +906,51 @@ impl<'v> Pass<'v> {
     }
 }
 
+impl Pass<'_> {
+    /// For [`Policy::Rescue`]: among the units that may come next (`m1`
+    /// and the first ready ones that `fits`), the one whose first value a
+    /// failed compare-and-set still to place expects, returning earliest,
+    /// when another of them is invoked before it returns.
+    fn rescue(
+        &self,
+        kahn: &Kahn<'_>,
+        sw: &Sweep,
+        m1: Option<usize>,
+        fits: &dyn Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let cands: Vec<usize> = m1
+            .into_iter()
+            .chain(
+                kahn.ready_s
+                    .iter()
+                    .take(64)
+                    .map(|&(_, u)| u)
+                    .filter(|&u| fits(u)),
+            )
+            .collect();
+        let mut best: Option<(i64, usize)> = None;
+        for &x in &cands {
+            let Some(&c) = self.units[x].clusters.first() else {
+                continue;
+            };
+            let w = self.clusters[c].write;
+            let Some(v) = (w != NONE).then(|| value_written(&self.view[w])).flatten() else {
+                continue;
+            };
+            for &r in pass_list(&sw.by_value, &v) {
+                let rt = self.ret[r];
+                if sw.done[r] || self.call[r] <= sw.t || best.is_some_and(|(b, _)| b <= rt) {
+                    continue;
+                }
+                if cands.iter().any(|&y| y != x && kahn.head[y] <= rt) {
+                    best = Some((rt, x));
+                }
+            }
+        }
+        best.map(|(_, x)| x)
+    }
+}
+
 /// What the pass finds on one key of `ops`, in words: "linearizable", the
 /// contradiction it refutes the key with, or why it leaves the key to the
 /// search (for measuring the pass).
@@ -812,8 +975,11 @@ pub fn diagnose<P: Spec>(
     if let Err(c) = pass.order().and_then(|()| pass.versions()) {
         return format!("refuted: {c:?}");
     }
+    if let Err(c) = pass.stuck() {
+        return format!("refuted: {c:?}");
+    }
     let mut out = Vec::new();
-    for policy in [Policy::Urgent, Policy::FirstCall] {
+    for policy in [Policy::Urgent, Policy::FirstCall, Policy::Rescue] {
         match pass.witness_why(policy) {
             Err(why) => out.push(why),
             Ok(placed) => {
@@ -859,6 +1025,11 @@ enum Policy {
     Urgent,
     /// The one whose first write was invoked first.
     FirstCall,
+    /// One whose value a failed compare-and-set still to place expects,
+    /// while another that may come next is invoked before that one returns
+    /// (it then follows, and the compare-and-set goes after it); else as
+    /// `Urgent`.
+    Rescue,
 }
 
 /// Kahn's algorithm over the units: which may come next.

@@ -439,6 +439,15 @@ fn each_contradiction_is_refuted_with_a_true_report() {
             "must each come first: #0 returned at 10 before #1 was invoked at 20",
         ),
         (
+            "a failed compare-and-set of the only value there is",
+            vec![
+                put(0, "1", 0, 10),
+                cas(1, Some("1"), "9", 20, 30, false),
+                put(2, "2", 40, 50),
+            ],
+            "needs a value other than the value #0 writes, but #0 (on that value) returned at 10 before #1 was invoked at 20",
+        ),
+        (
             "the initial value read after a write returned",
             vec![put(0, "1", 0, 10), get(1, None, 20, 30)],
             "comes before every write",
