@@ -9,6 +9,7 @@ fn main() {
     let opts = Options {
         time_budget: Some(Duration::from_secs(30)),
         explain: std::env::var_os("NO_EXPLAIN").is_none(),
+        unique_values: std::env::var_os("NO_UNIQUE").is_none(),
         frontier_cap: std::env::var("FRONTIER_CAP")
             .ok()
             .and_then(|c| c.parse().ok())

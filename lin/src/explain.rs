@@ -1074,6 +1074,67 @@ pub(crate) fn from_refutation<P: Spec>(
                 called(a_call)
             )
         }
+        Contradiction::Stuck { op, after, next } => {
+            let value = match r.value_of.iter().find(|(p, _)| *p == op).and_then(|(_, w)| *w) {
+                Some(w) => format!("the value {} writes", id(w)),
+                None => "the initial value".to_string(),
+            };
+            format!(
+                "{} needs a value other than {value}, but {}, and no write that could replace it was invoked before {} returned at {} ({})",
+                if op == x { "it".to_string() } else { id(op) },
+                match after {
+                    Some(o) => format!(
+                        "{} (on that value) returned at {} before {} was invoked at {}",
+                        id(o),
+                        returned(o),
+                        id(op),
+                        called(op)
+                    ),
+                    None => "the key starts with it".to_string(),
+                },
+                id(op),
+                returned(op),
+                match next {
+                    Some(s) => format!(
+                        "the compare-and-set that replaces it, {}, was invoked at {}",
+                        id(s),
+                        called(s)
+                    ),
+                    None => "every other write invoked by then belongs to a block that must come before the value's: one of its operations returned before one of the value's block was invoked".to_string(),
+                }
+            )
+        }
+        Contradiction::TooManyBefore {
+            write,
+            late,
+            ref early,
+            initial,
+            writes,
+            expected,
+        } => {
+            let list: Vec<String> = early
+                .iter()
+                .map(|&o| format!("{} (on {}, returned at {})", id(o), on(o), returned(o)))
+                .collect();
+            let n = |k: u64| format!("{k} write{}", if k == 1 { "" } else { "s" });
+            format!(
+                "{ONCE}; {} expects exactly {} before its block (the one of {}, invoked at {}), but {}{} returned before {} was invoked, so their blocks come first, and they hold {}",
+                id(write),
+                n(expected),
+                id(late),
+                called(late),
+                match initial {
+                    Some(w) => format!(
+                        "the writes chained to the initial value (up to {}) come first, and ",
+                        id(w)
+                    ),
+                    None => String::new(),
+                },
+                list.join(", "),
+                id(late),
+                n(writes)
+            )
+        }
     };
     let sentence = format!(
         "operation #{} by client {} ({}, {}) cannot be placed: {why}.",

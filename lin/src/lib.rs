@@ -7,10 +7,13 @@
 //! partial linearization and a sentence naming the operation that cannot be
 //! placed. [`Report::to_text`] and [`Report::to_html`] render it.
 //!
-//! Per key, a version-aware fast path ([`versioned`]) decides in near-linear
-//! time when the spec gives version claims ([`Spec::claim`]); otherwise, or
-//! when the claims do not settle it, an exact search runs
-//! (just-in-time linearization with merged configurations, see `search`).
+//! Per key, when no two operations write the same value, a unique-values
+//! pass ([`unique`]) decides in O(n log n) from the values alone when the
+//! spec gives a register view ([`Spec::register`]); a version-aware fast
+//! path ([`versioned`]) decides in near-linear time when the spec gives
+//! version claims ([`Spec::claim`]); otherwise, or when neither settles it,
+//! an exact search runs (just-in-time linearization with merged
+//! configurations, see `search`).
 //! Time and memory budgets give [`Verdict::Unknown`], never a wrong verdict.
 //!
 //! [`kv`] holds the key-value spec of the kvhist/1 format and its parser,
@@ -27,9 +30,10 @@
 //! ```
 //!
 //! A spec of one's own implements [`Spec`] (`init`, `step`, and optionally
-//! `is_read_only`, and `version_of` + `claim` for the version-aware fast
-//! path); operations are [`Operation`]s whose `output: None` means an
-//! unknown outcome. A register of integers:
+//! `is_read_only`, `register` for the unique-values pass, and `version_of`
+//! with `claim` for the version-aware fast path); operations are
+//! [`Operation`]s whose `output: None` means an unknown outcome. A register
+//! of integers:
 //!
 //! ```
 //! use overcast_lin::{check, Next, Operation, Options, Spec, Verdict};

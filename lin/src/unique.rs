@@ -14,7 +14,7 @@
 //! linearization. Two units are then ordered as soon as an operation of
 //! one returns before an operation of the other is invoked.
 //!
-//! [`decide`] builds the units in O(n), then orders them in O(n log n)
+//! The pass builds the units in O(n), then orders them in O(n log n)
 //! (Kahn's algorithm on that precedence, which for this relation needs
 //! only the earliest return `F` and the latest invocation `S` of each unit:
 //! a unit may come next iff its `S` is at most every other remaining
@@ -22,22 +22,31 @@
 //! * **refutation**: a value nobody writes, a read that returns before
 //!   its value's write is invoked, two operations that both need to come
 //!   directly after the same value, an operation of a chain invoked after
-//!   an operation on a later value of the chain returned, or two units that
+//!   an operation on a later value of the chain returned, two units that
 //!   must each come before the other (when the ordering gets stuck, the
-//!   two remaining units with the earliest returns are such a pair). Each
-//!   is a [`Contradiction`], true of every linearization; it holds with
-//!   unknown outcomes too (a write whose value someone reads must have
-//!   taken effect; the others may only add writes between units);
-//! * **witness**: otherwise the order of the units, each write placed at
-//!   the earliest instant it allows and its reads after it, with the
-//!   failed compare-and-sets and conditional puts placed in a segment
-//!   their interval meets and whose value (or version) differs from the
-//!   one they expected, unknown writes nobody needs left out, and
-//!   conditional puts at the version they expected. The order is replayed
-//!   through [`Spec::step`]; a replayed witness proves linearizability.
+//!   two remaining units with the earliest returns are such a pair), or a
+//!   successful conditional put whose unit must follow units holding more
+//!   writes than the version it expected allows, or (when no witness is
+//!   found) a failed compare-and-set invoked after the value it expected
+//!   was written and returning before anything that could replace it was
+//!   invoked. Each is true of every
+//!   linearization; it holds with unknown outcomes too (a write whose value
+//!   someone reads must have taken effect; the others may only add writes
+//!   between units). The report searches, shrinks and re-checks the
+//!   operations that show it, from the initial state (`explain`);
+//! * **witness**: otherwise the units in an order Kahn's algorithm allows,
+//!   each write placed at the earliest instant it can take and its reads
+//!   after it; the failed compare-and-sets and conditional puts in a
+//!   segment their interval meets whose value (or version) is not the one
+//!   they expected (which steers the choice of the next unit); successful
+//!   conditional puts at the version they expected; writes with an unknown
+//!   outcome left out unless someone reads their value, or one opens a
+//!   segment that a failed conditional write or a conditional put needs.
+//!   The order is replayed through [`Spec::step`]: a replayed witness
+//!   proves linearizability.
 //!
-//! Anything else is [`Decision::Undecided`], and the search decides (keys
-//! whose values repeat never get here).
+//! Anything else (values that repeat, a witness that does not fit) leaves
+//! the key undecided, and the search decides it.
 
 use super::search::KOp;
 use super::spec::{Guard, RegisterOp, Spec};
@@ -83,6 +92,40 @@ pub(crate) enum Contradiction {
         /// The operation on the earlier value.
         late: usize,
     },
+    /// A conditional put expects `expected` writes before its unit, but the
+    /// units of the operations `early` must come before it (each returned
+    /// before `late`, of its unit, was invoked) and hold `writes` more
+    /// than that (with those chained to the initial value).
+    TooManyBefore {
+        /// The conditional put.
+        write: usize,
+        /// The operation of its unit invoked last.
+        late: usize,
+        /// An operation of each unit that must come before it.
+        early: Vec<usize>,
+        /// The last write chained to the initial value, if any (its unit
+        /// comes first anyway).
+        initial: Option<usize>,
+        /// The writes those units hold.
+        writes: u64,
+        /// The writes it expects before its unit.
+        expected: u64,
+    },
+    /// A failed compare-and-set that only the value it expected can be
+    /// current for: `after` (`None`: the key starts with that value), on
+    /// that value, returned before it was invoked, and no write that could
+    /// replace the value was invoked before it returned: `next`, the
+    /// compare-and-set chained after the value, was invoked later, or
+    /// (`None`) every other write invoked by then must come before it.
+    Stuck {
+        /// The failed compare-and-set.
+        op: usize,
+        /// An operation on the value it expected that returned before it
+        /// was invoked.
+        after: Option<usize>,
+        /// The compare-and-set that replaces the value, if chained.
+        next: Option<usize>,
+    },
     /// Two units must each come before the other: `a_ret` (of the first)
     /// returned before `b_call` (of the second) was invoked, and `b_ret`
     /// returned before `a_call` was invoked. `a_ret` is `None` when the
@@ -109,6 +152,8 @@ impl Contradiction {
             Contradiction::TwoSuccessors { b, .. } => b,
             Contradiction::ChainOrder { late, .. } => late,
             Contradiction::Cycle { a_call, .. } => a_call,
+            Contradiction::TooManyBefore { write, .. } => write,
+            Contradiction::Stuck { op, .. } => op,
         }
     }
 }
@@ -214,40 +259,48 @@ pub(crate) fn decide<P: Spec>(
     if view.ops.len() != ops.len() {
         return Decision::Undecided;
     }
-    let mut pass = Pass {
-        view: &view.ops,
-        call: ops.iter().map(|o| o.call).collect(),
-        ret: ops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
-        init: view.init,
-        v0: view.init_version,
-        writer: FxHashMap::default(),
-        mand: vec![false; ops.len()],
-        why: vec![NONE; ops.len()],
-        cluster_of: vec![NONE; ops.len()],
-        clusters: Vec::new(),
-        pred: Vec::new(),
-        unit_of: Vec::new(),
-        units: Vec::new(),
-    };
+    let mut pass = Pass::new(&view, ops);
     match pass.build() {
         Ok(true) => {}
         Ok(false) => return Decision::Undecided,
         Err(c) => return Decision::Refuted(Box::new(pass.refutation(c))),
     }
-    if let Err(c) = pass.order() {
+    if let Err(c) = pass.order().and_then(|()| pass.versions()) {
         return Decision::Refuted(Box::new(pass.refutation(c)));
     }
-    for policy in [Policy::Urgent, Policy::FirstCall] {
+    for policy in [Policy::Urgent, Policy::FirstCall, Policy::Rescue] {
         if let Some(placed) = pass.witness(policy) {
             if super::versioned::replay(spec, init, ops, &placed) {
                 return Decision::Linearizable;
             }
         }
     }
+    if let Err(c) = pass.stuck() {
+        return Decision::Refuted(Box::new(pass.refutation(c)));
+    }
     Decision::Undecided
 }
 
-impl Pass<'_> {
+impl<'v> Pass<'v> {
+    fn new<I, O>(view: &'v super::spec::RegisterView, ops: &[KOp<'_, I, O>]) -> Self {
+        let n = ops.len();
+        Pass {
+            view: &view.ops,
+            call: ops.iter().map(|o| o.call).collect(),
+            ret: ops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
+            init: view.init,
+            v0: view.init_version,
+            writer: FxHashMap::default(),
+            mand: vec![false; n],
+            why: vec![NONE; n],
+            cluster_of: vec![NONE; n],
+            clusters: Vec::new(),
+            pred: Vec::new(),
+            unit_of: Vec::new(),
+            units: Vec::new(),
+        }
+    }
+
     /// Builds clusters and units; `Ok(false)` when the pass does not apply
     /// (values repeat, or a shape it leaves to the search).
     fn build(&mut self) -> Result<bool, Contradiction> {
@@ -486,26 +539,188 @@ impl Pass<'_> {
 
     /// The operations named by a contradiction.
     fn named(c: &Contradiction) -> Vec<usize> {
-        match *c {
-            Contradiction::NeverWritten { op } => vec![op],
-            Contradiction::ReadBeforeWrite { read, write } => vec![read, write],
+        match c {
+            Contradiction::NeverWritten { op } => vec![*op],
+            Contradiction::ReadBeforeWrite { read, write } => vec![*read, *write],
             Contradiction::TwoSuccessors { a, b, after } => {
-                let mut v = vec![a, b];
-                v.extend(after);
+                let mut v = vec![*a, *b];
+                v.extend(*after);
                 v
             }
-            Contradiction::ChainOrder { early, late } => vec![early, late],
+            Contradiction::ChainOrder { early, late } => vec![*early, *late],
             Contradiction::Cycle {
                 a_ret,
                 a_call,
                 b_ret,
                 b_call,
             } => {
-                let mut v = vec![a_call, b_ret, b_call];
-                v.extend(a_ret);
+                let mut v = vec![*a_call, *b_ret, *b_call];
+                v.extend(*a_ret);
+                v
+            }
+            Contradiction::Stuck { op, after, .. } => {
+                let mut v = vec![*op];
+                v.extend(*after);
+                v
+            }
+            Contradiction::TooManyBefore {
+                write,
+                late,
+                early,
+                initial,
+                ..
+            } => {
+                let mut v = vec![*write, *late];
+                v.extend(early.iter().copied());
+                v.extend(*initial);
                 v
             }
         }
+    }
+
+    /// Looks for a failed compare-and-set that no order lets see another
+    /// value than the one it expected ([`Contradiction::Stuck`]).
+    fn stuck(&self) -> Result<(), Contradiction> {
+        // Writes by invocation: per prefix, the two latest earliest-returns
+        // of distinct units among them (the initial value's unit counts as
+        // returning first: it precedes all), and whether a write nobody
+        // needs with an unknown outcome is among them.
+        let mut ws: Vec<(i64, usize)> = Vec::new();
+        for (i, op) in self.view.iter().enumerate() {
+            if self.mand[i] {
+                ws.push((self.call[i], self.unit_of[self.cluster_of[i]]));
+            } else if matches!(op, RegisterOp::MayWrite { .. }) {
+                ws.push((self.call[i], NONE));
+            }
+        }
+        ws.sort_unstable();
+        type Top = [(i64, usize); 2];
+        let mut tops: Vec<(Top, bool)> = Vec::with_capacity(ws.len() + 1);
+        let mut top: Top = [(i64::MIN, NONE); 2];
+        let mut optional = false;
+        tops.push((top, optional));
+        for &(_, u) in &ws {
+            if u == NONE {
+                optional = true;
+            } else {
+                let f = if u == 0 { i64::MIN } else { self.units[u].f.0 };
+                if top[0].1 == u {
+                    top[0].0 = top[0].0.max(f);
+                } else if f > top[0].0 {
+                    top = [(f, u), top[0]];
+                } else if f > top[1].0 || top[1].1 == NONE {
+                    top[1] = (f, u);
+                }
+                if top[1].0 > top[0].0 {
+                    top.swap(0, 1);
+                }
+            }
+            tops.push((top, optional));
+        }
+        for (r, op) in self.view.iter().enumerate() {
+            let RegisterOp::Refused(Guard::Value(e)) = *op else {
+                continue;
+            };
+            let ce = if e == self.init {
+                0
+            } else {
+                match self.writer.get(&e) {
+                    Some(&w) if self.mand[w] => self.cluster_of[w],
+                    _ => continue,
+                }
+            };
+            // The value was there before it was invoked.
+            let after = if ce == 0 {
+                None
+            } else {
+                let (f, o) = self.clusters[ce].f;
+                if f >= self.call[r] {
+                    continue;
+                }
+                Some(o)
+            };
+            // Nothing that could replace it was invoked before it returned.
+            let u = self.unit_of[ce];
+            let chain = &self.units[u].clusters;
+            let pos = chain.iter().position(|&c| c == ce).unwrap_or(0);
+            let next = if let Some(&c) = chain.get(pos + 1) {
+                let s = self.clusters[c].write;
+                if self.call[s] <= self.ret[r] {
+                    continue;
+                }
+                Some(s)
+            } else {
+                let k = ws.partition_point(|&(c, _)| c <= self.ret[r]);
+                let (top, optional) = tops[k];
+                let other = if top[0].1 == u { top[1] } else { top[0] };
+                if optional || (other.1 != NONE && other.0 >= self.units[u].s.0) {
+                    continue;
+                }
+                None
+            };
+            return Err(Contradiction::Stuck { op: r, after, next });
+        }
+        Ok(())
+    }
+
+    /// Checks each conditional put's unit against the units that must
+    /// come before it: they may hold no more writes than it expects before
+    /// it.
+    fn versions(&self) -> Result<(), Contradiction> {
+        let nu = self.units.len();
+        if self.units.iter().all(|u| u.req.is_none()) {
+            return Ok(());
+        }
+        let mut by_f: Vec<(i64, usize)> = (1..nu).map(|u| (self.units[u].f.0, u)).collect();
+        by_f.sort_unstable();
+        let mut prefix = vec![0u64; by_f.len() + 1];
+        for (i, &(_, u)) in by_f.iter().enumerate() {
+            prefix[i + 1] = prefix[i] + self.units[u].writes;
+        }
+        let init = &self.units[0];
+        for (u, unit) in self.units.iter().enumerate().skip(1) {
+            let Some(r) = unit.req else {
+                continue;
+            };
+            let i = by_f.partition_point(|&(f, _)| f < unit.s.0);
+            let own = if unit.f.0 < unit.s.0 { unit.writes } else { 0 };
+            let writes = prefix[i] - own + init.writes;
+            if writes <= r {
+                continue;
+            }
+            // The fewest units (earliest returns first) that exceed it.
+            let mut early = Vec::new();
+            let mut w = init.writes;
+            let initial = init
+                .clusters
+                .last()
+                .map(|&c| self.clusters[c].write)
+                .filter(|&w| w != NONE);
+            for &(_, x) in &by_f[..i] {
+                if w > r {
+                    break;
+                }
+                if x != u {
+                    early.push(self.units[x].f.1);
+                    w += self.units[x].writes;
+                }
+            }
+            let write = unit
+                .clusters
+                .iter()
+                .map(|&c| self.clusters[c].write)
+                .find(|&w| matches!(guard_of(&self.view[w]), Some(Guard::Version(_))))
+                .unwrap_or(self.clusters[unit.clusters[0]].write);
+            return Err(Contradiction::TooManyBefore {
+                write,
+                late: unit.s.1,
+                early,
+                initial,
+                writes: w,
+                expected: r,
+            });
+        }
+        Ok(())
     }
 
     /// The refutation of `c`, with its window.
@@ -566,7 +781,9 @@ impl Pass<'_> {
                 let w = match self.view[o] {
                     RegisterOp::Read(x) => self.writer.get(&x).copied(),
                     RegisterOp::Wrote { .. } | RegisterOp::MayWrite { .. } => Some(o),
-                    RegisterOp::Refused(_) => None,
+                    // A failed compare-and-set: the value it expected.
+                    RegisterOp::Refused(Guard::Value(e)) => self.writer.get(&e).copied(),
+                    RegisterOp::Refused(Guard::Version(_)) => None,
                 };
                 (o, w)
             })
@@ -612,6 +829,12 @@ impl Pass<'_> {
                 Some(&(r, u)) => (Some(r - count), self.units[u].f.0),
                 None => (None, i64::MAX),
             };
+            // The units that must come before it (one of their operations
+            // returned before one of its was invoked) go first.
+            let late = kahn
+                .reqs
+                .first()
+                .map_or(i64::MIN, |&(_, u)| self.units[u].s.0);
             let fits = |u: usize| match self.units[u].req {
                 Some(r) => r == count,
                 None => {
@@ -634,10 +857,24 @@ impl Pass<'_> {
                 .map(|&(_, u)| u)
                 .or(m1c.filter(|&u| self.units[u].req == Some(count)));
             let deadline = sw.deadline(self);
-            let chosen = match policy {
-                Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
-                Policy::FirstCall => earliest(scan(&kahn.ready_c)),
-            };
+            let before = |u: &usize| self.units[*u].f.0 < late && self.units[*u].req.is_none();
+            let chosen = m1c
+                .filter(before)
+                .or_else(|| {
+                    kahn.ready_s
+                        .iter()
+                        .take(64)
+                        .map(|&(_, u)| u)
+                        .find(|u| fits(*u) && before(u))
+                })
+                .or_else(|| match policy {
+                    Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
+                    Policy::FirstCall => earliest(scan(&kahn.ready_c)),
+                    Policy::Rescue => self
+                        .rescue(&kahn, &sw, m1c, &fits)
+                        .or(m1c)
+                        .or_else(|| scan(&kahn.ready_s)),
+                });
             let next = if exact.is_some() {
                 exact
             } else if let Some(d) = deadline {
@@ -669,6 +906,51 @@ impl Pass<'_> {
     }
 }
 
+impl Pass<'_> {
+    /// For [`Policy::Rescue`]: among the units that may come next (`m1`
+    /// and the first ready ones that `fits`), the one whose first value a
+    /// failed compare-and-set still to place expects, returning earliest,
+    /// when another of them is invoked before it returns.
+    fn rescue(
+        &self,
+        kahn: &Kahn<'_>,
+        sw: &Sweep,
+        m1: Option<usize>,
+        fits: &dyn Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let cands: Vec<usize> = m1
+            .into_iter()
+            .chain(
+                kahn.ready_s
+                    .iter()
+                    .take(64)
+                    .map(|&(_, u)| u)
+                    .filter(|&u| fits(u)),
+            )
+            .collect();
+        let mut best: Option<(i64, usize)> = None;
+        for &x in &cands {
+            let Some(&c) = self.units[x].clusters.first() else {
+                continue;
+            };
+            let w = self.clusters[c].write;
+            let Some(v) = (w != NONE).then(|| value_written(&self.view[w])).flatten() else {
+                continue;
+            };
+            for &r in pass_list(&sw.by_value, &v) {
+                let rt = self.ret[r];
+                if sw.done[r] || self.call[r] <= sw.t || best.is_some_and(|(b, _)| b <= rt) {
+                    continue;
+                }
+                if cands.iter().any(|&y| y != x && kahn.head[y] <= rt) {
+                    best = Some((rt, x));
+                }
+            }
+        }
+        best.map(|(_, x)| x)
+    }
+}
+
 /// What the pass finds on one key of `ops`, in words: "linearizable", the
 /// contradiction it refutes the key with, or why it leaves the key to the
 /// search (for measuring the pass).
@@ -684,31 +966,20 @@ pub fn diagnose<P: Spec>(
     let Some(view) = spec.register(&init, &io) else {
         return "no view".into();
     };
-    let mut pass = Pass {
-        view: &view.ops,
-        call: kops.iter().map(|o| o.call).collect(),
-        ret: kops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
-        init: view.init,
-        v0: view.init_version,
-        writer: FxHashMap::default(),
-        mand: vec![false; kops.len()],
-        why: vec![NONE; kops.len()],
-        cluster_of: vec![NONE; kops.len()],
-        clusters: Vec::new(),
-        pred: Vec::new(),
-        unit_of: Vec::new(),
-        units: Vec::new(),
-    };
+    let mut pass = Pass::new(&view, &kops);
     match pass.build() {
         Ok(true) => {}
         Ok(false) => return "does not apply".into(),
         Err(c) => return format!("refuted while building: {c:?}"),
     }
-    if let Err(c) = pass.order() {
+    if let Err(c) = pass.order().and_then(|()| pass.versions()) {
+        return format!("refuted: {c:?}");
+    }
+    if let Err(c) = pass.stuck() {
         return format!("refuted: {c:?}");
     }
     let mut out = Vec::new();
-    for policy in [Policy::Urgent, Policy::FirstCall] {
+    for policy in [Policy::Urgent, Policy::FirstCall, Policy::Rescue] {
         match pass.witness_why(policy) {
             Err(why) => out.push(why),
             Ok(placed) => {
@@ -754,6 +1025,11 @@ enum Policy {
     Urgent,
     /// The one whose first write was invoked first.
     FirstCall,
+    /// One whose value a failed compare-and-set still to place expects,
+    /// while another that may come next is invoked before that one returns
+    /// (it then follows, and the compare-and-set goes after it); else as
+    /// `Urgent`.
+    Rescue,
 }
 
 /// Kahn's algorithm over the units: which may come next.
