@@ -385,7 +385,8 @@ mod tests {
             rec(1, 5, read.clone(), 200, vec![res(200, Some("x"), Some(1))]),
         ]);
         let v = batch_violation(&h).expect("caught");
-        assert_eq!(v.ops, vec![0, 1]);
+        // The read first (what broke), then the batch it read from.
+        assert_eq!(v.ops, vec![1, 0]);
         // The same read after a committed batch is fine.
         let h = history(vec![
             rec(
@@ -437,6 +438,6 @@ mod tests {
             rec(1, 10, read("a"), 200, vec![res(200, Some("x"), Some(2))]),
             rec(2, 20, read("b"), 200, vec![res(200, Some("old"), Some(4))]),
         ]);
-        assert_eq!(batch_violation(&h).map(|v| v.ops), Some(vec![0, 1, 2]));
+        assert_eq!(batch_violation(&h).map(|v| v.ops), Some(vec![2, 1, 0]));
     }
 }

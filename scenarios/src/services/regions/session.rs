@@ -342,7 +342,8 @@ mod tests {
         ] {
             assert!(v[0].message.contains(words), "{words}: {}", v[0].message);
         }
-        assert_eq!(v[0].ops, vec![1, 2]);
+        // The read that broke the guarantee first, then the write it saw.
+        assert_eq!(v[0].ops, vec![2, 1]);
     }
 
     #[test]
