@@ -385,6 +385,7 @@ mod tests {
             rec(1, 5, read.clone(), 200, vec![res(200, Some("x"), Some(1))]),
         ]);
         let v = batch_violation(&h).expect("caught");
+        // The read first (what broke), then the batch it read from.
         assert_eq!(v.ops, vec![1, 0]);
         // The same read after a committed batch is fine.
         let h = history(vec![

@@ -342,6 +342,7 @@ mod tests {
         ] {
             assert!(v[0].message.contains(words), "{words}: {}", v[0].message);
         }
+        // The read that broke the guarantee first, then the write it saw.
         assert_eq!(v[0].ops, vec![2, 1]);
     }
 

@@ -253,6 +253,7 @@ mod tests {
             rec(0, 0, "put", &["a"], Some("a"), 200),
             rec(1, 10, "put", &["b"], Some("b"), 200),
         ]);
+        // The definition without the field first, then the write that added it.
         assert_eq!(lost_field(&h).map(|v| v.ops), Some(vec![1, 0]));
         let kept = history(vec![
             rec(0, 0, "put", &["a"], Some("a"), 200),
