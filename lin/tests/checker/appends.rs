@@ -4,7 +4,7 @@
 //! Checked against the brute force on small random histories with appends
 //! (both verdicts, values that are prefixes of one another, unknown
 //! outcomes), and on the key of Porcupine's c50-bad log that the search
-//! could not decide alone before (issue 8).
+//! could not decide alone.
 
 use overcast_lin::brute::brute_check;
 use overcast_lin::kv::{parse_kvhist, KvInput, KvOutput, KvSpec, KvState, Val};

@@ -1,4 +1,4 @@
-//! Interchangeable unknown writes (issue 8 §2): a version written by a
+//! Interchangeable unknown writes: a version written by a
 //! timed-out put that nobody reads, then versions written by timed-out
 //! compare-and-sets that depend on it, while older timed-out puts that never
 //! took effect are still pending. Decided in both verdicts, by the version

@@ -1,4 +1,4 @@
-//! The search's value reductions (issue 8 §3: a register without versions at
+//! The search's value reductions (a register without versions at
 //! many clients): merged states of values nobody can observe any more, one
 //! try among interchangeable writes of such values, and dropped
 //! configurations that overwrote a value still needed. Checked against the

@@ -1,6 +1,6 @@
 //! The madsim node around [`Replica`]: one replica of every partition, the
 //! messages between replicas, a durable log on the node's disk, and client
-//! requests with a consistency level (issue 13).
+//! requests with a consistency level.
 //!
 //! One loop, one event at a time: a datagram (a peer's [`Message`] or a
 //! client's [`RegionRequest`]) or a tick. After each event everything the

@@ -1,4 +1,4 @@
-//! The SDK of a multi-region account (issue 13, SPEC §4.1 and §4.4): writes
+//! The SDK of a multi-region account (SPEC §4.1 and §4.4): writes
 //! go to the write region's primary, reads by consistency level (strong: the
 //! primary; session and eventual: the preferred regions in order), with the
 //! failover retries of §4.1 and session tokens per partition.

@@ -61,8 +61,8 @@ pub fn without_fault_points(f: &FaultRates) -> Option<FaultRates> {
 }
 
 /// Takes the lying disk out of a plan. A lying disk loses acknowledged writes
-/// by design; `occ` names the items it lost and leaves them out of its checks
-/// (issue 17), these scenarios do not yet, so they would report an expected
+/// by design; `occ` names the items it lost and leaves them out of its checks;
+/// these scenarios do not yet, so they would report an expected
 /// loss as a violation. Disk faults the log detects stay on.
 pub fn no_lying_disk(plan: &mut overcast_sim::faults::FaultPlan) {
     plan.storage.lost_write = 0.0;

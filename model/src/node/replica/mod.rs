@@ -1,4 +1,4 @@
-//! One replicated partition as a pure state machine (issue 13): no async, no
+//! One replicated partition as a pure state machine: no async, no
 //! clock, no randomness; every time is handed in (the node's own clock, ms).
 //!
 //! - The log: [`Entry`] `(term, lsn, partition::Effect)`, LSN 1, 2, 3... The

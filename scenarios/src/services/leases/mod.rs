@@ -227,7 +227,7 @@ impl ScenarioDef for Leases {
                 max_drift_ppm: 200,
                 // Over the 60 s window: exactly one step per clock.
                 clock_steps_per_min: 1.0,
-                // Disk and duplicated-datagram faults (issue 17) are not yet
+                // Disk and duplicated-datagram faults are not yet
                 // part of this scenario's default mix.
                 storage: Default::default(),
                 network: Default::default(),
@@ -340,7 +340,7 @@ impl ScenarioDef for Leases {
         // The one lease server has no replica to repair a corrupt log from: a
         // disk fault it detects makes it refuse everything for the rest of
         // the run, and the lease checks would then judge an idle world.
-        // Disk faults are judged by `occ` (issue 17); here they are off, in
+        // Disk faults are judged by `occ`; here they are off, in
         // swarm mode too.
         plan.storage = Default::default();
     }

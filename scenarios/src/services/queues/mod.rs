@@ -328,7 +328,7 @@ impl ScenarioDef for Queues {
             skew.steps.clear();
         }
         // The one server has no replica to repair a corrupt log from: disk
-        // faults are judged by `occ` (issue 17), off here, in swarm mode too.
+        // faults are judged by `occ`, off here, in swarm mode too.
         plan.storage = Default::default();
     }
 

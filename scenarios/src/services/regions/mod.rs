@@ -1,6 +1,6 @@
 //! The regions scenario: replicated partitions across a write region and
 //! read regions, consistency levels per request, region outages and primary
-//! failover (issue 13). This folder holds the deployment and workload, the
+//! failover. This folder holds the deployment and workload, the
 //! history records and the checkers: linearizability of the strong
 //! operations per item, session guarantees (R5), convergence, durability,
 //! routing bounds (R6) and Raft's election and state machine safety.
