@@ -260,6 +260,7 @@ pub(crate) fn decide<P: Spec>(
     let Some(view) = spec.register(init, &io) else {
         return Decision::Undecided;
     };
+    drop(io); // the view says all the pass needs of the inputs and outputs
     if view.ops.len() != ops.len() {
         return Decision::Undecided;
     }
