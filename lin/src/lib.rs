@@ -68,6 +68,8 @@
 //! assert_eq!(report.verdict, Verdict::NotLinearizable);
 //! ```
 
+#![deny(missing_docs)]
+
 mod bits;
 pub mod brute;
 mod explain;

@@ -171,6 +171,9 @@ pub trait Spec: Sync {
     /// When every value is written by at most one operation and never
     /// equals the initial one, the pass decides most such keys in
     /// O(n log n) without a search. The contract is on [`RegisterView`].
+    /// Not asked for a key where some operation observed a version
+    /// ([`Claim::At`] from [`Spec::claim`]): a register operation's read
+    /// says only the value, so such keys are the version-aware path's.
     /// Default: `None` (no unique-values pass).
     fn register(
         &self,

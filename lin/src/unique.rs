@@ -49,7 +49,7 @@
 //! the key undecided, and the search decides it.
 
 use super::search::KOp;
-use super::spec::{Guard, RegisterOp, Spec};
+use super::spec::{Claim, Guard, RegisterOp, Spec};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -249,13 +249,18 @@ pub(crate) fn decide<P: Spec>(
     init: &P::State,
     ops: &[KOp<'_, P::Input, P::Output>],
 ) -> Decision {
-    if ops.is_empty() {
+    // Step aside before allocating anything where the view cannot apply:
+    // an operation that observed a version (a read answering one) cannot
+    // be a register operation, whose reads say only the value; such keys
+    // are the version-aware path's.
+    if ops.is_empty() || ops.iter().any(|o| matches!(o.claim, Claim::At(_))) {
         return Decision::Undecided;
     }
     let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
     let Some(view) = spec.register(init, &io) else {
         return Decision::Undecided;
     };
+    drop(io); // the view says all the pass needs of the inputs and outputs
     if view.ops.len() != ops.len() {
         return Decision::Undecided;
     }
