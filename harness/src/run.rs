@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Outcome, Property, PropertyId, Verdict, Violation, LIVENESS};
 use overcast_sim::faults::{FaultMix, FaultPlan};
 use overcast_sim::rng::stream;
-use overcast_sim::world::{Topology, WorldConfig, WorldOutcome};
+use overcast_sim::world::{Happening, Topology, WorldConfig, WorldOutcome};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -366,7 +366,7 @@ fn liveness(world: &WorldOutcome) -> CheckRecord {
         let healed = world
             .events
             .iter()
-            .find(|e| e.what == "heal")
+            .find(|e| e.what == Happening::Heal)
             .map_or(0, |e| e.at_ns);
         let mut v = Violation::new(
             LIVENESS.id,

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod disk;
 pub mod faults;
 pub mod floor;
+pub mod happening;
 pub mod history;
 pub mod in_flight;
 pub mod log;

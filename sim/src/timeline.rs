@@ -20,7 +20,7 @@ use crate::check::{Evidence, Moment};
 use crate::clock::{ClockSkew, EPOCH_MS};
 use crate::faults::FaultPlan;
 use crate::history::OpRecord;
-use crate::world::{Topology, WorldEvent};
+use crate::world::{Happening, Topology, WorldEvent};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -380,16 +380,16 @@ fn skew_words(skew: &ClockSkew) -> String {
 
 /// The spans, true ns, in which the world held `node` paused: from each
 /// `pause NODE` event to the next `resume NODE` (or the end of the run, as
-/// `u64::MAX`), read with the parser the timeline draws them with.
+/// `u64::MAX`).
 pub fn paused_spans(events: &[WorldEvent], node: &str) -> Vec<(u64, u64)> {
     let mut spans = Vec::new();
     let mut since = None;
     for e in events {
-        match parse_event(&e.what) {
-            Happened::Pause(n) if n == node => {
+        match &e.what {
+            Happening::Pause { node: n, .. } if n == node => {
                 since.get_or_insert(e.at_ns);
             }
-            Happened::Resume(n) if n == node => {
+            Happening::Resume(n) if n == node => {
                 if let Some(from) = since.take() {
                     spans.push((from, e.at_ns));
                 }
@@ -401,73 +401,6 @@ pub fn paused_spans(events: &[WorldEvent], node: &str) -> Vec<(u64, u64)> {
         spans.push((from, u64::MAX));
     }
     spans
-}
-
-/// A world event's text, read back: the world writes these (see
-/// [`crate::world`]); anything else is shown as a plain mark.
-#[derive(Debug, PartialEq)]
-enum Happened {
-    Crash(String),
-    Restart(String),
-    Pause(String),
-    Resume(String),
-    Partition {
-        from: Vec<String>,
-        to: Vec<String>,
-        one_way: bool,
-        for_ms: u64,
-    },
-    Healed,
-    HealAll,
-    End,
-    Other,
-}
-
-fn parse_event(what: &str) -> Happened {
-    let word = |prefix: &str| -> Option<String> {
-        let rest = what.strip_prefix(prefix)?;
-        Some(rest.split(' ').next().unwrap_or(rest).to_string())
-    };
-    if let Some(n) = word("crash ") {
-        return Happened::Crash(n);
-    }
-    if let Some(n) = word("restart ") {
-        return Happened::Restart(n);
-    }
-    if let Some(n) = word("pause ") {
-        return Happened::Pause(n);
-    }
-    if let Some(n) = word("resume ") {
-        return Happened::Resume(n);
-    }
-    match what {
-        "partition healed" => return Happened::Healed,
-        "heal" => return Happened::HealAll,
-        "end" => return Happened::End,
-        _ => {}
-    }
-    if let Some(rest) = what.strip_prefix("partition ") {
-        let (one_way, sep) = if rest.contains("] -> [") {
-            (true, " -> ")
-        } else {
-            (false, " <-> ")
-        };
-        if let Some((from, tail)) = rest.split_once(sep) {
-            if let Some((to, dur)) = tail.split_once(" for ") {
-                let list = |s: &str| serde_json::from_str::<Vec<String>>(s).ok();
-                let for_ms = dur.trim_end_matches(" ms").parse::<u64>().ok();
-                if let (Some(from), Some(to), Some(for_ms)) = (list(from), list(to), for_ms) {
-                    return Happened::Partition {
-                        from,
-                        to,
-                        one_way,
-                        for_ms,
-                    };
-                }
-            }
-        }
-    }
-    Happened::Other
 }
 
 impl Timeline {
@@ -554,14 +487,14 @@ impl Timeline {
         }
         let heal_at = events
             .iter()
-            .find(|e| parse_event(&e.what) == Happened::HealAll)
+            .find(|e| e.what == Happening::Heal)
             .map(|e| e.at_ns);
         let mut open: BTreeMap<String, usize> = BTreeMap::new();
         let mut last_crash: BTreeMap<String, u64> = BTreeMap::new();
         for e in events {
-            match parse_event(&e.what) {
-                Happened::Crash(n) | Happened::Pause(n) => {
-                    let crash = e.what.starts_with("crash ");
+            match &e.what {
+                Happening::Crash { node: n, .. } | Happening::Pause { node: n, .. } => {
+                    let crash = matches!(e.what, Happening::Crash { .. });
                     if crash {
                         last_crash.insert(n.clone(), e.at_ns);
                     }
@@ -578,16 +511,16 @@ impl Timeline {
                         },
                         highlight: false,
                     });
-                    open.insert(n, self.spans.len() - 1);
+                    open.insert(n.clone(), self.spans.len() - 1);
                 }
-                Happened::Restart(n) | Happened::Resume(n) => {
-                    if let Some(i) = open.remove(&n) {
+                Happening::Restart(n) | Happening::Resume(n) => {
+                    if let Some(i) = open.remove(n) {
                         let s = &mut self.spans[i];
                         s.end_ns = Some(e.at_ns);
                         s.detail += &format!(", {} at {}", e.what, secs(e.at_ns));
                     }
                 }
-                Happened::Partition {
+                Happening::Partition {
                     from,
                     to,
                     one_way,
@@ -599,15 +532,15 @@ impl Timeline {
                         .map_or(planned, |h| h.min(planned))
                         .min(self.end_ns.max(e.at_ns));
                     self.bands.push(Band {
-                        from,
-                        to,
-                        one_way,
+                        from: from.clone(),
+                        to: to.clone(),
+                        one_way: *one_way,
                         start_ns: e.at_ns,
                         end_ns,
                     });
                 }
-                Happened::Healed | Happened::End => {}
-                Happened::HealAll => self.marks.push(Mark {
+                Happening::PartitionHealed | Happening::End => {}
+                Happening::Heal => self.marks.push(Mark {
                     lane: String::new(),
                     at_ns: e.at_ns,
                     label: "heal".into(),
@@ -618,10 +551,13 @@ impl Timeline {
                     kind: MarkKind::Event,
                     highlight: false,
                 }),
-                Happened::Other => self.marks.push(Mark {
+                Happening::Isolate { .. }
+                | Happening::ClockRate { .. }
+                | Happening::ClockRateMissed(_)
+                | Happening::Note(_) => self.marks.push(Mark {
                     lane: String::new(),
                     at_ns: e.at_ns,
-                    label: e.what.clone(),
+                    label: e.what.to_string(),
                     detail: format!("{} at {}", e.what, secs(e.at_ns)),
                     kind: MarkKind::Fault,
                     highlight: false,
@@ -1378,39 +1314,8 @@ mod tests {
     fn ev(at_ms: u64, what: &str) -> WorldEvent {
         WorldEvent {
             at_ns: at_ms * 1_000_000,
-            what: what.into(),
+            what: Happening::read(what),
         }
-    }
-
-    #[test]
-    fn the_world_events_the_world_writes_are_read_back() {
-        assert_eq!(
-            parse_event("crash server-1 for 300 ms"),
-            Happened::Crash("server-1".into())
-        );
-        assert_eq!(
-            parse_event("partition [\"server-0\"] <-> [\"client-1\", \"client-2\"] for 900 ms"),
-            Happened::Partition {
-                from: vec!["server-0".into()],
-                to: vec!["client-1".into(), "client-2".into()],
-                one_way: false,
-                for_ms: 900
-            }
-        );
-        assert!(matches!(
-            parse_event("partition [\"a\"] -> [\"b\"] for 5 ms"),
-            Happened::Partition { one_way: true, .. }
-        ));
-        assert_eq!(parse_event("something else"), Happened::Other);
-    }
-
-    #[test]
-    fn the_text_of_a_partition_event_is_what_the_world_writes() {
-        // The world formats a partition with `{from:?}`; the reader must follow it.
-        let from = vec!["server-0".to_string()];
-        let to = vec!["client-1".to_string()];
-        let text = format!("partition {from:?} <-> {to:?} for {} ms", 40);
-        assert!(matches!(parse_event(&text), Happened::Partition { .. }));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use crate::clock::NodeClock;
 use crate::disk::{LostWrite, SimDisk};
 use crate::faults::{Fault, FaultPlan, NetworkFaults};
+pub use crate::happening::Happening;
 use crate::in_flight::InFlight;
 use crate::rng;
 use madsim::net::NetSim;
@@ -279,8 +280,9 @@ impl NodeEnv {
 pub struct WorldEvent {
     /// Simulated time in ns since the start.
     pub at_ns: u64,
-    /// What happened, e.g. `crash server-1`, `restart server-1`, `heal`.
-    pub what: String,
+    /// What happened, saved as its text, e.g. `crash server-1 for 300 ms`,
+    /// `restart server-1`, `heal`.
+    pub what: Happening,
 }
 
 /// What a world run did.
@@ -464,7 +466,7 @@ where
         let at_ns = o.sim_ns;
         o.events.push(WorldEvent {
             at_ns,
-            what: "end".into(),
+            what: Happening::End,
         });
         o.torn_tails = faults.disks.values().map(SimDisk::torn_tails).sum();
         for (node, disk) in &faults.disks {
@@ -560,7 +562,7 @@ impl FaultPlayer {
         self.queue.first().map(|(t, _, _)| *t)
     }
 
-    fn record(&self, what: String, kind: Option<&str>) {
+    fn record(&self, what: Happening, kind: Option<&str>) {
         tracing::info!("world: {what}");
         let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
         o.events.push(WorldEvent {
@@ -615,9 +617,13 @@ impl FaultPlayer {
                 net.clog_link(self.ids[a], self.ids[b]);
             }
         }
-        let arrow = if one_way { "->" } else { "<->" };
         self.record(
-            format!("partition {from:?} {arrow} {to:?} for {for_ms} ms"),
+            Happening::Partition {
+                from: from.to_vec(),
+                to: to.to_vec(),
+                one_way,
+                for_ms,
+            },
             Some(kind),
         );
         self.push(
@@ -646,10 +652,16 @@ impl FaultPlayer {
                     } => {
                         let node = self.resolver.as_ref().and_then(|r| (r.0)(&target));
                         let Some(node) = node.filter(|n| self.ids.contains_key(n)) else {
-                            self.record(format!("isolate {target}: names no node"), None);
+                            self.record(Happening::Isolate { target, node: None }, None);
                             return;
                         };
-                        self.record(format!("isolate {target}: {node}"), None);
+                        self.record(
+                            Happening::Isolate {
+                                target,
+                                node: Some(node.clone()),
+                            },
+                            None,
+                        );
                         let peers: Vec<String> = from.into_iter().filter(|n| *n != node).collect();
                         self.cut_links(now, &[node], &peers, false, for_ms, kind);
                     }
@@ -666,7 +678,7 @@ impl FaultPlayer {
                             self.resolver.as_ref().and_then(|r| (r.0)(&target))
                         };
                         let Some(clock) = node.as_ref().and_then(|n| self.clocks.get(n)) else {
-                            self.record(format!("clock rate {target}: names no node"), None);
+                            self.record(Happening::ClockRateMissed(target), None);
                             return;
                         };
                         let at_ms = now.as_millis() as u64;
@@ -679,18 +691,15 @@ impl FaultPlayer {
                                 others.push(p.clone());
                             }
                         }
-                        let who = if node == target {
-                            node
-                        } else {
-                            format!("{target}: {node}")
-                        };
-                        let rest = if others.is_empty() {
-                            String::new()
-                        } else {
-                            format!(", {} {peers_ppm:+} ppm", others.join(", "))
-                        };
                         self.record(
-                            format!("clock rate {who} {drift_ppm:+} ppm{rest} for {for_ms} ms"),
+                            Happening::ClockRate {
+                                target,
+                                node,
+                                drift_ppm,
+                                peers: others,
+                                peers_ppm,
+                                for_ms,
+                            },
                             Some(kind),
                         );
                     }
@@ -707,7 +716,13 @@ impl FaultPlayer {
                             disk.crash(lose, &mut self.rng);
                         }
                         self.down.insert(node.clone(), ());
-                        self.record(format!("crash {node} for {down_ms} ms"), Some(kind));
+                        self.record(
+                            Happening::Crash {
+                                node: node.clone(),
+                                down_ms,
+                            },
+                            Some(kind),
+                        );
                         self.push(now + Duration::from_millis(down_ms), Action::Restart(node));
                     }
                     Fault::Pause { node, for_ms } => {
@@ -723,7 +738,13 @@ impl FaultPlayer {
                             copies.hand_over();
                         }
                         self.paused.insert(node.clone(), ());
-                        self.record(format!("pause {node} for {for_ms} ms"), Some(kind));
+                        self.record(
+                            Happening::Pause {
+                                node: node.clone(),
+                                for_ms,
+                            },
+                            Some(kind),
+                        );
                         self.push(now + Duration::from_millis(for_ms), Action::Resume(node));
                     }
                 }
@@ -738,18 +759,18 @@ impl FaultPlayer {
                         }
                     }
                 }
-                self.record("partition healed".into(), None);
+                self.record(Happening::PartitionHealed, None);
             }
             Action::Restart(node) => {
                 if self.down.remove(&node).is_some() {
                     handle.restart(self.ids[&node]);
-                    self.record(format!("restart {node}"), None);
+                    self.record(Happening::Restart(node), None);
                 }
             }
             Action::Resume(node) => {
                 if self.paused.remove(&node).is_some() {
                     handle.resume(self.ids[&node]);
-                    self.record(format!("resume {node}"), None);
+                    self.record(Happening::Resume(node), None);
                 }
             }
         }
@@ -765,6 +786,6 @@ impl FaultPlayer {
                 self.apply(now, action);
             }
         }
-        self.record("heal".into(), None);
+        self.record(Happening::Heal, None);
     }
 }

@@ -1020,7 +1020,7 @@ fn missing(
                     .events
                     .iter()
                     .rev()
-                    .find(|w| w.what.contains(owner) && w.at_ns <= end_ns);
+                    .find(|w| w.what.to_string().contains(owner) && w.at_ns <= end_ns);
                 match last_fault {
                     Some(w) => {
                         s.push_str(&format!(
@@ -1311,7 +1311,7 @@ mod tests {
             ops: Vec::new(),
             events: vec![WorldEvent {
                 at_ns: 70 * S + S / 4,
-                what: "end".into(),
+                what: overcast_sim::world::Happening::End,
             }],
             node_events,
         }
@@ -1376,7 +1376,7 @@ mod tests {
             ops: Vec::new(),
             events: vec![WorldEvent {
                 at_ns: 70 * S + S / 4,
-                what: "end".into(),
+                what: overcast_sim::world::Happening::End,
             }],
             node_events: node_events.clone(),
         };

@@ -16,7 +16,7 @@ use overcast_sim::check::LIVENESS;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::{AttemptResult, History, OpRecord};
 use overcast_sim::lin::{self, Operation};
-use overcast_sim::world::{WorldEvent, WorldOutcome};
+use overcast_sim::world::{Happening, WorldEvent, WorldOutcome};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasherDefault;
@@ -126,7 +126,7 @@ pub fn lost_item_events(world: &WorldOutcome) -> Vec<WorldEvent> {
         .into_iter()
         .map(|(item, node)| WorldEvent {
             at_ns: world.sim_ns,
-            what: format!("{LOST_ITEM}{item} on {node}"),
+            what: Happening::Note(format!("{LOST_ITEM}{item} on {node}")),
         })
         .collect()
 }
@@ -154,7 +154,7 @@ pub fn damaged_disk_events(world: &WorldOutcome) -> Vec<WorldEvent> {
                 .collect();
             (!damage.is_empty()).then(|| WorldEvent {
                 at_ns: world.sim_ns,
-                what: format!("{DAMAGED_DISK}{node}: {}", damage.join(", ")),
+                what: Happening::Note(format!("{DAMAGED_DISK}{node}: {}", damage.join(", "))),
             })
         })
         .collect()
@@ -165,7 +165,7 @@ fn damaged_servers(history: &OccHistory) -> BTreeSet<String> {
     history
         .events
         .iter()
-        .filter_map(|e| e.what.strip_prefix(DAMAGED_DISK))
+        .filter_map(|e| e.what.note()?.strip_prefix(DAMAGED_DISK))
         .filter_map(|rest| rest.split(':').next())
         .map(str::to_string)
         .collect()
@@ -176,7 +176,7 @@ fn without_lost_items(history: &OccHistory) -> (Cow<'_, OccHistory>, BTreeSet<St
     let lost: BTreeSet<String> = history
         .events
         .iter()
-        .filter_map(|e| e.what.strip_prefix(LOST_ITEM))
+        .filter_map(|e| e.what.note()?.strip_prefix(LOST_ITEM))
         .filter_map(|rest| rest.split(" on ").next())
         .map(str::to_string)
         .collect();
@@ -536,16 +536,16 @@ impl Checker<OccHistory> for ProbeLiveness {
             history.ops.iter().filter(|o| is_probe(o.client)).collect();
         let violation =
             |message: String, ops: Vec<u64>| Violation::new(LIVENESS.id, message).with_ops(ops);
-        let at = |what: &str| {
+        let at = |what: Happening| {
             history
                 .events
                 .iter()
                 .find(|e| e.what == what)
                 .map(|e| e.at_ns)
         };
-        let run_end = at("end").unwrap_or(u64::MAX);
+        let run_end = at(Happening::End).unwrap_or(u64::MAX);
         let Some((start, end)) = self.probe.window(history) else {
-            let quiet = run_end.saturating_sub(at("heal").unwrap_or(0));
+            let quiet = run_end.saturating_sub(at(Happening::Heal).unwrap_or(0));
             if quiet < self.probe.bound_ms * 1_000_000 {
                 return Checked::new(Verdict::Undecided {
                     reason: format!(
@@ -559,7 +559,7 @@ impl Checker<OccHistory> for ProbeLiveness {
                 violations: vec![
                     violation("the probe never ran after the heal".into(), vec![]).during(
                         "",
-                        at("heal").unwrap_or(0),
+                        at(Happening::Heal).unwrap_or(0),
                         run_end.min(u64::MAX / 2),
                         "no probe after the heal",
                     ),
@@ -627,7 +627,7 @@ impl Checker<OccHistory> for ProbeLiveness {
             let restarted = history
                 .events
                 .iter()
-                .filter(|e| e.what == format!("restart {name}"))
+                .filter(|e| matches!(&e.what, Happening::Restart(n) if *n == name))
                 .map(|e| e.at_ns)
                 .next_back()
                 .map_or(String::new(), |t| {
@@ -1048,7 +1048,7 @@ mod lost_tests {
         let events = lost_item_events(&world);
         assert_eq!(events.len(), 1);
         assert!(
-            events[0].what.ends_with("k1 on server-0"),
+            events[0].what.to_string().ends_with("k1 on server-0"),
             "{}",
             events[0].what
         );

@@ -8,6 +8,7 @@ use super::check::OccHistory;
 use super::history::{Call, OccEvent, Outcome};
 use overcast_harness::goals::{count_events, count_ops, retried_after, Goal};
 use overcast_sim::history::OpRecord;
+use overcast_sim::world::Happening;
 
 /// A write acknowledged at most this long before a server crash counts.
 pub const ACK_BEFORE_CRASH_NS: u64 = 100_000_000;
@@ -33,7 +34,7 @@ fn acked_before_crash(h: &OccHistory) -> u64 {
     let crashes: Vec<u64> = h
         .events
         .iter()
-        .filter(|e| e.what.starts_with("crash server"))
+        .filter(|e| matches!(&e.what, Happening::Crash { node, .. } if node.starts_with("server")))
         .map(|e| e.at_ns)
         .collect();
     count_ops(h, |o| {

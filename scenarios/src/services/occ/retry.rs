@@ -665,7 +665,7 @@ mod tests {
         use overcast_sim::world::WorldEvent;
         let e = |at_ms: u64, what: &str| WorldEvent {
             at_ns: at_ms * MS,
-            what: what.into(),
+            what: overcast_sim::world::Happening::read(what),
         };
         let events = [
             e(100, "pause client-1 for 500 ms"),

@@ -11,6 +11,7 @@
 use super::history::{FinalItem, RegionEvent, RegionOp, RegionsHistory};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::timeline::secs;
+use overcast_sim::world::Happening;
 use std::collections::BTreeMap;
 
 /// The convergence checker.
@@ -116,7 +117,7 @@ impl Checker<RegionsHistory> for Convergence {
                         let end = history
                             .events
                             .iter()
-                            .find(|e| e.what == "end")
+                            .find(|e| e.what == Happening::End)
                             .map_or(0, |e| e.at_ns);
                         violations.push(
                             v.at(f.node, end, format!("applied LSN {}", f.applied_lsn))

@@ -7,6 +7,7 @@
 
 use super::history::{route, RegionEvent, RegionOp, RegionOutcome, RegionsHistory};
 use overcast_harness::goals::{count_events, count_ops, instants_in_flight, Goal};
+use overcast_sim::world::Happening;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A node's name without its incarnation (`replica-1#2` → `replica-1`).
@@ -81,13 +82,9 @@ fn primary_crashes(h: &RegionsHistory) -> u64 {
             let _ = at;
             current.insert(*partition, node);
         }
-        if let Some(node) = w
-            .what
-            .strip_prefix("crash ")
-            .and_then(|r| r.split(' ').next())
-        {
+        if let Happening::Crash { node, .. } = &w.what {
             let now: BTreeSet<&str> = current.values().copied().collect();
-            n += u64::from(now.contains(node));
+            n += u64::from(now.contains(node.as_str()));
         }
     }
     n
@@ -138,7 +135,7 @@ pub fn goals() -> Vec<Goal<RegionsHistory>> {
         Goal::new(
             "primary-isolated",
             "The primary of a partition was cut off from its replicas (with its clock running at another rate).",
-            |h: &RegionsHistory| h.events.iter().filter(|e| e.what.starts_with("isolate primary")).count() as u64,
+            |h: &RegionsHistory| h.events.iter().filter(|e| matches!(&e.what, Happening::Isolate { target, .. } if target.starts_with("primary"))).count() as u64,
         ),
         Goal::new(
             "replica-replayed-log",
