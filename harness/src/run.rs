@@ -326,12 +326,22 @@ pub fn resolve_plan(s: &Scenario, topology: &Topology) -> FaultPlan {
     } else {
         s.faults.clone()
     };
-    mix.plan(
+    let mut plan = mix.plan(
         &mut stream(s.seed, "fault-plan"),
         &topology.crashable_names(),
         &topology.steady_names(),
         s.fault_window_ms,
-    )
+    );
+    if let (Some(budget), false) = (&s.budget, s.beyond_budget) {
+        let disks: Vec<String> = topology
+            .roles
+            .iter()
+            .filter(|r| r.disk)
+            .flat_map(|r| (0..r.count).map(|i| Topology::node_name(&r.name, i)))
+            .collect();
+        budget.confine(&mut plan, &disks, &mut stream(s.seed, "budget"));
+    }
+    plan
 }
 
 /// The world configuration of a scenario whose plan is resolved.
