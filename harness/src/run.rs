@@ -88,7 +88,7 @@ impl RunResult {
                 .find(|v| v.property != LIVENESS.id)
                 .map(|v| v.property),
             Outcome::Liveness => Some(LIVENESS.id),
-            Outcome::Undecided => self
+            Outcome::Undecided | Outcome::FailedLoudly => self
                 .checks
                 .iter()
                 .find(|c| matches!(c.checked.verdict(), Verdict::Undecided { .. }))
@@ -419,7 +419,18 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
     };
     let mut checks = executed.checks;
     checks.push(liveness(&executed.world));
-    let outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+    let mut outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+    // Past the budget, a check that could not judge is the expected end:
+    // nothing wrong was served, the damage was refused.
+    if outcome == Outcome::Undecided
+        && resolved.beyond_budget
+        && resolved
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.exceeded_by(&executed.world.disk_faults))
+    {
+        outcome = Outcome::FailedLoudly;
+    }
     let trace_hash = executed.history.trace_hash();
     let mut r = RunResult {
         scenario: resolved,

@@ -160,6 +160,24 @@ pub struct FaultBudget {
 }
 
 impl FaultBudget {
+    /// Whether a run whose disks took `disk_faults` (by node, then kind, as
+    /// the world counts them) went past the budget: more disks took a
+    /// corrupting fault than it allows.
+    pub fn exceeded_by(&self, disk_faults: &BTreeMap<String, BTreeMap<String, u64>>) -> bool {
+        let Some(bound) = self.corrupt_disks else {
+            return false;
+        };
+        let corrupt = disk_faults
+            .values()
+            .filter(|kinds| {
+                StorageFaults::CORRUPTING
+                    .iter()
+                    .any(|k| kinds.get(*k).is_some_and(|n| *n > 0))
+            })
+            .count();
+        corrupt > bound
+    }
+
     /// A budget that bounds nothing the plan draws, promising `promise`.
     pub fn unbounded(promise: &str) -> FaultBudget {
         FaultBudget {
@@ -211,6 +229,9 @@ impl StorageFaults {
     pub fn is_off(&self) -> bool {
         *self == StorageFaults::default()
     }
+
+    /// The kinds, as the disk counts them, that corrupt or lose a written record.
+    pub const CORRUPTING: [&'static str; 3] = ["flip_on_write", "misdirected_write", "lost_write"];
 
     /// These rates without the faults that corrupt or lose a written record
     /// (bit flips on write, misdirected and lost writes): what a disk
