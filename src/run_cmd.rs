@@ -626,7 +626,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             opts.jobs,
             if args.swarm { "on" } else { "off" },
             args.faults,
-            if args.throttle { ", throttle" } else { "" },
+            match (args.throttle, args.beyond_budget) {
+                (true, true) => ", throttle, beyond budget",
+                (true, false) => ", throttle",
+                (false, true) => ", beyond budget",
+                (false, false) => "",
+            },
             if args.check_determinism { "on" } else { "off" },
             if args.bugs.is_empty() {
                 "none".to_string()
