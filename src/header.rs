@@ -91,6 +91,12 @@ fn disk(plan: &FaultPlan) -> String {
     if plan.lose_unsynced_on_crash {
         parts.push("a crash loses unsynced writes".into());
     }
+    if let Some(nodes) = &plan.corrupt_disks {
+        parts.push(format!(
+            "writes are corrupted or lost on {} only (the budget)",
+            and_list(nodes)
+        ));
+    }
     if parts.is_empty() {
         "disk: no faults".into()
     } else {
@@ -205,6 +211,11 @@ pub fn header(def: &dyn DynScenario, s: &Scenario) -> String {
         bugs,
         def.header(&s.params),
     );
+    match (&s.budget, s.beyond_budget) {
+        (Some(b), false) => out += &format!("\nbudget  {}", b.promise),
+        (Some(b), true) => out += &format!("\nbudget  beyond it (drawn past: {})", b.promise),
+        (None, _) => {}
+    }
     for (i, line) in fault_lines(&plan).iter().enumerate() {
         out += if i == 0 { "\nfaults  " } else { "\n        " };
         out += line;

@@ -35,6 +35,12 @@ pub struct RunArgs {
     /// Swarm mode: draw the fault kinds and rates from the seed.
     #[arg(long)]
     pub swarm: bool,
+    /// Draw the fault plan past what the scenario's deployment promises to
+    /// tolerate (its budget, in the run header): a run there whose checks
+    /// cannot judge everything but find nothing wrong ends "failed loudly"
+    /// (exit 0), not undecided.
+    #[arg(long)]
+    pub beyond_budget: bool,
     /// Fault profile: `default` (the scenario's mix), `calm` (latency only) or
     /// `storage` (more disk faults, and a lying disk).
     #[arg(long, default_value = "default")]
@@ -76,6 +82,12 @@ pub struct SweepArgs {
     /// Swarm mode: each seed draws its own mix of fault kinds and rates.
     #[arg(long)]
     pub swarm: bool,
+    /// Draw the fault plan past what the scenario's deployment promises to
+    /// tolerate (its budget, in the run header): a run there whose checks
+    /// cannot judge everything but find nothing wrong ends "failed loudly"
+    /// (exit 0), not undecided.
+    #[arg(long)]
+    pub beyond_budget: bool,
     /// Fault profile: `default`, `calm` or `storage` (see `run --help`).
     #[arg(long, default_value = "default")]
     pub faults: String,
@@ -239,11 +251,13 @@ fn scenario_for(
     swarm: bool,
     faults: &str,
     throttle: bool,
+    beyond_budget: bool,
 ) -> Result<(&'static dyn DynScenario, Scenario), String> {
     let def = CATALOGUE.find(name)?;
     let mut s = overcast_harness::scenario::with_profile(def, Scenario::new(def, seed), faults)?;
     s.bugs = bugs.to_vec();
     s.swarm = swarm;
+    s.beyond_budget = beyond_budget;
     if throttle {
         overcast_scenarios::services::occ::throttled(&mut s)?;
     }
@@ -306,7 +320,7 @@ fn print_run(r: &RunResult, history: Option<&Path>) -> u8 {
             eprintln!("overcast: could not write {}: {e}", path.display());
         }
     }
-    if !r.passed() {
+    if !r.outcome.passes() {
         report_failure(r);
     }
     r.outcome.exit_code()
@@ -331,6 +345,7 @@ pub fn run(args: &RunArgs) -> u8 {
         args.swarm,
         &args.faults,
         args.throttle,
+        args.beyond_budget,
     ) {
         Ok(x) => x,
         Err(e) => return bad_input(e),
@@ -370,13 +385,16 @@ fn load_saved(file: &Path) -> Result<(&'static dyn DynScenario, Loaded), u8> {
 fn outcome_words(o: &SavedOutcome) -> String {
     let what = match o.outcome {
         Outcome::Passed => "a pass",
+        Outcome::FailedLoudly => "a loud failure (beyond the budget)",
         Outcome::Violation => "a violation",
         Outcome::Liveness => "a liveness failure",
         Outcome::Undecided => "an undecided check",
         Outcome::HarnessError => "a harness error",
     };
     match &o.property {
-        Some(p) if o.outcome == Outcome::Undecided => format!("{what} ({p})"),
+        Some(p) if matches!(o.outcome, Outcome::Undecided | Outcome::FailedLoudly) => {
+            format!("{what} ({p})")
+        }
         Some(p) if o.outcome != Outcome::Passed => format!("{what} of {p}"),
         _ => what.to_string(),
     }
@@ -529,7 +547,15 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     };
     let mut defs = Vec::new();
     for name in &names {
-        match scenario_for(name, 0, &args.bugs, args.swarm, &args.faults, args.throttle) {
+        match scenario_for(
+            name,
+            0,
+            &args.bugs,
+            args.swarm,
+            &args.faults,
+            args.throttle,
+            args.beyond_budget,
+        ) {
             Ok((def, _)) => defs.push(watched(def)),
             Err(e) => return bad_input(e),
         }
@@ -573,6 +599,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 args.swarm,
                 &args.faults,
                 args.throttle,
+                args.beyond_budget,
             )
             .expect("validated above")
             .1
@@ -599,7 +626,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             opts.jobs,
             if args.swarm { "on" } else { "off" },
             args.faults,
-            if args.throttle { ", throttle" } else { "" },
+            match (args.throttle, args.beyond_budget) {
+                (true, true) => ", throttle, beyond budget",
+                (true, false) => ", throttle",
+                (false, true) => ", beyond budget",
+                (false, false) => "",
+            },
             if args.check_determinism { "on" } else { "off" },
             if args.bugs.is_empty() {
                 "none".to_string()
@@ -652,7 +684,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             *counts.entry(r.outcome).or_default() += 1;
             worst = worst.min(r.outcome);
             let mut saved = None;
-            if r.outcome != Outcome::Passed {
+            if !r.outcome.passes() {
                 println!(
                     "{} seed {}: {}",
                     r.outcome.word(),
@@ -796,6 +828,7 @@ fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) 
                 args.swarm,
                 &args.faults,
                 args.throttle,
+                args.beyond_budget,
             )
             .expect("validated above")
             .1
@@ -843,6 +876,7 @@ fn save_shrunk(s: &overcast_harness::shrink::Shrunk, dir: &Path) -> Option<PathB
 fn tally(counts: &std::collections::BTreeMap<Outcome, usize>) -> String {
     [
         (Outcome::Passed, "passed"),
+        (Outcome::FailedLoudly, "failed loudly"),
         (Outcome::Violation, "violations"),
         (Outcome::Liveness, "liveness failures"),
         (Outcome::Undecided, "undecided"),
@@ -887,7 +921,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
     if twice > 0 {
         println!("note    {twice} seeds appear in more than one shard (overlapping shards?)");
     }
-    for l in lines.iter().filter(|l| l.outcome != Outcome::Passed) {
+    for l in lines.iter().filter(|l| !l.outcome.passes()) {
         println!(
             "{} {} seed {}{}: {}{}",
             l.outcome.word(),

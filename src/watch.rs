@@ -268,6 +268,9 @@ impl DynScenario for Watched {
     fn topology(&self, params: &serde_json::Value) -> Result<Topology, String> {
         self.inner.topology(params)
     }
+    fn budget(&self) -> overcast_sim::faults::FaultBudget {
+        self.inner.budget()
+    }
     fn bugs(&self) -> Vec<&'static BugInfo> {
         self.inner.bugs()
     }

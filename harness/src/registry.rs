@@ -11,7 +11,7 @@
 use crate::bug::BugInfo;
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Checker, Property, PropertyId, LIVENESS};
-use overcast_sim::faults::FaultMix;
+use overcast_sim::faults::{FaultBudget, FaultMix};
 use overcast_sim::history::History;
 use overcast_sim::timeline::{clock_secs, node_lane, secs, Mark, MarkKind, Timeline, Tone};
 use overcast_sim::world::{NodeEnv, Topology, WorldOutcome};
@@ -453,6 +453,12 @@ pub trait ScenarioDef: Send + Sync + 'static {
             .map_or(0, |r| r.count);
         ("client", nodes)
     }
+    /// What its deployment promises to tolerate; drawn plans stay within
+    /// it unless the run is beyond budget. Default: every fault its mix
+    /// draws, unbounded.
+    fn budget(&self) -> FaultBudget {
+        FaultBudget::unbounded("every fault its mix draws")
+    }
     /// The seeded bugs that belong to it. Default: none.
     fn bugs(&self) -> Vec<&'static BugInfo> {
         Vec::new()
@@ -583,6 +589,8 @@ pub trait DynScenario: Send + Sync {
     fn header(&self, params: &serde_json::Value) -> String;
     /// The nodes for these parameters.
     fn topology(&self, params: &serde_json::Value) -> Result<Topology, String>;
+    /// [`ScenarioDef::budget`].
+    fn budget(&self) -> FaultBudget;
     /// [`ScenarioDef::bugs`].
     fn bugs(&self) -> Vec<&'static BugInfo>;
     /// [`ScenarioDef::hunt_profile`].
@@ -680,6 +688,9 @@ impl<D: ScenarioDef> DynScenario for D {
             self,
             &parse(ScenarioDef::name(self), params)?,
         ))
+    }
+    fn budget(&self) -> FaultBudget {
+        ScenarioDef::budget(self)
     }
     fn bugs(&self) -> Vec<&'static BugInfo> {
         ScenarioDef::bugs(self)

@@ -121,7 +121,7 @@ pub fn check_lines(checks: &[CheckRecord]) -> Vec<CheckLine> {
 /// above the lanes. Every violation's operations are outlined and its
 /// moments marked on their lanes.
 pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<String> {
-    if input.outcome == Outcome::Passed {
+    if input.outcome.passes() {
         return None;
     }
     let s = input.scenario;

@@ -88,7 +88,7 @@ impl RunResult {
                 .find(|v| v.property != LIVENESS.id)
                 .map(|v| v.property),
             Outcome::Liveness => Some(LIVENESS.id),
-            Outcome::Undecided => self
+            Outcome::Undecided | Outcome::FailedLoudly => self
                 .checks
                 .iter()
                 .find(|c| matches!(c.checked.verdict(), Verdict::Undecided { .. }))
@@ -326,12 +326,22 @@ pub fn resolve_plan(s: &Scenario, topology: &Topology) -> FaultPlan {
     } else {
         s.faults.clone()
     };
-    mix.plan(
+    let mut plan = mix.plan(
         &mut stream(s.seed, "fault-plan"),
         &topology.crashable_names(),
         &topology.steady_names(),
         s.fault_window_ms,
-    )
+    );
+    if let (Some(budget), false) = (&s.budget, s.beyond_budget) {
+        let disks: Vec<String> = topology
+            .roles
+            .iter()
+            .filter(|r| r.disk)
+            .flat_map(|r| (0..r.count).map(|i| Topology::node_name(&r.name, i)))
+            .collect();
+        budget.confine(&mut plan, &disks, &mut stream(s.seed, "budget"));
+    }
+    plan
 }
 
 /// The world configuration of a scenario whose plan is resolved.
@@ -409,7 +419,18 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
     };
     let mut checks = executed.checks;
     checks.push(liveness(&executed.world));
-    let outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+    let mut outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+    // Past the budget, a check that could not judge is the expected end:
+    // nothing wrong was served, the damage was refused.
+    if outcome == Outcome::Undecided
+        && resolved.beyond_budget
+        && resolved
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.exceeded_by(&executed.world.disk_faults))
+    {
+        outcome = Outcome::FailedLoudly;
+    }
     let trace_hash = executed.history.trace_hash();
     let mut r = RunResult {
         scenario: resolved,

@@ -169,6 +169,9 @@ pub fn run_command(def: &dyn DynScenario, s: &Scenario) -> String {
     for b in &s.bugs {
         cmd += &format!(" --bug {b}");
     }
+    if s.beyond_budget {
+        cmd += " --beyond-budget";
+    }
     if s.swarm {
         cmd += " --swarm";
     } else if let Some(profile) = crate::scenario::profile_of(def, s) {

@@ -8,7 +8,7 @@
 
 use crate::ops::{Pace, SkipSet};
 use crate::registry::{self, DynScenario};
-use overcast_sim::faults::{FaultMix, FaultPlan};
+use overcast_sim::faults::{FaultBudget, FaultMix, FaultPlan};
 use serde::{Deserialize, Serialize};
 
 /// The scenario file format version.
@@ -34,6 +34,15 @@ pub struct Scenario {
     pub faults: FaultMix,
     /// Fault events are drawn over the first this-many simulated ms.
     pub fault_window_ms: u64,
+    /// What the deployment promises to tolerate: a drawn plan stays within
+    /// it unless `beyond_budget`. Absent in files written before budgets
+    /// (whose plans they carry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<FaultBudget>,
+    /// Draw the plan past the budget (`--beyond-budget`): a run there passes
+    /// as failed loudly when its servers detected the damage and refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beyond_budget: bool,
     /// An explicit fault plan; when present it is used as is (saved failures
     /// carry the plan that was drawn, so a replay does not depend on the generator).
     #[serde(default)]
@@ -84,6 +93,8 @@ impl Scenario {
             swarm: false,
             faults: d.faults,
             fault_window_ms: d.fault_window_ms,
+            budget: Some(def.budget()),
+            beyond_budget: false,
             plan: None,
             skip: SkipSet::new(),
             pace: Pace::new(),

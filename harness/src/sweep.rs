@@ -173,7 +173,7 @@ pub fn sweep_with(
                 }
             }
             let seed_report = report(def, seed, &r);
-            if r.outcome != Outcome::Passed && kept.admits(seed) {
+            if !r.outcome.passes() && kept.admits(seed) {
                 let shrunk = checks
                     .shrink
                     .filter(|_| r.outcome != Outcome::HarnessError)
@@ -183,7 +183,7 @@ pub fn sweep_with(
             }
             seed_report
         },
-        |r| r.outcome != Outcome::Passed,
+        |r| !r.outcome.passes(),
     );
     let mut reports: Vec<SeedReport> = results
         .into_iter()

@@ -125,6 +125,81 @@ pub struct FaultPlan {
     /// Duplicated and reordered datagrams, as rates per datagram sent.
     #[serde(default)]
     pub network: NetworkFaults,
+    /// The nodes whose disks may take the faults that corrupt or lose a
+    /// written record ([`StorageFaults::corrupting_off`]); absent: every
+    /// node's. Set by a [`FaultBudget`] that bounds corrupt copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrupt_disks: Option<Vec<String>>,
+}
+
+impl FaultPlan {
+    /// The disk faults node `node`'s disk takes: the plan's, without the
+    /// corrupting ones when [`FaultPlan::corrupt_disks`] leaves it out.
+    pub fn storage_of(&self, node: &str) -> StorageFaults {
+        match &self.corrupt_disks {
+            Some(nodes) if !nodes.iter().any(|n| n == node) => self.storage.corrupting_off(),
+            _ => self.storage.clone(),
+        }
+    }
+}
+
+/// What a deployment promises to tolerate, and the limit a drawn plan
+/// obeys so that every run within it can be judged. Runs past it (the
+/// `--beyond-budget` profile) are another experiment: there the service
+/// must fail loudly, not answer wrongly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultBudget {
+    /// The promise in words, for the run header and the scenario's page.
+    pub promise: String,
+    /// At most this many of the nodes with disks take the faults that
+    /// corrupt or lose a written record (bit flips on write, misdirected
+    /// and lost writes) in one run; absent: no bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrupt_disks: Option<usize>,
+}
+
+impl FaultBudget {
+    /// Whether a run whose disks took `disk_faults` (by node, then kind, as
+    /// the world counts them) went past the budget: more disks took a
+    /// corrupting fault than it allows.
+    pub fn exceeded_by(&self, disk_faults: &BTreeMap<String, BTreeMap<String, u64>>) -> bool {
+        let Some(bound) = self.corrupt_disks else {
+            return false;
+        };
+        let corrupt = disk_faults
+            .values()
+            .filter(|kinds| {
+                StorageFaults::CORRUPTING
+                    .iter()
+                    .any(|k| kinds.get(*k).is_some_and(|n| *n > 0))
+            })
+            .count();
+        corrupt > bound
+    }
+
+    /// A budget that bounds nothing the plan draws, promising `promise`.
+    pub fn unbounded(promise: &str) -> FaultBudget {
+        FaultBudget {
+            promise: promise.to_string(),
+            corrupt_disks: None,
+        }
+    }
+
+    /// Keeps `plan` within the budget: with a bound on corrupt disks and
+    /// corrupting faults on, draws (from `rng`, a stream of its own so
+    /// that no other draw moves) which of `disk_nodes` may take them.
+    pub fn confine(&self, plan: &mut FaultPlan, disk_nodes: &[String], rng: &mut impl Rng) {
+        let Some(bound) = self.corrupt_disks else {
+            return;
+        };
+        if plan.storage.corrupting_off() == plan.storage || disk_nodes.len() <= bound {
+            return;
+        }
+        let mut chosen: Vec<String> = disk_nodes.choose_multiple(rng, bound).cloned().collect();
+        chosen.sort();
+        plan.corrupt_disks = Some(chosen);
+    }
 }
 
 /// Disk faults: each a probability per operation of a node's disk (0 = off).
@@ -153,6 +228,22 @@ impl StorageFaults {
     /// True when no kind is on.
     pub fn is_off(&self) -> bool {
         *self == StorageFaults::default()
+    }
+
+    /// The kinds, as the disk counts them, that corrupt or lose a written record.
+    pub const CORRUPTING: [&'static str; 3] = ["flip_on_write", "misdirected_write", "lost_write"];
+
+    /// These rates without the faults that corrupt or lose a written record
+    /// (bit flips on write, misdirected and lost writes): what a disk
+    /// outside a budget's corrupt copies takes. Flips on read and failed
+    /// syncs stay: neither damages an acknowledged record on the disk.
+    pub fn corrupting_off(&self) -> StorageFaults {
+        StorageFaults {
+            flip_on_write: 0.0,
+            misdirected_write: 0.0,
+            lost_write: 0.0,
+            ..self.clone()
+        }
     }
 
     /// Each rate scaled by `k`.
@@ -232,6 +323,7 @@ impl FaultPlan {
             events: Vec::new(),
             storage: StorageFaults::default(),
             network: NetworkFaults::default(),
+            corrupt_disks: None,
         }
     }
 }
@@ -536,6 +628,7 @@ impl FaultMix {
             events,
             storage: self.storage.clone(),
             network: self.network.clone(),
+            corrupt_disks: None,
         }
     }
 }
@@ -678,6 +771,42 @@ mod tests {
             assert!(c[1] >= c[0] + std::time::Duration::from_millis(10));
             assert!(c[1].as_millis() as u64 <= net.max_send_delay_ms());
         }
+    }
+
+    #[test]
+    fn a_budget_confines_corrupting_disk_faults_to_its_bound_of_disks() {
+        let servers = names("server", 2);
+        let mut plan = FaultMix::storage(&FaultMix::default()).plan(
+            &mut crate::rng::stream(4, "f"),
+            &servers,
+            &names("c", 2),
+            5_000,
+        );
+        let budget = FaultBudget {
+            promise: "one corrupt copy".into(),
+            corrupt_disks: Some(1),
+        };
+        budget.confine(&mut plan, &servers, &mut crate::rng::stream(4, "budget"));
+        let kept = plan.corrupt_disks.clone().expect("bounded");
+        assert_eq!(kept.len(), 1);
+        let spared = servers.iter().find(|s| !kept.contains(s)).unwrap();
+        assert_eq!(plan.storage_of(spared), plan.storage.corrupting_off());
+        assert_eq!(plan.storage_of(&kept[0]), plan.storage);
+        assert!(plan.storage_of(spared).fsync_error > 0.0);
+        // Unbounded, or nothing corrupting drawn: the plan is left as it was.
+        let mut calm =
+            FaultMix::default().plan(&mut crate::rng::stream(4, "f"), &servers, &[], 5_000);
+        calm.storage = calm.storage.corrupting_off();
+        let before = calm.clone();
+        budget.confine(&mut calm, &servers, &mut crate::rng::stream(4, "budget"));
+        FaultBudget::unbounded("x").confine(
+            &mut plan.clone(),
+            &servers,
+            &mut crate::rng::stream(4, "b"),
+        );
+        assert_eq!(calm, before);
+        let text = serde_json::to_string(&before).unwrap();
+        assert!(!text.contains("corrupt_disks"));
     }
 
     #[test]

@@ -363,7 +363,7 @@ where
             let name = Topology::node_name(&role.name, i);
             let disk = role.disk.then(|| {
                 SimDisk::with_faults(
-                    cfg.plan.storage.clone(),
+                    cfg.plan.storage_of(&name),
                     rng::stream(cfg.seed, &format!("disk-{name}")),
                 )
             });

@@ -154,3 +154,37 @@ fn swarm_mode_finds_the_crash_dependent_bugs_within_as_many_seeds_as_the_default
         );
     }
 }
+
+/// The seed-86 class: swarm mode drew storage corruption for both of occ's
+/// servers, both found their logs corrupt and refused, and the probe and
+/// the increments had nothing left to judge. Within occ's fault budget
+/// (corruption on one server's disk) the run passes; past it
+/// (`--beyond-budget`) the same plan as before ends failed loudly, a pass
+/// of that experiment, and a checker's undecided verdict within the budget
+/// stays undecided.
+#[test]
+fn a_run_past_the_fault_budget_fails_loudly_and_within_it_is_judged() {
+    use overcast_sim::check::Outcome;
+    let occ = CATALOGUE.find("occ").unwrap();
+    let mut s = Scenario::new(occ, 86);
+    s.swarm = true;
+    let within = run_with(occ, &s);
+    assert_eq!(within.outcome, Outcome::Passed, "{}", within.summary());
+    let corrupt = within.scenario.plan.as_ref().unwrap().corrupt_disks.clone();
+    assert_eq!(corrupt.map(|d| d.len()), Some(1));
+    s.beyond_budget = true;
+    let beyond = run_with(occ, &s);
+    assert_eq!(
+        beyond.outcome,
+        Outcome::FailedLoudly,
+        "{}",
+        beyond.summary()
+    );
+    assert!(beyond.outcome.passes() && beyond.outcome.exit_code() == 0);
+    assert!(beyond.violations().is_empty());
+    // The same run without a budget to exceed is undecided, as before.
+    s.budget = None;
+    let unbudgeted = run_with(occ, &s);
+    assert_eq!(unbudgeted.outcome, Outcome::Undecided);
+    assert_eq!(unbudgeted.trace_hash, beyond.trace_hash);
+}

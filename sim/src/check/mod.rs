@@ -378,6 +378,11 @@ pub enum Outcome {
     Liveness,
     /// A checker could not decide (never a pass).
     Undecided,
+    /// A run drawn past its deployment's fault budget (`--beyond-budget`)
+    /// whose checks could not judge everything but found nothing wrong: the
+    /// damage was detected and refused, no wrong answer served. A pass of
+    /// that experiment, told apart from a plain one.
+    FailedLoudly,
     /// Every check held.
     Passed,
 }
@@ -390,10 +395,11 @@ pub const LIVENESS: Property = Property::new(
 
 impl Outcome {
     /// The exit code of a command whose worst run ended so: 0 passed,
-    /// 1 violation, 3 liveness, 4 undecided, 5 harness error (2 is bad input).
+    /// 1 violation, 3 liveness, 4 undecided, 5 harness error (2 is bad input);
+    /// failed loudly is 0, as a pass.
     pub fn exit_code(self) -> u8 {
         match self {
-            Outcome::Passed => 0,
+            Outcome::Passed | Outcome::FailedLoudly => 0,
             Outcome::Violation => 1,
             Outcome::Liveness => 3,
             Outcome::Undecided => 4,
@@ -401,10 +407,18 @@ impl Outcome {
         }
     }
 
-    /// A word for the verdict line: `PASS`, `VIOLATION`, `LIVENESS`, `UNDECIDED`, `HARNESS ERROR`.
+    /// Whether the run passed: every check held, or (beyond the budget) it
+    /// failed loudly.
+    pub fn passes(self) -> bool {
+        matches!(self, Outcome::Passed | Outcome::FailedLoudly)
+    }
+
+    /// A word for the verdict line: `PASS`, `FAILED LOUDLY`, `VIOLATION`,
+    /// `LIVENESS`, `UNDECIDED`, `HARNESS ERROR`.
     pub fn word(self) -> &'static str {
         match self {
             Outcome::Passed => "PASS",
+            Outcome::FailedLoudly => "FAILED LOUDLY",
             Outcome::Violation => "VIOLATION",
             Outcome::Liveness => "LIVENESS",
             Outcome::Undecided => "UNDECIDED",

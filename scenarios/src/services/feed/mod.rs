@@ -195,6 +195,12 @@ impl ScenarioDef for Feed {
         crate::bugs::of(ScenarioDef::name(self))
     }
 
+    fn budget(&self) -> overcast_sim::faults::FaultBudget {
+        overcast_sim::faults::FaultBudget::unbounded(
+            "host clock offsets within the processor's premise (a quarter of expiration minus renew interval), drift within 200 ppm, no steps; no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
+        )
+    }
+
     fn name(&self) -> &'static str {
         "feed"
     }

@@ -202,6 +202,12 @@ impl ScenarioDef for Leases {
         crate::bugs::of(ScenarioDef::name(self))
     }
 
+    fn budget(&self) -> overcast_sim::faults::FaultBudget {
+        overcast_sim::faults::FaultBudget::unbounded(
+            "host clocks within the holders' stated bound (drift and total step size; unless skew_beyond_bound); no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
+        )
+    }
+
     fn name(&self) -> &'static str {
         "leases"
     }

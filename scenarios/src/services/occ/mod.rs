@@ -293,6 +293,15 @@ impl ScenarioDef for Occ {
     fn variant(&self, p: &Self::Params) -> Option<&'static str> {
         p.throttle.then_some("throttle")
     }
+    fn budget(&self) -> overcast_sim::faults::FaultBudget {
+        // Each server keeps one copy of its partitions' log and refuses them
+        // once it finds it corrupt: with every server's log corrupt nothing
+        // is left to judge the probe and the increments on.
+        overcast_sim::faults::FaultBudget {
+            promise: "storage corruption (bit flips on write, misdirected and lost writes) on the disk of at most one server in a run, so some server always serves; every other fault of the mix".into(),
+            corrupt_disks: Some(1),
+        }
+    }
 
     fn name(&self) -> &'static str {
         "occ"

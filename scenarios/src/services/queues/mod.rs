@@ -158,6 +158,12 @@ impl ScenarioDef for Queues {
         crate::bugs::of(ScenarioDef::name(self))
     }
 
+    fn budget(&self) -> overcast_sim::faults::FaultBudget {
+        overcast_sim::faults::FaultBudget::unbounded(
+            "connector clocks exact and no clock steps (versions are the connectors' clocks, and the connector SDK does not yet handle the service refusing a stale one); no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
+        )
+    }
+
     fn name(&self) -> &'static str {
         "queues"
     }

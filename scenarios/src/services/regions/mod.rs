@@ -495,6 +495,12 @@ impl ScenarioDef for Regions {
         crate::bugs::of(ScenarioDef::name(self))
     }
 
+    fn budget(&self) -> overcast_sim::faults::FaultBudget {
+        overcast_sim::faults::FaultBudget::unbounded(
+            "honest disks (replicas do not yet repair a corrupt log from their peers; torn tails on crashes remain); replica clocks drifting within the stated bound, never stepping; every network, crash and pause fault of the mix and the scenario's own aimed faults",
+        )
+    }
+
     fn name(&self) -> &'static str {
         match self.service {
             Service::Cosmos => "regions",
