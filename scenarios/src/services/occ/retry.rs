@@ -8,8 +8,8 @@ use crate::kit::retry::*;
 use overcast_model::retry::{self, RetryOptions};
 use overcast_model::wire::OperationId;
 use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
-use overcast_sim::timeline::secs;
 use overcast_sim::history::AttemptResult;
+use overcast_sim::timeline::secs;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -132,7 +132,9 @@ fn seen_account(case: &ServerCase<'_>) -> Evidence {
             case.return_ns.map_or(String::new(), secs),
             String::new(),
             case.surfaced
-                .map_or("no status (an unknown outcome)".to_string(), |s| format!("told {s}")),
+                .map_or("no status (an unknown outcome)".to_string(), |s| {
+                    format!("told {s}")
+                }),
         ],
         marked: true,
     });
