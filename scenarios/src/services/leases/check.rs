@@ -733,7 +733,6 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
 
     judge_ops(
         h,
-        &log,
         &mut a,
         &writes,
         &deletes,
@@ -825,7 +824,6 @@ fn judge_resends(h: &LeaseHistory, a: &mut Analysis) -> usize {
 /// L2, L3, L5 (acquire idempotency), L6, L8 (client side) from the calls.
 fn judge_ops(
     h: &LeaseHistory,
-    log: &[Entry],
     a: &mut Analysis,
     writes: &BTreeMap<(String, u64), Snapshot>,
     deletes: &BTreeMap<String, Vec<Snapshot>>,
@@ -833,6 +831,8 @@ fn judge_ops(
     generated: &[(String, String, u64)],
     server_clock: Option<ClockBound>,
 ) {
+    // The server's log, for the accounts of the calls judged here.
+    let log = &server_log(h)[..];
     let reported: BTreeSet<&str> = h
         .ops
         .iter()
