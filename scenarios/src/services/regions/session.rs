@@ -405,7 +405,7 @@ mod tests {
             "version e1",
             "version e2",
             "its write op 1",
-            "\"p0:1\"",
+            "session token p0:1",
             "west/server-1",
         ] {
             assert!(v[0].message.contains(words), "{words}: {}", v[0].message);
