@@ -268,7 +268,8 @@ pub fn run(args: &BenchArgs) -> u8 {
             let mut s = template.clone();
             s.seed = seed;
             let r = run_with(def, &s);
-            (r.history.ops() + r.history.retries(), r.history.ops())
+            let n = r.op_count();
+            (n.client + n.retries, n.client)
         },
         |_| false,
     );

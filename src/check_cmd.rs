@@ -180,7 +180,7 @@ fn print_scenario(args: &CheckArgs, name: &str, r: &RunResult) {
             "scenario": r.scenario.name,
             "seed": r.scenario.seed,
             "verdict": outcome_word(r.outcome),
-            "ops": r.history.ops(),
+            "ops": r.op_count().client,
             "ms": ms,
             "checks": checks,
         });
@@ -196,7 +196,7 @@ fn print_scenario(args: &CheckArgs, name: &str, r: &RunResult) {
     println!(
         "{name}: {} ops={} ms={ms} ({})",
         outcome_word(r.outcome),
-        r.history.ops(),
+        r.op_count().client,
         run_words(r)
     );
     println!("  checks  {}", r.checks_line());

@@ -49,7 +49,7 @@ pub fn shrink_found(h: &mut BugHunt, def: &'static dyn DynScenario, max_tries: u
     let Some(seed) = h.seed else { return };
     let s = hunt_scenario_in(def, seed, &h.bug, h.swarm);
     if let Some(r) = crate::shrink::shrink(def, &s, max_tries, |_, _| {}) {
-        h.shrunk_ops = Some(r.run.history.workload_ops());
+        h.shrunk_ops = Some(r.run.op_count().client);
         h.shrunk = Some(r.scenario);
     }
 }
@@ -96,7 +96,7 @@ pub fn hunt_in(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize, swarm: b
             |seed| {
                 let s = hunt_scenario_in(def, seed, bug, swarm);
                 let r = run_with(def, &s);
-                (r.outcome, r.first_property(), r.history.ops())
+                (r.outcome, r.first_property(), r.op_count().client)
             },
             |(outcome, _, _)| *outcome != Outcome::Passed,
         );

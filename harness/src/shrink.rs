@@ -204,7 +204,7 @@ fn reduction_name(def: &dyn DynScenario, r: usize) -> &'static str {
 /// needs the probe keeps it whole), then fault events.
 pub fn size(r: &RunResult) -> (usize, usize) {
     let events = r.scenario.plan.as_ref().map_or(0, |p| p.events.len());
-    (r.history.workload_ops(), events)
+    (r.op_count().client, events)
 }
 
 /// The state of one shrink: the smallest failure so far and the budget.
@@ -522,7 +522,7 @@ pub fn shrink(
     let best_s = resolved(def, s).ok()?;
     let first = run_isolated_with(def, &best_s);
     let property = first.first_property()?;
-    let ops_before = first.history.workload_ops();
+    let ops_before = first.op_count().client;
     let quiet_ms = best_s.quiet_ms;
     let broken = first.violations().iter().map(|v| v.property).collect();
     let mut search = Search {

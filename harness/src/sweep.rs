@@ -25,7 +25,8 @@ pub struct SeedReport {
     pub property: Option<PropertyId>,
     /// Why it did not pass, in one line.
     pub problem: Option<String>,
-    /// Operations recorded.
+    /// Operations of the workload's clients (the checks' own calls are not
+    /// counted: the same count as the shrinker's and the page's).
     pub ops: usize,
     /// Operations with an unknown outcome.
     pub unknown: usize,
@@ -211,14 +212,15 @@ pub fn sweep_with(
 }
 
 fn report(def: &dyn DynScenario, seed: u64, r: &RunResult) -> SeedReport {
+    let count = r.op_count();
     SeedReport {
         seed,
         outcome: r.outcome,
         property: r.first_property(),
         problem: r.first_problem(),
-        ops: r.history.ops(),
-        unknown: r.history.unknown_ops(),
-        retries: r.history.retries(),
+        ops: count.client,
+        unknown: count.unknown,
+        retries: count.retries,
         faults: r.faults_injected(),
         trace_hash: r.trace_hash,
         seconds: r.wall.as_secs_f64(),
@@ -311,7 +313,7 @@ impl SeedLine {
             seconds: r.seconds,
             saved,
             ops: r.shrunk.as_ref().map(|s| s.ops_before),
-            shrunk_ops: r.shrunk.as_ref().map(|s| s.run.history.ops()),
+            shrunk_ops: r.shrunk.as_ref().map(|s| s.run.op_count().client),
             shrunk,
         }
     }

@@ -263,8 +263,151 @@ fn every_scenario_opens_its_failure_page_on_the_violation_with_its_account_first
         let info = overcast_scenarios::bugs::find(bug).expect("in the bug table");
         assert!(info.scenarios.contains(&name), "{bug} belongs to {name}");
         let r = run(name, seed, bug);
+        assert_page_opens_on_its_failure(&r, &format!("{name} seed {seed} {bug}"));
+    }
+}
+
+/// Every seeded bug of the table with the first seed its hunt catches it on
+/// (`overcast bugs --json --no-shrink`, the mix without swarm): the run is
+/// the bug's hunt scenario on that seed.
+const FIRST_CATCH: &[(&str, u64)] = &[
+    ("skip_if_match", 0),
+    ("retry_write_after_timeout", 0),
+    ("ignore_retry_after", 0),
+    ("retry_with_on_gone_backoff", 0),
+    ("transport_retries_throttled", 0),
+    ("ack_before_sync", 0),
+    ("read_unsynced", 10),
+    ("etag_reuse", 0),
+    ("no_dedup", 0),
+    ("retry_fsync_after_error", 0),
+    ("skip_crc_on_replay", 94),
+    ("torn_tail_as_end", 96),
+    ("dedup_without_session", 0),
+    ("rmw_blind_fallback", 0),
+    ("same_body_keeps_etag", 0),
+    ("restart_drops_partition", 0),
+    ("last_modified_rounded", 1),
+    ("lease_expiry_on_client_clock", 25),
+    ("lease_trust_full_duration", 25),
+    ("break_ignores_period", 0),
+    ("renew_after_write", 18),
+    ("write_without_lease_check", 0),
+    ("acquire_not_idempotent_retry", 0),
+    ("lease_id_reuse", 0),
+    ("container_delete_ignores_lease", 0),
+    ("upsert_if_match_absent_412", 0),
+    ("replace_missing_412", 1),
+    ("batch_partial_commit", 0),
+    ("cosmos_upsert_keeps_etag", 0),
+    ("search_concurrent_update_not_serialized", 0),
+    ("search_sdk_ignores_only_if_unchanged", 0),
+    ("search_if_none_match_ignored", 0),
+    ("poll_returns_reserved", 0),
+    ("poll_ignores_priority", 0),
+    ("delete_current_queue", 0),
+    ("traverse_without_waiting", 0),
+    ("index_ignores_version", 4),
+    ("checkpoint_before_push", 0),
+    ("reservation_never_expires", 0),
+    ("requeue_keeps_time", 0),
+    ("checkpoint_before_delegate", 0),
+    ("checkpoint_without_owner_check", 0),
+    ("resume_from_memory", 1),
+    ("drop_batch_on_delegate_error", 0),
+    ("split_loses_continuation", 0),
+    ("expiry_on_wrong_clock", 0),
+    ("page_cut_splits_batch", 4),
+    ("split_keeps_parent", 0),
+    ("feed_shows_deletes", 0),
+    ("page_sorted_by_id", 0),
+    ("lagging_replica_304", 0),
+    ("session_token_ignored", 2),
+    ("failover_loses_committed", 0),
+    ("commit_before_quorum", 0),
+    ("stale_read_after_failover", 14),
+    ("leader_lease_no_skew_margin", 0),
+    ("session_token_merged_min", 2),
+    ("region_retry_loop", 0),
+    ("vote_twice", 19),
+    ("learner_reads_uncommitted", 0),
+    ("removed_region_retried", 0),
+];
+
+#[test]
+fn every_seeded_bug_s_page_opens_on_its_violation_with_an_account_and_no_debug_text() {
+    for b in overcast_scenarios::bugs::BUGS {
+        assert!(
+            FIRST_CATCH.iter().any(|(n, _)| *n == b.name),
+            "{} has a seed here",
+            b.name
+        );
+    }
+    let mut failed = Vec::new();
+    for &(bug, seed) in FIRST_CATCH {
+        let info = overcast_scenarios::bugs::find(bug).expect("in the bug table");
+        let name = info.scenarios[0];
+        let def = CATALOGUE.find(name).expect("registered");
         let what = format!("{name} seed {seed} {bug}");
-        let page = assert_is_a_failure_page(&r);
+        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let r = run_with(def, &overcast_harness::hunt::hunt_scenario(def, seed, bug));
+            let lead = assert_page_opens_on_its_failure(&r, &what);
+            assert!(
+                lead.evidence.is_some(),
+                "{what}: [{}] carries no account: {}",
+                lead.property,
+                lead.message
+            );
+        }));
+        if let Err(e) = checked {
+            let m = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failed.push(m);
+        }
+    }
+    // The pages still short of this, each named, so that fixing one means
+    // taking it off the list (the test fails while a listed page passes).
+    let (known, new): (Vec<String>, Vec<String>) = failed
+        .into_iter()
+        .partition(|m| NOT_YET.iter().any(|b| m.contains(&format!(" {b}:"))));
+    assert!(new.is_empty(), "{} pages:\n{}", new.len(), new.join("\n"));
+    for b in NOT_YET {
+        assert!(
+            known.iter().any(|m| m.contains(&format!(" {b}:"))),
+            "{b} now passes: take it off NOT_YET"
+        );
+    }
+}
+
+/// Seeded bugs whose page does not yet pass the test above: occ's
+/// increments and probe liveness, queues' connector checks (Q8, Q9) and the
+/// replicas' safety checks carry no focused account yet; two occ/feed
+/// violations span most of the run, and feed's end-of-run checks (CF7, CF8)
+/// place their moment past the drawing's last instant.
+const NOT_YET: &[&str] = &[
+    "retry_fsync_after_error",
+    "rmw_blind_fallback",
+    "restart_drops_partition",
+    "traverse_without_waiting",
+    "checkpoint_before_push",
+    "expiry_on_wrong_clock",
+    "page_cut_splits_batch",
+    "split_keeps_parent",
+    "vote_twice",
+    "learner_reads_uncommitted",
+];
+
+/// Asserts that `r`'s failure page opens on its failure: what the leading
+/// violation names is marked, the view lies on its window, the focused
+/// account comes before the lanes, no Debug text reaches the page or the
+/// summary, and every check is named once and says what it means. The
+/// leading violation.
+fn assert_page_opens_on_its_failure(r: &RunResult, what: &str) -> overcast_sim::check::Violation {
+    {
+        let page = assert_is_a_failure_page(r);
         let lead = r
             .violations()
             .into_iter()
@@ -383,6 +526,7 @@ fn every_scenario_opens_its_failure_page_on_the_violation_with_its_account_first
                 );
             }
         }
+        lead
     }
 }
 

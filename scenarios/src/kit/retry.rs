@@ -3,8 +3,9 @@
 //! 429 budget and the server's retry-after honoured, the right status surfaced.
 
 use overcast_model::retry;
-use overcast_sim::check::Violation;
+use overcast_sim::check::{Evidence, EvidenceRow, Violation};
 use overcast_sim::history::{Attempt, AttemptResult};
+use overcast_sim::timeline::{secs, span_words};
 use std::time::Duration;
 
 /// The wait after a 429 whose retry-after is 0 or missing (SPEC §4.2).
@@ -65,6 +66,52 @@ pub struct RetryCase<'a> {
     pub surfaced: Surfaced,
 }
 
+impl std::fmt::Display for Surfaced {
+    /// What the caller was told, in words: `503`, `an unknown outcome`, `a timeout`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Surfaced::Status(s) => write!(f, "{s}"),
+            Surfaced::Unknown => f.write_str("an unknown outcome"),
+            Surfaced::TimedOut => f.write_str("a timeout"),
+        }
+    }
+}
+
+/// An operation's attempts as the focused account of a retry violation:
+/// when each was sent (true time), the wait the SDK put before it and how
+/// it ended; the attempt the violation turns on marked (`marked`, from 0).
+pub fn attempts_account(op: u64, attempts: &[Attempt], marked: usize) -> Evidence {
+    let rows = attempts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| EvidenceRow {
+            op: (i == 0).then_some(op),
+            cells: vec![
+                format!("{}", i + 1),
+                secs(a.sent_ns),
+                if i == 0 {
+                    "-".to_string()
+                } else {
+                    span_words(a.waited_ns)
+                },
+                describe(&a.result),
+            ],
+            marked: i == marked,
+        })
+        .collect();
+    Evidence {
+        title: format!("The attempts of operation #{op}"),
+        lead: vec![format!(
+            "Every request the SDK sent for operation #{op}, in true simulated time, with the wait it put before each."
+        )],
+        columns: ["attempt", "sent", "waited before it", "answer"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
+}
+
 fn is_timeout(r: &AttemptResult) -> bool {
     matches!(
         r,
@@ -88,13 +135,18 @@ pub fn resent_after_timeout(op: u64, attempts: &[Attempt]) -> Option<Violation> 
             ),
         )
         .with_ops([op])
+        .with_evidence(attempts_account(op, attempts, i + 1))
     })
 }
 
 /// Judges one operation; the first broken rule, if any.
 pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation> {
-    let v = |property: &'static str, message: String| {
-        Some(Violation::new(property, message).with_ops([case.op]))
+    let v = |property: &'static str, message: String, marked: usize| {
+        Some(
+            Violation::new(property, message)
+                .with_ops([case.op])
+                .with_evidence(attempts_account(case.op, case.attempts, marked)),
+        )
     };
     let a = case.attempts;
     if !case.idempotent {
@@ -108,7 +160,7 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
     // clock waits longer than it asked, and that spends no budget.
     let mut throttled_retries = 0u32;
     let mut throttled_wait_ms = 0u64;
-    for w in a.windows(2) {
+    for (i, w) in a.windows(2).enumerate() {
         if let AttemptResult::Status {
             status: 429,
             retry_after_ms,
@@ -125,6 +177,7 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
                         "op {}: retried {waited_ms} ms after a 429 that asked for {asked} ms",
                         case.op
                     ),
+                    i + 1,
                 );
             }
         }
@@ -136,6 +189,7 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
                 "op {}: {throttled_retries} retries after 429, over the budget of {}",
                 case.op, rules.max_rate_limited_retries
             ),
+            a.len() - 1,
         );
     }
     if throttled_wait_ms > rules.max_rate_limited_wait_ms {
@@ -145,6 +199,7 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
                 "op {}: the 429s asked for {throttled_wait_ms} ms of delays in all, over the budget of {} ms",
                 case.op, rules.max_rate_limited_wait_ms
             ),
+            a.len() - 1,
         );
     }
     // R3 (SPEC §4.5): when the 410/449 window runs out the caller sees 503, or 449 if
@@ -175,11 +230,12 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
         return v(
             "R3",
             format!(
-                "op {}: the last attempt ended in {}, but the caller was told {:?}",
+                "op {}: the last attempt ended in {}, but the caller was told {}",
                 case.op,
                 describe(&last.result),
                 case.surfaced
             ),
+            a.len() - 1,
         );
     }
     None
@@ -317,7 +373,8 @@ pub fn window_wait_overrun(
                     }
                 ),
             )
-            .with_ops([op]));
+            .with_ops([op])
+            .with_evidence(attempts_account(op, attempts, i + 1)));
         }
     }
     None

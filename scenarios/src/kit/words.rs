@@ -4,7 +4,9 @@
 
 use crate::kit::properties::LINEARIZABILITY;
 use overcast_sim::check::{Evidence, EvidenceRow, Violation};
+use overcast_sim::history::OpRecord;
 use overcast_sim::lin;
+use overcast_sim::timeline::secs;
 
 /// An ETag in a few characters for a bar's label: `"0x8D0000000000002A"` → `…002A`.
 pub fn short_etag(etag: &str) -> String {
@@ -26,6 +28,73 @@ pub fn conditions_words(if_match: Option<&str>, if_none_match: Option<&str>) -> 
         w += &format!(" If-None-Match {}", short_etag(m));
     }
     w
+}
+
+/// The calls on the key of the operations a violation names (`named`, the
+/// first one's key), from the first of them invoked to the last returned
+/// (at most twelve, the named ones always), each with when it ran in true
+/// time and what it asked and was answered (`words`), the named ones
+/// marked: the focused account of a violation about a few calls on one
+/// resource (E1, a lost field, a batch read).
+pub fn calls_account<C, R>(
+    ops: &[OpRecord<C, R>],
+    named: &[u64],
+    words: impl Fn(&C, Option<&R>) -> String,
+    title: String,
+    lead: String,
+) -> Evidence {
+    let of = |id: &u64| ops.iter().find(|o| o.id == *id);
+    let key = named.first().and_then(of).map(|o| o.key.clone());
+    let from = named
+        .iter()
+        .filter_map(of)
+        .map(|o| o.invoke_ns)
+        .min()
+        .unwrap_or(0);
+    let to = named
+        .iter()
+        .filter_map(of)
+        .map(|o| o.return_ns.unwrap_or(o.invoke_ns))
+        .max()
+        .unwrap_or(0);
+    let mut shown: Vec<&OpRecord<C, R>> = ops
+        .iter()
+        .filter(|o| {
+            named.contains(&o.id)
+                || (Some(&o.key) == key.as_ref() && o.invoke_ns >= from && o.invoke_ns <= to)
+        })
+        .collect();
+    // Too many between: the named ones and their nearest neighbours.
+    while shown.len() > 12 {
+        let Some(i) = shown.iter().rposition(|o| !named.contains(&o.id)) else {
+            break;
+        };
+        shown.remove(i);
+    }
+    Evidence {
+        title,
+        lead: vec![lead],
+        columns: ["operation", "ran", "call and answer"]
+            .map(String::from)
+            .to_vec(),
+        rows: shown
+            .into_iter()
+            .map(|o| EvidenceRow {
+                op: Some(o.id),
+                cells: vec![
+                    format!("#{}", o.id),
+                    format!(
+                        "{}–{}",
+                        secs(o.invoke_ns),
+                        o.return_ns.map_or("no answer".to_string(), secs)
+                    ),
+                    words(&o.call, o.result.as_ref()),
+                ],
+                marked: named.contains(&o.id),
+            })
+            .collect(),
+        notes: Vec::new(),
+    }
 }
 
 /// How a linearizability report names a checker's operation: the history

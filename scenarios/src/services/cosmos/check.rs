@@ -7,8 +7,9 @@
 use super::history::{item_key, Call, ItemCall, OpOutcome, Outcome};
 use super::spec::{CosmosItemSpec, CosmosOp, CosmosResult};
 use crate::kit::dialects::lin_checked;
+use crate::kit::words::calls_account;
 use overcast_sim::check::fresh::check_fresh;
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, Verdict, Violation};
 use overcast_sim::history::History;
 use overcast_sim::lin::{self, Operation};
 use std::collections::BTreeMap;
@@ -179,10 +180,28 @@ impl Checker<CosmosHistory> for EtagFreshness {
             })) if p.call.op != "read" => Some((p.key.as_str(), e.as_str(), p.op)),
             _ => None,
         });
-        Checked::new(Verdict::from_violations(
-            check_fresh("E1", produced).into_iter().collect(),
-        ))
+        let found = check_fresh("E1", produced).map(|v| {
+            let account = account(
+                history,
+                &v.ops,
+                "An ETag given twice".to_string(),
+                "The calls on the item from the first write that got the ETag to the one that got it again: an ETag is new with every write.".to_string(),
+            );
+            v.with_evidence(account)
+        });
+        Checked::new(Verdict::from_violations(found.into_iter().collect()))
     }
+}
+
+/// [`calls_account`] in this service's words.
+fn account(history: &CosmosHistory, named: &[u64], title: String, lead: String) -> Evidence {
+    calls_account(
+        &history.ops,
+        named,
+        |c, r| super::timeline::words(c, r).0,
+        title,
+        lead,
+    )
 }
 
 /// Batch atomicity: (1) a body written by a batch that answered a failure is
@@ -267,7 +286,13 @@ fn batch_violation(history: &CosmosHistory) -> Option<Violation> {
                                 r.0
                             ),
                         )
-                        .with_ops([r.0, id]),
+                        .with_ops([r.0, id])
+                        .with_evidence(account(
+                            history,
+                            &[r.0, id],
+                            "A rolled-back batch read".to_string(),
+                            "The calls on the item from the batch to the read that saw its write: a batch that answered a failure wrote nothing.".to_string(),
+                        )),
                     );
                 }
             }
@@ -298,7 +323,13 @@ fn batch_violation(history: &CosmosHistory) -> Option<Violation> {
                                     first.0, stale.0, stale.3
                                 ),
                             )
-                            .with_ops([stale.0, first.0, id]),
+                            .with_ops([stale.0, first.0, id])
+                            .with_evidence(account(
+                                history,
+                                &[stale.0, first.0, id],
+                                "A batch seen in part".to_string(),
+                                "The batch, the read that saw one of its writes and the later read of another of its items at an older version: a batch is seen whole or not at all.".to_string(),
+                            )),
                         );
                     }
                 }

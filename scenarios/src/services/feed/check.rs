@@ -321,7 +321,18 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                                     secs(*at_ns)
                                 ),
                             )
-                            .at(processing(node), *at_ns, format!("delivered lease {lease}")),
+                            .at(processing(node), *at_ns, format!("delivered lease {lease}"))
+                            .with_evidence(pages_account(
+                                node,
+                                *lease,
+                                &steps,
+                                *at_ns,
+                                &|w| w.starts_with("handed"),
+                                "its pages around the delivery".to_string(),
+                                format!(
+                                    "What {node} did with lease {lease} up to the delivery: after a rejected checkpoint a host delivers nothing more of that lease until it acquires it again."
+                                ),
+                            )),
                         );
                     }
                     for i in items {
@@ -340,7 +351,19 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                                         secs(*at_ns)
                                     ),
                                 )
-                                .at(processing(node), *at_ns, format!("lsn {} after {slot}", i.lsn)),
+                                .at(processing(node), *at_ns, format!("lsn {} after {slot}", i.lsn))
+                                .with_evidence(pages_account(
+                                    node,
+                                    *lease,
+                                    &steps,
+                                    *at_ns,
+                                    &|w| w.starts_with("handed"),
+                                    "its pages up to the delivery".to_string(),
+                                    format!(
+                                        "What {node} did with lease {lease} since it acquired it, up to the page that delivered partition key {} at lsn {} after lsn {slot}: within one stream a key's LSNs never go back.",
+                                        i.partition_key, i.lsn
+                                    ),
+                                )),
                             );
                         }
                         *slot = (*slot).max(i.lsn);
@@ -370,15 +393,6 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         continue;
                     }
                     checkpoints += 1;
-                    // The lease's last few steps up to the checkpoint and
-                    // the two after it.
-                    let of_lease: Vec<&(u64, u32, String)> =
-                        steps.iter().filter(|(_, l, _)| l == lease).collect();
-                    let here = of_lease
-                        .iter()
-                        .position(|(t, _, w)| t == at_ns && w.starts_with("checkpointed"))
-                        .unwrap_or(0);
-                    let around = &of_lease[here.saturating_sub(5)..(here + 3).min(of_lease.len())];
                     let cf4 = |message: String| {
                         violation("CF4", message)
                             .at(
@@ -386,22 +400,17 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                                 *at_ns,
                                 format!("checkpoint lsn {continuation}"),
                             )
-                            .with_evidence(Evidence {
-                                title: format!("Lease {lease} on {node}: its pages around the checkpoint"),
-                                lead: vec![format!(
+                            .with_evidence(pages_account(
+                                node,
+                                *lease,
+                                &steps,
+                                *at_ns,
+                                &|w| w.starts_with("checkpointed"),
+                                "its pages around the checkpoint".to_string(),
+                                format!(
                                     "What {node} did with lease {lease} around its checkpoint at lsn {continuation}: a checkpoint may only follow its delegate's return on that page."
-                                )],
-                                columns: ["when", "what"].map(String::from).to_vec(),
-                                rows: around
-                                    .iter()
-                                    .map(|(t, _, w)| EvidenceRow {
-                                        op: None,
-                                        cells: vec![secs(*t), w.clone()],
-                                        marked: *t == *at_ns && w.starts_with("checkpointed"),
-                                    })
-                                    .collect(),
-                                notes: Vec::new(),
-                            })
+                                ),
+                            ))
                     };
                     match last_done.remove(lease) {
                         Some((true, c)) if c == *continuation => {}
@@ -425,10 +434,18 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     // CF5, CF6(a), CF9: the lease documents' versions in the durable log.
     for (id, vs) in &leases {
         let mut prev: Option<&LeaseDoc> = None;
-        for lv in vs {
+        for (idx, lv) in vs.iter().enumerate() {
             let Some(doc) = lv.doc.as_ref() else {
                 prev = None;
                 continue;
+            };
+            // The document's versions around this one.
+            let around = || {
+                lease_rows(
+                    doc.token,
+                    &vs[idx.saturating_sub(5)..(idx + 3).min(vs.len())],
+                    lv.at_ns,
+                )
             };
             if let Some(pd) = prev {
                 if doc.continuation < pd.continuation {
@@ -444,7 +461,15 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                                 doc.by
                             ),
                         )
-                        .at(owned(&doc.by), lv.at_ns, format!("checkpoint back to {}", lsn_words(doc.continuation))),
+                        .at(owned(&doc.by), lv.at_ns, format!("checkpoint back to {}", lsn_words(doc.continuation)))
+                        .with_evidence(lease_account(
+                            format!("Lease {} in the durable log", doc.token),
+                            format!(
+                                "The versions of lease {}'s document around the one that moved its checkpoint back: a committed checkpoint never moves back.",
+                                doc.token
+                            ),
+                            around(),
+                        )),
                     );
                 }
                 if doc.continuation != pd.continuation
@@ -462,14 +487,22 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                                 pd.owner.as_deref().unwrap_or("nobody")
                             ),
                         )
-                        .at(owned(&doc.by), lv.at_ns, format!("checkpoint by {}", doc.by)),
+                        .at(owned(&doc.by), lv.at_ns, format!("checkpoint by {}", doc.by))
+                        .with_evidence(lease_account(
+                            format!("Lease {} in the durable log", doc.token),
+                            format!(
+                                "The versions of lease {}'s document around the checkpoint {} wrote: only the owner the server has may change a lease's checkpoint.",
+                                doc.token, doc.by
+                            ),
+                            around(),
+                        )),
                     );
                 }
             } else if let Some(parent) = doc.parent {
                 // A child's first version: at or before the parent's checkpoint then.
                 let parent_id = id.rsplit_once("..").map(|(p, _)| format!("{p}..{parent}"));
-                let parent_cp = parent_id
-                    .and_then(|pid| leases.get(&pid))
+                let parent_vs = parent_id.and_then(|pid| leases.get(&pid));
+                let parent_cp = parent_vs
                     .and_then(|pvs| {
                         pvs.iter()
                             .rev()
@@ -491,7 +524,23 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                                 lsn_words(parent_cp)
                             ),
                         )
-                        .at(owned(&doc.by), lv.at_ns, format!("child lease {}", doc.token)),
+                        .at(owned(&doc.by), lv.at_ns, format!("child lease {}", doc.token))
+                        .with_evidence({
+                            let before: Vec<&LeaseVersion> = parent_vs
+                                .map(|pvs| pvs.iter().filter(|x| x.at_ns <= lv.at_ns).collect())
+                                .unwrap_or_default();
+                            let mut rows =
+                                lease_rows(parent, before[before.len().saturating_sub(4)..].iter().copied(), u64::MAX);
+                            rows.extend(lease_rows(doc.token, [lv], lv.at_ns));
+                            lease_account(
+                                format!("The split of lease {parent}"),
+                                format!(
+                                    "Lease {parent}'s last versions before its child lease {} was written, then the child's first version: a child starts at or before its parent's checkpoint.",
+                                    doc.token
+                                ),
+                                rows,
+                            )
+                        }),
                     );
                 }
             }
@@ -591,7 +640,15 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         d.owner.as_deref().unwrap_or("nobody")
                     ),
                 )
-                .at("", end_ns, format!("lease {} unowned", d.token)),
+                .at("", end_ns, format!("lease {} unowned", d.token))
+                .with_evidence(final_account(
+                    &final_leases,
+                    format!(
+                        "Every lease at the end and its owner; the live hosts are {}. Each lease is owned by one of them.",
+                        hosts.join(", ")
+                    ),
+                    &|x| !x.owner.as_ref().is_some_and(|o| hosts.contains(o)),
+                )),
             );
         }
     }
@@ -611,10 +668,14 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         } else {
             (0, 1)
         };
-        let off: Vec<String> = counts
+        let off_hosts: Vec<&str> = counts
             .iter()
             .filter(|(_, c)| **c < lo || **c > hi)
-            .map(|(h, c)| format!("{h} owns {c}"))
+            .map(|(h, _)| *h)
+            .collect();
+        let off: Vec<String> = off_hosts
+            .iter()
+            .map(|h| format!("{h} owns {}", counts[h]))
             .collect();
         if !off.is_empty() {
             imbalance = Some(
@@ -625,7 +686,14 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         off.join(", ")
                     ),
                 )
-                .at("", end_ns, "not balanced"),
+                .at("", end_ns, "not balanced")
+                .with_evidence(final_account(
+                    &final_leases,
+                    format!(
+                        "Every lease at quiescence and its owner: over {hn} hosts each owns {lo}–{hi}; the leases of the hosts outside that are marked."
+                    ),
+                    &|x| x.owner.as_deref().is_some_and(|o| off_hosts.contains(&o)),
+                )),
             );
         }
     }
@@ -837,6 +905,23 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         for (at, _, _) in &late_takeovers {
             cf8 = cf8.at("", *at, "a lease changed hands");
         }
+        cf8 = cf8.with_evidence(Evidence {
+            title: "Leases that changed hands late".to_string(),
+            lead: vec![format!(
+                "Every takeover of a live lease in the last {} of the quiet phase (expiration plus acquire interval): once quiet, no lease changes hands.",
+                secs(window_ns)
+            )],
+            columns: ["when", "what"].map(String::from).to_vec(),
+            rows: late_takeovers
+                .iter()
+                .map(|(at, _, what)| EvidenceRow {
+                    op: None,
+                    cells: vec![secs(*at), what.clone()],
+                    marked: true,
+                })
+                .collect(),
+            notes: Vec::new(),
+        });
         v.push(cf8);
     }
     let counts_note = counts
@@ -911,14 +996,51 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         secs(c.at_ns)
                     ),
                 )
-                .with_ops(page_ops)
+                .with_ops(page_ops.clone())
                 .during(
                     e.node.clone(),
                     *begin_ns,
                     e.at_ns,
                     format!("304 after lsn {from}"),
                 )
-                .at("server-0", c.at_ns, format!("{}/{} committed at lsn {}", key.partition_key, key.id, c.lsn)),
+                .at("server-0", c.at_ns, format!("{}/{} committed at lsn {}", key.partition_key, key.id, c.lsn))
+                .with_evidence({
+                    let mut rows: Vec<EvidenceRow> = writes
+                        .iter()
+                        .filter(|(w, k)| w.at_ns < *begin_ns && w.lsn > *from && *min <= *k && *k < *max)
+                        .take(8)
+                        .map(|(w, _)| {
+                            let k = key_of(&w.change);
+                            EvidenceRow {
+                                op: None,
+                                cells: vec![
+                                    secs(w.at_ns),
+                                    format!("lsn {}", w.lsn),
+                                    format!("{}/{} committed", k.partition_key, k.id),
+                                ],
+                                marked: w.lsn == c.lsn,
+                            }
+                        })
+                        .collect();
+                    rows.push(EvidenceRow {
+                        op: page_ops.first().copied(),
+                        cells: vec![
+                            secs(e.at_ns),
+                            String::new(),
+                            format!("{} answered 304 (read began at {})", e.node, secs(*begin_ns)),
+                        ],
+                        marked: true,
+                    });
+                    Evidence {
+                        title: format!("Range {min:02X}-{max:02X} after lsn {from}"),
+                        lead: vec![format!(
+                            "The writes committed in the range after lsn {from} before the read began, then the read's answer: a 304 says there were none."
+                        )],
+                        columns: ["when", "lsn", "what"].map(String::from).to_vec(),
+                        rows,
+                        notes: Vec::new(),
+                    }
+                }),
             );
         }
     }
@@ -1141,6 +1263,116 @@ fn page_step(e: &ProcessorEvent) -> Option<(u32, String)> {
         ProcessorEvent::Acquired { lease, .. } => (*lease, "acquired the lease".to_string()),
         _ => return None,
     })
+}
+
+/// What `node` did with lease `lease` around the step at `at_ns` that
+/// `marked` names (the last five of its steps before it and two after), as
+/// the focused account of a violation about that step (CF2, CF4, CF6).
+fn pages_account(
+    node: &str,
+    lease: u32,
+    steps: &[(u64, u32, String)],
+    at_ns: u64,
+    marked: &dyn Fn(&str) -> bool,
+    title: String,
+    lead: String,
+) -> Evidence {
+    let of_lease: Vec<&(u64, u32, String)> = steps.iter().filter(|(_, l, _)| *l == lease).collect();
+    let here = of_lease
+        .iter()
+        .position(|(t, _, w)| *t == at_ns && marked(w))
+        .unwrap_or(0);
+    let around = &of_lease[here.saturating_sub(5)..(here + 3).min(of_lease.len())];
+    Evidence {
+        title: format!("Lease {lease} on {node}: {title}"),
+        lead: vec![lead],
+        columns: ["when", "what"].map(String::from).to_vec(),
+        rows: around
+            .iter()
+            .map(|(t, _, w)| EvidenceRow {
+                op: None,
+                cells: vec![secs(*t), w.clone()],
+                marked: *t == at_ns && marked(w),
+            })
+            .collect(),
+        notes: Vec::new(),
+    }
+}
+
+/// Rows of a lease document's versions in the durable log (`lease`: its
+/// token), the one logged at `marked_ns` marked.
+fn lease_rows<'a>(
+    lease: u32,
+    vs: impl IntoIterator<Item = &'a LeaseVersion>,
+    marked_ns: u64,
+) -> Vec<EvidenceRow> {
+    vs.into_iter()
+        .map(|x| EvidenceRow {
+            op: None,
+            cells: match &x.doc {
+                Some(d) => vec![
+                    secs(x.at_ns),
+                    format!("lease {lease}"),
+                    d.by.clone(),
+                    d.owner.clone().unwrap_or_else(|| "nobody".to_string()),
+                    lsn_words(d.continuation),
+                ],
+                None => vec![
+                    secs(x.at_ns),
+                    format!("lease {lease}"),
+                    String::new(),
+                    "deleted".to_string(),
+                    String::new(),
+                ],
+            },
+            marked: x.at_ns == marked_ns,
+        })
+        .collect()
+}
+
+/// The versions of lease documents as the focused account of a violation
+/// about one of them (CF5, CF6, CF9).
+fn lease_account(title: String, lead: String, rows: Vec<EvidenceRow>) -> Evidence {
+    Evidence {
+        title,
+        lead: vec![lead],
+        columns: ["logged", "lease", "written by", "owner", "checkpoint"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
+}
+
+/// The lease documents at the end of the run, as the focused account of
+/// CF7 and CF8: each lease's range, owner and checkpoint; the leases
+/// `marked` says are wrong marked.
+fn final_account(
+    final_leases: &[&LeaseDoc],
+    lead: String,
+    marked: &dyn Fn(&LeaseDoc) -> bool,
+) -> Evidence {
+    Evidence {
+        title: "The leases at the end of the run".to_string(),
+        lead: vec![lead],
+        columns: ["lease", "range", "owner", "checkpoint"]
+            .map(String::from)
+            .to_vec(),
+        rows: final_leases
+            .iter()
+            .map(|d| EvidenceRow {
+                op: None,
+                cells: vec![
+                    format!("lease {}", d.token),
+                    format!("{:02X}-{:02X}", d.min, d.max),
+                    d.owner.clone().unwrap_or_else(|| "nobody".to_string()),
+                    lsn_words(d.continuation),
+                ],
+                marked: marked(d),
+            })
+            .collect(),
+        notes: Vec::new(),
+    }
 }
 
 /// A checkpoint in words: `lsn 41`, or `none`.

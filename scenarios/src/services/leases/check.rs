@@ -166,8 +166,22 @@ fn maybe_lease_words(log: &[Entry], l: Option<&RefLease>, e: &Entry) -> String {
 /// (marked): each grant, renewal, change, release and break, with the lease
 /// each left, the last few of them.
 fn lease_log_evidence(log: &[Entry], target: &str, upto: &Entry) -> Evidence {
+    lease_log_then(log, target, upto.at_ns, &|e| std::ptr::eq(e, upto), None)
+}
+
+/// The lease of `target` as the server's log shows it up to `until_ns`
+/// (true time), the records `marked` names marked, then `last` (the
+/// request the violation is about, marked), as the focused account of a
+/// violation about a call on `target`.
+fn lease_log_then(
+    log: &[Entry],
+    target: &str,
+    until_ns: u64,
+    marked: &dyn Fn(&Entry) -> bool,
+    last: Option<EvidenceRow>,
+) -> Evidence {
     let mut rows: Vec<EvidenceRow> = Vec::new();
-    for e in log.iter().take_while(|e| e.at_ns <= upto.at_ns) {
+    for e in log.iter().take_while(|e| e.at_ns <= until_ns) {
         let Effect::Lease(lease::Effect::Set {
             target: t,
             action,
@@ -188,14 +202,15 @@ fn lease_log_evidence(log: &[Entry], target: &str, upto: &Entry) -> Evidence {
                 action.name().to_string(),
                 maybe_lease_words(log, left.as_ref(), e),
             ],
-            marked: std::ptr::eq(e, upto),
+            marked: marked(e),
         });
     }
+    rows.extend(last);
     let skipped = rows.len().saturating_sub(6);
     Evidence {
         title: format!("The lease on {target} in the server's log"),
         lead: vec![format!(
-            "Each lease action the server logged on {target} up to the one the violation is about{}, with the lease it left:",
+            "Each lease action the server logged on {target} up to the step the violation is about{}, with the lease it left:",
             if skipped > 0 {
                 format!(" (the last {}, after {skipped} earlier ones)", rows.len() - skipped)
             } else {
@@ -207,6 +222,34 @@ fn lease_log_evidence(log: &[Entry], target: &str, upto: &Entry) -> Evidence {
             .to_vec(),
         rows: rows.into_iter().skip(skipped).collect(),
         notes: Vec::new(),
+    }
+}
+
+/// The request a violation is about, as the last row of its lease log
+/// account: when (true time, and the server's clock when known), what was
+/// asked and what it was answered.
+fn request_row(
+    at_ns: u64,
+    server_ms: Option<u64>,
+    asked: String,
+    answered: String,
+    op: Option<u64>,
+) -> EvidenceRow {
+    EvidenceRow {
+        op,
+        cells: vec![
+            match server_ms {
+                Some(ms) => format!(
+                    "{} true, {} on the server's clock",
+                    secs(at_ns),
+                    clock_secs(ms)
+                ),
+                None => format!("{} true", secs(at_ns)),
+            },
+            asked,
+            answered,
+        ],
+        marked: true,
     }
 }
 
@@ -449,7 +492,8 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                                 ),
                                 calls_at(h, "acquire", &name, e.at_ns),
                             )
-                            .at(e.node.clone(), e.at_ns, format!("{} generated again", short(&l.id))),
+                            .at(e.node.clone(), e.at_ns, format!("{} generated again", short(&l.id)))
+                            .with_evidence(lease_log_evidence(&log, &name, e)),
                         );
                     }
                 }
@@ -533,7 +577,23 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                             ),
                             calls_at(h, "delete_container", container, e.at_ns),
                         )
-                        .at(e.node.clone(), e.at_ns, "container deleted"),
+                        .at(e.node.clone(), e.at_ns, "container deleted")
+                        .with_evidence(lease_log_then(
+                            &log,
+                            container,
+                            e.at_ns,
+                            &|_| false,
+                            Some(request_row(
+                                e.at_ns,
+                                Some(e.server_ms),
+                                format!(
+                                    "delete container{}",
+                                    sent.as_deref().map_or(" without a lease id".into(), |id| format!(" with lease {}", short(id)))
+                                ),
+                                "deleted".to_string(),
+                                None,
+                            )),
+                        )),
                     );
                 }
                 let prefix = format!("{container}/");
@@ -771,6 +831,8 @@ fn judge_ops(
     generated: &[(String, String, u64)],
     server_clock: Option<ClockBound>,
 ) {
+    // The server's log, for the accounts of the calls judged here.
+    let log = &server_log(h)[..];
     let reported: BTreeSet<&str> = h
         .ops
         .iter()
@@ -806,16 +868,42 @@ fn judge_ops(
                     clock_secs(s.server_ms),
                     s.node
                 );
+                let account = || {
+                    lease_log_then(
+                        log,
+                        &c.target,
+                        s.at_ns,
+                        &|_| false,
+                        Some(request_row(
+                            s.at_ns,
+                            Some(s.server_ms),
+                            format!(
+                                "{} {}",
+                                c.op,
+                                sent.as_deref()
+                                    .map_or("without a lease id".into(), |id| format!(
+                                        "with lease {}",
+                                        short(id)
+                                    ))
+                            ),
+                            format!("accepted ({})", r.status),
+                            Some(op.id),
+                        )),
+                    )
+                };
                 match sent.as_deref() {
-                    None if st.locked() => a.violations.push(violation(
-                        "L2",
-                        format!(
-                            "{at} carried no lease id but was accepted while lease {} was {}",
-                            short(holder.unwrap_or("")),
-                            st.word()
-                        ),
-                        vec![op.id],
-                    )),
+                    None if st.locked() => a.violations.push(
+                        violation(
+                            "L2",
+                            format!(
+                                "{at} carried no lease id but was accepted while lease {} was {}",
+                                short(holder.unwrap_or("")),
+                                st.word()
+                            ),
+                            vec![op.id],
+                        )
+                        .with_evidence(account()),
+                    ),
                     Some(id) if !(st.locked() && holder == Some(id)) => {
                         let created = s.before.is_none() && r.status == 201;
                         if created {
@@ -826,19 +914,22 @@ fn judge_ops(
                         } else {
                             "L2"
                         };
-                        a.violations.push(violation(
-                            property,
-                            format!(
-                                "{at} carried lease {} and was accepted, but the lease was {}{}",
-                                short(id),
-                                st.word(),
-                                holder
-                                    .filter(|h| *h != id)
-                                    .map(|h| format!(" under {}", short(h)))
-                                    .unwrap_or_default()
-                            ),
-                            vec![op.id],
-                        ));
+                        a.violations.push(
+                            violation(
+                                property,
+                                format!(
+                                    "{at} carried lease {} and was accepted, but the lease was {}{}",
+                                    short(id),
+                                    st.word(),
+                                    holder
+                                        .filter(|h| *h != id)
+                                        .map(|h| format!(" under {}", short(h)))
+                                        .unwrap_or_default()
+                                ),
+                                vec![op.id],
+                            )
+                            .with_evidence(account()),
+                        );
                     }
                     _ => {}
                 }
@@ -853,17 +944,36 @@ fn judge_ops(
                 // L5: a retried acquire without a proposal told "lost" although it won.
                 if c.proposed_id.is_none() && op.attempts.len() > 1 {
                     if let Some((id, at)) = unexplained_grant(h, op, ret, generated, &reported) {
-                        a.violations.push(violation(
-                            "L5",
-                            format!(
-                                "an acquire of {} without a proposed id was granted lease {} at {} true by one of its {} attempts, yet the caller was told 409 LeaseAlreadyPresent: a non-idempotent acquire was re-sent",
-                                c.target,
-                                short(id),
-                                secs(at),
-                                op.attempts.len()
-                            ),
-                            vec![op.id],
-                        ));
+                        let granted_ns = at;
+                        a.violations.push(
+                            violation(
+                                "L5",
+                                format!(
+                                    "an acquire of {} without a proposed id was granted lease {} at {} true by one of its {} attempts, yet the caller was told 409 LeaseAlreadyPresent: a non-idempotent acquire was re-sent",
+                                    c.target,
+                                    short(id),
+                                    secs(at),
+                                    op.attempts.len()
+                                ),
+                                vec![op.id],
+                            )
+                            .with_evidence(lease_log_then(
+                                log,
+                                &c.target,
+                                ret,
+                                &|e| e.at_ns == granted_ns,
+                                Some(request_row(
+                                    ret,
+                                    r.server_ms,
+                                    format!(
+                                        "acquire without a proposed id ({} attempts)",
+                                        op.attempts.len()
+                                    ),
+                                    "409 LeaseAlreadyPresent".to_string(),
+                                    Some(op.id),
+                                )),
+                            )),
+                        );
                         continue;
                     }
                 }
@@ -885,6 +995,19 @@ fn judge_ops(
                     .and_then(|(.., l)| l.clone());
                 let st = reference::state(before.as_ref(), server_ms);
                 if !st.locked() {
+                    let account = lease_log_then(
+                        log,
+                        &c.target,
+                        op.invoke_ns,
+                        &|_| false,
+                        Some(request_row(
+                            ret,
+                            Some(server_ms),
+                            "acquire".to_string(),
+                            "409 LeaseAlreadyPresent".to_string(),
+                            Some(op.id),
+                        )),
+                    );
                     a.violations.push(violation(
                         "L6",
                         format!(
@@ -899,19 +1022,34 @@ fn judge_ops(
                                 .unwrap_or_default()
                         ),
                         vec![op.id],
-                    ));
+                    ).with_evidence(account));
                 }
             }
             "set_metadata" if c.lease_id.is_none() && r.status == 412 => {
-                a.violations.push(violation(
-                    "L8",
-                    format!(
-                        "Set Container Metadata on {} without a lease id was refused with 412 {}",
-                        c.target,
-                        r.code.as_deref().unwrap_or("")
-                    ),
-                    vec![op.id],
-                ));
+                a.violations.push(
+                    violation(
+                        "L8",
+                        format!(
+                            "Set Container Metadata on {} without a lease id was refused with 412 {}",
+                            c.target,
+                            r.code.as_deref().unwrap_or("")
+                        ),
+                        vec![op.id],
+                    )
+                    .with_evidence(lease_log_then(
+                        log,
+                        &c.target,
+                        op.invoke_ns,
+                        &|_| false,
+                        Some(request_row(
+                            ret,
+                            r.server_ms,
+                            "Set Container Metadata without a lease id".to_string(),
+                            format!("412 {}", r.code.as_deref().unwrap_or("")),
+                            Some(op.id),
+                        )),
+                    )),
+                );
             }
             _ => {}
         }

@@ -13,7 +13,7 @@ use overcast_model::store;
 use overcast_model::wire;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::LIVENESS;
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::history::{AttemptResult, History, OpRecord};
 use overcast_sim::lin::{self, Operation};
 use overcast_sim::world::{Happening, WorldEvent, WorldOutcome};
@@ -719,11 +719,73 @@ fn e1(history: &OccHistory) -> Option<Violation> {
                         o.key, o.id
                     ),
                 )
-                .with_ops([o.id, first_op]),
+                .with_ops([o.id, first_op])
+                .with_evidence(etag_account(history, &o.key, e, &[o.id, first_op])),
             );
         }
     }
-    check_fresh("E1", produced)
+    check_fresh("E1", produced).map(|v| {
+        // The put that got an ETag again: its item and ETag.
+        let again = history.ops.iter().find(|o| v.ops.first() == Some(&o.id));
+        match again.and_then(|o| match &o.result {
+            Some(Outcome::Response { etag: Some(e), .. }) => Some((o.key.as_str(), e.as_str())),
+            _ => None,
+        }) {
+            Some((key, e)) => {
+                let account = etag_account(history, key, e, &v.ops);
+                v.with_evidence(account)
+            }
+            None => v,
+        }
+    })
+}
+
+/// Every answer that carried ETag `etag` for item `key`, as the focused
+/// account of an E1 violation: the operation, when it returned, what it was
+/// and the body it stood for; the operations the violation names marked.
+fn etag_account(history: &OccHistory, key: &str, etag: &str, named: &[u64]) -> Evidence {
+    let rows: Vec<EvidenceRow> = history
+        .ops
+        .iter()
+        .filter(|o| o.key == key)
+        .filter_map(|o| match &o.result {
+            Some(Outcome::Response {
+                status,
+                etag: Some(e),
+                body,
+                ..
+            }) if e == etag => {
+                let shown = if o.call.op == "put" {
+                    o.call.body.as_deref()
+                } else {
+                    body.as_deref()
+                };
+                Some(EvidenceRow {
+                    op: Some(o.id),
+                    cells: vec![
+                        format!("#{}", o.id),
+                        o.return_ns.map_or(String::new(), secs),
+                        format!("{} → {status}", o.call.op),
+                        shown.unwrap_or("").to_string(),
+                    ],
+                    marked: named.contains(&o.id),
+                })
+            }
+            _ => None,
+        })
+        .take(10)
+        .collect();
+    Evidence {
+        title: format!("The ETag {etag} of {key}"),
+        lead: vec![format!(
+            "Every answer about {key} that carried the ETag {etag}, with the body it stood for: an ETag is new with every write and stands for one body."
+        )],
+        columns: ["operation", "returned", "call", "body"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
 }
 
 /// The version the model says each (item, ETag) is, from the responses that

@@ -7,8 +7,9 @@ use super::history::{OccEvent, Outcome};
 use crate::kit::retry::*;
 use overcast_model::retry::{self, RetryOptions};
 use overcast_model::wire::OperationId;
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::history::AttemptResult;
+use overcast_sim::timeline::secs;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -105,10 +106,60 @@ enum Heard {
     Unknown,
 }
 
+/// An operation's attempts as the servers received them, as the focused
+/// account of a violation judged from their side: when the SDK sent each
+/// (true time), where and when it arrived, and what it was answered; the
+/// caller's answer last.
+fn seen_account(case: &ServerCase<'_>) -> Evidence {
+    let mut rows: Vec<EvidenceRow> = case
+        .attempts
+        .iter()
+        .map(|x| EvidenceRow {
+            op: None,
+            cells: vec![
+                format!("{} #{}", if x.write { "write" } else { "read" }, x.req_id),
+                secs(x.sent_ns),
+                format!("{} at {}", x.server, secs(x.at_ns)),
+                status_words(x),
+            ],
+            marked: false,
+        })
+        .collect();
+    rows.push(EvidenceRow {
+        op: case.op,
+        cells: vec![
+            "the caller".to_string(),
+            case.return_ns.map_or(String::new(), secs),
+            String::new(),
+            case.surfaced
+                .map_or("no status (an unknown outcome)".to_string(), |s| {
+                    format!("told {s}")
+                }),
+        ],
+        marked: true,
+    });
+    Evidence {
+        title: match case.op {
+            Some(op) => format!("The attempts of operation #{op} as the servers saw them"),
+            None => "The attempts of an operation as the servers saw them".to_string(),
+        },
+        lead: vec![
+            "Each request of the operation a server received (its first copy), when the SDK sent it and what the server answered, in true simulated time; then what the caller was told.".to_string(),
+        ],
+        columns: ["request", "sent", "received", "answer"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
+}
+
 /// A violation judged from the servers' side: it names the operation when
 /// the history has it, and each attempt where a server received it.
 fn seen_violation(case: &ServerCase<'_>, property: &'static str, message: String) -> Violation {
-    let mut v = Violation::new(property, message).with_ops(case.op);
+    let mut v = Violation::new(property, message)
+        .with_ops(case.op)
+        .with_evidence(seen_account(case));
     for x in case.attempts {
         v = v.at(
             x.server.clone(),

@@ -394,6 +394,79 @@ fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
     }
 }
 
+/// What a poll at server time `at_ms` saw, as the focused account of a Q1
+/// or Q3 violation: the items of its queue it returned or could have
+/// returned, in the order a poll takes them (status, available time, name),
+/// each with its reservation; the ones the violation is about marked.
+fn poll_account(
+    cx: &Ctx,
+    state: &Replay,
+    queue: &str,
+    statuses: &[overcast_model::queue::ItemStatus],
+    at_ms: Millis,
+    returned: &[String],
+    missed: &[&String],
+) -> Evidence {
+    let mut seen: Vec<(&String, &Item)> = state
+        .items
+        .iter()
+        .filter(|(n, i)| {
+            returned.contains(n)
+                || (i.queue == queue
+                    && i.queued
+                    && (statuses.is_empty() || statuses.contains(&i.status))
+                    && i.available_ms <= at_ms)
+        })
+        .collect();
+    seen.sort_by_key(|(n, i)| poll_order(n, i));
+    let shown = 12;
+    let skipped = seen.len().saturating_sub(shown);
+    let rows = seen
+        .iter()
+        .take(shown)
+        .map(|(n, i)| EvidenceRow {
+            op: None,
+            cells: vec![
+                n.to_string(),
+                status_word(i.status).to_string(),
+                if i.available_ms < at_ms {
+                    "yes".to_string()
+                } else {
+                    format!("from {}", cx.later(at_ms, i.available_ms))
+                },
+                match i.reserved_until {
+                    None => "none".to_string(),
+                    Some(u) if u <= at_ms => format!("ended {}", cx.later(at_ms, u)),
+                    Some(u) => format!("until {}", cx.later(at_ms, u)),
+                },
+                if returned.contains(n) {
+                    "returned"
+                } else {
+                    "not returned"
+                }
+                .to_string(),
+            ],
+            marked: missed.contains(n),
+        })
+        .collect();
+    Evidence {
+        title: format!("What a poll of {} at {} could take", queue_words(Some(queue)), cx.when(at_ms)),
+        lead: vec![format!(
+            "The items of the queue the poll returned or could have returned, in the order a poll takes them (status, then available time, then name){}; the rows the violation is about are marked.",
+            if skipped > 0 {
+                format!(" (the first {shown}, {skipped} more after them)")
+            } else {
+                String::new()
+            }
+        )],
+        columns: ["item", "status", "available", "reservation", "the poll"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
+}
+
 /// A call pushing `item`, for its words.
 fn push_call(item: &overcast_model::queue::PushItem) -> Call {
     Call {
@@ -504,6 +577,7 @@ fn poll_rules(
             v
         }
     };
+    let account = |missed: &[&String]| poll_account(cx, state, &q, statuses, at, &returned, missed);
     let expired = |n: &String| {
         state.items[n]
             .reserved_until
@@ -517,24 +591,39 @@ fn poll_rules(
                 .filter(|n| !returned.contains(n) && expired(n))
                 .collect();
             if property == "Q3" && !missing_expired.is_empty() {
-                v.push(named(violation(
-                    "Q3",
-                    format!(
-                        "a poll of '{q}' at {at_s} did not return {}, whose reservations had ended",
-                        names(&missing_expired)
-                    ),
-                    ops,
-                )));
+                let account = account(&missing_expired);
+                v.push(
+                    named(violation(
+                        "Q3",
+                        format!(
+                            "a poll of {} at {at_s} did not return {}, whose reservations had ended",
+                            queue_words(Some(&q)),
+                            names(&missing_expired)
+                        ),
+                        ops,
+                    ))
+                    .with_evidence(account),
+                );
             } else if property == "Q1" && expected != returned && missing_expired.is_empty() {
-                v.push(named(violation(
-                    "Q1",
-                    format!(
-                        "a poll of '{q}' (limit {limit}) at {at_s} returned {}; by (status, available time, name) it should have returned {}",
-                        names(&returned),
-                        names(&expected)
-                    ),
-                    ops,
-                )));
+                let wrong: Vec<&String> = expected
+                    .iter()
+                    .filter(|n| !returned.contains(n))
+                    .chain(returned.iter().filter(|n| !expected.contains(n)))
+                    .collect();
+                let account = account(&wrong);
+                v.push(
+                    named(violation(
+                        "Q1",
+                        format!(
+                            "a poll of {} (limit {limit}) at {at_s} returned {}; by status, available time and name it should have returned {}",
+                            queue_words(Some(&q)),
+                            names(&returned),
+                            names(&expected)
+                        ),
+                        ops,
+                    ))
+                    .with_evidence(account),
+                );
             }
         }
         _ => {
@@ -550,16 +639,26 @@ fn poll_rules(
                 missing.iter().partition(|n| expired(n));
             let which = if property == "Q3" { exp } else { other };
             if !which.is_empty() {
-                v.push(named(violation(
-                    property,
-                    format!(
-                        "a poll of '{q}' (limit {limit}) at {at_s} returned {} item(s) while {} were eligible{}",
-                        returned.len(),
-                        names(&which),
-                        if property == "Q3" { " (their reservations had ended)" } else { "" }
-                    ),
-                    ops,
-                )));
+                let account = account(&which);
+                v.push(
+                    named(violation(
+                        property,
+                        format!(
+                            "a poll of {} (limit {limit}) at {at_s} returned {} while {} {} eligible{}",
+                            queue_words(Some(&q)),
+                            match returned.len() {
+                                0 => "no item".to_string(),
+                                1 => "1 item".to_string(),
+                                n => format!("{n} items"),
+                            },
+                            names(&which),
+                            if which.len() == 1 { "was" } else { "were" },
+                            if property == "Q3" { " (reservations ended)" } else { "" }
+                        ),
+                        ops,
+                    ))
+                    .with_evidence(account),
+                );
             }
         }
     }

@@ -39,8 +39,9 @@
 use super::history::{
     route, session_of, Consistency, RegionEvent, RegionOp, RegionOutcome, RegionsHistory,
 };
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::history::NodeEvent;
+use overcast_sim::timeline::{clock_secs, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The bounds the routing checker holds the SDK to.
@@ -260,10 +261,16 @@ impl Checker<RegionsHistory> for Routing {
                 violations.push(v(
                     op,
                     format!(
-                        "an attempt went to region {} at {} ms on the client's clock, but op {} had marked it \
-                         unavailable at {} ms (after {}/{}) until {} ms, and not every region was marked \
+                        "an attempt went to region {} at {} on the client's clock, but op {} had marked it \
+                         unavailable at {} (after {}/{}) until {}, and not every region was marked \
                          (SPEC §4.1: an unavailable region is moved to the end of the list)",
-                        a.region, a.local_ms, m.op_id, m.from_ms, m.status, m.sub_status, m.until_ms
+                        a.region,
+                        clock_secs(a.local_ms),
+                        m.op_id,
+                        clock_secs(m.from_ms),
+                        m.status,
+                        m.sub_status,
+                        clock_secs(m.until_ms)
                     ),
                 ));
             }
@@ -326,11 +333,13 @@ impl Checker<RegionsHistory> for Routing {
                         violations.push(v(
                             op,
                             format!(
-                                "a read attempt went to region {region} at {} ms on the client's clock, but \
-                                 {region} had answered op {by}'s attempt 403/1008 at {from_ms} ms (the region \
+                                "a read attempt went to region {region} at {} on the client's clock, but \
+                                 {region} had answered op {by}'s attempt 403/1008 at {} (the region \
                                  is being removed; SPEC §4.1: mark it unavailable for {} ms and retry on the \
                                  next preferred region), and not every other region was marked",
-                                a.local_ms, self.bounds.unavailable_ms
+                                clock_secs(a.local_ms),
+                                clock_secs(from_ms),
+                                self.bounds.unavailable_ms
                             ),
                         ));
                     }
@@ -366,6 +375,26 @@ impl Checker<RegionsHistory> for Routing {
                 "; {unaligned} whose attempt events do not match their attempts (410 window not judged)"
             ));
         }
+        let violations = violations
+            .into_iter()
+            .map(|v| {
+                let op = v
+                    .ops
+                    .first()
+                    .and_then(|id| history.ops.iter().find(|o| o.id == *id));
+                match op {
+                    Some(op) => {
+                        let session = session_of(op);
+                        let events = routes
+                            .get(&(session.as_str(), op.call.seq))
+                            .map_or(&[][..], Vec::as_slice);
+                        let account = route_account(op, events, &v.message);
+                        v.with_evidence(account)
+                    }
+                    None => v,
+                }
+            })
+            .collect();
         Checked::new(Verdict::from_violations(violations))
             .with_note(note)
             .partly(unaligned > 0)
@@ -459,6 +488,60 @@ fn attempts_of_events<'a>(events: &[&'a NodeEvent<RegionEvent>]) -> Vec<Attempt<
             _ => None,
         })
         .collect()
+}
+
+/// An operation's routing decisions and attempts as the SDK logged them,
+/// as the focused account of an R6 violation: when (true time, with the
+/// client's own clock beside it), what it did, the region and the answer;
+/// the attempts to a region the violation names marked.
+fn route_account(op: &RegionOp, events: &[&NodeEvent<RegionEvent>], message: &str) -> Evidence {
+    let rows = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RegionEvent::Route {
+                what,
+                region,
+                status,
+                sub_status,
+                for_ms,
+                ..
+            } => Some(EvidenceRow {
+                op: None,
+                cells: vec![
+                    format!(
+                        "{} true, {} on the client's clock",
+                        secs(e.at_ns),
+                        clock_secs(e.local_ms)
+                    ),
+                    match for_ms {
+                        Some(ms) => format!("{} for {ms} ms", what.replace('_', " ")),
+                        None => what.replace('_', " "),
+                    },
+                    region.clone(),
+                    match (status, sub_status) {
+                        (0, _) if what == route::ATTEMPT => "no answer".to_string(),
+                        (0, _) => String::new(),
+                        (s, 0) => s.to_string(),
+                        (s, sub) => format!("{s}/{sub}"),
+                    },
+                ],
+                marked: what == route::ATTEMPT && message.contains(&format!("region {region} ")),
+            }),
+            _ => None,
+        })
+        .collect();
+    Evidence {
+        title: format!("How operation #{} was routed", op.id),
+        lead: vec![format!(
+            "Every routing step of {} op #{} of item {} as the SDK logged it: the region list, its marks and its attempts (SPEC §4.1).",
+            op.call.op, op.id, op.call.item
+        )],
+        columns: ["when", "step", "region", "answer"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
 }
 
 fn v(op: &RegionOp, what: String) -> Violation {

@@ -18,7 +18,7 @@ use super::history::{
     item_orders, may_have_applied, session_of, Consistency, ItemOrder, Order, RegionOp,
     RegionOutcome, RegionsHistory, Version,
 };
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::timeline::secs;
 use std::collections::BTreeMap;
 
@@ -81,9 +81,77 @@ impl Checker<RegionsHistory> for SessionGuarantees {
                 t.unordered, t.unknown
             ));
         }
-        Checked::new(Verdict::from_violations(t.violations))
+        let violations = t
+            .violations
+            .into_iter()
+            .map(|v| {
+                let account = session_account(history, &v.ops);
+                v.with_evidence(account)
+            })
+            .collect();
+        Checked::new(Verdict::from_violations(violations))
             .with_note(note)
             .partly(t.unordered + t.unknown > 0)
+    }
+}
+
+/// What a session did with an item up to the operation a violation is
+/// about (the first of `named`): its calls on the item in order (the last
+/// ten), each with when it ran in true time, its answer and who answered;
+/// the operations the violation names marked.
+fn session_account(history: &RegionsHistory, named: &[u64]) -> Evidence {
+    let Some(op) = named
+        .first()
+        .and_then(|id| history.ops.iter().find(|o| o.id == *id))
+    else {
+        return Evidence::default();
+    };
+    let session = session_of(op);
+    let calls: Vec<&RegionOp> = history
+        .ops
+        .iter()
+        .filter(|o| o.call.item == op.call.item && session_of(o) == session)
+        .filter(|o| o.invoke_ns <= op.invoke_ns)
+        .collect();
+    let skipped = calls.len().saturating_sub(10);
+    Evidence {
+        title: format!("Session {session} and item {}", op.call.item),
+        lead: vec![format!(
+            "The calls session {session} made on {} up to operation #{}{}, in true simulated time: a session-consistency read returns a version no older than the session has seen.",
+            op.call.item,
+            op.id,
+            if skipped > 0 {
+                format!(" (the last {}, after {skipped} earlier ones)", calls.len() - skipped)
+            } else {
+                String::new()
+            }
+        )],
+        columns: ["operation", "ran", "call and answer", "session token", "answered by"]
+            .map(String::from)
+            .to_vec(),
+        rows: calls[skipped..]
+            .iter()
+            .map(|o| EvidenceRow {
+                op: Some(o.id),
+                cells: vec![
+                    format!("#{}", o.id),
+                    format!(
+                        "{}–{}",
+                        secs(o.invoke_ns),
+                        o.return_ns.map_or("no answer".to_string(), secs)
+                    ),
+                    format!(
+                        "{} ({})",
+                        super::timeline::words(&o.call, o.result.as_ref()).0,
+                        o.call.consistency.word()
+                    ),
+                    o.call.session_token.clone().unwrap_or_else(|| "none".to_string()),
+                    answered(o),
+                ],
+                marked: named.contains(&o.id),
+            })
+            .collect(),
+        notes: Vec::new(),
     }
 }
 
@@ -226,7 +294,7 @@ fn token(op: &RegionOp) -> String {
     op.call
         .session_token
         .as_deref()
-        .map(|t| format!("{t:?}"))
+        .map(|t| t.to_string())
         .unwrap_or_else(|| "none".into())
 }
 
@@ -337,7 +405,7 @@ mod tests {
             "version e1",
             "version e2",
             "its write op 1",
-            "\"p0:1\"",
+            "session token p0:1",
             "west/server-1",
         ] {
             assert!(v[0].message.contains(words), "{words}: {}", v[0].message);

@@ -6,8 +6,9 @@
 use super::history::{Call, Outcome};
 use super::spec::{Cond, SearchOp, SearchResult, SearchSpec};
 use crate::kit::dialects::lin_checked;
+use crate::kit::words::calls_account;
 use overcast_sim::check::fresh::check_fresh;
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, Verdict, Violation};
 use overcast_sim::history::History;
 use overcast_sim::lin::{self, Operation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -124,10 +125,28 @@ impl Checker<SearchHistory> for EtagFreshness {
             }) if o.call.op == "put" => Some((o.call.name.as_str(), e.as_str(), o.id)),
             _ => None,
         });
-        Checked::new(Verdict::from_violations(
-            check_fresh("E1", produced).into_iter().collect(),
-        ))
+        let found = check_fresh("E1", produced).map(|v| {
+            let account = account(
+                history,
+                &v.ops,
+                "An ETag given twice".to_string(),
+                "The calls on the resource from the first update that got the ETag to the one that got it again: an ETag is new with every update.".to_string(),
+            );
+            v.with_evidence(account)
+        });
+        Checked::new(Verdict::from_violations(found.into_iter().collect()))
     }
+}
+
+/// [`calls_account`] in this service's words.
+fn account(history: &SearchHistory, named: &[u64], title: String, lead: String) -> Evidence {
+    calls_account(
+        &history.ops,
+        named,
+        |c, r| super::timeline::words(c, r).0,
+        title,
+        lead,
+    )
 }
 
 /// The seed's invariant, for resources no one deletes: once an update that
@@ -190,7 +209,13 @@ fn lost_field(history: &SearchHistory) -> Option<Violation> {
                             o.id
                         ),
                     )
-                    .with_ops([o.id, *by]),
+                    .with_ops([o.id, *by])
+                    .with_evidence(account(
+                        history,
+                        &[o.id, *by],
+                        format!("The field {f} of {name}"),
+                        format!("The calls on {name} from the update that added {f} to the read without it: once acknowledged, an added field stays."),
+                    )),
                 );
             }
         }
