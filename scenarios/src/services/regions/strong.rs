@@ -455,9 +455,15 @@ mod tests {
             )
         };
         assert_eq!(verdict(&BLOB, &[put(0, 201), replace(201)]), Linearizable);
-        assert_eq!(verdict(&BLOB, &[put(0, 201), replace(200)]), NotLinearizable);
+        assert_eq!(
+            verdict(&BLOB, &[put(0, 201), replace(200)]),
+            NotLinearizable
+        );
         assert_eq!(verdict(&COSMOS, &[put(0, 201), replace(200)]), Linearizable);
-        assert_eq!(verdict(&COSMOS, &[put(0, 201), replace(201)]), NotLinearizable);
+        assert_eq!(
+            verdict(&COSMOS, &[put(0, 201), replace(201)]),
+            NotLinearizable
+        );
         assert_eq!(
             verdict(&BLOB, &[put(0, 201), delete(1, 204)]),
             NotLinearizable

@@ -221,13 +221,29 @@ fn put_read_delete_versions_and_statuses() {
 #[test]
 fn put_blob_answers_201_on_create_and_on_replace_and_the_seeded_bug_200() {
     let mut s = store();
-    assert_status(&put(&mut s, "a", "v1", Conditions::none(), 1_000), 201, None);
-    assert_status(&put(&mut s, "a", "v2", Conditions::none(), 2_000), 201, None);
+    assert_status(
+        &put(&mut s, "a", "v1", Conditions::none(), 1_000),
+        201,
+        None,
+    );
+    assert_status(
+        &put(&mut s, "a", "v2", Conditions::none(), 2_000),
+        201,
+        None,
+    );
     let mut bugs = ModelBugs::default();
     bugs.replace_answers_200 = true;
     let mut s = store_with(bugs);
-    assert_status(&put(&mut s, "a", "v1", Conditions::none(), 1_000), 201, None);
-    assert_status(&put(&mut s, "a", "v2", Conditions::none(), 2_000), 200, None);
+    assert_status(
+        &put(&mut s, "a", "v1", Conditions::none(), 1_000),
+        201,
+        None,
+    );
+    assert_status(
+        &put(&mut s, "a", "v2", Conditions::none(), 2_000),
+        200,
+        None,
+    );
 }
 
 // ---- properties E1, E2, E5, E6 ---------------------------------------------------
