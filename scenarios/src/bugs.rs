@@ -195,6 +195,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["E1", "linearizability"],
     },
     BugInfo {
+        name: "replace_answers_200",
+        what: "Put Blob over an existing blob answers 200 instead of 201 Created",
+        scenarios: &["occ"],
+        caught_by: &["linearizability"],
+    },
+    BugInfo {
         name: "restart_drops_partition",
         what: "a restarted server answers 503 forever to the first partition it is asked for after the restart",
         scenarios: &["occ"],

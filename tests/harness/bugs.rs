@@ -63,6 +63,7 @@ fn each_checker_catches_its_bug() {
         ("dedup_without_session", "linearizability"),
         ("rmw_blind_fallback", "increments"),
         ("same_body_keeps_etag", "E1"),
+        ("replace_answers_200", "linearizability"),
         ("restart_drops_partition", "liveness"),
         ("last_modified_rounded", "linearizability"),
     ] {

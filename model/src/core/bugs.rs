@@ -138,6 +138,9 @@ model_bugs! {
     /// Store: a put whose body equals the current body keeps the current ETag
     /// (a "no change" shortcut), so an identical body gets no fresh ETag. Breaks E1.
     same_body_keeps_etag,
+    /// Store: Put Blob over an existing blob answers 200 instead of 201
+    /// (the real service answers 201 Created whether it created or replaced).
+    replace_answers_200,
     /// Server: after a restart, the server stops serving the first partition
     /// it is asked for after the restart: every request for it gets 503.
     restart_drops_partition,

@@ -454,7 +454,8 @@ pub(crate) enum Use {
 
 /// §2.5 and §2.7: whether a request carrying `sent` (a normalised id, or none)
 /// may use a resource whose lease record is `lease` at `now`; the 412 error
-/// code when it may not. `ignore_missing_id` is the seeded bug
+/// code when it may not (`LeaseLost` for a blob write or delete carrying the
+/// id of an expired or broken lease, AMBIG-19). `ignore_missing_id` is the seeded bug
 /// `write_without_lease_check` (a write without an id passes while locked).
 pub(crate) fn check_use(
     lease: Option<&Lease>,
@@ -481,6 +482,9 @@ pub(crate) fn check_use(
                 Err("LeaseIdMismatchWithContainerOperation")
             }
         }
+        // AMBIG-19: a write or delete carrying the id of a lease that has
+        // expired or been broken is told its lease is lost (live traces).
+        (Some(id), Some(l)) if what == Use::BlobWrite && id == l.id => Err("LeaseLost"),
         (Some(_), _) => Err(if on_blob {
             "LeaseNotPresentWithBlobOperation"
         } else {

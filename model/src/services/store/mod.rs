@@ -63,7 +63,7 @@ pub enum StoreRequest {
         /// The conditional headers (read rules).
         conditions: Conditions,
     },
-    /// Upsert an item (SPEC §1.1.3): 201 created / 200 replaced / 412 /
+    /// Upsert an item (SPEC §1.1.3): 201 whether created or replaced / 412 /
     /// 409 `BlobAlreadyExists` (`If-None-Match: *` on an existing item) / 400.
     Put {
         /// The item.
@@ -385,7 +385,12 @@ impl Store {
             item,
         };
         self.redo(&effect);
-        let status = if existed { 200 } else { 201 };
+        // Put Blob answers 201 Created on a replace too.
+        let status = if existed && self.bugs.replace_answers_200 {
+            200
+        } else {
+            201
+        };
         (StoreResponse::ok(status, Some(view)), Some(effect))
     }
 

@@ -81,7 +81,7 @@ pub struct Script {
 pub enum Step {
     /// Create Container.
     CreateContainer(CreateContainer),
-    /// Put Blob (an upsert: 201 created / 200 replaced).
+    /// Put Blob (an upsert: 201 Created, whether it created or replaced).
     PutBlob(BlobOp),
     /// Get Blob (read conditions, SPEC §1.1.4).
     GetBlob(BlobOp),

@@ -322,6 +322,9 @@ struct Snapshot {
     at_ns: u64,
     server_ms: u64,
     before: Option<RefLease>,
+    /// Whether the blob existed before the write (Put Blob answers 201
+    /// either way, so the status does not say).
+    existed: bool,
 }
 
 /// What the walk of the server's log found.
@@ -365,6 +368,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
     let mut breaks: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut writes: BTreeMap<(String, u64), Snapshot> = BTreeMap::new();
     let mut deletes: BTreeMap<String, Vec<Snapshot>> = BTreeMap::new();
+    let mut live: BTreeSet<String> = BTreeSet::new();
     // Per target: the reference lease after each log record (true time,
     // server clock), for L6 and the lease-before-conditions rule of L2.
     let mut timeline: LeaseTimeline = BTreeMap::new();
@@ -603,6 +607,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                     .filter(|k| **k == *container || k.starts_with(&prefix))
                     .cloned()
                     .collect();
+                live.retain(|k| !k.starts_with(&prefix));
                 for k in gone {
                     if let Some(l) = refs.get(&k) {
                         revoked.push((k.clone(), l.id.clone(), e.at_ns));
@@ -628,6 +633,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                         at_ns: e.at_ns,
                         server_ms: now,
                         before: before.clone(),
+                        existed: !live.insert(name.clone()),
                     },
                 );
                 match reference::after_write(before, item.last_modified) {
@@ -661,6 +667,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                     at_ns: e.at_ns,
                     server_ms: now,
                     before: refs.remove(&name),
+                    existed: live.remove(&name),
                 });
                 breaks.remove(&name);
                 if let Some((_, idx)) = model.remove(&name) {
@@ -905,7 +912,7 @@ fn judge_ops(
                         .with_evidence(account()),
                     ),
                     Some(id) if !(st.locked() && holder == Some(id)) => {
-                        let created = s.before.is_none() && r.status == 201;
+                        let created = s.before.is_none() && !s.existed;
                         if created {
                             continue;
                         }

@@ -268,10 +268,11 @@ pub fn goals() -> Vec<Goal<LeaseHistory>> {
         ),
         Goal::new(
             "write-with-lost-lease",
-            "A write carrying a lease id was refused 412 because the blob had no lease any more (LeaseNotPresentWithBlobOperation).",
+            "A write carrying a lease id was refused 412 because its lease had expired or been broken (LeaseLost) or the blob had no lease any more (LeaseNotPresentWithBlobOperation).",
             |h: &LeaseHistory| {
                 count_ops(h, |o| {
-                    answered(o, "put", 412, "LeaseNotPresentWithBlobOperation")
+                    answered(o, "put", 412, "LeaseLost")
+                        || answered(o, "put", 412, "LeaseNotPresentWithBlobOperation")
                 })
             },
         ),

@@ -81,7 +81,7 @@ pub const ROWS: &[Row] = &[
         id: "W.unconditional",
         spec: "§1.1.1 no condition header: last writer wins",
         unreachable: None,
-        cells: &["put of an existing item → 200", "put of a missing item → 201", "delete of an existing item → 202", "delete of a missing item → 404"],
+        cells: &["put of an existing item → 201", "put of a missing item → 201", "delete of an existing item → 202", "delete of a missing item → 404"],
     },
     Row {
         id: "W.old_reads",
@@ -278,7 +278,7 @@ fn several_dates(d: &Option<Vec<u64>>) -> bool {
 /// not) whether the item existed when the operation took effect.
 fn classify(
     o: &OpRecord<Call, Outcome>,
-    existed: impl FnOnce() -> Option<bool>,
+    existed: impl Fn() -> Option<bool>,
 ) -> Option<(&'static str, String)> {
     let Some(Outcome::Response {
         status,
@@ -327,11 +327,17 @@ fn classify(
                     other(row)
                 };
             }
-            // Outcomes that say existence: put 200 / delete 202 (existed,
-            // proceeded), put 201 / delete 404 (absent, proceeded).
-            let proceeded_existing = matches!((put, status), (true, 200) | (false, 202));
-            let proceeded_absent = matches!((put, status), (true, 201) | (false, 404));
+            // Outcomes that say existence: delete 202 (existed, proceeded),
+            // delete 404 (absent, proceeded). A put answers 201 either way,
+            // so the history says whether its item existed.
+            let put_existed = (put && status == 201).then(&existed).flatten();
+            let proceeded_existing =
+                matches!((put, status), (false, 202)) || put_existed == Some(true);
+            let proceeded_absent =
+                matches!((put, status), (false, 404)) || put_existed == Some(false);
+            let proceeded_unknown = put && status == 201 && put_existed.is_none();
             let absent = "absent → proceed (put 201, delete 404)";
+            let unknown = "proceed (put 201), existence not known from the history";
             if let Some(inm) = &c.if_none_match {
                 let row = if inm.trim() == "*" {
                     "W2.if_none_match_any"
@@ -346,13 +352,15 @@ fn classify(
                         "exists, ETag differs → proceed"
                     }
                     _ if proceeded_absent => absent,
+                    _ if proceeded_unknown => unknown,
                     _ => return other(row),
                 };
                 return Some((row, cell.into()));
             }
             if let Some(im) = &c.if_match {
                 let row = "W2.if_match";
-                let cell = if proceeded_existing {
+                // If-Match proceeds only on an existing item.
+                let cell = if matches!((put, status), (true, 201) | (false, 202)) {
                     "exists, * or ETag equal → proceed"
                 } else if status == 412 {
                     match (im.trim() == "*", existed()) {
@@ -373,6 +381,8 @@ fn classify(
                     passed.to_string()
                 } else if proceeded_absent {
                     absent.to_string()
+                } else if proceeded_unknown {
+                    unknown.to_string()
                 } else {
                     return other(row);
                 };
@@ -393,8 +403,9 @@ fn classify(
                 );
             }
             let cell = match (put, status) {
-                (true, 200) => "put of an existing item → 200",
-                (true, 201) => "put of a missing item → 201",
+                (true, 201) if proceeded_existing => "put of an existing item → 201",
+                (true, 201) if proceeded_absent => "put of a missing item → 201",
+                (true, 201) => "put → 201, existence not known from the history",
                 (false, 202) => "delete of an existing item → 202",
                 (false, 404) => "delete of a missing item → 404",
                 _ => return other("W.unconditional"),

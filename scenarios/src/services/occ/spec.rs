@@ -381,9 +381,10 @@ impl ItemSpec {
                 Next::Many(next)
             }
             Some(o) if o.status == 200 || o.status == 201 => {
-                let created = if s.body.is_none() { 201 } else { 200 };
+                // Put Blob answers 201 Created on a create and on a replace alike;
+                // a 200 from a put is never right.
                 match o.etag {
-                    Some(e) if may_apply && o.status == created && s.etag != Some(e) => {
+                    Some(e) if may_apply && o.status == 201 && s.etag != Some(e) => {
                         Next::One(written(Some(e), o.last_modified))
                     }
                     _ => Next::Illegal,
@@ -590,7 +591,7 @@ impl Spec for ItemSpec {
                 "the item to be absent (or its conditions to pass on an absent item)".into()
             }
             (_, 304) => "the item unchanged since the condition's ETag or date".into(),
-            (_, 201) => "the conditions to hold on an absent item".into(),
+            (_, 201) => "the conditions to hold (on a present or an absent item)".into(),
             (_, 200 | 202) => "the conditions to hold on a present item".into(),
             (_, 409) => "the item to exist".into(),
             (_, 412) => "a condition to fail".into(),
@@ -671,14 +672,14 @@ mod tests {
                 put("b", if_match(1)),
                 2,
                 Some(5),
-                Some(res(200, Some(2), None, Some(0))),
+                Some(res(201, Some(2), None, Some(0))),
             ),
             op(
                 2,
                 put("c", if_match(1)),
                 3,
                 Some(6),
-                Some(res(200, Some(3), None, Some(0))),
+                Some(res(201, Some(3), None, Some(0))),
             ),
         ];
         assert_eq!(verdict(&h), Verdict::NotLinearizable);
@@ -722,7 +723,7 @@ mod tests {
         let mut bad = r.clone();
         bad[1].output = Some(res(304, Some(1), None, Some(3)));
         assert_eq!(verdict(&bad), Verdict::NotLinearizable);
-        // A replace of an existing item is 200, a create 201.
+        // A put answers 201 whether it created or replaced; 200 is never right.
         let mut bad = r.clone();
         bad[0].output = Some(res(200, Some(1), None, Some(3)));
         assert_eq!(verdict(&bad), Verdict::NotLinearizable);
@@ -786,7 +787,7 @@ mod tests {
                 put("b", if_match(4)),
                 9,
                 Some(10),
-                Some(res(200, Some(5), None, Some(9))),
+                Some(res(201, Some(5), None, Some(9))),
             ),
         ];
         assert_eq!(verdict(&h), Verdict::Linearizable);
@@ -844,7 +845,7 @@ mod tests {
         bad[2].output = Some(res(200, Some(1), Some("a"), Some(10)));
         assert_eq!(verdict(&bad), Verdict::NotLinearizable);
         let mut bad = h.clone();
-        bad[3].output = Some(res(200, Some(2), None, Some(11)));
+        bad[3].output = Some(res(201, Some(2), None, Some(11)));
         assert_eq!(verdict(&bad), Verdict::NotLinearizable);
     }
 }

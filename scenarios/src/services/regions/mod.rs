@@ -277,8 +277,8 @@ pub enum Service {
     /// Cosmos DB items: replace 200, delete 204, an If-Match on a missing item 404.
     #[default]
     Cosmos,
-    /// Blobs of the object store (`occ`'s service): put 201 created / 200
-    /// replaced, delete 202, an If-Match on a missing blob 412, a create
+    /// Blobs of the object store (`occ`'s service): put 201 whether it
+    /// created or replaced, delete 202, an If-Match on a missing blob 412, a create
     /// (`If-None-Match: *`) of an existing blob 409.
     Blob,
 }

@@ -78,6 +78,8 @@ impl Spec for Register {
             (None, _) => false,
         };
         let blob = self.service == Service::Blob;
+        // A replace: Put Blob answers 201 Created, Cosmos 200.
+        let replaced = if blob { 201 } else { 200 };
         // An If-Match that does not hold: a present item whose body is not
         // the one behind the ETag (an ETag never seen with a body is given
         // the benefit of the doubt), or, for a blob, no item at all (§1.1.3:
@@ -98,9 +100,10 @@ impl Spec for Register {
             },
             RegisterOp::Upsert(b) => match status {
                 None => Next::One(Some(b.clone())),
-                // A blob put says whether it created (201) or replaced (200).
-                Some(201) if !blob || s.is_none() => Next::One(Some(b.clone())),
-                Some(200) if !blob || s.is_some() => Next::One(Some(b.clone())),
+                // A blob put answers 201 whether it created or replaced,
+                // never 200.
+                Some(201) => Next::One(Some(b.clone())),
+                Some(200) if !blob => Next::One(Some(b.clone())),
                 Some(_) => Next::Illegal,
             },
             RegisterOp::Create(b) => match status {
@@ -113,7 +116,7 @@ impl Spec for Register {
             RegisterOp::Replace { body, expected } => match status {
                 None if matches(expected) => Next::Many(vec![Some(body.clone()), s.clone()]),
                 None => Next::One(s.clone()),
-                Some(200) if matches(expected) => Next::One(Some(body.clone())),
+                Some(st) if st == replaced && matches(expected) => Next::One(Some(body.clone())),
                 Some(412) if refused(expected) => Next::One(s.clone()),
                 Some(404) if !blob && s.is_none() => Next::One(None),
                 Some(_) => Next::Illegal,
@@ -412,7 +415,8 @@ mod tests {
         assert_eq!(verdict(&BLOB, &replace_missing(404)), NotLinearizable);
         assert_eq!(verdict(&COSMOS, &replace_missing(404)), Linearizable);
         assert_eq!(verdict(&COSMOS, &replace_missing(412)), NotLinearizable);
-        // A put says whether it created (201) or replaced (200); a delete is 202.
+        // A blob put answers 201 whether it created or replaced (never 200);
+        // a delete is 202.
         let put = |id, status| {
             op(
                 id,
@@ -433,11 +437,33 @@ mod tests {
             )
         };
         assert_eq!(
-            verdict(&BLOB, &[put(0, 201), put(1, 200), delete(2, 202)]),
+            verdict(&BLOB, &[put(0, 201), put(1, 201), delete(2, 202)]),
             Linearizable
         );
-        assert_eq!(verdict(&BLOB, &[put(0, 201), put(1, 201)]), NotLinearizable);
+        assert_eq!(verdict(&BLOB, &[put(0, 201), put(1, 200)]), NotLinearizable);
         assert_eq!(verdict(&BLOB, &[put(0, 200)]), NotLinearizable);
+        // A conditional replace: Put Blob 201, Cosmos 200.
+        let replace = |status| {
+            op(
+                1,
+                RegisterOp::Replace {
+                    body: "c".into(),
+                    expected: Some("b0".into()),
+                },
+                (10, 15),
+                out(status, None),
+            )
+        };
+        assert_eq!(verdict(&BLOB, &[put(0, 201), replace(201)]), Linearizable);
+        assert_eq!(
+            verdict(&BLOB, &[put(0, 201), replace(200)]),
+            NotLinearizable
+        );
+        assert_eq!(verdict(&COSMOS, &[put(0, 201), replace(200)]), Linearizable);
+        assert_eq!(
+            verdict(&COSMOS, &[put(0, 201), replace(201)]),
+            NotLinearizable
+        );
         assert_eq!(
             verdict(&BLOB, &[put(0, 201), delete(1, 204)]),
             NotLinearizable

@@ -99,14 +99,14 @@ fn allowed_write_pairs_are_not_400() {
         if_unmodified_since: Some(vec![0]),
         ..Conditions::default()
     };
-    assert_status(&put(&mut s, "a", "v2", c, 20_000), 200, None);
+    assert_status(&put(&mut s, "a", "v2", c, 20_000), 201, None);
     // {If-None-Match, If-Modified-Since}: If-None-Match decides, the (failing) date is ignored.
     let c = Conditions {
         if_none_match: Some(tags(&[&stale()])),
         if_modified_since: Some(vec![99_000]),
         ..Conditions::default()
     };
-    assert_status(&put(&mut s, "a", "v3", c, 21_000), 200, None);
+    assert_status(&put(&mut s, "a", "v3", c, 21_000), 201, None);
     // An empty ETag list counts as an absent header.
     let c = Conditions {
         if_match: Some(EtagMatch::Tags(vec![])),
@@ -114,7 +114,7 @@ fn allowed_write_pairs_are_not_400() {
         if_modified_since: Some(vec![1_000]),
         ..Conditions::default()
     };
-    assert_status(&put(&mut s, "a", "v4", c, 22_000), 200, None);
+    assert_status(&put(&mut s, "a", "v4", c, 22_000), 201, None);
     assert_eq!(s.item(&key("a")).unwrap().version, 4);
 }
 
@@ -146,7 +146,7 @@ fn write_if_none_match_etag() {
         if_modified_since: Some(vec![50_000]),
         ..Conditions::default()
     };
-    assert_status(&put(&mut s, "a", "x", c.clone(), 20_000), 200, None);
+    assert_status(&put(&mut s, "a", "x", c.clone(), 20_000), 201, None);
     assert_status(&delete(&mut s, "a", c.clone(), 20_000), 202, None);
     // absent → proceed
     assert_status(&put(&mut s, "a", "y", c.clone(), 30_000), 201, None);
@@ -223,7 +223,7 @@ fn write_if_match() {
         ..Conditions::default()
     };
     let r = put(&mut s, "a", "v2", c, 20_000);
-    assert_status(&r, 200, None);
+    assert_status(&r, 201, None);
     let etag2 = r.item.unwrap().etag;
     // the old etag is now stale
     assert_status(
@@ -234,7 +234,7 @@ fn write_if_match() {
     // `*` on an existing item → proceed
     assert_status(
         &put(&mut s, "a", "v3", Conditions::if_match_any(), 21_000),
-        200,
+        201,
         None,
     );
     assert_status(
@@ -277,7 +277,7 @@ fn write_if_modified_since_at_second_resolution() {
             Conditions::if_modified_since(9_999),
             20_000,
         ),
-        200,
+        201,
         None,
     );
     // absent → proceed
@@ -328,7 +328,7 @@ fn write_if_unmodified_since_at_second_resolution() {
             Conditions::if_unmodified_since(10_000),
             20_400,
         ),
-        200,
+        201,
         None,
     );
     // absent → proceed

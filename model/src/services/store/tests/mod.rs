@@ -194,7 +194,7 @@ fn put_read_delete_versions_and_statuses() {
     );
 
     let r2 = put(&mut s, "a", "v2", Conditions::none(), 2_000);
-    assert_status(&r2, 200, None);
+    assert_status(&r2, 201, None);
     assert_eq!(r2.item.as_ref().unwrap().version, 2);
 
     assert_status(&delete(&mut s, "a", Conditions::none(), 3_000), 202, None);
@@ -216,6 +216,34 @@ fn put_read_delete_versions_and_statuses() {
     assert_status(&r4, 201, None);
     assert_eq!(r4.item.unwrap().version, 4);
     assert_eq!(s.items().count(), 1);
+}
+
+#[test]
+fn put_blob_answers_201_on_create_and_on_replace_and_the_seeded_bug_200() {
+    let mut s = store();
+    assert_status(
+        &put(&mut s, "a", "v1", Conditions::none(), 1_000),
+        201,
+        None,
+    );
+    assert_status(
+        &put(&mut s, "a", "v2", Conditions::none(), 2_000),
+        201,
+        None,
+    );
+    let mut bugs = ModelBugs::default();
+    bugs.replace_answers_200 = true;
+    let mut s = store_with(bugs);
+    assert_status(
+        &put(&mut s, "a", "v1", Conditions::none(), 1_000),
+        201,
+        None,
+    );
+    assert_status(
+        &put(&mut s, "a", "v2", Conditions::none(), 2_000),
+        200,
+        None,
+    );
 }
 
 // ---- properties E1, E2, E5, E6 ---------------------------------------------------
