@@ -302,6 +302,8 @@ impl StoreClient {
                     let throttled = matches!(outcome, AttemptOutcome::Response { status: 429, .. });
                     let after = if self.cfg.bugs.ignore_retry_after && throttled {
                         Duration::ZERO
+                    } else if self.cfg.bugs.retry_after_stretched && throttled {
+                        after.saturating_mul(10)
                     } else {
                         after
                     };
