@@ -27,6 +27,13 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["R2"],
     },
     BugInfo {
+        name: "retry_after_stretched",
+        what: "the client waits ten times the server's retry-after after a throttled (429) request",
+        scenarios: &["occ"],
+        // Only the waits' upper bound tells: every wait is long enough.
+        caught_by: &["R2"],
+    },
+    BugInfo {
         name: "retry_with_on_gone_backoff",
         what: "the client backs off a 449 on the 410 schedule (1 s doubling to 15 s) instead of 10 ms doubling to 1 s",
         scenarios: &["occ"],

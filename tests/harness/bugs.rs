@@ -53,6 +53,7 @@ fn each_checker_catches_its_bug() {
         ("etag_reuse", "E1"),
         ("retry_write_after_timeout", "R1"),
         ("ignore_retry_after", "R2"),
+        ("retry_after_stretched", "R2"),
         ("transport_retries_throttled", "R2"),
         ("skip_if_match", "linearizability"),
         ("ack_before_sync", "linearizability"),

@@ -63,6 +63,9 @@ model_bugs! {
     /// Client: retries a 429 at once instead of waiting for the server's
     /// `x-ms-retry-after-ms`.
     ignore_retry_after,
+    /// Client: waits ten times the server's `x-ms-retry-after-ms` after a 429 (a
+    /// unit slip), so a throttled call stalls far longer than the server asked.
+    retry_after_stretched,
     /// Client: backs off a 449 (`RetryWith`) on the 410 schedule (1 s doubling
     /// to 15 s) instead of its own (10 ms doubling, salted, to 1 s): the two
     /// rows share a window and one match arm took both.

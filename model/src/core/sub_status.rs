@@ -2,6 +2,14 @@
 
 /// No sub-status (the SDK's `Unknown`); on a 410: the replica moved.
 pub const NONE: u32 = 0;
+/// 403/3 `WriteForbidden`: the account's write region moved; refresh it and retry there.
+pub const WRITE_FORBIDDEN: u32 = 3;
+/// 403/1008 `DatabaseAccountNotFound`: the region is being removed from the account.
+pub const DATABASE_ACCOUNT_NOT_FOUND: u32 = 1008;
+/// 404/1002 `ReadSessionNotAvailable`: the replica lacks the session token's LSN.
+pub const READ_SESSION_NOT_AVAILABLE: u32 = 1002;
+/// 429/3092 `SystemResourceUnavailable`: on a multi-write account's write, treated as 503.
+pub const SYSTEM_RESOURCE_UNAVAILABLE: u32 = 3092;
 /// 410/1000 `NameCacheIsStale`: refresh the container map; retried twice.
 pub const NAME_CACHE_IS_STALE: u32 = 1000;
 /// 410/1002 `PartitionKeyRangeGone`: a split; not retried by the transport.

@@ -298,10 +298,12 @@ impl StoreClient {
             });
             let jitter: f64 = self.rng.gen();
             match state.on_attempt(&outcome, jitter) {
-                Decision::Retry { after } => {
+                Decision::Retry { after, .. } => {
                     let throttled = matches!(outcome, AttemptOutcome::Response { status: 429, .. });
                     let after = if self.cfg.bugs.ignore_retry_after && throttled {
                         Duration::ZERO
+                    } else if self.cfg.bugs.retry_after_stretched && throttled {
+                        after.saturating_mul(10)
                     } else {
                         after
                     };

@@ -334,10 +334,12 @@ pub fn overlap_ns(spans: &[(u64, u64)], from_ns: u64, to_ns: u64) -> u64 {
         .sum()
 }
 
-/// R3's upper bound (SPEC §4.1 rows 410 and 449), from one operation's
-/// attempt log: every wait the SDK inserted before a retry in the
-/// transport window is at most the backoff the SPEC gives that retry
-/// ([`WindowSchedule`]), plus a tenth for clocks, the timer's 2 ms, and the
+/// The upper bounds of R2 and R3, from one operation's attempt log: every
+/// wait after a 429 is at most what the server asked for (SPEC §4.2: its
+/// `x-ms-retry-after-ms`, 5 s when 0 or missing), and every wait the SDK
+/// inserted before a retry in the transport window is at most the backoff
+/// the SPEC gives that retry (§4.1 rows 410 and 449, [`WindowSchedule`]);
+/// each plus a tenth for clocks, the timer's 2 ms, and the
 /// time the client's node spent paused during the wait (`paused`: its
 /// paused spans, true ns), which stretches a correct SDK's wait. The log's
 /// waits are what the SDK really waited, in true time; the lower bounds
@@ -349,12 +351,40 @@ pub fn window_wait_overrun(
 ) -> Option<Violation> {
     let mut schedule = WindowSchedule::default();
     for (i, w) in attempts.windows(2).enumerate() {
+        let started_ns = w[1].sent_ns.saturating_sub(w[1].waited_ns);
+        let paused_ns = overlap_ns(paused, started_ns, w[1].sent_ns);
+        if let AttemptResult::Status {
+            status: 429,
+            retry_after_ms,
+        } = w[0].result
+        {
+            let asked_ns = asked_wait_ms(retry_after_ms) * MS;
+            let allowed_ns = asked_ns + clock_slack_ns(asked_ns) + TIMER_SLACK_NS + paused_ns;
+            if w[1].waited_ns > allowed_ns {
+                return Some(
+                    Violation::new(
+                        "R2",
+                        format!(
+                            "op {op}: the SDK waited {:.3} s before attempt {} after a 429 that asked for {:.3} s (SPEC §4.2: the wait is the server's retry-after, 5 s when 0 or missing){}",
+                            w[1].waited_ns as f64 / 1e9,
+                            i + 2,
+                            asked_ns as f64 / 1e9,
+                            if paused_ns > 0 {
+                                format!("; its client was paused {:.3} s of it", paused_ns as f64 / 1e9)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    )
+                    .with_ops([op]),
+                );
+            }
+            continue;
+        }
         let Some(longest) = schedule.longest_wait(&w[0].result) else {
             continue;
         };
         let longest_ns = longest.as_nanos() as u64;
-        let started_ns = w[1].sent_ns.saturating_sub(w[1].waited_ns);
-        let paused_ns = overlap_ns(paused, started_ns, w[1].sent_ns);
         let allowed_ns = longest_ns + clock_slack_ns(longest_ns) + TIMER_SLACK_NS + paused_ns;
         if w[1].waited_ns > allowed_ns {
             return Some(Violation::new(
@@ -630,5 +660,41 @@ pub(crate) mod tests {
         // A 429's wait is the retry-after's, not the window's (R2 judges it).
         let r = [sent(0, 0, throttled(5000)), sent(5002, 5000, st(200))];
         assert_eq!(window_wait_overrun(1, &r, &[]), None);
+    }
+
+    #[test]
+    fn r2_upper_bound_a_429_wait_is_at_most_the_retry_after() {
+        // 70 ms asked and waited: quiet; ten times that: R2.
+        let r = [sent(0, 0, throttled(70)), sent(72, 70, st(200))];
+        assert_eq!(window_wait_overrun(1, &r, &[]), None);
+        let stretched = [sent(0, 0, throttled(70)), sent(702, 700, st(200))];
+        assert_eq!(
+            window_wait_overrun(1, &stretched, &[]).unwrap().property,
+            "R2"
+        );
+        // No retry-after: the 5 s default bounds it; 50 s is too long.
+        let none = |waited| {
+            [
+                sent(
+                    0,
+                    0,
+                    AttemptResult::Status {
+                        status: 429,
+                        retry_after_ms: None,
+                    },
+                ),
+                sent(waited + 2, waited, st(200)),
+            ]
+        };
+        assert_eq!(window_wait_overrun(1, &none(5000), &[]), None);
+        assert_eq!(
+            window_wait_overrun(1, &none(50_000), &[]).unwrap().property,
+            "R2"
+        );
+        // A client paused during the wait may wait that much longer.
+        assert_eq!(
+            window_wait_overrun(1, &stretched, &[(10 * MS, 700 * MS)]),
+            None
+        );
     }
 }

@@ -21,6 +21,25 @@
 //! | 503 (and every 503 above) | one retry, at once, on the next preferred region if there are at least 2 (`preferred_regions`), for reads, and for writes only on multi-write accounts; else `Done(Response{503})` | §4.1 row 503 |
 //! | 503 (20003 `TransportGenerated503`, 20006 `Channel_Closed`), write | as 503, but a write that is not retried ends `Done(Unknown{503})`: it was sent, its outcome is unknown | §4.1 rows 408, 503 |
 //! | 500, read | one retry on the next preferred region with at least 2, sharing the 503 budget; else `Done(Response{500})`. Writes: `Done(Response{500})` | §4.1 row 500 |
+//! | 429 (3092 `SystemResourceUnavailable`), write on a multi-write account | as 503: one retry, at once, on the next preferred region; else `Done(Response{429})`. Elsewhere a plain 429 | §4.1 row 429/3092 |
+//! | 403 (3 `WriteForbidden`) | failover (below) to the write region, with the account refreshed | §4.1 row 403/3 |
+//! | 403 (1008 `DatabaseAccountNotFound`), read or multi-write write | failover to the next preferred region, the region marked unavailable; a single-write write: `Done(Response{403})` | §4.1 row 403/1008 |
+//! | 404 (1002 `ReadSessionNotAvailable`) | session loop in the region (below), then the write region (single-write, at most [`MAX_SESSION_TOKEN_RETRIES`] times) or the next preferred region (multi-write, at most once per preferred region), each with a new session loop; then `Done(Response{404})` | §4.1 row 404/1002 |
+//!
+//! **Failover** (`ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync`): at most
+//! `max_failover_retries` (120) per operation, one count for 403/3 and 403/1008 alike; a read
+//! waits [`FAILOVER_WAIT`] (1 s) before each, a write goes at once the first time and waits
+//! 1 s from the second failover on. (The SDK checks its counter before raising it, so it
+//! lets a 121st through; the model stops at 120.)
+//!
+//! **Session loop** (`SessionTokenMismatchRetryPolicy`, Direct mode): in one region, the
+//! first retry after a 404/1002 is immediate, then [`SESSION_INITIAL_BACKOFF`] (5 ms) growing
+//! ×[`SESSION_BACKOFF_MULTIPLIER`] per step, capped at [`SESSION_MAX_BACKOFF`] (500 ms) and cut
+//! to what is left of [`SESSION_WINDOW`] (5 s); once it is spent, the next 404/1002 takes the
+//! region step of the row above.
+//!
+//! Every [`Decision::Retry`] names where the next attempt goes ([`Route`]). Gateway mode is
+//! out of scope: its HTTP timeouts and 449 wait are not modelled.
 //!
 //! **Transport window** (`GoneAndRetryWithRequestRetryPolicy`): 410s and 449s share one
 //! window of `gone_window` (410) / `retry_with_window` (449), counted from the first attempt.
@@ -73,6 +92,14 @@ pub struct RetryOptions {
     /// (single-write, SPEC §4.3).
     #[serde(default)]
     pub multi_write: bool,
+    /// Maximum failover retries (403/3, 403/1008) per operation. Default **120**:
+    /// `ClientRetryPolicy.MaxRetryCount`, SPEC §4.1.
+    #[serde(default = "max_failover_retries")]
+    pub max_failover_retries: u32,
+}
+
+fn max_failover_retries() -> u32 {
+    120
 }
 
 fn one_region() -> u32 {
@@ -90,6 +117,7 @@ impl Default for RetryOptions {
             retry_with_window: Duration::from_secs(30),
             preferred_regions: one_region(),
             multi_write: false,
+            max_failover_retries: max_failover_retries(),
         }
     }
 }
@@ -110,6 +138,20 @@ pub const GONE_MAX_BACKOFF: Duration = Duration::from_secs(15);
 /// Retries of a 410/1000 (`NameCacheIsStale`) before the next one becomes 503 (SPEC §4.1
 /// row 410).
 pub const MAX_NAME_CACHE_STALE_RETRIES: u32 = 2;
+/// Retries on the write region after a 404/1002 on a single-write account
+/// (`MaxSessionTokenRetryCount`, SPEC §4.1 row 404/1002).
+pub const MAX_SESSION_TOKEN_RETRIES: u32 = 2;
+/// First non-immediate wait of the session loop: 5 ms (SPEC §4.1 row 404/1002).
+pub const SESSION_INITIAL_BACKOFF: Duration = Duration::from_millis(5);
+/// Growth of the session loop's wait per step: ×5 (SPEC §4.1 row 404/1002).
+pub const SESSION_BACKOFF_MULTIPLIER: u32 = 5;
+/// Cap of one session-loop wait: 500 ms (SPEC §4.1 row 404/1002).
+pub const SESSION_MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// The session loop's time in one region: 5 s (SPEC §4.1 row 404/1002).
+pub const SESSION_WINDOW: Duration = Duration::from_secs(5);
+/// Wait before a failover retry (a read's every one, a write's from the second on): 1 s
+/// (`RetryIntervalInMS`, SPEC §4.1 row `HttpRequestException`).
+pub const FAILOVER_WAIT: Duration = Duration::from_secs(1);
 
 pub use crate::core::sub_status;
 pub use crate::partition::OpKind;
@@ -146,13 +188,32 @@ impl AttemptOutcome {
     }
 }
 
+/// Where a retry goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Route {
+    /// The region of the last attempt.
+    Same,
+    /// The next preferred region (503, 500 on a read, 429/3092, 404/1002 on multi-write).
+    NextPreferred,
+    /// The next preferred region, the last one marked unavailable (403/1008).
+    MarkUnavailableAndNextPreferred,
+    /// The write region, the account refreshed first when `refresh_account` (403/3; a
+    /// 404/1002 on a single-write account goes there without a refresh).
+    WriteRegion {
+        /// Read the account again: the write region may have moved.
+        refresh_account: bool,
+    },
+}
+
 /// What the caller does next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Decision {
-    /// Send the request again after waiting `after`.
+    /// Send the request again after waiting `after`, to `route`.
     Retry {
         /// The delay before the next attempt.
         after: Duration,
+        /// Where the next attempt goes.
+        route: Route,
     },
     /// Stop and surface this outcome.
     Done(FinalOutcome),
@@ -205,6 +266,15 @@ struct TransportWindow {
     name_cache_stale: u32,
 }
 
+/// The session loop in one region (`SessionTokenMismatchRetryPolicy`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct SessionLoop {
+    /// Delays inserted so far in this region.
+    elapsed: Duration,
+    /// The next wait, once the immediate retry has been used.
+    backoff: Option<Duration>,
+}
+
 /// The retry state of one logical operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryState {
@@ -219,6 +289,11 @@ pub struct RetryState {
     rate_limited_delay: Duration,
     window: TransportWindow,
     service_unavailable_retries: u32,
+    session: SessionLoop,
+    /// Region steps taken after 404/1002 answers.
+    session_region_retries: u32,
+    /// Failover retries taken (403/3, 403/1008).
+    failover_retries: u32,
     /// An earlier attempt of this write may have run (only under the bug, or after a
     /// re-sent transport-generated 503 on a multi-write account).
     outcome_unknown: bool,
@@ -240,6 +315,9 @@ impl RetryState {
             rate_limited_delay: Duration::ZERO,
             window: TransportWindow::default(),
             service_unavailable_retries: 0,
+            session: SessionLoop::default(),
+            session_region_retries: 0,
+            failover_retries: 0,
             outcome_unknown: false,
             finished: None,
         }
@@ -258,7 +336,7 @@ impl RetryState {
         self.attempts += 1;
         let mut decision = self.decide(outcome, jitter);
         match &mut decision {
-            Decision::Retry { after } => self.cumulative_delay += *after,
+            Decision::Retry { after, .. } => self.cumulative_delay += *after,
             Decision::Done(outcome) => {
                 if let FinalOutcome::Response { status } = *outcome {
                     // An earlier attempt may have run, and this answer does not say.
@@ -283,7 +361,25 @@ impl RetryState {
         };
         match status {
             408 => self.on_server_timeout(jitter),
+            429 if sub == sub_status::SYSTEM_RESOURCE_UNAVAILABLE
+                && self.kind == OpKind::Write
+                && self.options.multi_write =>
+            {
+                self.unavailable_retry(503, 429, false)
+            }
             429 => self.on_throttled(retry_after),
+            403 if sub == sub_status::WRITE_FORBIDDEN => self.failover(
+                Route::WriteRegion {
+                    refresh_account: true,
+                },
+                403,
+            ),
+            403 if sub == sub_status::DATABASE_ACCOUNT_NOT_FOUND
+                && (self.kind == OpKind::Read || self.options.multi_write) =>
+            {
+                self.failover(Route::MarkUnavailableAndNextPreferred, 403)
+            }
+            404 if sub == sub_status::READ_SESSION_NOT_AVAILABLE => self.on_session_not_available(),
             449 => self.window_retry(WindowRetry::RetryWith, jitter),
             410 => match sub {
                 sub_status::LEASE_NOT_FOUND => self.cross_region(503, false),
@@ -320,7 +416,7 @@ impl RetryState {
         {
             self.rate_limited_retries += 1;
             self.rate_limited_delay += delay;
-            Decision::Retry { after: delay }
+            same_region(delay)
         } else {
             Decision::Done(FinalOutcome::Response { status: 429 })
         }
@@ -395,7 +491,7 @@ impl RetryState {
         }
         w.retried = true;
         w.elapsed += delay;
-        Decision::Retry { after: delay }
+        same_region(delay)
     }
 
     /// A 503 (or a 500 on a read) the caller would see: one retry, at once, on the next
@@ -403,6 +499,17 @@ impl RetryState {
     /// accounts; the new region starts a new transport window. `sent_write_failed`: a write
     /// whose 503 came from the transport after it was sent, so its outcome is unknown.
     fn cross_region(&mut self, status: u16, sent_write_failed: bool) -> Decision {
+        self.unavailable_retry(status, status, sent_write_failed)
+    }
+
+    /// The cross-region rule of [`Self::cross_region`] for an answer treated as `status`
+    /// (429/3092 is treated as 503); `surfaced` is what the caller sees when it is not retried.
+    fn unavailable_retry(
+        &mut self,
+        status: u16,
+        surfaced: u16,
+        sent_write_failed: bool,
+    ) -> Decision {
         let eligible = match (self.kind, status) {
             (OpKind::Read, _) => true,
             (OpKind::Write, 503) => self.options.multi_write,
@@ -413,17 +520,82 @@ impl RetryState {
             && self.service_unavailable_retries < self.options.max_service_unavailable_retries
         {
             self.service_unavailable_retries += 1;
-            self.window = TransportWindow::default();
+            self.new_region();
             self.outcome_unknown |= sent_write_failed;
             return Decision::Retry {
                 after: Duration::ZERO,
+                route: Route::NextPreferred,
             };
         }
         Decision::Done(if sent_write_failed {
-            FinalOutcome::Unknown { status }
+            FinalOutcome::Unknown { status: surfaced }
         } else {
-            FinalOutcome::Response { status }
+            FinalOutcome::Response { status: surfaced }
         })
+    }
+
+    /// The next attempt goes to another region: its transport window and session loop
+    /// start afresh.
+    fn new_region(&mut self) {
+        self.window = TransportWindow::default();
+        self.session = SessionLoop::default();
+    }
+
+    /// 403/3 and 403/1008 (module doc, **Failover**): `surfaced` once the budget is spent.
+    fn failover(&mut self, route: Route, surfaced: u16) -> Decision {
+        if self.failover_retries >= self.options.max_failover_retries {
+            return Decision::Done(FinalOutcome::Response { status: surfaced });
+        }
+        self.failover_retries += 1;
+        let after = if self.kind == OpKind::Read || self.failover_retries > 1 {
+            FAILOVER_WAIT
+        } else {
+            Duration::ZERO
+        };
+        self.new_region();
+        Decision::Retry { after, route }
+    }
+
+    /// 404/1002 (module doc, **Session loop**): in the region while its 5 s last, then
+    /// the region step.
+    fn on_session_not_available(&mut self) -> Decision {
+        let left = SESSION_WINDOW.saturating_sub(self.session.elapsed);
+        if !left.is_zero() {
+            let delay = match &mut self.session.backoff {
+                None => {
+                    self.session.backoff = Some(SESSION_INITIAL_BACKOFF);
+                    Duration::ZERO
+                }
+                Some(next) => {
+                    let delay = (*next).min(left);
+                    *next = next
+                        .saturating_mul(SESSION_BACKOFF_MULTIPLIER)
+                        .min(SESSION_MAX_BACKOFF);
+                    delay
+                }
+            };
+            self.session.elapsed += delay;
+            return same_region(delay);
+        }
+        let (limit, route) = if self.options.multi_write {
+            (self.options.preferred_regions, Route::NextPreferred)
+        } else {
+            (
+                MAX_SESSION_TOKEN_RETRIES,
+                Route::WriteRegion {
+                    refresh_account: false,
+                },
+            )
+        };
+        if self.session_region_retries >= limit {
+            return Decision::Done(FinalOutcome::Response { status: 404 });
+        }
+        self.session_region_retries += 1;
+        self.new_region();
+        Decision::Retry {
+            after: Duration::ZERO,
+            route,
+        }
     }
 
     /// Attempts made so far (outcomes passed to [`RetryState::on_attempt`] before `Done`).
@@ -454,6 +626,14 @@ impl RetryState {
     /// The final outcome, once decided.
     pub fn finished(&self) -> Option<&FinalOutcome> {
         self.finished.as_ref()
+    }
+}
+
+/// A retry in the same region after `after`.
+fn same_region(after: Duration) -> Decision {
+    Decision::Retry {
+        after,
+        route: Route::Same,
     }
 }
 

@@ -79,7 +79,18 @@ fn unknown(status: u16) -> Decision {
 }
 
 fn retry(after: Duration) -> Decision {
-    Decision::Retry { after }
+    Decision::Retry {
+        after,
+        route: Route::Same,
+    }
+}
+
+/// An immediate retry on the next preferred region.
+fn next_region() -> Decision {
+    Decision::Retry {
+        after: Duration::ZERO,
+        route: Route::NextPreferred,
+    }
 }
 
 /// Feeds `outcome` until Done; returns the delays asked for and the final decision.
@@ -87,7 +98,7 @@ fn run_until_done(s: &mut RetryState, outcome: &AttemptOutcome) -> (Vec<Duration
     let mut delays = Vec::new();
     for _ in 0..1_000 {
         match s.on_attempt(outcome, 0.5) {
-            Decision::Retry { after } => delays.push(after),
+            Decision::Retry { after, .. } => delays.push(after),
             d @ Decision::Done(_) => return (delays, d),
         }
     }
@@ -221,7 +232,7 @@ fn spec_4_1_row_449_backoff_doubles_with_a_salt_of_one_to_four_ms_and_caps_at_on
     let mut last = Duration::ZERO;
     loop {
         match s.on_attempt(&o, 0.999_999) {
-            Decision::Retry { after } => {
+            Decision::Retry { after, .. } => {
                 assert!(after <= secs(1));
                 last = after;
             }
@@ -254,7 +265,7 @@ fn spec_4_1_row_449_salt_is_a_whole_one_to_four_ms_and_jitter_is_clamped() {
         let mut s = state(OpKind::Write);
         let o = AttemptOutcome::status(449);
         s.on_attempt(&o, jitter);
-        let Decision::Retry { after } = s.on_attempt(&o, jitter) else {
+        let Decision::Retry { after, .. } = s.on_attempt(&o, jitter) else {
             panic!("449 not retried");
         };
         let salt = after - ms(10);
@@ -368,7 +379,7 @@ fn spec_4_1_row_410_sub_status_1022_is_503_at_once() {
     let mut s = regions(OpKind::Read, 2, false);
     assert_eq!(
         s.on_attempt(&gone(sub_status::LEASE_NOT_FOUND), 0.0),
-        retry(Duration::ZERO)
+        next_region()
     );
     assert_eq!(
         s.on_attempt(&gone(sub_status::LEASE_NOT_FOUND), 0.0),
@@ -537,7 +548,7 @@ fn spec_4_1_row_503_a_transport_generated_503_on_a_sent_write_has_an_unknown_out
         // multi-write: re-sent on the next region (may apply twice, R1's exception);
         // a second 503 leaves the outcome unknown
         let mut s = regions(OpKind::Write, 2, true);
-        assert_eq!(s.on_attempt(&o, 0.0), retry(Duration::ZERO));
+        assert_eq!(s.on_attempt(&o, 0.0), next_region());
         assert_eq!(
             s.on_attempt(&AttemptOutcome::status(503), 0.0),
             unknown(503)
@@ -550,7 +561,7 @@ fn spec_4_1_row_500_reads_share_the_503_budget_with_two_regions() {
     let mut s = regions(OpKind::Read, 2, false);
     assert_eq!(
         s.on_attempt(&AttemptOutcome::status(500), 0.0),
-        retry(Duration::ZERO)
+        next_region()
     );
     assert_eq!(s.on_attempt(&AttemptOutcome::status(503), 0.0), done(503));
     let mut s = regions(OpKind::Write, 2, true);
@@ -571,7 +582,7 @@ fn budgets_429_and_transport_are_independent() {
     let mut delays = Vec::new();
     for o in &seq {
         match s.on_attempt(o, 0.0) {
-            Decision::Retry { after } => delays.push(after),
+            Decision::Retry { after, .. } => delays.push(after),
             d => panic!("{o:?}: {d:?}"),
         }
     }
@@ -696,7 +707,7 @@ proptest! {
             prop_assert_eq!(s.attempts() as usize, i + 1);
             saw_449 |= matches!(outcome, AttemptOutcome::Response { status: 449, .. });
             match d {
-                Decision::Retry { after } => {
+                Decision::Retry { after, .. } => {
                     sum += after;
                     let timeout = matches!(
                         outcome,
@@ -764,7 +775,7 @@ proptest! {
         for (i, ra) in retry_afters.iter().cycle().enumerate().take(100) {
             let ra = ra.map(Duration::from_millis);
             match s.on_attempt(&throttled(ra), 0.5) {
-                Decision::Retry { after } => {
+                Decision::Retry { after, .. } => {
                     prop_assert!(after >= ra.unwrap_or(Duration::ZERO));
                 }
                 Decision::Done(f) => {
@@ -777,5 +788,373 @@ proptest! {
         prop_assert!(last.is_some());
         prop_assert!(s.attempts() <= 10);
         prop_assert!(s.cumulative_delay() <= secs(30));
+    }
+}
+
+// ---- the retry table, one case per row and sub-status (SPEC §4.1, §4.3) ----------------
+
+/// One row of the table: the account, the operation, what the server answers attempt by
+/// attempt, and what the policy must decide after each answer (its wait, its region, and
+/// in the end the outcome the caller sees).
+struct Case {
+    row: &'static str,
+    kind: OpKind,
+    preferred_regions: u32,
+    multi_write: bool,
+    answers: Vec<AttemptOutcome>,
+    decisions: Vec<Decision>,
+}
+
+fn case(
+    row: &'static str,
+    kind: OpKind,
+    (preferred_regions, multi_write): (u32, bool),
+    answers: Vec<AttemptOutcome>,
+    decisions: Vec<Decision>,
+) -> Case {
+    Case {
+        row,
+        kind,
+        preferred_regions,
+        multi_write,
+        answers,
+        decisions,
+    }
+}
+
+fn to(after: Duration, route: Route) -> Decision {
+    Decision::Retry { after, route }
+}
+
+const ONE_REGION: (u32, bool) = (1, false);
+const TWO_REGIONS: (u32, bool) = (2, false);
+const MULTI_WRITE: (u32, bool) = (2, true);
+
+/// The session loop in one region: the waits after each 404/1002 until its 5 s are spent.
+fn session_loop() -> Vec<Decision> {
+    let mut waits = vec![Duration::ZERO, ms(5), ms(25), ms(125)];
+    waits.extend(vec![ms(500); 9]);
+    waits.push(ms(345));
+    assert_eq!(waits.iter().sum::<Duration>(), SESSION_WINDOW);
+    waits.into_iter().map(retry).collect()
+}
+
+/// 404/1002 `n` times.
+fn session_not_available(n: usize) -> Vec<AttemptOutcome> {
+    vec![AttemptOutcome::with_sub_status(404, sub_status::READ_SESSION_NOT_AVAILABLE); n]
+}
+
+/// The failover waits of `n` retries: a read waits 1 s each time, a write goes at once the
+/// first time.
+fn failovers(kind: OpKind, n: usize, route: Route) -> Vec<Decision> {
+    (0..n)
+        .map(|i| {
+            let after = if kind == OpKind::Write && i == 0 {
+                Duration::ZERO
+            } else {
+                FAILOVER_WAIT
+            };
+            to(after, route)
+        })
+        .collect()
+}
+
+/// The rows the table test covers, each with the account shapes it differs on:
+///
+/// - 400, 401, 403 (generic), 404 (generic), 409, 412, 413: never retried.
+/// - 403/3 `WriteForbidden`: failover to the refreshed write region, a write's first at
+///   once, then 1 s; at most 120 failovers, then the 403.
+/// - 403/1008 `DatabaseAccountNotFound`: reads and multi-write writes mark the region and go
+///   to the next preferred one (a read after 1 s); a single-write write gets the 403.
+/// - 404/1002 `ReadSessionNotAvailable`: the 5 s session loop (0, 5, 25, 125, then 500 ms
+///   capped, the last cut to 5 s), then the write region twice (single-write) or the next
+///   preferred region once per region (multi-write), each with a new loop; then the 404.
+/// - 408 from the server: never retried; a write's outcome is unknown.
+/// - transport timeout: a read's becomes a 410 in the window; a write's is 408, unknown.
+/// - 410 (0, 1007, 1008): immediate, then 1 s doubling within 30 s, then 503.
+/// - 410/1000: retried twice, the third is 503. 410/1022: 503 at once, then the 503 rule.
+/// - 410/1002: reaches a point operation as a split, retried like 410/1007.
+/// - 429: the retry-after (5 s when missing or 0), at most 9, 30 s in all.
+/// - 429/3092: a multi-write account's write goes to the next preferred region (as 503);
+///   elsewhere a plain 429.
+/// - 449: immediate, then 10 ms doubling plus a 1–4 ms salt; 449 when the window ends.
+/// - 500: a read's one cross-region retry (the 503 budget); a write's 500 is final.
+/// - 503: one immediate retry on the next preferred region for reads and multi-write writes;
+///   a single-write write's 503 is final; a transport-generated one leaves a write unknown.
+#[test]
+fn spec_4_1_every_row_answers_as_the_table_says() {
+    use OpKind::{Read, Write};
+    let s = AttemptOutcome::status;
+    let sub = AttemptOutcome::with_sub_status;
+    let write_region = Route::WriteRegion {
+        refresh_account: true,
+    };
+    let mut cases = Vec::new();
+    for status in [400u16, 401, 403, 404, 409, 412, 413] {
+        for kind in [Read, Write] {
+            cases.push(case(
+                "final",
+                kind,
+                TWO_REGIONS,
+                vec![s(status)],
+                vec![done(status)],
+            ));
+        }
+    }
+    // 403/3: refreshed account, the write region; then the answer there.
+    for kind in [Read, Write] {
+        let mut decisions = failovers(kind, 2, write_region);
+        decisions.push(done(201));
+        cases.push(case(
+            "403/3",
+            kind,
+            ONE_REGION,
+            vec![
+                sub(403, sub_status::WRITE_FORBIDDEN),
+                sub(403, sub_status::WRITE_FORBIDDEN),
+                s(201),
+            ],
+            decisions,
+        ));
+        let mut decisions = failovers(kind, 120, write_region);
+        decisions.push(done(403));
+        cases.push(case(
+            "403/3 budget",
+            kind,
+            ONE_REGION,
+            vec![sub(403, sub_status::WRITE_FORBIDDEN); 121],
+            decisions,
+        ));
+    }
+    // 403/1008
+    let marked = Route::MarkUnavailableAndNextPreferred;
+    for (kind, shape) in [
+        (Read, TWO_REGIONS),
+        (Read, MULTI_WRITE),
+        (Write, MULTI_WRITE),
+    ] {
+        let mut decisions = failovers(kind, 2, marked);
+        decisions.push(done(200));
+        let gone = sub(403, sub_status::DATABASE_ACCOUNT_NOT_FOUND);
+        cases.push(case(
+            "403/1008",
+            kind,
+            shape,
+            vec![gone.clone(), gone, s(200)],
+            decisions,
+        ));
+    }
+    cases.push(case(
+        "403/1008 single-write write",
+        Write,
+        TWO_REGIONS,
+        vec![sub(403, sub_status::DATABASE_ACCOUNT_NOT_FOUND)],
+        vec![done(403)],
+    ));
+    // 404/1002: the loop, then the region steps, then the 404.
+    let session_write_region = to(
+        Duration::ZERO,
+        Route::WriteRegion {
+            refresh_account: false,
+        },
+    );
+    let mut single = Vec::new();
+    for _ in 0..2 {
+        single.extend(session_loop());
+        single.push(session_write_region.clone());
+    }
+    single.extend(session_loop());
+    single.push(done(404));
+    cases.push(case(
+        "404/1002 single-write",
+        Read,
+        TWO_REGIONS,
+        session_not_available(single.len()),
+        single,
+    ));
+    let mut multi = Vec::new();
+    for _ in 0..2 {
+        multi.extend(session_loop());
+        multi.push(next_region());
+    }
+    multi.extend(session_loop());
+    multi.push(done(404));
+    cases.push(case(
+        "404/1002 multi-write",
+        Read,
+        MULTI_WRITE,
+        session_not_available(multi.len()),
+        multi,
+    ));
+    let mut found = session_loop()[..3].to_vec();
+    found.push(done(200));
+    let mut answers = session_not_available(3);
+    answers.push(s(200));
+    cases.push(case(
+        "404/1002 then found",
+        Read,
+        ONE_REGION,
+        answers,
+        found,
+    ));
+    // 408 from the server, and transport timeouts.
+    cases.push(case(
+        "408 read",
+        Read,
+        TWO_REGIONS,
+        vec![s(408)],
+        vec![done(408)],
+    ));
+    cases.push(case(
+        "408 write",
+        Write,
+        TWO_REGIONS,
+        vec![s(408)],
+        vec![unknown(408)],
+    ));
+    cases.push(case(
+        "timeout write",
+        Write,
+        ONE_REGION,
+        vec![AttemptOutcome::Timeout],
+        vec![unknown(408)],
+    ));
+    cases.push(case(
+        "timeout read",
+        Read,
+        ONE_REGION,
+        vec![AttemptOutcome::Timeout; 3],
+        vec![retry(Duration::ZERO), retry(secs(1)), retry(secs(2))],
+    ));
+    // 410 and its sub-statuses.
+    let gone_waits = |n: usize| {
+        let mut d = vec![retry(Duration::ZERO)];
+        d.extend([1, 2, 4, 8, 15].iter().take(n - 1).map(|&x| retry(secs(x))));
+        d
+    };
+    for code in [
+        sub_status::NONE,
+        sub_status::COMPLETING_SPLIT,
+        sub_status::COMPLETING_PARTITION_MIGRATION,
+        sub_status::PARTITION_KEY_RANGE_GONE,
+    ] {
+        // 0 + 1 + 2 + 4 + 8 + 15 = 30 s: the window is spent, the next 410 is 503.
+        let mut decisions = gone_waits(6);
+        decisions.push(done(503));
+        cases.push(case(
+            "410",
+            Write,
+            ONE_REGION,
+            vec![sub(410, code); 7],
+            decisions,
+        ));
+    }
+    cases.push(case(
+        "410/1000",
+        Read,
+        ONE_REGION,
+        vec![sub(410, sub_status::NAME_CACHE_IS_STALE); 3],
+        vec![retry(Duration::ZERO), retry(secs(1)), done(503)],
+    ));
+    cases.push(case(
+        "410/1022",
+        Read,
+        TWO_REGIONS,
+        vec![sub(410, sub_status::LEASE_NOT_FOUND); 2],
+        vec![next_region(), done(503)],
+    ));
+    // 429 and 429/3092.
+    let with_retry_after = AttemptOutcome::Response {
+        status: 429,
+        sub_status: sub_status::NONE,
+        retry_after: Some(ms(70)),
+    };
+    cases.push(case(
+        "429",
+        Write,
+        ONE_REGION,
+        vec![with_retry_after, throttled(None)],
+        vec![retry(ms(70)), retry(secs(5))],
+    ));
+    let busy = sub(429, sub_status::SYSTEM_RESOURCE_UNAVAILABLE);
+    cases.push(case(
+        "429/3092 multi-write write",
+        Write,
+        MULTI_WRITE,
+        vec![busy.clone(); 2],
+        vec![next_region(), done(429)],
+    ));
+    cases.push(case(
+        "429/3092 multi-write read",
+        Read,
+        MULTI_WRITE,
+        vec![busy.clone()],
+        vec![retry(secs(5))],
+    ));
+    cases.push(case(
+        "429/3092 single-write write",
+        Write,
+        TWO_REGIONS,
+        vec![busy],
+        vec![retry(secs(5))],
+    ));
+    // 449, 500, 503.
+    cases.push(case(
+        "449",
+        Write,
+        ONE_REGION,
+        vec![s(449); 3],
+        vec![retry(Duration::ZERO), retry(ms(11)), retry(ms(21))],
+    ));
+    cases.push(case(
+        "500 read",
+        Read,
+        TWO_REGIONS,
+        vec![s(500); 2],
+        vec![next_region(), done(500)],
+    ));
+    cases.push(case(
+        "500 write",
+        Write,
+        MULTI_WRITE,
+        vec![s(500)],
+        vec![done(500)],
+    ));
+    for (kind, shape, first) in [
+        (Read, ONE_REGION, done(503)),
+        (Read, TWO_REGIONS, next_region()),
+        (Write, TWO_REGIONS, done(503)),
+        (Write, MULTI_WRITE, next_region()),
+    ] {
+        let mut decisions = vec![first.clone()];
+        let mut answers = vec![s(503)];
+        if first != done(503) {
+            answers.push(s(200));
+            decisions.push(done(200));
+        }
+        cases.push(case("503", kind, shape, answers, decisions));
+    }
+    cases.push(case(
+        "503/20006 write",
+        Write,
+        TWO_REGIONS,
+        vec![sub(503, sub_status::CHANNEL_CLOSED)],
+        vec![unknown(503)],
+    ));
+
+    for c in cases {
+        let mut state = regions(c.kind, c.preferred_regions, c.multi_write);
+        assert_eq!(c.answers.len(), c.decisions.len(), "{}", c.row);
+        for (i, (answer, want)) in c.answers.iter().zip(&c.decisions).enumerate() {
+            assert_eq!(
+                &state.on_attempt(answer, 0.0),
+                want,
+                "{} {:?} {}x{}: answer {i}",
+                c.row,
+                c.kind,
+                c.preferred_regions,
+                c.multi_write
+            );
+        }
     }
 }
