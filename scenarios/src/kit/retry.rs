@@ -376,7 +376,8 @@ pub fn window_wait_overrun(
                             }
                         ),
                     )
-                    .with_ops([op]),
+                    .with_ops([op])
+                    .with_evidence(attempts_account(op, attempts, i + 1)),
                 );
             }
             continue;

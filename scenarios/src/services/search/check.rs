@@ -143,7 +143,7 @@ fn account(history: &SearchHistory, named: &[u64], title: String, lead: String) 
     calls_account(
         &history.ops,
         named,
-        |c, r| super::timeline::words(c, r).0,
+        |c, r| super::history::words(c, r).0,
         title,
         lead,
     )

@@ -1,9 +1,12 @@
 //! Search calls and outcomes as they appear in overcast's history files.
 
+use crate::kit::words::conditions_words;
+use overcast_harness::report::call_words;
 use overcast_model::client::CallResult;
 use overcast_model::conditions::EtagMatch;
 use overcast_model::retry::FinalOutcome;
 use overcast_model::search::{ResourceKind, SearchRequest, SearchResponse};
+use overcast_sim::timeline::Tone;
 use serde::{Deserialize, Serialize};
 
 /// A call to the Search service, as it went on the wire.
@@ -121,4 +124,26 @@ impl Outcome {
             }
         }
     }
+}
+
+/// A call in a few words: `put hotels +e7 If-Match …0002 → 412`.
+pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
+    let added = call
+        .added
+        .as_ref()
+        .map_or(String::new(), |a| format!(" +{a}"));
+    let asked = format!(
+        "{} {}{added}{}",
+        call.op,
+        call.name,
+        conditions_words(call.if_match.as_deref(), call.if_none_match.as_deref())
+    );
+    let seen = result.map(|r| {
+        let mut seen = r.status.to_string();
+        if let Some(v) = r.version {
+            seen += &format!(" v{v} ({} entries)", r.entries.len());
+        }
+        (r.status, seen)
+    });
+    call_words(asked, seen)
 }
