@@ -2,6 +2,9 @@
 //! arguments and printing what the scenarios crate runs. Exit codes: 0 pass,
 //! 1 violation, 2 bad input, 3 liveness, 4 undecided, 5 harness error, 6 a
 //! run went over `--max-wall`.
+//!
+//! Long because its five commands share one argument parser and one way of
+//! printing a run's outcome; each command is a short section of its own.
 
 use crate::header::header;
 use crate::watch::{self, watched, MaxWall, Over, Progress};

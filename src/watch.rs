@@ -8,9 +8,8 @@
 //! stops the program.
 
 use overcast_harness::bug::BugInfo;
-use overcast_harness::registry::{
-    CheckRecord, DynScenario, Executed, RunDefaults, RunHistory, SizeLimit,
-};
+use overcast_harness::params::SizeLimit;
+use overcast_harness::registry::{CheckRecord, DynScenario, Executed, RunDefaults, RunHistory};
 use overcast_harness::scenario::Scenario;
 use overcast_sim::check::{Property, PropertyId};
 use overcast_sim::timeline::Timeline;

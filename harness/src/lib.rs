@@ -18,6 +18,7 @@ pub mod catalogue;
 pub mod goals;
 pub mod hunt;
 pub mod ops;
+pub mod params;
 pub mod registry;
 pub mod report;
 pub mod run;

@@ -9,12 +9,13 @@
 //! functions that take a `&dyn DynScenario`.
 
 use crate::bug::BugInfo;
+use crate::params::{check_limits, ParamError, SizeLimit};
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Checker, Property, PropertyId, LIVENESS};
 use overcast_sim::faults::{FaultBudget, FaultMix};
 use overcast_sim::history::History;
 use overcast_sim::timeline::{clock_secs, node_lane, secs, Mark, MarkKind, Timeline, Tone};
-use overcast_sim::world::{NodeEnv, Topology, WorldOutcome};
+use overcast_sim::world::{NodeEnv, RoleName, Topology, WorldOutcome};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -94,43 +95,6 @@ pub fn once<P>(i: usize, f: impl FnOnce() -> Option<P>) -> Option<P> {
     }
 }
 
-/// The largest value a size parameter of a scenario may take
-/// ([`ScenarioDef::limits`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SizeLimit {
-    /// The parameter: a top-level field of the scenario's parameters.
-    pub param: &'static str,
-    /// Its largest value.
-    pub max: u64,
-}
-
-impl SizeLimit {
-    /// The limit `param <= max`.
-    pub const fn new(param: &'static str, max: u64) -> SizeLimit {
-        SizeLimit { param, max }
-    }
-}
-
-/// Checks `params` (a scenario's parameters as JSON) against `limits`; the
-/// error names the parameter, its value and the limit, in one line.
-pub fn check_limits(
-    scenario: &str,
-    limits: &[SizeLimit],
-    params: &serde_json::Value,
-) -> Result<(), String> {
-    for l in limits {
-        if let Some(v) = params.get(l.param).and_then(serde_json::Value::as_u64) {
-            if v > l.max {
-                return Err(format!(
-                    "{} is {v}, more than {scenario} is built for (at most {}; `overcast list` gives every scenario's limits)",
-                    l.param, l.max
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// History client ids from this one on are a check's own calls (occ's
 /// liveness probe, `occ::workload::PROBE_CLIENT`), not the workload's.
 pub const CHECK_CLIENTS: usize = 1_000_000;
@@ -146,7 +110,7 @@ pub fn history_client(index: usize, incarnation: u32, nodes: usize) -> usize {
 /// The node whose operations carry history client number `client`
 /// ([`history_client`]'s inverse): `ROLE-i` for `client = i + life * nodes`.
 /// A check's own clients (from [`CHECK_CLIENTS`] on) keep a lane of their own.
-pub fn client_node(role: &str, client: usize, nodes: usize) -> String {
+pub fn client_node(role: impl RoleName, client: usize, nodes: usize) -> String {
     let i = if client < CHECK_CLIENTS && nodes > 0 {
         client % nodes
     } else {
@@ -435,7 +399,7 @@ pub trait ScenarioDef: Send + Sync + 'static {
     /// Generated parameters, shrinking towards small ones.
     fn strategy(&self) -> BoxedStrategy<Self::Params>;
     /// Checks that the values make sense; one line when they do not.
-    fn validate(&self, p: &Self::Params) -> Result<(), String>;
+    fn validate(&self, p: &Self::Params) -> Result<(), ParamError>;
     /// The parameters in one line for the run header.
     fn header(&self, p: &Self::Params) -> String;
     /// The nodes.
@@ -675,7 +639,7 @@ impl<D: ScenarioDef> DynScenario for D {
     fn check_params(&self, params: &serde_json::Value) -> Result<(), String> {
         let p: D::Params = parse(ScenarioDef::name(self), params)?;
         check_limits(ScenarioDef::name(self), ScenarioDef::limits(self), params)?;
-        self.validate(&p)
+        Ok(self.validate(&p)?)
     }
     fn header(&self, params: &serde_json::Value) -> String {
         match parse::<D::Params>(ScenarioDef::name(self), params) {

@@ -4,11 +4,12 @@
 //! Its seeded bug `double_increment` makes every fifth increment add two.
 
 use crate::bug::BugInfo;
+use crate::params::{self, ParamError};
 use crate::registry::{Deployment, NodeFuture, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_sim::check::{Checked, Checker, Property, PropertyId, Verdict, Violation};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
-use overcast_sim::world::{NodeEnv, Role, Topology, WorldOutcome};
+use overcast_sim::world::{NodeEnv, NodeRole, Role, Topology, WorldOutcome};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,14 @@ pub static DOUBLE_INCREMENT: BugInfo = BugInfo {
     scenarios: &["counter"],
     caught_by: &["C1"],
 };
+
+overcast_sim::node_roles! {
+    /// The toy's nodes.
+    enum CounterRole {
+        /// The workers, each incrementing the counter.
+        Worker = "worker",
+    }
+}
 
 /// The toy's one property.
 const C1: Property = Property::new(
@@ -124,19 +133,19 @@ impl ScenarioDef for Counter {
             })
             .boxed()
     }
-    fn validate(&self, p: &CounterParams) -> Result<(), String> {
-        (p.workers > 0)
-            .then_some(())
-            .ok_or_else(|| "workers must be at least 1".into())
+    fn validate(&self, p: &CounterParams) -> Result<(), ParamError> {
+        params::at_least_one(&[("workers", p.workers as u64)])
     }
     fn header(&self, p: &CounterParams) -> String {
         format!("workers={} increments={}", p.workers, p.increments)
     }
     fn topology(&self, p: &CounterParams) -> Topology {
-        Topology::new(vec![Role::new("worker", p.workers).crashable().awaited()])
+        Topology::new(vec![Role::new(CounterRole::Worker, p.workers)
+            .crashable()
+            .awaited()])
     }
     fn client_role(&self, p: &CounterParams) -> (&'static str, usize) {
-        ("worker", p.workers)
+        (CounterRole::Worker.name(), p.workers)
     }
     fn bugs(&self) -> Vec<&'static BugInfo> {
         vec![&DOUBLE_INCREMENT]

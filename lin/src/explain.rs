@@ -11,6 +11,9 @@
 //! Every search here is bounded in steps, never in seconds, so the same
 //! history always gets the same report (a time budget, when one is given,
 //! may only cut the shrinking short).
+//!
+//! Long because its three explanations (from a failed search, a version
+//! certificate, a refutation) share the cutting and shrinking above them.
 
 use super::report::{Failure, OpView, Step, TimeUnit};
 use super::search::{self, FailInfo, KOp, Limits, Outcome, Snapshot};

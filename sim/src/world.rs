@@ -16,6 +16,7 @@ use madsim::task::NodeId;
 use madsim::time::{sleep, Instant};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -28,6 +29,90 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// The port every node listens on.
 pub const NODE_PORT: u16 = 7000;
+
+/// A scenario's kinds of node as a closed set: each scenario names its roles
+/// in an enum, so that a node's program matches on its role instead of
+/// comparing text. The name is what node names, saved files and traces
+/// carry (`server-0`), so they read as before.
+pub trait NodeRole: Copy + Eq + fmt::Debug + 'static {
+    /// Every role, in the order the scenario's topology lists them.
+    const ALL: &'static [Self];
+    /// The role's name: its nodes are `NAME-0`, `NAME-1`, ...
+    fn name(self) -> &'static str;
+}
+
+/// Declares a scenario's roles: an enum whose variants each carry the name
+/// their nodes are called by, with its [`NodeRole`] implementation.
+///
+/// ```
+/// overcast_sim::node_roles! {
+///     /// The nodes of a toy scenario.
+///     pub enum ToyRole {
+///         /// The one server.
+///         Server = "server",
+///         /// The clients.
+///         Client = "client",
+///     }
+/// }
+/// use overcast_sim::world::NodeRole;
+/// assert_eq!(ToyRole::Client.name(), "client");
+/// assert_eq!(ToyRole::ALL, &[ToyRole::Server, ToyRole::Client]);
+/// ```
+#[macro_export]
+macro_rules! node_roles {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $vis enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $crate::world::NodeRole for $name {
+            const ALL: &'static [Self] = &[$(Self::$variant),+];
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),+
+                }
+            }
+        }
+    };
+}
+
+/// What names a role where a role is asked for: a scenario's [`NodeRole`],
+/// or, in generic code that reads roles off a [`Topology`], the name itself.
+pub trait RoleName {
+    /// The role's name.
+    fn role_name(&self) -> &str;
+}
+
+impl<R: NodeRole> RoleName for R {
+    fn role_name(&self) -> &str {
+        self.name()
+    }
+}
+
+impl RoleName for &str {
+    fn role_name(&self) -> &str {
+        self
+    }
+}
+
+impl RoleName for String {
+    fn role_name(&self) -> &str {
+        self
+    }
+}
+
+impl RoleName for &String {
+    fn role_name(&self) -> &str {
+        self
+    }
+}
 
 /// One kind of node in the world, e.g. `server`, `client`, or a role a
 /// scenario defines (a processor host, a connector, a lease holder).
@@ -48,9 +133,9 @@ pub struct Role {
 
 impl Role {
     /// A role with `count` nodes: no disk, not crashable, not awaited.
-    pub fn new(name: impl Into<String>, count: usize) -> Role {
+    pub fn new(role: impl RoleName, count: usize) -> Role {
         Role {
-            name: name.into(),
+            name: role.role_name().to_string(),
             count,
             disk: false,
             crashable: false,
@@ -90,8 +175,8 @@ impl Topology {
     }
 
     /// The name of node `i` of `role`.
-    pub fn node_name(role: &str, i: usize) -> String {
-        format!("{role}-{i}")
+    pub fn node_name(role: impl RoleName, i: usize) -> String {
+        format!("{}-{i}", role.role_name())
     }
 
     fn role_index(&self, role: &str) -> Option<usize> {
@@ -99,13 +184,13 @@ impl Topology {
     }
 
     /// The role called `name`.
-    pub fn role(&self, name: &str) -> Option<&Role> {
-        self.roles.iter().find(|r| r.name == name)
+    pub fn role(&self, name: impl RoleName) -> Option<&Role> {
+        self.roles.iter().find(|r| r.name == name.role_name())
     }
 
     /// The address of node `i` of `role`; `None` for an unknown role.
-    pub fn addr(&self, role: &str, i: usize) -> Option<SocketAddr> {
-        let k = self.role_index(role)?;
+    pub fn addr(&self, role: impl RoleName, i: usize) -> Option<SocketAddr> {
+        let k = self.role_index(role.role_name())?;
         Some(Topology::addr_at(k, i))
     }
 
@@ -141,9 +226,13 @@ impl Topology {
     }
 
     /// The addresses of every node of `role`, by index (empty for an unknown role).
-    pub fn addrs(&self, role: &str) -> Vec<SocketAddr> {
-        let n = self.role(role).map_or(0, |r| r.count);
-        (0..n).filter_map(|i| self.addr(role, i)).collect()
+    pub fn addrs(&self, role: impl RoleName) -> Vec<SocketAddr> {
+        let Some(k) = self.role_index(role.role_name()) else {
+            return Vec::new();
+        };
+        (0..self.roles[k].count)
+            .map(|i| Topology::addr_at(k, i))
+            .collect()
     }
 
     /// Every node name, in creation order.
@@ -241,10 +330,20 @@ pub struct NodeEnv {
 }
 
 impl NodeEnv {
+    /// This node's role, as its scenario's enum `R` (a program handed a
+    /// node of another scenario's topology is a harness bug, and panics).
+    pub fn role_as<R: NodeRole>(&self) -> R {
+        R::ALL
+            .iter()
+            .copied()
+            .find(|r| r.name() == self.role)
+            .unwrap_or_else(|| panic!("node {} has a role its scenario does not name", self.name))
+    }
+
     /// This node's address.
     pub fn addr(&self) -> SocketAddr {
         self.topology
-            .addr(&self.role, self.index)
+            .addr(self.role.as_str(), self.index)
             .expect("a node's own role is in the topology")
     }
 

@@ -3,6 +3,7 @@
 mod architecture;
 mod bugs;
 mod coverage;
+mod file_size;
 mod goals;
 mod harness_on_services;
 mod regressions;

@@ -5,6 +5,7 @@
 
 use overcast_harness::bug::BugInfo;
 use overcast_harness::hunt::hunt;
+use overcast_harness::params::{self, ParamError};
 use overcast_harness::registry::{
     Deployment, DynScenario, NodeFuture, Reduction, RunCtx, RunDefaults, ScenarioDef,
 };
@@ -46,6 +47,14 @@ static DOUBLE_INCREMENT: BugInfo = BugInfo {
     scenarios: &["counter"],
     caught_by: &["C1"],
 };
+
+overcast_sim::node_roles! {
+    /// The toy's nodes.
+    enum CounterRole {
+        /// The workers, each incrementing the counter.
+        Worker = "worker",
+    }
+}
 
 /// The toy's one property.
 const C1: Property = Property::new(
@@ -120,16 +129,16 @@ impl ScenarioDef for Counter {
             })
             .boxed()
     }
-    fn validate(&self, p: &CounterParams) -> Result<(), String> {
-        (p.workers > 0)
-            .then_some(())
-            .ok_or_else(|| "workers must be at least 1".into())
+    fn validate(&self, p: &CounterParams) -> Result<(), ParamError> {
+        params::at_least_one(&[("workers", p.workers as u64)])
     }
     fn header(&self, p: &CounterParams) -> String {
         format!("workers={} increments={}", p.workers, p.increments)
     }
     fn topology(&self, p: &CounterParams) -> Topology {
-        Topology::new(vec![Role::new("worker", p.workers).crashable().awaited()])
+        Topology::new(vec![Role::new(CounterRole::Worker, p.workers)
+            .crashable()
+            .awaited()])
     }
     fn bugs(&self) -> Vec<&'static BugInfo> {
         vec![&DOUBLE_INCREMENT]

@@ -68,6 +68,18 @@ pub fn no_lying_disk(plan: &mut overcast_sim::faults::FaultPlan) {
     plan.storage.lost_write = 0.0;
 }
 
+overcast_sim::node_roles! {
+    /// The kinds of node of a deployment of storage servers and their SDK
+    /// clients, as the dialect scenarios (`cosmos`, `search`) have them; the
+    /// helpers here find the servers by this role's name.
+    pub enum StoreRole {
+        /// The storage servers.
+        Server = "server",
+        /// The SDK clients.
+        Client = "client",
+    }
+}
+
 /// The plan's duplicated and reordered datagrams for this node's sends (not
 /// counted in the run summary of these scenarios).
 fn send_policy(env: &NodeEnv) -> overcast_model::env::SendPolicy {
@@ -120,7 +132,7 @@ pub async fn connect_client(
     bugs: ModelBugs,
 ) -> Option<StoreClient> {
     let cfg = ClientConfig {
-        servers: env.topology.addrs("server"),
+        servers: env.topology.addrs(StoreRole::Server),
         partitions,
         retry: retry.clone(),
         bugs,

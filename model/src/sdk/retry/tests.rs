@@ -1,4 +1,7 @@
 //! Tests of the SDK retry policy, row by row of SPEC §4.1–§4.3.
+//!
+//! Long because it is the policy's table: a test per row of SPEC §4.1–§4.3
+//! and per case the real SDK's own tests pin.
 
 use super::*;
 use proptest::prelude::*;

@@ -125,6 +125,18 @@ impl ScriptOutcome {
 /// The longest a script may run in simulated time (a hung run is an error).
 const RUN_BOUND: Duration = Duration::from_secs(24 * 3600);
 
+overcast_sim::node_roles! {
+    /// The nodes a script runs on.
+    enum ScriptRole {
+        /// The storage server under test.
+        Server = "server",
+        /// The relay between the SDK and the server, which can drop a reply.
+        Relay = "relay",
+        /// The SDK client that plays the script's steps.
+        Client = "client",
+    }
+}
+
 /// Runs a parsed script on a fresh deployment, deterministically for `seed`
 /// (the seed only moves what the script does not pin: network latency within
 /// its 1 ms bound and the SDK's jitter).
@@ -134,12 +146,16 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
     config.net.send_latency = Duration::from_millis(1)..Duration::from_millis(2);
     let rt = Runtime::with_seed_and_config(seed, config);
     let topo = Topology::new(vec![
-        Role::new("server", 1).with_disk(),
-        Role::new("relay", 1),
-        Role::new("client", 1),
+        Role::new(ScriptRole::Server, 1).with_disk(),
+        Role::new(ScriptRole::Relay, 1),
+        Role::new(ScriptRole::Client, 1),
     ]);
-    let addr = |role: &str| topo.addr(role, 0).expect("role in the topology");
-    let (server_addr, relay_addr, client_addr) = (addr("server"), addr("relay"), addr("client"));
+    let addr = |role: ScriptRole| topo.addr(role, 0).expect("role in the topology");
+    let (server_addr, relay_addr, client_addr) = (
+        addr(ScriptRole::Server),
+        addr(ScriptRole::Relay),
+        addr(ScriptRole::Client),
+    );
     let mut bugs = ModelBugs::default();
     for b in &script.bugs {
         bugs.set(b);

@@ -14,11 +14,13 @@ pub mod spec;
 pub mod timeline;
 pub mod workload;
 
+use crate::kit::dialects::StoreRole;
 use crate::kit::dialects::{self, RetryDiscipline};
 use check::{BatchAtomicity, CosmosHistory, EtagFreshness, Linearizability};
 use history::{Call, Outcome};
 use overcast_harness::bug::BugInfo;
-use overcast_harness::registry::{halve, once, SizeLimit};
+use overcast_harness::params::{self, ParamError, SizeLimit};
+use overcast_harness::registry::{halve, once};
 use overcast_harness::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
@@ -186,13 +188,13 @@ impl ScenarioDef for Cosmos {
         LIMITS
     }
 
-    fn validate(&self, p: &CosmosParams) -> Result<(), String> {
-        if p.servers == 0 || p.clients == 0 {
-            return Err("servers and clients must be at least 1".into());
-        }
-        if p.partitions == 0 || p.partition_keys == 0 || p.items_per_key == 0 {
-            return Err("partitions, partition_keys and items_per_key must be at least 1".into());
-        }
+    fn validate(&self, p: &CosmosParams) -> Result<(), ParamError> {
+        params::at_least_one(&[("servers", p.servers as u64), ("clients", p.clients as u64)])?;
+        params::at_least_one(&[
+            ("partitions", u64::from(p.partitions)),
+            ("partition_keys", p.partition_keys as u64),
+            ("items_per_key", p.items_per_key as u64),
+        ])?;
         let m = &p.mix;
         let total = m.read
             + m.conditional_read
@@ -203,12 +205,9 @@ impl ScenarioDef for Cosmos {
             + m.read_modify_write
             + m.batch;
         if total == 0 {
-            return Err("the op mix has no weight".into());
+            return Err(ParamError::new("the op mix has no weight"));
         }
-        if p.fsync_ms.0 > p.fsync_ms.1 {
-            return Err("fsync_ms has its low end above its high end".into());
-        }
-        Ok(())
+        params::ordered(&[("fsync_ms", p.fsync_ms)])
     }
 
     fn header(&self, p: &CosmosParams) -> String {
@@ -236,8 +235,10 @@ impl ScenarioDef for Cosmos {
 
     fn topology(&self, p: &CosmosParams) -> Topology {
         Topology::new(vec![
-            Role::new("server", p.servers).with_disk().crashable(),
-            Role::new("client", p.clients).awaited(),
+            Role::new(StoreRole::Server, p.servers)
+                .with_disk()
+                .crashable(),
+            Role::new(StoreRole::Client, p.clients).awaited(),
         ])
     }
 
@@ -252,41 +253,42 @@ impl ScenarioDef for Cosmos {
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let recorder = program_recorder.clone();
-            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
-                dialects::server_program(
-                    &env,
-                    vec![workload::CONTAINER.to_string()],
-                    p.server_faults.clone(),
-                    p.fsync_ms,
-                    bugs,
-                    program_stats.clone(),
-                )
-            } else {
-                Box::pin(async move {
-                    let Some(mut client) =
-                        dialects::connect_client(&env, p.partitions, &p.retry, bugs).await
-                    else {
-                        return;
-                    };
-                    // A restarted client is a new process: a fresh identity.
-                    let id = overcast_harness::registry::history_client(
-                        env.index,
-                        env.incarnation,
-                        p.clients,
-                    );
-                    let deadline_ns = env.deadline.as_nanos() as u64;
-                    workload::client_workload(
-                        p,
-                        env.seed,
-                        env.index,
-                        id,
-                        &mut client,
-                        recorder,
-                        deadline_ns,
+            let fut: overcast_harness::registry::NodeFuture =
+                if env.role_as::<StoreRole>() == StoreRole::Server {
+                    dialects::server_program(
+                        &env,
+                        vec![workload::CONTAINER.to_string()],
+                        p.server_faults.clone(),
+                        p.fsync_ms,
+                        bugs,
+                        program_stats.clone(),
                     )
-                    .await;
-                })
-            };
+                } else {
+                    Box::pin(async move {
+                        let Some(mut client) =
+                            dialects::connect_client(&env, p.partitions, &p.retry, bugs).await
+                        else {
+                            return;
+                        };
+                        // A restarted client is a new process: a fresh identity.
+                        let id = overcast_harness::registry::history_client(
+                            env.index,
+                            env.incarnation,
+                            p.clients,
+                        );
+                        let deadline_ns = env.deadline.as_nanos() as u64;
+                        workload::client_workload(
+                            p,
+                            env.seed,
+                            env.index,
+                            id,
+                            &mut client,
+                            recorder,
+                            deadline_ns,
+                        )
+                        .await;
+                    })
+                };
             fut
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {

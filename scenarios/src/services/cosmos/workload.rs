@@ -7,6 +7,7 @@
 use super::history::{item_key, Call, Outcome};
 use super::CosmosParams;
 use crate::kit::dialects::recorded;
+use crate::kit::dialects::StoreRole;
 use overcast_model::client::StoreClient;
 use overcast_model::conditions::ETag;
 use overcast_model::cosmos::{CosmosRequest, ItemOp};
@@ -59,7 +60,7 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
-        let node = overcast_sim::world::Topology::node_name("client", index);
+        let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
         // A batch is about several items of its partition key.
         if kind != 7 {
             overcast_harness::ops::about(&node, n, &item_key(&pk, &id));

@@ -21,9 +21,8 @@ pub mod workload;
 use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
 use history::{FeedHistory, FeedRecorder};
 use overcast_harness::bug::BugInfo;
-use overcast_harness::registry::{
-    once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef, SizeLimit,
-};
+use overcast_harness::params::{self, ParamError, SizeLimit};
+use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::feed_processor::{run_host, ProcessorOptions, ProcessorStart};
 use overcast_model::retry::RetryOptions;
@@ -184,6 +183,22 @@ pub fn max_offset_ms(p: &FeedParams) -> i64 {
     ((o.expiration_ms - o.renew_ms) / 4) as i64
 }
 
+overcast_sim::node_roles! {
+    /// The kinds of node of the `feed` scenario.
+    pub enum FeedRole {
+        /// The one storage server.
+        Server = "server",
+        /// The change feed processor hosts.
+        Host = "host",
+        /// The writers.
+        Writer = "writer",
+        /// The node that splits partitions.
+        Splitter = "splitter",
+        /// The pull reader.
+        Reader = "reader",
+    }
+}
+
 /// The `feed` scenario.
 pub struct Feed;
 
@@ -274,41 +289,37 @@ impl ScenarioDef for Feed {
         LIMITS
     }
 
-    fn validate(&self, p: &FeedParams) -> Result<(), String> {
-        if p.hosts == 0 {
-            return Err("hosts must be at least 1".into());
-        }
+    fn validate(&self, p: &FeedParams) -> Result<(), ParamError> {
+        params::at_least_one(&[("hosts", p.hosts as u64)])?;
         if !(1..=four_ranges()).contains(&p.ranges) {
-            return Err(format!("ranges must be 1–{}", four_ranges()));
+            return Err(ParamError::new(format!(
+                "ranges must be 1–{}",
+                four_ranges()
+            )));
         }
-        if p.keys == 0 || p.items_per_key == 0 {
-            return Err("keys and items_per_key must be at least 1".into());
-        }
+        params::at_least_one(&[
+            ("keys", p.keys as u64),
+            ("items_per_key", p.items_per_key as u64),
+        ])?;
         if !(0.01..=1.0).contains(&p.time_scale) {
-            return Err("time_scale must be between 0.01 and 1".into());
+            return Err(ParamError::new("time_scale must be between 0.01 and 1"));
         }
-        for (name, (lo, hi)) in [
+        params::ordered(&[
             ("write_pause_ms", p.write_pause_ms),
             ("delegate_ms", p.delegate_ms),
             ("fsync_ms", p.fsync_ms),
-        ] {
-            if lo > hi {
-                return Err(format!("{name} has its low end above its high end"));
-            }
-        }
-        for (name, v) in [
+        ])?;
+        params::probabilities(&[
             ("batch_probability", p.batch_probability),
             ("soft_delete_probability", p.soft_delete_probability),
             ("delegate_fail", p.delegate_fail),
             ("delegate_slow", p.delegate_slow),
             ("leave_probability", p.leave_probability),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(format!("{name} must be between 0 and 1"));
-            }
-        }
+        ])?;
         if p.batch_probability + p.soft_delete_probability > 0.9 {
-            return Err("batches and soft deletes leave too few plain writes".into());
+            return Err(ParamError::new(
+                "batches and soft deletes leave too few plain writes",
+            ));
         }
         Ok(())
     }
@@ -339,11 +350,11 @@ impl ScenarioDef for Feed {
 
     fn topology(&self, p: &FeedParams) -> Topology {
         Topology::new(vec![
-            Role::new("server", 1).with_disk().crashable(),
-            Role::new("host", p.hosts).crashable(),
-            Role::new("writer", p.writers).awaited(),
-            Role::new("splitter", 1),
-            Role::new("reader", 1),
+            Role::new(FeedRole::Server, 1).with_disk().crashable(),
+            Role::new(FeedRole::Host, p.hosts).crashable(),
+            Role::new(FeedRole::Writer, p.writers).awaited(),
+            Role::new(FeedRole::Splitter, 1),
+            Role::new(FeedRole::Reader, 1),
         ])
     }
 
@@ -374,7 +385,9 @@ impl ScenarioDef for Feed {
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let send = NetworkAdapter::policy(&env, &network_counts);
-            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
+            let fut: overcast_harness::registry::NodeFuture = if env.role_as::<FeedRole>()
+                == FeedRole::Server
+            {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![],
@@ -417,7 +430,7 @@ impl ScenarioDef for Feed {
             } else {
                 Box::pin(async move {
                     let cfg = ClientConfig {
-                        servers: env.topology.addrs("server"),
+                        servers: env.topology.addrs(FeedRole::Server),
                         partitions: 1,
                         retry: p.retry.clone(),
                         bugs,
@@ -436,8 +449,8 @@ impl ScenarioDef for Feed {
                     let deadline_ns = env.deadline.as_nanos() as u64;
                     let clock = ClockAdapter(env.clock.clone());
                     let name = env.incarnation_name();
-                    match env.role.as_str() {
-                        "writer" => {
+                    match env.role_as::<FeedRole>() {
+                        FeedRole::Writer => {
                             workload::writer(
                                 &p,
                                 env.index,
@@ -448,7 +461,7 @@ impl ScenarioDef for Feed {
                             )
                             .await
                         }
-                        "splitter" => {
+                        FeedRole::Splitter => {
                             workload::splitter(
                                 &p,
                                 &mut client,
@@ -460,10 +473,12 @@ impl ScenarioDef for Feed {
                             )
                             .await
                         }
-                        "reader" => {
+                        FeedRole::Reader => {
                             workload::reader(&p, &mut client, &recorder, &name, &clock).await
                         }
-                        _ => {
+                        // The server runs its own program, above.
+                        FeedRole::Server => {}
+                        FeedRole::Host => {
                             let opts = options(&p, &env.name, bugs);
                             let slow_ms = (opts.renew_ms as f64 * p.slow_renews) as u64;
                             let mut delegate = workload::RecordingDelegate {

@@ -12,6 +12,7 @@
 use super::check::lease_log;
 use super::history::{FeedCall, FeedEvent, FeedHistory, FeedResult};
 use super::FeedParams;
+use crate::services::feed::FeedRole;
 use overcast_harness::report::call_words;
 use overcast_model::feed_processor::ProcessorEvent;
 use overcast_sim::timeline::{
@@ -24,11 +25,11 @@ use std::collections::BTreeMap;
 /// first, then the pull reader, then the hosts).
 pub fn node_of(p: &FeedParams, c: usize) -> String {
     if c < p.writers {
-        Topology::node_name("writer", c)
+        Topology::node_name(FeedRole::Writer, c)
     } else if c == p.writers {
-        Topology::node_name("reader", 0)
+        Topology::node_name(FeedRole::Reader, 0)
     } else {
-        Topology::node_name("host", c - p.writers - 1)
+        Topology::node_name(FeedRole::Host, c - p.writers - 1)
     }
 }
 
@@ -62,7 +63,7 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
         |o| words(&o.call, o.result.as_ref()),
     );
     for i in 0..p.hosts {
-        let host = Topology::node_name("host", i);
+        let host = Topology::node_name(FeedRole::Host, i);
         let at = t
             .lanes
             .iter()

@@ -10,6 +10,7 @@ use super::{FeedParams, ITEMS, LEASES};
 use crate::kit::attempts::attempt;
 use crate::kit::bridge::ClockAdapter;
 use crate::kit::dialects::recorded;
+use crate::services::feed::FeedRole;
 use overcast_model::client::{sim_now_ns, StoreClient};
 use overcast_model::cosmos::ItemOp;
 use overcast_model::cosmos_client::CosmosContainer;
@@ -240,7 +241,7 @@ pub async fn writer(
         };
         // About its partition key (a batch's items share it); the hosts'
         // calls are about no one key, and stay.
-        let node = overcast_sim::world::Topology::node_name("writer", index);
+        let node = overcast_sim::world::Topology::node_name(FeedRole::Writer, index);
         overcast_harness::ops::about(&node, op, &key);
         if overcast_harness::ops::skipped(&node, op).await {
             continue;

@@ -19,9 +19,8 @@ pub mod workload;
 use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use history::{LeaseHistory, LeaseRecorder};
 use overcast_harness::bug::BugInfo;
-use overcast_harness::registry::{
-    once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef, SizeLimit,
-};
+use overcast_harness::params::{self, ParamError, SizeLimit};
+use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::lease_holder::ClockBound;
 use overcast_model::retry::RetryOptions;
@@ -30,6 +29,7 @@ use overcast_model::store::ItemKey;
 use overcast_sim::check::Checker;
 use overcast_sim::faults::{Fault, FaultMix, FaultPlan};
 use overcast_sim::rng::stream;
+use overcast_sim::world::NodeRole;
 use overcast_sim::world::{Role, Topology};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -184,10 +184,22 @@ pub fn shape_plan(plan: &mut FaultPlan, bound: Option<ClockBound>, pause_factor:
     }
     for e in &mut plan.events {
         if let Fault::Pause { node, for_ms } = &mut e.fault {
-            if node.starts_with("holder") {
+            if node.starts_with(LeasesRole::Holder.name()) {
                 *for_ms = for_ms.saturating_mul(pause_factor.max(1));
             }
         }
+    }
+}
+
+overcast_sim::node_roles! {
+    /// The kinds of node of the `leases` scenario.
+    pub enum LeasesRole {
+        /// The one storage server.
+        Server = "server",
+        /// The lease holders.
+        Holder = "holder",
+        /// The plain clients.
+        Client = "client",
     }
 }
 
@@ -267,43 +279,31 @@ impl ScenarioDef for Leases {
         LIMITS
     }
 
-    fn validate(&self, p: &LeasesParams) -> Result<(), String> {
-        if p.holders == 0 {
-            return Err("holders must be at least 1".into());
-        }
-        if p.blobs == 0 {
-            return Err("blobs must be at least 1".into());
-        }
+    fn validate(&self, p: &LeasesParams) -> Result<(), ParamError> {
+        params::at_least_one(&[("holders", p.holders as u64)])?;
+        params::at_least_one(&[("blobs", p.blobs as u64)])?;
         if !(15..=60).contains(&p.duration_s) {
-            return Err("duration_s must be 15–60".into());
+            return Err(ParamError::new("duration_s must be 15–60"));
         }
         let m = &p.mix;
         if p.clients > 0 && m.read + m.write + m.r#break + m.one_shot + m.change + m.container == 0
         {
-            return Err("the client mix has no weight".into());
+            return Err(ParamError::new("the client mix has no weight"));
         }
-        for (name, (lo, hi)) in [
+        params::ordered(&[
             ("retry_ms", p.retry_ms),
             ("work_ms", p.work_ms),
             ("client_pause_ms", p.client_pause_ms),
             ("fsync_ms", p.fsync_ms),
-        ] {
-            if lo > hi {
-                return Err(format!("{name} has its low end above its high end"));
-            }
-        }
-        for (name, v) in [
+        ])?;
+        params::probabilities(&[
             ("stall_probability", p.stall_probability),
             (
                 "container_delete_probability",
                 p.container_delete_probability,
             ),
             ("conditional_writes", p.conditional_writes),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(format!("{name} must be between 0 and 1"));
-            }
-        }
+        ])?;
         Ok(())
     }
 
@@ -334,9 +334,11 @@ impl ScenarioDef for Leases {
 
     fn topology(&self, p: &LeasesParams) -> Topology {
         Topology::new(vec![
-            Role::new("server", 1).with_disk().crashable(),
-            Role::new("holder", p.holders).crashable().awaited(),
-            Role::new("client", p.clients).awaited(),
+            Role::new(LeasesRole::Server, 1).with_disk().crashable(),
+            Role::new(LeasesRole::Holder, p.holders)
+                .crashable()
+                .awaited(),
+            Role::new(LeasesRole::Client, p.clients).awaited(),
         ])
     }
 
@@ -364,87 +366,88 @@ impl ScenarioDef for Leases {
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let send = crate::kit::bridge::NetworkAdapter::policy(&env, &network_counts);
-            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
-                let cfg = ServerConfig {
-                    bind: env.addr(),
-                    containers: vec![CONTAINER.to_string()],
-                    feed_ranges: overcast_model::feed::INITIAL_RANGES,
-                    faults: p.server_faults.clone(),
-                    fsync_ms: p.fsync_ms,
-                    bugs,
-                    send: send.clone(),
-                    quiet_after_restart: if env.incarnation == 0 {
-                        std::time::Duration::ZERO
-                    } else {
-                        env.max_in_flight()
-                    },
-                };
-                let draws = ServerStreams::new(
-                    env.seed,
-                    format!("server-{}", env.incarnation),
-                    Some(env.topology.clone()),
-                );
-                let disk = crate::kit::bridge::RecordingDisk {
-                    disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
-                    node: env.name.clone(),
-                    clock: env.clock.clone(),
-                    recorder,
-                    logged: |r| {
-                        Some(history::LeaseEvent::Logged {
-                            partition: r.partition,
-                            lsn: r.lsn,
-                            effect: r.effect,
-                        })
-                    },
-                    recovered: |kept| history::LeaseEvent::Recovered { kept },
-                };
-                Box::pin(serve(
-                    cfg,
-                    Arc::new(ClockAdapter(env.clock.clone())),
-                    Arc::new(disk),
-                    draws,
-                    stats,
-                ))
-            } else {
-                Box::pin(async move {
-                    let cfg = ClientConfig {
-                        servers: env.topology.addrs("server"),
-                        partitions: 1,
-                        retry: p.retry.clone(),
+            let fut: overcast_harness::registry::NodeFuture =
+                if env.role_as::<LeasesRole>() == LeasesRole::Server {
+                    let cfg = ServerConfig {
+                        bind: env.addr(),
+                        containers: vec![CONTAINER.to_string()],
+                        feed_ranges: overcast_model::feed::INITIAL_RANGES,
+                        faults: p.server_faults.clone(),
+                        fsync_ms: p.fsync_ms,
                         bugs,
-                        send,
+                        send: send.clone(),
+                        quiet_after_restart: if env.incarnation == 0 {
+                            std::time::Duration::ZERO
+                        } else {
+                            env.max_in_flight()
+                        },
                     };
-                    let tag = format!("{}-{}", env.name, env.incarnation);
-                    let sdk = stream(env.seed, &format!("{tag}-sdk"));
-                    let Ok(mut client) = StoreClient::connect(cfg, Box::new(sdk)).await else {
-                        tracing::error!("{} could not bind", env.name);
-                        return;
+                    let draws = ServerStreams::new(
+                        env.seed,
+                        format!("server-{}", env.incarnation),
+                        Some(env.topology.clone()),
+                    );
+                    let disk = crate::kit::bridge::RecordingDisk {
+                        disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
+                        node: env.name.clone(),
+                        clock: env.clock.clone(),
+                        recorder,
+                        logged: |r| {
+                            Some(history::LeaseEvent::Logged {
+                                partition: r.partition,
+                                lsn: r.lsn,
+                                effect: r.effect,
+                            })
+                        },
+                        recovered: |kept| history::LeaseEvent::Recovered { kept },
                     };
-                    let nodes = p.holders + p.clients;
-                    let index = if env.role == "holder" {
-                        env.index
-                    } else {
-                        p.holders + env.index
-                    };
-                    let node = workload::Node {
-                        rec: recorder,
-                        id: overcast_harness::registry::history_client(
-                            index,
-                            env.incarnation,
-                            nodes,
-                        ),
-                        name: env.incarnation_name(),
-                        clock: ClockAdapter(env.clock.clone()),
-                    };
-                    let rng = stream(env.seed, &format!("{tag}-workload"));
-                    let deadline_ns = env.deadline.as_nanos() as u64;
-                    if env.role == "holder" {
-                        workload::holder(&p, &node, &mut client, rng, bugs, deadline_ns).await;
-                    } else {
-                        workload::client(&p, &node, &mut client, rng, deadline_ns).await;
-                    }
-                })
-            };
+                    Box::pin(serve(
+                        cfg,
+                        Arc::new(ClockAdapter(env.clock.clone())),
+                        Arc::new(disk),
+                        draws,
+                        stats,
+                    ))
+                } else {
+                    Box::pin(async move {
+                        let cfg = ClientConfig {
+                            servers: env.topology.addrs(LeasesRole::Server),
+                            partitions: 1,
+                            retry: p.retry.clone(),
+                            bugs,
+                            send,
+                        };
+                        let tag = format!("{}-{}", env.name, env.incarnation);
+                        let sdk = stream(env.seed, &format!("{tag}-sdk"));
+                        let Ok(mut client) = StoreClient::connect(cfg, Box::new(sdk)).await else {
+                            tracing::error!("{} could not bind", env.name);
+                            return;
+                        };
+                        let nodes = p.holders + p.clients;
+                        let index = if env.role_as::<LeasesRole>() == LeasesRole::Holder {
+                            env.index
+                        } else {
+                            p.holders + env.index
+                        };
+                        let node = workload::Node {
+                            rec: recorder,
+                            id: overcast_harness::registry::history_client(
+                                index,
+                                env.incarnation,
+                                nodes,
+                            ),
+                            name: env.incarnation_name(),
+                            clock: ClockAdapter(env.clock.clone()),
+                        };
+                        let rng = stream(env.seed, &format!("{tag}-workload"));
+                        let deadline_ns = env.deadline.as_nanos() as u64;
+                        if env.role_as::<LeasesRole>() == LeasesRole::Holder {
+                            workload::holder(&p, &node, &mut client, rng, bugs, deadline_ns).await;
+                        } else {
+                            workload::client(&p, &node, &mut client, rng, deadline_ns).await;
+                        }
+                    })
+                };
             fut
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {

@@ -10,6 +10,7 @@
 use super::check::{server_log, Entry};
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::LeasesParams;
+use crate::services::leases::LeasesRole;
 use overcast_harness::report::call_words;
 use overcast_model::lease::{self, Lease, Phase};
 use overcast_model::partition::Effect;
@@ -32,9 +33,9 @@ pub fn node_of(p: &LeasesParams, c: usize) -> String {
     let nodes = (p.holders + p.clients).max(1);
     let i = c % nodes;
     if i < p.holders {
-        Topology::node_name("holder", i)
+        Topology::node_name(LeasesRole::Holder, i)
     } else {
-        Topology::node_name("client", i - p.holders)
+        Topology::node_name(LeasesRole::Client, i - p.holders)
     }
 }
 
@@ -258,7 +259,7 @@ pub fn draw(p: &LeasesParams, h: &LeaseHistory, t: &mut Timeline) {
     }
     // Two lanes under each holder: the server's view and the holder's belief.
     for i in 0..p.holders {
-        let holder = Topology::node_name("holder", i);
+        let holder = Topology::node_name(LeasesRole::Holder, i);
         let at = t
             .lanes
             .iter()

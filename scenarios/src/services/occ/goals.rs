@@ -6,9 +6,11 @@
 
 use super::check::OccHistory;
 use super::history::{Call, OccEvent, Outcome};
+use crate::services::occ::OccRole;
 use overcast_harness::goals::{count_events, count_ops, retried_after, Goal};
 use overcast_sim::history::OpRecord;
 use overcast_sim::world::Happening;
+use overcast_sim::world::NodeRole;
 
 /// A write acknowledged at most this long before a server crash counts.
 pub const ACK_BEFORE_CRASH_NS: u64 = 100_000_000;
@@ -34,7 +36,7 @@ fn acked_before_crash(h: &OccHistory) -> u64 {
     let crashes: Vec<u64> = h
         .events
         .iter()
-        .filter(|e| matches!(&e.what, Happening::Crash { node, .. } if node.starts_with("server")))
+        .filter(|e| matches!(&e.what, Happening::Crash { node, .. } if node.starts_with(OccRole::Server.name())))
         .map(|e| e.at_ns)
         .collect();
     count_ops(h, |o| {

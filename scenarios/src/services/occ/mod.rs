@@ -21,8 +21,9 @@ use check::{
 };
 use history::{OccEvent, OccRecorder};
 use overcast_harness::bug::BugInfo;
+use overcast_harness::params::{self, ParamError, SizeLimit};
 use overcast_harness::registry::{
-    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef, SizeLimit,
+    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
 };
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
@@ -269,6 +270,18 @@ pub const LIN_MAX_STEPS: u64 = 5_000_000;
 /// write, misdirected writes) `occ` keeps: see [`Occ`]'s `adjust_plan`.
 pub const CORRUPT_WRITE_SCALE: f64 = 0.01;
 
+overcast_sim::node_roles! {
+    /// The kinds of node of the `occ` scenario.
+    pub enum OccRole {
+        /// The storage servers.
+        Server = "server",
+        /// The workload's SDK clients.
+        Client = "client",
+        /// The liveness probe, a check's own client.
+        Probe = "probe",
+    }
+}
+
 /// The `occ` scenario.
 pub struct Occ;
 
@@ -361,15 +374,14 @@ impl ScenarioDef for Occ {
         LIMITS
     }
 
-    fn validate(&self, p: &OccParams) -> Result<(), String> {
-        if p.servers == 0 || p.clients == 0 {
-            return Err("servers and clients must be at least 1".into());
-        }
-        if p.partitions == 0 || p.keys == 0 {
-            return Err("partitions and keys must be at least 1".into());
-        }
+    fn validate(&self, p: &OccParams) -> Result<(), ParamError> {
+        params::at_least_one(&[("servers", p.servers as u64), ("clients", p.clients as u64)])?;
+        params::at_least_one(&[
+            ("partitions", u64::from(p.partitions)),
+            ("keys", p.keys as u64),
+        ])?;
         if p.hot_key_percent > 100 {
-            return Err("hot_key_percent must be at most 100".into());
+            return Err(ParamError::new("hot_key_percent must be at most 100"));
         }
         let m = &p.mix;
         if m.read
@@ -383,15 +395,14 @@ impl ScenarioDef for Occ {
             + m.conditions
             == 0
         {
-            return Err("the op mix has no weight".into());
+            return Err(ParamError::new("the op mix has no weight"));
         }
         if m.increment > 0 && p.counters == 0 {
-            return Err("the op mix has increments but there are no counters".into());
+            return Err(ParamError::new(
+                "the op mix has increments but there are no counters",
+            ));
         }
-        if p.fsync_ms.0 > p.fsync_ms.1 {
-            return Err("fsync_ms has its low end above its high end".into());
-        }
-        Ok(())
+        params::ordered(&[("fsync_ms", p.fsync_ms)])
     }
 
     fn header(&self, p: &OccParams) -> String {
@@ -430,9 +441,11 @@ impl ScenarioDef for Occ {
 
     fn topology(&self, p: &OccParams) -> Topology {
         Topology::new(vec![
-            Role::new("server", p.servers).with_disk().crashable(),
-            Role::new("client", p.clients).awaited().crashable(),
-            Role::new("probe", 1),
+            Role::new(OccRole::Server, p.servers)
+                .with_disk()
+                .crashable(),
+            Role::new(OccRole::Client, p.clients).awaited().crashable(),
+            Role::new(OccRole::Probe, 1),
         ])
     }
 
@@ -469,7 +482,9 @@ impl ScenarioDef for Occ {
             let all_stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let send = NetworkAdapter::policy(&env, &program_network_counts);
-            let fut: overcast_harness::registry::NodeFuture = if env.role == "server" {
+            let fut: overcast_harness::registry::NodeFuture = if env.role_as::<OccRole>()
+                == OccRole::Server
+            {
                 let cfg = ServerConfig {
                     bind: env.addr(),
                     containers: vec![CONTAINER.to_string()],
@@ -508,9 +523,9 @@ impl ScenarioDef for Occ {
                     draws,
                     stats,
                 ))
-            } else if env.role == "probe" && !p.probe {
+            } else if env.role_as::<OccRole>() == OccRole::Probe && !p.probe {
                 Box::pin(async {})
-            } else if env.role == "probe" {
+            } else if env.role_as::<OccRole>() == OccRole::Probe {
                 let finished = finished.clone();
                 let items: Vec<String> = (0..p.keys)
                     .map(item_name)
@@ -535,7 +550,7 @@ impl ScenarioDef for Occ {
                     let mut probes = Vec::new();
                     for (i, item) in items.into_iter().enumerate() {
                         let cfg = ClientConfig {
-                            servers: env.topology.addrs("server"),
+                            servers: env.topology.addrs(OccRole::Server),
                             partitions: p.partitions,
                             retry: p.retry.clone(),
                             bugs,
@@ -570,7 +585,7 @@ impl ScenarioDef for Occ {
                         return;
                     }
                     let cfg = ClientConfig {
-                        servers: env.topology.addrs("server"),
+                        servers: env.topology.addrs(OccRole::Server),
                         partitions: p.partitions,
                         retry: p.retry.clone(),
                         bugs,

@@ -4,6 +4,7 @@
 use super::check::OccHistory;
 use super::history::{Call, Outcome};
 use crate::kit::words::{conditions_words, short_etag};
+use crate::services::occ::OccRole;
 use overcast_harness::report::{call_words, draw_client_calls};
 use overcast_sim::timeline::{Timeline, Tone};
 
@@ -45,9 +46,9 @@ pub fn draw(h: &OccHistory, clients: usize, t: &mut Timeline) {
         t,
         |c| {
             if super::workload::is_probe(c) {
-                overcast_sim::world::Topology::node_name("probe", 0)
+                overcast_sim::world::Topology::node_name(OccRole::Probe, 0)
             } else {
-                overcast_harness::registry::client_node("client", c, clients)
+                overcast_harness::registry::client_node(OccRole::Client, c, clients)
             }
         },
         words,

@@ -8,6 +8,7 @@ use super::history::OccRecorder;
 use super::history::{Call, Outcome};
 use super::{counter_names, item_name, OccParams, CONTAINER};
 use crate::kit::attempts::attempt;
+use crate::services::occ::OccRole;
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
 use overcast_model::retry::FinalOutcome;
 use overcast_model::store::{Conditions, ETag, EtagMatch, ItemKey, StoreRequest};
@@ -163,7 +164,7 @@ pub async fn client_workload(
         // An increment's counter is drawn before the shrinker is asked, so
         // that leaving the increment out leaves the later draws as they were.
         let counter = (kind == 6).then(|| counters[rng.gen_range(0..counters.len())].clone());
-        let node = overcast_sim::world::Topology::node_name("client", client_id % s.clients);
+        let node = overcast_sim::world::Topology::node_name(OccRole::Client, client_id % s.clients);
         overcast_harness::ops::about(&node, n, counter.as_deref().unwrap_or(&id));
         if overcast_harness::ops::skipped(&node, n).await {
             continue;

@@ -22,8 +22,9 @@ pub mod workload;
 use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use history::{QueueHistory, QueueRecorder};
 use overcast_harness::bug::BugInfo;
+use overcast_harness::params::{self, ParamError, SizeLimit};
 use overcast_harness::registry::{
-    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef, SizeLimit,
+    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
 };
 use overcast_model::client::ClientConfig;
 use overcast_model::connector::{Connector, ConnectorConfig};
@@ -33,6 +34,7 @@ use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
 use overcast_sim::check::Checker;
 use overcast_sim::faults::{FaultMix, FaultPlan};
 use overcast_sim::rng::stream;
+use overcast_sim::world::NodeRole;
 use overcast_sim::world::{Role, Topology};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -147,6 +149,18 @@ impl QueuesParams {
     }
 }
 
+overcast_sim::node_roles! {
+    /// The kinds of node of the `queues` scenario.
+    pub enum QueuesRole {
+        /// The one storage server.
+        Server = "server",
+        /// The connectors.
+        Connector = "connector",
+        /// The repository's editor.
+        Editor = "editor",
+    }
+}
+
 /// The `queues` scenario.
 pub struct Queues;
 
@@ -226,45 +240,37 @@ impl ScenarioDef for Queues {
         LIMITS
     }
 
-    fn validate(&self, p: &QueuesParams) -> Result<(), String> {
+    fn validate(&self, p: &QueuesParams) -> Result<(), ParamError> {
         if !(1..=2).contains(&p.connectors) {
-            return Err("connectors must be 1 or 2".into());
+            return Err(ParamError::new("connectors must be 1 or 2"));
         }
-        if p.workers == 0 {
-            return Err("workers must be at least 1".into());
-        }
-        if p.partition_size == 0 || p.time_scale == 0 || p.final_traversals == 0 {
-            return Err(
-                "partition_size, time_scale and final_traversals must be at least 1".into(),
-            );
-        }
+        params::at_least_one(&[("workers", p.workers as u64)])?;
+        params::at_least_one(&[
+            ("partition_size", p.partition_size as u64),
+            ("time_scale", p.time_scale),
+            ("final_traversals", p.final_traversals as u64),
+        ])?;
         if p.poll_limit > 100 {
-            return Err("poll_limit must be at most 100".into());
+            return Err(ParamError::new("poll_limit must be at most 100"));
         }
-        for (name, (lo, hi)) in [
+        params::ordered(&[
             ("edit_ms", p.edit_ms),
             ("delete_ms", p.delete_ms),
             ("fetch_ms", p.fetch_ms),
             ("fsync_ms", p.fsync_ms),
-        ] {
-            if lo > hi {
-                return Err(format!("{name} has its low end above its high end"));
-            }
-        }
-        for (name, v) in [
+        ])?;
+        params::probabilities(&[
             ("add_share", p.add_share),
             ("remove_share", p.remove_share),
             ("fetch_error_probability", p.fetch_error_probability),
             ("fetch_hang_probability", p.fetch_hang_probability),
             ("requeue_probability", p.requeue_probability),
             ("malformed_push_probability", p.malformed_push_probability),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(format!("{name} must be between 0 and 1"));
-            }
-        }
+        ])?;
         if p.add_share + p.remove_share > 1.0 {
-            return Err("add_share + remove_share must be at most 1".into());
+            return Err(ParamError::new(
+                "add_share + remove_share must be at most 1",
+            ));
         }
         Ok(())
     }
@@ -301,17 +307,17 @@ impl ScenarioDef for Queues {
 
     fn topology(&self, p: &QueuesParams) -> Topology {
         Topology::new(vec![
-            Role::new("server", 1).with_disk().crashable(),
-            Role::new("connector", p.connectors)
+            Role::new(QueuesRole::Server, 1).with_disk().crashable(),
+            Role::new(QueuesRole::Connector, p.connectors)
                 .with_disk()
                 .crashable()
                 .awaited(),
-            Role::new("editor", 1),
+            Role::new(QueuesRole::Editor, 1),
         ])
     }
 
     fn client_role(&self, p: &QueuesParams) -> (&'static str, usize) {
-        ("connector", p.connectors)
+        (QueuesRole::Connector.name(), p.connectors)
     }
 
     fn timeline(
@@ -329,7 +335,8 @@ impl ScenarioDef for Queues {
         // the SDK does not handle; the connectors' clocks stay exact, and no
         // clock steps back (the server's reservations are judged on its own,
         // monotone, clock).
-        plan.clocks.retain(|node, _| !node.starts_with("connector"));
+        plan.clocks
+            .retain(|node, _| !node.starts_with(QueuesRole::Connector.name()));
         for skew in plan.clocks.values_mut() {
             skew.steps.clear();
         }
@@ -353,8 +360,8 @@ impl ScenarioDef for Queues {
             let recorder = program_recorder.clone();
             let repo = repo.clone();
             let send = crate::kit::bridge::NetworkAdapter::policy(&env, &network_counts);
-            let fut: overcast_harness::registry::NodeFuture = match env.role.as_str() {
-                "server" => {
+            let fut: overcast_harness::registry::NodeFuture = match env.role_as::<QueuesRole>() {
+                QueuesRole::Server => {
                     let cfg = ServerConfig {
                         bind: env.addr(),
                         containers: Vec::new(),
@@ -400,13 +407,13 @@ impl ScenarioDef for Queues {
                         stats,
                     ))
                 }
-                "editor" => Box::pin(async move {
+                QueuesRole::Editor => Box::pin(async move {
                     let rng = stream(env.seed, "editor");
                     workload::editor(&p, &repo, &recorder, &env.name, rng, env.deadline).await;
                 }),
-                _ => Box::pin(async move {
+                QueuesRole::Connector => Box::pin(async move {
                     let client = ClientConfig {
-                        servers: env.topology.addrs("server"),
+                        servers: env.topology.addrs(QueuesRole::Server),
                         partitions: 1,
                         retry: p.retry.clone(),
                         bugs,

@@ -26,6 +26,10 @@
 //! isolation run at the worst rates the bound allows: the isolated primary
 //! slow, the rest of its replica set fast ([`Fault::ClockRate`], aimed like
 //! the cut).
+//!
+//! Long because the parameters, their drawing from the seed and the three
+//! roles' programs share the drawn fault schedule; the checks, the workload
+//! and the history are in their own files.
 
 pub mod converge;
 pub mod durable;
@@ -42,8 +46,9 @@ pub mod workload;
 use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts};
 use history::{FinalItem, RegionCall, RegionEvent, RegionOutcome, RegionsHistory};
 use overcast_harness::bug::BugInfo;
+use overcast_harness::params::{self, ParamError, SizeLimit};
 use overcast_harness::registry::{
-    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef, SizeLimit,
+    halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
 };
 use overcast_model::cosmos::ItemKey;
 use overcast_model::region_client::{RegionClient, RegionClientConfig, RegionInfo};
@@ -56,6 +61,7 @@ use overcast_sim::faults::{Fault, FaultEvent, FaultMix, FaultPlan};
 use overcast_sim::history::{NodeEvent, Recorder};
 use overcast_sim::lin;
 use overcast_sim::rng::stream;
+use overcast_sim::world::NodeRole;
 use overcast_sim::world::{Role as WorldRole, Topology};
 use proptest::prelude::*;
 use rand::Rng;
@@ -428,8 +434,8 @@ fn region_name(r: usize) -> String {
 }
 
 /// The replica id of a node: voters `0..replicas`, read replicas after.
-fn replica_id(p: &RegionsParams, role: &str, index: usize) -> ReplicaId {
-    if role == "replica" {
+fn replica_id(p: &RegionsParams, role: RegionsRole, index: usize) -> ReplicaId {
+    if role == RegionsRole::Replica {
         index as ReplicaId
     } else {
         (p.replicas + index) as ReplicaId
@@ -441,14 +447,14 @@ fn regions_of(p: &RegionsParams, topo: &Topology) -> Vec<RegionInfo> {
     let mut out = vec![RegionInfo {
         name: region_name(0),
         replicas: topo
-            .addrs("replica")
+            .addrs(RegionsRole::Replica)
             .into_iter()
             .enumerate()
             .map(|(i, a)| (i as ReplicaId, a))
             .collect(),
         write: true,
     }];
-    for (j, a) in topo.addrs("reader").into_iter().enumerate() {
+    for (j, a) in topo.addrs(RegionsRole::Reader).into_iter().enumerate() {
         out.push(RegionInfo {
             name: region_name(j + 1),
             replicas: vec![((p.replicas + j) as ReplicaId, a)],
@@ -460,6 +466,18 @@ fn regions_of(p: &RegionsParams, topo: &Topology) -> Vec<RegionInfo> {
 
 /// The linearizability search budget per item (steps, not seconds).
 pub const LIN_MAX_STEPS: u64 = 5_000_000;
+
+overcast_sim::node_roles! {
+    /// The kinds of node of the `regions` scenario.
+    pub enum RegionsRole {
+        /// The write region's replica set.
+        Replica = "replica",
+        /// The read regions' replicas, one per region.
+        Reader = "reader",
+        /// The SDK clients.
+        Client = "client",
+    }
+}
 
 /// The `regions` scenario (Cosmos DB items) and `occ-replicated` (the
 /// object store's blobs): one deployment, SDK, fault plan and set of checks,
@@ -606,55 +624,60 @@ impl ScenarioDef for Regions {
         LIMITS
     }
 
-    fn validate(&self, p: &RegionsParams) -> Result<(), String> {
-        if p.replicas == 0 {
-            return Err("replicas must be at least 1".into());
-        }
-        if p.clients == 0 || p.partitions == 0 || p.items == 0 {
-            return Err("clients, partitions and items must be at least 1".into());
-        }
+    fn validate(&self, p: &RegionsParams) -> Result<(), ParamError> {
+        params::at_least_one(&[("replicas", p.replicas as u64)])?;
+        params::at_least_one(&[
+            ("clients", p.clients as u64),
+            ("partitions", u64::from(p.partitions)),
+            ("items", p.items as u64),
+        ])?;
         let m = &p.mix;
         if m.read + m.replace + m.upsert + m.create + m.delete == 0 {
-            return Err("the mix has no weight".into());
+            return Err(ParamError::new("the mix has no weight"));
         }
         if let Some(c) = &p.consistency {
             if !["strong", "session", "eventual"].contains(&c.as_str()) {
-                return Err(format!("unknown consistency '{c}'"));
+                return Err(ParamError::new(format!("unknown consistency '{c}'")));
             }
         }
-        if p.reader_think_ms.0 > p.reader_think_ms.1 {
-            return Err("reader_think_ms has its low end above its high end".into());
-        }
-        if p.think_ms.0 > p.think_ms.1 {
-            return Err("think_ms has its low end above its high end".into());
-        }
-        if p.fsync_ms.0 > p.fsync_ms.1 {
-            return Err("fsync_ms has its low end above its high end".into());
-        }
         if p.election_timeout_ms == 0 || p.heartbeat_ms == 0 || p.lease_ms == 0 {
-            return Err("lease, election timeout and heartbeat must be positive".into());
+            return Err(ParamError::new(
+                "lease, election timeout and heartbeat must be positive",
+            ));
         }
         if p.outages.iter().any(|o| o.region > p.read_regions) {
-            return Err("an outage names a region that does not exist".into());
+            return Err(ParamError::new(
+                "an outage names a region that does not exist",
+            ));
         }
         if p.removals
             .iter()
             .any(|o| o.region == 0 || o.region > p.read_regions)
         {
-            return Err(
-                "a removal must name a read region (1..=read_regions): the write region is never removed".into(),
-            );
+            return Err(ParamError::new(
+                "a removal must name a read region (1..=read_regions): the write region is never removed",
+            ));
         }
         if p.splits.iter().any(|s| s.replica >= p.replicas) {
-            return Err("a split names a replica that does not exist".into());
+            return Err(ParamError::new(
+                "a split names a replica that does not exist",
+            ));
         }
         if p.isolations.iter().any(|i| i.partition >= p.partitions) {
-            return Err("an isolation names a partition that does not exist".into());
+            return Err(ParamError::new(
+                "an isolation names a partition that does not exist",
+            ));
         }
         if p.rate_flips.iter().any(|f| f.replica >= p.replicas) {
-            return Err("a clock-rate flip names a replica that does not exist".into());
+            return Err(ParamError::new(
+                "a clock-rate flip names a replica that does not exist",
+            ));
         }
-        Ok(())
+        params::ordered(&[
+            ("reader_think_ms", p.reader_think_ms),
+            ("think_ms", p.think_ms),
+            ("fsync_ms", p.fsync_ms),
+        ])
     }
 
     fn header(&self, p: &RegionsParams) -> String {
@@ -744,13 +767,13 @@ impl ScenarioDef for Regions {
 
     fn topology(&self, p: &RegionsParams) -> Topology {
         Topology::new(vec![
-            WorldRole::new("replica", p.replicas)
+            WorldRole::new(RegionsRole::Replica, p.replicas)
                 .with_disk()
                 .crashable(),
-            WorldRole::new("reader", p.read_regions)
+            WorldRole::new(RegionsRole::Reader, p.read_regions)
                 .with_disk()
                 .crashable(),
-            WorldRole::new("client", p.client_nodes())
+            WorldRole::new(RegionsRole::Client, p.client_nodes())
                 .awaited()
                 .crashable(),
         ])
@@ -779,7 +802,9 @@ impl ScenarioDef for Regions {
         // on every call: a saved plan holds the mix's clocks, not these.
         let bound = DRIFT_BOUND_PPM as i64;
         for (node, skew) in plan.clocks.iter_mut() {
-            if node.starts_with("replica") || node.starts_with("reader") {
+            if node.starts_with(RegionsRole::Replica.name())
+                || node.starts_with(RegionsRole::Reader.name())
+            {
                 let scaled = (skew.drift_ppm.abs() * DRIFT_SCALE).min(bound);
                 skew.drift_ppm = skew.drift_ppm.signum() * (bound * 4 / 5 + scaled / 5);
                 skew.steps.clear();
@@ -833,7 +858,7 @@ impl ScenarioDef for Regions {
         let drifting = plan
             .clocks
             .iter()
-            .any(|(n, s)| n.starts_with("replica") && s.drift_ppm != 0);
+            .any(|(n, s)| n.starts_with(RegionsRole::Replica.name()) && s.drift_ppm != 0);
         for i in &p.isolations {
             plan.events.push(FaultEvent {
                 at_ms: i.at_ms,
@@ -874,157 +899,159 @@ impl ScenarioDef for Regions {
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
             let send = NetworkAdapter::policy(&env, &network_counts);
-            let fut: overcast_harness::registry::NodeFuture =
-                if env.role == "replica" || env.role == "reader" {
-                    let me = replica_id(&p, &env.role, env.index);
-                    let region_index = if env.role == "replica" {
-                        0
+            let fut: overcast_harness::registry::NodeFuture = if env.role_as::<RegionsRole>()
+                == RegionsRole::Replica
+                || env.role_as::<RegionsRole>() == RegionsRole::Reader
+            {
+                let me = replica_id(&p, env.role_as(), env.index);
+                let region_index = if env.role_as::<RegionsRole>() == RegionsRole::Replica {
+                    0
+                } else {
+                    env.index + 1
+                };
+                let region = region_name(region_index);
+                let topo = &env.topology;
+                let addrs: BTreeMap<ReplicaId, _> = topo
+                    .addrs(RegionsRole::Replica)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, a)| (i as ReplicaId, a))
+                    .chain(
+                        topo.addrs(RegionsRole::Reader)
+                            .into_iter()
+                            .enumerate()
+                            .map(|(j, a)| ((p.replicas + j) as ReplicaId, a)),
+                    )
+                    .collect();
+                let cfg = ReplicaServerConfig {
+                    me,
+                    region: region.clone(),
+                    node: env.incarnation_name(),
+                    addrs,
+                    voters: (0..p.replicas as ReplicaId).collect(),
+                    learners: (0..p.read_regions)
+                        .map(|j| (p.replicas + j) as ReplicaId)
+                        .collect(),
+                    partitions: p.partitions,
+                    lease_ms: p.lease_ms,
+                    drift_bound_ppm: DRIFT_BOUND_PPM,
+                    election_timeout_ms: p.election_timeout_ms,
+                    heartbeat_ms: p.heartbeat_ms,
+                    ship_ms: p.ship_ms,
+                    tick_ms: 20,
+                    fsync_ms: p.fsync_ms,
+                    containers: vec![CONTAINER.to_string()],
+                    bugs,
+                    send,
+                    quiet_after_restart: if env.incarnation == 0 {
+                        Duration::ZERO
                     } else {
-                        env.index + 1
-                    };
-                    let region = region_name(region_index);
-                    let topo = &env.topology;
-                    let addrs: BTreeMap<ReplicaId, _> = topo
-                        .addrs("replica")
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, a)| (i as ReplicaId, a))
-                        .chain(
-                            topo.addrs("reader")
-                                .into_iter()
-                                .enumerate()
-                                .map(|(j, a)| ((p.replicas + j) as ReplicaId, a)),
-                        )
+                        env.max_in_flight()
+                    },
+                    removed_ns: p
+                        .removals
+                        .iter()
+                        .filter(|r| r.region == region_index)
+                        .map(|r| (r.at_ms * 1_000_000, (r.at_ms + r.for_ms) * 1_000_000))
+                        .collect(),
+                };
+                let report: SharedReport = Arc::new(Mutex::new(ReplicaReport::default()));
+                lock(&program_reports).push((
+                    env.incarnation_name(),
+                    env.name.clone(),
+                    region,
+                    report.clone(),
+                ));
+                let rng = stream(env.seed, &format!("{}-{}", env.name, env.incarnation));
+                let disk = env.disk.clone().expect("replicas have disks");
+                Box::pin(serve_replica(
+                    cfg,
+                    Arc::new(ClockAdapter(env.clock.clone())),
+                    Arc::new(DiskAdapter(disk)),
+                    Box::new(rng),
+                    report,
+                ))
+            } else {
+                let finished = finished.clone();
+                let recorder = program_recorder.clone();
+                Box::pin(async move {
+                    if lock(&finished).contains(&env.index) {
+                        return;
+                    }
+                    let regions = regions_of(&p, &env.topology);
+                    let home = env.index % regions.len();
+                    let preferred: Vec<String> = (0..regions.len())
+                        .map(|k| regions[(home + k) % regions.len()].name.clone())
                         .collect();
-                    let cfg = ReplicaServerConfig {
-                        me,
-                        region: region.clone(),
-                        node: env.incarnation_name(),
-                        addrs,
-                        voters: (0..p.replicas as ReplicaId).collect(),
-                        learners: (0..p.read_regions)
-                            .map(|j| (p.replicas + j) as ReplicaId)
-                            .collect(),
+                    let stale = (env.index < p.stale_view_clients && regions.len() > 1)
+                        .then(|| regions[1].name.clone());
+                    let cfg = RegionClientConfig {
+                        regions,
+                        preferred,
+                        stale_write_region: stale,
                         partitions: p.partitions,
-                        lease_ms: p.lease_ms,
-                        drift_bound_ppm: DRIFT_BOUND_PPM,
-                        election_timeout_ms: p.election_timeout_ms,
-                        heartbeat_ms: p.heartbeat_ms,
-                        ship_ms: p.ship_ms,
-                        tick_ms: 20,
-                        fsync_ms: p.fsync_ms,
-                        containers: vec![CONTAINER.to_string()],
+                        request_timeout: Duration::from_millis(p.request_timeout_ms),
+                        unavailable_for: UNAVAILABLE_FOR,
+                        max_failover_retries: 120,
+                        max_forbidden_retries: 2,
+                        max_gone_retries: 10,
+                        gone_backoff: Duration::from_millis(10),
+                        read_retry_wait: Duration::from_millis(100),
                         bugs,
                         send,
-                        quiet_after_restart: if env.incarnation == 0 {
-                            Duration::ZERO
-                        } else {
-                            env.max_in_flight()
-                        },
-                        removed_ns: p
-                            .removals
-                            .iter()
-                            .filter(|r| r.region == region_index)
-                            .map(|r| (r.at_ms * 1_000_000, (r.at_ms + r.for_ms) * 1_000_000))
-                            .collect(),
                     };
-                    let report: SharedReport = Arc::new(Mutex::new(ReplicaReport::default()));
-                    lock(&program_reports).push((
-                        env.incarnation_name(),
-                        env.name.clone(),
-                        region,
-                        report.clone(),
-                    ));
-                    let rng = stream(env.seed, &format!("{}-{}", env.name, env.incarnation));
-                    let disk = env.disk.clone().expect("replicas have disks");
-                    Box::pin(serve_replica(
+                    let rng = stream(
+                        env.seed,
+                        &format!("client-{}-sdk-{}", env.index, env.incarnation),
+                    );
+                    let Ok(mut sdk) = RegionClient::connect(
                         cfg,
                         Arc::new(ClockAdapter(env.clock.clone())),
-                        Arc::new(DiskAdapter(disk)),
                         Box::new(rng),
-                        report,
-                    ))
-                } else {
-                    let finished = finished.clone();
-                    let recorder = program_recorder.clone();
-                    Box::pin(async move {
-                        if lock(&finished).contains(&env.index) {
-                            return;
+                    )
+                    .await
+                    else {
+                        tracing::error!("client {} could not bind", env.index);
+                        return;
+                    };
+                    let client = overcast_harness::registry::history_client(
+                        env.index,
+                        env.incarnation,
+                        p.client_nodes(),
+                    );
+                    // A strong reader is a client that only reads, strongly,
+                    // with little think time.
+                    let work = if env.index >= p.clients {
+                        RegionsParams {
+                            mix: RegionsMix {
+                                read: 1,
+                                replace: 0,
+                                upsert: 0,
+                                create: 0,
+                                delete: 0,
+                            },
+                            consistency: Some("strong".into()),
+                            ops_per_client: p.reader_ops,
+                            think_ms: p.reader_think_ms,
+                            ..p.clone()
                         }
-                        let regions = regions_of(&p, &env.topology);
-                        let home = env.index % regions.len();
-                        let preferred: Vec<String> = (0..regions.len())
-                            .map(|k| regions[(home + k) % regions.len()].name.clone())
-                            .collect();
-                        let stale = (env.index < p.stale_view_clients && regions.len() > 1)
-                            .then(|| regions[1].name.clone());
-                        let cfg = RegionClientConfig {
-                            regions,
-                            preferred,
-                            stale_write_region: stale,
-                            partitions: p.partitions,
-                            request_timeout: Duration::from_millis(p.request_timeout_ms),
-                            unavailable_for: UNAVAILABLE_FOR,
-                            max_failover_retries: 120,
-                            max_forbidden_retries: 2,
-                            max_gone_retries: 10,
-                            gone_backoff: Duration::from_millis(10),
-                            read_retry_wait: Duration::from_millis(100),
-                            bugs,
-                            send,
-                        };
-                        let rng = stream(
-                            env.seed,
-                            &format!("client-{}-sdk-{}", env.index, env.incarnation),
-                        );
-                        let Ok(mut sdk) = RegionClient::connect(
-                            cfg,
-                            Arc::new(ClockAdapter(env.clock.clone())),
-                            Box::new(rng),
-                        )
-                        .await
-                        else {
-                            tracing::error!("client {} could not bind", env.index);
-                            return;
-                        };
-                        let client = overcast_harness::registry::history_client(
-                            env.index,
-                            env.incarnation,
-                            p.client_nodes(),
-                        );
-                        // A strong reader is a client that only reads, strongly,
-                        // with little think time.
-                        let work = if env.index >= p.clients {
-                            RegionsParams {
-                                mix: RegionsMix {
-                                    read: 1,
-                                    replace: 0,
-                                    upsert: 0,
-                                    create: 0,
-                                    delete: 0,
-                                },
-                                consistency: Some("strong".into()),
-                                ops_per_client: p.reader_ops,
-                                think_ms: p.reader_think_ms,
-                                ..p.clone()
-                            }
-                        } else {
-                            p.clone()
-                        };
-                        workload::client_workload(
-                            work,
-                            env.seed,
-                            env.index,
-                            client,
-                            env.incarnation_name(),
-                            &mut sdk,
-                            recorder,
-                            env.deadline.as_nanos() as u64,
-                        )
-                        .await;
-                        lock(&finished).insert(env.index);
-                    })
-                };
+                    } else {
+                        p.clone()
+                    };
+                    workload::client_workload(
+                        work,
+                        env.seed,
+                        env.index,
+                        client,
+                        env.incarnation_name(),
+                        &mut sdk,
+                        recorder,
+                        env.deadline.as_nanos() as u64,
+                    )
+                    .await;
+                    lock(&finished).insert(env.index);
+                })
+            };
             fut
         });
         let params = p.clone();

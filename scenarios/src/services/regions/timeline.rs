@@ -7,6 +7,7 @@
 
 use super::history::{RegionCall, RegionEvent, RegionOutcome, RegionsHistory};
 use crate::kit::words::short_etag;
+use crate::services::regions::RegionsRole;
 use overcast_harness::registry::client_node;
 use overcast_harness::report::call_words;
 use overcast_sim::timeline::{node_lane, secs, Mark, MarkKind, Timeline, Tone};
@@ -69,7 +70,7 @@ pub fn words(call: &RegionCall, result: Option<&RegionOutcome>) -> (String, Tone
 pub fn draw(h: &RegionsHistory, clients: usize, t: &mut Timeline) {
     t.add_ops(
         &h.ops,
-        |o| client_node("client", o.client, clients),
+        |o| client_node(RegionsRole::Client, o.client, clients),
         |o| words(&o.call, o.result.as_ref()),
     );
     for e in &h.node_events {

@@ -3,6 +3,7 @@
 
 use super::check::SearchHistory;
 use super::history::words;
+use crate::kit::dialects::StoreRole;
 use overcast_harness::report::draw_client_calls;
 use overcast_sim::timeline::Timeline;
 
@@ -11,7 +12,7 @@ pub fn draw(h: &SearchHistory, clients: usize, t: &mut Timeline) {
     draw_client_calls(
         h,
         t,
-        |c| overcast_harness::registry::client_node("client", c, clients),
+        |c| overcast_harness::registry::client_node(StoreRole::Client, c, clients),
         words,
     );
 }

@@ -15,6 +15,7 @@
 use super::history::{Call, Outcome};
 use super::SearchParams;
 use crate::kit::dialects::recorded;
+use crate::kit::dialects::StoreRole;
 use overcast_model::client::StoreClient;
 use overcast_model::search::{ResourceKind, SearchRequest};
 use overcast_model::search_client::{Definition, SearchClient};
@@ -152,7 +153,7 @@ pub async fn client_workload(
                     STORY_SYNONYMS
                 };
                 let entry = format!("c{index}.{n}");
-                let node = overcast_sim::world::Topology::node_name("client", index);
+                let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
                 overcast_harness::ops::about(&node, n, story);
                 if overcast_harness::ops::skipped(&node, n).await {
                     continue;
@@ -176,7 +177,7 @@ pub async fn client_workload(
                 None => s.search.delete_request(&scratch(BTreeSet::new()), false),
             },
         };
-        let node = overcast_sim::world::Topology::node_name("client", index);
+        let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
         overcast_harness::ops::about(&node, n, &name);
         if overcast_harness::ops::skipped(&node, n).await {
             continue;

@@ -1,0 +1,94 @@
+//! Tests of the queue checkers.
+use super::connector::incremental_saves;
+use super::*;
+use overcast_model::queue::PushItem;
+use overcast_sim::history::{History, NodeEvent, HISTORY_VERSION};
+
+const MS: u64 = 1_000_000;
+
+fn event(node: &str, at_ms: u64, event: QueueEvent) -> NodeEvent<QueueEvent> {
+    NodeEvent {
+        node: node.into(),
+        at_ns: at_ms * MS,
+        local_ms: at_ms,
+        event,
+    }
+}
+
+fn push(id: u64, name: &str, at_ms: u64, status: u16) -> OpRecord<Call, Outcome> {
+    OpRecord {
+        id,
+        client: 1,
+        key: name.into(),
+        call: Call {
+            node: "connector-0".into(),
+            source: Source::Incremental,
+            request: QueueRequest::Push {
+                datasource: "ds".into(),
+                item: PushItem {
+                    name: name.into(),
+                    ..PushItem::default()
+                },
+            },
+        },
+        invoke_ns: at_ms * MS,
+        return_ns: Some((at_ms + 1) * MS),
+        result: Some(Outcome {
+            status,
+            response: None,
+        }),
+        attempts: Vec::new(),
+    }
+}
+
+/// An incremental checkpoint saved after the pushes of the changes it
+/// covers holds; saved before one of them (or after a failed one), Q9.
+#[test]
+fn an_incremental_checkpoint_is_saved_only_after_its_changes_are_pushed() {
+    let repo = |at_ms, id: &str, seq| {
+        event(
+            "editor",
+            at_ms,
+            QueueEvent::Repo {
+                id: id.into(),
+                rev: 1,
+                content: Some("x".into()),
+                seq,
+            },
+        )
+    };
+    let saved = |at_ms, value: &str| {
+        event(
+            "connector-0",
+            at_ms,
+            QueueEvent::Connector(ConnectorEvent::CheckpointSaved {
+                name: CHECKPOINT_INCREMENTAL.into(),
+                value: value.into(),
+            }),
+        )
+    };
+    let history = |ops, save_ms| History {
+        version: HISTORY_VERSION,
+        ops,
+        events: Vec::new(),
+        node_events: vec![
+            repo(10, "d000", 1),
+            repo(20, "d001", 2),
+            saved(save_ms, "2"),
+        ],
+    };
+    let judge = |h: &QueueHistory| incremental_saves(h).1.len();
+    // d001's push (d000's is at 30 ms, 200): when, its status, violations.
+    for (at_ms, status, want) in [
+        (32, 200, 0),
+        // Saved before d001's push.
+        (42, 200, 1),
+        // d001's push failed (a 503 after retries): the save must wait.
+        (32, 503, 1),
+        // A push made before the change does not count for it.
+        (15, 200, 1),
+    ] {
+        let ops = vec![push(0, "d000", 30, 200), push(1, "d001", at_ms, status)];
+        assert_eq!(judge(&history(ops, 40)), want, "{at_ms} {status}");
+    }
+}
