@@ -350,6 +350,51 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_stream_is_its_chacha_generator_and_a_branch_keeps_draws_before_its_time() {
+        let key = |seed: u64, name: &str| {
+            let mut k = [0u8; 32];
+            k[..8].copy_from_slice(&seed.to_le_bytes());
+            k[8..16].copy_from_slice(&fnv1a(name.as_bytes()).to_le_bytes());
+            k
+        };
+        let mut chacha = ChaCha8Rng::from_seed(key(7, "faults"));
+        let mut plain = stream(7, "faults");
+        for _ in 0..100 {
+            assert_eq!(plain.next_u32(), chacha.next_u32());
+            assert_eq!(plain.next_u64(), chacha.next_u64());
+        }
+        // Outside a simulation it is time 0: before every branch point.
+        let path = [BranchPoint {
+            at_ns: 1,
+            branch: 3,
+        }];
+        let drawn: Vec<u64> = with_branch_path(&path, || {
+            let mut s = stream(7, "faults");
+            (0..10).map(|_| s.next_u64()).collect()
+        });
+        let mut again = stream(7, "faults");
+        assert!(drawn.iter().all(|d| *d == again.next_u64()));
+        assert_ne!(
+            rekeyed(key(7, "faults"), &path),
+            rekeyed(
+                key(7, "faults"),
+                &[BranchPoint {
+                    at_ns: 1,
+                    branch: 4
+                }]
+            )
+        );
+        assert_eq!(branch_path_problem(&path), None);
+        assert!(branch_path_problem(&[BranchPoint {
+            at_ns: 0,
+            branch: 0
+        }])
+        .is_some());
+        assert!(branch_path_problem(&[path[0], path[0]]).is_some());
+        assert_eq!(branch_path_words(&path), "0.000000001s#3");
+    }
+
+    #[test]
     fn a_name_built_piece_by_piece_hashes_as_the_string_it_spells() {
         let to: std::net::SocketAddr = "10.1.0.2:7000".parse().unwrap();
         let v6: std::net::SocketAddr = "[::1]:80".parse().unwrap();
