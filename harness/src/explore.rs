@@ -289,7 +289,9 @@ impl Frontier {
 
     /// Leaves sites for what was new in run `r`.
     fn add_sites(&mut self, r: &RunResult, goals: &[DynGoal], new: &[Novelty]) {
-        if r.scenario.branch.len() >= MAX_DEPTH || r.outcome == Outcome::HarnessError {
+        // A run that did not pass leaves none: its branches would mostly
+        // fail the same way, before their branch point.
+        if r.scenario.branch.len() >= MAX_DEPTH || !r.outcome.passes() {
             return;
         }
         let floor = r.scenario.branch.last().map_or(0, |p| p.at_ns);

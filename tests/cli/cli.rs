@@ -598,11 +598,11 @@ fn explore_runs_branches_saves_failures_with_their_path_and_writes_goals_over_ti
 
     let (code, out, err) = overcast(&[
         "explore",
-        "occ",
+        "leases",
         "--runs",
-        "16",
+        "24",
         "--bug",
-        "skip_if_match",
+        "lease_trust_full_duration",
         "--out",
         &out_dir,
     ]);

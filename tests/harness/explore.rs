@@ -3,7 +3,7 @@
 //! determinism check, is saved with its branch path, loaded, replayed and
 //! shrunk like any run; a file without a branch path loads as before; and
 //! exploring reaches a scenario's rarest goal in more runs than as many
-//! plain seeds do.
+//! plain seeds do, and finds a seeded bug they miss.
 
 use overcast_harness::explore::{explore, ExploreOptions};
 use overcast_harness::goals::{self, GoalId};
@@ -200,5 +200,45 @@ fn exploring_reaches_the_rarest_goal_in_more_runs_than_plain_seeds() {
     assert!(
         reached > 2 * plain,
         "{goal}: {reached} of {runs} explored runs reached it, {plain} of {runs} plain seeds"
+    );
+}
+
+#[test]
+fn exploring_finds_a_seeded_bug_that_as_many_plain_seeds_miss() {
+    let d = def("leases");
+    let runs = 24;
+    let bug = "lease_trust_full_duration";
+    let make = |seed| {
+        let mut s = Scenario::new(d, seed);
+        s.bugs = vec![bug.to_string()];
+        s
+    };
+    for seed in 0..runs {
+        let r = run_with(d, &make(seed));
+        assert!(
+            r.passed(),
+            "seed {seed} already finds {bug}: {}",
+            r.summary()
+        );
+    }
+    let opts = ExploreOptions {
+        runs: Some(runs),
+        budget: None,
+        seed_base: 0,
+        jobs: 2,
+    };
+    let mut failed = Vec::new();
+    let explored = explore(d, &make, &opts, |run, _| {
+        if !run.run.passed() {
+            failed.push((run.index, run.run.scenario.branch.clone()));
+        }
+    });
+    assert!(
+        explored.first_failure.is_some(),
+        "{runs} explored runs missed {bug}"
+    );
+    assert!(
+        failed.iter().all(|(_, path)| !path.is_empty()),
+        "{failed:?}"
     );
 }
