@@ -49,6 +49,10 @@ const LEADS_NS: [u64; 4] = [0, 50_000_000, 250_000_000, 1_000_000_000];
 /// The most branches a site may have in hand.
 const MAX_ENERGY: u32 = 48;
 
+/// The most sites kept: past it, those of the commonest goals go (each
+/// holds its run's scenario, and a long exploration leaves thousands).
+const MAX_SITES: usize = 1_000;
+
 /// What was new in a run: why it leaves a site.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -225,11 +229,7 @@ impl Frontier {
                 // goal), the oldest of equals.
                 let best = (0..self.sites.len())
                     .filter(|&k| self.sites[k].energy > pending[k])
-                    .max_by_key(|&k| {
-                        let runs = self.goals_of.get(&self.sites[k].goal).map_or(1, |s| s.runs);
-                        let left = u64::from(self.sites[k].energy - pending[k]);
-                        (left * 1_000_000 / runs.max(1), std::cmp::Reverse(k))
-                    });
+                    .max_by_key(|&k| (self.score(k, pending[k]), std::cmp::Reverse(k)));
                 match best {
                     Some(k) if !fresh_turn => {
                         pending[k] += 1;
@@ -243,6 +243,31 @@ impl Frontier {
                 }
             })
             .collect()
+    }
+
+    /// How much a site is worth branching: its branches in hand over the
+    /// runs that reached its goal.
+    fn score(&self, k: usize, pending: u32) -> u64 {
+        let runs = self.goals_of.get(&self.sites[k].goal).map_or(1, |s| s.runs);
+        u64::from(self.sites[k].energy.saturating_sub(pending)) * 1_000_000 / runs.max(1)
+    }
+
+    /// Keeps at most `max` sites: the best scored, the oldest of equals.
+    fn keep_the_rarest(&mut self, max: usize) {
+        if self.sites.len() <= max {
+            return;
+        }
+        let mut order: Vec<usize> = (0..self.sites.len()).collect();
+        order.sort_by_key(|&k| (std::cmp::Reverse(self.score(k, 0)), k));
+        let mut keep = vec![false; self.sites.len()];
+        for &k in &order[..max] {
+            keep[k] = true;
+        }
+        let mut k = 0;
+        self.sites.retain(|_| {
+            k += 1;
+            keep[k - 1]
+        });
     }
 
     /// What is new in a run that reached `counts`, noted as seen.
@@ -419,6 +444,7 @@ pub fn explore(
             );
         }
         frontier.sites.retain(|s| s.energy > 0);
+        frontier.keep_the_rarest(MAX_SITES);
         if !new_since.is_empty() || explored.runs - last_sample >= 64 {
             explored.over_time.push(Sample {
                 runs: explored.runs,
