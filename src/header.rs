@@ -216,6 +216,12 @@ pub fn header(def: &dyn DynScenario, s: &Scenario) -> String {
         (Some(b), true) => out += &format!("\nbudget  beyond it (drawn past: {})", b.promise),
         (None, _) => {}
     }
+    if !s.branch.is_empty() {
+        out += &format!(
+            "\nbranch  {} (the seed's run up to each time, that branch's draws after it)",
+            overcast_sim::rng::branch_path_words(&s.branch)
+        );
+    }
     for (i, line) in fault_lines(&plan).iter().enumerate() {
         out += if i == 0 { "\nfaults  " } else { "\n        " };
         out += line;

@@ -1,10 +1,11 @@
-//! `overcast`: the command-line front of the harness (run, sweep, replay,
-//! shrink, bugs, check, bench, script, list).
+//! `overcast`: the command-line front of the harness (run, sweep, explore,
+//! replay, shrink, bugs, check, bench, script, list).
 
 #![deny(missing_docs)]
 
 mod bench_cmd;
 mod check_cmd;
+mod explore_cmd;
 mod header;
 mod invocation;
 mod list_cmd;
@@ -73,6 +74,12 @@ enum Command {
     /// Run scenarios over a range of seeds on all cores; failures are saved for replay.
     #[command(after_help = "Example:\n  overcast sweep leases --seeds 0..200 --swarm")]
     Sweep(run_cmd::SweepArgs),
+    /// Run a scenario's seeds and branch them from the states where something
+    /// rare first happened (a goal first or rarely reached); failures are saved for replay.
+    #[command(
+        after_help = "Example:\n  overcast explore regions --for 2m --bug stale_term_append"
+    )]
+    Explore(explore_cmd::ExploreArgs),
     /// Join the results of sharded sweeps (`sweep --out`) into one summary and failure list.
     #[command(after_help = "Example:\n  overcast merge shard-1 shard-2")]
     Merge(run_cmd::MergeArgs),
@@ -143,6 +150,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run_cmd::run(&args),
         Command::Sweep(args) => run_cmd::sweep(&args),
+        Command::Explore(args) => explore_cmd::run(&args),
         Command::Merge(args) => run_cmd::merge(&args),
         Command::Replay(args) => run_cmd::replay(&args),
         Command::Shrink(args) => run_cmd::shrink(&args),

@@ -68,6 +68,55 @@ pub struct RunArgs {
     /// exit code 6.
     #[arg(long, default_value = "10m", value_name = "DURATION")]
     pub max_wall: MaxWall,
+    /// Branch the run: the seed's plain run up to simulated time NS (ns),
+    /// then the streams of branch B (repeatable, in increasing time; what
+    /// `overcast explore` prints for a branched failure).
+    #[arg(long = "branch", value_name = "NS:B")]
+    pub branch: Vec<String>,
+}
+
+/// The options that say which runs of a scenario a command makes: swarm
+/// mode, the fault profile, the budget, seeded bugs and the variant
+/// (`sweep` and `explore` share them).
+#[derive(clap::Args, Debug, Clone)]
+pub struct MixArgs {
+    /// Swarm mode: each seed draws its own mix of fault kinds and rates.
+    #[arg(long)]
+    pub swarm: bool,
+    /// Draw the fault plan past what the scenario's deployment promises to
+    /// tolerate (its budget, in the run header): a run there whose checks
+    /// cannot judge everything but find nothing wrong ends "failed loudly"
+    /// (exit 0), not undecided.
+    #[arg(long)]
+    pub beyond_budget: bool,
+    /// Fault profile: `default`, `calm` or `storage` (see `run --help`).
+    #[arg(long, default_value = "default")]
+    pub faults: String,
+    /// Switch on a seeded bug (repeatable).
+    #[arg(long = "bug")]
+    pub bugs: Vec<String>,
+    /// `occ` only: the throttling variant (see `run --help`).
+    #[arg(long)]
+    pub throttle: bool,
+}
+
+impl MixArgs {
+    /// The run of scenario `name` for `seed` with this mix.
+    pub fn scenario(
+        &self,
+        name: &str,
+        seed: u64,
+    ) -> Result<(&'static dyn DynScenario, Scenario), String> {
+        scenario_for(
+            name,
+            seed,
+            &self.bugs,
+            self.swarm,
+            &self.faults,
+            self.throttle,
+            self.beyond_budget,
+        )
+    }
 }
 
 /// Arguments of `overcast sweep`.
@@ -82,24 +131,12 @@ pub struct SweepArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Swarm mode: each seed draws its own mix of fault kinds and rates.
-    #[arg(long)]
-    pub swarm: bool,
-    /// Draw the fault plan past what the scenario's deployment promises to
-    /// tolerate (its budget, in the run header): a run there whose checks
-    /// cannot judge everything but find nothing wrong ends "failed loudly"
-    /// (exit 0), not undecided.
-    #[arg(long)]
-    pub beyond_budget: bool,
-    /// Fault profile: `default`, `calm` or `storage` (see `run --help`).
-    #[arg(long, default_value = "default")]
-    pub faults: String,
+    /// The mix: swarm, fault profile, bugs, variant.
+    #[command(flatten)]
+    pub mix: MixArgs,
     /// Run every seed twice and compare the trace hashes.
     #[arg(long)]
     pub check_determinism: bool,
-    /// Switch on a seeded bug (repeatable).
-    #[arg(long = "bug")]
-    pub bugs: Vec<String>,
     /// Run only the K-th of N disjoint shards of the seeds (1 <= K <= N), e.g.
     /// `--shard 3/16` on the third of sixteen machines.
     #[arg(long, value_name = "K/N")]
@@ -132,9 +169,6 @@ pub struct SweepArgs {
     /// seeds that did not pass.
     #[arg(long)]
     pub coverage: bool,
-    /// `occ` only: the throttling variant (see `run --help`).
-    #[arg(long)]
-    pub throttle: bool,
     /// The longest one seed's run may take, in wall time (e.g. 30s, 10m, or
     /// `off`); a run that goes over it stops the sweep with one line, the
     /// command that reruns that seed, and exit code 6. `--for` bounds the sweep.
@@ -213,7 +247,7 @@ pub struct BugsArgs {
     pub shrink_tries: usize,
 }
 
-fn bad_input(msg: impl std::fmt::Display) -> u8 {
+pub(crate) fn bad_input(msg: impl std::fmt::Display) -> u8 {
     eprintln!("overcast: {msg}");
     2
 }
@@ -273,7 +307,7 @@ fn report_failure(r: &RunResult) -> Option<PathBuf> {
 }
 
 /// Saves a run that did not pass under `dir` and prints where; returns the saved file.
-fn report_failure_in(r: &RunResult, dir: &Path) -> Option<PathBuf> {
+pub(crate) fn report_failure_in(r: &RunResult, dir: &Path) -> Option<PathBuf> {
     let def = CATALOGUE.find(&r.scenario.name).ok()?;
     let saved = match save_failure(def, r, dir) {
         Ok(files) => {
@@ -336,12 +370,31 @@ fn init_log(filter: &Option<String>) -> Result<(), u8> {
     }
 }
 
+/// Parses `--branch NS:B` points into a branch path.
+pub fn parse_branch(points: &[String]) -> Result<overcast_sim::rng::BranchPath, String> {
+    points
+        .iter()
+        .map(|text| {
+            let bad = || format!("--branch takes NS:B, two numbers (got '{text}')");
+            let (at, b) = text.split_once(':').ok_or_else(bad)?;
+            Ok(overcast_sim::rng::BranchPoint {
+                at_ns: at.trim().parse().map_err(|_| bad())?,
+                branch: b.trim().parse().map_err(|_| bad())?,
+            })
+        })
+        .collect()
+}
+
 /// `overcast run`.
 pub fn run(args: &RunArgs) -> u8 {
     if let Err(code) = init_log(&args.log) {
         return code;
     }
-    let (def, s) = match scenario_for(
+    let branch = match parse_branch(&args.branch) {
+        Ok(b) => b,
+        Err(e) => return bad_input(e),
+    };
+    let (def, mut s) = match scenario_for(
         &args.scenario,
         args.seed,
         &args.bugs,
@@ -355,6 +408,10 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     if args.coverage && def.name() != "occ" {
         return bad_input("--coverage is for occ only");
+    }
+    s.branch = branch;
+    if let Err(e) = CATALOGUE.validate(&s) {
+        return bad_input(e);
     }
     println!("{}", header(def, &s));
     watch::start(args.max_wall, Over::Stop, Progress::Show("running".into()));
@@ -544,21 +601,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return bad_input(e),
     };
-    let names = match sweep_names(args.scenario.as_deref(), &args.bugs) {
+    let names = match sweep_names(args.scenario.as_deref(), &args.mix.bugs) {
         Ok(n) => n,
         Err(e) => return bad_input(e),
     };
     let mut defs = Vec::new();
     for name in &names {
-        match scenario_for(
-            name,
-            0,
-            &args.bugs,
-            args.swarm,
-            &args.faults,
-            args.throttle,
-            args.beyond_budget,
-        ) {
+        match args.mix.scenario(name, 0) {
             Ok((def, _)) => defs.push(watched(def)),
             Err(e) => return bad_input(e),
         }
@@ -594,19 +643,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     for def in defs {
         let name = def.name();
         let started = Instant::now();
-        let make = |seed: u64| {
-            scenario_for(
-                name,
-                seed,
-                &args.bugs,
-                args.swarm,
-                &args.faults,
-                args.throttle,
-                args.beyond_budget,
-            )
-            .expect("validated above")
-            .1
-        };
+        let make = |seed: u64| args.mix.scenario(name, seed).expect("validated above").1;
         let shard_of = |s: Vec<u64>| match shard {
             Some((k, n)) => overcast_harness::sweep::shard(&s, k, n),
             None => s,
@@ -627,19 +664,19 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             "overcast: sweep {name} {what}{}, {} jobs, swarm={}, faults={}{}, determinism check={}, bugs={}",
             shard.map_or(String::new(), |(k, n)| format!(", shard {k}/{n}")),
             opts.jobs,
-            if args.swarm { "on" } else { "off" },
-            args.faults,
-            match (args.throttle, args.beyond_budget) {
+            if args.mix.swarm { "on" } else { "off" },
+            args.mix.faults,
+            match (args.mix.throttle, args.mix.beyond_budget) {
                 (true, true) => ", throttle, beyond budget",
                 (true, false) => ", throttle",
                 (false, true) => ", beyond budget",
                 (false, false) => "",
             },
             if args.check_determinism { "on" } else { "off" },
-            if args.bugs.is_empty() {
+            if args.mix.bugs.is_empty() {
                 "none".to_string()
             } else {
-                args.bugs.join(",")
+                args.mix.bugs.join(",")
             }
         );
         let mut results = Vec::new();
@@ -711,7 +748,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 let path = |p: Option<PathBuf>| p.map(|p| p.display().to_string());
                 lines.push(overcast_harness::sweep::SeedLine::of(
                     name,
-                    args.swarm,
+                    args.mix.swarm,
                     r,
                     path(saved),
                     path(shrunk),
@@ -824,17 +861,7 @@ fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) 
     let started = Instant::now();
     let (coverage, failed) =
         overcast_scenarios::services::occ::coverage::over_seeds(seeds, jobs, |seed| {
-            scenario_for(
-                "occ",
-                seed,
-                &args.bugs,
-                args.swarm,
-                &args.faults,
-                args.throttle,
-                args.beyond_budget,
-            )
-            .expect("validated above")
-            .1
+            args.mix.scenario("occ", seed).expect("validated above").1
         });
     for (seed, problem) in &failed {
         println!("seed {seed} did not pass: {problem}");

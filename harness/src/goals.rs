@@ -128,6 +128,35 @@ pub fn reached(def: &dyn DynScenario, run: &RunResult) -> Vec<(GoalId, u64)> {
         .collect()
 }
 
+/// The earliest simulated time by which `history` had reached `goal` at
+/// least `times` times: counted on the history as it stood at each of its
+/// moments ([`RunHistory::until`]), found by bisection (a goal's count
+/// grows as the history does). `None` when the whole history reaches it
+/// fewer times. Goals count on finished histories; this says when.
+pub fn first_reached(goal: &DynGoal, history: &dyn RunHistory, times: u64) -> Option<u64> {
+    let times = times.max(1);
+    let moments = history.moments();
+    let reached = |i: usize| goal.count(&*history.until(moments[i])) >= times;
+    if moments.is_empty() || goal.count(history) < times {
+        return None;
+    }
+    // The first moment whose prefix reaches it; the last one if none does
+    // (a count that a prefix cannot show, e.g. one that needs the end).
+    let (mut lo, mut hi) = (0usize, moments.len() - 1);
+    if !reached(hi) {
+        return moments.last().copied();
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if reached(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(moments[lo])
+}
+
 /// The goals of a run as a section of its failure page: every goal of the
 /// scenario, how many times this run reached it and what it means; `None`
 /// when the scenario declares none or its parameters do not parse. The

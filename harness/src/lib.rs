@@ -1,6 +1,6 @@
 //! The generic machinery over any scenario: the [`registry`] a scenario
 //! implements, the saved-file envelope ([`scenario`], [`saved`]), running
-//! ([`run`]), sweeping ([`sweep`]), shrinking ([`shrink`], [`ops`]), the bug
+//! ([`run`]), sweeping ([`sweep`]), exploring ([`explore`]), shrinking ([`shrink`], [`ops`]), the bug
 //! hunt ([`hunt`]) and the failure page ([`report`]). It depends on the
 //! engine (`overcast-sim`) only and names no scenario: a program hands it
 //! its [`catalogue::Catalogue`].
@@ -15,6 +15,7 @@ compile_error!(
 
 pub mod bug;
 pub mod catalogue;
+pub mod explore;
 pub mod goals;
 pub mod hunt;
 pub mod ops;

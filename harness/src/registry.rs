@@ -151,6 +151,16 @@ pub trait RunHistory: Send + 'static {
     /// events as marks. A scenario draws its own with
     /// [`ScenarioDef::timeline`].
     fn draw_generic(&self, t: &mut Timeline, lane: &dyn Fn(usize) -> String);
+    /// The history as it stood at simulated time `at_ns`: the operations
+    /// invoked by then (those that returned later with an unknown outcome,
+    /// without their later attempts) and the events up to then. Goals
+    /// counted on it say what the run had reached by then
+    /// ([`crate::goals::first_reached`]).
+    fn until(&self, at_ns: u64) -> Box<dyn RunHistory>;
+    /// Every simulated time something was recorded at (an invocation, a
+    /// return, an event), ascending, once each: the moments a goal can
+    /// first have been reached at.
+    fn moments(&self) -> Vec<u64>;
 }
 
 impl<C, R, E> RunHistory for History<C, R, E>
@@ -220,6 +230,50 @@ where
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+    fn until(&self, at_ns: u64) -> Box<dyn RunHistory> {
+        let ops = self
+            .ops
+            .iter()
+            .filter(|o| o.invoke_ns <= at_ns)
+            .map(|o| {
+                let mut o = o.clone();
+                if o.return_ns.is_none_or(|r| r > at_ns) {
+                    o.return_ns = None;
+                    o.result = None;
+                }
+                o.attempts.retain(|a| a.sent_ns <= at_ns);
+                o
+            })
+            .collect();
+        Box::new(History {
+            version: self.version,
+            ops,
+            events: self
+                .events
+                .iter()
+                .filter(|e| e.at_ns <= at_ns)
+                .cloned()
+                .collect(),
+            node_events: self
+                .node_events
+                .iter()
+                .filter(|e| e.at_ns <= at_ns)
+                .cloned()
+                .collect(),
+        })
+    }
+    fn moments(&self) -> Vec<u64> {
+        let mut times: Vec<u64> = self
+            .ops
+            .iter()
+            .flat_map(|o| std::iter::once(o.invoke_ns).chain(o.return_ns))
+            .chain(self.events.iter().map(|e| e.at_ns))
+            .chain(self.node_events.iter().map(|e| e.at_ns))
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        times
     }
     fn draw_generic(&self, t: &mut Timeline, lane: &dyn Fn(usize) -> String) {
         let json = |v: &dyn erased::Json| v.words();

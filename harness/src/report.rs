@@ -175,7 +175,18 @@ pub fn failure_page(def: &dyn DynScenario, input: &PageInput<'_>) -> Option<Stri
             "scenario".into(),
             format!("{} — {}", s.name, def.describe()),
         ),
-        ("seed".into(), s.seed.to_string()),
+        (
+            "seed".into(),
+            if s.branch.is_empty() {
+                s.seed.to_string()
+            } else {
+                format!(
+                    "{}, branched at {}",
+                    s.seed,
+                    overcast_sim::rng::branch_path_words(&s.branch)
+                )
+            },
+        ),
         (
             "bugs on".into(),
             if s.bugs.is_empty() {

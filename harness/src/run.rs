@@ -413,7 +413,8 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         Ok(r) => r,
         Err(e) => return harness_failure(s, e, started.elapsed()),
     };
-    let executed = match def.execute(&resolved) {
+    let executed = overcast_sim::rng::with_branch_path(&resolved.branch, || def.execute(&resolved));
+    let executed = match executed {
         Ok(x) => x,
         Err(e) => return harness_failure(&resolved, e, started.elapsed()),
     };

@@ -180,6 +180,9 @@ pub fn run_command(def: &dyn DynScenario, s: &Scenario) -> String {
     if let Some(v) = def.variant(&s.params) {
         cmd += &format!(" --{v}");
     }
+    for p in &s.branch {
+        cmd += &format!(" --branch {}:{}", p.at_ns, p.branch);
+    }
     cmd
 }
 
@@ -207,9 +210,17 @@ pub fn shell_word(word: &str) -> String {
 }
 
 /// The file stem a failure of `s` (a run of `def`) is saved under:
-/// `occ-seed7-swarm-skip_if_match`.
+/// `occ-seed7-swarm-skip_if_match`; a branched run's has its branch path's
+/// hash after the seed (`occ-seed7-branch1f2e3d4c-…`), beside the plain run's.
 pub fn failure_stem(def: &dyn DynScenario, s: &Scenario) -> String {
     let mut stem = format!("{}-seed{}", s.name, s.seed);
+    if !s.branch.is_empty() {
+        let words = overcast_sim::rng::branch_path_words(&s.branch);
+        stem += &format!(
+            "-branch{:08x}",
+            overcast_sim::rng::fnv1a(words.as_bytes()) as u32
+        );
+    }
     if s.swarm {
         stem += "-swarm";
     }

@@ -9,6 +9,7 @@
 use crate::ops::{Pace, SkipSet};
 use crate::registry::{self, DynScenario};
 use overcast_sim::faults::{FaultBudget, FaultMix, FaultPlan};
+use overcast_sim::rng::BranchPath;
 use serde::{Deserialize, Serialize};
 
 /// The scenario file format version.
@@ -59,6 +60,11 @@ pub struct Scenario {
     /// [`crate::ops`]). Absent in files written before it existed (and when empty).
     #[serde(default, skip_serializing_if = "Pace::is_empty")]
     pub pace: Pace,
+    /// The run's branch path ([`overcast_sim::rng`]): the plain run of the
+    /// seed up to each point's time, the streams of its branch after it.
+    /// Absent for a plain run (and in files written before branching).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branch: BranchPath,
     /// Awaited nodes (clients) start no new work after this much simulated time, ms.
     pub deadline_ms: u64,
     /// Quiet phase after healing, ms.
@@ -98,6 +104,7 @@ impl Scenario {
             plan: None,
             skip: SkipSet::new(),
             pace: Pace::new(),
+            branch: BranchPath::new(),
             deadline_ms: d.deadline_ms,
             quiet_ms: d.quiet_ms,
             params: def.default_params(seed),
@@ -140,6 +147,9 @@ impl Scenario {
         }
         if self.faults.latency_ms.0 > self.faults.latency_ms.1 {
             return Err("faults.latency_ms has its low end above its high end".into());
+        }
+        if let Some(problem) = overcast_sim::rng::branch_path_problem(&self.branch) {
+            return Err(format!("branch: {problem}"));
         }
         let known = def.bugs();
         for b in &self.bugs {

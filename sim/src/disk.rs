@@ -44,7 +44,7 @@ struct DiskState {
     /// Fault rates.
     faults: StorageFaults,
     /// The faults' random streams' key (the run's seed and the disk's name).
-    key: ChaCha8Rng,
+    key: [u8; 32],
     /// Appends so far (a record's identity when its writer names none).
     appends: u64,
     /// Reads so far.
@@ -71,7 +71,7 @@ impl Default for DiskState {
             syncs: 0,
             torn_tails: 0,
             faults: StorageFaults::default(),
-            key: ChaCha8Rng::seed_from_u64(0),
+            key: ChaCha8Rng::seed_from_u64(0).get_seed(),
             appends: 0,
             reads: 0,
             written: BTreeMap::new(),
@@ -86,19 +86,19 @@ impl Default for DiskState {
 impl DiskState {
     /// The stream of the faults of the thing `what` (a write, sync or read,
     /// named by its identity).
-    fn stream(&self, what: &[u64]) -> ChaCha8Rng {
-        let mut seed = self.key.get_seed();
+    fn stream(&self, what: &[u64]) -> crate::rng::Stream {
+        let mut seed = self.key;
         let mut h = crate::rng::fnv1a(&seed);
         for w in what {
             h = crate::rng::fnv1a(&[h.to_le_bytes(), w.to_le_bytes()].concat());
         }
         seed[..8].copy_from_slice(&h.to_le_bytes());
-        ChaCha8Rng::from_seed(seed)
+        crate::rng::Stream::from_key(seed)
     }
 
     /// Draws from `rng` whether a fault of probability `p` happens; no draw
     /// when `p` is 0, so a disk without faults draws nothing.
-    fn happens(&mut self, rng: &mut ChaCha8Rng, p: f64, kind: &'static str) -> bool {
+    fn happens(&mut self, rng: &mut impl Rng, p: f64, kind: &'static str) -> bool {
         let hit = p > 0.0 && rng.gen_bool(p.clamp(0.0, 1.0));
         if hit {
             *self.injected.entry(kind).or_default() += 1;
@@ -152,12 +152,12 @@ impl SimDisk {
 
     /// An empty disk that injects `faults`, drawn from streams keyed by
     /// `key` (a seeded stream of the disk's own) and what each one hits.
-    pub fn with_faults(faults: StorageFaults, key: ChaCha8Rng) -> Self {
+    pub fn with_faults(faults: StorageFaults, key: crate::rng::Stream) -> Self {
         let disk = SimDisk::new();
         {
             let mut s = disk.lock();
             s.faults = faults;
-            s.key = key;
+            s.key = key.key();
         }
         disk
     }

@@ -355,7 +355,7 @@ impl NodeEnv {
     }
 
     /// The seeded stream that draws this incarnation's network faults.
-    pub fn network_rng(&self) -> rand_chacha::ChaCha8Rng {
+    pub fn network_rng(&self) -> rng::Stream {
         rng::stream(
             self.seed,
             &format!("net-{}-{}", self.name, self.incarnation),
@@ -612,7 +612,7 @@ struct FaultPlayer {
     cut: BTreeMap<(String, String), u32>,
     down: BTreeMap<String, ()>,
     paused: BTreeMap<String, ()>,
-    rng: rand_chacha::ChaCha8Rng,
+    rng: rng::Stream,
     out: Arc<Mutex<WorldOutcome>>,
     resolver: Option<Resolver>,
     clocks: BTreeMap<String, NodeClock>,

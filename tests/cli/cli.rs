@@ -581,9 +581,66 @@ fn every_property_has_a_meaning_and_appears_once() {
 }
 
 #[test]
+fn explore_runs_branches_saves_failures_with_their_path_and_writes_goals_over_time() {
+    let dir = std::env::temp_dir().join(format!("overcast-explore-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out_dir = dir.to_string_lossy().into_owned();
+    let (code, out, err) = overcast(&["explore", "leases", "--runs", "16", "--out", &out_dir]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("leases: 16 runs ("), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("explore.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"], 16);
+    assert!(json["branched"].as_u64().unwrap() > 0, "{json}");
+    let samples = json["over_time"].as_array().unwrap();
+    assert_eq!(samples.last().unwrap()["runs"], 16);
+    assert!(samples[0]["reached"].as_u64().unwrap() > 0, "{json}");
+
+    let (code, out, err) = overcast(&[
+        "explore",
+        "leases",
+        "--runs",
+        "24",
+        "--bug",
+        "lease_trust_full_duration",
+        "--out",
+        &out_dir,
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let failures = json_failures(&dir);
+    let branched = failures
+        .iter()
+        .find(|f| !f["branch"].as_array().unwrap().is_empty())
+        .unwrap_or_else(|| panic!("no branched failure: {out}"));
+    let saved = branched["saved"].as_str().unwrap();
+    assert!(saved.contains("-branch"), "{saved}");
+    let (code, replayed, err) = overcast(&["replay", saved]);
+    assert_eq!(code, 1, "{replayed}{err}");
+    assert!(
+        replayed.contains("reproduced the saved outcome exactly"),
+        "{replayed}"
+    );
+    assert!(replayed.contains("branch  "), "{replayed}");
+    assert_bad_input(
+        &["explore", "occ", "--for", "soon"],
+        "--for takes a duration",
+    );
+    assert_bad_input(&["run", "occ", "--branch", "12"], "--branch takes NS:B");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The failures `explore --out DIR` listed in DIR/explore.json.
+fn json_failures(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("explore.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json["failures"].as_array().unwrap().clone()
+}
+
+#[test]
 fn every_command_s_help_has_an_example() {
     for command in [
-        "run", "sweep", "merge", "replay", "shrink", "bugs", "check", "bench", "script", "list",
+        "run", "sweep", "explore", "merge", "replay", "shrink", "bugs", "check", "bench", "script",
+        "list",
     ] {
         let (code, out, _) = overcast(&[command, "--help"]);
         assert_eq!(code, 0, "{command}");

@@ -1,8 +1,9 @@
-//! Integration tests of the harness: the toy scenario, the generic layer on every service, the saved regressions, the bug hunt, failure pages, coverage and the architecture's rules (one binary, one link).
+//! Integration tests of the harness: the toy scenario, the generic layer on every service, the saved regressions, the bug hunt, branched runs and the explorer, failure pages, coverage, the architecture's rules and the size of source files (one binary, one link).
 
 mod architecture;
 mod bugs;
 mod coverage;
+mod explore;
 mod file_size;
 mod goals;
 mod harness_on_services;

@@ -53,7 +53,8 @@ pub async fn client_workload(
         let body = format!("c{index}.{n}");
         let known = etags.get(&item_key(&pk, &id)).cloned();
         // Half the conditional writes use the last ETag seen, the rest none.
-        let maybe = |rng: &mut rand_chacha::ChaCha8Rng| known.clone().filter(|_| rng.gen_bool(0.7));
+        let maybe =
+            |rng: &mut overcast_sim::rng::Stream| known.clone().filter(|_| rng.gen_bool(0.7));
         let mut pick = rng.gen_range(0..total);
         let mut kind = 0;
         while kind < weights.len() - 1 && pick >= weights[kind] {

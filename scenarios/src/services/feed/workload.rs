@@ -23,8 +23,8 @@ use overcast_model::partition::{Request, Response};
 use overcast_model::retry::FinalOutcome;
 use overcast_sim::clock::NodeClock;
 use overcast_sim::history::OpRecord;
+use overcast_sim::rng::Stream;
 use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -116,7 +116,7 @@ fn write_result<T>(r: &overcast_model::client::CallResult<T>) -> Option<FeedResu
 /// slow, but only before `calm_after_ns` (so that the quiet phase can redeliver).
 pub struct RecordingDelegate {
     /// Its draws.
-    pub rng: ChaCha8Rng,
+    pub rng: Stream,
     /// Share of calls that throw.
     pub fail: f64,
     /// Share of calls that run `slow_ms`.
@@ -199,7 +199,7 @@ pub async fn writer(
     index: usize,
     client: &mut StoreClient,
     rec: &FeedRecorder,
-    mut rng: ChaCha8Rng,
+    mut rng: Stream,
     deadline_ns: u64,
 ) {
     let mut n = 0u64;
@@ -210,7 +210,7 @@ pub async fn writer(
             return;
         }
         let key = pk(rng.gen_range(0..p.keys));
-        let id = |rng: &mut ChaCha8Rng| format!("i{}", rng.gen_range(0..p.items_per_key));
+        let id = |rng: &mut Stream| format!("i{}", rng.gen_range(0..p.items_per_key));
         n += 1;
         let body = format!("{{\"w\":{index},\"n\":{n}}}");
         let draw: f64 = rng.gen();
@@ -299,7 +299,7 @@ pub async fn splitter(
     rec: &FeedRecorder,
     name: &str,
     clock: &ClockAdapter,
-    mut rng: ChaCha8Rng,
+    mut rng: Stream,
     deadline_ns: u64,
 ) {
     let mut at: Vec<u64> = (0..p.splits)

@@ -192,7 +192,7 @@ async fn story_update(
     name: &str,
     entry: &str,
     p: &SearchParams,
-    rng: &mut rand_chacha::ChaCha8Rng,
+    rng: &mut overcast_sim::rng::Stream,
 ) {
     for _ in 0..p.story_tries.max(1) {
         let get = s.search.get_request(name);

@@ -1,0 +1,201 @@
+//! `overcast explore`: runs a scenario's seeds and branches them from the
+//! states where something rare first happened ([`overcast_harness::explore`]),
+//! printing progress, saving failures as `sweep` does (their branch path
+//! in the file), and writing the goals reached over time. Exit codes are
+//! `sweep`'s.
+
+use crate::run_cmd::{bad_input, report_failure_in, MixArgs};
+use crate::watch::{self, watched, MaxWall, Over, Progress};
+use overcast_harness::explore::{explore, ExploreOptions, Explored, Novelty};
+use overcast_harness::saved::{run_command, FAILURE_DIR};
+use overcast_sim::runner::SweepOptions;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Arguments of `overcast explore`.
+#[derive(clap::Args, Debug)]
+pub struct ExploreArgs {
+    /// The scenario: a registered name such as `regions` (`overcast list` lists them).
+    pub scenario: String,
+    /// The mix: swarm, fault profile, bugs, variant (as `sweep` takes them).
+    #[command(flatten)]
+    pub mix: MixArgs,
+    /// Explore until this much wall time is up (e.g. 90s, 10m, 2h).
+    #[arg(long = "for", value_name = "DURATION", default_value = "10m")]
+    pub for_time: String,
+    /// Stop after this many runs (fresh seeds and branches), if `--for`
+    /// has not stopped it before.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u64>,
+    /// The first fresh seed; the others follow it.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub seed_base: u64,
+    /// Worker threads (default: all cores). The runs made do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Write the goals reached over time to DIR/explore.json, and save
+    /// failures under DIR/failures instead of target/overcast/failures.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Save the failing runs of at most this many runs (the first); every
+    /// failure is still listed, with the command that reruns it.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub save_failures: usize,
+    /// The longest one run may take, in wall time (e.g. 30s, 10m, or
+    /// `off`); a run that goes over it stops the exploration with one line
+    /// and exit code 6.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub max_wall: MaxWall,
+}
+
+/// How often a progress line is printed when nothing new was reached.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// One progress line: runs, goals reached, sites, failures.
+fn progress_line(e: &Explored, new: &[String]) -> String {
+    let reached = e.goals.goals.iter().filter(|g| g.seeds > 0).count();
+    format!(
+        "explore {} runs ({} branched), goals {reached} of {}{}, {:.1} s",
+        e.runs,
+        e.branched,
+        e.goals.goals.len(),
+        if new.is_empty() {
+            String::new()
+        } else {
+            format!(" (new: {})", new.join(", "))
+        },
+        e.seconds
+    )
+}
+
+/// `overcast explore`.
+pub fn run(args: &ExploreArgs) -> u8 {
+    let budget = match humantime::parse_duration(&args.for_time) {
+        Ok(d) if !d.is_zero() => d,
+        _ => {
+            return bad_input(format!(
+                "--for takes a duration such as 90s, 10m or 2h (got '{}')",
+                args.for_time
+            ))
+        }
+    };
+    if args.runs == Some(0) {
+        return bad_input("--runs takes a number above 0");
+    }
+    let def = match args.mix.scenario(&args.scenario, args.seed_base) {
+        Ok((def, _)) => watched(def),
+        Err(e) => return bad_input(e),
+    };
+    let failure_dir = match &args.out {
+        Some(dir) => {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                return bad_input(format!("cannot create {}: {e}", dir.display()));
+            }
+            dir.join("failures")
+        }
+        None => PathBuf::from(FAILURE_DIR),
+    };
+    let opts = ExploreOptions {
+        runs: args.runs,
+        budget: Some(budget),
+        seed_base: args.seed_base,
+        jobs: args.jobs.unwrap_or(SweepOptions::default().jobs).max(1),
+    };
+    let name = def.name();
+    println!(
+        "overcast: explore {name} for {}{} from seed {}, {} jobs, swarm={}, faults={}, bugs={}",
+        humantime::format_duration(budget),
+        args.runs.map_or(String::new(), |n| format!(" or {n} runs")),
+        args.seed_base,
+        opts.jobs,
+        if args.mix.swarm { "on" } else { "off" },
+        args.mix.faults,
+        if args.mix.bugs.is_empty() {
+            "none".to_string()
+        } else {
+            args.mix.bugs.join(",")
+        }
+    );
+    watch::start(args.max_wall, Over::StopWithRerun, Progress::Off);
+    let make = |seed: u64| args.mix.scenario(name, seed).expect("validated above").1;
+    let mut saved = 0usize;
+    let mut last_line = Instant::now();
+    let mut failures = Vec::new();
+    let explored = explore(def, &make, &opts, |run, so_far| {
+        let r = &run.run;
+        let firsts: Vec<String> = run
+            .new
+            .iter()
+            .filter_map(|n| match n {
+                Novelty::FirstReach { goal } => Some(goal.to_string()),
+                _ => None,
+            })
+            .collect();
+        if !firsts.is_empty() || last_line.elapsed() >= PROGRESS_EVERY {
+            println!("{}", progress_line(so_far, &firsts));
+            last_line = Instant::now();
+        }
+        if r.outcome.passes() {
+            return;
+        }
+        let branch = if r.scenario.branch.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", branched at {}",
+                overcast_sim::rng::branch_path_words(&r.scenario.branch)
+            )
+        };
+        println!(
+            "{} run {} (seed {}{branch}) at {:.1} s: {}",
+            r.outcome.word(),
+            run.index,
+            r.scenario.seed,
+            so_far.seconds,
+            r.first_problem().as_deref().unwrap_or("failed")
+        );
+        let file = if saved < args.save_failures {
+            saved += 1;
+            report_failure_in(r, &failure_dir)
+        } else {
+            println!("rerun   {}", run_command(def, &r.scenario));
+            None
+        };
+        failures.push(serde_json::json!({
+            "run": run.index,
+            "seed": r.scenario.seed,
+            "branch": r.scenario.branch,
+            "outcome": r.outcome.word(),
+            "property": r.first_property().map(|p| p.to_string()),
+            "saved": file.map(|p| p.display().to_string()),
+        }));
+    });
+    watch::finish();
+    print!("{}", explored.goals.render());
+    let reached = explored.goals.goals.iter().filter(|g| g.seeds > 0).count();
+    println!(
+        "{name}: {} runs ({} branched) in {:.1} s; goals {reached} of {} reached; {}",
+        explored.runs,
+        explored.branched,
+        explored.seconds,
+        explored.goals.goals.len(),
+        match explored.first_failure {
+            Some((run, secs)) => format!(
+                "{} failed, the first at run {run} ({secs:.1} s)",
+                failures.len()
+            ),
+            None => "none failed".to_string(),
+        }
+    );
+    if let Some(dir) = &args.out {
+        let file = dir.join("explore.json");
+        let mut value = serde_json::to_value(&explored).expect("an exploration serialises");
+        value["failures"] = serde_json::Value::Array(failures);
+        let text = serde_json::to_string_pretty(&value).expect("JSON serialises");
+        if let Err(e) = std::fs::write(&file, text + "\n") {
+            return bad_input(format!("cannot write {}: {e}", file.display()));
+        }
+        println!("goals   {}", file.display());
+    }
+    explored.worst.exit_code()
+}
