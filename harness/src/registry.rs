@@ -189,11 +189,12 @@ pub trait RunHistory: Send + 'static {
     fn draw_generic(&self, t: &mut Timeline, lane: &dyn Fn(usize) -> String);
 }
 
-impl<C, R, E> RunHistory for History<C, R, E>
+impl<C, R, E, L> RunHistory for History<C, R, E, L>
 where
     C: Serialize + Clone + Send + 'static,
     R: Serialize + Clone + Send + 'static,
     E: Serialize + Clone + Send + 'static,
+    L: Serialize + Clone + Send + 'static,
 {
     fn to_json(&self) -> String {
         History::to_json(self)

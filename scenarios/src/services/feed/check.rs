@@ -1442,7 +1442,7 @@ mod tests {
     use super::*;
     use overcast_model::conditions::ETag;
     use overcast_model::cosmos::{CosmosItem, ItemKey};
-    use overcast_sim::history::{History, NodeEvent};
+    use overcast_sim::history::NodeEvent;
     use overcast_sim::world::WorldEvent;
 
     const S: u64 = 1_000_000_000;
@@ -1538,7 +1538,7 @@ mod tests {
             node_events.push(lease_write(0, "host-0", 1_000, *at, 7 + i as u64));
         }
         node_events.sort_by_key(|e| e.at_ns);
-        History::<FeedCall, _, FeedEvent> {
+        FeedHistory {
             version: overcast_sim::history::HISTORY_VERSION,
             ops: Vec::new(),
             events: vec![WorldEvent {
@@ -1546,6 +1546,7 @@ mod tests {
                 what: overcast_sim::world::Happening::End,
             }],
             node_events,
+            log_events: Vec::new(),
         }
     }
 
@@ -1603,7 +1604,7 @@ mod tests {
             node_events.push(lease_write(0, "host-0", 0, *at, 8 + i as u64));
         }
         node_events.sort_by_key(|e| e.at_ns);
-        let h = History::<FeedCall, _, FeedEvent> {
+        let h = FeedHistory {
             version: overcast_sim::history::HISTORY_VERSION,
             ops: Vec::new(),
             events: vec![WorldEvent {
@@ -1611,6 +1612,7 @@ mod tests {
                 what: overcast_sim::world::Happening::End,
             }],
             node_events: node_events.clone(),
+            log_events: Vec::new(),
         };
         assert!(cf8(&h).is_empty(), "{:?}", cf8(&h));
         // Without the release (host-1 still owning lease 1 at the end, but
@@ -1624,7 +1626,7 @@ mod tests {
             .collect();
         kept.push(lease_write(1, "host-0", 0, 69_500, 7));
         kept.sort_by_key(|e| e.at_ns);
-        let h = History::<FeedCall, _, FeedEvent> {
+        let h = FeedHistory {
             node_events: kept,
             ..h
         };

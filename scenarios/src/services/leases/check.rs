@@ -1568,6 +1568,7 @@ mod tests {
             ops,
             events: Vec::new(),
             node_events: vec![grant.clone()],
+            log_events: Vec::new(),
         };
         let l5 = |h: &LeaseHistory| -> Vec<String> {
             analyse(h)
@@ -1632,6 +1633,7 @@ mod tests {
                 ops: vec![op],
                 events: Vec::new(),
                 node_events: vec![grant.clone()],
+                log_events: Vec::new(),
             };
             analyse_with(&h, bound)
                 .violations
@@ -1716,6 +1718,7 @@ mod tests {
                 ops,
                 events: Vec::new(),
                 node_events: Vec::new(),
+                log_events: Vec::new(),
             })
             .violations
             .into_iter()

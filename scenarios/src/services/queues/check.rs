@@ -1521,6 +1521,7 @@ mod tests {
         };
         let history = |ops, save_ms| History {
             version: HISTORY_VERSION,
+            log_events: Vec::new(),
             ops,
             events: Vec::new(),
             node_events: vec![
