@@ -483,16 +483,16 @@ pub fn sweep(
 
 /// How many operations of `history` satisfy `pred`: the count of a goal
 /// that one kind of call reaches.
-pub fn count_ops<C, R, E>(
-    history: &History<C, R, E>,
+pub fn count_ops<C, R, E, L>(
+    history: &History<C, R, E, L>,
     pred: impl Fn(&OpRecord<C, R>) -> bool,
 ) -> u64 {
     history.ops.iter().filter(|o| pred(o)).count() as u64
 }
 
 /// How many node events of `history` satisfy `pred`.
-pub fn count_events<C, R, E>(
-    history: &History<C, R, E>,
+pub fn count_events<C, R, E, L>(
+    history: &History<C, R, E, L>,
     pred: impl Fn(&NodeEvent<E>) -> bool,
 ) -> u64 {
     history.node_events.iter().filter(|e| pred(e)).count() as u64
@@ -656,6 +656,7 @@ mod tests {
             ops: vec![],
             events: vec![],
             node_events: vec![],
+            log_events: vec![],
         };
         h.ops.push(overcast_sim::history::OpRecord {
             id: 0,
@@ -673,6 +674,7 @@ mod tests {
             ops: vec![],
             events: vec![],
             node_events: vec![],
+            log_events: vec![],
         };
         assert_eq!(g.count(&other), 0);
     }

@@ -163,11 +163,12 @@ pub trait RunHistory: Send + 'static {
     fn moments(&self) -> Vec<u64>;
 }
 
-impl<C, R, E> RunHistory for History<C, R, E>
+impl<C, R, E, L> RunHistory for History<C, R, E, L>
 where
     C: Serialize + Clone + Send + 'static,
     R: Serialize + Clone + Send + 'static,
     E: Serialize + Clone + Send + 'static,
+    L: Serialize + Clone + Send + 'static,
 {
     fn to_json(&self) -> String {
         History::to_json(self)
@@ -257,6 +258,12 @@ where
                 .collect(),
             node_events: self
                 .node_events
+                .iter()
+                .filter(|e| e.at_ns <= at_ns)
+                .cloned()
+                .collect(),
+            log_events: self
+                .log_events
                 .iter()
                 .filter(|e| e.at_ns <= at_ns)
                 .cloned()

@@ -292,8 +292,8 @@ pub fn call_words(asked: String, seen: Option<(u16, String)>) -> (String, Tone) 
 /// Draws a history's calls, each on the lane `lane` gives for its history
 /// client number (its node: [`crate::registry::client_node`]), in the words
 /// `words` gives.
-pub fn draw_client_calls<C, R, E>(
-    h: &overcast_sim::history::History<C, R, E>,
+pub fn draw_client_calls<C, R, E, L>(
+    h: &overcast_sim::history::History<C, R, E, L>,
     t: &mut Timeline,
     lane: impl Fn(usize) -> String,
     words: impl Fn(&C, Option<&R>) -> (String, Tone),

@@ -472,6 +472,7 @@ pub fn harness_failure(s: &Scenario, error: String, wall: Duration) -> RunResult
             ops: vec![],
             events: vec![],
             node_events: vec![],
+            log_events: vec![],
         }),
         world: WorldOutcome::default(),
         counters: BTreeMap::new(),

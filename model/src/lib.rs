@@ -12,8 +12,9 @@
 //! 2. `services/`: the services' pure state machines (store, lease, cosmos,
 //!    search, queue, feed);
 //! 3. [`partition`]: one of each service behind one request/response/effect
-//!    shape; then [`wal`], the log of its effects, and [`wire`], the
-//!    network messages that carry its requests;
+//!    shape; then [`wal`], the log of its effects, [`wire`], the
+//!    network messages that carry its requests, and [`durability`], what a
+//!    node with a log reports of its syncs and acknowledgements;
 //! 4. `node/`: the madsim nodes (the server, and the replicated node around
 //!    the pure replica);
 //! 5. `sdk/`: the client side, the multi-region client included (it speaks
@@ -35,6 +36,7 @@ mod node;
 mod sdk;
 mod services;
 
+pub mod durability;
 pub mod partition;
 pub mod wal;
 pub mod wire;

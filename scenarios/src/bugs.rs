@@ -51,8 +51,18 @@ pub const BUGS: &[BugInfo] = &[
         name: "ack_before_sync",
         what: "the server acknowledges a write before its log record is durable, so a crash can lose it",
         scenarios: &["occ"],
-        // A lost write's version is made again by the next write, with the same ETag.
-        caught_by: &["linearizability", "E1"],
+        // A lost write's version is made again by the next write, with the
+        // same ETag; D1 sees every answer leave before its sync.
+        caught_by: &["linearizability", "E1", "D1"],
+    },
+    BugInfo {
+        name: "group_commit_off_by_one",
+        what: "group commit holds a write's answer until the records before its own are synced, not its own (an off-by-one), so a write applied during a sync is answered when that sync completes, before the sync that covers it",
+        scenarios: &["occ", "leases", "cosmos", "search", "queues", "feed"],
+        // Only a crash in the 1–3 ms before the next sync loses the write:
+        // the order of the answer and the sync tells in every run that has
+        // a write in flight during a sync.
+        caught_by: &["D1"],
     },
     BugInfo {
         name: "read_unsynced",
@@ -78,8 +88,9 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         // The log it leaves behind is corrupt, so the restarted server refuses
         // service with no damaged disk to excuse it (liveness), or an
-        // acknowledged write is gone (linearizability).
-        caught_by: &["liveness", "linearizability"],
+        // acknowledged write is gone (linearizability); D1 sees the answers
+        // after the failed sync acknowledge what no sync wrote.
+        caught_by: &["liveness", "linearizability", "D1"],
     },
     BugInfo {
         name: "skip_crc_on_replay",
@@ -349,7 +360,15 @@ pub const BUGS: &[BugInfo] = &[
         name: "commit_before_quorum",
         what: "the primary commits and acknowledges a write as soon as it holds it itself, before a quorum of its replica set does",
         scenarios: &["regions", "occ-replicated"],
-        caught_by: &["durability", "linearizability", "R5", "state machine safety"],
+        caught_by: &["durability", "linearizability", "R5", "state machine safety", "D1"],
+    },
+    BugInfo {
+        name: "replica_ack_before_sync",
+        what: "a replica acknowledges an append to the primary as soon as it has appended the entries, before its own log sync, so the primary can count toward a quorum a copy that a crash then loses",
+        scenarios: &["regions", "occ-replicated"],
+        // A loss needs the replica to crash in the 1–3 ms before its sync
+        // and the other copies to be lost too; D1 sees every early ack.
+        caught_by: &["D1"],
     },
     BugInfo {
         name: "stale_read_after_failover",

@@ -1,7 +1,9 @@
 //! Histories: what each client asked, when, and what it saw, with every
-//! attempt the client's SDK made; plus the world's events. Written as JSON
+//! attempt the client's SDK made; plus the world's events, the nodes' typed
+//! events and what the nodes did with their logs. Written as JSON
 //! (`{"version":1, "ops":[...], "events":[...]}`) and hashed for determinism
-//! checks.
+//! checks (the log events left out of the hash: they are a record of what
+//! the nodes did, not a part of it).
 
 use crate::world::WorldEvent;
 use serde::{Deserialize, Serialize};
@@ -76,10 +78,11 @@ pub struct NodeEvent<E> {
     pub event: E,
 }
 
-/// A whole history. `E` is the scenario's event type (none by default).
+/// A whole history. `E` is the scenario's event type (none by default), `L`
+/// the type of what the nodes report of their logs (none by default).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct History<C, R, E = ()> {
+pub struct History<C, R, E = (), L = ()> {
     /// Always [`HISTORY_VERSION`].
     pub version: u32,
     /// Operations, by id.
@@ -90,23 +93,59 @@ pub struct History<C, R, E = ()> {
     /// The nodes' typed events, in the order they happened.
     #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
     pub node_events: Vec<NodeEvent<E>>,
+    /// What the nodes with a log reported of it (its syncs, the replies
+    /// that needed it durable), in the order it happened. Not hashed: the
+    /// trace hash is the one of the history without them.
+    #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
+    pub log_events: Vec<NodeEvent<L>>,
 }
 
-impl<C: Serialize, R: Serialize, E: Serialize> History<C, R, E> {
+/// What the trace hash reads of a history: every field but the log events,
+/// encoded as the history itself was before they existed.
+#[derive(Serialize)]
+struct Traced<'a, C, R, E> {
+    version: u32,
+    ops: &'a [OpRecord<C, R>],
+    events: &'a [WorldEvent],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    node_events: &'a [NodeEvent<E>],
+}
+
+impl<C: Serialize, R: Serialize, E: Serialize, L: Serialize> History<C, R, E, L> {
     /// The history as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("history types serialise")
     }
 
-    /// A stable hash of the whole history: two runs of one seed must agree.
-    /// It hashes the history's compact binary encoding (bincode), streamed
-    /// into a word-at-a-time hasher without building the bytes: every run
-    /// pays for it, and formatting JSON text only to hash it cost about a
-    /// tenth of an occ run.
+    /// A stable hash of the history: two runs of one seed must agree. It
+    /// hashes the compact binary encoding (bincode) of everything but the
+    /// log events, streamed into a word-at-a-time hasher without building
+    /// the bytes: every run pays for it, and formatting JSON text only to
+    /// hash it cost about a tenth of an occ run.
     pub fn trace_hash(&self) -> u64 {
         let mut h = crate::rng::TraceHasher::default();
-        bincode::serialize_into(&mut h, self).expect("history types serialise");
+        let traced = Traced {
+            version: self.version,
+            ops: &self.ops,
+            events: &self.events,
+            node_events: &self.node_events,
+        };
+        bincode::serialize_into(&mut h, &traced).expect("history types serialise");
         h.finish()
+    }
+}
+
+impl<C, R, E> History<C, R, E> {
+    /// The history with the nodes' log events `log_events` (a history is
+    /// made without them, [`Recorder::finish`]).
+    pub fn with_log_events<L>(self, log_events: Vec<NodeEvent<L>>) -> History<C, R, E, L> {
+        History {
+            version: self.version,
+            ops: self.ops,
+            events: self.events,
+            node_events: self.node_events,
+            log_events,
+        }
     }
 }
 
@@ -265,6 +304,7 @@ impl<C: Clone, R: Clone, E: Clone> Recorder<C, R, E> {
             ops,
             events,
             node_events,
+            log_events: Vec::new(),
         }
     }
 }
@@ -293,11 +333,43 @@ mod tests {
             ops: vec![op(1, 5, "x")],
             events: vec![],
             node_events: vec![],
+            log_events: vec![],
         };
         assert_eq!(h.trace_hash(), h.clone().trace_hash());
         let mut other = h.clone();
         other.ops[0].invoke_ns = 6;
         assert_ne!(h.trace_hash(), other.trace_hash());
+    }
+
+    #[test]
+    fn the_log_events_are_kept_out_of_the_trace_hash_which_is_the_history_s_own_encoding() {
+        let h: History<String, (), u8> = History {
+            version: HISTORY_VERSION,
+            ops: vec![op(1, 5, "x")],
+            events: vec![],
+            node_events: vec![NodeEvent {
+                node: "n".into(),
+                at_ns: 1,
+                local_ms: 2,
+                event: 3,
+            }],
+            log_events: vec![],
+        };
+        // Without log events the hash is the one of the history's own bincode.
+        let mut whole = crate::rng::TraceHasher::default();
+        bincode::serialize_into(&mut whole, &h).unwrap();
+        assert_eq!(h.trace_hash(), whole.finish());
+        let logged = h.clone().with_log_events(vec![NodeEvent {
+            node: "n".into(),
+            at_ns: 1,
+            local_ms: 2,
+            event: "synced".to_string(),
+        }]);
+        assert_eq!(logged.trace_hash(), h.trace_hash());
+        let json = logged.to_json();
+        assert!(json.contains("\"log_events\""), "{json}");
+        let back: History<String, (), u8, String> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, logged);
     }
 
     #[test]

@@ -278,6 +278,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("retry_with_on_gone_backoff", 0),
     ("transport_retries_throttled", 0),
     ("ack_before_sync", 0),
+    ("group_commit_off_by_one", 0),
     ("read_unsynced", 10),
     ("etag_reuse", 0),
     ("no_dedup", 0),
@@ -327,6 +328,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("session_token_ignored", 2),
     ("failover_loses_committed", 0),
     ("commit_before_quorum", 0),
+    ("replica_ack_before_sync", 0),
     ("stale_read_after_failover", 14),
     ("leader_lease_no_skew_margin", 0),
     ("session_token_merged_min", 2),
@@ -390,7 +392,6 @@ fn every_seeded_bug_s_page_opens_on_its_violation_with_an_account_and_no_debug_t
 /// violations span most of the run, and feed's end-of-run checks (CF7, CF8)
 /// place their moment past the drawing's last instant.
 const NOT_YET: &[&str] = &[
-    "retry_fsync_after_error",
     "rmw_blind_fallback",
     "restart_drops_partition",
     "traverse_without_waiting",

@@ -53,6 +53,12 @@ model_bugs! {
     /// Server: answers a write before its log record is synced, so a crash can
     /// lose an acknowledged write.
     ack_before_sync,
+    /// Server: group commit holds a write's answer until the records *before*
+    /// its own are synced, not its own (the record's `seq` taken as the bound
+    /// where one past it belongs), so a write applied while a sync is in
+    /// flight is answered when that sync completes, one sync before the one
+    /// that covers its record. Only a crash in that window loses it.
+    group_commit_off_by_one,
     /// Server: answers a read at once from the state it has applied, records
     /// not yet synced included, so a crash can take back a value a client
     /// has already read.
@@ -234,6 +240,10 @@ model_bugs! {
     /// Replica: the primary commits (and acknowledges) a write as soon as it
     /// holds it itself, before a quorum does. Breaks durability after a crash.
     commit_before_quorum,
+    /// Replica: a replica sends its acknowledgement of an append as soon as
+    /// it has appended the entries, before its log sync, so the primary can
+    /// count toward a quorum a copy that a crash of that replica then loses.
+    replica_ack_before_sync,
     /// SDK: a region marked unavailable is retried at once (the mark is
     /// ignored when ordering the regions). Breaks R6.
     region_retry_loop,

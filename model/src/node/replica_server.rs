@@ -30,10 +30,20 @@
 //! write request (same session and request id) is handled once: a copy
 //! arriving after the first was refused is dropped too, since the client
 //! may already have been told the write was not executed.
+//!
+//! What it does with its log it reports to the observer in
+//! [`ReplicaServerConfig::log`] ([`crate::durability`]), partition by
+//! partition: each partition's log as every start-up (or rebuild) read it
+//! back, each sync that succeeded (the partition's log then, all durable) or
+//! failed, each acknowledgement of an append it sends, and each answer to a
+//! write whose entry it appended as the primary (needing a quorum of the
+//! voters' copies). The seeded bug `replica_ack_before_sync` lets the
+//! append acknowledgements of an event leave before its sync.
 
 use crate::core::bugs::ModelBugs;
 use crate::core::conditions::Millis;
 use crate::core::env::{Clock, LogDevice, SendPolicy};
+use crate::durability::{runs_of, LogEvent, LogId, LogPos, LogReport, Quorum, Reply};
 use crate::node::replica::{
     Message, Persist, ReadConsistency, ReadOutcome, Replica, ReplicaConfig, ReplicaId, WriteOutcome,
 };
@@ -172,6 +182,8 @@ pub struct ReplicaServerConfig {
     /// answered 403/1008 (`DatabaseAccountNotFound`, SPEC §4.1). The account's
     /// control plane decides them, so they are in true time, not this node's clock.
     pub removed_ns: Vec<(u64, u64)>,
+    /// Whoever is told what the node does with its log (nobody by default).
+    pub log: LogReport,
 }
 
 impl ReplicaServerConfig {
@@ -315,6 +327,64 @@ struct PendingWrite {
     response: Response,
     wait_lsn: u64,
     term: u64,
+    /// The write appended an entry (its effect's, at `wait_lsn`): its
+    /// answer acknowledges that effect.
+    appended: bool,
+}
+
+/// The log of partition `p` on this replica.
+fn log_id(cfg: &ReplicaServerConfig, partition: u32) -> LogId {
+    LogId::Replica {
+        partition,
+        replica: cfg.me,
+    }
+}
+
+/// Reports each partition's log as the node just read it back from its disk.
+fn report_recovered(
+    cfg: &ReplicaServerConfig,
+    clock: &dyn Clock,
+    replicas: &BTreeMap<u32, Replica>,
+) {
+    for (p, r) in replicas {
+        cfg.log.report(clock, || LogEvent::Recovered {
+            log: log_id(cfg, *p),
+            durable: runs_of(r.log().iter().map(|e| e.term)),
+        });
+    }
+}
+
+/// Reports that `msg`, about to leave for replica `to`, acknowledges entries
+/// of partition `p` (when it is a successful append acknowledgement that
+/// claims any).
+fn report_append_ack(
+    cfg: &ReplicaServerConfig,
+    clock: &dyn Clock,
+    p: u32,
+    r: &Replica,
+    to: ReplicaId,
+    msg: &Message,
+) {
+    if let Message::AppendAck {
+        ok: true,
+        durable,
+        seq,
+        ..
+    } = msg
+    {
+        let Some(entry) = durable.checked_sub(1).and_then(|i| r.log().get(i as usize)) else {
+            return;
+        };
+        cfg.log.report(clock, || LogEvent::Acked {
+            log: log_id(cfg, p),
+            reply: Reply::Append { to, seq: *seq },
+            needs: LogPos {
+                lsn: *durable,
+                term: entry.term,
+            },
+            quorum: None,
+        });
+    }
 }
 
 /// Write requests executed recently, by `(session, req_id)`.
@@ -350,6 +420,7 @@ pub async fn serve_replica(
         let mut rep = lock(&report);
         let rep = &mut *rep;
         rep.replicas = recover(&cfg, log.as_ref(), clock.now_ms(), &mut rep.counts);
+        report_recovered(&cfg, clock.as_ref(), &rep.replicas);
     }
     let Some(bind) = cfg.addrs.get(&cfg.me).copied() else {
         tracing::error!("replica {} has no address", cfg.me);
@@ -433,11 +504,13 @@ pub async fn serve_replica(
                                             .iter()
                                             .any(|(from, until)| (*from..*until).contains(&now_ns))
                                     };
+                                    let before = r.last_lsn();
                                     let reply = if removed {
                                         refused(403, 1008, None)
                                     } else {
                                         handle_client(r, &req, now)
                                     };
+                                    let appended = r.last_lsn() > before;
                                     match reply {
                                         Handled::Reply(reply) => replies.push((
                                             from,
@@ -462,6 +535,7 @@ pub async fn serve_replica(
                                                 response,
                                                 wait_lsn,
                                                 term,
+                                                appended,
                                             });
                                         }
                                     }
@@ -482,19 +556,67 @@ pub async fn serve_replica(
                 .flat_map(|(p, r)| r.take_persist().into_iter().map(move |x| (*p, x)))
                 .collect()
         };
+        // The peer messages the seeded bug sends before the sync, by partition.
+        let mut held_out: Vec<(u32, ReplicaId, Message)> = Vec::new();
         if !records.is_empty() {
             log.append(&encode_frame(&records));
+            if cfg.bugs.replica_ack_before_sync {
+                // The seeded bug: the append acknowledgements go now; the
+                // other messages wait for the sync as they should.
+                let mut early = Vec::new();
+                {
+                    let mut rep = lock(&report);
+                    for (p, r) in rep.replicas.iter_mut() {
+                        for (to, msg) in r.take_out() {
+                            if matches!(msg, Message::AppendAck { .. }) {
+                                report_append_ack(&cfg, clock.as_ref(), *p, r, to, &msg);
+                                if let Some(addr) = cfg.addrs.get(&to) {
+                                    let d = Datagram::Peer {
+                                        partition: *p,
+                                        from: cfg.me,
+                                        msg,
+                                    };
+                                    early.push((*addr, wire::to_bytes(&d)));
+                                }
+                            } else {
+                                held_out.push((*p, to, msg));
+                            }
+                        }
+                    }
+                }
+                for (to, bytes) in early {
+                    let _ = wire::send_datagram(&ep, to, REPLICA_TAG, &bytes, &cfg.send).await;
+                }
+            }
             let (lo, hi) = cfg.fsync_ms;
             let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
             sleep(fsync).await;
+            let touched: BTreeSet<u32> = records.iter().map(|(p, _)| *p).collect();
             if log.sync().is_err() {
                 // Nothing of this event left the node: rebuild from the disk.
+                for p in &touched {
+                    cfg.log.report(clock.as_ref(), || LogEvent::SyncFailed {
+                        log: log_id(&cfg, *p),
+                    });
+                }
                 let mut rep = lock(&report);
                 let rep = &mut *rep;
                 *rep.counts.entry("fsync_errors".into()).or_default() += 1;
                 rep.replicas = recover(&cfg, log.as_ref(), clock.now_ms(), &mut rep.counts);
+                report_recovered(&cfg, clock.as_ref(), &rep.replicas);
                 pending.clear();
                 continue;
+            }
+            if cfg.log.observed() {
+                let rep = lock(&report);
+                for p in &touched {
+                    if let Some(r) = rep.replicas.get(p) {
+                        cfg.log.report(clock.as_ref(), || LogEvent::Synced {
+                            log: log_id(&cfg, *p),
+                            durable: runs_of(r.log().iter().map(|e| e.term)),
+                        });
+                    }
+                }
             }
         }
         let now = clock.now_ms();
@@ -523,7 +645,13 @@ pub async fn serve_replica(
                         term,
                     });
                 }
-                for (to, msg) in r.take_out() {
+                let held = held_out.iter().filter(|(hp, _, _)| hp == p);
+                let taken: Vec<(ReplicaId, Message)> = held
+                    .map(|(_, to, msg)| (*to, msg.clone()))
+                    .chain(r.take_out())
+                    .collect();
+                for (to, msg) in taken {
+                    report_append_ack(&cfg, clock.as_ref(), *p, r, to, &msg);
                     if let Some(addr) = cfg.addrs.get(&to) {
                         let d = Datagram::Peer {
                             partition: *p,
@@ -541,6 +669,23 @@ pub async fn serve_replica(
                     return false;
                 };
                 if r.write_settled(w.wait_lsn, w.term) {
+                    if w.appended {
+                        cfg.log.report(clock.as_ref(), || LogEvent::Acked {
+                            log: log_id(&cfg, w.partition),
+                            reply: Reply::Write {
+                                session: w.session,
+                                req_id: w.req_id,
+                            },
+                            needs: LogPos {
+                                lsn: w.wait_lsn,
+                                term: w.term,
+                            },
+                            quorum: Some(Quorum {
+                                voters: cfg.voters.clone(),
+                                needed: (cfg.voters.len() / 2 + 1) as u32,
+                            }),
+                        });
+                    }
                     replies.push((
                         w.to,
                         RegionResponse {

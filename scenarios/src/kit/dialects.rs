@@ -86,7 +86,8 @@ fn send_policy(env: &NodeEnv) -> overcast_model::env::SendPolicy {
     crate::kit::bridge::NetworkAdapter::policy(env, &crate::kit::bridge::NetworkCounts::default())
 }
 
-/// The program of a server node: the model's server over the node's clock and disk.
+/// The program of a server node: the model's server over the node's clock
+/// and disk, reporting what it does with its log to `logs` (D1).
 pub fn server_program(
     env: &NodeEnv,
     containers: Vec<String>,
@@ -94,6 +95,7 @@ pub fn server_program(
     fsync_ms: (u64, u64),
     bugs: ModelBugs,
     stats: Arc<Mutex<ServerStats>>,
+    logs: &crate::kit::durability::LogSink,
 ) -> NodeFuture {
     let cfg = ServerConfig {
         bind: env.addr(),
@@ -108,6 +110,7 @@ pub fn server_program(
         } else {
             env.max_in_flight()
         },
+        log: logs.report(env.incarnation_name()),
     };
     let draws = ServerStreams::new(
         env.seed,
@@ -236,7 +239,7 @@ pub struct RetryDiscipline<C, R> {
     pub status: fn(&R) -> u16,
 }
 
-impl<C, R> Checker<History<C, R>> for RetryDiscipline<C, R> {
+impl<C, R, L> Checker<History<C, R, (), L>> for RetryDiscipline<C, R> {
     fn properties(&self) -> &'static [overcast_sim::check::Property] {
         &[
             crate::kit::properties::R1,
@@ -249,7 +252,7 @@ impl<C, R> Checker<History<C, R>> for RetryDiscipline<C, R> {
         "client"
     }
 
-    fn check(&self, history: &History<C, R>) -> Checked {
+    fn check(&self, history: &History<C, R, (), L>) -> Checked {
         let rules = RetryRules {
             max_rate_limited_retries: self.retry.max_rate_limited_retries,
             max_rate_limited_wait_ms: self.retry.max_rate_limited_wait.as_millis() as u64,

@@ -26,11 +26,18 @@
 //! a request whose reply waits for a sync gets that reply once the sync
 //! succeeds (none if it fails).
 //!
+//! What it does with its log it reports to the observer in
+//! [`ServerConfig::log`] ([`crate::durability`]): what each start-up (or
+//! recovery in place) found, each sync that succeeded or failed, and each
+//! answer that acknowledges a write's effect (an `Ok` answer to a request
+//! that appended a record), with the record it needs durable.
+//!
 //! [`Partition::apply`]: crate::partition::Partition::apply
 
 use crate::core::bugs::ModelBugs;
 use crate::core::env::{Clock, LogDevice, SendPolicy, ServerDraws};
 use crate::core::sub_status;
+use crate::durability::{wal_runs, LogEvent, LogId, LogPos, LogReport, Reply};
 use crate::partition::Partitions;
 use crate::wal::{self, LogRecord};
 use crate::wire::{
@@ -71,8 +78,9 @@ pub struct ServerConfig {
     pub faults: FaultRates,
     /// How long a log sync takes, ms range.
     pub fsync_ms: (u64, u64),
-    /// The seeded bugs: the server reads `ack_before_sync`, `read_unsynced`
-    /// and `restart_drops_partition` and hands the set to its partitions.
+    /// The seeded bugs: the server reads `ack_before_sync`,
+    /// `group_commit_off_by_one`, `read_unsynced` and
+    /// `restart_drops_partition` and hands the set to its partitions.
     pub bugs: ModelBugs,
     /// What the network does to the answers the server sends.
     pub send: SendPolicy,
@@ -81,6 +89,8 @@ pub struct ServerConfig {
     /// outcome the lost table no longer knows (TCP's quiet time). Zero on a
     /// first start.
     pub quiet_after_restart: Duration,
+    /// Whoever is told what the server does with its log (nobody by default).
+    pub log: LogReport,
 }
 
 /// What the server counts, for the run summary.
@@ -287,6 +297,9 @@ struct Waiting {
     remember: bool,
     /// What its receipt records of the request.
     arrival: Arrival,
+    /// When it acknowledges a write's effect: the position of the effect's
+    /// record (what it truly needs durable, whatever `need` says).
+    acks: Option<u64>,
 }
 
 impl Waiting {
@@ -319,6 +332,7 @@ impl Waiting {
             need: self.need,
             remember: false,
             arrival: self.arrival,
+            acks: self.acks,
         }
     }
 }
@@ -439,6 +453,7 @@ pub async fn serve(
     stats: Arc<std::sync::Mutex<ServerStats>>,
 ) {
     let (mut partitions, replayed, mut next_seq, mut damage) = recover(&cfg, log.as_ref());
+    report_recovered(&cfg, clock.as_ref(), next_seq);
     tracing::info!("server {} up: replayed {replayed} log records", cfg.bind);
     stats.lock().unwrap_or_else(|e| e.into_inner()).replayed += replayed;
     report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
@@ -501,6 +516,8 @@ pub async fn serve(
                 let synced = match log.sync() {
                     Ok(()) => true,
                     Err(_) => {
+                        cfg.log
+                            .report(clock.as_ref(), || LogEvent::SyncFailed { log: LogId::Wal });
                         stats.lock().unwrap_or_else(|e| e.into_inner()).fsync_errors += 1;
                         tracing::warn!("server {}: log sync failed", cfg.bind);
                         // The seeded bug syncs again, which "succeeds" with nothing to write.
@@ -521,12 +538,17 @@ pub async fn serve(
                     }
                     let replayed;
                     (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
+                    report_recovered(&cfg, clock.as_ref(), next_seq);
                     report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
                     commit = GroupCommit::new(next_seq);
                     unsynced.truncate(1);
                     stats.lock().unwrap_or_else(|e| e.into_inner()).unsynced = 0;
                     continue;
                 }
+                cfg.log.report(clock.as_ref(), || LogEvent::Synced {
+                    log: LogId::Wal,
+                    durable: wal_runs(done.covers - 1),
+                });
                 let released = commit.release(done.covers);
                 {
                     let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
@@ -536,6 +558,9 @@ pub async fn serve(
                     }
                 }
                 for w in released.replies {
+                    if let Some(lsn) = w.acks.filter(|_| w.remember) {
+                        report_ack(&cfg, clock.as_ref(), &w.arrival, w.req_id, lsn);
+                    }
                     let table = w.remember.then_some(&mut dedup);
                     send(
                         &w.reply_to(&ep, &cfg.send, &stats),
@@ -659,6 +684,9 @@ pub async fn serve(
             None => WireReply::Ok(response),
         };
         let own_record = effect.is_some();
+        // An `Ok` answer to a request that appended a record acknowledges
+        // its effect: it needs that record durable (its `seq`, from 1).
+        let acks = (own_record && matches!(reply, WireReply::Ok(_))).then_some(next_seq);
         if let Some(effect) = effect {
             wal::encode_into(
                 &mut record,
@@ -683,23 +711,59 @@ pub async fn serve(
             || (own_record && cfg.bugs.ack_before_sync)
             || (!is_write && cfg.bugs.read_unsynced);
         if at_once {
+            if let Some(lsn) = acks {
+                report_ack(&cfg, clock.as_ref(), &arrival, req.req_id, lsn);
+            }
             send(&to, reply, &mut out, Some(&mut dedup)).await;
             continue;
         }
         if !is_write {
             stats.lock().unwrap_or_else(|e| e.into_inner()).held_reads += 1;
         }
+        // The seeded bug `group_commit_off_by_one` takes a write's own record
+        // as the bound (records *below* it synced) instead of one past it: a
+        // write applied while a sync is in flight is released by that sync.
+        let need = if own_record && cfg.bugs.group_commit_off_by_one {
+            next_seq - 1
+        } else {
+            next_seq
+        };
         commit.hold(Waiting {
             to: from,
             req_id: req.req_id,
             session: req.session,
             key,
             reply,
-            need: next_seq,
+            need,
             remember: true,
             arrival,
+            acks,
         });
     }
+}
+
+/// Reports what a start-up or recovery in place read back from the log: its
+/// records below `next_seq` (what recovery found; `seq` counts from 1), all
+/// on the disk.
+fn report_recovered(cfg: &ServerConfig, clock: &dyn Clock, next_seq: u64) {
+    cfg.log.report(clock, || LogEvent::Recovered {
+        log: LogId::Wal,
+        durable: wal_runs(next_seq.saturating_sub(1)),
+    });
+}
+
+/// Reports that the answer to attempt `req_id` of `arrival`'s operation,
+/// about to leave, acknowledges the effect whose record is `lsn`.
+fn report_ack(cfg: &ServerConfig, clock: &dyn Clock, arrival: &Arrival, req_id: u64, lsn: u64) {
+    cfg.log.report(clock, || LogEvent::Acked {
+        log: LogId::Wal,
+        reply: Reply::Attempt {
+            operation: arrival.operation,
+            req_id,
+        },
+        needs: LogPos { lsn, term: 0 },
+        quorum: None,
+    });
 }
 
 /// Records what a recovery found, and logs and counts why the server's

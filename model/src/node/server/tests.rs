@@ -27,6 +27,7 @@ fn held(req_id: u64, need: u64) -> Waiting {
             sent_ns: 0,
             write: true,
         },
+        acks: None,
     }
 }
 

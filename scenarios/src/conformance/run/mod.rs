@@ -177,6 +177,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
             bugs,
             send: Default::default(),
             quiet_after_restart: Duration::ZERO,
+            log: Default::default(),
         };
         let clock = server_clock.clone();
         let disk = disk.clone();

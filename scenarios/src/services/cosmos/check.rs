@@ -14,8 +14,8 @@ use overcast_sim::history::History;
 use overcast_sim::lin::{self, Operation};
 use std::collections::BTreeMap;
 
-/// The history `cosmos` records.
-pub type CosmosHistory = History<Call, Outcome>;
+/// The history `cosmos` records (with its servers' log events, D1).
+pub type CosmosHistory = History<Call, Outcome, (), overcast_model::durability::LogEvent>;
 
 /// A batch's operations get checker ids `op id * BATCH_SLOTS + index`.
 const BATCH_SLOTS: u64 = 64;
@@ -395,6 +395,7 @@ mod tests {
             ops,
             events: vec![],
             node_events: vec![],
+            log_events: Vec::new(),
         }
     }
 

@@ -245,6 +245,9 @@ impl ScenarioDef for Cosmos {
     fn deploy(&self, p: &CosmosParams, ctx: &RunCtx) -> Deployment<CosmosHistory> {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
+        // What the servers do with their logs (D1).
+        let logs = crate::kit::durability::LogSink::new();
+        let program_logs = logs.clone();
         let recorder: Recorder<Call, Outcome> =
             Recorder::with_capacity(p.clients * p.ops_per_client * 2);
         let params = p.clone();
@@ -262,6 +265,7 @@ impl ScenarioDef for Cosmos {
                         p.fsync_ms,
                         bugs,
                         program_stats.clone(),
+                        &program_logs,
                     )
                 } else {
                     Box::pin(async move {
@@ -293,7 +297,10 @@ impl ScenarioDef for Cosmos {
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
             let history = recorder.take_history(world.events.clone());
-            (history, dialects::fault_counters(&stats))
+            (
+                history.with_log_events(logs.take()),
+                dialects::fault_counters(&stats),
+            )
         });
         Deployment {
             program,
@@ -319,6 +326,7 @@ impl ScenarioDef for Cosmos {
                 idempotent: Call::is_read,
                 status: |o| o.status,
             }),
+            Box::new(crate::kit::durability::Durability::new()),
         ]
     }
 

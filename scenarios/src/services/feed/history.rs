@@ -91,8 +91,9 @@ pub struct FeedResult {
     pub status: u16,
 }
 
-/// The `feed` history.
-pub type FeedHistory = History<FeedCall, FeedResult, FeedEvent>;
+/// The `feed` history (with its servers' log events, D1).
+pub type FeedHistory =
+    History<FeedCall, FeedResult, FeedEvent, overcast_model::durability::LogEvent>;
 
 /// Its recorder.
 pub type FeedRecorder = Recorder<FeedCall, FeedResult, FeedEvent>;

@@ -375,6 +375,9 @@ impl ScenarioDef for Feed {
     fn deploy(&self, p: &FeedParams, ctx: &RunCtx) -> Deployment<FeedHistory> {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
+        // What the servers do with their logs (D1).
+        let logs = crate::kit::durability::LogSink::new();
+        let program_logs = logs.clone();
         let recorder = FeedRecorder::new();
         let params = p.clone();
         let program_stats = stats.clone();
@@ -401,6 +404,7 @@ impl ScenarioDef for Feed {
                     } else {
                         env.max_in_flight()
                     },
+                    log: program_logs.report(env.incarnation_name()),
                 };
                 let draws = ServerStreams::new(
                     env.seed,
@@ -549,7 +553,7 @@ impl ScenarioDef for Feed {
                 .iter()
                 .map(|(status, n)| (status.to_string(), *n))
                 .collect();
-            (history, counters)
+            (history.with_log_events(logs.take()), counters)
         });
         Deployment {
             program,
@@ -563,10 +567,12 @@ impl ScenarioDef for Feed {
     }
 
     fn checkers(&self, p: &FeedParams) -> Vec<Box<dyn Checker<FeedHistory>>> {
-        check::checkers(p)
+        let mut checkers: Vec<Box<dyn Checker<FeedHistory>>> = check::checkers(p)
             .into_iter()
             .map(|c| Box::new(c) as Box<dyn Checker<FeedHistory>>)
-            .collect()
+            .collect();
+        checkers.push(Box::new(crate::kit::durability::Durability::new()));
+        checkers
     }
 
     /// CF1, CF2, CF4, CF5, CF6, CF9 and CF10 are judged on what was

@@ -228,8 +228,8 @@ pub enum LeaseEvent {
     },
 }
 
-/// The `leases` history.
-pub type LeaseHistory = History<Call, Outcome, LeaseEvent>;
+/// The `leases` history (with its server's log events, D1).
+pub type LeaseHistory = History<Call, Outcome, LeaseEvent, overcast_model::durability::LogEvent>;
 
 /// The `leases` recorder.
 pub type LeaseRecorder = Recorder<Call, Outcome, LeaseEvent>;

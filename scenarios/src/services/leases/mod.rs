@@ -356,6 +356,9 @@ impl ScenarioDef for Leases {
     fn deploy(&self, p: &LeasesParams, ctx: &RunCtx) -> Deployment<LeaseHistory> {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
+        // What the servers do with their logs (D1).
+        let logs = crate::kit::durability::LogSink::new();
+        let program_logs = logs.clone();
         let recorder = LeaseRecorder::with_capacity(4096);
         let params = p.clone();
         let program_stats = stats.clone();
@@ -381,6 +384,7 @@ impl ScenarioDef for Leases {
                         } else {
                             env.max_in_flight()
                         },
+                        log: program_logs.report(env.incarnation_name()),
                     };
                     let draws = ServerStreams::new(
                         env.seed,
@@ -458,7 +462,7 @@ impl ScenarioDef for Leases {
                 .iter()
                 .map(|(status, n)| (status.to_string(), *n))
                 .collect();
-            (history, counters)
+            (history.with_log_events(logs.take()), counters)
         });
         Deployment {
             program,
@@ -468,10 +472,13 @@ impl ScenarioDef for Leases {
     }
 
     fn checkers(&self, p: &LeasesParams) -> Vec<Box<dyn Checker<LeaseHistory>>> {
-        check::checkers_for((!p.skew_beyond_bound).then_some(ClockBound::DEFAULT))
-            .into_iter()
-            .map(|c| Box::new(c) as Box<dyn Checker<LeaseHistory>>)
-            .collect()
+        let mut checkers: Vec<Box<dyn Checker<LeaseHistory>>> =
+            check::checkers_for((!p.skew_beyond_bound).then_some(ClockBound::DEFAULT))
+                .into_iter()
+                .map(|c| Box::new(c) as Box<dyn Checker<LeaseHistory>>)
+                .collect();
+        checkers.push(Box::new(crate::kit::durability::Durability::new()));
+        checkers
     }
 
     fn timeline(

@@ -26,8 +26,8 @@ use std::hash::BuildHasherDefault;
 /// iterated).
 type FixedState = BuildHasherDefault<rustc_hash::FxHasher>;
 
-/// The history `occ` records.
-pub type OccHistory = History<Call, Outcome, OccEvent>;
+/// The history `occ` records (with its servers' log events, D1).
+pub type OccHistory = History<Call, Outcome, OccEvent, overcast_model::durability::LogEvent>;
 
 /// Linearizability of every item against [`ItemSpec`].
 pub struct Linearizability {

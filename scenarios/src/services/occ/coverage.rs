@@ -631,6 +631,7 @@ mod tests {
             ops,
             events: Vec::new(),
             node_events: Vec::new(),
+            log_events: Vec::new(),
         };
         Coverage::of(&h).cells.into_keys().collect()
     }

@@ -15,6 +15,7 @@ pub mod timeline;
 pub mod workload;
 
 use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
+use crate::kit::durability::{Acknowledgement, Durability, LogSink};
 use check::{
     EtagFreshness, Increments, Linearizability, OccHistory, ProbeLiveness, ProbeSetup,
     RetryDiscipline,
@@ -469,6 +470,9 @@ impl ScenarioDef for Occ {
         let stats: Arc<Mutex<Vec<NodeStats>>> = Arc::default();
         let network_counts = NetworkCounts::default();
         let program_network_counts = network_counts.clone();
+        // What the servers do with their logs (D1).
+        let logs = LogSink::new();
+        let program_logs = logs.clone();
         // Room for every call: read–modify–writes make two or more per operation.
         let recorder = OccRecorder::with_capacity(p.clients * p.ops_per_client * 2);
         let params = p.clone();
@@ -503,6 +507,7 @@ impl ScenarioDef for Occ {
                     } else {
                         env.max_in_flight()
                     },
+                    log: program_logs.report(env.incarnation_name()),
                 };
                 let draws = ServerStreams::new(
                     env.seed,
@@ -626,7 +631,7 @@ impl ScenarioDef for Occ {
             let mut events = world.events.clone();
             events.extend(check::lost_item_events(world));
             events.extend(check::damaged_disk_events(world));
-            let mut history = recorder.take_history(events);
+            let mut history = recorder.take_history(events).with_log_events(logs.take());
             let mut counters: std::collections::BTreeMap<String, u64> = Default::default();
             let (mut duplicates, mut fsync_errors, mut unavailable) = (0, 0, 0);
             let (mut max_unsynced, mut shared_syncs, mut held_reads) = (0, 0, 0);
@@ -749,6 +754,7 @@ impl ScenarioDef for Occ {
             }));
             checkers.push(Box::new(ProbeLiveness { probe }));
         }
+        checkers.push(Box::new(Durability::linking(answered_operation)));
         checkers
     }
 
@@ -844,4 +850,16 @@ impl ScenarioDef for Occ {
             }),
         ]
     }
+}
+
+/// The operation a server's acknowledgement answered (D1): the workload's
+/// call that carries the attempt's operation id.
+fn answered_operation(h: &check::OccHistory, a: &Acknowledgement) -> Option<u64> {
+    let overcast_model::durability::Reply::Attempt { operation, .. } = a.reply else {
+        return None;
+    };
+    h.ops
+        .iter()
+        .find(|o| o.call.operation == Some(operation))
+        .map(|o| o.id)
 }

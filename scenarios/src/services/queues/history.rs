@@ -82,8 +82,8 @@ pub enum QueueEvent {
     Connector(ConnectorEvent),
 }
 
-/// The `queues` history.
-pub type QueueHistory = History<Call, Outcome, QueueEvent>;
+/// The `queues` history (with its server's log events, D1).
+pub type QueueHistory = History<Call, Outcome, QueueEvent, overcast_model::durability::LogEvent>;
 
 /// The `queues` recorder.
 pub type QueueRecorder = Recorder<Call, Outcome, QueueEvent>;

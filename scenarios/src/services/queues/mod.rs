@@ -348,6 +348,9 @@ impl ScenarioDef for Queues {
     fn deploy(&self, p: &QueuesParams, ctx: &RunCtx) -> Deployment<QueueHistory> {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
+        // What the servers do with their logs (D1).
+        let logs = crate::kit::durability::LogSink::new();
+        let program_logs = logs.clone();
         let recorder = QueueRecorder::with_capacity(4096);
         let repo = SimRepository::new(p.docs);
         let params = p.clone();
@@ -375,6 +378,7 @@ impl ScenarioDef for Queues {
                         } else {
                             env.max_in_flight()
                         },
+                        log: program_logs.report(env.incarnation_name()),
                     };
                     let draws = ServerStreams::new(
                         env.seed,
@@ -481,7 +485,7 @@ impl ScenarioDef for Queues {
                 .iter()
                 .map(|(status, n)| (status.to_string(), *n))
                 .collect();
-            (history, counters)
+            (history.with_log_events(logs.take()), counters)
         });
         Deployment {
             program,
@@ -491,7 +495,9 @@ impl ScenarioDef for Queues {
     }
 
     fn checkers(&self, _p: &QueuesParams) -> Vec<Box<dyn Checker<QueueHistory>>> {
-        check::checkers()
+        let mut checkers = check::checkers();
+        checkers.push(Box::new(crate::kit::durability::Durability::new()));
+        checkers
     }
 
     fn goals(&self, _p: &QueuesParams) -> Vec<overcast_harness::goals::Goal<Self::History>> {

@@ -275,8 +275,13 @@ pub enum RegionEvent {
     },
 }
 
-/// A regions history.
-pub type RegionsHistory = overcast_sim::history::History<RegionCall, RegionOutcome, RegionEvent>;
+/// A regions history (with the replicas' log events, D1).
+pub type RegionsHistory = overcast_sim::history::History<
+    RegionCall,
+    RegionOutcome,
+    RegionEvent,
+    overcast_model::durability::LogEvent,
+>;
 
 /// One operation of a regions history.
 pub type RegionOp = OpRecord<RegionCall, RegionOutcome>;
@@ -599,6 +604,7 @@ pub(crate) mod build {
                     ops: vec![],
                     events: vec![],
                     node_events: vec![],
+                    log_events: Vec::new(),
                 },
             }
         }

@@ -895,6 +895,9 @@ impl ScenarioDef for Regions {
         let program_reports = reports.clone();
         let resolver_reports = reports.clone();
         let program_recorder = recorder.clone();
+        // What the replicas do with their logs (D1).
+        let logs = crate::kit::durability::LogSink::new();
+        let program_logs = logs.clone();
         let finished: Arc<Mutex<std::collections::BTreeSet<usize>>> = Arc::default();
         let program = Box::new(move |env: overcast_sim::world::NodeEnv| {
             let p = params.clone();
@@ -954,6 +957,7 @@ impl ScenarioDef for Regions {
                         .filter(|r| r.region == region_index)
                         .map(|r| (r.at_ms * 1_000_000, (r.at_ms + r.for_ms) * 1_000_000))
                         .collect(),
+                    log: program_logs.report(env.incarnation_name()),
                 };
                 let report: SharedReport = Arc::new(Mutex::new(ReplicaReport::default()));
                 lock(&program_reports).push((
@@ -1147,7 +1151,7 @@ impl ScenarioDef for Regions {
                 }
             }
             history.node_events.sort_by_key(|e| e.at_ns);
-            (history, counters)
+            (history.with_log_events(logs.take()), counters)
         });
         // What an isolation aims at: the replica that last announced itself
         // primary of the partition (the node, whichever its incarnation).
@@ -1195,6 +1199,7 @@ impl ScenarioDef for Regions {
                 },
             }),
             Box::new(safety::RaftSafety),
+            Box::new(crate::kit::durability::Durability::linking(answered_write)),
         ]
     }
 
@@ -1352,4 +1357,21 @@ impl ScenarioDef for Regions {
             }),
         ]
     }
+}
+
+/// The write a primary's answer acknowledged (D1): the call answered by
+/// that node with the session token of the write's entry.
+fn answered_write(h: &RegionsHistory, a: &crate::kit::durability::Acknowledgement) -> Option<u64> {
+    let overcast_model::durability::LogId::Replica { partition, .. } = a.log else {
+        return None;
+    };
+    let token = overcast_model::replica::session_token(partition, a.needs.lsn);
+    h.ops
+        .iter()
+        .find(|o| {
+            o.call.is_write()
+                && matches!(&o.result, Some(RegionOutcome::Ok { node, session_token: Some(t), .. })
+                    if *node == a.node && *t == token)
+        })
+        .map(|o| o.id)
 }

@@ -13,8 +13,8 @@ use overcast_sim::history::History;
 use overcast_sim::lin::{self, Operation};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The history `search` records.
-pub type SearchHistory = History<Call, Outcome>;
+/// The history `search` records (with its servers' log events, D1).
+pub type SearchHistory = History<Call, Outcome, (), overcast_model::durability::LogEvent>;
 
 /// The checker's operations, ETags turned into the versions they name.
 pub fn to_lin_ops(history: &SearchHistory) -> Vec<Operation<SearchOp, SearchResult>> {
@@ -269,6 +269,7 @@ mod tests {
             ops,
             events: vec![],
             node_events: vec![],
+            log_events: Vec::new(),
         }
     }
 

@@ -233,6 +233,9 @@ impl ScenarioDef for Search {
     fn deploy(&self, p: &SearchParams, ctx: &RunCtx) -> Deployment<SearchHistory> {
         let bugs = crate::bugs::model_bugs(&ctx.bugs);
         let stats = Arc::new(Mutex::new(ServerStats::default()));
+        // What the servers do with their logs (D1).
+        let logs = crate::kit::durability::LogSink::new();
+        let program_logs = logs.clone();
         let recorder: Recorder<Call, Outcome> =
             Recorder::with_capacity(p.clients * p.ops_per_client * 2);
         let params = p.clone();
@@ -250,6 +253,7 @@ impl ScenarioDef for Search {
                         p.fsync_ms,
                         bugs,
                         program_stats.clone(),
+                        &program_logs,
                     )
                 } else {
                     Box::pin(async move {
@@ -281,7 +285,10 @@ impl ScenarioDef for Search {
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
             let history = recorder.take_history(world.events.clone());
-            (history, dialects::fault_counters(&stats))
+            (
+                history.with_log_events(logs.take()),
+                dialects::fault_counters(&stats),
+            )
         });
         Deployment {
             program,
@@ -311,6 +318,7 @@ impl ScenarioDef for Search {
             idempotent: |c| c.op == "get",
             status: |o| o.status,
         }));
+        checks.push(Box::new(crate::kit::durability::Durability::new()));
         checks
     }
 

@@ -2,7 +2,7 @@
 use super::*;
 use overcast_model::conditions::ETag;
 use overcast_model::cosmos::{CosmosItem, ItemKey};
-use overcast_sim::history::{History, NodeEvent};
+use overcast_sim::history::NodeEvent;
 use overcast_sim::world::WorldEvent;
 
 const S: u64 = 1_000_000_000;
@@ -98,7 +98,7 @@ fn history(seen_ms: u64) -> FeedHistory {
         node_events.push(lease_write(0, "host-0", 1_000, *at, 7 + i as u64));
     }
     node_events.sort_by_key(|e| e.at_ns);
-    History::<FeedCall, _, FeedEvent> {
+    FeedHistory {
         version: overcast_sim::history::HISTORY_VERSION,
         ops: Vec::new(),
         events: vec![WorldEvent {
@@ -106,6 +106,7 @@ fn history(seen_ms: u64) -> FeedHistory {
             what: overcast_sim::world::Happening::End,
         }],
         node_events,
+        log_events: Vec::new(),
     }
 }
 
@@ -163,7 +164,7 @@ fn a_failed_acquire_that_released_another_hosts_lease_late_is_settling_not_a_cf8
         node_events.push(lease_write(0, "host-0", 0, *at, 8 + i as u64));
     }
     node_events.sort_by_key(|e| e.at_ns);
-    let h = History::<FeedCall, _, FeedEvent> {
+    let h = FeedHistory {
         version: overcast_sim::history::HISTORY_VERSION,
         ops: Vec::new(),
         events: vec![WorldEvent {
@@ -171,6 +172,7 @@ fn a_failed_acquire_that_released_another_hosts_lease_late_is_settling_not_a_cf8
             what: overcast_sim::world::Happening::End,
         }],
         node_events: node_events.clone(),
+        log_events: Vec::new(),
     };
     assert!(cf8(&h).is_empty(), "{:?}", cf8(&h));
     // Without the release (host-1 still owning lease 1 at the end, but
@@ -184,7 +186,7 @@ fn a_failed_acquire_that_released_another_hosts_lease_late_is_settling_not_a_cf8
         .collect();
     kept.push(lease_write(1, "host-0", 0, 69_500, 7));
     kept.sort_by_key(|e| e.at_ns);
-    let h = History::<FeedCall, _, FeedEvent> {
+    let h = FeedHistory {
         node_events: kept,
         ..h
     };

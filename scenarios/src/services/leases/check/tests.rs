@@ -95,6 +95,7 @@ fn a_grant_another_acquire_of_unknown_outcome_explains_is_not_a_resent_acquire()
         ops,
         events: Vec::new(),
         node_events: vec![grant.clone()],
+        log_events: Vec::new(),
     };
     let l5 = |h: &LeaseHistory| -> Vec<String> {
         analyse(h)
@@ -159,6 +160,7 @@ fn a_condition_refusal_on_a_surely_leased_blob_breaks_l2_and_nothing_else_does()
             ops: vec![op],
             events: Vec::new(),
             node_events: vec![grant.clone()],
+            log_events: Vec::new(),
         };
         analyse_with(&h, bound)
             .violations
@@ -243,6 +245,7 @@ fn a_release_re_sent_after_a_timeout_breaks_r1_and_a_renew_re_sent_does_not() {
             ops,
             events: Vec::new(),
             node_events: Vec::new(),
+            log_events: Vec::new(),
         })
         .violations
         .into_iter()

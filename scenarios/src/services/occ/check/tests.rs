@@ -119,6 +119,7 @@ mod lost_tests {
             ],
             events: vec![],
             node_events: vec![],
+            log_events: Vec::new(),
         }
     }
 

@@ -76,6 +76,7 @@ fn an_incremental_checkpoint_is_saved_only_after_its_changes_are_pushed() {
             repo(20, "d001", 2),
             saved(save_ms, "2"),
         ],
+        log_events: Vec::new(),
     };
     let judge = |h: &QueueHistory| incremental_saves(h).1.len();
     // d001's push (d000's is at 30 ms, 200): when, its status, violations.
