@@ -4,10 +4,10 @@
 //! in the file), and writing the goals reached over time. Exit codes are
 //! `sweep`'s.
 
-use crate::run_cmd::{bad_input, report_failure_in, MixArgs};
+use crate::run_cmd::{bad_input, failure_dir, report_failure_in, MixArgs};
 use crate::watch::{self, watched, MaxWall, Over, Progress};
 use overcast_harness::explore::{explore, ExploreOptions, Explored, Novelty};
-use overcast_harness::saved::{run_command, FAILURE_DIR};
+use overcast_harness::saved::run_command;
 use overcast_sim::runner::SweepOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -86,14 +86,9 @@ pub fn run(args: &ExploreArgs) -> u8 {
         Ok((def, _)) => watched(def),
         Err(e) => return bad_input(e),
     };
-    let failure_dir = match &args.out {
-        Some(dir) => {
-            if let Err(e) = std::fs::create_dir_all(dir) {
-                return bad_input(format!("cannot create {}: {e}", dir.display()));
-            }
-            dir.join("failures")
-        }
-        None => PathBuf::from(FAILURE_DIR),
+    let failure_dir = match failure_dir(args.out.as_deref()) {
+        Ok(dir) => dir,
+        Err(e) => return bad_input(e),
     };
     let opts = ExploreOptions {
         runs: args.runs,

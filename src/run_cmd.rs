@@ -247,6 +247,19 @@ pub struct BugsArgs {
     pub shrink_tries: usize,
 }
 
+/// Where a sweep or an exploration saves its failures: `DIR/failures` under
+/// `--out DIR` (created), else the default failure folder.
+pub(crate) fn failure_dir(out: Option<&Path>) -> Result<PathBuf, String> {
+    match out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            Ok(dir.join("failures"))
+        }
+        None => Ok(PathBuf::from(FAILURE_DIR)),
+    }
+}
+
 pub(crate) fn bad_input(msg: impl std::fmt::Display) -> u8 {
     eprintln!("overcast: {msg}");
     2
@@ -612,14 +625,9 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             Err(e) => return bad_input(e),
         }
     }
-    let failure_dir = match &args.out {
-        Some(dir) => {
-            if let Err(e) = std::fs::create_dir_all(dir) {
-                return bad_input(format!("cannot create {}: {e}", dir.display()));
-            }
-            dir.join("failures")
-        }
-        None => PathBuf::from(FAILURE_DIR),
+    let failure_dir = match failure_dir(args.out.as_deref()) {
+        Ok(dir) => dir,
+        Err(e) => return bad_input(e),
     };
     let opts = SweepOptions {
         jobs: args.jobs.unwrap_or(SweepOptions::default().jobs).max(1),
