@@ -354,6 +354,27 @@ fn report_recovered(
     }
 }
 
+/// A message of partition `p`'s replica `r` on its way to replica `to`:
+/// reported if it acknowledges an append (D1), then addressed and encoded;
+/// `None` for a replica with no address.
+fn peer_send(
+    cfg: &ReplicaServerConfig,
+    clock: &dyn Clock,
+    p: u32,
+    r: &Replica,
+    to: ReplicaId,
+    msg: Message,
+) -> Option<(SocketAddr, Vec<u8>)> {
+    report_append_ack(cfg, clock, p, r, to, &msg);
+    let addr = cfg.addrs.get(&to)?;
+    let d = Datagram::Peer {
+        partition: p,
+        from: cfg.me,
+        msg,
+    };
+    Some((*addr, wire::to_bytes(&d)))
+}
+
 /// Reports that `msg`, about to leave for replica `to`, acknowledges entries
 /// of partition `p` (when it is a successful append acknowledgement that
 /// claims any).
@@ -569,15 +590,7 @@ pub async fn serve_replica(
                     for (p, r) in rep.replicas.iter_mut() {
                         for (to, msg) in r.take_out() {
                             if matches!(msg, Message::AppendAck { .. }) {
-                                report_append_ack(&cfg, clock.as_ref(), *p, r, to, &msg);
-                                if let Some(addr) = cfg.addrs.get(&to) {
-                                    let d = Datagram::Peer {
-                                        partition: *p,
-                                        from: cfg.me,
-                                        msg,
-                                    };
-                                    early.push((*addr, wire::to_bytes(&d)));
-                                }
+                                early.extend(peer_send(&cfg, clock.as_ref(), *p, r, to, msg));
                             } else {
                                 held_out.push((*p, to, msg));
                             }
@@ -651,15 +664,7 @@ pub async fn serve_replica(
                     .chain(r.take_out())
                     .collect();
                 for (to, msg) in taken {
-                    report_append_ack(&cfg, clock.as_ref(), *p, r, to, &msg);
-                    if let Some(addr) = cfg.addrs.get(&to) {
-                        let d = Datagram::Peer {
-                            partition: *p,
-                            from: cfg.me,
-                            msg,
-                        };
-                        outgoing.push((*addr, wire::to_bytes(&d)));
-                    }
+                    outgoing.extend(peer_send(&cfg, clock.as_ref(), *p, r, to, msg));
                 }
             }
             rep.primaries.extend(changes);
