@@ -29,7 +29,8 @@
 //!
 //! A violation names the reply, the position, when the reply left and when
 //! a sync covered it (or that none ever did). A history without log events
-//! (one recorded before they existed) is held, partly judged.
+//! (one recorded before they existed) is undecided: D1 never passes a
+//! history it could not judge.
 
 use overcast_model::durability::{
     LogEvent, LogId, LogObserver, LogPos, LogReport, Quorum, Reply, TermRun,
@@ -147,9 +148,12 @@ impl<C, R, E> Checker<History<C, R, E, LogEvent>> for Durability<History<C, R, E
     fn check(&self, history: &History<C, R, E, LogEvent>) -> Checked {
         let judged = judge(&history.log_events);
         if history.log_events.is_empty() {
-            return Checked::new(Verdict::Held)
-                .with_note("no log events recorded")
-                .partly(true);
+            // Every node with a log reports what it read back when it starts:
+            // an empty record is a history from before log events existed,
+            // and D1 has nothing to judge it by.
+            return Checked::new(Verdict::Undecided {
+                reason: "the history records no log events (it predates them), so no acknowledgement can be judged".into(),
+            });
         }
         let note = judged.note();
         let link = |a: &Acknowledgement| self.link.and_then(|l| l(history, a));
@@ -933,7 +937,7 @@ mod tests {
     }
 
     #[test]
-    fn a_history_without_log_events_is_held_partly_judged() {
+    fn a_history_without_log_events_is_undecided() {
         let h: History<(), (), (), LogEvent> = History {
             version: 1,
             ops: vec![],
@@ -942,7 +946,10 @@ mod tests {
             log_events: vec![],
         };
         let c = Durability::new().check(&h);
-        assert_eq!(c.verdict(), &Verdict::Held);
-        assert!(c.partly_judged);
+        assert!(
+            matches!(c.verdict(), Verdict::Undecided { .. }),
+            "{:?}",
+            c.verdict()
+        );
     }
 }
