@@ -4,39 +4,19 @@
 //! discipline (R1–R3) over any history whose calls say whether they are reads.
 
 use crate::kit::attempts::attempt;
-use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
 use crate::kit::retry::{check_retries, RetryCase, RetryRules, Surfaced};
-use overcast_harness::registry::{NodeFuture, RunDefaults};
+use overcast_harness::registry::RunDefaults;
 use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{CallResult, ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
-use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
+use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::{Checked, Checker, Verdict};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
-use overcast_sim::lin;
 use overcast_sim::rng::stream;
 use overcast_sim::world::NodeEnv;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-
-/// The server fault points both dialect scenarios run with by default (occ's rates).
-pub fn default_server_faults() -> FaultRates {
-    FaultRates {
-        throttle: 0.02,
-        retry_after_ms: (1, 200),
-        retry_with: 0.01,
-        unavailable: 0.01,
-        gone: 0.01,
-        timeout: 0.01,
-        gone_name_cache_stale: 0.2,
-        gone_range_gone: 0.2,
-        gone_lease_not_found: 0.1,
-        throttle_without_retry_after: 0.1,
-        throttle_zero_retry_after: 0.1,
-        storms: None,
-    }
-}
+use std::sync::Mutex;
 
 /// The envelope both dialect scenarios start from (occ's).
 pub fn run_defaults() -> RunDefaults {
@@ -46,6 +26,97 @@ pub fn run_defaults() -> RunDefaults {
         deadline_ms: 60_000,
         quiet_ms: 1_000,
     }
+}
+
+/// What the dialect scenarios' reductions shrink, borrowed from their
+/// parameters.
+pub struct StoreSize<'a> {
+    /// SDK clients.
+    pub clients: &'a mut usize,
+    /// Operations per client.
+    pub ops_per_client: &'a mut usize,
+    /// Storage servers.
+    pub servers: &'a mut usize,
+    /// The servers' fault points.
+    pub server_faults: &'a mut FaultRates,
+}
+
+/// The parameters of a scenario of storage servers and SDK clients.
+pub trait StoreParams: Clone + 'static {
+    /// Its sizes, to shrink.
+    fn size(&mut self) -> StoreSize<'_>;
+}
+
+/// `p` changed by `f`, if `f` says it changed anything.
+fn reduced<P: StoreParams>(p: &P, f: impl FnOnce(StoreSize<'_>) -> bool) -> Option<P> {
+    let mut q = p.clone();
+    f(q.size()).then_some(q)
+}
+
+/// The dialect scenarios' reductions, most powerful first: fewer clients,
+/// fewer operations, no server fault points, fewer servers.
+pub fn store_reductions<P: StoreParams>() -> Vec<overcast_harness::registry::Reduction<P>> {
+    use overcast_harness::registry::{halve, once};
+    vec![
+        ("halve the clients", |p, i| {
+            once(i, || {
+                reduced(p, |s| {
+                    halve(*s.clients, 1).map(|c| *s.clients = c).is_some()
+                })
+            })
+        }),
+        ("halve the operations", |p, i| {
+            once(i, || {
+                reduced(p, |s| {
+                    halve(*s.ops_per_client, 1)
+                        .map(|n| *s.ops_per_client = n)
+                        .is_some()
+                })
+            })
+        }),
+        ("one operation fewer", |p, i| {
+            once(i, || {
+                reduced(p, |s| {
+                    let fewer = *s.ops_per_client > 1;
+                    if fewer {
+                        *s.ops_per_client -= 1;
+                    }
+                    fewer
+                })
+            })
+        }),
+        ("one client fewer", |p, i| {
+            once(i, || {
+                reduced(p, |s| {
+                    let fewer = *s.clients > 1;
+                    if fewer {
+                        *s.clients -= 1;
+                    }
+                    fewer
+                })
+            })
+        }),
+        ("no server fault points", |p, i| {
+            once(i, || {
+                reduced(p, |s| {
+                    without_fault_points(s.server_faults)
+                        .map(|f| *s.server_faults = f)
+                        .is_some()
+                })
+            })
+        }),
+        ("one server fewer", |p, i| {
+            once(i, || {
+                reduced(p, |s| {
+                    let fewer = *s.servers > 1;
+                    if fewer {
+                        *s.servers -= 1;
+                    }
+                    fewer
+                })
+            })
+        }),
+    ]
 }
 
 /// The fault rates with every fault point off (a shrink step).
@@ -82,49 +153,8 @@ overcast_sim::node_roles! {
 
 /// The plan's duplicated and reordered datagrams for this node's sends (not
 /// counted in the run summary of these scenarios).
-fn send_policy(env: &NodeEnv) -> overcast_model::env::SendPolicy {
+pub fn send_policy(env: &NodeEnv) -> overcast_model::env::SendPolicy {
     crate::kit::bridge::NetworkAdapter::policy(env, &crate::kit::bridge::NetworkCounts::default())
-}
-
-/// The program of a server node: the model's server over the node's clock
-/// and disk, reporting what it does with its log to `logs` (D1).
-pub fn server_program(
-    env: &NodeEnv,
-    containers: Vec<String>,
-    faults: FaultRates,
-    fsync_ms: (u64, u64),
-    bugs: ModelBugs,
-    stats: Arc<Mutex<ServerStats>>,
-    logs: &crate::kit::durability::LogSink,
-) -> NodeFuture {
-    let cfg = ServerConfig {
-        bind: env.addr(),
-        containers,
-        feed_ranges: overcast_model::feed::INITIAL_RANGES,
-        faults,
-        fsync_ms,
-        bugs,
-        send: send_policy(env),
-        quiet_after_restart: if env.incarnation == 0 {
-            std::time::Duration::ZERO
-        } else {
-            env.max_in_flight()
-        },
-        log: logs.report(env.incarnation_name()),
-    };
-    let draws = ServerStreams::new(
-        env.seed,
-        format!("server-{}-{}", env.index, env.incarnation),
-        Some(env.topology.clone()),
-    );
-    let disk = env.disk.clone().expect("servers have disks");
-    Box::pin(serve(
-        cfg,
-        Arc::new(ClockAdapter(env.clock.clone())),
-        Arc::new(DiskAdapter(disk)),
-        draws,
-        stats,
-    ))
 }
 
 /// Connects a client node's SDK client; `None` (logged) if it cannot bind.
@@ -195,37 +225,6 @@ where
         result.attempts.iter().map(attempt).collect(),
     );
     result
-}
-
-/// The checker's verdict on a linearizability report, with its explanation;
-/// `name` says which history operation each checker operation belongs to
-/// ([`crate::kit::words::LinOpName`]).
-pub fn lin_checked(
-    report: &lin::Report,
-    title: &str,
-    name: crate::kit::words::LinOpName<'_>,
-) -> Checked {
-    let verdict = match report.verdict {
-        lin::Verdict::Linearizable => Verdict::Held,
-        lin::Verdict::Unknown => Verdict::Undecided {
-            reason: format!(
-                "the linearizability search gave up: {}",
-                report
-                    .unknown_reason
-                    .as_deref()
-                    .unwrap_or("budget exhausted")
-            ),
-        },
-        lin::Verdict::NotLinearizable => Verdict::Broken {
-            violations: vec![crate::kit::words::lin_violation(report, "item", name)],
-        },
-    };
-    let mut checked = Checked::new(verdict).with_note(format!("{} items", report.keys));
-    if report.failure.is_some() {
-        checked.explanation = Some(crate::kit::words::lin_text(report, "item", name));
-        checked.html = Some(report.to_html(title));
-    }
-    checked
 }
 
 /// R1–R3 from each operation's attempt log, for a history whose calls say

@@ -9,4 +9,5 @@ pub mod dialects;
 pub mod durability;
 pub mod properties;
 pub mod retry;
+pub mod server;
 pub mod words;

@@ -1,9 +1,10 @@
 //! The words a person reads of a run: ETags and request conditions in a
 //! few characters for a failure page's labels, and a linearizability
-//! failure told as its violation, its focused account and its text.
+//! report told as a check's verdict: its violation, its focused account and
+//! its text.
 
 use crate::kit::properties::LINEARIZABILITY;
-use overcast_sim::check::{Evidence, EvidenceRow, Violation};
+use overcast_sim::check::{Checked, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::history::OpRecord;
 use overcast_sim::lin;
 use overcast_sim::timeline::secs;
@@ -270,4 +271,31 @@ mod tests {
             " If-Match …0001"
         );
     }
+}
+
+/// The checker's verdict on a linearizability report, with its explanation;
+/// `name` says which history operation each checker operation belongs to
+/// ([`LinOpName`]).
+pub fn lin_checked(report: &lin::Report, title: &str, name: LinOpName<'_>) -> Checked {
+    let verdict = match report.verdict {
+        lin::Verdict::Linearizable => Verdict::Held,
+        lin::Verdict::Unknown => Verdict::Undecided {
+            reason: format!(
+                "the linearizability search gave up: {}",
+                report
+                    .unknown_reason
+                    .as_deref()
+                    .unwrap_or("budget exhausted")
+            ),
+        },
+        lin::Verdict::NotLinearizable => Verdict::Broken {
+            violations: vec![lin_violation(report, "item", name)],
+        },
+    };
+    let mut checked = Checked::new(verdict).with_note(format!("{} items", report.keys));
+    if report.failure.is_some() {
+        checked.explanation = Some(lin_text(report, "item", name));
+        checked.html = Some(report.to_html(title));
+    }
+    checked
 }

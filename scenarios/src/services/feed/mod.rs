@@ -18,7 +18,8 @@ pub mod properties;
 pub mod timeline;
 pub mod workload;
 
-use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
+use crate::kit::bridge::{ClockAdapter, NetworkAdapter, NetworkCounts};
+use crate::kit::server::{ServerSetup, StreamNames};
 use history::{FeedHistory, FeedRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::params::{self, ParamError, SizeLimit};
@@ -26,7 +27,7 @@ use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefault
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::feed_processor::{run_host, ProcessorOptions, ProcessorStart};
 use overcast_model::retry::RetryOptions;
-use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
+use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
 use overcast_sim::faults::{FaultMix, FaultPlan};
 use overcast_sim::rng::stream;
@@ -391,46 +392,28 @@ impl ScenarioDef for Feed {
             let fut: overcast_harness::registry::NodeFuture = if env.role_as::<FeedRole>()
                 == FeedRole::Server
             {
-                let cfg = ServerConfig {
-                    bind: env.addr(),
-                    containers: vec![],
-                    feed_ranges: p.ranges,
-                    faults: p.server_faults.clone(),
-                    fsync_ms: p.fsync_ms,
-                    bugs,
-                    send: send.clone(),
-                    quiet_after_restart: if env.incarnation == 0 {
-                        Duration::ZERO
-                    } else {
-                        env.max_in_flight()
-                    },
-                    log: program_logs.report(env.incarnation_name()),
-                };
-                let draws = ServerStreams::new(
-                    env.seed,
-                    format!("server-{}", env.incarnation),
-                    Some(env.topology.clone()),
-                );
-                let disk = crate::kit::bridge::RecordingDisk {
-                    disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
-                    node: env.name.clone(),
-                    clock: env.clock.clone(),
+                let disk = crate::kit::server::recording_disk(
+                    &env,
                     recorder,
-                    logged: |r| {
+                    |r| {
                         Some(history::FeedEvent::Logged {
                             lsn: r.lsn,
                             effect: r.effect,
                         })
                     },
-                    recovered: |kept| history::FeedEvent::Recovered { kept },
-                };
-                Box::pin(serve(
-                    cfg,
-                    Arc::new(ClockAdapter(env.clock.clone())),
-                    Arc::new(disk),
-                    draws,
-                    stats,
-                ))
+                    |kept| history::FeedEvent::Recovered { kept },
+                );
+                ServerSetup {
+                    feed_ranges: p.ranges,
+                    ..ServerSetup::new(
+                        vec![],
+                        p.server_faults.clone(),
+                        p.fsync_ms,
+                        bugs,
+                        StreamNames::OneServer,
+                    )
+                }
+                .program(&env, send.clone(), Arc::new(disk), &program_logs, stats)
             } else {
                 Box::pin(async move {
                     let cfg = ClientConfig {

@@ -16,7 +16,8 @@ pub mod reference;
 pub mod timeline;
 pub mod workload;
 
-use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
+use crate::kit::bridge::ClockAdapter;
+use crate::kit::server::{ServerSetup, StreamNames};
 use history::{LeaseHistory, LeaseRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::params::{self, ParamError, SizeLimit};
@@ -24,7 +25,7 @@ use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefault
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::lease_holder::ClockBound;
 use overcast_model::retry::RetryOptions;
-use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
+use overcast_model::server::{FaultRates, ServerStats};
 use overcast_model::store::ItemKey;
 use overcast_sim::check::Checker;
 use overcast_sim::faults::{Fault, FaultMix, FaultPlan};
@@ -369,89 +370,69 @@ impl ScenarioDef for Leases {
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
             let send = crate::kit::bridge::NetworkAdapter::policy(&env, &network_counts);
-            let fut: overcast_harness::registry::NodeFuture =
-                if env.role_as::<LeasesRole>() == LeasesRole::Server {
-                    let cfg = ServerConfig {
-                        bind: env.addr(),
-                        containers: vec![CONTAINER.to_string()],
-                        feed_ranges: overcast_model::feed::INITIAL_RANGES,
-                        faults: p.server_faults.clone(),
-                        fsync_ms: p.fsync_ms,
+            let fut: overcast_harness::registry::NodeFuture = if env.role_as::<LeasesRole>()
+                == LeasesRole::Server
+            {
+                let disk = crate::kit::server::recording_disk(
+                    &env,
+                    recorder,
+                    |r| {
+                        Some(history::LeaseEvent::Logged {
+                            partition: r.partition,
+                            lsn: r.lsn,
+                            effect: r.effect,
+                        })
+                    },
+                    |kept| history::LeaseEvent::Recovered { kept },
+                );
+                ServerSetup::new(
+                    vec![CONTAINER.to_string()],
+                    p.server_faults.clone(),
+                    p.fsync_ms,
+                    bugs,
+                    StreamNames::OneServer,
+                )
+                .program(&env, send.clone(), Arc::new(disk), &program_logs, stats)
+            } else {
+                Box::pin(async move {
+                    let cfg = ClientConfig {
+                        servers: env.topology.addrs(LeasesRole::Server),
+                        partitions: 1,
+                        retry: p.retry.clone(),
                         bugs,
-                        send: send.clone(),
-                        quiet_after_restart: if env.incarnation == 0 {
-                            std::time::Duration::ZERO
-                        } else {
-                            env.max_in_flight()
-                        },
-                        log: program_logs.report(env.incarnation_name()),
+                        send,
                     };
-                    let draws = ServerStreams::new(
-                        env.seed,
-                        format!("server-{}", env.incarnation),
-                        Some(env.topology.clone()),
-                    );
-                    let disk = crate::kit::bridge::RecordingDisk {
-                        disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
-                        node: env.name.clone(),
-                        clock: env.clock.clone(),
-                        recorder,
-                        logged: |r| {
-                            Some(history::LeaseEvent::Logged {
-                                partition: r.partition,
-                                lsn: r.lsn,
-                                effect: r.effect,
-                            })
-                        },
-                        recovered: |kept| history::LeaseEvent::Recovered { kept },
+                    let tag = format!("{}-{}", env.name, env.incarnation);
+                    let sdk = stream(env.seed, &format!("{tag}-sdk"));
+                    let Ok(mut client) = StoreClient::connect(cfg, Box::new(sdk)).await else {
+                        tracing::error!("{} could not bind", env.name);
+                        return;
                     };
-                    Box::pin(serve(
-                        cfg,
-                        Arc::new(ClockAdapter(env.clock.clone())),
-                        Arc::new(disk),
-                        draws,
-                        stats,
-                    ))
-                } else {
-                    Box::pin(async move {
-                        let cfg = ClientConfig {
-                            servers: env.topology.addrs(LeasesRole::Server),
-                            partitions: 1,
-                            retry: p.retry.clone(),
-                            bugs,
-                            send,
-                        };
-                        let tag = format!("{}-{}", env.name, env.incarnation);
-                        let sdk = stream(env.seed, &format!("{tag}-sdk"));
-                        let Ok(mut client) = StoreClient::connect(cfg, Box::new(sdk)).await else {
-                            tracing::error!("{} could not bind", env.name);
-                            return;
-                        };
-                        let nodes = p.holders + p.clients;
-                        let index = if env.role_as::<LeasesRole>() == LeasesRole::Holder {
-                            env.index
-                        } else {
-                            p.holders + env.index
-                        };
-                        let node = workload::Node {
-                            rec: recorder,
-                            id: overcast_harness::registry::history_client(
-                                index,
-                                env.incarnation,
-                                nodes,
-                            ),
-                            name: env.incarnation_name(),
-                            clock: ClockAdapter(env.clock.clone()),
-                        };
-                        let rng = stream(env.seed, &format!("{tag}-workload"));
-                        let deadline_ns = env.deadline.as_nanos() as u64;
-                        if env.role_as::<LeasesRole>() == LeasesRole::Holder {
-                            workload::holder(&p, &node, &mut client, rng, bugs, deadline_ns).await;
-                        } else {
-                            workload::client(&p, &node, &mut client, rng, deadline_ns).await;
-                        }
-                    })
-                };
+                    let nodes = p.holders + p.clients;
+                    let index = if env.role_as::<LeasesRole>() == LeasesRole::Holder {
+                        env.index
+                    } else {
+                        p.holders + env.index
+                    };
+                    let node = workload::Node {
+                        rec: recorder,
+                        id: overcast_harness::registry::history_client(
+                            index,
+                            env.incarnation,
+                            nodes,
+                        ),
+                        name: env.incarnation_name(),
+                        clock: ClockAdapter(env.clock.clone()),
+                    };
+                    let rng = stream(env.seed, &format!("{tag}-workload"));
+                    let deadline_ns = env.deadline.as_nanos() as u64;
+                    if env.role_as::<LeasesRole>() == LeasesRole::Holder {
+                        workload::holder(&p, &node, &mut client, rng, bugs, deadline_ns).await;
+                    } else {
+                        workload::client(&p, &node, &mut client, rng, deadline_ns).await;
+                    }
+                })
+            };
             fut
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {

@@ -6,7 +6,7 @@ use super::history::{Call, OccEvent, Outcome};
 use super::spec::{Cond, ItemOp, ItemResult, ItemSpec, Match, Orphan, Tag};
 use super::workload::is_probe;
 use crate::kit::retry::{check_retries, window_wait_overrun, RetryCase, RetryRules, Surfaced};
-use crate::kit::words::{lin_text, lin_violation, same_op};
+use crate::kit::words::{lin_checked, same_op};
 use overcast_model::partition::Effect;
 use overcast_model::retry::RetryOptions;
 use overcast_model::store;
@@ -45,29 +45,9 @@ impl Checker<OccHistory> for Linearizability {
     fn check(&self, history: &OccHistory) -> Checked {
         let (history, lost) = without_lost_items(history);
         let report = check_items(&history, &self.options);
-        let verdict = match report.verdict {
-            lin::Verdict::Linearizable => Verdict::Held,
-            lin::Verdict::Unknown => Verdict::Undecided {
-                reason: format!(
-                    "the linearizability search gave up: {}",
-                    report
-                        .unknown_reason
-                        .as_deref()
-                        .unwrap_or("budget exhausted")
-                ),
-            },
-            lin::Verdict::NotLinearizable => Verdict::Broken {
-                violations: vec![lin_violation(&report, "item", &same_op)],
-            },
-        };
-        let mut checked = Checked::new(verdict)
+        lin_checked(&report, &self.title, &same_op)
             .with_note(format!("{} items{}", report.keys, lost_note(&lost)))
-            .partly(!lost.is_empty());
-        if report.failure.is_some() {
-            checked.explanation = Some(lin_text(&report, "item", &same_op));
-            checked.html = Some(report.to_html(&self.title));
-        }
-        checked
+            .partly(!lost.is_empty())
     }
 }
 

@@ -14,8 +14,9 @@ pub mod spec;
 pub mod timeline;
 pub mod workload;
 
-use crate::kit::bridge::{ClockAdapter, DiskAdapter, NetworkAdapter, NetworkCounts, ServerStreams};
+use crate::kit::bridge::{NetworkAdapter, NetworkCounts};
 use crate::kit::durability::{Acknowledgement, Durability, LogSink};
+use crate::kit::server::{ServerSetup, StreamNames};
 use check::{
     EtagFreshness, Increments, Linearizability, OccHistory, ProbeLiveness, ProbeSetup,
     RetryDiscipline,
@@ -28,7 +29,7 @@ use overcast_harness::registry::{
 };
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
-use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
+use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::NodeEvent;
@@ -237,20 +238,7 @@ impl Default for OccParams {
             ops_per_client: 100,
             mix: OpMix::default(),
             rmw_max_tries: 5,
-            server_faults: FaultRates {
-                throttle: 0.02,
-                retry_after_ms: (1, 200),
-                retry_with: 0.01,
-                unavailable: 0.01,
-                gone: 0.01,
-                timeout: 0.01,
-                gone_name_cache_stale: 0.2,
-                gone_range_gone: 0.2,
-                gone_lease_not_found: 0.1,
-                throttle_without_retry_after: 0.1,
-                throttle_zero_retry_after: 0.1,
-                storms: None,
-            },
+            server_faults: crate::kit::server::default_server_faults(),
             retry: RetryOptions::default(),
             fsync_ms: (1, 3),
             counters: default_counters(),
@@ -489,45 +477,31 @@ impl ScenarioDef for Occ {
             let fut: overcast_harness::registry::NodeFuture = if env.role_as::<OccRole>()
                 == OccRole::Server
             {
-                let cfg = ServerConfig {
-                    bind: env.addr(),
-                    containers: vec![CONTAINER.to_string()],
-                    feed_ranges: overcast_model::feed::INITIAL_RANGES,
-                    // The variant's storms end by the workload's deadline.
-                    faults: if p.throttle {
-                        throttled_faults(&p.server_faults, env.deadline.as_millis() as u64)
-                    } else {
-                        p.server_faults.clone()
-                    },
-                    fsync_ms: p.fsync_ms,
-                    bugs,
-                    send,
-                    quiet_after_restart: if env.incarnation == 0 {
-                        Duration::ZERO
-                    } else {
-                        env.max_in_flight()
-                    },
-                    log: program_logs.report(env.incarnation_name()),
-                };
-                let draws = ServerStreams::new(
-                    env.seed,
-                    format!("server-{}-{}", env.index, env.incarnation),
-                    Some(env.topology.clone()),
-                );
-                let disk = env.disk.clone().expect("servers have disks");
                 // Every receipt is kept: the retry checks judge from them.
                 let stats = Arc::new(Mutex::new(ServerStats {
                     receipts: Some(Vec::new()),
                     ..ServerStats::default()
                 }));
                 lock(&all_stats).push((env.incarnation_name(), stats.clone()));
-                Box::pin(serve(
-                    cfg,
-                    Arc::new(ClockAdapter(env.clock.clone())),
-                    Arc::new(DiskAdapter(disk)),
-                    draws,
+                ServerSetup::new(
+                    vec![CONTAINER.to_string()],
+                    // The variant's storms end by the workload's deadline.
+                    if p.throttle {
+                        throttled_faults(&p.server_faults, env.deadline.as_millis() as u64)
+                    } else {
+                        p.server_faults.clone()
+                    },
+                    p.fsync_ms,
+                    bugs,
+                    StreamNames::ByIndex,
+                )
+                .program(
+                    &env,
+                    send,
+                    Arc::new(crate::kit::server::disk_of(&env)),
+                    &program_logs,
                     stats,
-                ))
+                )
             } else if env.role_as::<OccRole>() == OccRole::Probe && !p.probe {
                 Box::pin(async {})
             } else if env.role_as::<OccRole>() == OccRole::Probe {

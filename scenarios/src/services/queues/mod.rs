@@ -19,7 +19,8 @@ pub mod reference;
 pub mod timeline;
 pub mod workload;
 
-use crate::kit::bridge::{ClockAdapter, DiskAdapter, ServerStreams};
+use crate::kit::bridge::{ClockAdapter, DiskAdapter};
+use crate::kit::server::{ServerSetup, StreamNames};
 use history::{QueueHistory, QueueRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::params::{self, ParamError, SizeLimit};
@@ -30,7 +31,7 @@ use overcast_model::client::ClientConfig;
 use overcast_model::connector::{Connector, ConnectorConfig};
 use overcast_model::queue::{QueueConfig, RESERVATION_MS, SOFT_DELETE_MS};
 use overcast_model::retry::RetryOptions;
-use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
+use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
 use overcast_sim::faults::{FaultMix, FaultPlan};
 use overcast_sim::rng::stream;
@@ -365,33 +366,11 @@ impl ScenarioDef for Queues {
             let send = crate::kit::bridge::NetworkAdapter::policy(&env, &network_counts);
             let fut: overcast_harness::registry::NodeFuture = match env.role_as::<QueuesRole>() {
                 QueuesRole::Server => {
-                    let cfg = ServerConfig {
-                        bind: env.addr(),
-                        containers: Vec::new(),
-                        feed_ranges: overcast_model::feed::INITIAL_RANGES,
-                        faults: p.server_faults.clone(),
-                        fsync_ms: p.fsync_ms,
-                        bugs,
-                        send: send.clone(),
-                        quiet_after_restart: if env.incarnation == 0 {
-                            Duration::ZERO
-                        } else {
-                            env.max_in_flight()
-                        },
-                        log: program_logs.report(env.incarnation_name()),
-                    };
-                    let draws = ServerStreams::new(
-                        env.seed,
-                        format!("server-{}", env.incarnation),
-                        Some(env.topology.clone()),
-                    );
-                    let disk = crate::kit::bridge::RecordingDisk {
-                        disk: DiskAdapter(env.disk.clone().expect("servers have disks")),
-                        node: env.name.clone(),
-                        clock: env.clock.clone(),
+                    let disk = crate::kit::server::recording_disk(
+                        &env,
                         recorder,
                         // Only the queue service's records are the queues' history.
-                        logged: |r| match r.effect {
+                        |r| match r.effect {
                             overcast_model::partition::Effect::Queue(effect) => {
                                 Some(history::QueueEvent::Logged {
                                     partition: r.partition,
@@ -401,15 +380,22 @@ impl ScenarioDef for Queues {
                             }
                             _ => None,
                         },
-                        recovered: |kept| history::QueueEvent::Recovered { kept },
-                    };
-                    Box::pin(serve(
-                        cfg,
-                        Arc::new(ClockAdapter(env.clock.clone())),
+                        |kept| history::QueueEvent::Recovered { kept },
+                    );
+                    ServerSetup::new(
+                        Vec::new(),
+                        p.server_faults.clone(),
+                        p.fsync_ms,
+                        bugs,
+                        StreamNames::OneServer,
+                    )
+                    .program(
+                        &env,
+                        send.clone(),
                         Arc::new(disk),
-                        draws,
+                        &program_logs,
                         stats,
-                    ))
+                    )
                 }
                 QueuesRole::Editor => Box::pin(async move {
                     let rng = stream(env.seed, "editor");

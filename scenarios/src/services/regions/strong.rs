@@ -11,7 +11,7 @@
 
 use super::history::{Consistency, RegionCall, RegionOutcome, RegionsHistory};
 use super::Service;
-use overcast_sim::check::{Checked, Checker, Verdict};
+use overcast_sim::check::{Checked, Checker};
 use overcast_sim::lin::{self, Next, Operation, Spec};
 use std::collections::BTreeMap;
 
@@ -281,39 +281,16 @@ impl Checker<RegionsHistory> for StrongLinearizability {
             service: self.service,
         };
         let report = lin::check(&register, &ops, &self.options);
-        let verdict = match report.verdict {
-            lin::Verdict::Linearizable => Verdict::Held,
-            lin::Verdict::Unknown => Verdict::Undecided {
-                reason: format!(
-                    "the linearizability search gave up: {}",
-                    report
-                        .unknown_reason
-                        .as_deref()
-                        .unwrap_or("budget exhausted")
-                ),
-            },
-            lin::Verdict::NotLinearizable => Verdict::Broken {
-                violations: vec![crate::kit::words::lin_violation(
-                    &report,
-                    "item",
-                    &crate::kit::words::same_op,
-                )],
-            },
-        };
-        let mut checked = Checked::new(verdict).with_note(format!(
+        crate::kit::words::lin_checked(
+            &report,
+            "overcast regions (strong operations)",
+            &crate::kit::words::same_op,
+        )
+        .with_note(format!(
             "{} items, {} writes, {reads} strong reads",
             report.keys,
             ops.len() - reads
-        ));
-        if report.failure.is_some() {
-            checked.explanation = Some(crate::kit::words::lin_text(
-                &report,
-                "item",
-                &crate::kit::words::same_op,
-            ));
-            checked.html = Some(report.to_html("overcast regions (strong operations)"));
-        }
-        checked
+        ))
     }
 }
 

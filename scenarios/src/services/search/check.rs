@@ -5,8 +5,8 @@
 
 use super::history::{Call, Outcome};
 use super::spec::{Cond, SearchOp, SearchResult, SearchSpec};
-use crate::kit::dialects::lin_checked;
 use crate::kit::words::calls_account;
+use crate::kit::words::lin_checked;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::{Checked, Checker, Evidence, Verdict, Violation};
 use overcast_sim::history::History;

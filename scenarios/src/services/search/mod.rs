@@ -19,11 +19,11 @@ pub mod workload;
 
 use crate::kit::dialects::StoreRole;
 use crate::kit::dialects::{self, RetryDiscipline};
+use crate::kit::server::{ServerSetup, StreamNames};
 use check::{EtagFreshness, Linearizability, NoLostField, SearchHistory};
 use history::{Call, Outcome};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::params::{self, ParamError, SizeLimit};
-use overcast_harness::registry::{halve, once};
 use overcast_harness::registry::{Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
@@ -109,7 +109,7 @@ impl Default for SearchParams {
             mix: SearchMix::default(),
             only_if_unchanged: true,
             story_tries: 3,
-            server_faults: dialects::default_server_faults(),
+            server_faults: crate::kit::server::default_server_faults(),
             retry: RetryOptions::default(),
             fsync_ms: (1, 3),
         }
@@ -246,14 +246,19 @@ impl ScenarioDef for Search {
             let recorder = program_recorder.clone();
             let fut: overcast_harness::registry::NodeFuture =
                 if env.role_as::<StoreRole>() == StoreRole::Server {
-                    dialects::server_program(
-                        &env,
+                    ServerSetup::new(
                         Vec::new(),
                         p.server_faults.clone(),
                         p.fsync_ms,
                         bugs,
-                        program_stats.clone(),
+                        StreamNames::ByIndex,
+                    )
+                    .program(
+                        &env,
+                        dialects::send_policy(&env),
+                        Arc::new(crate::kit::server::disk_of(&env)),
                         &program_logs,
+                        program_stats.clone(),
                     )
                 } else {
                     Box::pin(async move {
@@ -340,55 +345,17 @@ impl ScenarioDef for Search {
     }
 
     fn reductions(&self) -> Vec<Reduction<SearchParams>> {
-        vec![
-            ("halve the clients", |p, i| {
-                once(i, || {
-                    halve(p.clients, 1).map(|c| SearchParams {
-                        clients: c,
-                        ..p.clone()
-                    })
-                })
-            }),
-            ("halve the operations", |p, i| {
-                once(i, || {
-                    halve(p.ops_per_client, 1).map(|n| SearchParams {
-                        ops_per_client: n,
-                        ..p.clone()
-                    })
-                })
-            }),
-            ("one operation fewer", |p, i| {
-                once(i, || {
-                    (p.ops_per_client > 1).then(|| SearchParams {
-                        ops_per_client: p.ops_per_client - 1,
-                        ..p.clone()
-                    })
-                })
-            }),
-            ("one client fewer", |p, i| {
-                once(i, || {
-                    (p.clients > 1).then(|| SearchParams {
-                        clients: p.clients - 1,
-                        ..p.clone()
-                    })
-                })
-            }),
-            ("no server fault points", |p, i| {
-                once(i, || {
-                    dialects::without_fault_points(&p.server_faults).map(|f| SearchParams {
-                        server_faults: f,
-                        ..p.clone()
-                    })
-                })
-            }),
-            ("one server fewer", |p, i| {
-                once(i, || {
-                    (p.servers > 1).then(|| SearchParams {
-                        servers: p.servers - 1,
-                        ..p.clone()
-                    })
-                })
-            }),
-        ]
+        dialects::store_reductions()
+    }
+}
+
+impl dialects::StoreParams for SearchParams {
+    fn size(&mut self) -> dialects::StoreSize<'_> {
+        dialects::StoreSize {
+            clients: &mut self.clients,
+            ops_per_client: &mut self.ops_per_client,
+            servers: &mut self.servers,
+            server_faults: &mut self.server_faults,
+        }
     }
 }
