@@ -31,11 +31,6 @@ pub enum ListWhat {
     Properties,
 }
 
-fn bad_input(msg: impl std::fmt::Display) -> u8 {
-    eprintln!("overcast: {msg}");
-    2
-}
-
 /// Rows as columns: each cell but the last padded to its column's widest.
 fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -94,7 +89,7 @@ fn bugs(scenario: Option<&str>) -> u8 {
         None => CATALOGUE.bugs(),
         Some(name) => match CATALOGUE.find(name) {
             Ok(def) => def.bugs(),
-            Err(e) => return bad_input(e),
+            Err(e) => return crate::run_cmd::bad_input(e),
         },
     };
     let mut rows = vec![vec![

@@ -80,7 +80,7 @@ enum Command {
         after_help = "Example:\n  overcast explore regions --for 2m --bug stale_term_append"
     )]
     Explore(explore_cmd::ExploreArgs),
-    /// Join the results of sharded sweeps (`sweep --out`) into one summary and failure list.
+    /// Join the results of sharded sweeps and explorations (`--out` folders) into one summary and failure list, and mark failures new, ongoing or resolved against an earlier one.
     #[command(after_help = "Example:\n  overcast merge shard-1 shard-2")]
     Merge(run_cmd::MergeArgs),
     /// Replay a saved scenario (a failure file or a scenario file) exactly.

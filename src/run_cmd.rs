@@ -8,8 +8,9 @@
 
 use crate::header::header;
 use crate::watch::{self, watched, MaxWall, Over, Progress};
+use overcast_harness::error::HarnessError;
 use overcast_harness::hunt::{hunt_both, hunt_scenario_in, BugHunt};
-use overcast_harness::registry::{self, DynScenario};
+use overcast_harness::registry::DynScenario;
 use overcast_harness::run::{run_isolated_with, RunResult};
 use overcast_harness::saved::{
     history_file, replay_command, run_command, save_failure, Loaded, SavedOutcome, SavedRun,
@@ -17,7 +18,7 @@ use overcast_harness::saved::{
 };
 use overcast_harness::scenario::Scenario;
 use overcast_harness::shrink::DEFAULT_MAX_TRIES;
-use overcast_harness::sweep::{sweep_with as sweep_scenario, SeedChecks};
+use overcast_harness::sweep::{sweep_with as sweep_scenario, SeedChecks, Standing};
 use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Outcome;
 use overcast_sim::runner::SweepOptions;
@@ -184,9 +185,13 @@ pub struct SweepArgs {
 /// Arguments of `overcast merge`.
 #[derive(clap::Args, Debug)]
 pub struct MergeArgs {
-    /// Folders written by `overcast sweep --out` (one per shard).
+    /// Folders written by `overcast sweep --out` or `overcast explore --out` (one per shard).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
+    /// An earlier sweep's folders (repeatable): each scenario and property
+    /// that fails is marked new, ongoing or resolved against them.
+    #[arg(long, value_name = "DIR")]
+    pub against: Vec<PathBuf>,
 }
 
 /// Arguments of `overcast replay`.
@@ -764,10 +769,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             }
         }
         if let Some(dir) = &args.out {
-            let file = dir.join(match shard {
-                Some((k, n)) => format!("results-{name}-shard{k}-of-{n}.jsonl"),
-                None => format!("results-{name}.jsonl"),
-            });
+            let file = dir.join(overcast_harness::sweep::results_file_name(name, shard));
             let text: String = lines
                 .iter()
                 .map(|l| serde_json::to_string(l).expect("lines serialise") + "\n")
@@ -826,11 +828,12 @@ fn sweep_names(scenario: Option<&str>, bugs: &[String]) -> Result<Vec<&'static s
         _ => {
             for b in bugs {
                 if CATALOGUE.bug(b).is_none() {
-                    return Err(registry::unknown(
+                    return Err(HarnessError::unknown(
                         "bug",
                         b,
                         CATALOGUE.bugs().iter().map(|k| k.name),
-                    ));
+                    )
+                    .into());
                 }
             }
             let names: Vec<&'static str> = CATALOGUE
@@ -935,7 +938,8 @@ pub fn merge(args: &MergeArgs) -> u8 {
     };
     let mut by_scenario =
         std::collections::BTreeMap::<&str, std::collections::BTreeMap<Outcome, usize>>::new();
-    let mut seen = std::collections::BTreeMap::<(&str, u64, bool), usize>::new();
+    // A run is a seed's, or an explored branch of it.
+    let mut seen = std::collections::BTreeMap::<(&str, u64, bool, &[_]), usize>::new();
     let mut worst = Outcome::Passed;
     for l in &lines {
         *by_scenario
@@ -943,7 +947,9 @@ pub fn merge(args: &MergeArgs) -> u8 {
             .or_default()
             .entry(l.outcome)
             .or_default() += 1;
-        *seen.entry((&l.scenario, l.seed, l.swarm)).or_default() += 1;
+        *seen
+            .entry((&l.scenario, l.seed, l.swarm, &l.branch[..]))
+            .or_default() += 1;
         worst = worst.min(l.outcome);
     }
     for (name, counts) in &by_scenario {
@@ -959,12 +965,42 @@ pub fn merge(args: &MergeArgs) -> u8 {
     if twice > 0 {
         println!("note    {twice} seeds appear in more than one shard (overlapping shards?)");
     }
+    if !args.against.is_empty() {
+        let before = match overcast_harness::sweep::read_lines(&args.against) {
+            Ok(l) => l,
+            Err(e) => return bad_input(e),
+        };
+        let found = overcast_harness::sweep::findings(&lines, &before);
+        let count = |s: Standing| found.iter().filter(|f| f.standing == s).count();
+        println!(
+            "against {}: {} new, {} ongoing, {} resolved",
+            args.against
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            count(Standing::New),
+            count(Standing::Ongoing),
+            count(Standing::Resolved)
+        );
+        for f in &found {
+            println!("{}", f.line());
+        }
+    }
     for l in lines.iter().filter(|l| !l.outcome.passes()) {
         println!(
-            "{} {} seed {}{}: {}{}",
+            "{} {} seed {}{}{}: {}{}",
             l.outcome.word(),
             l.scenario,
             l.seed,
+            if l.branch.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " branched at {}",
+                    overcast_sim::rng::branch_path_words(&l.branch)
+                )
+            },
             if l.swarm { " (swarm)" } else { "" },
             l.problem.as_deref().unwrap_or("-"),
             l.saved
@@ -993,7 +1029,11 @@ pub fn bugs(args: &BugsArgs) -> u8 {
             match CATALOGUE.bug(name) {
                 Some(b) => v.push(b),
                 None => {
-                    return bad_input(registry::unknown("bug", name, all.iter().map(|b| b.name)))
+                    return bad_input(HarnessError::unknown(
+                        "bug",
+                        name,
+                        all.iter().map(|b| b.name),
+                    ))
                 }
             }
         }

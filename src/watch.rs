@@ -8,6 +8,7 @@
 //! stops the program.
 
 use overcast_harness::bug::BugInfo;
+use overcast_harness::error::HarnessError;
 use overcast_harness::params::SizeLimit;
 use overcast_harness::registry::{CheckRecord, DynScenario, Executed, RunDefaults, RunHistory};
 use overcast_harness::scenario::Scenario;
@@ -258,13 +259,13 @@ impl DynScenario for Watched {
     fn defaults(&self) -> RunDefaults {
         self.inner.defaults()
     }
-    fn check_params(&self, params: &serde_json::Value) -> Result<(), String> {
+    fn check_params(&self, params: &serde_json::Value) -> Result<(), HarnessError> {
         self.inner.check_params(params)
     }
     fn header(&self, params: &serde_json::Value) -> String {
         self.inner.header(params)
     }
-    fn topology(&self, params: &serde_json::Value) -> Result<Topology, String> {
+    fn topology(&self, params: &serde_json::Value) -> Result<Topology, HarnessError> {
         self.inner.topology(params)
     }
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
@@ -279,7 +280,7 @@ impl DynScenario for Watched {
     fn variant(&self, params: &serde_json::Value) -> Option<&'static str> {
         self.inner.variant(params)
     }
-    fn execute(&self, s: &Scenario) -> Result<Executed, String> {
+    fn execute(&self, s: &Scenario) -> Result<Executed, HarnessError> {
         let id = STARTED.fetch_add(1, Ordering::Relaxed);
         running().lock().unwrap_or_else(|e| e.into_inner()).insert(
             id,
@@ -310,14 +311,14 @@ impl DynScenario for Watched {
     fn properties(&self) -> Vec<Property> {
         self.inner.properties()
     }
-    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, String> {
+    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, HarnessError> {
         self.inner.read_history(doc)
     }
     fn check_history(
         &self,
         history: &dyn RunHistory,
         params: &serde_json::Value,
-    ) -> Result<Vec<CheckRecord>, String> {
+    ) -> Result<Vec<CheckRecord>, HarnessError> {
         self.inner.check_history(history, params)
     }
     fn draw(
@@ -326,13 +327,13 @@ impl DynScenario for Watched {
         history: &dyn RunHistory,
         world: &WorldOutcome,
         t: &mut Timeline,
-    ) -> Result<(), String> {
+    ) -> Result<(), HarnessError> {
         self.inner.draw(s, history, world, t)
     }
     fn goals(
         &self,
         params: &serde_json::Value,
-    ) -> Result<Vec<overcast_harness::goals::DynGoal>, String> {
+    ) -> Result<Vec<overcast_harness::goals::DynGoal>, HarnessError> {
         self.inner.goals(params)
     }
 }

@@ -3,7 +3,8 @@
 //! harness names no scenario; the catalogue is handed to it.
 
 use crate::bug::BugInfo;
-use crate::registry::{unknown, DynScenario};
+use crate::error::HarnessError;
+use crate::registry::DynScenario;
 use crate::run::{harness_failure, run_with, RunResult};
 use crate::saved::{Loaded, SavedRun};
 use crate::scenario::Scenario;
@@ -17,12 +18,12 @@ pub struct Catalogue {
 
 impl Catalogue {
     /// The registered scenario called `name`, or the one-line error naming the known ones.
-    pub fn find(&self, name: &str) -> Result<&'static dyn DynScenario, String> {
+    pub fn find(&self, name: &str) -> Result<&'static dyn DynScenario, HarnessError> {
         self.scenarios
             .iter()
             .copied()
             .find(|d| d.name() == name)
-            .ok_or_else(|| unknown("scenario", name, self.names()))
+            .ok_or_else(|| HarnessError::unknown("scenario", name, self.names()))
     }
 
     /// The scenarios' names, in order.
@@ -31,7 +32,7 @@ impl Catalogue {
     }
 
     /// The default run of the scenario called `name` for `seed`.
-    pub fn scenario(&self, name: &str, seed: u64) -> Result<Scenario, String> {
+    pub fn scenario(&self, name: &str, seed: u64) -> Result<Scenario, HarnessError> {
         Ok(Scenario::new(self.find(name)?, seed))
     }
 
@@ -55,7 +56,7 @@ impl Catalogue {
 
     /// Checks `s` against its scenario: the name is registered, and every bug
     /// belongs to it (a bug of another scenario is named as such).
-    pub fn validate(&self, s: &Scenario) -> Result<(), String> {
+    pub fn validate(&self, s: &Scenario) -> Result<(), HarnessError> {
         let def = self.find(&s.name)?;
         if let Some(b) = s
             .bugs
@@ -72,7 +73,8 @@ impl Catalogue {
                         .collect::<Vec<_>>()
                         .join(", "),
                     other.scenarios.join(" and "),
-                ));
+                )
+                .into());
             }
         }
         s.validate_with(def)
@@ -80,7 +82,7 @@ impl Catalogue {
 
     /// Reads a saved run, or a bare scenario file, of a registered scenario
     /// ([`SavedRun::parse_with`] on the scenario the file names).
-    pub fn load(&self, text: &str) -> Result<Loaded, String> {
+    pub fn load(&self, text: &str) -> Result<Loaded, HarnessError> {
         let loaded = SavedRun::parse_unvalidated(text)?;
         self.validate(&loaded.scenario)?;
         Ok(loaded)
@@ -92,7 +94,7 @@ impl Catalogue {
     pub fn run(&self, s: &Scenario) -> RunResult {
         match self.find(&s.name) {
             Ok(def) => run_with(def, s),
-            Err(e) => harness_failure(s, e, std::time::Duration::ZERO),
+            Err(e) => harness_failure(s, e.to_string(), std::time::Duration::ZERO),
         }
     }
 
@@ -133,7 +135,7 @@ impl Catalogue {
         &self,
         mut doc: serde_json::Value,
         beside: Option<Scenario>,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, HarnessError> {
         let Some(fields) = doc.as_object_mut() else {
             return Err("not a history: expected a JSON object".into());
         };
@@ -157,14 +159,15 @@ impl Catalogue {
                     "not a history any registered scenario records ({})",
                     self.scenarios
                         .first()
-                        .map(|d| d.read_history(doc.clone()).err().unwrap_or_default())
+                        .and_then(|d| d.read_history(doc.clone()).err())
+                        .map(|e| e.to_string())
                         .unwrap_or_default()
                 ),
                 names => format!(
                     "a history of {} without the run that recorded it (no \"scenario\" field, no saved run beside it), and its checkers need the run's parameters: `run --history FILE` and saved failures write histories that carry it",
                     names.join(" or ")
                 ),
-            });
+            }.into());
         };
         self.validate(&s)?;
         let def = self.find(&s.name)?;

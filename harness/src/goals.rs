@@ -11,6 +11,7 @@
 //! as a part of its failure page. Goals read the finished history only: they
 //! never change a run or its trace.
 
+use crate::error::HarnessError;
 use crate::registry::{DynScenario, RunHistory};
 use crate::run::{run_with, RunResult};
 use crate::scenario::Scenario;
@@ -395,29 +396,27 @@ impl GoalsFile {
 
     /// Writes it as `dir/NAME` (pretty JSON; NAME from [`goals_file_name`]);
     /// the path written.
-    pub fn write(&self, dir: &Path, name: &str) -> Result<PathBuf, String> {
+    pub fn write(&self, dir: &Path, name: &str) -> Result<PathBuf, HarnessError> {
         let path = dir.join(name);
         let text = serde_json::to_string_pretty(self).expect("goals serialise");
-        std::fs::write(&path, text + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, text + "\n").map_err(|e| HarnessError::write(&path, e))?;
         Ok(path)
     }
 
     /// Reads a goals file.
-    pub fn read(path: &Path) -> Result<GoalsFile, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn read(path: &Path) -> Result<GoalsFile, HarnessError> {
+        let text = std::fs::read_to_string(path).map_err(|e| HarnessError::read(path, e))?;
+        serde_json::from_str(&text)
+            .map_err(|e| HarnessError::invalid(format!("{}: {e}", path.display())))
     }
 
     /// The sum of the goals files (`goals*.json`) in `dirs`, each folder's
     /// in name order (folders without one are skipped); `None` when there
     /// is none.
-    pub fn read_dirs(dirs: &[PathBuf]) -> Result<Option<GoalsFile>, String> {
+    pub fn read_dirs(dirs: &[PathBuf]) -> Result<Option<GoalsFile>, HarnessError> {
         let mut sum: Option<GoalsFile> = None;
         for dir in dirs {
-            let entries = std::fs::read_dir(dir)
-                .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let entries = std::fs::read_dir(dir).map_err(|e| HarnessError::read(dir, e))?;
             let mut files: Vec<PathBuf> = entries
                 .flatten()
                 .map(|e| e.path())
@@ -465,7 +464,7 @@ pub fn sweep(
     seeds: &[u64],
     opts: &SweepOptions,
     make: impl Fn(u64) -> Scenario + Sync,
-) -> Result<Tally, String> {
+) -> Result<Tally, HarnessError> {
     let first = make(seeds.first().copied().unwrap_or(0));
     let goals = def.goals(&first.params)?;
     let mut tally = Tally::new(def.name(), first.swarm, &goals);

@@ -15,6 +15,7 @@ compile_error!(
 
 pub mod bug;
 pub mod catalogue;
+pub mod error;
 pub mod explore;
 pub mod goals;
 pub mod hunt;

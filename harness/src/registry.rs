@@ -9,6 +9,7 @@
 //! functions that take a `&dyn DynScenario`.
 
 use crate::bug::BugInfo;
+use crate::error::HarnessError;
 use crate::params::{check_limits, ParamError, SizeLimit};
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Checker, Property, PropertyId, LIVENESS};
@@ -23,14 +24,6 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
-
-/// The one message for an unknown name: "unknown KIND 'NAME' (known: a, b)".
-pub fn unknown<'a>(kind: &str, name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
-    format!(
-        "unknown {kind} '{name}' (known: {})",
-        known.into_iter().collect::<Vec<_>>().join(", ")
-    )
-}
 
 /// The envelope settings a scenario starts from (the seed, bugs and swarm
 /// switch come from the command line).
@@ -609,11 +602,11 @@ pub trait DynScenario: Send + Sync {
     /// [`ScenarioDef::defaults`].
     fn defaults(&self) -> RunDefaults;
     /// Parses and validates parameters; one line when they are wrong.
-    fn check_params(&self, params: &serde_json::Value) -> Result<(), String>;
+    fn check_params(&self, params: &serde_json::Value) -> Result<(), HarnessError>;
     /// The parameters in one line for the run header.
     fn header(&self, params: &serde_json::Value) -> String;
     /// The nodes for these parameters.
-    fn topology(&self, params: &serde_json::Value) -> Result<Topology, String>;
+    fn topology(&self, params: &serde_json::Value) -> Result<Topology, HarnessError>;
     /// [`ScenarioDef::budget`].
     fn budget(&self) -> FaultBudget;
     /// [`ScenarioDef::bugs`].
@@ -623,7 +616,7 @@ pub trait DynScenario: Send + Sync {
     /// [`ScenarioDef::variant`] (none for parameters that do not parse).
     fn variant(&self, params: &serde_json::Value) -> Option<&'static str>;
     /// Runs the world for `s` (whose plan is resolved) and checks its history.
-    fn execute(&self, s: &Scenario) -> Result<Executed, String>;
+    fn execute(&self, s: &Scenario) -> Result<Executed, HarnessError>;
     /// The names of its reductions.
     fn reduction_names(&self) -> Vec<&'static str>;
     /// [`ScenarioDef::prefix_closed`].
@@ -640,7 +633,7 @@ pub trait DynScenario: Send + Sync {
     fn properties(&self) -> Vec<Property>;
     /// Reads a history of this scenario from its JSON (the `.history.json`
     /// file without the run it came from); one line when it is not one.
-    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, String>;
+    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, HarnessError>;
     /// Judges a history this scenario recorded (as [`DynScenario::read_history`]
     /// reads it) with its checkers for `params`: one record per checker, in
     /// order (liveness, judged on the world, is not among them).
@@ -648,7 +641,7 @@ pub trait DynScenario: Send + Sync {
         &self,
         history: &dyn RunHistory,
         params: &serde_json::Value,
-    ) -> Result<Vec<CheckRecord>, String>;
+    ) -> Result<Vec<CheckRecord>, HarnessError>;
     /// Draws run `s` (whose plan is resolved) on `t`: what the world did
     /// (its topology, the plan as [`ScenarioDef::adjust_plan`] shaped it,
     /// `world`'s events) and the history ([`ScenarioDef::timeline`]; the
@@ -659,13 +652,18 @@ pub trait DynScenario: Send + Sync {
         history: &dyn RunHistory,
         world: &WorldOutcome,
         t: &mut Timeline,
-    ) -> Result<(), String>;
+    ) -> Result<(), HarnessError>;
     /// [`ScenarioDef::goals`] for these parameters, over any history.
-    fn goals(&self, params: &serde_json::Value) -> Result<Vec<crate::goals::DynGoal>, String>;
+    fn goals(&self, params: &serde_json::Value)
+        -> Result<Vec<crate::goals::DynGoal>, HarnessError>;
 }
 
-fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, String> {
-    T::deserialize(v).map_err(|e| format!("the parameters of scenario '{name}' are not valid: {e}"))
+fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, HarnessError> {
+    T::deserialize(v).map_err(|e| {
+        HarnessError::invalid(format!(
+            "the parameters of scenario '{name}' are not valid: {e}"
+        ))
+    })
 }
 
 /// Each of `def`'s checkers for `p` on `history`, in order.
@@ -697,7 +695,7 @@ impl<D: ScenarioDef> DynScenario for D {
     fn defaults(&self) -> RunDefaults {
         ScenarioDef::defaults(self)
     }
-    fn check_params(&self, params: &serde_json::Value) -> Result<(), String> {
+    fn check_params(&self, params: &serde_json::Value) -> Result<(), HarnessError> {
         let p: D::Params = parse(ScenarioDef::name(self), params)?;
         check_limits(ScenarioDef::name(self), ScenarioDef::limits(self), params)?;
         Ok(self.validate(&p)?)
@@ -705,10 +703,10 @@ impl<D: ScenarioDef> DynScenario for D {
     fn header(&self, params: &serde_json::Value) -> String {
         match parse::<D::Params>(ScenarioDef::name(self), params) {
             Ok(p) => ScenarioDef::header(self, &p),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     }
-    fn topology(&self, params: &serde_json::Value) -> Result<Topology, String> {
+    fn topology(&self, params: &serde_json::Value) -> Result<Topology, HarnessError> {
         Ok(ScenarioDef::topology(
             self,
             &parse(ScenarioDef::name(self), params)?,
@@ -726,7 +724,7 @@ impl<D: ScenarioDef> DynScenario for D {
     fn variant(&self, params: &serde_json::Value) -> Option<&'static str> {
         ScenarioDef::variant(self, &parse(ScenarioDef::name(self), params).ok()?)
     }
-    fn execute(&self, s: &Scenario) -> Result<Executed, String> {
+    fn execute(&self, s: &Scenario) -> Result<Executed, HarnessError> {
         let p: D::Params = parse(ScenarioDef::name(self), &s.params)?;
         let ctx = RunCtx {
             seed: s.seed,
@@ -782,7 +780,7 @@ impl<D: ScenarioDef> DynScenario for D {
         }
         all
     }
-    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, String> {
+    fn read_history(&self, doc: serde_json::Value) -> Result<Box<dyn RunHistory>, HarnessError> {
         let h: D::History = serde_path_to_error::deserialize(doc).map_err(|e| {
             format!(
                 "not a history of scenario '{}': {}: {}",
@@ -797,7 +795,7 @@ impl<D: ScenarioDef> DynScenario for D {
         &self,
         history: &dyn RunHistory,
         params: &serde_json::Value,
-    ) -> Result<Vec<CheckRecord>, String> {
+    ) -> Result<Vec<CheckRecord>, HarnessError> {
         let p: D::Params = parse(ScenarioDef::name(self), params)?;
         let h = history
             .as_any()
@@ -811,7 +809,7 @@ impl<D: ScenarioDef> DynScenario for D {
         history: &dyn RunHistory,
         world: &WorldOutcome,
         t: &mut Timeline,
-    ) -> Result<(), String> {
+    ) -> Result<(), HarnessError> {
         let p: D::Params = parse(ScenarioDef::name(self), &s.params)?;
         let topology = ScenarioDef::topology(self, &p);
         let mut plan = s
@@ -846,7 +844,10 @@ impl<D: ScenarioDef> DynScenario for D {
         }
         Ok(())
     }
-    fn goals(&self, params: &serde_json::Value) -> Result<Vec<crate::goals::DynGoal>, String> {
+    fn goals(
+        &self,
+        params: &serde_json::Value,
+    ) -> Result<Vec<crate::goals::DynGoal>, HarnessError> {
         let p: D::Params = parse(ScenarioDef::name(self), params)?;
         Ok(ScenarioDef::goals(self, &p)
             .into_iter()

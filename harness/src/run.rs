@@ -2,6 +2,7 @@
 //! scenario's topology, run its node programs, check the history with its
 //! checkers, and summarise. Works for any [`DynScenario`].
 
+use crate::error::HarnessError;
 use crate::registry::{CheckRecord, DynScenario, RunHistory};
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Outcome, Property, PropertyId, Verdict, Violation, LIVENESS};
@@ -358,7 +359,7 @@ pub fn world_config(s: &Scenario, topology: Topology) -> WorldConfig {
 }
 
 /// `s` with its fault plan drawn (unchanged if it has one).
-pub fn resolved(def: &dyn DynScenario, s: &Scenario) -> Result<Scenario, String> {
+pub fn resolved(def: &dyn DynScenario, s: &Scenario) -> Result<Scenario, HarnessError> {
     let mut r = s.clone();
     if r.plan.is_none() {
         r.plan = Some(resolve_plan(s, &def.topology(&s.params)?));
@@ -411,12 +412,12 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
     let started = Instant::now();
     let resolved = match resolved(def, s) {
         Ok(r) => r,
-        Err(e) => return harness_failure(s, e, started.elapsed()),
+        Err(e) => return harness_failure(s, e.to_string(), started.elapsed()),
     };
     let executed = overcast_sim::rng::with_branch_path(&resolved.branch, || def.execute(&resolved));
     let executed = match executed {
         Ok(x) => x,
-        Err(e) => return harness_failure(&resolved, e, started.elapsed()),
+        Err(e) => return harness_failure(&resolved, e.to_string(), started.elapsed()),
     };
     let mut checks = executed.checks;
     checks.push(liveness(&executed.world));

@@ -3,6 +3,7 @@
 //! whether it still does the same; where failures are saved, under which
 //! names, and the commands that replay them.
 
+use crate::error::HarnessError;
 use crate::registry::{DynScenario, RunHistory};
 use crate::run::RunResult;
 use crate::scenario::Scenario;
@@ -91,14 +92,14 @@ impl SavedRun {
     /// to compare), of the scenario `def` (registered or not; a catalogue's
     /// `load` finds the scenario the file names). Older formats are
     /// migrated, with a note.
-    pub fn parse_with(text: &str, def: &dyn DynScenario) -> Result<Loaded, String> {
+    pub fn parse_with(text: &str, def: &dyn DynScenario) -> Result<Loaded, HarnessError> {
         let loaded = Self::parse_unvalidated(text)?;
         loaded.scenario.validate_with(def)?;
         Ok(loaded)
     }
 
     /// [`SavedRun::parse_with`] without the validation.
-    pub(crate) fn parse_unvalidated(text: &str) -> Result<Loaded, String> {
+    pub(crate) fn parse_unvalidated(text: &str) -> Result<Loaded, HarnessError> {
         let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let Some(scenario) = value.get_mut("scenario").map(serde_json::Value::take) else {

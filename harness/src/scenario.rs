@@ -6,8 +6,9 @@
 //! optional: files without them still load). Files of format 1 (before the envelope, `occ` only) still load:
 //! [`Scenario::from_json`] migrates them and says so.
 
+use crate::error::HarnessError;
 use crate::ops::{Pace, SkipSet};
-use crate::registry::{self, DynScenario};
+use crate::registry::DynScenario;
 use overcast_sim::faults::{FaultBudget, FaultMix, FaultPlan};
 use overcast_sim::rng::BranchPath;
 use serde::{Deserialize, Serialize};
@@ -115,14 +116,16 @@ impl Scenario {
     /// validating it against its scenario ([`Scenario::validate_with`], or
     /// the catalogue's `validate`); errors say what is wrong in one line.
     /// The second value is a note for the user when the file was migrated.
-    pub fn from_json(text: &str) -> Result<(Scenario, Option<String>), String> {
+    pub fn from_json(text: &str) -> Result<(Scenario, Option<String>), HarnessError> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         Self::from_value(value)
     }
 
     /// [`Scenario::from_json`] on parsed JSON.
-    pub fn from_value(value: serde_json::Value) -> Result<(Scenario, Option<String>), String> {
+    pub fn from_value(
+        value: serde_json::Value,
+    ) -> Result<(Scenario, Option<String>), HarnessError> {
         let (value, note) = migrate(value)?;
         let s: Scenario = serde_path_to_error::deserialize(value)
             .map_err(|e| format!("not a valid scenario: {}: {}", e.path(), e.inner()))?;
@@ -131,30 +134,36 @@ impl Scenario {
 
     /// Checks the values make sense against the scenario definition `def`
     /// (registered or not), the parameters included.
-    pub fn validate_with(&self, def: &dyn DynScenario) -> Result<(), String> {
+    pub fn validate_with(&self, def: &dyn DynScenario) -> Result<(), HarnessError> {
         if self.version != SCENARIO_VERSION {
             return Err(format!(
                 "scenario version {} is not supported (expected {SCENARIO_VERSION})",
                 self.version
-            ));
+            )
+            .into());
         }
         if self.name != def.name() {
             return Err(format!(
                 "the file is a '{}' scenario, not '{}'",
                 self.name,
                 def.name()
-            ));
+            )
+            .into());
         }
         if self.faults.latency_ms.0 > self.faults.latency_ms.1 {
             return Err("faults.latency_ms has its low end above its high end".into());
         }
         if let Some(problem) = overcast_sim::rng::branch_path_problem(&self.branch) {
-            return Err(format!("branch: {problem}"));
+            return Err(format!("branch: {problem}").into());
         }
         let known = def.bugs();
         for b in &self.bugs {
             if !known.iter().any(|k| k.name == *b) {
-                return Err(registry::unknown("bug", b, known.iter().map(|k| k.name)));
+                return Err(HarnessError::unknown(
+                    "bug",
+                    b,
+                    known.iter().map(|k| k.name),
+                ));
             }
         }
         def.check_params(&self.params)
@@ -172,9 +181,9 @@ pub fn with_profile(
     def: &dyn DynScenario,
     mut s: Scenario,
     profile: &str,
-) -> Result<Scenario, String> {
+) -> Result<Scenario, HarnessError> {
     s.faults = FaultMix::profile(profile, &def.defaults().faults).ok_or_else(|| {
-        registry::unknown("fault profile", profile, FaultMix::PROFILES.iter().copied())
+        HarnessError::unknown("fault profile", profile, FaultMix::PROFILES.iter().copied())
     })?;
     Ok(s)
 }
@@ -191,7 +200,9 @@ pub fn profile_of(def: &dyn DynScenario, s: &Scenario) -> Option<&'static str> {
 }
 
 /// Format 1 (flat `occ` fields, `"version": 1`) to format 2; a note says so.
-fn migrate(mut value: serde_json::Value) -> Result<(serde_json::Value, Option<String>), String> {
+fn migrate(
+    mut value: serde_json::Value,
+) -> Result<(serde_json::Value, Option<String>), HarnessError> {
     let version = value.get("version").and_then(|v| v.as_u64());
     if version != Some(1) {
         return Ok((value, None));

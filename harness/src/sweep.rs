@@ -5,13 +5,14 @@
 //! the traces differ, says where they first diverge; shards of a seed range
 //! for many machines, the JSON lines each shard writes, and merging them.
 
+use crate::error::HarnessError;
 use crate::registry::DynScenario;
 use crate::run::{harness_failure, run_with, RunResult};
 use crate::scenario::Scenario;
 use crate::shrink::Shrunk;
 use overcast_sim::check::{Outcome, PropertyId};
 use overcast_sim::runner::{sweep as sweep_seeds, SweepOptions};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -230,8 +231,121 @@ fn report(def: &dyn DynScenario, seed: u64, r: &RunResult) -> SeedReport {
     }
 }
 
+/// How a failure found by a sweep stands against an earlier sweep's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Standing {
+    /// It fails now and did not before.
+    New,
+    /// It failed before and fails now.
+    Ongoing,
+    /// It failed before; now its scenario was swept and it did not fail.
+    Resolved,
+}
+
+impl Standing {
+    /// The word printed before the finding.
+    pub fn word(self) -> &'static str {
+        match self {
+            Standing::New => "new",
+            Standing::Ongoing => "ongoing",
+            Standing::Resolved => "resolved",
+        }
+    }
+}
+
+/// A scenario's failures of one property (or, without a property, of one
+/// outcome), now and in an earlier sweep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// How it stands.
+    pub standing: Standing,
+    /// The scenario.
+    pub scenario: String,
+    /// The property that named the outcome, else the outcome's word.
+    pub property: String,
+    /// The seeds that failed with it now, in order.
+    pub now: Vec<u64>,
+    /// How many seeds failed with it before.
+    pub before: usize,
+}
+
+/// What a failing line is a failure of: its scenario and property (else
+/// its outcome).
+fn failure_key(l: &SeedLine) -> (String, String) {
+    let property = l
+        .property
+        .clone()
+        .unwrap_or_else(|| l.outcome.word().to_string());
+    (l.scenario.clone(), property)
+}
+
+/// The failures of `now` against those of `before`, by scenario and
+/// property: new, ongoing or resolved. A failure of a scenario `now` did
+/// not sweep at all is left out: not sweeping it says nothing about it.
+pub fn findings(now: &[SeedLine], before: &[SeedLine]) -> Vec<Finding> {
+    let mut seeds_now: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
+    for l in now.iter().filter(|l| !l.outcome.passes()) {
+        seeds_now.entry(failure_key(l)).or_default().push(l.seed);
+    }
+    let mut count_before: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for l in before.iter().filter(|l| !l.outcome.passes()) {
+        *count_before.entry(failure_key(l)).or_default() += 1;
+    }
+    let swept: BTreeSet<&str> = now.iter().map(|l| l.scenario.as_str()).collect();
+    let keys: BTreeSet<&(String, String)> = seeds_now.keys().chain(count_before.keys()).collect();
+    let mut out: Vec<Finding> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let mut now = seeds_now.get(key).cloned().unwrap_or_default();
+            now.sort_unstable();
+            now.dedup();
+            let before = count_before.get(key).copied().unwrap_or(0);
+            let standing = match (now.is_empty(), before) {
+                (false, 0) => Standing::New,
+                (false, _) => Standing::Ongoing,
+                (true, _) if swept.contains(key.0.as_str()) => Standing::Resolved,
+                (true, _) => return None,
+            };
+            Some(Finding {
+                standing,
+                scenario: key.0.clone(),
+                property: key.1.clone(),
+                now,
+                before,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (a.standing, &a.scenario, &a.property).cmp(&(b.standing, &b.scenario, &b.property))
+    });
+    out
+}
+
+impl Finding {
+    /// The finding in one line: `new       occ E1 on 3 seeds (first: seed 7)`.
+    pub fn line(&self) -> String {
+        let seeds = |n: usize| format!("{n} seed{}", if n == 1 { "" } else { "s" });
+        let what = match self.standing {
+            Standing::New => format!("on {} (first: seed {})", seeds(self.now.len()), self.now[0]),
+            Standing::Ongoing => format!(
+                "on {} (first: seed {}); {} before",
+                seeds(self.now.len()),
+                self.now[0],
+                seeds(self.before)
+            ),
+            Standing::Resolved => format!("on no seed now; {} before", seeds(self.before)),
+        };
+        format!(
+            "{:<9} {} {} {what}",
+            self.standing.word(),
+            self.scenario,
+            self.property
+        )
+    }
+}
+
 /// `K/N` (1 ≤ K ≤ N): the K-th of N disjoint shards.
-pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+pub fn parse_shard(text: &str) -> Result<(u64, u64), HarnessError> {
     let bad = || format!("--shard takes K/N with 1 <= K <= N, e.g. 3/16 (got '{text}')");
     let (k, n) = text.split_once('/').ok_or_else(bad)?;
     let (k, n): (u64, u64) = (
@@ -239,7 +353,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
         n.trim().parse().map_err(|_| bad())?,
     );
     if k == 0 || n == 0 || k > n {
-        return Err(bad());
+        return Err(bad().into());
     }
     Ok((k, n))
 }
@@ -290,6 +404,9 @@ pub struct SeedLine {
     /// The saved shrunk failure, when it was shrunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shrunk: Option<String>,
+    /// The branch path of an explored run (none: the seed's plain run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branch: overcast_sim::rng::BranchPath,
 }
 
 impl SeedLine {
@@ -315,17 +432,37 @@ impl SeedLine {
             ops: r.shrunk.as_ref().map(|s| s.ops_before),
             shrunk_ops: r.shrunk.as_ref().map(|s| s.run.op_count().client),
             shrunk,
+            branch: Vec::new(),
         }
+    }
+
+    /// The line of run `r` of scenario `def`, with its branch path (an
+    /// explored run), saved at `saved` if it failed and was saved.
+    pub fn of_run(def: &dyn DynScenario, r: &RunResult, saved: Option<String>) -> SeedLine {
+        let report = report(def, r.scenario.seed, r);
+        SeedLine {
+            branch: r.scenario.branch.clone(),
+            ..SeedLine::of(def.name(), r.scenario.swarm, &report, saved, None)
+        }
+    }
+}
+
+/// The name of the results file of `name`'s runs in an `--out` folder:
+/// `results-NAME.jsonl`, or `results-NAME-shardK-of-N.jsonl` for shard K
+/// of N (so that shards may share a folder).
+pub fn results_file_name(name: &str, shard: Option<(u64, u64)>) -> String {
+    match shard {
+        Some((k, n)) => format!("results-{name}-shard{k}-of-{n}.jsonl"),
+        None => format!("results-{name}.jsonl"),
     }
 }
 
 /// Reads every `*.jsonl` file under the given folders (not recursively),
 /// in name order; errors name the file and line.
-pub fn read_lines(dirs: &[std::path::PathBuf]) -> Result<Vec<SeedLine>, String> {
+pub fn read_lines(dirs: &[std::path::PathBuf]) -> Result<Vec<SeedLine>, HarnessError> {
     let mut files = Vec::new();
     for dir in dirs {
-        let entries =
-            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let entries = std::fs::read_dir(dir).map_err(|e| HarnessError::read(dir, e))?;
         for e in entries.flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "jsonl") {
@@ -339,8 +476,7 @@ pub fn read_lines(dirs: &[std::path::PathBuf]) -> Result<Vec<SeedLine>, String> 
     }
     let mut lines = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        let text = std::fs::read_to_string(&f).map_err(|e| HarnessError::read(&f, e))?;
         for (i, line) in text
             .lines()
             .enumerate()

@@ -278,8 +278,12 @@ fn a_bug_of_another_scenario_is_refused_by_name() {
     s.bugs = vec!["skip_if_match".into()];
     let err = s.validate_with(def()).unwrap_err();
     assert!(
-        err.contains("unknown bug 'skip_if_match' (known: double_increment)"),
-        "{err}"
+        matches!(&err, overcast_harness::error::HarnessError::Unknown { kind: "bug", name, .. } if name == "skip_if_match"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "unknown bug 'skip_if_match' (known: double_increment)"
     );
 }
 
