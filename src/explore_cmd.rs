@@ -6,8 +6,11 @@
 
 use crate::run_cmd::{bad_input, failure_dir, report_failure_in, MixArgs};
 use crate::watch::{self, watched, MaxWall, Over, Progress};
+use overcast_harness::error::HarnessError;
 use overcast_harness::explore::{explore, ExploreOptions, Explored, Novelty};
+use overcast_harness::goals::{goals_file_name, GoalsFile};
 use overcast_harness::saved::run_command;
+use overcast_harness::sweep::{parse_shard, results_file_name, SeedLine};
 use overcast_sim::runner::SweepOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -30,11 +33,18 @@ pub struct ExploreArgs {
     /// The first fresh seed; the others follow it.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub seed_base: u64,
+    /// Explore only shard K of N (e.g. 3/16): its fresh seeds are every
+    /// N-th from the (K-1)-th on, and it keeps a frontier of its own; the
+    /// shards' `--out` folders go to `overcast merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
     /// Worker threads (default: all cores). The runs made do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Write the goals reached over time to DIR/explore.json, and save
-    /// failures under DIR/failures instead of target/overcast/failures.
+    /// Write the goals reached over time to DIR/explore.json, the goals to
+    /// DIR/goals.json and a line per run to DIR/results-SCENARIO.jsonl (as
+    /// `sweep --out` does, with each run's branch path, for `merge`), and
+    /// save failures under DIR/failures instead of target/overcast/failures.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Save the failing runs of at most this many runs (the first); every
@@ -90,18 +100,27 @@ pub fn run(args: &ExploreArgs) -> u8 {
         Ok(dir) => dir,
         Err(e) => return bad_input(e),
     };
+    let shard = match args.shard.as_deref().map(parse_shard).transpose() {
+        Ok(s) => s,
+        Err(e) => return bad_input(e),
+    };
+    let (k, n) = shard.unwrap_or((1, 1));
     let opts = ExploreOptions {
         runs: args.runs,
         budget: Some(budget),
-        seed_base: args.seed_base,
+        seed_base: args.seed_base + (k - 1),
+        seed_stride: n,
         jobs: args.jobs.unwrap_or(SweepOptions::default().jobs).max(1),
     };
     let name = def.name();
     println!(
-        "overcast: explore {name} for {}{} from seed {}, {} jobs, swarm={}, faults={}, bugs={}",
+        "overcast: explore {name} for {}{} from seed {}{}, {} jobs, swarm={}, faults={}, bugs={}",
         humantime::format_duration(budget),
         args.runs.map_or(String::new(), |n| format!(" or {n} runs")),
-        args.seed_base,
+        opts.seed_base,
+        shard.map_or(String::new(), |(k, n)| format!(
+            " (shard {k} of {n}: every {n}th seed)"
+        )),
         opts.jobs,
         if args.mix.swarm { "on" } else { "off" },
         args.mix.faults,
@@ -116,8 +135,18 @@ pub fn run(args: &ExploreArgs) -> u8 {
     let mut saved = 0usize;
     let mut last_line = Instant::now();
     let mut failures = Vec::new();
+    let mut lines = Vec::new();
     let explored = explore(def, &make, &opts, |run, so_far| {
         let r = &run.run;
+        let keep_line = |saved: Option<&PathBuf>, lines: &mut Vec<SeedLine>| {
+            if args.out.is_some() {
+                lines.push(SeedLine::of_run(
+                    def,
+                    r,
+                    saved.map(|p| p.display().to_string()),
+                ));
+            }
+        };
         let firsts: Vec<String> = run
             .new
             .iter()
@@ -131,6 +160,7 @@ pub fn run(args: &ExploreArgs) -> u8 {
             last_line = Instant::now();
         }
         if r.outcome.passes() {
+            keep_line(None, &mut lines);
             return;
         }
         let branch = if r.scenario.branch.is_empty() {
@@ -156,6 +186,7 @@ pub fn run(args: &ExploreArgs) -> u8 {
             println!("rerun   {}", run_command(def, &r.scenario));
             None
         };
+        keep_line(file.as_ref(), &mut lines);
         failures.push(serde_json::json!({
             "run": run.index,
             "seed": r.scenario.seed,
@@ -183,14 +214,31 @@ pub fn run(args: &ExploreArgs) -> u8 {
         }
     );
     if let Some(dir) = &args.out {
-        let file = dir.join("explore.json");
+        let file = dir.join(match shard {
+            Some((k, n)) => format!("explore-shard{k}-of-{n}.json"),
+            None => "explore.json".to_string(),
+        });
         let mut value = serde_json::to_value(&explored).expect("an exploration serialises");
         value["failures"] = serde_json::Value::Array(failures);
         let text = serde_json::to_string_pretty(&value).expect("JSON serialises");
         if let Err(e) = std::fs::write(&file, text + "\n") {
-            return bad_input(format!("cannot write {}: {e}", file.display()));
+            return bad_input(HarnessError::write(&file, e));
         }
         println!("goals   {}", file.display());
+        let mut goals = GoalsFile::default();
+        goals.add(&explored.goals);
+        if let Err(e) = goals.write(dir, &goals_file_name(shard)) {
+            return bad_input(e);
+        }
+        let results = dir.join(results_file_name(name, shard));
+        let text: String = lines
+            .iter()
+            .map(|l| serde_json::to_string(l).expect("lines serialise") + "\n")
+            .collect();
+        if let Err(e) = std::fs::write(&results, text) {
+            return bad_input(HarnessError::write(&results, e));
+        }
+        println!("results {}", results.display());
     }
     explored.worst.exit_code()
 }

@@ -148,8 +148,11 @@ pub struct ExploreOptions {
     pub runs: Option<u64>,
     /// Stop once this much wall time has passed (checked between batches).
     pub budget: Option<Duration>,
-    /// The first fresh seed; the others follow it.
+    /// The first fresh seed.
     pub seed_base: u64,
+    /// The step between fresh seeds (1: every seed from `seed_base` on; N
+    /// for one of N shards, each starting at its own base).
+    pub seed_stride: u64,
     /// Worker threads.
     pub jobs: usize,
 }
@@ -208,7 +211,9 @@ struct Frontier {
     goals_of: BTreeMap<GoalId, Seen>,
     combinations: BTreeSet<Vec<GoalId>>,
     sites: Vec<Site>,
+    /// The next fresh seed, and the step to the one after it.
     next_seed: u64,
+    seed_stride: u64,
 }
 
 impl Frontier {
@@ -237,7 +242,7 @@ impl Frontier {
                     }
                     _ => {
                         let seed = self.next_seed;
-                        self.next_seed += 1;
+                        self.next_seed += self.seed_stride;
                         (make(seed), None)
                     }
                 }
@@ -374,6 +379,7 @@ pub fn explore(
         combinations: BTreeSet::new(),
         sites: Vec::new(),
         next_seed: opts.seed_base,
+        seed_stride: opts.seed_stride.max(1),
     };
     let workers = SweepOptions {
         jobs: opts.jobs.max(1),

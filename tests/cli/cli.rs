@@ -629,6 +629,103 @@ fn explore_runs_branches_saves_failures_with_their_path_and_writes_goals_over_ti
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn explore_shards_keep_their_own_seeds_and_merge_joins_their_runs_and_goals() {
+    let dir = std::env::temp_dir().join(format!("overcast-explore-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut outs = Vec::new();
+    for k in 1..=2 {
+        let out = dir
+            .join(format!("shard-{k}"))
+            .to_string_lossy()
+            .into_owned();
+        let shard = format!("{k}/2");
+        let (code, stdout, err) = overcast(&[
+            "explore", "leases", "--runs", "12", "--shard", &shard, "--out", &out,
+        ]);
+        assert_eq!(code, 0, "{stdout}\n{err}");
+        assert!(stdout.contains(&format!("shard {k} of 2")), "{stdout}");
+        outs.push(out);
+    }
+    // Each shard's fresh seeds are its own: 0, 2, 4, ... and 1, 3, 5, ...;
+    // its branches are of those seeds.
+    for (k, out) in outs.iter().enumerate() {
+        let file = Path::new(out).join(format!("results-leases-shard{}-of-2.jsonl", k + 1));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let runs: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(runs.len(), 12, "{text}");
+        assert!(
+            runs.iter()
+                .all(|r| r["seed"].as_u64().unwrap() % 2 == k as u64),
+            "{text}"
+        );
+        assert!(runs.iter().any(|r| r.get("branch").is_some()), "{text}");
+        assert!(Path::new(out)
+            .join(format!("goals-shard{}-of-2.json", k + 1))
+            .exists());
+    }
+    let (code, merged, err) = overcast(&["merge", &outs[0], &outs[1]]);
+    assert_eq!(code, 0, "{merged}{err}");
+    assert!(merged.contains("leases: 24 seeds: 24 passed"), "{merged}");
+    assert!(!merged.contains("more than one shard"), "{merged}");
+    assert!(
+        merged.contains("reached over 24 seeds"),
+        "the goals of both shards' runs: {merged}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn merge_against_an_earlier_sweep_marks_failures_new_ongoing_and_resolved() {
+    let dir = std::env::temp_dir().join(format!("overcast-against-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sweep = |name: &str, bugs: &[&str]| {
+        let out = dir.join(name).to_string_lossy().into_owned();
+        let mut args = vec!["sweep", "occ", "--seeds", "0..2", "--out", &out];
+        for b in bugs {
+            args.extend(["--bug", b]);
+        }
+        overcast(&args);
+        out
+    };
+    // Before: a lost update (linearizability); now: a 449 backed off on the
+    // 410 schedule (R3) instead.
+    let before = sweep("before", &["skip_if_match"]);
+    let now = sweep("now", &["retry_with_on_gone_backoff"]);
+    // The property that named the outcome of the earlier sweep's seed 0.
+    let text = std::fs::read_to_string(Path::new(&before).join("results-occ.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let property = first["property"].as_str().unwrap().to_string();
+    assert_ne!(property, "R3", "{text}");
+    let (code, merged, err) = overcast(&["merge", &now, "--against", &before]);
+    assert_eq!(code, 1, "{merged}{err}");
+    let line = |word: &str| {
+        merged
+            .lines()
+            .find(|l| l.starts_with(word))
+            .unwrap_or_else(|| panic!("no {word} line: {merged}"))
+            .to_string()
+    };
+    assert!(merged.contains("against "), "{merged}");
+    assert!(line("new ").contains("occ R3 on "), "{merged}");
+    assert!(
+        line("resolved ").contains(&format!("occ {property} on no seed now")),
+        "{merged}"
+    );
+    assert!(
+        !merged.lines().any(|l| l.starts_with("ongoing ")),
+        "{merged}"
+    );
+    // Against itself every failure is ongoing.
+    let (_, same, _) = overcast(&["merge", &now, "--against", &now]);
+    assert!(same.contains("0 new, "), "{same}");
+    assert!(same.lines().any(|l| l.starts_with("ongoing ")), "{same}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The failures `explore --out DIR` listed in DIR/explore.json.
 fn json_failures(dir: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(dir.join("explore.json")).unwrap();
@@ -887,6 +984,11 @@ fn sizes_beyond_a_scenario_s_limits_are_refused_at_once() {
             );
             s.params[l.param] = (l.max + 1).into();
             let err = CATALOGUE.validate(&s).unwrap_err();
+            assert!(
+                matches!(err, overcast_harness::error::HarnessError::Params(_)),
+                "a size limit is a refusal of the parameters: {err:?}"
+            );
+            let err = err.to_string();
             assert!(
                 err.starts_with(&format!(
                     "{} is {}, more than {}",

@@ -184,6 +184,7 @@ fn exploring_reaches_the_rarest_goal_in_more_runs_than_plain_seeds() {
         runs: Some(runs),
         budget: None,
         seed_base: 0,
+        seed_stride: 1,
         jobs: 2,
     };
     let mut reached = 0u64;
@@ -225,6 +226,7 @@ fn exploring_finds_a_seeded_bug_that_as_many_plain_seeds_miss() {
         runs: Some(runs),
         budget: None,
         seed_base: 0,
+        seed_stride: 1,
         jobs: 2,
     };
     let mut failed = Vec::new();

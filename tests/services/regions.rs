@@ -213,6 +213,7 @@ fn measure_stale_term_append_plain_seeds_against_the_explorer() {
         runs: None,
         budget: Some(budget),
         seed_base: 0,
+        seed_stride: 1,
         jobs: 1,
     };
     let mut first = None;
