@@ -258,21 +258,6 @@ pub fn lin_text(report: &lin::Report, what: &str, name: LinOpName<'_>) -> String
     format!("{first}\n{rest}")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn etags_are_shortened_to_their_tail_and_stars_stay() {
-        assert_eq!(short_etag("\"0x8D0000000000002A\""), "…002A");
-        assert_eq!(short_etag("*"), "*");
-        assert_eq!(
-            conditions_words(Some("\"0x8D00000000000001\""), None),
-            " If-Match …0001"
-        );
-    }
-}
-
 /// The checker's verdict on a linearizability report, with its explanation;
 /// `name` says which history operation each checker operation belongs to
 /// ([`LinOpName`]).
@@ -298,4 +283,19 @@ pub fn lin_checked(report: &lin::Report, title: &str, name: LinOpName<'_>) -> Ch
         checked.html = Some(report.to_html(title));
     }
     checked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etags_are_shortened_to_their_tail_and_stars_stay() {
+        assert_eq!(short_etag("\"0x8D0000000000002A\""), "…002A");
+        assert_eq!(short_etag("*"), "*");
+        assert_eq!(
+            conditions_words(Some("\"0x8D00000000000001\""), None),
+            " If-Match …0001"
+        );
+    }
 }

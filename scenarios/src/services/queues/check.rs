@@ -23,8 +23,7 @@ use overcast_model::connector::{
     ConnectorEvent, Source, CHECKPOINT_FULL, CHECKPOINT_INCREMENTAL, CHECKPOINT_QUEUE,
 };
 use overcast_model::queue::{
-    poll_order, Item, Operation, PushType, QueueConfig, QueueEffect, QueueRequest, DEFAULT_LIMIT,
-    DEFAULT_QUEUE,
+    Item, Operation, PushType, QueueConfig, QueueEffect, QueueRequest, DEFAULT_LIMIT, DEFAULT_QUEUE,
 };
 use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::history::OpRecord;
@@ -112,10 +111,11 @@ impl Replay {
         let mut eligible: Vec<(&String, &Item)> = self
             .items
             .iter()
-            .filter(|(_, i)| i.queue == queue && i.eligible_at(at))
+            .filter(|(_, i)| i.queue == queue && reference::eligible(i, at))
             .filter(|(_, i)| statuses.is_empty() || statuses.contains(&i.status))
             .collect();
-        eligible.sort_by_key(|(n, i)| poll_order(n, i));
+        eligible
+            .sort_by(|(a, x), (b, y)| reference::poll_key(a, x).cmp(&reference::poll_key(b, y)));
         eligible
             .into_iter()
             .take(limit)
@@ -421,7 +421,7 @@ fn poll_account(
                     && i.available_ms <= at_ms)
         })
         .collect();
-    seen.sort_by_key(|(n, i)| poll_order(n, i));
+    seen.sort_by(|(a, x), (b, y)| reference::poll_key(a, x).cmp(&reference::poll_key(b, y)));
     let shown = 12;
     let skipped = seen.len().saturating_sub(shown);
     let rows = seen
@@ -679,7 +679,7 @@ fn reservation_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violati
         let Some(b) = state.items.get(n) else {
             continue;
         };
-        if b.reserved_at(e.at_ms, false) {
+        if reference::reserved(b, e.at_ms) {
             v.push(
                 cx.violation(
                     "Q2",
@@ -728,8 +728,12 @@ fn version_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violation>>
         .items
         .get(name)
         .map(|b| {
-            b.version_floor(e.at_ms, state.config.soft_delete_ms())
-                .to_string()
+            reference::version_floor(
+                b,
+                e.at_ms,
+                reference::soft_delete_ms(state.config.time_scale),
+            )
+            .to_string()
         })
         .unwrap_or_default();
     let mut v = Vec::new();
@@ -860,9 +864,9 @@ fn requeue_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violation>>
             *n != name
                 && i.queue == after.queue
                 && i.status == after.status
-                && i.eligible_at(e.at_ms)
+                && reference::eligible(i, e.at_ms)
                 && i.available_ms < e.at_ms
-                && poll_order(name, after) < poll_order(n, i)
+                && reference::poll_key(name, after) < reference::poll_key(n, i)
         })
         .map(|(n, _)| n)
         .collect();

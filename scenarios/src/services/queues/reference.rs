@@ -1,9 +1,57 @@
-//! A small reference machine for Q4: what an item should look like after a
-//! push, an index or a delete (SPEC §5.2 and §5.4), from how it looked before.
-//! Written from the SPEC's tables, independently of the model's code.
+//! A small reference of the queues' rules, written from the SPEC's tables
+//! and never calling the model's functions: what an item should look like
+//! after a push, an index or a delete (SPEC §5.2 and §5.4, for Q4), the
+//! poll order and eligibility (§5.1, for Q1–Q3 and Q5), and the version a
+//! new index or delete must exceed (§5.2, for Q6). The checks read the
+//! model's item states and judge them with these.
 
 use overcast_model::conditions::Millis;
 use overcast_model::queue::{Item, ItemStatus, PushType, QueueRequest, DEFAULT_QUEUE};
+
+/// SPEC §5.1's poll priority of a status, first polled first: `ERROR >
+/// MODIFIED > NEW_ITEM > ACCEPTED`.
+pub fn priority(status: ItemStatus) -> u8 {
+    match status {
+        ItemStatus::Error => 0,
+        ItemStatus::Modified => 1,
+        ItemStatus::NewItem => 2,
+        ItemStatus::Accepted => 3,
+    }
+}
+
+/// SPEC §5.1's poll order of item `name`: status priority, then the
+/// oldest available time, then the name.
+pub fn poll_key<'a>(name: &'a str, item: &Item) -> (u8, Millis, &'a str) {
+    (priority(item.status), item.available_ms, name)
+}
+
+/// Whether `item` is reserved at `at`: a poll's reservation that has not
+/// run out.
+pub fn reserved(item: &Item, at: Millis) -> bool {
+    item.reserved_until.is_some_and(|until| at < until)
+}
+
+/// Whether a poll at `at` may return `item` (SPEC §5.1): in its queue,
+/// unreserved, and available.
+pub fn eligible(item: &Item, at: Millis) -> bool {
+    item.queued && !reserved(item, at) && item.available_ms <= at
+}
+
+/// How long a deleted item keeps its version (SPEC §5.2: a soft delete of
+/// 7–10 days; the model takes 7), divided by the scenario's time scale.
+pub fn soft_delete_ms(time_scale: u64) -> Millis {
+    7 * 86_400_000 / time_scale.max(1)
+}
+
+/// The version a new index or delete of `item` must exceed at `at` (SPEC
+/// §5.2, compared bytewise): the item's, until its delete has become hard
+/// (`soft_ms` after it), then none.
+pub fn version_floor(item: &Item, at: Millis, soft_ms: Millis) -> &str {
+    match item.deleted_ms {
+        Some(d) if at >= d.saturating_add(soft_ms) => "",
+        _ => &item.version,
+    }
+}
 
 /// What the reference expects of an item after a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,7 +78,7 @@ impl Expected {
         if self.queued != item.queued {
             d.push(format!("queued {}, expected {}", item.queued, self.queued));
         }
-        let reserved = item.reserved_at(at, false);
+        let reserved = reserved(item, at);
         if self.reserved != reserved {
             d.push(format!("reserved {reserved}, expected {}", self.reserved));
         }
@@ -45,7 +93,7 @@ impl Expected {
 /// seen); `None` for requests that do not change one item.
 pub fn after(before: Option<&Item>, req: &QueueRequest, at: Millis) -> Option<Expected> {
     let present = before.filter(|i| i.queued);
-    let reserved_before = present.is_some_and(|i| i.reserved_at(at, false));
+    let reserved_before = present.is_some_and(|i| reserved(i, at));
     match req {
         QueueRequest::Push { item: push, .. } => {
             let queue = push.queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into());
@@ -103,5 +151,99 @@ pub fn after(before: Option<&Item>, req: &QueueRequest, at: Millis) -> Option<Ex
             queue: before.map(|b| b.queue.clone()).unwrap_or_default(),
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overcast_model::queue::QueueConfig;
+    use proptest::prelude::*;
+
+    const STATUSES: [ItemStatus; 4] = [
+        ItemStatus::Error,
+        ItemStatus::Modified,
+        ItemStatus::NewItem,
+        ItemStatus::Accepted,
+    ];
+
+    fn item(status: ItemStatus, available_ms: Millis, reserved_until: Option<Millis>) -> Item {
+        Item {
+            queue: DEFAULT_QUEUE.into(),
+            status,
+            repository_errors: Vec::new(),
+            payload: String::new(),
+            hashes: Default::default(),
+            version: String::new(),
+            content: None,
+            queued: true,
+            available_ms,
+            reserved_until,
+            deleted_ms: None,
+            errors: 0,
+        }
+    }
+
+    #[test]
+    fn the_poll_order_is_the_spec_s_table_whatever_order_the_model_declares() {
+        let mut items: Vec<(String, Item)> = [
+            ("d", ItemStatus::Accepted, 1),
+            ("c", ItemStatus::NewItem, 1),
+            ("b", ItemStatus::Modified, 1),
+            ("a2", ItemStatus::Error, 5),
+            ("a1", ItemStatus::Error, 5),
+            ("a0", ItemStatus::Error, 9),
+        ]
+        .into_iter()
+        .map(|(n, s, t)| (n.to_string(), item(s, t, None)))
+        .collect();
+        items.sort_by(|(a, x), (b, y)| poll_key(a, x).cmp(&poll_key(b, y)));
+        let names: Vec<&str> = items.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a1", "a2", "a0", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn a_reservation_ends_at_its_time_and_a_hard_delete_frees_the_version() {
+        let i = item(ItemStatus::NewItem, 0, Some(100));
+        assert!(reserved(&i, 99) && !eligible(&i, 99));
+        assert!(!reserved(&i, 100) && eligible(&i, 100));
+        assert!(!eligible(&item(ItemStatus::NewItem, 50, None), 49));
+        let deleted = Item {
+            version: "7".into(),
+            deleted_ms: Some(1_000),
+            ..item(ItemStatus::Accepted, 0, None)
+        };
+        let soft = soft_delete_ms(1_000);
+        assert_eq!(soft, 604_800);
+        assert_eq!(version_floor(&deleted, 1_000 + soft - 1, soft), "7");
+        assert_eq!(version_floor(&deleted, 1_000 + soft, soft), "");
+    }
+
+    proptest! {
+        /// The model's functions agree with the reference on any item: a
+        /// slip in the model's poll order, eligibility, reservation or
+        /// version floor fails here, while the checks, which use only the
+        /// reference, catch it in runs.
+        #[test]
+        fn the_model_agrees_with_the_reference(
+            s1 in 0usize..4, s2 in 0usize..4,
+            t1 in 0u64..20, t2 in 0u64..20,
+            r in proptest::option::of(0u64..30),
+            d in proptest::option::of(0u64..30),
+            at in 0u64..40,
+            queued in any::<bool>(),
+            n1 in "[a-c]", n2 in "[a-c]",
+        ) {
+            let a = item(STATUSES[s1], t1, r);
+            let b = Item { queued, deleted_ms: d, version: "v".into(), ..item(STATUSES[s2], t2, None) };
+            let model = overcast_model::queue::poll_order(&n1, &a).cmp(&overcast_model::queue::poll_order(&n2, &b));
+            prop_assert_eq!(model, poll_key(&n1, &a).cmp(&poll_key(&n2, &b)));
+            prop_assert_eq!(a.reserved_at(at, false), reserved(&a, at));
+            prop_assert_eq!(b.eligible_at(at), eligible(&b, at));
+            let config = QueueConfig { time_scale: 10_000_000, ..QueueConfig::default() };
+            let soft = soft_delete_ms(config.time_scale);
+            prop_assert_eq!(config.soft_delete_ms(), soft);
+            prop_assert_eq!(b.version_floor(at, soft), version_floor(&b, at, soft));
+        }
     }
 }
