@@ -41,7 +41,8 @@ pub struct ExploreArgs {
     /// Worker threads (default: all cores). The runs made do not depend on it.
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Write the goals reached over time to DIR/explore.json, the goals to
+    /// Write the goals reached over time to DIR/explore.json and, drawn, to
+    /// DIR/explore.html, the goals to
     /// DIR/goals.json and a line per run to DIR/results-SCENARIO.jsonl (as
     /// `sweep --out` does, with each run's branch path, for `merge`), and
     /// save failures under DIR/failures instead of target/overcast/failures.
@@ -225,6 +226,11 @@ pub fn run(args: &ExploreArgs) -> u8 {
             return bad_input(HarnessError::write(&file, e));
         }
         println!("goals   {}", file.display());
+        let html = file.with_extension("html");
+        if let Err(e) = std::fs::write(&html, overcast_harness::explore::page(&explored)) {
+            return bad_input(HarnessError::write(&html, e));
+        }
+        println!("page    {}", html.display());
         let mut goals = GoalsFile::default();
         goals.add(&explored.goals);
         if let Err(e) = goals.write(dir, &goals_file_name(shard)) {

@@ -595,6 +595,15 @@ fn explore_runs_branches_saves_failures_with_their_path_and_writes_goals_over_ti
     let samples = json["over_time"].as_array().unwrap();
     assert_eq!(samples.last().unwrap()["runs"], 16);
     assert!(samples[0]["reached"].as_u64().unwrap() > 0, "{json}");
+    // Its page draws the goals reached over the runs and lists every goal.
+    let page = std::fs::read_to_string(dir.join("explore.html")).unwrap();
+    assert!(
+        page.contains("<svg") && page.contains("goals reached"),
+        "{page}"
+    );
+    for g in json["goals"]["goals"].as_array().unwrap() {
+        assert!(page.contains(g["id"].as_str().unwrap()), "{g} on the page");
+    }
 
     let (code, out, err) = overcast(&[
         "explore",
