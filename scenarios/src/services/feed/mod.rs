@@ -97,6 +97,10 @@ pub struct FeedParams {
     pub retry: RetryOptions,
     /// Log sync latency, ms range.
     pub fsync_ms: (u64, u64),
+    /// The hosts' poll interval, ms, when not the scaled default (a shrunk
+    /// run may poll less often: fewer feed reads tell the same story).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_ms: Option<u64>,
 }
 
 fn four_ranges() -> u32 {
@@ -138,6 +142,7 @@ impl Default for FeedParams {
             },
             retry: scaled_retry(0.1),
             fsync_ms: (1, 3),
+            poll_ms: None,
         }
     }
 }
@@ -173,7 +178,17 @@ pub fn options(
             ProcessorStart::Beginning
         },
         bugs,
-        ..ProcessorOptions::scaled(name, p.time_scale)
+        ..scaled_options(p, name)
+    }
+}
+
+/// The processor's intervals for `p`: the defaults times its time scale,
+/// and its own poll interval if it has one.
+fn scaled_options(p: &FeedParams, name: &str) -> ProcessorOptions {
+    let o = ProcessorOptions::scaled(name, p.time_scale);
+    ProcessorOptions {
+        poll_ms: p.poll_ms.unwrap_or(o.poll_ms),
+        ..o
     }
 }
 
@@ -326,7 +341,7 @@ impl ScenarioDef for Feed {
     }
 
     fn header(&self, p: &FeedParams) -> String {
-        let o = ProcessorOptions::scaled("h", p.time_scale);
+        let o = scaled_options(p, "h");
         format!(
             "hosts={} ranges={} writers={} keys={}×{} splits={} start={} max_items={}\n\
              processor: renew {} ms, acquire {} ms, expiration {} ms, poll {} ms; delegate fail={} slow={}; server 429={} 408={}",
@@ -613,6 +628,18 @@ impl ScenarioDef for Feed {
                 once(i, || {
                     (p.splits > 0).then(|| FeedParams {
                         splits: 0,
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("poll a quarter as often", |p, i| {
+                // Up to the lease expiration: the checks' premises (CF3's
+                // skew, CF8's quiescence) do not depend on the poll.
+                once(i, || {
+                    let o = scaled_options(p, "h");
+                    let slower = (o.poll_ms * 4).min(o.expiration_ms);
+                    (slower > o.poll_ms).then(|| FeedParams {
+                        poll_ms: Some(slower),
                         ..p.clone()
                     })
                 })
