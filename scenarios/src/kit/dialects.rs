@@ -53,48 +53,44 @@ fn reduced<P: StoreParams>(p: &P, f: impl FnOnce(StoreSize<'_>) -> bool) -> Opti
     f(q.size()).then_some(q)
 }
 
+/// `p` with the count `field` picks set to `to` of it, if that is lower.
+fn lowered<P: StoreParams>(
+    p: &P,
+    field: for<'a> fn(StoreSize<'a>) -> &'a mut usize,
+    to: fn(usize) -> Option<usize>,
+) -> Option<P> {
+    reduced(p, |s| {
+        let n = field(s);
+        to(*n).map(|m| *n = m).is_some()
+    })
+}
+
+/// One fewer, not below one.
+fn minus_one(n: usize) -> Option<usize> {
+    (n > 1).then(|| n - 1)
+}
+
+/// Half, not below one.
+fn half(n: usize) -> Option<usize> {
+    overcast_harness::registry::halve(n, 1)
+}
+
 /// The dialect scenarios' reductions, most powerful first: fewer clients,
 /// fewer operations, no server fault points, fewer servers.
 pub fn store_reductions<P: StoreParams>() -> Vec<overcast_harness::registry::Reduction<P>> {
-    use overcast_harness::registry::{halve, once};
+    use overcast_harness::registry::once;
     vec![
         ("halve the clients", |p, i| {
-            once(i, || {
-                reduced(p, |s| {
-                    halve(*s.clients, 1).map(|c| *s.clients = c).is_some()
-                })
-            })
+            once(i, || lowered(p, |s| s.clients, half))
         }),
         ("halve the operations", |p, i| {
-            once(i, || {
-                reduced(p, |s| {
-                    halve(*s.ops_per_client, 1)
-                        .map(|n| *s.ops_per_client = n)
-                        .is_some()
-                })
-            })
+            once(i, || lowered(p, |s| s.ops_per_client, half))
         }),
         ("one operation fewer", |p, i| {
-            once(i, || {
-                reduced(p, |s| {
-                    let fewer = *s.ops_per_client > 1;
-                    if fewer {
-                        *s.ops_per_client -= 1;
-                    }
-                    fewer
-                })
-            })
+            once(i, || lowered(p, |s| s.ops_per_client, minus_one))
         }),
         ("one client fewer", |p, i| {
-            once(i, || {
-                reduced(p, |s| {
-                    let fewer = *s.clients > 1;
-                    if fewer {
-                        *s.clients -= 1;
-                    }
-                    fewer
-                })
-            })
+            once(i, || lowered(p, |s| s.clients, minus_one))
         }),
         ("no server fault points", |p, i| {
             once(i, || {
@@ -106,15 +102,7 @@ pub fn store_reductions<P: StoreParams>() -> Vec<overcast_harness::registry::Red
             })
         }),
         ("one server fewer", |p, i| {
-            once(i, || {
-                reduced(p, |s| {
-                    let fewer = *s.servers > 1;
-                    if fewer {
-                        *s.servers -= 1;
-                    }
-                    fewer
-                })
-            })
+            once(i, || lowered(p, |s| s.servers, minus_one))
         }),
     ]
 }
@@ -268,5 +256,55 @@ impl<C, R, L> Checker<History<C, R, (), L>> for RetryDiscipline<C, R> {
         Checked::new(Verdict::from_violations(
             check_retries(&rules, cases).into_iter().collect(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct Sizes {
+        clients: usize,
+        ops: usize,
+        servers: usize,
+        faults: FaultRates,
+    }
+
+    impl StoreParams for Sizes {
+        fn size(&mut self) -> StoreSize<'_> {
+            StoreSize {
+                clients: &mut self.clients,
+                ops_per_client: &mut self.ops,
+                servers: &mut self.servers,
+                server_faults: &mut self.faults,
+            }
+        }
+    }
+
+    #[test]
+    fn each_reduction_lowers_its_own_count_and_stops_at_one() {
+        let p = Sizes {
+            clients: 5,
+            ops: 1,
+            servers: 2,
+            faults: crate::kit::server::default_server_faults(),
+        };
+        let reductions = store_reductions::<Sizes>();
+        let apply = |name: &str, p: &Sizes| {
+            let (_, r) = reductions.iter().find(|(n, _)| *n == name).unwrap();
+            assert_eq!(r(p, 1), None, "{name} has one candidate");
+            r(p, 0)
+        };
+        assert_eq!(apply("halve the clients", &p).unwrap().clients, 2);
+        assert_eq!(apply("one client fewer", &p).unwrap().clients, 4);
+        assert_eq!(apply("halve the operations", &p), None);
+        assert_eq!(apply("one operation fewer", &p), None);
+        let fewer = apply("one server fewer", &p).unwrap();
+        assert_eq!((fewer.servers, fewer.clients), (1, 5));
+        assert_eq!(apply("one server fewer", &fewer), None);
+        let calm = apply("no server fault points", &p).unwrap();
+        assert_eq!(calm.faults.throttle, 0.0);
+        assert_eq!(apply("no server fault points", &calm), None);
     }
 }
