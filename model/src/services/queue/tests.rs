@@ -527,7 +527,7 @@ fn redo_of_the_logged_effects_rebuilds_the_same_state() {
         0,
     );
     log.extend(e);
-    let steps = vec![
+    let steps = [
         push("a", PushType::Modified),
         push("b", PushType::Modified),
         poll(Some(1)),

@@ -658,6 +658,9 @@ pub(crate) mod build {
 
         /// A write (`create`, `replace`, `upsert`) acknowledged with `etag`
         /// (`None`: its outcome is unknown).
+        // A test's history reads best with every field of the write spelled
+        // out at the call.
+        #[allow(clippy::too_many_arguments)]
         pub(crate) fn write(
             &mut self,
             session: &str,

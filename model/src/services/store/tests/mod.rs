@@ -231,8 +231,10 @@ fn put_blob_answers_201_on_create_and_on_replace_and_the_seeded_bug_200() {
         201,
         None,
     );
-    let mut bugs = ModelBugs::default();
-    bugs.replace_answers_200 = true;
+    let bugs = ModelBugs {
+        replace_answers_200: true,
+        ..ModelBugs::default()
+    };
     let mut s = store_with(bugs);
     assert_status(
         &put(&mut s, "a", "v1", Conditions::none(), 1_000),

@@ -51,7 +51,7 @@ fn lease_version(
         event: FeedEvent::Logged {
             lsn: version,
             effect: Effect::Cosmos(CosmosEffect::Item(ItemChange::Written {
-                key: ItemKey::new(LEASES, "cfp", &format!("cfp..{token}")),
+                key: ItemKey::new(LEASES, "cfp", format!("cfp..{token}")),
                 item,
             })),
         },
