@@ -386,13 +386,10 @@ fn every_seeded_bug_s_page_opens_on_its_violation_with_an_account_and_no_debug_t
     }
 }
 
-/// Seeded bugs whose page does not yet pass the test above: occ's
-/// increments and probe liveness carry no focused account yet; two occ/feed
-/// violations span most of the run, and feed's end-of-run checks (CF7, CF8)
-/// place their moment past the drawing's last instant.
+/// Seeded bugs whose page does not yet pass the test above: feed's
+/// undelivered change (CF3) spans most of the run, and its end-of-run
+/// checks (CF7, CF8) place their moment past the drawing's last instant.
 const NOT_YET: &[&str] = &[
-    "rmw_blind_fallback",
-    "restart_drops_partition",
     "expiry_on_wrong_clock",
     "page_cut_splits_batch",
     "split_keeps_parent",
