@@ -466,8 +466,8 @@ impl Checker<OccHistory> for Increments {
             for t in body.split_whitespace() {
                 *count.entry(t).or_default() += 1;
             }
-            let mut bad = |message: String, token: &str, put: Option<u64>| {
-                let named: Vec<u64> = put.into_iter().chain([last.id]).collect();
+            let mut bad = |message: String, token: &str, put: Option<u64>, dropped: Option<u64>| {
+                let named: Vec<u64> = put.into_iter().chain(dropped).chain([last.id]).collect();
                 violations.push(
                     Violation::new(crate::services::occ::properties::INCREMENTS.id, message)
                         .with_evidence(increment_account(&history, item, token, &named))
@@ -478,15 +478,21 @@ impl Checker<OccHistory> for Increments {
                 let n = count.get(token).copied().unwrap_or(0);
                 let by = fate.put.map_or(String::new(), |p| format!(" by op {p}"));
                 if fate.acked && n != 1 {
-                    bad(format!("{item}: the increment {token} was acknowledged{by}, but the final body (op {}) holds it {n} times", last.id), token, fate.put);
+                    let dropped = (n == 0)
+                        .then(|| fate.put.and_then(|p| dropped_by(&history, item, token, p)))
+                        .flatten();
+                    let how = dropped.map_or(String::new(), |(op, v)| {
+                        format!("; op {op}'s write of version {v} was the first to leave it out")
+                    });
+                    bad(format!("{item}: the increment {token} was acknowledged{by}, but the final body (op {}) holds it {n} times{how}", last.id), token, fate.put, dropped.map(|(op, _)| op));
                 } else if !fate.acked && fate.unknown && n > 1 {
-                    bad(format!("{item}: the increment {token} (outcome unknown{by}) is in the final body (op {}) {n} times", last.id), token, fate.put);
+                    bad(format!("{item}: the increment {token} (outcome unknown{by}) is in the final body (op {}) {n} times", last.id), token, fate.put, None);
                 }
             }
             for (token, n) in &count {
                 let known = tokens.get(token).is_some_and(|f| f.acked || f.unknown);
                 if !known {
-                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id), token, None);
+                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id), token, None, None);
                 }
             }
         }
@@ -512,6 +518,34 @@ impl Checker<OccHistory> for Increments {
             .with_note(note)
             .partly(!excused.is_empty() || !lost.is_empty())
     }
+}
+
+/// The acknowledged write of counter `item` that first left increment
+/// `token` out after op `put` wrote it: the lowest version above `put`'s
+/// whose body lacks the token, as `(op, version)`.
+fn dropped_by(history: &OccHistory, item: &str, token: &str, put: u64) -> Option<(u64, u64)> {
+    let version = |o: &OpRecord<Call, Outcome>| match &o.result {
+        Some(Outcome::Response {
+            status: 200 | 201,
+            version: Some(v),
+            ..
+        }) => Some(*v),
+        _ => None,
+    };
+    let written = history.ops.iter().find(|o| o.id == put).and_then(version)?;
+    history
+        .ops
+        .iter()
+        .filter(|o| o.key == item && o.call.op == "put")
+        .filter(|o| {
+            !o.call
+                .body
+                .as_deref()
+                .is_some_and(|b| b.split_whitespace().any(|t| t == token))
+        })
+        .filter_map(|o| version(o).filter(|v| *v > written).map(|v| (v, o.id)))
+        .min()
+        .map(|(v, op)| (op, v))
 }
 
 /// Liveness after the heal: the probe read and conditionally wrote every

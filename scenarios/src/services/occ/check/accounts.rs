@@ -62,7 +62,8 @@ pub(super) fn etag_account(history: &OccHistory, key: &str, etag: &str, named: &
 }
 
 /// The calls on counter `item` from the write that carried increment
-/// `token` to the probe's final read (the operations `named`, marked), each
+/// `token` to the probe's final read (the operations `named`, marked: with
+/// the write that first left it out, when known), each
 /// with whether its body holds the token: the focused account of an
 /// increment that is not in the final body exactly once.
 pub(super) fn increment_account(
@@ -92,7 +93,7 @@ pub(super) fn increment_account(
         },
         format!("The increment {token} of {item}"),
         format!(
-            "The calls on {item} from the write that carried the increment {token} to the probe's final read (at most twelve, the nearest to that write): every write of a counter appends its token to the body it read, so an acknowledged increment is in every later body once."
+            "The calls on {item} from the write that carried the increment {token} to the probe's final read (at most twelve, the nearest to that write, and the write that first left it out): every write of a counter appends its token to the body it read, so an acknowledged increment is in every later body once."
         ),
     )
 }
