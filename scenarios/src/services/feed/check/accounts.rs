@@ -38,7 +38,7 @@ pub(super) fn missing(
     // The lease's first page handed to a delegate after the commit: the
     // change waited for it, and it did not carry the change to a delegate
     // that returned. The span ends there, not at the end of the run.
-    let mut next_delivery: Option<u64> = None;
+    let mut next_delivery: Option<(u64, String)> = None;
     match lease {
         None => {
             s.push_str(", no lease covers it at the end) was never delivered");
@@ -77,8 +77,8 @@ pub(super) fn missing(
                 .collect();
             next_delivery = delivered
                 .iter()
-                .map(|(at, ..)| *at)
-                .find(|at| *at >= committed_ns);
+                .find(|(at, ..)| *at >= committed_ns)
+                .map(|(at, node, _)| (*at, processing(node)));
             for (at, node, up_to) in delivered
                 .iter()
                 .filter(|(at, ..)| *at >= committed_ns)
@@ -160,20 +160,28 @@ pub(super) fn missing(
             .map_or(0, |x| (x * 1e6) as u64)
     });
     let mut v = violation("CF3", s);
-    for lane in lanes {
-        v = match next_delivery {
-            Some(until) => v.during(
-                lane,
-                committed_ns,
-                until,
-                format!("{item} v{version} committed, not delivered by the next page"),
-            ),
-            None => v.at(
-                lane,
-                committed_ns,
-                format!("{item} v{version} committed, never delivered"),
-            ),
-        };
+    match next_delivery {
+        // On the server's lane and the lane of the host that handed that
+        // page to its delegate.
+        Some((until, by)) => {
+            for lane in [lanes[0].clone(), by] {
+                v = v.during(
+                    lane,
+                    committed_ns,
+                    until,
+                    format!("{item} v{version} committed, until the lease's next page"),
+                );
+            }
+        }
+        None => {
+            for lane in lanes {
+                v = v.at(
+                    lane,
+                    committed_ns,
+                    format!("{item} v{version} committed, never delivered"),
+                );
+            }
+        }
     }
     v.with_evidence(Evidence {
         title: format!("The undelivered change: {item} version {version}"),
