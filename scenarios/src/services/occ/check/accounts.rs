@@ -6,8 +6,7 @@
 use super::OccHistory;
 use crate::kit::retry::attempt_words;
 use crate::kit::words::calls_account;
-use crate::services::occ::history::Outcome;
-use crate::services::occ::timeline::words;
+use crate::services::occ::history::{words, Outcome};
 use crate::services::occ::workload::is_probe;
 use overcast_sim::check::{Evidence, EvidenceRow};
 use overcast_sim::history::Attempt;
@@ -115,19 +114,15 @@ pub(super) fn probe_account(
         .filter(|o| is_probe(o.client) && o.key == item)
         .map(|o| o.id)
         .collect();
-    // Named first: the account's calls run from the first to the last.
-    let shown: Vec<u64> = named
-        .iter()
-        .copied()
-        .chain(calls.iter().copied().filter(|id| !named.contains(id)))
-        .collect();
+    // Every probe call goes in (none is left out for the ones between);
+    // only those the violation names stay marked below.
     let mut account = calls_account(
         &history.ops,
-        &shown,
+        &calls,
         |c, r| words(c, r).0,
         format!("The probe's calls on {item}"),
         format!(
-            "Every call the probe made on {item} after the heal, each with every attempt the SDK made in it; {server} serves {item}."
+            "Every call the probe made on {item} after the heal, each with the attempts the SDK made in it (the first and last three of a long run); {server} serves {item}."
         ),
     );
     for row in &mut account.rows {
