@@ -347,61 +347,21 @@ fn every_seeded_bug_s_page_opens_on_its_violation_with_an_account_and_no_debug_t
             b.name
         );
     }
-    let mut failed = Vec::new();
     for &(bug, seed) in FIRST_CATCH {
         let info = overcast_scenarios::bugs::find(bug).expect("in the bug table");
         let name = info.scenarios[0];
         let def = CATALOGUE.find(name).expect("registered");
         let what = format!("{name} seed {seed} {bug}");
-        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let r = run_with(def, &overcast_harness::hunt::hunt_scenario(def, seed, bug));
-            let lead = assert_page_opens_on_its_failure(&r, &what);
-            assert!(
-                lead.evidence.is_some(),
-                "{what}: [{}] carries no account: {}",
-                lead.property,
-                lead.message
-            );
-        }));
-        if let Err(e) = checked {
-            let m = e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            failed.push(m);
-        }
-    }
-    // The pages still short of this, each named, so that fixing one means
-    // taking it off the list (the test fails while a listed page passes).
-    let (known, new): (Vec<String>, Vec<String>) = failed
-        .into_iter()
-        .partition(|m| NOT_YET.iter().any(|b| m.contains(&format!(" {b}:"))));
-    assert!(new.is_empty(), "{} pages:\n{}", new.len(), new.join("\n"));
-    for b in NOT_YET {
+        let r = run_with(def, &overcast_harness::hunt::hunt_scenario(def, seed, bug));
+        let lead = assert_page_opens_on_its_failure(&r, &what);
         assert!(
-            known.iter().any(|m| m.contains(&format!(" {b}:"))),
-            "{b} now passes: take it off NOT_YET"
+            lead.evidence.is_some(),
+            "{what}: [{}] carries no account: {}",
+            lead.property,
+            lead.message
         );
     }
 }
-
-/// Seeded bugs whose page does not yet pass the test above: occ's
-/// increments and probe liveness, queues' connector checks (Q8, Q9) and the
-/// replicas' safety checks carry no focused account yet; two occ/feed
-/// violations span most of the run, and feed's end-of-run checks (CF7, CF8)
-/// place their moment past the drawing's last instant.
-const NOT_YET: &[&str] = &[
-    "rmw_blind_fallback",
-    "restart_drops_partition",
-    "traverse_without_waiting",
-    "checkpoint_before_push",
-    "expiry_on_wrong_clock",
-    "page_cut_splits_batch",
-    "split_keeps_parent",
-    "vote_twice",
-    "learner_reads_uncommitted",
-];
 
 /// Asserts that `r`'s failure page opens on its failure: what the leading
 /// violation names is marked, the view lies on its window, the focused

@@ -94,7 +94,7 @@ pub fn attempts_account(op: u64, attempts: &[Attempt], marked: usize) -> Evidenc
                 } else {
                     span_words(a.waited_ns)
                 },
-                describe(&a.result),
+                attempt_words(&a.result),
             ],
             marked: i == marked,
         })
@@ -131,7 +131,7 @@ pub fn resent_after_timeout(op: u64, attempts: &[Attempt]) -> Option<Violation> 
                 "op {op}: a write was re-sent (attempt {}) after attempt {} ended in {}; its outcome was unknown, so the re-send may apply it twice",
                 i + 2,
                 i + 1,
-                describe(&attempts[i].result)
+                attempt_words(&attempts[i].result)
             ),
         )
         .with_ops([op])
@@ -232,7 +232,7 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
             format!(
                 "op {}: the last attempt ended in {}, but the caller was told {}",
                 case.op,
-                describe(&last.result),
+                attempt_words(&last.result),
                 case.surfaced
             ),
             a.len() - 1,
@@ -241,7 +241,8 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
     None
 }
 
-fn describe(r: &AttemptResult) -> String {
+/// How an attempt ended, in words: `503`, `429 (retry after 20 ms)`, `a timeout`.
+pub fn attempt_words(r: &AttemptResult) -> String {
     match r {
         AttemptResult::Status {
             status,
@@ -395,7 +396,7 @@ pub fn window_wait_overrun(
                     w[1].waited_ns as f64 / 1e9,
                     i + 2,
                     i + 1,
-                    describe(&w[0].result),
+                    attempt_words(&w[0].result),
                     longest_ns as f64 / 1e9,
                     if paused_ns > 0 {
                         format!(" (plus the {:.3} s its client was paused)", paused_ns as f64 / 1e9)

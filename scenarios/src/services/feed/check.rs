@@ -41,7 +41,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod accounts;
 use accounts::{
-    final_account, lease_account, lease_rows, lsn_words, missing, page_step, pages_account,
+    final_account, final_since, lease_account, lease_rows, lsn_words, missing, page_step,
+    pages_account,
 };
 
 /// One committed item write or delete, from the durable log.
@@ -147,6 +148,14 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         .chain(h.node_events.iter().map(|e| e.at_ns))
         .max()
         .unwrap_or(0);
+    // Where the drawing of the run ends (the world's end): a host may report
+    // a little after it, and what is judged at the end is named there.
+    let drawn_end_ns = h
+        .events
+        .iter()
+        .map(|e| e.at_ns)
+        .max()
+        .map_or(end_ns, |w| w.min(end_ns));
 
     // The monitored container's writes and deletes, and the lease documents.
     let mut items: Vec<Committed> = Vec::new();
@@ -608,18 +617,46 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         .map(|d| (d.min, d.max, d.token))
         .collect();
     tiles.sort_unstable();
+    // What is judged at the end is named where it came to be: when a lease
+    // got the range or the owner it ends with (never past the drawing).
+    let since = |token: u32| {
+        final_since(&leases, token).map(|(c, o)| (c.min(drawn_end_ns), o.min(drawn_end_ns)))
+    };
     let mut at = 0;
     for (min, max, token) in &tiles {
         if *min != at {
+            // The lease before it in key order: where the one at fault
+            // overlaps it or leaves a gap after it.
+            let before = tiles
+                .iter()
+                .find(|(m, x, t)| *x == at && m < min && t != token)
+                .map(|(_, _, t)| *t);
+            let mut created: Vec<(u64, u32)> = [Some(*token), before]
+                .into_iter()
+                .flatten()
+                .map(|t| (since(t).map_or(drawn_end_ns, |s| s.0), t))
+                .collect();
+            // The later one first: since then the two do not tile.
+            created.sort_by_key(|(c, t)| (std::cmp::Reverse(*c), *t));
+            let mut cf7 = violation(
+                "CF7",
+                format!(
+                    "at the end the leases do not tile the key space: lease {token} starts at {min:02X}, expected {at:02X} ({})",
+                    if *min < at { "overlap" } else { "gap" }
+                ),
+            );
+            for (c, t) in &created {
+                cf7 = cf7.at("", *c, format!("lease {t} created as it ends"));
+            }
             v.push(
-                violation(
-                    "CF7",
+                cf7
+                .with_evidence(final_account(
+                    &final_leases,
                     format!(
-                        "at the end the leases do not tile the key space: lease {token} starts at {min:02X}, expected {at:02X} ({})",
-                        if *min < at { "overlap" } else { "gap" }
+                        "Every lease at the end and its range: the ranges tile the key space 00-{KEY_SPACE:02X}, each starting where the one before it ends. Lease {token} starts at {min:02X}, where {at:02X} was expected; it and the lease before it are marked."
                     ),
-                )
-                .at("", end_ns, format!("lease {token} at {min:02X}")),
+                    &|d| d.token == *token || Some(d.token) == before,
+                )),
             );
         }
         at = at.max(*max);
@@ -630,7 +667,22 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                 "CF7",
                 format!("at the end the leases stop at {at:02X}, before the end of the key space"),
             )
-            .at("", end_ns, format!("leases stop at {at:02X}")),
+            .at(
+                "",
+                tiles
+                    .iter()
+                    .find(|(_, x, _)| *x == at)
+                    .and_then(|(_, _, t)| since(*t))
+                    .map_or(drawn_end_ns, |s| s.0),
+                format!("the last lease, ending at {at:02X}, created"),
+            )
+            .with_evidence(final_account(
+                &final_leases,
+                format!(
+                    "Every lease at the end and its range: the ranges tile the key space 00-{KEY_SPACE:02X}, but none goes past {at:02X}; the lease that ends there is marked."
+                ),
+                &|d| d.max == at,
+            )),
         );
     }
     // Ownership at the end is a quiescence property like balance: judged
@@ -649,7 +701,15 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                         d.owner.as_deref().unwrap_or("nobody")
                     ),
                 )
-                .at("", end_ns, format!("lease {} unowned", d.token))
+                .at(
+                    d.owner.as_deref().map_or(String::new(), owned),
+                    since(d.token).map_or(drawn_end_ns, |s| s.1),
+                    format!(
+                        "lease {} owned by {} from here",
+                        d.token,
+                        d.owner.as_deref().unwrap_or("nobody")
+                    ),
+                )
                 .with_evidence(final_account(
                     &final_leases,
                     format!(
@@ -687,15 +747,38 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             .map(|h| format!("{h} owns {}", counts[h]))
             .collect();
         if !off.is_empty() {
+            // When the leases of the hosts outside the bounds (of every host
+            // when those own none) came to their final owners, latest first.
+            let of_off: Vec<&&LeaseDoc> = final_leases
+                .iter()
+                .filter(|d| d.owner.as_deref().is_some_and(|o| off_hosts.contains(&o)))
+                .collect();
+            let mut taken: Vec<(u64, &LeaseDoc)> = if of_off.is_empty() {
+                final_leases.to_vec()
+            } else {
+                of_off.into_iter().copied().collect()
+            }
+            .into_iter()
+            .map(|d| (since(d.token).map_or(drawn_end_ns, |s| s.1), d))
+            .collect();
+            taken.sort_by_key(|(at, d)| (std::cmp::Reverse(*at), d.token));
+            let mut cf8 = violation(
+                "CF8",
+                format!(
+                    "at quiescence {n} leases over {hn} hosts are not balanced ({lo}–{hi} each): {}",
+                    off.join(", ")
+                ),
+            );
+            for (at, d) in taken.iter().take(6) {
+                let owner = d.owner.as_deref().unwrap_or("nobody");
+                cf8 = cf8.at(
+                    owned(owner),
+                    *at,
+                    format!("{owner} owns lease {} from here", d.token),
+                );
+            }
             imbalance = Some(
-                violation(
-                    "CF8",
-                    format!(
-                        "at quiescence {n} leases over {hn} hosts are not balanced ({lo}–{hi} each): {}",
-                        off.join(", ")
-                    ),
-                )
-                .at("", end_ns, "not balanced")
+                cf8
                 .with_evidence(final_account(
                     &final_leases,
                     format!(

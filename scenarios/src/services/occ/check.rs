@@ -13,7 +13,7 @@ use overcast_model::store;
 use overcast_model::wire;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::LIVENESS;
-use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::history::{AttemptResult, History, OpRecord};
 use overcast_sim::lin::{self, Operation};
 use overcast_sim::world::{Happening, WorldEvent, WorldOutcome};
@@ -446,25 +446,33 @@ impl Checker<OccHistory> for Increments {
             for t in body.split_whitespace() {
                 *count.entry(t).or_default() += 1;
             }
-            let mut bad = |message: String, put: Option<u64>| {
+            let mut bad = |message: String, token: &str, put: Option<u64>, dropped: Option<u64>| {
+                let named: Vec<u64> = put.into_iter().chain(dropped).chain([last.id]).collect();
                 violations.push(
                     Violation::new(crate::services::occ::properties::INCREMENTS.id, message)
-                        .with_ops(put.into_iter().chain([last.id])),
+                        .with_evidence(increment_account(&history, item, token, &named))
+                        .with_ops(named),
                 )
             };
             for (token, fate) in tokens {
                 let n = count.get(token).copied().unwrap_or(0);
                 let by = fate.put.map_or(String::new(), |p| format!(" by op {p}"));
                 if fate.acked && n != 1 {
-                    bad(format!("{item}: the increment {token} was acknowledged{by}, but the final body (op {}) holds it {n} times", last.id), fate.put);
+                    let dropped = (n == 0)
+                        .then(|| fate.put.and_then(|p| dropped_by(&history, item, token, p)))
+                        .flatten();
+                    let how = dropped.map_or(String::new(), |(op, v)| {
+                        format!("; op {op}'s write of version {v} was the first to leave it out")
+                    });
+                    bad(format!("{item}: the increment {token} was acknowledged{by}, but the final body (op {}) holds it {n} times{how}", last.id), token, fate.put, dropped.map(|(op, _)| op));
                 } else if !fate.acked && fate.unknown && n > 1 {
-                    bad(format!("{item}: the increment {token} (outcome unknown{by}) is in the final body (op {}) {n} times", last.id), fate.put);
+                    bad(format!("{item}: the increment {token} (outcome unknown{by}) is in the final body (op {}) {n} times", last.id), token, fate.put, None);
                 }
             }
             for (token, n) in &count {
                 let known = tokens.get(token).is_some_and(|f| f.acked || f.unknown);
                 if !known {
-                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id), None);
+                    bad(format!("{item}: the final body (op {}) holds {token} ({n} times), which no write that may have applied carried", last.id), token, None, None);
                 }
             }
         }
@@ -490,6 +498,34 @@ impl Checker<OccHistory> for Increments {
             .with_note(note)
             .partly(!excused.is_empty() || !lost.is_empty())
     }
+}
+
+/// The acknowledged write of counter `item` that first left increment
+/// `token` out after op `put` wrote it: the lowest version above `put`'s
+/// whose body lacks the token, as `(op, version)`.
+fn dropped_by(history: &OccHistory, item: &str, token: &str, put: u64) -> Option<(u64, u64)> {
+    let version = |o: &OpRecord<Call, Outcome>| match &o.result {
+        Some(Outcome::Response {
+            status: 200 | 201,
+            version: Some(v),
+            ..
+        }) => Some(*v),
+        _ => None,
+    };
+    let written = history.ops.iter().find(|o| o.id == put).and_then(version)?;
+    history
+        .ops
+        .iter()
+        .filter(|o| o.key == item && o.call.op == "put")
+        .filter(|o| {
+            !o.call
+                .body
+                .as_deref()
+                .is_some_and(|b| b.split_whitespace().any(|t| t == token))
+        })
+        .filter_map(|o| version(o).filter(|v| *v > written).map(|v| (v, o.id)))
+        .min()
+        .map(|(v, op)| (op, v))
 }
 
 /// Liveness after the heal: the probe read and conditionally wrote every
@@ -608,15 +644,16 @@ impl Checker<OccHistory> for ProbeLiveness {
                     },
                 },
             };
-            let restarted = history
+            let restarts: Vec<u64> = history
                 .events
                 .iter()
                 .filter(|e| matches!(&e.what, Happening::Restart(n) if *n == name))
                 .map(|e| e.at_ns)
-                .next_back()
-                .map_or(String::new(), |t| {
-                    format!(", which restarted at {}", secs(t))
-                });
+                .collect();
+            let restarted = restarts.last().map_or(String::new(), |t| {
+                format!(", which restarted at {}", secs(*t))
+            });
+            let named: Vec<u64> = ops.last().map(|o| vec![o.id]).unwrap_or_default();
             violations.push(
                 violation(
                     format!(
@@ -625,8 +662,9 @@ impl Checker<OccHistory> for ProbeLiveness {
                         self.probe.bound_ms,
                         secs(start),
                     ),
-                    ops.last().map(|o| vec![o.id]).unwrap_or_default(),
+                    named.clone(),
                 )
+                .with_evidence(probe_account(history, item, &name, &restarts, &named))
                 .during(
                     name.clone(),
                     since.min(end),
@@ -722,54 +760,6 @@ fn e1(history: &OccHistory) -> Option<Violation> {
             None => v,
         }
     })
-}
-
-/// Every answer that carried ETag `etag` for item `key`, as the focused
-/// account of an E1 violation: the operation, when it returned, what it was
-/// and the body it stood for; the operations the violation names marked.
-fn etag_account(history: &OccHistory, key: &str, etag: &str, named: &[u64]) -> Evidence {
-    let rows: Vec<EvidenceRow> = history
-        .ops
-        .iter()
-        .filter(|o| o.key == key)
-        .filter_map(|o| match &o.result {
-            Some(Outcome::Response {
-                status,
-                etag: Some(e),
-                body,
-                ..
-            }) if e == etag => {
-                let shown = if o.call.op == "put" {
-                    o.call.body.as_deref()
-                } else {
-                    body.as_deref()
-                };
-                Some(EvidenceRow {
-                    op: Some(o.id),
-                    cells: vec![
-                        format!("#{}", o.id),
-                        o.return_ns.map_or(String::new(), secs),
-                        format!("{} → {status}", o.call.op),
-                        shown.unwrap_or("").to_string(),
-                    ],
-                    marked: named.contains(&o.id),
-                })
-            }
-            _ => None,
-        })
-        .take(10)
-        .collect();
-    Evidence {
-        title: format!("The ETag {etag} of {key}"),
-        lead: vec![format!(
-            "Every answer about {key} that carried the ETag {etag}, with the body it stood for: an ETag is new with every write and stands for one body."
-        )],
-        columns: ["operation", "returned", "call", "body"]
-            .map(String::from)
-            .to_vec(),
-        rows,
-        notes: Vec::new(),
-    }
 }
 
 /// The version the model says each (item, ETag) is, from the responses that
@@ -931,6 +921,9 @@ pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, 
         },
     )
 }
+
+mod accounts;
+use accounts::{etag_account, increment_account, probe_account};
 
 #[cfg(test)]
 mod tests;

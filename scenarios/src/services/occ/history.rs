@@ -1,11 +1,14 @@
 //! The store's history records: what a call asked and what it saw, as they
 //! appear in overcast's history files.
 
+use crate::kit::words::{conditions_words, short_etag};
+use overcast_harness::report::call_words;
 use overcast_model::client::CallResult;
 use overcast_model::retry::FinalOutcome;
 use overcast_model::server::Receipt;
 use overcast_model::store::{EtagMatch, StoreRequest};
 use overcast_model::wire::OperationId;
+use overcast_sim::timeline::Tone;
 use serde::{Deserialize, Serialize};
 
 /// A call to the store, flattened for the history file.
@@ -153,3 +156,33 @@ pub enum OccEvent {
 
 /// The recorder `occ`'s nodes write into.
 pub type OccRecorder = overcast_sim::history::Recorder<Call, Outcome, OccEvent>;
+
+/// A call in a few words: `put k3 If-Match …0001 → 412`.
+pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
+    let asked = format!(
+        "{} {}{}",
+        call.op,
+        call.item,
+        conditions_words(call.if_match.as_deref(), call.if_none_match.as_deref())
+    );
+    let seen = result.map(|r| match r {
+        // A read's timeouts ran out (older histories): shown as the 503 it is now.
+        Outcome::TimedOut => (503, "timed out".to_string()),
+        Outcome::Response {
+            status,
+            etag,
+            version,
+            ..
+        } => {
+            let mut seen = status.to_string();
+            if let Some(v) = version {
+                seen += &format!(" v{v}");
+            }
+            if let Some(e) = etag {
+                seen += &format!(" {}", short_etag(e));
+            }
+            (*status, seen)
+        }
+    });
+    call_words(asked, seen)
+}

@@ -110,7 +110,7 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
 }
 
 /// A connector's report in a word or two, and in a sentence.
-fn report_words(e: &ConnectorEvent) -> (String, String) {
+pub(super) fn report_words(e: &ConnectorEvent) -> (String, String) {
     match e {
         ConnectorEvent::Started {
             incremental, full, ..

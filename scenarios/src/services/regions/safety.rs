@@ -18,7 +18,8 @@
 
 use super::history::{RegionEvent, RegionsHistory};
 use super::properties::{ELECTION_SAFETY, STATE_MACHINE_SAFETY};
-use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
+use overcast_sim::history::NodeEvent;
 use overcast_sim::timeline::secs;
 use std::collections::BTreeMap;
 
@@ -68,9 +69,7 @@ impl Checker<RegionsHistory> for RaftSafety {
         // Per partition: the first disagreement found and how many LSNs disagree.
         let mut conflicts: BTreeMap<u32, (u64, Report, Report, usize)> = BTreeMap::new();
         let mut applied = 0usize;
-        let mut events = history.node_events.iter().collect::<Vec<_>>();
-        events.sort_by_key(|e| e.at_ns);
-        for e in events {
+        for e in in_time_order(history) {
             match &e.event {
                 RegionEvent::Primary { partition, term } => {
                     announced += 1;
@@ -93,7 +92,8 @@ impl Checker<RegionsHistory> for RaftSafety {
                                 ),
                             )
                             .at(node.to_string(), at, format!("primary of term {term}"))
-                            .at(e.node.clone(), e.at_ns, format!("primary of term {term}")),
+                            .at(e.node.clone(), e.at_ns, format!("primary of term {term}"))
+                            .with_evidence(primaries_account(history, *partition, *term)),
                         );
                     }
                 }
@@ -156,7 +156,8 @@ impl Checker<RegionsHistory> for RaftSafety {
                         now.node.to_string(),
                         now.at_ns,
                         format!("applied LSN {lsn}: {}", now.entry()),
-                    ),
+                    )
+                    .with_evidence(applied_account(history, partition, lsn, &was)),
             );
         }
         let mut note = format!(
@@ -170,6 +171,89 @@ impl Checker<RegionsHistory> for RaftSafety {
         Checked::new(Verdict::from_violations(violations))
             .with_note(note)
             .partly(applied == 0)
+    }
+}
+
+/// The events of `history` in true time order.
+fn in_time_order(history: &RegionsHistory) -> Vec<&NodeEvent<RegionEvent>> {
+    let mut events = history.node_events.iter().collect::<Vec<_>>();
+    events.sort_by_key(|e| e.at_ns);
+    events
+}
+
+/// Election safety's focused account: every replica's announcement that
+/// it was primary of `partition` in the terms around `term`, in true time;
+/// those of `term` marked.
+fn primaries_account(history: &RegionsHistory, partition: u32, term: u64) -> Evidence {
+    let rows = in_time_order(history)
+        .into_iter()
+        .filter_map(|e| match &e.event {
+            RegionEvent::Primary {
+                partition: p,
+                term: t,
+            } if *p == partition && t.abs_diff(term) <= 1 => Some(EvidenceRow {
+                op: None,
+                cells: vec![
+                    secs(e.at_ns),
+                    e.node.clone(),
+                    format!("primary of term {t}"),
+                ],
+                marked: *t == term,
+            }),
+            _ => None,
+        })
+        .collect();
+    Evidence {
+        title: format!("The primaries of partition {partition} around term {term}"),
+        lead: vec![format!(
+            "Every replica that announced itself primary of partition {partition} in terms {} to {}, in true time: a replica becomes primary of a term only with a majority's votes, and a replica votes once in a term, so a term has one primary.",
+            term.saturating_sub(1),
+            term + 1
+        )],
+        columns: ["when", "replica", "announced"].map(String::from).to_vec(),
+        rows,
+        notes: Vec::new(),
+    }
+}
+
+/// State machine safety's focused account: every replica's application of
+/// LSN `lsn` of `partition`, in true time; those of another entry than the
+/// first one told (`was`) marked.
+fn applied_account(history: &RegionsHistory, partition: u32, lsn: u64, was: &Report) -> Evidence {
+    let rows = in_time_order(history)
+        .into_iter()
+        .filter_map(|e| match &e.event {
+            RegionEvent::Applied {
+                partition: p,
+                entries,
+            } if *p == partition => entries.iter().find(|a| a.lsn == lsn).map(|a| (e, a)),
+            _ => None,
+        })
+        .map(|(e, a)| {
+            let entry = Report {
+                node: &e.node,
+                at_ns: e.at_ns,
+                term: a.term,
+                digest: a.digest,
+            };
+            EvidenceRow {
+                op: None,
+                cells: vec![secs(e.at_ns), e.node.clone(), entry.entry()],
+                marked: (a.term, a.digest) != (was.term, was.digest),
+            }
+        })
+        .take(16)
+        .collect();
+    Evidence {
+        title: format!("LSN {lsn} of partition {partition} as the replicas applied it"),
+        lead: vec![format!(
+            "Every time a replica or reader applied LSN {lsn} of partition {partition}, in true time, with the entry (its term and the digest of its effect): every replica applies the same entry at an LSN, once committed; those that differ from {}'s at {} are marked.",
+            was.node,
+            secs(was.at_ns)
+        )],
+        columns: ["when", "replica", "entry"].map(String::from).to_vec(),
+        rows,
+        notes: Vec::new(),
     }
 }
 

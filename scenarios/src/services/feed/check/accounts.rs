@@ -6,8 +6,9 @@ use super::*;
 
 /// CF3 for item `k` version `version`, never delivered: why, in words (the
 /// lease covering it at the end, its owner and checkpoint, and what last
-/// happened to the owner), the span from its commit to the end of the run,
-/// and the change's path as the focused account.
+/// happened to the owner), the span from its commit to the lease's next
+/// page handed to a delegate (its commit alone when none came), and the
+/// change's path as the focused account.
 pub(super) fn missing(
     h: &FeedHistory,
     k: &Key,
@@ -34,6 +35,10 @@ pub(super) fn missing(
     }];
     let lease = final_leases.iter().find(|d| d.min <= e && e < d.max);
     let mut lanes = vec!["server-0".to_string()];
+    // The lease's first page handed to a delegate after the commit: the
+    // change waited for it, and it did not carry the change to a delegate
+    // that returned. The span ends there, not at the end of the run.
+    let mut next_delivery: Option<(u64, String)> = None;
     match lease {
         None => {
             s.push_str(", no lease covers it at the end) was never delivered");
@@ -70,6 +75,10 @@ pub(super) fn missing(
                     _ => None,
                 })
                 .collect();
+            next_delivery = delivered
+                .iter()
+                .find(|(at, ..)| *at >= committed_ns)
+                .map(|(at, node, _)| (*at, processing(node)));
             for (at, node, up_to) in delivered
                 .iter()
                 .filter(|(at, ..)| *at >= committed_ns)
@@ -151,13 +160,28 @@ pub(super) fn missing(
             .map_or(0, |x| (x * 1e6) as u64)
     });
     let mut v = violation("CF3", s);
-    for lane in lanes {
-        v = v.during(
-            lane,
-            committed_ns,
-            end_ns,
-            format!("{item} v{version} undelivered"),
-        );
+    match next_delivery {
+        // On the server's lane and the lane of the host that handed that
+        // page to its delegate.
+        Some((until, by)) => {
+            for lane in [lanes[0].clone(), by] {
+                v = v.during(
+                    lane,
+                    committed_ns,
+                    until,
+                    format!("{item} v{version} committed, until the lease's next page"),
+                );
+            }
+        }
+        None => {
+            for lane in lanes {
+                v = v.at(
+                    lane,
+                    committed_ns,
+                    format!("{item} v{version} committed, never delivered"),
+                );
+            }
+        }
     }
     v.with_evidence(Evidence {
         title: format!("The undelivered change: {item} version {version}"),
@@ -322,6 +346,31 @@ pub(super) fn final_account(
             .collect(),
         notes: Vec::new(),
     }
+}
+
+/// When lease `token` became what it is at the end: `(created, owned)`,
+/// the first version of its last unbroken run of documents (since it was
+/// last created) and the first of its last run with its final owner;
+/// `None` when no lease ends the log with that token.
+pub(super) fn final_since(
+    leases: &BTreeMap<String, Vec<LeaseVersion>>,
+    token: u32,
+) -> Option<(u64, u64)> {
+    let versions = leases.values().find(|vs| {
+        vs.last()
+            .and_then(|l| l.doc.as_ref())
+            .is_some_and(|d| d.token == token)
+    })?;
+    let owner = versions.last()?.doc.as_ref()?.owner.clone();
+    let since = |same: &dyn Fn(&LeaseDoc) -> bool| {
+        versions
+            .iter()
+            .rev()
+            .take_while(|v| v.doc.as_ref().is_some_and(same))
+            .last()
+            .map_or(0, |v| v.at_ns)
+    };
+    Some((since(&|_| true), since(&|d| d.owner == owner)))
 }
 
 /// A checkpoint in words: `lsn 41`, or `none`.

@@ -275,20 +275,22 @@ impl Checker<QueueHistory> for TraversalGating {
                 }
             }
         }
-        let mut pending: BTreeSet<String> = BTreeSet::new();
+        // Each operation saved as pending, and when it was first saved so.
+        let mut pending: BTreeMap<String, u64> = BTreeMap::new();
         let mut v = Vec::new();
         let mut phases = 0;
         for (at, node, e) in reports(h) {
             match e {
                 ConnectorEvent::CheckpointSaved { name, value } if name == CHECKPOINT_QUEUE => {
                     if let Some((_, op)) = value.split_once('\n') {
-                        pending.insert(op.to_string());
+                        pending.entry(op.to_string()).or_insert(at);
                     }
                 }
                 ConnectorEvent::FullIndexing { queue, .. } => {
                     phases += 1;
-                    for op in &pending {
-                        if done_at.get(op.as_str()).is_none_or(|d| *d >= at) {
+                    for (op, saved_ns) in &pending {
+                        let done = done_at.get(op.as_str()).copied();
+                        if done.is_none_or(|d| d >= at) {
                             v.push(
                                 violation(
                                     "Q8",
@@ -298,7 +300,8 @@ impl Checker<QueueHistory> for TraversalGating {
                                     ),
                                     Vec::new(),
                                 )
-                                .at(node.to_string(), at, "indexing began"),
+                                .at(node.to_string(), at, "indexing began")
+                                .with_evidence(gating_account(h, node, op, *saved_ns, at, done)),
                             );
                         }
                     }
@@ -309,6 +312,87 @@ impl Checker<QueueHistory> for TraversalGating {
         v.truncate(20);
         Checked::new(Verdict::from_violations(v)).with_note(format!("{phases} index phases"))
     }
+}
+
+/// The reports of the connector on `lane` from `from_ns` to `to_ns` and
+/// the rows `extra` (when, what, marked), in time order, each with the
+/// reports `marked` says the violation turns on marked; at most fourteen,
+/// from a few before the first marked one. The focused account of a
+/// violation about a traversal (Q8, Q9).
+fn reports_account(
+    h: &QueueHistory,
+    lane: &str,
+    (from_ns, to_ns): (u64, u64),
+    marked: &dyn Fn(u64, &ConnectorEvent) -> bool,
+    extra: Vec<(u64, String, bool)>,
+    title: String,
+    lead: String,
+) -> Evidence {
+    let mut rows: Vec<(u64, String, bool)> = reports(h)
+        .into_iter()
+        .filter(|(at, node, _)| *node == lane && *at >= from_ns && *at <= to_ns)
+        .map(|(at, _, e)| (at, super::super::timeline::report_words(e).1, marked(at, e)))
+        .chain(extra)
+        .collect();
+    rows.sort_by_key(|(at, ..)| *at);
+    let all = rows.len();
+    let first = rows.iter().position(|(.., m)| *m).unwrap_or(0);
+    let skip = first.saturating_sub(3).min(all.saturating_sub(14));
+    let rows: Vec<(u64, String, bool)> = rows.into_iter().skip(skip).take(14).collect();
+    let shown = if rows.len() < all {
+        format!(" ({} of {all} shown)", rows.len())
+    } else {
+        String::new()
+    };
+    Evidence {
+        title,
+        lead: vec![format!("{lead}{shown}.")],
+        columns: ["when", "what"].map(String::from).to_vec(),
+        rows: rows
+            .into_iter()
+            .map(|(at, what, marked)| EvidenceRow {
+                op: None,
+                cells: vec![secs(at), what],
+                marked,
+            })
+            .collect(),
+        notes: Vec::new(),
+    }
+}
+
+/// Q8's focused account: what the connector on `lane` did from saving
+/// `op` as pending (at `saved_ns`) to beginning an index phase at `at_ns`,
+/// and when the server logged `op` done (`done_ns`), if ever.
+fn gating_account(
+    h: &QueueHistory,
+    lane: &str,
+    op: &str,
+    saved_ns: u64,
+    at_ns: u64,
+    done_ns: Option<u64>,
+) -> Evidence {
+    let done = match done_ns {
+        Some(d) => (d, format!("the server logged {op} done"), false),
+        None => (
+            at_ns,
+            format!("{op} not done: the server never logged it done"),
+            false,
+        ),
+    };
+    reports_account(
+        h,
+        lane,
+        (saved_ns, at_ns),
+        &|at, e| {
+            at == at_ns && matches!(e, ConnectorEvent::FullIndexing { .. })
+                || matches!(e, ConnectorEvent::CheckpointSaved { name, value } if name == CHECKPOINT_QUEUE && value.ends_with(&format!("\n{op}")) && at == saved_ns)
+        },
+        vec![done],
+        format!("The traversal and the pending {op}"),
+        format!(
+            "What {lane} reported from saving {op} as pending in checkpoint_queue to beginning an index phase, and when the server logged {op} done: a full traversal indexes only once its pending delete is done"
+        ),
+    )
 }
 
 /// The repository at a true time: present documents with their content.
@@ -370,7 +454,8 @@ impl Checker<QueueHistory> for CheckpointResume {
                         ),
                         Vec::new(),
                     )
-                    .during(p.node.clone(), p.start_ns, p.done_ns, format!("full traversal into '{}'", p.queue)),
+                    .during(p.node.clone(), p.start_ns, p.done_ns, format!("full traversal into '{}'", p.queue))
+                    .with_evidence(pass_account(h, p, &skipped)),
                 );
             }
         }
@@ -382,6 +467,52 @@ impl Checker<QueueHistory> for CheckpointResume {
             passes.len()
         ))
     }
+}
+
+/// Q9's focused account of a full traversal that ended without indexing
+/// the documents `skipped`: what its connector reported during it; the
+/// first checkpoint_full saved at or past the first skipped document, and
+/// every resume after it, marked (the traversal goes in id order, so a
+/// resume there passes over the document).
+fn pass_account(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Evidence {
+    let first = skipped.iter().min().map_or("", |s| s.as_str());
+    let claimed = |v: &str| !v.is_empty() && v >= first;
+    let first_claim = reports(h).into_iter().find_map(|(at, node, e)| match e {
+        ConnectorEvent::CheckpointSaved { name, value }
+            if node == p.node
+                && name == CHECKPOINT_FULL
+                && at >= p.start_ns
+                && at <= p.done_ns
+                && claimed(value) =>
+        {
+            Some(at)
+        }
+        _ => None,
+    });
+    reports_account(
+        h,
+        &p.node,
+        (p.start_ns, p.done_ns),
+        &|at, e| match e {
+            ConnectorEvent::CheckpointSaved { name, .. } => {
+                name == CHECKPOINT_FULL && Some(at) == first_claim
+            }
+            ConnectorEvent::FullIndexing {
+                resume_after: Some(r),
+                ..
+            } => claimed(r),
+            _ => false,
+        },
+        Vec::new(),
+        format!("The full traversal into '{}'", p.queue),
+        format!(
+            "What {} reported during the traversal ({} – {}); it never indexed {}. It goes in id order, so the first checkpoint_full saved at or past {first}, and each resume after one, are marked",
+            p.node,
+            secs(p.start_ns),
+            secs(p.done_ns),
+            names(skipped)
+        ),
+    )
 }
 
 /// Q9 for the incremental traversal (SPEC §5.5 `handleIncrementalChanges`,
@@ -446,6 +577,48 @@ pub(super) fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
                     .map(|(seq, _, id)| format!("{id} (change {seq})"))
                     .collect();
                 if !missed.is_empty() {
+                    let in_range: Vec<&(u64, u64, &str)> = changes
+                        .iter()
+                        .filter(|(seq, ..)| *seq > start && *seq <= saved)
+                        .collect();
+                    let mut rows: Vec<(u64, String, bool)> = Vec::new();
+                    for (seq, at_ns, id) in &in_range {
+                        let lost = !pushed(id, *at_ns);
+                        rows.push((
+                            *at_ns,
+                            format!("the repository changed {id} (change {seq})"),
+                            lost,
+                        ));
+                    }
+                    let from_ns = in_range
+                        .iter()
+                        .map(|(_, at, _)| *at)
+                        .min()
+                        .unwrap_or(e.at_ns);
+                    rows.extend(
+                        pushes
+                            .iter()
+                            .filter(|(by, name, invoke_ns, _)| {
+                                *by == connector
+                                    && *invoke_ns >= from_ns
+                                    && *invoke_ns <= e.at_ns
+                                    && in_range.iter().any(|(_, _, id)| id == name)
+                            })
+                            .map(|(_, name, _, return_ns)| {
+                                (*return_ns, format!("pushed {name} (answered 200)"), false)
+                            }),
+                    );
+                    let account = reports_account(
+                        h,
+                        node_lane(&e.node),
+                        (e.at_ns, e.at_ns),
+                        &|_, x| matches!(x, ConnectorEvent::CheckpointSaved { name, .. } if name == CHECKPOINT_INCREMENTAL),
+                        rows,
+                        format!("The changes up to checkpoint_incremental = {saved}"),
+                        format!(
+                            "The repository's changes after {start} (where the run started) up to {saved}, the incremental pushes of them, and the save: a connector saves a change sequence only after pushing every change up to it; the changes not pushed before the save are marked"
+                        ),
+                    );
                     let more = match missed.len() {
                         n if n > 4 => format!(" and {} more", n - 4),
                         _ => String::new(),
@@ -461,7 +634,8 @@ pub(super) fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
                             ),
                             Vec::new(),
                         )
-                        .at(e.node.clone(), e.at_ns, format!("checkpoint_incremental = {saved}")),
+                        .at(e.node.clone(), e.at_ns, format!("checkpoint_incremental = {saved}"))
+                        .with_evidence(account),
                     );
                 }
             }
