@@ -39,9 +39,12 @@
 //!   after it; the failed compare-and-sets and conditional puts in a
 //!   segment their interval meets whose value (or version) is not the one
 //!   they expected (which steers the choice of the next unit); successful
-//!   conditional puts at the version they expected; writes with an unknown
-//!   outcome left out unless someone reads their value, or one opens a
-//!   segment that a failed conditional write or a conditional put needs.
+//!   conditional puts at the version they expected, the units that must
+//!   come before one (directly or through others) placed first, the
+//!   earliest due first, counted in writes (`witness::Dues`); writes with
+//!   an unknown outcome left out unless someone reads their value, or one
+//!   opens a segment that a failed conditional write or a conditional put
+//!   needs.
 //!   The order is replayed through [`Spec::step`]: a replayed witness
 //!   proves linearizability.
 //!
@@ -59,7 +62,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 mod witness;
-use witness::{Kahn, Policy, Sweep};
+use witness::{Dues, Kahn, Policy, Sweep};
 
 const NONE: usize = usize::MAX;
 
@@ -179,6 +182,30 @@ pub(crate) struct Refutation {
     /// the value it is on (`None`: the initial value), in the order
     /// `ops_named` gives.
     pub value_of: Vec<(usize, Option<usize>)>,
+    /// For each operation of `window` that needs a value some operation
+    /// writes (a read returning it, a compare-and-set expecting it): that
+    /// write (increasing).
+    pub supplier: Vec<(usize, usize)>,
+}
+
+impl Refutation {
+    /// The writes `x` needs, from the initial state, to be placed at all:
+    /// the write of the value it needs, the write of the value that one
+    /// expects, and so on (increasing). A sub-history without one of them
+    /// fails at `x` for a reason that says nothing of the contradiction.
+    pub(crate) fn supply_chain(&self, x: usize) -> Vec<usize> {
+        let mut chain = Vec::new();
+        let mut o = x;
+        while let Ok(i) = self.supplier.binary_search_by_key(&o, |&(p, _)| p) {
+            o = self.supplier[i].1;
+            if o == x || chain.contains(&o) {
+                break;
+            }
+            chain.push(o);
+        }
+        chain.sort_unstable();
+        chain
+    }
 }
 
 /// What the pass found.
@@ -800,10 +827,25 @@ impl<'v> Pass<'v> {
                 (o, w)
             })
             .collect();
+        let supplier = win
+            .iter()
+            .filter_map(|&o| {
+                let needs = match self.view[o] {
+                    RegisterOp::Read(x) => Some(x),
+                    _ => match guard_of(&self.view[o]) {
+                        Some(Guard::Value(e)) => Some(e),
+                        _ => None,
+                    },
+                };
+                let w = *self.writer.get(&needs?)?;
+                Some((o, w))
+            })
+            .collect();
         Refutation {
             contradiction: c,
             window: win.into_iter().collect(),
             value_of,
+            supplier,
         }
     }
 
@@ -825,32 +867,30 @@ impl<'v> Pass<'v> {
     fn witness_why(&self, policy: Policy) -> Result<Vec<super::versioned::Placed>, String> {
         let mut kahn = Kahn::new(&self.units, true);
         kahn.heads(self);
+        let mut dues = Dues::new(self);
         let mut sw = Sweep::new(self);
         self.start(&mut kahn).map_err(|c| format!("{c:?}"))?;
         sw.place_unit(self, 0, kahn.min_f())?;
         while let Some((m1, _, m1_ready)) = kahn.refresh() {
             let count = sw.k;
-            // Writes that may still come before the next conditional put.
-            // (And only units that may come before that one.)
-            let (room, then) = match kahn.reqs.first() {
+            // Only units that may come before the next conditional put.
+            let then = match kahn.reqs.first() {
                 Some(&(r, u)) if r < count => {
                     return Err(format!(
                         "unit {u} needed {r} writes before it, {count} were"
                     ));
                 }
-                Some(&(r, u)) => (Some(r - count), self.units[u].f.0),
-                None => (None, i64::MAX),
+                Some(&(_, u)) => self.units[u].f.0,
+                None => i64::MAX,
             };
-            // The units that must come before it (one of their operations
-            // returned before one of its was invoked) go first.
-            let late = kahn
-                .reqs
-                .first()
-                .map_or(i64::MIN, |&(_, u)| self.units[u].s.0);
+            if let Some(d) = dues.as_mut() {
+                let first = kahn.reqs.first().map_or(d.reqs.len(), |&(_, u)| d.due[u]);
+                d.refresh(&self.units, first, count);
+            }
             let fits = |u: usize| match self.units[u].req {
                 Some(r) => r == count,
                 None => {
-                    room.is_none_or(|room| self.units[u].writes <= room)
+                    dues.as_ref().is_none_or(|d| d.fits(&self.units, u))
                         && self.units[u].s.0 <= then
                 }
             };
@@ -869,24 +909,22 @@ impl<'v> Pass<'v> {
                 .map(|&(_, u)| u)
                 .or(m1c.filter(|&u| self.units[u].req == Some(count)));
             let deadline = sw.deadline(self);
-            let before = |u: &usize| self.units[*u].f.0 < late && self.units[*u].req.is_none();
-            let chosen = m1c
-                .filter(before)
-                .or_else(|| {
-                    kahn.ready_s
-                        .iter()
-                        .take(64)
-                        .map(|&(_, u)| u)
-                        .find(|u| fits(*u) && before(u))
-                })
-                .or_else(|| match policy {
-                    Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
-                    Policy::FirstCall => earliest(scan(&kahn.ready_c)),
-                    Policy::Rescue => self
-                        .rescue(&kahn, &sw, m1c, &fits)
-                        .or(m1c)
-                        .or_else(|| scan(&kahn.ready_s)),
-                });
+            // The units due by a conditional put go first, the earliest
+            // due first.
+            let due_first = dues.as_ref().and_then(|d| {
+                m1c.into_iter()
+                    .chain(kahn.ready_s.iter().take(64).map(|&(_, u)| u))
+                    .filter(|&u| self.units[u].req.is_none() && d.due[u] < d.reqs.len() && fits(u))
+                    .min_by_key(|&u| d.due[u])
+            });
+            let chosen = due_first.or_else(|| match policy {
+                Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
+                Policy::FirstCall => earliest(scan(&kahn.ready_c)),
+                Policy::Rescue => self
+                    .rescue(&kahn, &sw, m1c, &fits)
+                    .or(m1c)
+                    .or_else(|| scan(&kahn.ready_s)),
+            });
             let next = if exact.is_some() {
                 exact
             } else if let Some(d) = deadline {
@@ -901,6 +939,9 @@ impl<'v> Pass<'v> {
             match next {
                 Some(u) => {
                     kahn.take(u);
+                    if let Some(d) = dues.as_mut() {
+                        d.take(&self.units, u);
+                    }
                     sw.place_unit(self, u, kahn.min_f())?;
                 }
                 // Else a write nobody needs, with an unknown outcome, may
@@ -908,7 +949,8 @@ impl<'v> Pass<'v> {
                 // reach the version a conditional put expects.
                 None => {
                     let by = deadline.unwrap_or(i64::MAX);
-                    if room == Some(0) || !sw.filler(self, by, kahn.min_f())? {
+                    let room = dues.as_ref().map_or(i64::MAX, |d| d.room_for(d.reqs.len()));
+                    if room < 1 || !sw.filler(self, by, kahn.min_f())? {
                         return Err(format!("no unit may come after {count} writes"));
                     }
                 }

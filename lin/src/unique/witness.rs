@@ -412,3 +412,142 @@ impl Sweep {
         Ok(out)
     }
 }
+
+/// How many of the next conditional puts' counts a choice is checked
+/// against (the replay checks the rest).
+const WINDOW: usize = 32;
+
+/// What the successful conditional puts ask of the order of the units. A
+/// unit that needs `r` writes before it sits where exactly `r` have been
+/// placed; a unit that must come before it, directly (one of its
+/// operations returned before one of the other's was invoked) or through
+/// other units, is *due* by it. The witness places the units due first
+/// first (earliest deadline first, counted in writes), and places a unit
+/// due later, or never, only while every conditional put before its due
+/// one keeps room for the writes of the units due by it.
+pub(super) struct Dues {
+    /// The units that need a number of writes before them, by it.
+    pub(super) reqs: Vec<(u64, usize)>,
+    /// Per unit: the index in `reqs` of the first it is due by
+    /// (`reqs.len()`: none); a unit of `reqs`, its own index there.
+    pub(super) due: Vec<usize>,
+    /// Per index in `reqs`: the writes of the remaining units due by it
+    /// (but the units of `reqs`).
+    pub(super) must: Vec<u64>,
+    /// The room before the conditional puts of the window (the fewest
+    /// from the first on), refreshed at each choice.
+    pub(super) room: [i64; WINDOW],
+    pub(super) first: usize,
+    pub(super) end: usize,
+}
+
+impl Dues {
+    /// The dues of the units of `pass`, or `None` when no unit needs a
+    /// number of writes before it.
+    ///
+    /// Unit `x` must come before unit `z` when `x.f < z.s`; the units `x`
+    /// reaches are then those with `z.s > t*`, for the least `t*` reached
+    /// from `x.f` by `t -> min(t, g(t))`, `g(t)` the earliest return of the
+    /// units invoked after `t`. `t*` is memoized per suffix of the units
+    /// by latest invocation: O(n log n).
+    pub(super) fn new(pass: &Pass<'_>) -> Option<Self> {
+        let units = &pass.units;
+        let mut reqs: Vec<(u64, usize)> = (1..units.len())
+            .filter_map(|u| units[u].req.map(|r| (r, u)))
+            .collect();
+        if reqs.is_empty() {
+            return None;
+        }
+        reqs.sort_unstable();
+        let k = reqs.len();
+        let mut due = vec![k; units.len()];
+        for (j, &(_, u)) in reqs.iter().enumerate() {
+            due[u] = j;
+        }
+        let mut by_s: Vec<usize> = (1..units.len()).collect();
+        by_s.sort_unstable_by_key(|&u| units[u].s.0);
+        let m = by_s.len();
+        let s: Vec<i64> = by_s.iter().map(|&u| units[u].s.0).collect();
+        // Per suffix of `by_s`: the earliest return, and the first
+        // conditional put's index.
+        let mut min_f = vec![i64::MAX; m + 1];
+        let mut min_req = vec![k; m + 1];
+        for i in (0..m).rev() {
+            let u = by_s[i];
+            min_f[i] = min_f[i + 1].min(units[u].f.0);
+            min_req[i] = min_req[i + 1];
+            if units[u].req.is_some() {
+                min_req[i] = min_req[i].min(due[u]);
+            }
+        }
+        let after = |t: i64| s.partition_point(|&x| x <= t);
+        // fix[i]: where t = min_f[i] leads.
+        let mut fix = vec![i64::MAX; m + 1];
+        for i in 0..=m {
+            let t = min_f[i];
+            let j = after(t);
+            fix[i] = if min_f[j] >= t { t } else { fix[j] };
+        }
+        let mut must = vec![0u64; k];
+        for u in 1..units.len() {
+            if units[u].req.is_some() {
+                continue;
+            }
+            let t0 = units[u].f.0;
+            let i0 = after(t0);
+            let t = if min_f[i0] >= t0 { t0 } else { fix[i0] };
+            let j = min_req[after(t)];
+            due[u] = j;
+            if j < k {
+                must[j] += units[u].writes;
+            }
+        }
+        Some(Dues {
+            reqs,
+            due,
+            must,
+            room: [0; WINDOW],
+            first: 0,
+            end: 0,
+        })
+    }
+
+    /// Computes the room before the next conditional puts, `count` writes
+    /// placed and `first` the index of the next.
+    pub(super) fn refresh(&mut self, units: &[Unit], first: usize, count: u64) {
+        self.first = first;
+        self.end = (first + WINDOW).min(self.reqs.len());
+        let mut placed = count as i64;
+        let mut least = i64::MAX;
+        for j in first..self.end {
+            placed += self.must[j] as i64;
+            least = least.min(self.reqs[j].0 as i64 - placed);
+            self.room[j - first] = least;
+            placed += units[self.reqs[j].1].writes as i64;
+        }
+    }
+
+    /// The least room before the conditional puts that a unit due by the
+    /// one at index `due` (or none) would take from.
+    pub(super) fn room_for(&self, due: usize) -> i64 {
+        let hi = due.min(self.end);
+        if hi > self.first {
+            self.room[hi - 1 - self.first]
+        } else {
+            i64::MAX
+        }
+    }
+
+    /// Whether unit `u` (not one of `reqs`) fits now.
+    pub(super) fn fits(&self, units: &[Unit], u: usize) -> bool {
+        units[u].writes as i64 <= self.room_for(self.due[u])
+    }
+
+    /// Unit `u` is placed.
+    pub(super) fn take(&mut self, units: &[Unit], u: usize) {
+        let j = self.due[u];
+        if units[u].req.is_none() && j < self.must.len() {
+            self.must[j] -= units[u].writes;
+        }
+    }
+}
