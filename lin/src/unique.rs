@@ -66,6 +66,9 @@ use witness::{Dues, Kahn, Policy, Sweep};
 
 const NONE: usize = usize::MAX;
 
+/// How many operations of a key [`decide`] shows the register view first.
+const PROBE: usize = 16;
+
 /// A proof, from the values alone, that a key's history is not
 /// linearizable (operations are indices among the key's operations).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -287,14 +290,38 @@ pub(crate) fn decide<P: Spec>(
     // an operation that observed a version (a read answering one) cannot
     // be a register operation, whose reads say only the value; such keys
     // are the version-aware path's.
-    if ops.is_empty() || ops.iter().any(|o| matches!(o.claim, Claim::At(_))) {
-        return Decision::Undecided;
-    }
-    let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
-    let Some(view) = spec.register(init, &io) else {
+    let observed = |ops: &[KOp<'_, P::Input, P::Output>]| {
+        ops.iter().any(|o| matches!(o.claim, Claim::At(_)))
+    };
+    let probe = &ops[..ops.len().min(PROBE)];
+    let Some(first) = probe.first() else {
         return Decision::Undecided;
     };
-    drop(io); // the view says all the pass needs of the inputs and outputs
+    if observed(probe) {
+        return Decision::Undecided;
+    }
+    // A short prefix first, without allocating: where the view gives up
+    // on it (an append, a value written twice, ...), it gives up on the
+    // whole key, which then costs the pass a few dozen operations' worth.
+    let mut io = [(first.input, first.output); PROBE];
+    for (x, k) in io.iter_mut().zip(probe) {
+        *x = (k.input, k.output);
+    }
+    let Some(mut view) = spec.register(init, &io[..probe.len()]) else {
+        return Decision::Undecided;
+    };
+    if ops.len() > PROBE {
+        if observed(&ops[PROBE..]) {
+            return Decision::Undecided;
+        }
+        let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
+        let Some(whole) = spec.register(init, &io) else {
+            return Decision::Undecided;
+        };
+        view = whole;
+        // (`io` goes here: the view says all the pass needs of the inputs
+        // and outputs.)
+    }
     if view.ops.len() != ops.len() {
         return Decision::Undecided;
     }

@@ -533,7 +533,12 @@ fn each_contradiction_is_refuted_with_a_true_report() {
             Some(Verdict::NotLinearizable),
             "{what}"
         );
-        let r = check(spec, &ops, &Options::default());
+        // (Keys this small go to the search unless asked otherwise.)
+        let pass_always = Options {
+            unique_min_ops: 0,
+            ..Options::default()
+        };
+        let r = check(spec, &ops, &pass_always);
         assert_report_is_true(spec, &ops, &r, what);
         let f = r.failure.as_ref().expect("failure");
         assert!(f.sentence.contains(words), "{what}: {}", f.sentence);
@@ -643,6 +648,9 @@ proptest! {
             prop_assert_eq!(v, brute, "{:#?}", ops);
         }
         let r = check(&spec, &ops, &Options { parallel: false, ..Options::default() });
+        prop_assert_eq!(r.verdict, brute, "{:#?}", ops);
+        // The pass on keys of any size, its reports included.
+        let r = check(&spec, &ops, &Options { parallel: false, unique_min_ops: 0, ..Options::default() });
         prop_assert_eq!(r.verdict, brute, "{:#?}", ops);
     }
 }
