@@ -103,12 +103,17 @@ fn cases(want: &dyn Fn(&str) -> bool) -> Vec<Case> {
         }
     };
     add("etcd_102_files".into(), &|| {
-        corpus("porcupine-etcd").into_iter().map(|(_, h)| h).collect()
+        corpus("porcupine-etcd")
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect()
     });
     add("examples_12_files".into(), &|| {
         corpus("examples").into_iter().map(|(_, h)| h).collect()
     });
-    for stem in ["c01-ok", "c01-bad", "c10-ok", "c10-bad", "c50-ok", "c50-bad"] {
+    for stem in [
+        "c01-ok", "c01-bad", "c10-ok", "c10-bad", "c50-ok", "c50-bad",
+    ] {
         add(format!("kv_{stem}"), &|| {
             corpus("porcupine-kv")
                 .into_iter()
@@ -125,10 +130,13 @@ fn cases(want: &dyn Fn(&str) -> bool) -> Vec<Case> {
     }
     for stale in [false, true] {
         let kind = if stale { "bad" } else { "ok" };
-        add(format!("unique_mix_1000_ops_48_clients_seed_1_{kind}"), &|| {
-            let g = generate(&unique_mix(1, 1000, 48, stale));
-            vec![(g.spec, g.ops)]
-        });
+        add(
+            format!("unique_mix_1000_ops_48_clients_seed_1_{kind}"),
+            &|| {
+                let g = generate(&unique_mix(1, 1000, 48, stale));
+                vec![(g.spec, g.ops)]
+            },
+        );
     }
     out
 }
@@ -197,7 +205,11 @@ fn time(rounds: usize, filter: Option<&str>) {
         let mut wall = [Vec::new(), Vec::new()];
         let mut cpus = [Vec::new(), Vec::new()];
         for r in 0..rounds {
-            let order = if r % 2 == 0 { [true, false] } else { [false, true] };
+            let order = if r % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
             for on in order {
                 let (t, c) = (Instant::now(), cpu());
                 for _ in 0..reps {
