@@ -9,7 +9,8 @@
 //!
 //! Per key, when no two operations write the same value, a unique-values
 //! pass ([`unique`]) decides in O(n log n) from the values alone when the
-//! spec gives a register view ([`Spec::register`]); a version-aware fast
+//! spec gives a register view ([`Spec::register`]) and the key has a few
+//! operations or more ([`Options::unique_min_ops`]); a version-aware fast
 //! path ([`versioned`]) decides in near-linear time when the spec gives
 //! version claims ([`Spec::claim`]); otherwise, or when neither settles it,
 //! an exact search runs (just-in-time linearization with merged
