@@ -2,7 +2,9 @@
 //! `cargo bench -p overcast-lin --bench lin`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use overcast_lin::gen::{bench_cases, generate, unique_mix, unknown_write_chains};
+use overcast_lin::gen::{
+    bench_cases, generate, unique_mix, unknown_write_chains, Generated, Injection,
+};
 use overcast_lin::kv::{parse_kvhist, to_kvhist, KvHistory};
 use overcast_lin::{check, Options, Verdict};
 use std::path::Path;
@@ -79,6 +81,29 @@ fn bench(c: &mut Criterion) {
                 })
             });
         }
+    }
+
+    // The small files, as files (parsing included): the examples and
+    // Porcupine's kv logs at 1 and 10 clients.
+    let small: Vec<(String, String)> = corpus("examples")
+        .into_iter()
+        .chain(
+            corpus("porcupine-kv")
+                .into_iter()
+                .filter(|(stem, _)| !stem.starts_with("c50")),
+        )
+        .collect();
+    for (suffix, o) in [("", opts()), ("_no_unique", no_unique())] {
+        let name = format!("examples_and_kv_c01_c10_{}_files{suffix}", small.len());
+        g.bench_function(&name, |b| {
+            b.iter(|| {
+                for (stem, text) in &small {
+                    let h = parse_kvhist(text).expect("parse");
+                    let r = check(&h.spec, &h.ops, &o);
+                    assert_eq!(r.verdict, expected(&h), "{stem}");
+                }
+            })
+        });
     }
 
     // Porcupine's multi-key kv logs (50 clients, with append), as files:
@@ -167,7 +192,8 @@ fn bench(c: &mut Criterion) {
     // (get 50%, put 20%, cas 15%, cput 15%): seed 1 beside the search
     // alone (one of the seeds it decides, in about a second), then every
     // one of 50 seeds, linearizable and with one stale read, each checked
-    // on its own; and 10,000 operations at 32 clients.
+    // on its own, then with a phantom value and with a lost write; and
+    // 10,000 operations at 32 clients.
     for stale in [false, true] {
         let h = generate(&unique_mix(1, 1000, 48, stale));
         let want = if stale {
@@ -193,21 +219,40 @@ fn bench(c: &mut Criterion) {
             })
             .collect();
         let name = format!("unique_mix_{ops}_ops_{clients}_clients_{seeds}_seeds_ok_and_bad");
-        g.bench_function(&name, |b| {
-            b.iter(|| {
-                for h in &hs {
-                    let r = check(&h.spec, &h.ops, &opts());
-                    let want = if h.stale_read.is_some() {
-                        Verdict::NotLinearizable
-                    } else {
-                        Verdict::Linearizable
-                    };
-                    assert_eq!(r.verdict, want, "{name}");
-                }
+        bench_all(&mut g, &name, hs);
+        // The same seeds with a phantom value, then with a lost write.
+        let hs: Vec<_> = (0..seeds)
+            .flat_map(|seed| {
+                [Injection::PhantomValue, Injection::LostWrite]
+                    .map(|i| generate(&unique_mix(seed, ops, clients, false).with(Some(i))))
             })
-        });
+            .collect();
+        let name = format!("unique_mix_{ops}_ops_{clients}_clients_{seeds}_seeds_phantom_and_lost");
+        bench_all(&mut g, &name, hs);
     }
     g.finish();
+}
+
+/// Checks every history of `hs`, each on its own, expecting the verdict
+/// the generator knows.
+fn bench_all(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    hs: Vec<Generated>,
+) {
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            for h in &hs {
+                let r = check(&h.spec, &h.ops, &opts());
+                let want = if h.violation().is_some() {
+                    Verdict::NotLinearizable
+                } else {
+                    Verdict::Linearizable
+                };
+                assert_eq!(r.verdict, want, "{name}");
+            }
+        })
+    });
 }
 
 criterion_group!(benches, bench);

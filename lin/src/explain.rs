@@ -299,7 +299,8 @@ fn gives_what_x_needs<P: Spec>(
 }
 
 /// The guess [`explain_window`] tries before the whole window: `x`, the
-/// writes of `window` that give what it needs from `start`, and the
+/// writes of `window` that give what it needs from `start` (or that
+/// `keep` names), and the
 /// operations with a known output that change the state, called after one
 /// of those writes returned and returning before `x` was called. `None`
 /// when there is no such write, or the guess is the whole window.
@@ -309,10 +310,13 @@ fn overwrite_guess<P: Spec>(
     kops: &[KOp<'_, P::Input, P::Output>],
     window: &[usize],
     x: usize,
+    keep: &[usize],
 ) -> Option<Vec<usize>> {
+    let gives =
+        |o: usize| keep.binary_search(&o).is_ok() || gives_what_x_needs(spec, start, kops, o, x);
     let first_give = window
         .iter()
-        .filter(|&&o| gives_what_x_needs(spec, start, kops, o, x))
+        .filter(|&&o| gives(o))
         .filter_map(|&o| kops[o].ret)
         .min()?;
     let guess: Vec<usize> = window
@@ -321,7 +325,7 @@ fn overwrite_guess<P: Spec>(
         .filter(|&o| {
             let k = &kops[o];
             o == x
-                || gives_what_x_needs(spec, start, kops, o, x)
+                || gives(o)
                 || (k.output.is_some()
                     && !k.read_only
                     && k.call > first_give
@@ -332,8 +336,9 @@ fn overwrite_guess<P: Spec>(
 }
 
 /// Shrinks `w` (which fails at `x`) by delta debugging while it keeps failing
-/// at `x`: complements of chunks first, then single operations; `x` and the
-/// writes that give what it needs ([`gives_what_x_needs`]) stay. With budget
+/// at `x`: complements of chunks first, then single operations; `x`, the
+/// writes that give what it needs ([`gives_what_x_needs`]) and those of
+/// `keep` (increasing) stay. With budget
 /// to spare, the result is 1-minimal: removing any other one operation makes
 /// it linearizable up to `x`'s return, or fail elsewhere (then the flag
 /// returned is true).
@@ -344,13 +349,14 @@ fn shrink<P: Spec>(
     kops: &[KOp<'_, P::Input, P::Output>],
     mut w: Vec<usize>,
     x: usize,
+    keep: &[usize],
     opts: &Options,
     budget: &mut Budget,
 ) -> (Vec<usize>, bool) {
     let kept: Vec<usize> = w
         .iter()
         .copied()
-        .filter(|&o| gives_what_x_needs(spec, start, kops, o, x))
+        .filter(|&o| keep.binary_search(&o).is_ok() || gives_what_x_needs(spec, start, kops, o, x))
         .collect();
     let mut parts = 2usize;
     loop {
@@ -405,12 +411,14 @@ struct Explained<S> {
 }
 
 /// Finds, checks and shrinks a failing sub-history around `x` from one of
-/// the starts offered (tried in order), within one budget.
+/// the starts offered (tried in order), within one budget; the operations
+/// of `keep` (increasing) stay in it.
 fn explain_window<P: Spec>(
     spec: &P,
     kops: &[KOp<'_, P::Input, P::Output>],
     starts: Vec<Start<P::State>>,
     x: usize,
+    keep: &[usize],
     opts: &Options,
     deadline: Option<Instant>,
 ) -> Option<Explained<P::State>> {
@@ -439,7 +447,7 @@ fn explain_window<P: Spec>(
         // state-changing operations real time puts between such a write and
         // x (a stale read's usual cause). When it fails at x it is
         // shrunk instead of the whole window: far fewer searches.
-        let guess = overwrite_guess(spec, &st.state, kops, &st.window, x);
+        let guess = overwrite_guess(spec, &st.state, kops, &st.window, x, keep);
         let w = match guess {
             Some(g)
                 if matches!(
@@ -458,7 +466,7 @@ fn explain_window<P: Spec>(
                 w
             }
         };
-        let (w, minimal) = shrink(spec, &st.state, kops, w, x, opts, &mut budget);
+        let (w, minimal) = shrink(spec, &st.state, kops, w, x, keep, opts, &mut budget);
         // The final search records the longest partial linearization; it
         // is the same search as the last successful check, so it fails at x
         // again (given steps for it whatever the shrinking left).
@@ -591,6 +599,7 @@ pub(crate) fn from_search<P: Spec>(
             kops,
             starts::<P>(kops, init, info, x),
             x,
+            &[],
             opts,
             deadline,
         )
@@ -868,7 +877,7 @@ pub(crate) fn from_certificate<P: Spec>(
                 settled_ops,
                 window,
             };
-            found = explain_window(spec, kops, vec![start], cert.later, opts, deadline);
+            found = explain_window(spec, kops, vec![start], cert.later, &[], opts, deadline);
         }
     }
     let b = view(spec, ops, kops, orig, cert.later);
@@ -969,7 +978,17 @@ pub(crate) fn from_refutation<P: Spec>(
                 settled_ops: Vec::new(),
                 window: w.clone(),
             };
-            explain_window(spec, kops, vec![start], x, opts, deadline)
+            // What x needs to be placed at all stays: without it the
+            // sub-history would fail at x for another reason.
+            explain_window(
+                spec,
+                kops,
+                vec![start],
+                x,
+                &r.supply_chain(x),
+                opts,
+                deadline,
+            )
         }
         _ => None,
     };

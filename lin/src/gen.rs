@@ -1,8 +1,8 @@
 //! A generator of kvhist/1-style histories that are linearizable by
 //! construction: every operation gets a hidden linearization point inside its
 //! interval, and the outputs are computed by replaying the operations in that
-//! order. Optionally one guaranteed violation is injected: a stale read late
-//! in the history.
+//! order. Optionally one guaranteed violation is injected late in the
+//! history ([`Injection`]): a stale read, a phantom value or a lost write.
 
 use super::kv::{KvInput, KvOutput, KvSpec, KvState, Val};
 use super::Operation;
@@ -46,10 +46,13 @@ pub struct GenOptions {
     /// Inject one phantom value: a completed get past two thirds of the
     /// history returns a value no operation writes (a guaranteed violation).
     pub phantom_value: bool,
-    /// Inject one lost write: the first acknowledged put past two thirds
-    /// of the history never takes effect, and the outputs are computed
-    /// without it (a violation when something after it sees the value it
-    /// should have overwritten).
+    /// Inject one lost write (a guaranteed violation): an acknowledged put
+    /// past two thirds of the history never takes effect, and the outputs
+    /// are computed without it. The put is one after which a completed get
+    /// invoked after it returned would have been the first to see its
+    /// value; without it, that get sees the value before it, which was
+    /// already seen (written or read) by an operation that returned before
+    /// the put was invoked, or the initial value.
     pub lost_write: bool,
 }
 
@@ -76,6 +79,49 @@ impl Default for GenOptions {
     }
 }
 
+/// A violation the generator injects (each is guaranteed to break
+/// linearizability once placed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injection {
+    /// [`GenOptions::stale_read`].
+    StaleRead,
+    /// [`GenOptions::phantom_value`].
+    PhantomValue,
+    /// [`GenOptions::lost_write`].
+    LostWrite,
+}
+
+impl Injection {
+    /// Every injection.
+    pub const ALL: [Injection; 3] = [
+        Injection::StaleRead,
+        Injection::PhantomValue,
+        Injection::LostWrite,
+    ];
+
+    /// Its name, in snake case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Injection::StaleRead => "stale_read",
+            Injection::PhantomValue => "phantom_value",
+            Injection::LostWrite => "lost_write",
+        }
+    }
+}
+
+impl GenOptions {
+    /// These options with exactly `injection` asked for (`None`: no
+    /// violation).
+    pub fn with(self, injection: Option<Injection>) -> Self {
+        GenOptions {
+            stale_read: injection == Some(Injection::StaleRead),
+            phantom_value: injection == Some(Injection::PhantomValue),
+            lost_write: injection == Some(Injection::LostWrite),
+            ..self
+        }
+    }
+}
+
 /// A generated history.
 #[derive(Clone, Debug)]
 pub struct Generated {
@@ -87,8 +133,17 @@ pub struct Generated {
     /// placed (it needs two completed writes in sequence before a read).
     pub stale_read: Option<u64>,
     /// The id of the get returning the phantom value, or of the lost
-    /// write, if one was asked for and could be placed.
+    /// write (the put), if one was asked for and could be placed.
     pub injected: Option<u64>,
+}
+
+impl Generated {
+    /// The id of the operation an injected violation was placed at (the
+    /// stale read, the phantom value's get or the lost write), if any: the
+    /// history is then not linearizable; otherwise it is.
+    pub fn violation(&self) -> Option<u64> {
+        self.stale_read.or(self.injected)
+    }
 }
 
 struct Draft {
@@ -198,8 +253,7 @@ pub fn generate(opts: &GenOptions) -> Generated {
     let nd = drafts.len();
     let late = |d: &Draft, i: usize| i * 3 >= nd * 2 && !d.unknown;
     let lost = if opts.lost_write {
-        (0..drafts.len())
-            .find(|&i| late(&drafts[i], i) && matches!(drafts[i].input, KvInput::Put { .. }))
+        lose_a_write(&mut drafts, &order, opts.keys.max(1))
     } else {
         None
     };
@@ -313,6 +367,113 @@ pub fn generate(opts: &GenOptions) -> Generated {
         stale_read: stale_id,
         injected: injected_id,
     }
+}
+
+/// What a write does to the state when it is applied: whether it changes
+/// it (a put always; a compare-and-set or a conditional put when its guard
+/// holds).
+fn apply(s: &mut KvState, input: &KvInput) -> bool {
+    let ok = match input {
+        KvInput::Get => false,
+        KvInput::Put { .. } | KvInput::Append { .. } => true,
+        KvInput::Cas { expect, .. } => *expect == s.value,
+        KvInput::Cput { expect_version, .. } => *expect_version == s.version,
+    };
+    if ok {
+        if let KvInput::Put { value }
+        | KvInput::Append { value }
+        | KvInput::Cas { value, .. }
+        | KvInput::Cput { value, .. } = input
+        {
+            s.value = Some(value.clone());
+            s.version += 1;
+        }
+    }
+    ok
+}
+
+/// The put to lose for [`GenOptions::lost_write`]: the first acknowledged
+/// put past two thirds of the history (in `order`, the linearization
+/// order) after which, replayed without it, a completed get comes with no
+/// write changing the state between them. That get then sees the value
+/// before the put: the initial one, or one that a completed operation saw
+/// (wrote or read) before the put took effect. Their intervals are
+/// narrowed around their points, where they do not already, so that this
+/// operation returns before the put is invoked and the get is invoked after
+/// the put returns: the put's value is then out of reach in any
+/// linearization (a value, once overwritten, does not come back).
+/// Returns the put, after narrowing.
+fn lose_a_write(drafts: &mut [Draft], order: &[usize], keys: usize) -> Option<usize> {
+    let nd = drafts.len();
+    let mut states = vec![
+        KvState {
+            value: None,
+            version: 0
+        };
+        keys
+    ];
+    // Per key: the completed operation on the current value that returned
+    // first (`None`: none, or the initial value).
+    let mut seen: Vec<Option<usize>> = vec![None; keys];
+    let mut found = None;
+    for (q, &i) in order.iter().enumerate() {
+        let d = &drafts[i];
+        let key = d.key;
+        let point = |j: usize| drafts[j].point.unwrap_or(i64::MAX);
+        let before = seen[key].filter(|&a| point(a) < point(i));
+        let initial = states[key].value.is_none();
+        if i * 3 >= nd * 2
+            && !d.unknown
+            && matches!(d.input, KvInput::Put { .. })
+            && (initial || before.is_some())
+        {
+            // Replay on without it, up to the next change of the state:
+            // the completed get invoked last.
+            let mut s = states[key].clone();
+            let mut get = None;
+            for &j in &order[q + 1..] {
+                let e = &drafts[j];
+                if e.key != key {
+                    continue;
+                }
+                if matches!(e.input, KvInput::Get) {
+                    if !e.unknown
+                        && point(j) > point(i)
+                        && get.is_none_or(|g: usize| drafts[g].call < e.call)
+                    {
+                        get = Some(j);
+                    }
+                } else if apply(&mut s, &e.input) {
+                    break;
+                }
+            }
+            if let Some(g) = get {
+                found = Some((i, before.filter(|_| !initial), g));
+                break;
+            }
+        }
+        if apply(&mut states[key], &d.input) {
+            seen[key] = (!d.unknown).then_some(i);
+        } else if matches!(d.input, KvInput::Get)
+            && !d.unknown
+            && states[key].value.is_some()
+            && seen[key].is_none_or(|a| drafts[a].ret > d.ret)
+        {
+            seen[key] = Some(i);
+        }
+    }
+    let (w, seen_before, get) = found?;
+    let (pw, pg) = (
+        drafts[w].point.unwrap_or(i64::MAX),
+        drafts[get].point.unwrap_or(i64::MAX),
+    );
+    if let Some(a) = seen_before {
+        drafts[a].ret = drafts[a].ret.min(pw - 1);
+        drafts[w].call = drafts[w].call.max(drafts[a].ret + 1);
+    }
+    drafts[w].ret = drafts[w].ret.min(pg - 1);
+    drafts[get].call = drafts[get].call.max(drafts[w].ret + 1);
+    Some(w)
 }
 
 /// Makes a completed read, as late as possible, return the value of a write
@@ -553,8 +714,8 @@ pub fn bench_cases() -> Vec<(&'static str, GenOptions)> {
 /// One key, no versions in the answers, every written value unique: get
 /// 50%, put 20%, cas 15%, cput 15% ([`GenOptions::conditional_puts`]),
 /// durations 10–1,000, think times 0–100, no timeouts; with `stale_read`,
-/// one stale read injected. The class the unique-values pass decides
-/// ([`crate::unique`]).
+/// one stale read injected (other violations: [`GenOptions::with`]). The
+/// class the unique-values pass decides ([`crate::unique`]).
 pub fn unique_mix(seed: u64, ops: usize, clients: usize, stale_read: bool) -> GenOptions {
     GenOptions {
         seed,

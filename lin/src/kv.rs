@@ -424,6 +424,11 @@ impl Spec for KvSpec {
         // First the cheap ways out: an append, a version in an output, or
         // a value written twice (or the initial one written again), before
         // numbering anything.
+        // (The first few values written are compared one by one, without
+        // allocating: on most keys whose values repeat, one repeats early.)
+        const FEW: usize = 8;
+        let mut few: [&str; FEW] = [""; FEW];
+        let mut nfew = 0;
         let mut written: FxHashSet<&str> = FxHashSet::default();
         for (input, output) in ops {
             if let Some(
@@ -445,7 +450,21 @@ impl Spec for KvSpec {
                 | KvInput::Cas { value, .. }
                 | KvInput::Cput { value, .. } => value,
             };
-            if init.value.as_deref() == Some(&**v) || !written.insert(v) {
+            if init.value.as_deref() == Some(&**v) {
+                return None;
+            }
+            if nfew < FEW {
+                if few[..nfew].contains(&&**v) {
+                    return None;
+                }
+                few[nfew] = v;
+                nfew += 1;
+                continue;
+            }
+            if written.is_empty() {
+                written.extend(few);
+            }
+            if !written.insert(v) {
                 return None;
             }
         }

@@ -9,7 +9,8 @@
 //!
 //! Per key, when no two operations write the same value, a unique-values
 //! pass ([`unique`]) decides in O(n log n) from the values alone when the
-//! spec gives a register view ([`Spec::register`]); a version-aware fast
+//! spec gives a register view ([`Spec::register`]) and the key has a few
+//! operations or more ([`Options::unique_min_ops`]); a version-aware fast
 //! path ([`versioned`]) decides in near-linear time when the spec gives
 //! version claims ([`Spec::claim`]); otherwise, or when neither settles it,
 //! an exact search runs (just-in-time linearization with merged
@@ -139,6 +140,11 @@ pub struct Options {
     /// are all distinct, when the spec gives a register view
     /// ([`Spec::register`]). Default: true.
     pub unique_values: bool,
+    /// Keys of fewer operations than this skip the unique-values pass: the
+    /// search decides them in a handful of configurations, sooner than the
+    /// pass sets up its blocks (and the same goes for their reports).
+    /// Default: 6.
+    pub unique_min_ops: usize,
     /// Shrink the failing sub-history and record the longest partial
     /// linearization for the report. Default: true.
     pub explain: bool,
@@ -161,6 +167,7 @@ impl Default for Options {
             parallel: true,
             fast_path: true,
             unique_values: true,
+            unique_min_ops: 6,
             explain: true,
             frontier_cap: 20_000,
             time_unit: TimeUnit::Raw,
@@ -385,7 +392,7 @@ fn check_key<P: Spec>(
     };
     // Unique values first: where they apply they decide in one pass, and
     // the claims of a few conditional puts rarely settle a key alone.
-    if opts.unique_values {
+    if opts.unique_values && kops.len() >= opts.unique_min_ops {
         match unique::decide(spec, &init, &kops) {
             unique::Decision::Linearizable => return KeyResult::Ok(0),
             unique::Decision::Refuted(r) => {

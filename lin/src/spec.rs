@@ -174,6 +174,9 @@ pub trait Spec: Sync {
     /// Not asked for a key where some operation observed a version
     /// ([`Claim::At`] from [`Spec::claim`]): a register operation's read
     /// says only the value, so such keys are the version-aware path's.
+    /// May be asked for a prefix of the key's operations first: `None`
+    /// there is taken to mean `None` for the whole key (as when an append,
+    /// a version in an output or a value written twice rules the view out).
     /// Default: `None` (no unique-values pass).
     fn register(
         &self,

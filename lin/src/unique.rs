@@ -39,9 +39,12 @@
 //!   after it; the failed compare-and-sets and conditional puts in a
 //!   segment their interval meets whose value (or version) is not the one
 //!   they expected (which steers the choice of the next unit); successful
-//!   conditional puts at the version they expected; writes with an unknown
-//!   outcome left out unless someone reads their value, or one opens a
-//!   segment that a failed conditional write or a conditional put needs.
+//!   conditional puts at the version they expected, the units that must
+//!   come before one (directly or through others) placed first, the
+//!   earliest due first, counted in writes (`witness::Dues`); writes with
+//!   an unknown outcome left out unless someone reads their value, or one
+//!   opens a segment that a failed conditional write or a conditional put
+//!   needs.
 //!   The order is replayed through [`Spec::step`]: a replayed witness
 //!   proves linearizability.
 //!
@@ -54,14 +57,16 @@
 
 use super::search::KOp;
 use super::spec::{Claim, Guard, RegisterOp, Spec};
-use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 mod witness;
-use witness::{Kahn, Policy, Sweep};
+use witness::{Dues, Kahn, Policy, Sweep};
 
 const NONE: usize = usize::MAX;
+
+/// How many operations of a key [`decide`] shows the register view first.
+const PROBE: usize = 16;
 
 /// A proof, from the values alone, that a key's history is not
 /// linearizable (operations are indices among the key's operations).
@@ -179,6 +184,30 @@ pub(crate) struct Refutation {
     /// the value it is on (`None`: the initial value), in the order
     /// `ops_named` gives.
     pub value_of: Vec<(usize, Option<usize>)>,
+    /// For each operation of `window` that needs a value some operation
+    /// writes (a read returning it, a compare-and-set expecting it): that
+    /// write (increasing).
+    pub supplier: Vec<(usize, usize)>,
+}
+
+impl Refutation {
+    /// The writes `x` needs, from the initial state, to be placed at all:
+    /// the write of the value it needs, the write of the value that one
+    /// expects, and so on (increasing). A sub-history without one of them
+    /// fails at `x` for a reason that says nothing of the contradiction.
+    pub(crate) fn supply_chain(&self, x: usize) -> Vec<usize> {
+        let mut chain = Vec::new();
+        let mut o = x;
+        while let Ok(i) = self.supplier.binary_search_by_key(&o, |&(p, _)| p) {
+            o = self.supplier[i].1;
+            if o == x || chain.contains(&o) {
+                break;
+            }
+            chain.push(o);
+        }
+        chain.sort_unstable();
+        chain
+    }
 }
 
 /// What the pass found.
@@ -192,11 +221,62 @@ pub(crate) enum Decision {
     Undecided,
 }
 
+/// Indices kept in 32 bits (`u32::MAX` for [`NONE`]): [`decide`] takes
+/// only keys of fewer than 2^31 operations.
+#[derive(Default)]
+struct Ix(Vec<u32>);
+
+impl Ix {
+    fn new(n: usize) -> Self {
+        Ix(vec![u32::MAX; n])
+    }
+
+    fn get(&self, i: usize) -> usize {
+        match self.0[i] {
+            u32::MAX => NONE,
+            v => v as usize,
+        }
+    }
+
+    fn set(&mut self, i: usize, v: usize) {
+        self.0[i] = if v == NONE { u32::MAX } else { v as u32 };
+    }
+
+    /// The index stored for value `v`, if any.
+    fn at(&self, v: u32) -> Option<usize> {
+        self.0
+            .get(v as usize)
+            .filter(|&&w| w != u32::MAX)
+            .map(|&w| w as usize)
+    }
+}
+
+/// How many values `view` numbers (one more than the largest).
+fn values(view: &[RegisterOp], init: u32) -> usize {
+    let guard = |g: Option<Guard>| match g {
+        Some(Guard::Value(e)) => e,
+        _ => 0,
+    };
+    view.iter()
+        .map(|op| match *op {
+            RegisterOp::Read(x) => x,
+            RegisterOp::Refused(g) => guard(Some(g)),
+            RegisterOp::Wrote { value, guard: g } | RegisterOp::MayWrite { value, guard: g } => {
+                value.max(guard(g))
+            }
+        })
+        .max()
+        .unwrap_or(0)
+        .max(init) as usize
+        + 1
+}
+
 /// A value's write and the reads that return it.
 struct Cluster {
     /// The write (`NONE`: the initial value).
     write: usize,
-    reads: Vec<usize>,
+    /// Where its reads are in [`Pass::reads`], and how many.
+    reads: (u32, u32),
     /// The earliest return among its operations, and which.
     f: (i64, usize),
     /// The latest invocation among them, and which.
@@ -205,7 +285,8 @@ struct Cluster {
 
 /// Clusters chained by compare-and-set.
 struct Unit {
-    clusters: Vec<usize>,
+    /// Where its clusters are in [`Pass::chain`], in order, and how many.
+    clusters: (u32, u32),
     f: (i64, usize),
     s: (i64, usize),
     /// Writes in it.
@@ -215,23 +296,26 @@ struct Unit {
 }
 
 /// The key's operations seen through the register view.
-struct Pass<'a> {
+struct Pass<'a, I, O> {
     view: &'a [RegisterOp],
-    call: Vec<i64>,
-    ret: Vec<i64>,
+    /// The key's operations (their invocations and returns).
+    ops: &'a [KOp<'a, I, O>],
     init: u32,
     v0: u64,
-    writer: FxHashMap<u32, usize>,
+    /// Per value: the operation that writes it (`NONE`: none).
+    writer: Ix,
     /// Writes that certainly take effect.
     mand: Vec<bool>,
     /// For a write with an unknown outcome that must take effect: the
     /// operation that needs its value.
-    why: Vec<usize>,
-    cluster_of: Vec<usize>,
+    why: Ix,
+    cluster_of: Ix,
     clusters: Vec<Cluster>,
-    /// The cluster whose value a write expects (`NONE`: none).
-    pred: Vec<usize>,
-    unit_of: Vec<usize>,
+    /// The reads of each cluster, cluster after cluster.
+    reads: Vec<usize>,
+    /// The clusters of each unit, in chain order, unit after unit.
+    chain: Vec<usize>,
+    unit_of: Ix,
     units: Vec<Unit>,
 }
 
@@ -260,14 +344,38 @@ pub(crate) fn decide<P: Spec>(
     // an operation that observed a version (a read answering one) cannot
     // be a register operation, whose reads say only the value; such keys
     // are the version-aware path's.
-    if ops.is_empty() || ops.iter().any(|o| matches!(o.claim, Claim::At(_))) {
-        return Decision::Undecided;
-    }
-    let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
-    let Some(view) = spec.register(init, &io) else {
+    let observed =
+        |ops: &[KOp<'_, P::Input, P::Output>]| ops.iter().any(|o| matches!(o.claim, Claim::At(_)));
+    let probe = &ops[..ops.len().min(PROBE)];
+    let Some(first) = probe.first() else {
         return Decision::Undecided;
     };
-    drop(io); // the view says all the pass needs of the inputs and outputs
+    // (Operations are numbered in 31 bits: `Ix`, `witness::Slot`.)
+    if observed(probe) || ops.len() > witness::OP as usize {
+        return Decision::Undecided;
+    }
+    // A short prefix first, without allocating: where the view gives up
+    // on it (an append, a value written twice, ...), it gives up on the
+    // whole key, which then costs the pass a few dozen operations' worth.
+    let mut io = [(first.input, first.output); PROBE];
+    for (x, k) in io.iter_mut().zip(probe) {
+        *x = (k.input, k.output);
+    }
+    let Some(mut view) = spec.register(init, &io[..probe.len()]) else {
+        return Decision::Undecided;
+    };
+    if ops.len() > PROBE {
+        if observed(&ops[PROBE..]) {
+            return Decision::Undecided;
+        }
+        let io: Vec<_> = ops.iter().map(|k| (k.input, k.output)).collect();
+        let Some(whole) = spec.register(init, &io) else {
+            return Decision::Undecided;
+        };
+        view = whole;
+        // (`io` goes here: the view says all the pass needs of the inputs
+        // and outputs.)
+    }
     if view.ops.len() != ops.len() {
         return Decision::Undecided;
     }
@@ -282,7 +390,7 @@ pub(crate) fn decide<P: Spec>(
     }
     for policy in [Policy::Urgent, Policy::FirstCall, Policy::Rescue] {
         if let Some(placed) = pass.witness(policy) {
-            if super::versioned::replay(spec, init, ops, &placed) {
+            if super::versioned::replay(spec, init, ops, witness::order(&placed)) {
                 return Decision::Linearizable;
             }
         }
@@ -293,22 +401,44 @@ pub(crate) fn decide<P: Spec>(
     Decision::Undecided
 }
 
-impl<'v> Pass<'v> {
-    fn new<I, O>(view: &'v super::spec::RegisterView, ops: &[KOp<'_, I, O>]) -> Self {
+impl<'v, I, O> Pass<'v, I, O> {
+    /// The invocation of operation `i`.
+    fn call(&self, i: usize) -> i64 {
+        self.ops[i].call
+    }
+
+    /// The return of operation `i` (`i64::MAX`: none).
+    fn ret(&self, i: usize) -> i64 {
+        self.ops[i].ret.unwrap_or(i64::MAX)
+    }
+
+    /// The reads of cluster `c`.
+    fn reads_of(&self, c: usize) -> &[usize] {
+        let (at, n) = self.clusters[c].reads;
+        &self.reads[at as usize..(at + n) as usize]
+    }
+
+    /// The clusters of unit `u`, in chain order.
+    fn chain_of(&self, u: usize) -> &[usize] {
+        let (at, n) = self.units[u].clusters;
+        &self.chain[at as usize..(at + n) as usize]
+    }
+
+    fn new(view: &'v super::spec::RegisterView, ops: &'v [KOp<'v, I, O>]) -> Self {
         let n = ops.len();
         Pass {
             view: &view.ops,
-            call: ops.iter().map(|o| o.call).collect(),
-            ret: ops.iter().map(|o| o.ret.unwrap_or(i64::MAX)).collect(),
+            ops,
             init: view.init,
             v0: view.init_version,
-            writer: FxHashMap::default(),
+            writer: Ix::new(values(&view.ops, view.init)),
             mand: vec![false; n],
-            why: vec![NONE; n],
-            cluster_of: vec![NONE; n],
+            why: Ix::new(n),
+            cluster_of: Ix::new(n),
             clusters: Vec::new(),
-            pred: Vec::new(),
-            unit_of: Vec::new(),
+            reads: Vec::new(),
+            chain: Vec::new(),
+            unit_of: Ix::default(),
             units: Vec::new(),
         }
     }
@@ -319,9 +449,10 @@ impl<'v> Pass<'v> {
         let n = self.view.len();
         for (i, op) in self.view.iter().enumerate() {
             if let Some(v) = value_written(op) {
-                if v == self.init || self.writer.insert(v, i).is_some() {
+                if v == self.init || self.writer.at(v).is_some() {
                     return Ok(false);
                 }
+                self.writer.set(v as usize, i);
             }
         }
         // The writes that certainly take effect: the known ones, and those
@@ -333,11 +464,11 @@ impl<'v> Pass<'v> {
                     self.mand[i] = true;
                     stack.push(i);
                 }
-                RegisterOp::Read(x) if *x != self.init => match self.writer.get(x) {
-                    Some(&w) => {
+                RegisterOp::Read(x) if *x != self.init => match self.writer.at(*x) {
+                    Some(w) => {
                         if !self.mand[w] {
                             self.mand[w] = true;
-                            self.why[w] = i;
+                            self.why.set(w, i);
                             stack.push(w);
                         }
                     }
@@ -352,11 +483,11 @@ impl<'v> Pass<'v> {
                 if e == self.init {
                     continue;
                 }
-                match self.writer.get(&e) {
-                    Some(&p) => {
+                match self.writer.at(e) {
+                    Some(p) => {
                         if !self.mand[p] {
                             self.mand[p] = true;
-                            self.why[p] = w;
+                            self.why.set(p, w);
                             stack.push(p);
                         }
                     }
@@ -368,44 +499,64 @@ impl<'v> Pass<'v> {
             }
         }
         // Clusters: the initial value's, then one per write that takes effect.
+        let writes = self.mand.iter().filter(|&&m| m).count();
+        self.clusters = Vec::with_capacity(writes + 1);
         self.clusters.push(Cluster {
             write: NONE,
-            reads: Vec::new(),
+            reads: (0, 0),
             f: (i64::MAX, NONE),
             s: (i64::MIN, NONE),
         });
         for i in 0..n {
             if self.mand[i] {
-                self.cluster_of[i] = self.clusters.len();
+                self.cluster_of.set(i, self.clusters.len());
                 self.clusters.push(Cluster {
                     write: i,
-                    reads: Vec::new(),
-                    f: (self.ret[i], i),
-                    s: (self.call[i], i),
+                    reads: (0, 0),
+                    f: (self.ret(i), i),
+                    s: (self.call(i), i),
                 });
             }
         }
+        // Their reads, counted first, then laid out cluster after cluster.
+        let mut nreads = 0;
         for (i, op) in self.view.iter().enumerate() {
             if let RegisterOp::Read(x) = op {
                 let c = if *x == self.init {
                     0
                 } else {
-                    self.cluster_of[self.writer[x]]
+                    self.cluster_of.get(self.writer.get(*x as usize))
                 };
-                self.cluster_of[i] = c;
+                self.cluster_of.set(i, c);
+                let (call, ret) = (self.call(i), self.ret(i));
                 let cl = &mut self.clusters[c];
-                cl.reads.push(i);
-                if self.ret[i] < cl.f.0 {
-                    cl.f = (self.ret[i], i);
+                cl.reads.1 += 1;
+                nreads += 1;
+                if ret < cl.f.0 {
+                    cl.f = (ret, i);
                 }
-                if self.call[i] > cl.s.0 {
-                    cl.s = (self.call[i], i);
+                if call > cl.s.0 {
+                    cl.s = (call, i);
                 }
+            }
+        }
+        let mut at = 0;
+        for cl in &mut self.clusters {
+            let count = cl.reads.1;
+            cl.reads = (at, 0);
+            at += count;
+        }
+        self.reads = vec![NONE; nreads];
+        for (i, op) in self.view.iter().enumerate() {
+            if let RegisterOp::Read(_) = op {
+                let cl = &mut self.clusters[self.cluster_of.get(i)];
+                self.reads[(cl.reads.0 + cl.reads.1) as usize] = i;
+                cl.reads.1 += 1;
             }
         }
         for cl in &self.clusters[1..] {
             // A read returning before its write is invoked.
-            if cl.f.0 < self.call[cl.write] {
+            if cl.f.0 < self.call(cl.write) {
                 return Err(Contradiction::ReadBeforeWrite {
                     read: cl.f.1,
                     write: cl.write,
@@ -414,17 +565,18 @@ impl<'v> Pass<'v> {
         }
         // Chains: a write expecting a value comes directly after it.
         let nc = self.clusters.len();
-        self.pred = vec![NONE; nc];
+        // (Whether a cluster follows another in a chain.)
+        let mut chained = vec![false; nc];
         let mut succ = vec![NONE; nc];
-        for c in 1..nc {
+        for (c, chained) in chained.iter_mut().enumerate().skip(1) {
             let w = self.clusters[c].write;
             if let Some(Guard::Value(e)) = guard_of(&self.view[w]) {
                 let p = if e == self.init {
                     0
                 } else {
-                    self.cluster_of[self.writer[&e]]
+                    self.cluster_of.get(self.writer.get(e as usize))
                 };
-                self.pred[c] = p;
+                *chained = true;
                 if succ[p] != NONE {
                     let pw = self.clusters[p].write;
                     return Err(Contradiction::TwoSuccessors {
@@ -437,15 +589,18 @@ impl<'v> Pass<'v> {
             }
         }
         // Units: maximal chains, the initial value's first.
-        self.unit_of = vec![NONE; nc];
+        self.unit_of = Ix::new(nc);
+        let starts = 1 + chained[1..].iter().filter(|&&c| !c).count();
+        self.units = Vec::with_capacity(starts);
+        self.chain = Vec::with_capacity(nc);
         let mut seen = 0;
-        for start in 0..nc {
-            if start != 0 && self.pred[start] != NONE {
+        for (start, &chained) in chained.iter().enumerate() {
+            if start != 0 && chained {
                 continue;
             }
             let u = self.units.len();
             let mut unit = Unit {
-                clusters: Vec::new(),
+                clusters: (self.chain.len() as u32, 0),
                 f: (i64::MAX, NONE),
                 s: (i64::MIN, NONE),
                 writes: 0,
@@ -460,8 +615,9 @@ impl<'v> Pass<'v> {
                         early: cl.f.1,
                         late: unit.s.1,
                     };
-                    unit.clusters.push(c);
-                    self.unit_of[c] = u;
+                    self.chain.push(c);
+                    unit.clusters.1 += 1;
+                    self.unit_of.set(c, u);
                     self.units.push(unit);
                     return Err(c2);
                 }
@@ -487,8 +643,9 @@ impl<'v> Pass<'v> {
                     }
                     unit.writes += 1;
                 }
-                unit.clusters.push(c);
-                self.unit_of[c] = u;
+                self.chain.push(c);
+                unit.clusters.1 += 1;
+                self.unit_of.set(c, u);
                 seen += 1;
                 c = succ[c];
             }
@@ -600,9 +757,9 @@ impl<'v> Pass<'v> {
         let mut ws: Vec<(i64, usize)> = Vec::new();
         for (i, op) in self.view.iter().enumerate() {
             if self.mand[i] {
-                ws.push((self.call[i], self.unit_of[self.cluster_of[i]]));
+                ws.push((self.call(i), self.unit_of.get(self.cluster_of.get(i))));
             } else if matches!(op, RegisterOp::MayWrite { .. }) {
-                ws.push((self.call[i], NONE));
+                ws.push((self.call(i), NONE));
             }
         }
         ws.sort_unstable();
@@ -636,8 +793,8 @@ impl<'v> Pass<'v> {
             let ce = if e == self.init {
                 0
             } else {
-                match self.writer.get(&e) {
-                    Some(&w) if self.mand[w] => self.cluster_of[w],
+                match self.writer.at(e) {
+                    Some(w) if self.mand[w] => self.cluster_of.get(w),
                     _ => continue,
                 }
             };
@@ -646,23 +803,23 @@ impl<'v> Pass<'v> {
                 None
             } else {
                 let (f, o) = self.clusters[ce].f;
-                if f >= self.call[r] {
+                if f >= self.call(r) {
                     continue;
                 }
                 Some(o)
             };
             // Nothing that could replace it was invoked before it returned.
-            let u = self.unit_of[ce];
-            let chain = &self.units[u].clusters;
+            let u = self.unit_of.get(ce);
+            let chain = self.chain_of(u);
             let pos = chain.iter().position(|&c| c == ce).unwrap_or(0);
             let next = if let Some(&c) = chain.get(pos + 1) {
                 let s = self.clusters[c].write;
-                if self.call[s] <= self.ret[r] {
+                if self.call(s) <= self.ret(r) {
                     continue;
                 }
                 Some(s)
             } else {
-                let k = ws.partition_point(|&(c, _)| c <= self.ret[r]);
+                let k = ws.partition_point(|&(c, _)| c <= self.ret(r));
                 let (top, optional) = tops[k];
                 let other = if top[0].1 == u { top[1] } else { top[0] };
                 if optional || (other.1 != NONE && other.0 >= self.units[u].s.0) {
@@ -703,8 +860,8 @@ impl<'v> Pass<'v> {
             // The fewest units (earliest returns first) that exceed it.
             let mut early = Vec::new();
             let mut w = init.writes;
-            let initial = init
-                .clusters
+            let initial = self
+                .chain_of(0)
                 .last()
                 .map(|&c| self.clusters[c].write)
                 .filter(|&w| w != NONE);
@@ -717,12 +874,12 @@ impl<'v> Pass<'v> {
                     w += self.units[x].writes;
                 }
             }
-            let write = unit
-                .clusters
+            let chain = self.chain_of(u);
+            let write = chain
                 .iter()
                 .map(|&c| self.clusters[c].write)
                 .find(|&w| matches!(guard_of(&self.view[w]), Some(Guard::Version(_))))
-                .unwrap_or(self.clusters[unit.clusters[0]].write);
+                .unwrap_or(self.clusters[chain[0]].write);
             return Err(Contradiction::TooManyBefore {
                 write,
                 late: unit.s.1,
@@ -741,15 +898,15 @@ impl<'v> Pass<'v> {
         let mut win: BTreeSet<usize> = named.iter().copied().collect();
         // The chains up to every named operation's value.
         for &o in &named {
-            let cl = self.cluster_of[o];
-            if cl == NONE || self.unit_of.is_empty() {
+            let cl = self.cluster_of.get(o);
+            if cl == NONE || self.unit_of.0.is_empty() {
                 continue;
             }
-            let u = self.unit_of[cl];
+            let u = self.unit_of.get(cl);
             if u == NONE {
                 continue;
             }
-            for &c2 in &self.units[u].clusters {
+            for &c2 in self.chain_of(u) {
                 let w = self.clusters[c2].write;
                 if w != NONE {
                     win.insert(w);
@@ -762,12 +919,12 @@ impl<'v> Pass<'v> {
         // A read needs its value's write (before the units exist too).
         for &o in &named {
             if let RegisterOp::Read(x) = self.view[o] {
-                if let Some(&w) = self.writer.get(&x) {
+                if let Some(w) = self.writer.at(x) {
                     win.insert(w);
                 }
             }
             if let Some(Guard::Value(e)) = guard_of(&self.view[o]) {
-                if let Some(&w) = self.writer.get(&e) {
+                if let Some(w) = self.writer.at(e) {
                     win.insert(w);
                 }
             }
@@ -776,13 +933,13 @@ impl<'v> Pass<'v> {
         let mut stack: Vec<usize> = win.iter().copied().collect();
         while let Some(o) = stack.pop() {
             if let Some(Guard::Value(e)) = guard_of(&self.view[o]) {
-                if let Some(&w) = self.writer.get(&e) {
+                if let Some(w) = self.writer.at(e) {
                     if win.insert(w) {
                         stack.push(w);
                     }
                 }
             }
-            let y = self.why[o];
+            let y = self.why.get(o);
             if y != NONE && win.insert(y) {
                 stack.push(y);
             }
@@ -791,19 +948,34 @@ impl<'v> Pass<'v> {
             .iter()
             .map(|&o| {
                 let w = match self.view[o] {
-                    RegisterOp::Read(x) => self.writer.get(&x).copied(),
+                    RegisterOp::Read(x) => self.writer.at(x),
                     RegisterOp::Wrote { .. } | RegisterOp::MayWrite { .. } => Some(o),
                     // A failed compare-and-set: the value it expected.
-                    RegisterOp::Refused(Guard::Value(e)) => self.writer.get(&e).copied(),
+                    RegisterOp::Refused(Guard::Value(e)) => self.writer.at(e),
                     RegisterOp::Refused(Guard::Version(_)) => None,
                 };
                 (o, w)
+            })
+            .collect();
+        let supplier = win
+            .iter()
+            .filter_map(|&o| {
+                let needs = match self.view[o] {
+                    RegisterOp::Read(x) => Some(x),
+                    _ => match guard_of(&self.view[o]) {
+                        Some(Guard::Value(e)) => Some(e),
+                        _ => None,
+                    },
+                };
+                let w = self.writer.at(needs?)?;
+                Some((o, w))
             })
             .collect();
         Refutation {
             contradiction: c,
             window: win.into_iter().collect(),
             value_of,
+            supplier,
         }
     }
 
@@ -817,40 +989,38 @@ impl<'v> Pass<'v> {
     /// it is excluded from makes the next unit one whose write is invoked
     /// before it returns. Returns (point, segment, 0 write / 1 other,
     /// operation), in order.
-    fn witness(&self, policy: Policy) -> Option<Vec<super::versioned::Placed>> {
+    fn witness(&self, policy: Policy) -> Option<Vec<witness::Slot>> {
         self.witness_why(policy).ok()
     }
 
     /// [`Pass::witness`], saying where it failed.
-    fn witness_why(&self, policy: Policy) -> Result<Vec<super::versioned::Placed>, String> {
+    fn witness_why(&self, policy: Policy) -> Result<Vec<witness::Slot>, String> {
         let mut kahn = Kahn::new(&self.units, true);
         kahn.heads(self);
+        let mut dues = Dues::new(self);
         let mut sw = Sweep::new(self);
         self.start(&mut kahn).map_err(|c| format!("{c:?}"))?;
         sw.place_unit(self, 0, kahn.min_f())?;
         while let Some((m1, _, m1_ready)) = kahn.refresh() {
             let count = sw.k;
-            // Writes that may still come before the next conditional put.
-            // (And only units that may come before that one.)
-            let (room, then) = match kahn.reqs.first() {
+            // Only units that may come before the next conditional put.
+            let then = match kahn.reqs.first() {
                 Some(&(r, u)) if r < count => {
                     return Err(format!(
                         "unit {u} needed {r} writes before it, {count} were"
                     ));
                 }
-                Some(&(r, u)) => (Some(r - count), self.units[u].f.0),
-                None => (None, i64::MAX),
+                Some(&(_, u)) => self.units[u].f.0,
+                None => i64::MAX,
             };
-            // The units that must come before it (one of their operations
-            // returned before one of its was invoked) go first.
-            let late = kahn
-                .reqs
-                .first()
-                .map_or(i64::MIN, |&(_, u)| self.units[u].s.0);
+            if let Some(d) = dues.as_mut() {
+                let first = kahn.reqs.first().map_or(d.reqs.len(), |&(_, u)| d.due[u]);
+                d.refresh(&self.units, first, count);
+            }
             let fits = |u: usize| match self.units[u].req {
                 Some(r) => r == count,
                 None => {
-                    room.is_none_or(|room| self.units[u].writes <= room)
+                    dues.as_ref().is_none_or(|d| d.fits(&self.units, u))
                         && self.units[u].s.0 <= then
                 }
             };
@@ -869,24 +1039,22 @@ impl<'v> Pass<'v> {
                 .map(|&(_, u)| u)
                 .or(m1c.filter(|&u| self.units[u].req == Some(count)));
             let deadline = sw.deadline(self);
-            let before = |u: &usize| self.units[*u].f.0 < late && self.units[*u].req.is_none();
-            let chosen = m1c
-                .filter(before)
-                .or_else(|| {
-                    kahn.ready_s
-                        .iter()
-                        .take(64)
-                        .map(|&(_, u)| u)
-                        .find(|u| fits(*u) && before(u))
-                })
-                .or_else(|| match policy {
-                    Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
-                    Policy::FirstCall => earliest(scan(&kahn.ready_c)),
-                    Policy::Rescue => self
-                        .rescue(&kahn, &sw, m1c, &fits)
-                        .or(m1c)
-                        .or_else(|| scan(&kahn.ready_s)),
-                });
+            // The units due by a conditional put go first, the earliest
+            // due first.
+            let due_first = dues.as_ref().and_then(|d| {
+                m1c.into_iter()
+                    .chain(kahn.ready_s.iter().take(64).map(|&(_, u)| u))
+                    .filter(|&u| self.units[u].req.is_none() && d.due[u] < d.reqs.len() && fits(u))
+                    .min_by_key(|&u| d.due[u])
+            });
+            let chosen = due_first.or_else(|| match policy {
+                Policy::Urgent => m1c.or(scan(&kahn.ready_s)),
+                Policy::FirstCall => earliest(scan(&kahn.ready_c)),
+                Policy::Rescue => self
+                    .rescue(&kahn, &sw, m1c, &fits)
+                    .or(m1c)
+                    .or_else(|| scan(&kahn.ready_s)),
+            });
             let next = if exact.is_some() {
                 exact
             } else if let Some(d) = deadline {
@@ -901,6 +1069,9 @@ impl<'v> Pass<'v> {
             match next {
                 Some(u) => {
                     kahn.take(u);
+                    if let Some(d) = dues.as_mut() {
+                        d.take(&self.units, u);
+                    }
                     sw.place_unit(self, u, kahn.min_f())?;
                 }
                 // Else a write nobody needs, with an unknown outcome, may
@@ -908,7 +1079,8 @@ impl<'v> Pass<'v> {
                 // reach the version a conditional put expects.
                 None => {
                     let by = deadline.unwrap_or(i64::MAX);
-                    if room == Some(0) || !sw.filler(self, by, kahn.min_f())? {
+                    let room = dues.as_ref().map_or(i64::MAX, |d| d.room_for(d.reqs.len()));
+                    if room < 1 || !sw.filler(self, by, kahn.min_f())? {
                         return Err(format!("no unit may come after {count} writes"));
                     }
                 }
@@ -918,7 +1090,7 @@ impl<'v> Pass<'v> {
     }
 }
 
-impl Pass<'_> {
+impl<I, O> Pass<'_, I, O> {
     /// For [`Policy::Rescue`]: among the units that may come next (`m1`
     /// and the first ready ones that `fits`), the one whose first value a
     /// failed compare-and-set still to place expects, returning earliest,
@@ -942,16 +1114,16 @@ impl Pass<'_> {
             .collect();
         let mut best: Option<(i64, usize)> = None;
         for &x in &cands {
-            let Some(&c) = self.units[x].clusters.first() else {
+            let Some(&c) = self.chain_of(x).first() else {
                 continue;
             };
             let w = self.clusters[c].write;
             let Some(v) = (w != NONE).then(|| value_written(&self.view[w])).flatten() else {
                 continue;
             };
-            for &r in pass_list(&sw.by_value, &v) {
-                let rt = self.ret[r];
-                if sw.done[r] || self.call[r] <= sw.t || best.is_some_and(|(b, _)| b <= rt) {
+            for &r in sw.by_value.get(v) {
+                let rt = self.ret(r);
+                if sw.done[r] || self.call(r) <= sw.t || best.is_some_and(|(b, _)| b <= rt) {
                     continue;
                 }
                 if cands.iter().any(|&y| y != x && kahn.head[y] <= rt) {
@@ -995,7 +1167,7 @@ pub fn diagnose<P: Spec>(
         match pass.witness_why(policy) {
             Err(why) => out.push(why),
             Ok(placed) => {
-                if super::versioned::replay(spec, &init, &kops, &placed) {
+                if super::versioned::replay(spec, &init, &kops, witness::order(&placed)) {
                     return "linearizable".into();
                 }
                 out.push("replay failed".into());
@@ -1027,9 +1199,4 @@ pub fn pass_verdict<P: Spec>(
         }
     }
     all.then_some(super::Verdict::Linearizable)
-}
-
-/// The list stored under `key`, or an empty one.
-fn pass_list<'m, K: std::hash::Hash + Eq>(m: &'m FxHashMap<K, Vec<usize>>, key: &K) -> &'m [usize] {
-    m.get(key).map_or(&[], |v| v.as_slice())
 }

@@ -76,7 +76,9 @@ pub(crate) fn decide<P: Spec>(
         return Decision::Refuted(c);
     }
     match witness(spec, init, v0, ops, None) {
-        Some(order) if replay(spec, init, ops, &order) => Decision::Linearizable,
+        Some(order) if replay(spec, init, ops, order.iter().map(|&(p, _, _, i)| (p, i))) => {
+            Decision::Linearizable
+        }
         _ => Decision::Undecided,
     }
 }
@@ -569,12 +571,12 @@ pub(crate) fn replay<P: Spec>(
     spec: &P,
     init: &P::State,
     ops: &[KOp<'_, P::Input, P::Output>],
-    order: &[Placed],
+    order: impl IntoIterator<Item = (i64, usize)>,
 ) -> bool {
     let mut seen = vec![false; ops.len()];
     let mut states = vec![init.clone()];
     let mut last = i64::MIN;
-    for &(p, _, _, i) in order {
+    for (p, i) in order {
         let o = &ops[i];
         if seen[i] || p < o.call || p > o.ret.unwrap_or(i64::MAX) || p < last {
             return false;
