@@ -438,11 +438,23 @@ impl SeedLine {
 
     /// The line of run `r` of scenario `def`, with its branch path (an
     /// explored run), saved at `saved` if it failed and was saved.
+    /// (The explorer has counted its goals already: a line reads only the
+    /// run's outcome, not a second pass over its history.)
     pub fn of_run(def: &dyn DynScenario, r: &RunResult, saved: Option<String>) -> SeedLine {
-        let report = report(def, r.scenario.seed, r);
         SeedLine {
+            scenario: def.name().to_string(),
+            seed: r.scenario.seed,
+            swarm: r.scenario.swarm,
+            outcome: r.outcome,
+            property: r.first_property().map(|p| p.to_string()),
+            problem: r.first_problem(),
+            trace_hash: format!("{:016x}", r.trace_hash),
+            seconds: r.wall.as_secs_f64(),
+            saved,
+            ops: None,
+            shrunk_ops: None,
+            shrunk: None,
             branch: r.scenario.branch.clone(),
-            ..SeedLine::of(def.name(), r.scenario.swarm, &report, saved, None)
         }
     }
 }

@@ -121,10 +121,22 @@ impl ServerSetup {
             stats,
         ))
     }
+
+    /// [`ServerSetup::program`] on the node's own disk, its records not
+    /// recorded into the history.
+    pub fn program_on_own_disk(
+        self,
+        env: &NodeEnv,
+        send: SendPolicy,
+        logs: &LogSink,
+        stats: Arc<Mutex<ServerStats>>,
+    ) -> NodeFuture {
+        self.program(env, send, Arc::new(disk_of(env)), logs, stats)
+    }
 }
 
 /// The disk of server node `env`.
-pub fn disk_of(env: &NodeEnv) -> DiskAdapter {
+fn disk_of(env: &NodeEnv) -> DiskAdapter {
     DiskAdapter(env.disk.clone().expect("servers have disks"))
 }
 

@@ -495,13 +495,7 @@ impl ScenarioDef for Occ {
                     bugs,
                     StreamNames::ByIndex,
                 )
-                .program(
-                    &env,
-                    send,
-                    Arc::new(crate::kit::server::disk_of(&env)),
-                    &program_logs,
-                    stats,
-                )
+                .program_on_own_disk(&env, send, &program_logs, stats)
             } else if env.role_as::<OccRole>() == OccRole::Probe && !p.probe {
                 Box::pin(async {})
             } else if env.role_as::<OccRole>() == OccRole::Probe {

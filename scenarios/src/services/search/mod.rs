@@ -253,10 +253,9 @@ impl ScenarioDef for Search {
                         bugs,
                         StreamNames::ByIndex,
                     )
-                    .program(
+                    .program_on_own_disk(
                         &env,
                         dialects::send_policy(&env),
-                        Arc::new(crate::kit::server::disk_of(&env)),
                         &program_logs,
                         program_stats.clone(),
                     )
