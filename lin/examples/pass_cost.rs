@@ -15,6 +15,10 @@
 //! resident memory (VmHWM). Run each side in its own process, several
 //! times. `mem list` names the cases.
 //!
+//! `keys CASE`: each key of the case checked alone on one worker, the
+//! check's heap peak with the pass on and off (what a key costs each way,
+//! without the luck of which keys two workers hold at once).
+//!
 //! `cargo run --release -p overcast-lin --example pass_cost -- time 15`
 
 use overcast_lin::gen::{bench_cases, generate, unique_mix};
@@ -263,6 +267,38 @@ fn mem(name: &str, on: bool) {
     );
 }
 
+/// Each key of the case's first history checked alone, one worker: the
+/// check's heap peak with the pass on and off, a line per key.
+fn keys(name: &str) {
+    let cs = cases(&|n: &str| n == name);
+    let Some((spec, ops)) = cs.first().and_then(|c| c.histories.first()) else {
+        eprintln!("no case {name}; `mem list` names them");
+        std::process::exit(2);
+    };
+    let mut keys: Vec<&str> = ops.iter().map(|o| o.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for k in keys {
+        let kops: Vec<_> = ops.iter().filter(|o| o.key == k).cloned().collect();
+        let peak = |on: bool| {
+            let o = Options {
+                parallel: false,
+                ..opts(on)
+            };
+            let before = LIVE.load(Relaxed);
+            PEAK.store(before, Relaxed);
+            std::hint::black_box(check(spec, &kops, &o).verdict);
+            PEAK.load(Relaxed) - before
+        };
+        println!(
+            "{k} ops {} on {} off {}",
+            kops.len(),
+            peak(true),
+            peak(false)
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -271,6 +307,7 @@ fn main() {
                 println!("{}", c.name);
             }
         }
+        Some("keys") => keys(args.get(1).expect("a case")),
         Some("mem") => {
             let name = args.get(1).expect("a case");
             mem(name, args.get(2).map(String::as_str) != Some("off"));

@@ -202,16 +202,18 @@ pub fn check<P: Spec>(spec: &P, ops: &[Operation<P::Input, P::Output>], opts: &O
     let start = Instant::now();
     let deadline = opts.time_budget.map(|d| start + d);
     // Group by key (a hash map for speed; sorted afterwards, so the order
-    // never depends on hashing).
+    // never depends on hashing). Indices are kept in 32 bits: these lists
+    // hold every operation of the history for the whole check.
     let mut at: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
-    let mut keys: Vec<(&str, Vec<usize>)> = Vec::new();
+    let mut keys: Vec<(&str, Vec<OpIndex>)> = Vec::new();
     for (i, o) in ops.iter().enumerate() {
         let k = *at.entry(o.key.as_str()).or_insert_with(|| {
             keys.push((o.key.as_str(), Vec::new()));
             keys.len() - 1
         });
-        keys[k].1.push(i);
+        keys[k].1.push(op_index(i));
     }
+    drop(at);
     keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let first_fail = AtomicUsize::new(usize::MAX);
     let run_key = |ki: usize| -> KeyResult {
@@ -331,16 +333,26 @@ pub(crate) type KeyOps<'a, P> = (
     Vec<usize>,
 );
 
+/// An operation's index in the history, in 32 bits (a history of more
+/// than 2^32 operations does not fit in memory anyway).
+pub(crate) type OpIndex = u32;
+
+/// `i` as an [`OpIndex`].
+pub(crate) fn op_index(i: usize) -> OpIndex {
+    OpIndex::try_from(i).expect("a history of fewer than 2^32 operations")
+}
+
 /// The operations of one key, as the search sees them, with their indices
 /// into the history.
 pub(crate) fn key_ops<'a, P: Spec>(
     spec: &P,
     ops: &'a [Operation<P::Input, P::Output>],
-    idx: &[usize],
+    idx: &[OpIndex],
 ) -> KeyOps<'a, P> {
     let mut kops = Vec::with_capacity(idx.len());
     let mut orig = Vec::with_capacity(idx.len());
     for &i in idx {
+        let i = i as usize;
         let o = &ops[i];
         let output = o.output.as_ref();
         let ro = spec.is_read_only(&o.input, output);
@@ -371,7 +383,7 @@ fn check_key<P: Spec>(
     spec: &P,
     key: &str,
     ops: &[Operation<P::Input, P::Output>],
-    idx: &[usize],
+    idx: &[OpIndex],
     opts: &Options,
     deadline: Option<Instant>,
     cancel: &(dyn Fn() -> bool + Sync),

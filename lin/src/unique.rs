@@ -1143,7 +1143,10 @@ pub fn diagnose<P: Spec>(
     key: &str,
     ops: &[super::Operation<P::Input, P::Output>],
 ) -> String {
-    let idx: Vec<usize> = (0..ops.len()).filter(|&i| ops[i].key == key).collect();
+    let idx: Vec<super::OpIndex> = (0..ops.len())
+        .filter(|&i| ops[i].key == key)
+        .map(super::op_index)
+        .collect();
     let (kops, _) = super::key_ops(spec, ops, &idx);
     let init = spec.init(key);
     let io: Vec<_> = kops.iter().map(|k| (k.input, k.output)).collect();
@@ -1185,9 +1188,11 @@ pub fn pass_verdict<P: Spec>(
     spec: &P,
     ops: &[super::Operation<P::Input, P::Output>],
 ) -> Option<super::Verdict> {
-    let mut keys: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    let mut keys: std::collections::BTreeMap<&str, Vec<super::OpIndex>> = Default::default();
     for (i, o) in ops.iter().enumerate() {
-        keys.entry(o.key.as_str()).or_default().push(i);
+        keys.entry(o.key.as_str())
+            .or_default()
+            .push(super::op_index(i));
     }
     let mut all = true;
     for (key, idx) in keys {
