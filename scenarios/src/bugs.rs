@@ -159,6 +159,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["L8"],
     },
     BugInfo {
+        name: "renew_refused_when_expired",
+        what: "a holder's renew of its expired lease is refused with 409 LeaseIdMismatchWithLeaseOperation, as if the lease were gone",
+        scenarios: &["leases"],
+        caught_by: &["L5"],
+    },
+    BugInfo {
         name: "upsert_if_match_absent_412",
         what: "Cosmos: an upsert with if-match on a missing item answers 412 instead of creating it (AMBIG-6)",
         scenarios: &["cosmos"],

@@ -120,6 +120,11 @@ model_bugs! {
     lease_id_reuse,
     /// Store: Delete Container ignores the container's lease. Breaks L8.
     container_delete_ignores_lease,
+    /// Lease: a renew of an expired lease by its holder is refused with 409
+    /// `LeaseIdMismatchWithLeaseOperation`, as if the lease were gone (§2.3
+    /// renews it while no one else acquired it and the blob was not written).
+    /// Breaks L5 (a refusal the table does not give).
+    renew_refused_when_expired,
     /// Cosmos: an upsert with `if-match` on a missing item answers 412 instead
     /// of creating it (SPEC §1.3, AMBIG-6).
     upsert_if_match_absent_412,

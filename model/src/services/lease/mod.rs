@@ -17,6 +17,7 @@
 //! case-insensitively: every id is normalised to the lower-case hyphenated form.
 //! None of the Azurite divergences of §2.8 is copied.
 
+use crate::core::bugs::ModelBugs;
 use crate::core::conditions::{Conditions, Millis};
 use crate::core::keys::{splitmix, ItemKey};
 use serde::{Deserialize, Serialize};
@@ -509,13 +510,14 @@ pub(crate) struct Transition {
 
 /// §2.3 and §2.4: one validated action on the record `current` at server time
 /// `now`. `fresh_id` is called (once) only when a new id is generated.
-/// `break_ignores_period` is the seeded bug of that name: every break is immediate.
+/// Of `bugs`, `break_ignores_period` (every break is immediate) and
+/// `renew_refused_when_expired` (an expired lease is not renewed) apply here.
 pub(crate) fn transition(
     current: Option<&Lease>,
     action: &LeaseAction,
     now: Millis,
     fresh_id: &mut dyn FnMut() -> String,
-    break_ignores_period: bool,
+    bugs: &ModelBugs,
 ) -> Result<Transition, Refusal> {
     let state = state_of(current, now);
     let norm = |s: &str| parse_guid(s).unwrap_or_default();
@@ -572,6 +574,7 @@ pub(crate) fn transition(
                 return Err((409, MISMATCH));
             };
             match state {
+                LeaseState::Expired if bugs.renew_refused_when_expired => Err((409, MISMATCH)),
                 LeaseState::Leased | LeaseState::Expired => {
                     let lease = Lease {
                         phase: Phase::Leased {
@@ -640,7 +643,7 @@ pub(crate) fn transition(
                 (LeaseState::Broken, _) => None,
                 _ => Some(now),
             };
-            let break_at = if break_ignores_period {
+            let break_at = if bugs.break_ignores_period {
                 break_at.map(|_| now)
             } else {
                 break_at
@@ -692,7 +695,7 @@ impl Leases {
         target: &LeaseTarget,
         action: &LeaseAction,
         now: Millis,
-        break_ignores_period: bool,
+        bugs: &ModelBugs,
     ) -> (LeaseResponse, Option<Effect>) {
         let current = self.records.get(target);
         let mut drawn = self.ids_drawn;
@@ -700,7 +703,7 @@ impl Leases {
             drawn += 1;
             generated_id(drawn)
         };
-        match transition(current, action, now, &mut fresh, break_ignores_period) {
+        match transition(current, action, now, &mut fresh, bugs) {
             Err((status, code)) => (LeaseResponse::error(status, code, now, current), None),
             Ok(t) => {
                 let effect = Effect::Set {

@@ -53,7 +53,13 @@ enum Cell {
 fn run(state: LeaseState, action: &LeaseAction) -> Result<Transition, Refusal> {
     validate(action)?;
     let mut fresh = || "99999999-0000-4000-8000-000000000009".to_string();
-    transition(record(state).as_ref(), action, NOW, &mut fresh, false)
+    transition(
+        record(state).as_ref(),
+        action,
+        NOW,
+        &mut fresh,
+        &ModelBugs::default(),
+    )
 }
 
 fn cell(state: LeaseState, action: &LeaseAction) -> Cell {
@@ -326,7 +332,7 @@ fn renew_and_change_keep_the_duration_and_change_keeps_the_expiry() {
 fn idempotent_actions_repeat_to_the_same_state_and_release_does_not() {
     let mut fresh = || B.to_string();
     let once = |l: Option<Lease>, a: &LeaseAction, f: &mut dyn FnMut() -> String| {
-        transition(l.as_ref(), a, NOW, f, false)
+        transition(l.as_ref(), a, NOW, f, &ModelBugs::default())
     };
     for a in [acquire(Some(A)), change(A, C), renew(A)] {
         let first = once(record(LE), &a, &mut fresh).expect("first").lease;
@@ -424,7 +430,14 @@ fn parameters_are_validated_before_the_state_in_every_state() {
 
 fn broken_at(current: Lease, period: Option<i64>) -> (Phase, Option<u64>) {
     let mut fresh = || unreachable!("a break draws no id");
-    let t = transition(Some(&current), &brk(period), NOW, &mut fresh, false).expect("break");
+    let t = transition(
+        Some(&current),
+        &brk(period),
+        NOW,
+        &mut fresh,
+        &ModelBugs::default(),
+    )
+    .expect("break");
     (t.lease.expect("kept").phase, t.lease_time_s)
 }
 
@@ -569,9 +582,32 @@ fn the_seeded_bug_breaks_at_once_whatever_the_period() {
         &brk(Some(10)),
         NOW,
         &mut fresh,
-        true,
+        &ModelBugs {
+            break_ignores_period: true,
+            ..ModelBugs::default()
+        },
     );
     assert_eq!(t.map(|t| t.lease.map(|l| l.phase)), Ok(Some(Phase::Broken)));
+}
+
+#[test]
+fn the_seeded_bug_refuses_to_renew_an_expired_lease() {
+    let mut fresh = || unreachable!("a renew draws no id");
+    let expired = fixed(NOW - 1);
+    let bugs = ModelBugs {
+        renew_refused_when_expired: true,
+        ..ModelBugs::default()
+    };
+    let t = transition(Some(&expired), &renew(A), NOW, &mut fresh, &bugs);
+    assert_eq!(t.err(), Some((409, "LeaseIdMismatchWithLeaseOperation")));
+    let t = transition(
+        Some(&expired),
+        &renew(A),
+        NOW,
+        &mut fresh,
+        &ModelBugs::default(),
+    );
+    assert_eq!(t.map(|t| t.status), Ok(200));
 }
 
 // ---- §2.5 / §2.7 use operations ------------------------------------------------

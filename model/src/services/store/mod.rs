@@ -518,8 +518,7 @@ impl Store {
                         return refuse(f.status(), f.error_code().unwrap_or(""));
                     }
                 }
-                let bug = self.bugs.break_ignores_period;
-                self.leases.act(target, action, now, bug)
+                self.leases.act(target, action, now, &self.bugs)
             }
             LeaseRequest::SetContainerMetadata { .. } => {
                 match lease::check_use(record, sent.as_deref(), now, Use::ContainerOther, false) {

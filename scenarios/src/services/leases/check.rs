@@ -13,6 +13,8 @@
 //!   reference computes (§2.4).
 //! - L5 conformance: every logged lease transition against the reference (§2.3,
 //!   §2.4, §2.6: a write clears an expired lease, so a later renew must fail);
+//!   every refused lease action whose state is known, its code against the
+//!   one the table gives there (`answers`);
 //!   and an acquire without a proposed id must not be reported lost (409) when
 //!   one of its attempts won it (a grant no caller was told of, during the
 //!   call, that no other such acquire of unknown outcome explains).
@@ -49,6 +51,7 @@ use overcast_sim::history::OpRecord;
 use overcast_sim::timeline::{clock_secs, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod answers;
 mod beliefs;
 mod calls;
 use beliefs::judge_beliefs;
@@ -348,6 +351,8 @@ pub struct Analysis {
     pub beliefs: usize,
     /// Calls judged for re-sends after a timeout (R1).
     pub resends_judged: usize,
+    /// Refused lease actions judged against the action table (L5).
+    pub lease_refusals_judged: usize,
 }
 
 fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
@@ -753,6 +758,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
         server_clock,
     );
     a.resends_judged = judge_resends(h, &mut a);
+    a.lease_refusals_judged = answers::judge_refusals(h, &log, &timeline, &mut a);
     judge_beliefs(h, &log, &revoked, &mut a);
     a
 }
@@ -787,6 +793,10 @@ impl Checker<LeaseHistory> for LeaseRule {
             ),
             "L9" => format!("{} beliefs", a.beliefs),
             "R1" => format!("{} calls that may not be re-sent", a.resends_judged),
+            "L5" => format!(
+                "{} transitions, {} refused lease actions",
+                a.transitions, a.lease_refusals_judged
+            ),
             _ => format!("{} transitions", a.transitions),
         };
         Checked::new(Verdict::from_violations(mine)).with_note(note)

@@ -273,3 +273,113 @@ fn a_release_re_sent_after_a_timeout_breaks_r1_and_a_renew_re_sent_does_not() {
     ]);
     assert_eq!(flagged, vec![0, 1, 6]);
 }
+
+/// L5 on refusals: a renew of a fixed lease granted at 10 s (15 s, so
+/// expired from 25 s on the server's clock), asked by its holder at 30 s.
+/// The table renews it; a 409 there is a violation, and so is a refusal with
+/// another code than the table's (a renew with another id is refused with
+/// `LeaseIdMismatchWithLeaseOperation`). A refusal decided from a record a
+/// crash later took is not judged: the surviving log does not show the state
+/// the server answered from.
+#[test]
+fn a_refused_lease_action_is_judged_against_the_table_in_the_state_the_log_shows() {
+    const ID: &str = "6e730000-0000-4000-8000-000000000001";
+    const OTHER: &str = "6e730000-0000-4000-8000-000000000002";
+    let lease = Lease {
+        id: ID.into(),
+        duration: LeaseDuration::Fixed(15),
+        phase: Phase::Leased {
+            expire_ms: Some(EPOCH_MS + 25_000),
+        },
+    };
+    let renew = |lease_id: &str, code: &str| OpRecord {
+        id: 0,
+        client: 3,
+        key: "leases/b1".into(),
+        call: Call {
+            op: "renew".into(),
+            target: "leases/b1".into(),
+            lease_id: Some(lease_id.into()),
+            ..Call::default()
+        },
+        invoke_ns: 30 * S,
+        return_ns: Some(30 * S + S / 50),
+        result: Some(Outcome {
+            status: 409,
+            code: Some(code.into()),
+            server_ms: Some(EPOCH_MS + 30_010),
+            ..Outcome::default()
+        }),
+        attempts: vec![],
+    };
+    let l5 = |op: OpRecord<Call, Outcome>, node_events: Vec<NodeEvent<LeaseEvent>>| {
+        let h = History {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops: vec![op],
+            events: Vec::new(),
+            node_events,
+            log_events: Vec::new(),
+        };
+        let a = analyse(&h);
+        let found: Vec<String> = a
+            .violations
+            .into_iter()
+            .filter(|v| v.property == "L5")
+            .map(|v| v.message)
+            .collect();
+        (a.lease_refusals_judged, found)
+    };
+    let logged = || vec![granted(10 * S, 10_000, Some(ID), lease.clone())];
+
+    // The holder's renew of its expired lease, refused: the table renews it.
+    let (judged, found) = l5(renew(ID, "LeaseIdMismatchWithLeaseOperation"), logged());
+    assert_eq!(judged, 1);
+    assert!(
+        found.len() == 1
+            && found[0].contains("the lease was expired")
+            && found[0].contains("grants it"),
+        "{found:?}"
+    );
+    // Another id: the table's refusal, given.
+    let (judged, found) = l5(renew(OTHER, "LeaseIdMismatchWithLeaseOperation"), logged());
+    assert_eq!((judged, found.len()), (1, 0), "{found:?}");
+    // Another id, refused with a code the table does not give there.
+    let (_, found) = l5(renew(OTHER, "LeaseIsBrokenAndCannotBeRenewed"), logged());
+    assert!(
+        found.len() == 1
+            && found[0].contains("refuses it with 409 LeaseIdMismatchWithLeaseOperation"),
+        "{found:?}"
+    );
+    // A break logged at 29 s, lost to a crash at 31 s, after the answer:
+    // the server refused from the broken lease the log no longer shows.
+    let mut crashed = logged();
+    crashed.push(NodeEvent {
+        node: "server-0".into(),
+        at_ns: 29 * S,
+        local_ms: EPOCH_MS + 29_000,
+        event: LeaseEvent::Logged {
+            partition: 0,
+            lsn: 2,
+            effect: Effect::Lease(lease::Effect::Set {
+                target: LeaseTarget::Blob(ItemKey::new("leases", "b1", "b1")),
+                action: LeaseAction::Break {
+                    break_period: Some(60),
+                },
+                at_ms: EPOCH_MS + 29_000,
+                lease: Some(Lease {
+                    phase: Phase::Broken,
+                    ..lease.clone()
+                }),
+                ids_drawn: 0,
+            }),
+        },
+    });
+    crashed.push(NodeEvent {
+        node: "server-0#1".into(),
+        at_ns: 31 * S,
+        local_ms: EPOCH_MS + 31_000,
+        event: LeaseEvent::Recovered { kept: 1 },
+    });
+    let (judged, found) = l5(renew(ID, "LeaseIsBrokenAndCannotBeRenewed"), crashed);
+    assert_eq!((judged, found.len()), (0, 0), "{found:?}");
+}
