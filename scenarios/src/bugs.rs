@@ -141,6 +141,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["L2"],
     },
     BugInfo {
+        name: "write_blocked_by_lapsed_lease",
+        what: "the server refuses a blob write without a lease id with 412 LeaseIdMissing while an expired or broken lease is still on record",
+        scenarios: &["leases"],
+        caught_by: &["L2"],
+    },
+    BugInfo {
         name: "acquire_not_idempotent_retry",
         what: "the SDK re-sends an acquire without a proposed id after a timeout, so the caller may be told 409 for a lease it won",
         scenarios: &["leases"],

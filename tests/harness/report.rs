@@ -300,6 +300,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("lease_id_reuse", 0),
     ("container_delete_ignores_lease", 0),
     ("renew_refused_when_expired", 80),
+    ("write_blocked_by_lapsed_lease", 5),
     ("upsert_if_match_absent_412", 0),
     ("replace_missing_412", 1),
     ("batch_partial_commit", 0),

@@ -112,6 +112,11 @@ model_bugs! {
     renew_after_write,
     /// Store: a write without a lease id is accepted while the blob is locked. Breaks L2.
     write_without_lease_check,
+    /// Store: a write without a lease id is refused with 412 `LeaseIdMissing`
+    /// while an expired or broken lease is still on record (the lock judged by
+    /// the record's presence, not its state; §2.5 lets it through). Breaks L2
+    /// (a refusal the table does not give).
+    write_blocked_by_lapsed_lease,
     /// Client: re-sends an acquire without a proposed id after a timeout, so the
     /// caller may be told 409 for a lease its first attempt won. Breaks L5 (idempotency).
     acquire_not_idempotent_retry,

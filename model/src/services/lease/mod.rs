@@ -456,21 +456,26 @@ pub(crate) enum Use {
 /// §2.5 and §2.7: whether a request carrying `sent` (a normalised id, or none)
 /// may use a resource whose lease record is `lease` at `now`; the 412 error
 /// code when it may not (`LeaseLost` for a blob write or delete carrying the
-/// id of an expired or broken lease, AMBIG-19). `ignore_missing_id` is the seeded bug
-/// `write_without_lease_check` (a write without an id passes while locked).
+/// id of an expired or broken lease, AMBIG-19). Of `bugs`,
+/// `write_without_lease_check` (a blob write without an id passes while
+/// locked) and `write_blocked_by_lapsed_lease` (one is refused while an
+/// expired or broken lease is on record) apply here.
 pub(crate) fn check_use(
     lease: Option<&Lease>,
     sent: Option<&str>,
     now: Millis,
     what: Use,
-    ignore_missing_id: bool,
+    bugs: &ModelBugs,
 ) -> Result<(), &'static str> {
     let locked = state_of(lease, now).is_locked();
+    // The seeded bug judges a write without an id by the record's presence.
+    let blocks_without_id =
+        locked || (bugs.write_blocked_by_lapsed_lease && what == Use::BlobWrite && lease.is_some());
     let on_blob = matches!(what, Use::BlobWrite | Use::BlobRead);
     match (sent, lease) {
-        (None, _) if !locked => Ok(()),
+        (None, _) if !blocks_without_id => Ok(()),
         (None, _) => match what {
-            Use::BlobWrite if ignore_missing_id => Ok(()),
+            Use::BlobWrite if bugs.write_without_lease_check => Ok(()),
             Use::BlobWrite | Use::ContainerDelete => Err("LeaseIdMissing"),
             Use::BlobRead | Use::ContainerOther => Ok(()),
         },

@@ -623,7 +623,9 @@ fn use_operations_follow_the_table_in_every_state() {
     for state in STATES {
         let r = record(state);
         let locked = state.is_locked();
-        let check = |sent: Option<&str>, what| check_use(r.as_ref(), sent, NOW, what, false);
+        let check = |sent: Option<&str>, what| {
+            check_use(r.as_ref(), sent, NOW, what, &ModelBugs::default())
+        };
         let pick = |l, u| if locked { l } else { u };
         // write/delete
         assert_eq!(check(None, BlobWrite), pick(miss, Ok(())), "{state:?}");
@@ -668,11 +670,31 @@ fn use_operations_follow_the_table_in_every_state() {
             pick(c_mismatch, c_not_present)
         );
     }
-    // The seeded bug lets a write without an id through a locked lease.
+    // The seeded bugs: a write without an id let through a locked lease;
+    // one refused while a lapsed lease is on record.
+    let through = ModelBugs {
+        write_without_lease_check: true,
+        ..ModelBugs::default()
+    };
     assert_eq!(
-        check_use(record(LE).as_ref(), None, NOW, BlobWrite, true),
+        check_use(record(LE).as_ref(), None, NOW, BlobWrite, &through),
         Ok(())
     );
+    let blocked = ModelBugs {
+        write_blocked_by_lapsed_lease: true,
+        ..ModelBugs::default()
+    };
+    for state in [LeaseState::Expired, BR] {
+        assert_eq!(
+            check_use(record(state).as_ref(), None, NOW, BlobWrite, &blocked),
+            Err("LeaseIdMissing"),
+            "{state:?}"
+        );
+        assert_eq!(
+            check_use(record(state).as_ref(), None, NOW, BlobRead, &blocked),
+            Ok(())
+        );
+    }
 }
 
 #[test]

@@ -323,8 +323,7 @@ impl Store {
                 Access::Write(_) => Use::BlobWrite,
             };
             let record = self.leases.get(&LeaseTarget::Blob(key.clone()));
-            let bug = self.bugs.write_without_lease_check;
-            lease::check_use(record, lease_id.as_deref(), now, what, bug)
+            lease::check_use(record, lease_id.as_deref(), now, what, &self.bugs)
                 .map_err(|code| StoreResponse::error(412, code))?;
         }
         // 3. Conditional headers.
@@ -521,7 +520,13 @@ impl Store {
                 self.leases.act(target, action, now, &self.bugs)
             }
             LeaseRequest::SetContainerMetadata { .. } => {
-                match lease::check_use(record, sent.as_deref(), now, Use::ContainerOther, false) {
+                match lease::check_use(
+                    record,
+                    sent.as_deref(),
+                    now,
+                    Use::ContainerOther,
+                    &self.bugs,
+                ) {
                     Err(code) => refuse(412, code),
                     Ok(()) => {
                         let ok = LeaseResponse {
@@ -544,7 +549,13 @@ impl Store {
                 let gate = if self.bugs.container_delete_ignores_lease {
                     Ok(())
                 } else {
-                    lease::check_use(record, sent.as_deref(), now, Use::ContainerDelete, false)
+                    lease::check_use(
+                        record,
+                        sent.as_deref(),
+                        now,
+                        Use::ContainerDelete,
+                        &self.bugs,
+                    )
                 };
                 if let Err(code) = gate {
                     return refuse(412, code);

@@ -8,7 +8,10 @@
 //!   change or break; at most one per resource at every instant
 //!   ([`overcast_sim::check::exclusive`]).
 //! - L2 write gating / L3 holder safety: each successful write or delete,
-//!   matched to its log record, against the reference lease state there.
+//!   matched to its log record, against the reference lease state there;
+//!   every lease refusal of a read, write or delete and every read let
+//!   through, against §2.5's table over the server clock's possible readings
+//!   (`answers`).
 //! - L4 break safety: no acquire by another id before the break time the
 //!   reference computes (§2.4).
 //! - L5 conformance: every logged lease transition against the reference (§2.3,
@@ -51,7 +54,7 @@ use overcast_sim::history::OpRecord;
 use overcast_sim::timeline::{clock_secs, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
-mod answers;
+pub mod answers;
 mod beliefs;
 mod calls;
 use beliefs::judge_beliefs;
@@ -353,6 +356,8 @@ pub struct Analysis {
     pub resends_judged: usize,
     /// Refused lease actions judged against the action table (L5).
     pub lease_refusals_judged: usize,
+    /// Reads, writes and deletes judged against the table of §2.5 (L2).
+    pub blob_answers: answers::BlobAnswers,
 }
 
 fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
@@ -759,6 +764,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
     );
     a.resends_judged = judge_resends(h, &mut a);
     a.lease_refusals_judged = answers::judge_refusals(h, &log, &timeline, &mut a);
+    a.blob_answers = answers::judge_blob_answers(h, &log, &timeline, server_clock, &mut a);
     judge_beliefs(h, &log, &revoked, &mut a);
     a
 }
@@ -788,8 +794,8 @@ impl Checker<LeaseHistory> for LeaseRule {
             .collect();
         let note = match self.properties[0].id.as_str() {
             "L2" => format!(
-                "{} writes, {} condition refusals",
-                a.writes_judged, a.refusals_judged
+                "{} writes, {} condition refusals, {} lease answers ({} where the clock allowed two)",
+                a.writes_judged, a.refusals_judged, a.blob_answers.judged, a.blob_answers.either
             ),
             "L9" => format!("{} beliefs", a.beliefs),
             "R1" => format!("{} calls that may not be re-sent", a.resends_judged),

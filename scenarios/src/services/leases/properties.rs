@@ -8,10 +8,10 @@ pub const L1: Property = Property::new(
     "two lease ids never hold one resource locked at the same server instant",
 );
 
-/// L2: a write or delete of a locked blob succeeds only with the lease's id, and the lease check comes before conditions and existence.
+/// L2: a write or delete of a locked blob succeeds only with the lease's id, every read and write is answered as the §2.5 table says, and the lease check comes before conditions and existence.
 pub const L2: Property = Property::new(
     "L2",
-    "a write or delete of a locked blob succeeds only with the lease's id, and the lease check comes before conditions and existence",
+    "a write or delete of a locked blob succeeds only with the lease's id, every read and write is answered as the §2.5 table says, and the lease check comes before conditions and existence",
 );
 
 /// L3: a holder's write with its lease id is never accepted after the lease ran out, unless it was renewed or re-acquired.

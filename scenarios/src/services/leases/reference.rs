@@ -1,7 +1,8 @@
 //! A small reference lease machine, written apart from the model's, that the
-//! lease checkers hold the server's log to (SPEC §2.3, §2.4, §2.6, §2.7). It
-//! knows only what the table says: states judged from one record at a time,
-//! the action rules, break timing, and which writes clear a lease.
+//! lease checkers hold the server's log to (SPEC §2.3–§2.7). It knows only
+//! what the tables say: states judged from one record at a time, the action
+//! rules, break timing, the answers to reads and writes of a leased blob, and
+//! which writes clear a lease.
 
 use overcast_model::lease::LeaseAction;
 
@@ -164,6 +165,49 @@ pub fn step(
     }
 }
 
+/// What a request does to a blob, for the table of §2.5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobUse {
+    /// A write or a delete.
+    Write,
+    /// A read.
+    Read,
+}
+
+/// The 412 codes of §2.5's table.
+pub const USE_CODES: [&str; 4] = [
+    "LeaseIdMissing",
+    "LeaseIdMismatchWithBlobOperation",
+    "LeaseNotPresentWithBlobOperation",
+    "LeaseLost",
+];
+
+/// §2.5: how the server answers a read or write of an existing blob carrying
+/// `sent` (a lease id, or none) while `l` is its lease at `now`: `Ok`, or
+/// the 412 codes it may give. A write with the id of a lease that expired
+/// or broke may be told `LeaseLost` or `LeaseNotPresentWithBlobOperation`
+/// (AMBIG-19: the model answers the first, the table allows both).
+pub fn use_answer(
+    l: Option<&RefLease>,
+    sent: Option<&str>,
+    now: u64,
+    what: BlobUse,
+) -> Result<(), &'static [&'static str]> {
+    let st = state(l, now);
+    let holds = sent.is_some_and(|id| l.is_some_and(|l| l.id == lower(id)));
+    match (sent, st.locked()) {
+        (None, false) => Ok(()),
+        (None, true) if what == BlobUse::Read => Ok(()),
+        (None, true) => Err(&["LeaseIdMissing"]),
+        (Some(_), true) if holds => Ok(()),
+        (Some(_), true) => Err(&["LeaseIdMismatchWithBlobOperation"]),
+        (Some(_), false) if holds && what == BlobUse::Write && st != RefState::Available => {
+            Err(&["LeaseLost", "LeaseNotPresentWithBlobOperation"])
+        }
+        (Some(_), false) => Err(&["LeaseNotPresentWithBlobOperation"]),
+    }
+}
+
 /// §2.6: a successful blob write at `now` clears an expired or broken lease.
 pub fn after_write(l: Option<RefLease>, now: u64) -> Option<RefLease> {
     l.filter(|l| state(Some(l), now).locked())
@@ -211,5 +255,44 @@ mod tests {
             "",
         );
         assert_eq!(state(now.unwrap().as_ref(), 1_000), RefState::Broken);
+    }
+
+    #[test]
+    fn reads_and_writes_follow_the_use_table() {
+        let l = step(
+            None,
+            &LeaseAction::Acquire {
+                duration: Some(15),
+                proposed_id: Some(A.into()),
+            },
+            1_000,
+            "",
+        )
+        .unwrap();
+        let (leased, expired) = (2_000, 20_000);
+        let other = "bbbbbbbb-0000-4000-8000-000000000002";
+        use BlobUse::{Read, Write};
+        let answer = |sent, now, what| use_answer(l.as_ref(), sent, now, what);
+        assert_eq!(answer(None, leased, Write), Err(&["LeaseIdMissing"][..]));
+        assert_eq!(answer(None, leased, Read), Ok(()));
+        let upper = A.to_uppercase();
+        assert_eq!(answer(Some(&upper), leased, Write), Ok(()));
+        assert_eq!(
+            answer(Some(other), leased, Read),
+            Err(&["LeaseIdMismatchWithBlobOperation"][..])
+        );
+        assert_eq!(answer(None, expired, Write), Ok(()));
+        assert_eq!(
+            answer(Some(A), expired, Write),
+            Err(&["LeaseLost", "LeaseNotPresentWithBlobOperation"][..])
+        );
+        assert_eq!(
+            answer(Some(A), expired, Read),
+            Err(&["LeaseNotPresentWithBlobOperation"][..])
+        );
+        assert_eq!(
+            use_answer(None, Some(A), leased, Write),
+            Err(&["LeaseNotPresentWithBlobOperation"][..])
+        );
     }
 }

@@ -1,8 +1,12 @@
-//! L5 for the lease actions the server refused: each refusal's code against
-//! the one SPEC §2.3 gives in the state the server's log shows, at the
-//! server's clock reading the answer carries. The log walk judges the
-//! actions that were granted; without this a refusal where the table grants
-//! (or the wrong refusal) would pass.
+//! The answers the log walk does not see, against the reference: L5 for the
+//! lease actions the server refused (each refusal's code against the one
+//! SPEC §2.3 gives in the state the server's log shows, at the server's
+//! clock reading the answer carries), and L2 for the reads, writes and
+//! deletes of a blob answered by its lease (§2.5: every lease refusal, and
+//! every read that succeeded, at any reading the server's clock can have had
+//! while the call ran). The log walk judges what was granted and written;
+//! without these, a refusal where a table grants (or the wrong refusal)
+//! would pass.
 
 use super::*;
 
@@ -108,6 +112,176 @@ fn bears_on(lost: &str, target: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// Whether a call's state is known from the log: no record on `target`
+/// while it ran (`invoke_ns..=ret`), and no record the server held then
+/// that a crash later took.
+fn settled(
+    line: &[(u64, u64, Option<RefLease>)],
+    lost: &[Lost],
+    target: &str,
+    invoke_ns: u64,
+    ret: u64,
+) -> bool {
+    !line.iter().any(|(at, ..)| *at >= invoke_ns && *at <= ret)
+        && !lost
+            .iter()
+            .any(|l| bears_on(&l.target, target) && l.written_ns <= ret && l.lost_ns >= invoke_ns)
+}
+
+/// How many reads, writes and deletes [`judge_blob_answers`] judged, and how
+/// many of them the clock bound left two answers for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlobAnswers {
+    /// Judged.
+    pub judged: usize,
+    /// Judged where the lease changed state within the server's possible
+    /// clock readings, so the table allowed the answers of both states.
+    pub either: usize,
+}
+
+/// L2 for every read, write and delete of a blob whose lease state is
+/// known (as [`judge_refusals`] asks, and no lease record before it, or the
+/// server's clock bound known): a refusal with one of §2.5's codes must be
+/// one the table gives, and a read that succeeded must be one it lets
+/// through (writes and deletes that succeeded are judged from their log
+/// records). The server's clock reading is not in these answers: from the
+/// last record before the call, its reading lies between that record's,
+/// plus the true time to the call's invocation less drift and a step, and
+/// that record's plus the time to its return with drift and a step added.
+/// Where the lease expires or its break ends within that range, the answers
+/// of both states are allowed, and counted.
+pub(super) fn judge_blob_answers(
+    h: &LeaseHistory,
+    log: &[Entry],
+    timeline: &LeaseTimeline,
+    server_clock: Option<ClockBound>,
+    a: &mut Analysis,
+) -> BlobAnswers {
+    let lost = lost_records(h);
+    let mut n = BlobAnswers::default();
+    for op in &h.ops {
+        let (Some(r), Some(ret)) = (&op.result, op.return_ns) else {
+            continue;
+        };
+        let what = match op.call.op.as_str() {
+            "put" | "delete" => reference::BlobUse::Write,
+            "read" => reference::BlobUse::Read,
+            _ => continue,
+        };
+        let code = r
+            .code
+            .as_deref()
+            .filter(|c| reference::USE_CODES.contains(c));
+        let read_through = what == reference::BlobUse::Read && r.is_success();
+        if code.is_none() && !read_through {
+            continue;
+        }
+        let target = &op.call.target;
+        let line = timeline.get(target).map(Vec::as_slice).unwrap_or(&[]);
+        if !settled(line, &lost, target, op.invoke_ns, ret) {
+            continue;
+        }
+        let last = line.iter().rev().find(|(at, ..)| *at < op.invoke_ns);
+        let before = last.and_then(|(.., l)| l.as_ref());
+        // The server clock's readings while the call ran, and the instants
+        // in between where the lease changes state.
+        let readings: Vec<u64> = match (last, before) {
+            (Some(&(at_ns, server_ms, _)), Some(l)) => {
+                let Some(bound) = server_clock else { continue };
+                let off = |ns: u64| {
+                    let ms = ns.saturating_sub(at_ns) / 1_000_000;
+                    (
+                        ms,
+                        ms * bound.max_drift_ppm / 1_000_000 + bound.max_step_ms + bound.slack_ms,
+                    )
+                };
+                let (lo_ms, lo_err) = off(op.invoke_ns);
+                let (hi_ms, hi_err) = off(ret);
+                let lo = (server_ms + lo_ms).saturating_sub(lo_err);
+                let hi = server_ms + hi_ms + hi_err;
+                let mut at = vec![lo, hi];
+                at.extend(
+                    [l.expire_ms, l.break_ms]
+                        .into_iter()
+                        .flatten()
+                        .filter(|t| (lo..=hi).contains(t)),
+                );
+                at
+            }
+            _ => vec![0],
+        };
+        let sent = op.call.lease_id.as_deref();
+        let answers: Vec<Result<(), &[&str]>> = readings
+            .iter()
+            .map(|&now| reference::use_answer(before, sent, now, what))
+            .collect();
+        n.judged += 1;
+        if answers.iter().any(|x| *x != answers[0]) {
+            n.either += 1;
+        }
+        let allowed = match code {
+            None => answers.iter().any(Result::is_ok),
+            Some(code) => answers
+                .iter()
+                .any(|x| x.is_err_and(|codes| codes.contains(&code))),
+        };
+        if allowed {
+            continue;
+        }
+        let mut table: Vec<String> = answers
+            .iter()
+            .map(|x| match x {
+                Ok(()) => "lets it through".to_string(),
+                Err(codes) => format!("refuses it with 412 {}", codes.join(" or ")),
+            })
+            .collect();
+        table.dedup();
+        let st: Vec<&str> = {
+            let mut v: Vec<&str> = readings
+                .iter()
+                .map(|&now| reference::state(before, now).word())
+                .collect();
+            v.dedup();
+            v
+        };
+        let held = before
+            .map(|l| format!(" under {}", short(&l.id)))
+            .unwrap_or_default();
+        let asked = match sent {
+            Some(id) => format!("{} with lease {}", op.call.op, short(id)),
+            None => format!("{} without a lease id", op.call.op),
+        };
+        let answered = match code {
+            Some(code) => format!("{} {code}", r.status),
+            None => format!("{} (read)", r.status),
+        };
+        a.violations.push(
+            violation(
+                "L2",
+                format!(
+                    "{asked} of {target}, answered at {} true, was {}; the lease was {}{held} while it ran and SPEC §2.5 {} there",
+                    secs(ret),
+                    match code {
+                        Some(_) => format!("refused with {answered}"),
+                        None => format!("answered {}", r.status),
+                    },
+                    st.join(" or "),
+                    table.join(", or "),
+                ),
+                vec![op.id],
+            )
+            .with_evidence(lease_log_then(
+                log,
+                target,
+                op.invoke_ns,
+                &|_| false,
+                Some(request_row(ret, None, asked, answered, Some(op.id))),
+            )),
+        );
+    }
+    n
+}
+
 /// L5 for every refused lease action that can be judged; the number judged.
 ///
 /// A refusal is judged when the state it was decided in is known: no
@@ -139,15 +313,7 @@ pub(super) fn judge_refusals(
         };
         let target = &op.call.target;
         let line = timeline.get(target).map(Vec::as_slice).unwrap_or(&[]);
-        if line
-            .iter()
-            .any(|(at, ..)| *at >= op.invoke_ns && *at <= ret)
-        {
-            continue;
-        }
-        if lost.iter().any(|l| {
-            bears_on(&l.target, target) && l.written_ns <= ret && l.lost_ns >= op.invoke_ns
-        }) {
+        if !settled(line, &lost, target, op.invoke_ns, ret) {
             continue;
         }
         let before = line
