@@ -321,6 +321,10 @@ fn request_item(r: &QueueRequest) -> Option<&str> {
 /// change of it with the request that made it and the item after.
 fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
     let mut rows: Vec<EvidenceRow> = Vec::new();
+    // The row of the poll whose reservation of the item is in force, and
+    // until when (server clock): a poll that returns the item before then
+    // crossed it, and that poll's row is marked beside the step's.
+    let mut reserved_by: Option<(usize, Millis)> = None;
     for e in &h.node_events {
         if e.at_ns > until_ns {
             break;
@@ -350,6 +354,17 @@ fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
             }
             Some(r) => r.method().to_string(),
             None => "an operation's completion".to_string(),
+        };
+        let is_poll = matches!(effect.request, Some(QueueRequest::Poll { .. }));
+        if e.at_ns == until_ns && is_poll {
+            if let Some((row, _)) = reserved_by.filter(|(_, r)| *r > effect.at_ms) {
+                rows[row].marked = true;
+            }
+        }
+        reserved_by = match after.reserved_until {
+            Some(r) if is_poll => Some((rows.len(), r)),
+            Some(_) => reserved_by,
+            None => None,
         };
         rows.push(EvidenceRow {
             op: None,
@@ -382,7 +397,7 @@ fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
     Evidence {
         title: format!("The path of {name} through the queue"),
         lead: vec![format!(
-            "Every change of {name} in the server's log up to the step the violation is about{}.",
+            "Every change of {name} in the server's log up to the step the violation is about{}; marked: that step, and the poll whose reservation it crossed, if it crossed one.",
             if skipped > 0 {
                 format!(" (the last {}, after {skipped} earlier ones)", rows.len())
             } else {
