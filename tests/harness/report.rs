@@ -309,6 +309,32 @@ fn the_queue_item_s_path_marks_the_poll_whose_reservation_was_crossed() {
         "{marked:?}"
     );
     assert_eq!(account.rows.last().map(|r| r.marked), Some(true));
+    // The message tells the reservation's end as the path does.
+    assert!(
+        lead.message
+            .contains("reserved until 18.421 s true, 18.835 s on server-0's clock"),
+        "{}",
+        lead.message
+    );
+}
+
+#[test]
+fn a_cosmos_batch_s_operations_are_named_by_their_step_and_a_delete_by_its_204() {
+    let r = run("cosmos", 0, "upsert_if_match_absent_412");
+    let lead = assert_page_opens_on_its_failure(&r, "cosmos seed 0 upsert_if_match_absent_412");
+    // #94 is a batch whose first step is the upsert; #6 a batch; #68 one delete.
+    assert!(
+        lead.message.contains("operation #94 step 1 by client 4"),
+        "{}",
+        lead.message
+    );
+    let account = lead.evidence.expect("an account");
+    let firsts: Vec<&str> = account.rows.iter().map(|r| r.cells[0].as_str()).collect();
+    assert_eq!(firsts, ["#6 step 2", "#68", "#94 step 1"], "{account:?}");
+    assert!(
+        account.rows[1].cells.iter().any(|c| c == "delete → 204"),
+        "{account:?}"
+    );
 }
 
 #[test]

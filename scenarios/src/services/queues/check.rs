@@ -241,8 +241,42 @@ impl Ctx<'_> {
     /// true time, judged from this step's `now_ms` (the clock runs at true
     /// rate between its steps: close enough to say), in words.
     fn later(&self, now_ms: Millis, ms: Millis) -> String {
-        let delta = (ms as i128 - now_ms as i128) * 1_000_000;
-        let ns = (self.at.at_ns as i128 + delta).max(0) as u64;
+        self.reading_from(self.at.at_ns, now_ms, ms)
+    }
+
+    /// [`Ctx::later`] judged from the server's log record of item `name`'s
+    /// last change before this step, when there is one (so that a
+    /// reservation's end reads as the item's path tells it, from the step
+    /// that set it), else from this step.
+    fn later_than_change(&self, state: &Replay, name: &str, now_ms: Millis, ms: Millis) -> String {
+        let changed = state.changed_ms.get(name).and_then(|&changed_ms| {
+            self.h
+                .node_events
+                .iter()
+                .take_while(|e| e.at_ns <= self.at.at_ns)
+                .filter_map(|e| match &e.event {
+                    QueueEvent::Logged { effect, .. }
+                        if effect.at_ms == changed_ms
+                            && effect.items.iter().any(|(n, _)| n == name) =>
+                    {
+                        Some(e.at_ns)
+                    }
+                    _ => None,
+                })
+                .last()
+                .map(|at_ns| (at_ns, changed_ms))
+        });
+        match changed {
+            Some((at_ns, changed_ms)) => self.reading_from(at_ns, changed_ms, ms),
+            None => self.later(now_ms, ms),
+        }
+    }
+
+    /// A reading `ms` of the server's clock in true time, judged from a
+    /// step at `at_ns` true when the clock read `at_ms`, in words.
+    fn reading_from(&self, at_ns: u64, at_ms: Millis, ms: Millis) -> String {
+        let delta = (ms as i128 - at_ms as i128) * 1_000_000;
+        let ns = (at_ns as i128 + delta).max(0) as u64;
         format!(
             "{} true, {} on {}'s clock",
             secs(ns),
@@ -701,7 +735,12 @@ fn reservation_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violati
                     format!(
                         "a poll at {} returned {n}, which a poll had reserved until {}",
                         cx.when(e.at_ms),
-                        cx.later(e.at_ms, b.reserved_until.unwrap_or_default())
+                        cx.later_than_change(
+                            state,
+                            n,
+                            e.at_ms,
+                            b.reserved_until.unwrap_or_default()
+                        )
                     ),
                     "poll",
                     None,
