@@ -1043,9 +1043,17 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         return bad_input("--cap must be at least 1");
     }
     let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
+    // The property column is as wide as the longest property's name.
+    let pw = CATALOGUE
+        .properties()
+        .iter()
+        .map(|(p, _)| p.id.as_str().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("property".len());
     if !args.json {
         println!(
-            "{:<28} {:<6} {:<16} {:<8} {:>6} {:>6} {:>8} {:>13}  replay",
+            "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8} {:>13}  replay",
             "bug", "found", "property", "mix", "seeds", "swarm", "seconds", "ops (shrunk)"
         );
     }
@@ -1089,7 +1097,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 }
             };
             println!(
-                "{:<28} {:<6} {:<16} {:<8} {:>6} {:>6} {:>8.2} {:>13}  {}",
+                "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8.2} {:>13}  {}",
                 h.bug,
                 if h.found { "yes" } else { "NO" },
                 h.property.map_or("-", |p| p.as_str()),

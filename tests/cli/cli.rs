@@ -236,6 +236,31 @@ fn sweep_shrink_saves_each_failure_shrunk_and_the_shrunk_file_replays_exactly() 
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `bugs` prints a table whose columns line up, a property's long name
+/// (`state machine safety`) included.
+#[test]
+fn the_bug_hunt_s_table_lines_up() {
+    let (code, out, err) = overcast(&[
+        "bugs",
+        "--bug",
+        "learner_reads_uncommitted",
+        "--no-shrink",
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[1].contains("state machine safety"), "{out}");
+    let column =
+        |line: &str, word: &str| line.find(word).unwrap_or_else(|| panic!("{word}: {line}"));
+    assert_eq!(
+        column(lines[0], "mix"),
+        column(lines[1], " both ") + 1,
+        "the mix column:\n{out}"
+    );
+}
+
 /// `shrink` writes the shrunk run's page beside its file and `replay` the
 /// page of what it replayed, each said on a `report` line; the shrunk count
 /// of operations is the one the summary and the page give.
