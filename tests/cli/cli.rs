@@ -284,7 +284,12 @@ fn shrink_and_replay_write_the_page_of_what_they_ran() {
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("a shrunk count in:\n{out}"));
-    let count = format!("{shrunk_ops} client operations");
+    // Counted in words: one fault event is not "1 fault events".
+    assert!(
+        !out.contains(" 1 fault events") && !out.contains(" 1 ops"),
+        "{out}"
+    );
+    let count = format!("{shrunk_ops} client operation");
     assert!(line_after(&out, "ops     ").starts_with(&count), "{out}");
     let html = std::fs::read_to_string(dir.join(page)).expect("the shrunk run's page");
     assert!(html.contains("VIOLATION linearizability"), "a failure page");
