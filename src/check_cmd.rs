@@ -27,7 +27,8 @@ pub struct CheckArgs {
     /// kvhist/1; scenario, seed, property and checks for overcast's own).
     #[arg(long)]
     pub json: bool,
-    /// Print the full explanation of every history that does not pass.
+    /// Print the full explanation of every history that does not pass,
+    /// and for overcast's own histories what each check means.
     #[arg(long)]
     pub explain: bool,
     /// kvhist/1: skip shrinking the failing sub-history (faster verdicts on big failures).
@@ -206,6 +207,12 @@ fn print_scenario(args: &CheckArgs, name: &str, r: &RunResult) {
     if args.explain {
         for e in r.explanations() {
             println!("\n{e}");
+        }
+        println!("\nwhat the checks mean");
+        for c in &r.checks {
+            for p in c.properties {
+                println!("  {:<22}  {}", p.id.as_str(), p.meaning);
+            }
         }
     }
 }

@@ -546,7 +546,7 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     );
     let shrunk = overcast_harness::shrink::shrink(watched(def), &s, args.max_tries, |step, r| {
         let (ops, events) = overcast_harness::shrink::size(r);
-        watch::say(&format!("shrink  {step}: {ops} ops, {events} fault events"));
+        watch::say(&format!("shrink  {step}: {}", size_words(ops, events)));
     });
     watch::finish();
     let Some(shrunk) = shrunk else {
@@ -555,8 +555,9 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     };
     let (ops, events) = overcast_harness::shrink::size(&shrunk.run);
     println!(
-        "shrunk  from {} to {ops} ops, {events} fault events ({} of {} candidates kept, {:.1} s)",
+        "shrunk  from {} to {} ({} of {} candidates kept, {:.1} s)",
         shrunk.ops_before,
+        size_words(ops, events),
         shrunk.kept,
         shrunk.tried,
         started.elapsed().as_secs_f64()
@@ -887,14 +888,23 @@ fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) 
     u8::from(!failed.is_empty() || !coverage.rows_at_zero().is_empty())
 }
 
+/// A shrunk run's size in words: `3 ops, 1 fault event`.
+fn size_words(ops: usize, events: usize) -> String {
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    format!("{ops} op{}, {events} fault event{}", s(ops), s(events))
+}
+
 /// Saves a failure shrunk during a sweep under `dir`, says how far it shrank
 /// and where it went; returns the saved file.
 fn save_shrunk(s: &overcast_harness::shrink::Shrunk, dir: &Path) -> Option<PathBuf> {
     let def = CATALOGUE.find(&s.run.scenario.name).ok()?;
     let (ops, events) = overcast_harness::shrink::size(&s.run);
     print!(
-        "shrunk  from {} to {ops} ops, {events} fault events ({} of {} candidates kept)",
-        s.ops_before, s.kept, s.tried
+        "shrunk  from {} to {} ({} of {} candidates kept)",
+        s.ops_before,
+        size_words(ops, events),
+        s.kept,
+        s.tried
     );
     match save_failure(def, &s.run, dir) {
         Ok(files) => {
@@ -1043,9 +1053,17 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         return bad_input("--cap must be at least 1");
     }
     let jobs = args.jobs.unwrap_or(SweepOptions::default().jobs).max(1);
+    // The property column is as wide as the longest property's name.
+    let pw = CATALOGUE
+        .properties()
+        .iter()
+        .map(|(p, _)| p.id.as_str().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("property".len());
     if !args.json {
         println!(
-            "{:<28} {:<6} {:<16} {:<8} {:>6} {:>6} {:>8} {:>13}  replay",
+            "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8} {:>13}  replay",
             "bug", "found", "property", "mix", "seeds", "swarm", "seconds", "ops (shrunk)"
         );
     }
@@ -1089,7 +1107,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 }
             };
             println!(
-                "{:<28} {:<6} {:<16} {:<8} {:>6} {:>6} {:>8.2} {:>13}  {}",
+                "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8.2} {:>13}  {}",
                 h.bug,
                 if h.found { "yes" } else { "NO" },
                 h.property.map_or("-", |p| p.as_str()),

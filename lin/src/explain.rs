@@ -642,7 +642,7 @@ pub(crate) fn from_search<P: Spec>(
         )
     } else {
         format!(
-            "{head} cannot be placed before it returns: it needs {need}, but no order of the operations invoked before its return {}reaches such a state (the key is then in {}, and no pending operation leads from there to what it needs).",
+            "{head} cannot be placed before it returns: it needs {need}, but no order of the operations invoked before its return {}reaches such a state (the key's state is then {}, and no pending operation leads from there to what it needs).",
             if exact {
                 ""
             } else {

@@ -135,6 +135,28 @@ impl Happening {
         }
     }
 
+    /// What a person reads for it: its text, but with a partition's groups
+    /// as plain lists of nodes (`partition a, b ⇹ c for 5 ms`, `→` when one
+    /// way) instead of the quoted lists its saved text holds.
+    pub fn words(&self) -> String {
+        match self {
+            Happening::Partition {
+                from,
+                to,
+                one_way,
+                for_ms,
+            } => {
+                let arrow = if *one_way { "→" } else { "⇹" };
+                format!(
+                    "partition {} {arrow} {} for {for_ms} ms",
+                    from.join(", "),
+                    to.join(", ")
+                )
+            }
+            other => other.to_string(),
+        }
+    }
+
     /// The node a crash, restart, pause or resume acts on.
     pub fn node(&self) -> Option<&str> {
         match self {
@@ -333,6 +355,22 @@ mod tests {
                 "lost item k1 on server-0",
             ]
         );
+    }
+
+    #[test]
+    fn a_person_reads_a_partition_s_groups_as_plain_lists() {
+        let words: Vec<String> = every_kind().iter().map(Happening::words).collect();
+        assert_eq!(
+            words[4],
+            "partition server-0 ⇹ client-1, client-2 for 900 ms"
+        );
+        assert_eq!(words[5], "partition a → b for 5 ms");
+        for (h, w) in every_kind().iter().zip(&words) {
+            assert!(!w.contains('"'), "{w}");
+            if !matches!(h, Happening::Partition { .. }) {
+                assert_eq!(*w, h.to_string());
+            }
+        }
     }
 
     #[test]

@@ -236,6 +236,73 @@ fn sweep_shrink_saves_each_failure_shrunk_and_the_shrunk_file_replays_exactly() 
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `bugs` prints a table whose columns line up, a property's long name
+/// (`state machine safety`) included.
+#[test]
+fn the_bug_hunt_s_table_lines_up() {
+    let (code, out, err) = overcast(&[
+        "bugs",
+        "--bug",
+        "learner_reads_uncommitted",
+        "--no-shrink",
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[1].contains("state machine safety"), "{out}");
+    let column =
+        |line: &str, word: &str| line.find(word).unwrap_or_else(|| panic!("{word}: {line}"));
+    assert_eq!(
+        column(lines[0], "mix"),
+        column(lines[1], " both ") + 1,
+        "the mix column:\n{out}"
+    );
+}
+
+/// `shrink` writes the shrunk run's page beside its file and `replay` the
+/// page of what it replayed, each said on a `report` line; the shrunk count
+/// of operations is the one the summary and the page give.
+#[test]
+fn shrink_and_replay_write_the_page_of_what_they_ran() {
+    let dir = temp_dir("shrink-page");
+    let (code, out, err) = overcast_in(
+        &dir,
+        Started::ByPath,
+        &["run", "occ", "--seed", "0", "--bug", "skip_if_match"],
+    );
+    assert_eq!(code, 1, "{out}\n{err}");
+    let saved = "target/overcast/failures/occ-seed0-skip_if_match.json";
+    let (code, out, err) = overcast_in(&dir, Started::ByPath, &["shrink", saved]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let page = "target/overcast/failures/occ-seed0-skip_if_match.shrunk.html";
+    assert_eq!(line_after(&out, "report  "), page, "{out}");
+    let shrunk_ops: usize = line_after(&out, "shrunk  from ")
+        .split(" to ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a shrunk count in:\n{out}"));
+    // Counted in words: one fault event is not "1 fault events".
+    assert!(
+        !out.contains(" 1 fault events") && !out.contains(" 1 ops"),
+        "{out}"
+    );
+    let count = format!("{shrunk_ops} client operation");
+    assert!(line_after(&out, "ops     ").starts_with(&count), "{out}");
+    let html = std::fs::read_to_string(dir.join(page)).expect("the shrunk run's page");
+    assert!(html.contains("VIOLATION linearizability"), "a failure page");
+    assert!(html.contains(&count), "the page counts {count}");
+    std::fs::remove_file(dir.join(page)).unwrap();
+    let shrunk = "target/overcast/failures/occ-seed0-skip_if_match.shrunk.json";
+    let (code, out, err) = overcast_in(&dir, Started::ByPath, &["replay", shrunk]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(line_after(&out, "report  "), page, "{out}");
+    assert!(dir.join(page).is_file(), "replay wrote the page again");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_sweep_saves_the_lowest_failing_seeds_only_and_lists_every_failure() {
     let dir = std::env::temp_dir().join(format!("overcast-save-cap-{}", std::process::id()));
@@ -1087,6 +1154,29 @@ fn check_judges_every_scenario_s_history_file_as_its_run_did() {
                     text.starts_with(&format!("{history}: violation ops=")),
                     "{text}"
                 );
+                // With --explain, every check of the scenario says what it means.
+                let (_, explained, _) =
+                    overcast_in(dir, Started::ByPath, &["check", "--explain", &history]);
+                let meanings = explained
+                    .split_once("\nwhat the checks mean\n")
+                    .unwrap_or_else(|| panic!("{scenario}: no meanings in\n{explained}"))
+                    .1;
+                let def = CATALOGUE.find(scenario).unwrap();
+                // (Liveness is judged on the run's world, not on a history.)
+                for p in def
+                    .properties()
+                    .iter()
+                    .filter(|p| p.id.as_str() != "liveness")
+                {
+                    assert!(
+                        meanings
+                            .lines()
+                            .any(|l| l.trim_start().starts_with(p.id.as_str())
+                                && l.ends_with(p.meaning)),
+                        "{scenario}: {} is not explained in\n{meanings}",
+                        p.id
+                    );
+                }
             });
         }
     });

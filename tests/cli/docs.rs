@@ -1,7 +1,8 @@
 //! The documentation is tested like code: every console example in the
 //! README and the book runs and prints what it shows, every relative link
-//! resolves, the seeded-bugs reference page is the bug table rendered, and
-//! the README gives CI's test command word for word.
+//! resolves, nothing points outside the repository, the seeded-bugs
+//! reference page is the bug table rendered, and the README gives CI's test
+//! command word for word.
 //!
 //! `OVERCAST_BLESS=1 cargo test --release --test docs` rewrites the
 //! seeded-bugs page from the table.
@@ -307,6 +308,68 @@ fn the_readme_gives_cis_test_command_and_stays_short() {
         lines <= 200,
         "the README has {lines} lines; the book is for the rest"
     );
+}
+
+/// The repository's text files (sources, manifests, scripts, markdown and
+/// JSON), outside `target/` and `.git/`.
+fn text_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path.file_name().unwrap_or_default();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|x| {
+                ["rs", "md", "toml", "json", "sh", "yml", "yaml", "txt"]
+                    .iter()
+                    .any(|e| x == *e)
+            }) || name == "run"
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(root(), &mut files);
+    files
+}
+
+/// Nothing in the repository points outside it: no sibling folder the
+/// project once read its specification and history corpora from, and no
+/// file of it, which a reader of a clone cannot follow.
+#[test]
+fn no_text_points_outside_the_repository() {
+    // Spelled in pieces so that this file does not name them itself.
+    let outside = [
+        concat!("../", "shared"),
+        concat!("SPEC", ".md"),
+        concat!("FORMAT", ".md"),
+    ];
+    let mut found = Vec::new();
+    let files = text_files();
+    assert!(files.len() > 100, "{} files", files.len());
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            for o in outside.iter().filter(|o| line.contains(*o)) {
+                found.push(format!(
+                    "{}:{}: {o}",
+                    file.strip_prefix(root()).unwrap().display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "points outside:\n{}", found.join("\n"));
 }
 
 /// The book's summary names every page under docs/src, so none is left out

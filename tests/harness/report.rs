@@ -202,9 +202,15 @@ const FAILING: &[(&str, u64, &str)] = &[
     ("occ-replicated", 0, "commit_before_quorum"),
 ];
 
-/// Rust `Debug` text a person should never read: `Some(`, `None`, or a
-/// struct's `Name { field:`.
+/// Rust `Debug` text a person should never read: `Some(`, `None`, a
+/// struct's `Name { field:`, or a list of quoted strings (`["a", "b"]`, on
+/// a page `[&quot;a&quot;`).
 fn debug_syntax(text: &str) -> Option<String> {
+    for quoted_list in ["[\"", "[&quot;"] {
+        if let Some(i) = text.find(quoted_list) {
+            return Some(text[i.saturating_sub(60)..(i + 40).min(text.len())].to_string());
+        }
+    }
     if let Some(i) = text.find("Some(") {
         return Some(text[i.saturating_sub(60)..(i + 40).min(text.len())].to_string());
     }
@@ -233,10 +239,21 @@ fn debug_syntax(text: &str) -> Option<String> {
     None
 }
 
-/// The page without its drawing script (code, not text a person reads).
+/// Every string value in `v`, however deep.
+fn strings_in(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|i| strings_in(i, out)),
+        serde_json::Value::Object(fields) => fields.values().for_each(|i| strings_in(i, out)),
+        _ => {}
+    }
+}
+
+/// The page without its scripts: the drawing's code and its data (JSON,
+/// whose lists are quoted strings), not text a person reads as written.
 fn page_text(page: &str) -> String {
     let mut text = page.to_string();
-    while let Some(a) = text.find("<script>") {
+    while let Some(a) = text.find("<script") {
         let b = a + text[a..].find("</script>").expect("a closed script");
         text.replace_range(a..b + "</script>".len(), "");
     }
@@ -250,6 +267,102 @@ fn the_debug_check_finds_what_it_looks_for() {
     assert!(debug_syntax("a RefLease { expire_ms: 3 }").is_some());
     assert!(debug_syntax("lease 5f3c… (fixed 15 s, broken); NoneSuch {x}").is_none());
     assert!(debug_syntax("put k1 If-None-Match * → 412").is_none());
+    assert!(debug_syntax(r#"last fault: partition ["a", "b"] <-> ["c"]"#).is_some());
+    assert!(debug_syntax("partition [&quot;a&quot;] &lt;-&gt;").is_some());
+    assert!(debug_syntax("partition a, b ⇹ c for 5 ms; range [40-80)").is_none());
+}
+
+#[test]
+fn a_fault_quoted_in_a_message_names_its_nodes_in_plain_lists() {
+    // The feed's CF3 message quotes the owner's last fault, here a partition
+    // (the hunt's first catch of this bug in swarm mode).
+    let def = CATALOGUE.find("feed").expect("registered");
+    let s = overcast_harness::hunt::hunt_scenario_in(def, 1, "page_cut_splits_batch", true);
+    let r = run_with(def, &s);
+    let summary = r.summary();
+    assert!(
+        summary.contains("last fault of host-4 at 29.684 s: partition "),
+        "{summary}"
+    );
+    assert_eq!(debug_syntax(&summary), None);
+    let page = assert_page_opens_on_its_failure(&r, "feed seed 1 swarm page_cut_splits_batch");
+    assert!(page.message.contains(" ⇹ "), "{}", page.message);
+}
+
+#[test]
+fn the_queue_item_s_path_marks_the_poll_whose_reservation_was_crossed() {
+    let r = run("queues", 0, "poll_returns_reserved");
+    let lead = assert_page_opens_on_its_failure(&r, "queues seed 0 poll_returns_reserved");
+    assert_eq!(lead.property.as_str(), "Q2", "{}", lead.message);
+    let account = lead.evidence.expect("an account");
+    let marked: Vec<&Vec<String>> = account
+        .rows
+        .iter()
+        .filter(|r| r.marked)
+        .map(|r| &r.cells)
+        .collect();
+    assert_eq!(marked.len(), 2, "{marked:?}");
+    // The earlier poll reserved d002; the later one returned it anyway.
+    assert!(marked[0][1].starts_with("poll ") && marked[1][1].starts_with("poll "));
+    assert!(
+        marked[0][2].contains("reserved until 18.421 s true"),
+        "{marked:?}"
+    );
+    assert_eq!(account.rows.last().map(|r| r.marked), Some(true));
+    // The message tells the reservation's end as the path does.
+    assert!(
+        lead.message
+            .contains("reserved until 18.421 s true, 18.835 s on server-0's clock"),
+        "{}",
+        lead.message
+    );
+}
+
+#[test]
+fn a_cosmos_batch_s_operations_are_named_by_their_step_and_a_delete_by_its_204() {
+    let r = run("cosmos", 0, "upsert_if_match_absent_412");
+    let lead = assert_page_opens_on_its_failure(&r, "cosmos seed 0 upsert_if_match_absent_412");
+    // #94 is a batch whose first step is the upsert; #6 a batch; #68 one delete.
+    assert!(
+        lead.message.contains("operation #94 step 1 by client 4"),
+        "{}",
+        lead.message
+    );
+    let account = lead.evidence.expect("an account");
+    let firsts: Vec<&str> = account.rows.iter().map(|r| r.cells[0].as_str()).collect();
+    assert_eq!(firsts, ["#6 step 2", "#68", "#94 step 1"], "{account:?}");
+    assert!(
+        account.rows[1].cells.iter().any(|c| c == "delete → 204"),
+        "{account:?}"
+    );
+}
+
+#[test]
+fn the_replicas_account_marks_the_entry_the_log_did_not_keep() {
+    // A reader applied an uncommitted entry of term 3 at LSN 42; a failover
+    // replaced it with term 4's, which every replica then applied.
+    let r = run("regions", 0, "learner_reads_uncommitted");
+    let lead = assert_page_opens_on_its_failure(&r, "regions seed 0 learner_reads_uncommitted");
+    let account = lead.evidence.expect("an account");
+    let rows: Vec<(&str, bool)> = account
+        .rows
+        .iter()
+        .map(|r| (r.cells[2].as_str(), r.marked))
+        .collect();
+    assert!(rows.iter().any(|(_, marked)| *marked), "{rows:?}");
+    for (entry, marked) in &rows {
+        assert_eq!(
+            *marked,
+            entry.starts_with("term 3 "),
+            "the uncommitted term-3 rows are marked, the term-4 rows not: {rows:?}"
+        );
+    }
+    let words = account.lead.join(" ");
+    assert!(
+        words.contains("reader-0, reader-1#1 applied term 3 (digest 2f2d11aa) at LSN 42 from 31.173 s, an entry the log did not keep")
+            && words.contains("applied an uncommitted entry"),
+        "{words}"
+    );
 }
 
 #[test]
@@ -472,6 +585,14 @@ fn assert_page_opens_on_its_failure(r: &RunResult, what: &str) -> overcast_sim::
         let text = page_text(&page);
         if let Some(bad) = debug_syntax(&text) {
             panic!("{what}: Debug text on the page: …{bad}…");
+        }
+        // Nor in the words the drawing shows (labels and hover details).
+        let mut shown = Vec::new();
+        strings_in(&data, &mut shown);
+        for words in shown {
+            if let Some(bad) = debug_syntax(&words) {
+                panic!("{what}: Debug text in the drawing: …{bad}…");
+            }
         }
         if let Some(bad) = debug_syntax(&r.summary()) {
             panic!("{what}: Debug text in the summary: …{bad}…");

@@ -431,9 +431,15 @@ impl Judged {
         } else {
             format!(", {} before their sync", self.early.len())
         };
+        let s = |n: u64| if n == 1 { "" } else { "s" };
         format!(
-            "{} acknowledgements, {} syncs on {} logs{early}",
-            self.acks, self.syncs, self.logs
+            "{} acknowledgement{}, {} sync{} on {} log{}{early}",
+            self.acks,
+            s(self.acks),
+            self.syncs,
+            s(self.syncs),
+            self.logs,
+            s(self.logs as u64)
         )
     }
 
@@ -934,6 +940,24 @@ mod tests {
         assert!(vs[0].evidence.as_ref().unwrap().notes[0].starts_with("5 acknowledgements"));
         assert!(vs[1].evidence.as_ref().unwrap().notes.is_empty());
         assert!(j.note().ends_with("5 before their sync"), "{}", j.note());
+    }
+
+    #[test]
+    fn the_note_counts_in_words() {
+        let one = Judged {
+            acks: 1,
+            syncs: 1,
+            logs: 1,
+            early: Vec::new(),
+        };
+        assert_eq!(one.note(), "1 acknowledgement, 1 sync on 1 log");
+        let two = Judged {
+            acks: 2,
+            syncs: 3,
+            logs: 2,
+            early: Vec::new(),
+        };
+        assert_eq!(two.note(), "2 acknowledgements, 3 syncs on 2 logs");
     }
 
     #[test]

@@ -151,12 +151,19 @@ impl Checker<CosmosHistory> for Linearizability {
 
     fn check(&self, history: &CosmosHistory) -> Checked {
         let report = lin::check(&CosmosItemSpec, &to_lin_ops(history), &self.options);
+        // A batch's operations are named by their step, the first one too.
+        let batches: std::collections::BTreeSet<u64> = history
+            .ops
+            .iter()
+            .filter(|o| o.call.kind == "batch")
+            .map(|o| o.id)
+            .collect();
         lin_checked(&report, "overcast cosmos", &|id| {
             let (op, step) = (id / BATCH_SLOTS, id % BATCH_SLOTS);
-            if step == 0 {
-                (op, format!("#{op}"))
-            } else {
+            if batches.contains(&op) {
                 (op, format!("#{op} step {}", step + 1))
+            } else {
+                (op, format!("#{op}"))
             }
         })
     }

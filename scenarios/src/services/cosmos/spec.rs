@@ -185,6 +185,13 @@ impl Spec for CosmosItemSpec {
             Some(CosmosResult::Absent) => "404".to_string(),
             Some(CosmosResult::Present(b, v)) => format!("200 \"{b}\" version {v}"),
             Some(CosmosResult::NotModified) => "304".to_string(),
+            // A delete's success is 204 No Content (the model's and the
+            // service's answer), whatever status range the check accepts.
+            Some(CosmosResult::Ok(_))
+                if matches!(op, CosmosOp::Delete | CosmosOp::DeleteIfVersion(_)) =>
+            {
+                "204".to_string()
+            }
             Some(CosmosResult::Ok(v)) => format!("200{}", version(v)),
             Some(CosmosResult::Created(v)) => format!("201{}", version(v)),
             Some(CosmosResult::PreconditionFailed) => "412".to_string(),
@@ -279,6 +286,23 @@ mod tests {
                 Some(&R::PreconditionFailed)
             )
             .is_legal());
+    }
+
+    #[test]
+    fn a_delete_is_told_with_the_status_it_was_answered() {
+        let said = |op: CosmosOp, out: CosmosResult| CosmosItemSpec.describe_op(&op, Some(&out));
+        assert_eq!(
+            said(CosmosOp::Delete, CosmosResult::Ok(None)),
+            "delete → 204"
+        );
+        assert_eq!(
+            said(CosmosOp::DeleteIfVersion(3), CosmosResult::Ok(None)),
+            "delete if-match version 3 → 204"
+        );
+        assert_eq!(
+            said(CosmosOp::Replace("b".into()), CosmosResult::Ok(Some(2))),
+            "replace \"b\" → 200 version 2"
+        );
     }
 
     #[test]

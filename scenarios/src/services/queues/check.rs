@@ -241,8 +241,42 @@ impl Ctx<'_> {
     /// true time, judged from this step's `now_ms` (the clock runs at true
     /// rate between its steps: close enough to say), in words.
     fn later(&self, now_ms: Millis, ms: Millis) -> String {
-        let delta = (ms as i128 - now_ms as i128) * 1_000_000;
-        let ns = (self.at.at_ns as i128 + delta).max(0) as u64;
+        self.reading_from(self.at.at_ns, now_ms, ms)
+    }
+
+    /// [`Ctx::later`] judged from the server's log record of item `name`'s
+    /// last change before this step, when there is one (so that a
+    /// reservation's end reads as the item's path tells it, from the step
+    /// that set it), else from this step.
+    fn later_than_change(&self, state: &Replay, name: &str, now_ms: Millis, ms: Millis) -> String {
+        let changed = state.changed_ms.get(name).and_then(|&changed_ms| {
+            self.h
+                .node_events
+                .iter()
+                .take_while(|e| e.at_ns <= self.at.at_ns)
+                .filter_map(|e| match &e.event {
+                    QueueEvent::Logged { effect, .. }
+                        if effect.at_ms == changed_ms
+                            && effect.items.iter().any(|(n, _)| n == name) =>
+                    {
+                        Some(e.at_ns)
+                    }
+                    _ => None,
+                })
+                .last()
+                .map(|at_ns| (at_ns, changed_ms))
+        });
+        match changed {
+            Some((at_ns, changed_ms)) => self.reading_from(at_ns, changed_ms, ms),
+            None => self.later(now_ms, ms),
+        }
+    }
+
+    /// A reading `ms` of the server's clock in true time, judged from a
+    /// step at `at_ns` true when the clock read `at_ms`, in words.
+    fn reading_from(&self, at_ns: u64, at_ms: Millis, ms: Millis) -> String {
+        let delta = (ms as i128 - at_ms as i128) * 1_000_000;
+        let ns = (at_ns as i128 + delta).max(0) as u64;
         format!(
             "{} true, {} on {}'s clock",
             secs(ns),
@@ -321,6 +355,10 @@ fn request_item(r: &QueueRequest) -> Option<&str> {
 /// change of it with the request that made it and the item after.
 fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
     let mut rows: Vec<EvidenceRow> = Vec::new();
+    // The row of the poll whose reservation of the item is in force, and
+    // until when (server clock): a poll that returns the item before then
+    // crossed it, and that poll's row is marked beside the step's.
+    let mut reserved_by: Option<(usize, Millis)> = None;
     for e in &h.node_events {
         if e.at_ns > until_ns {
             break;
@@ -350,6 +388,17 @@ fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
             }
             Some(r) => r.method().to_string(),
             None => "an operation's completion".to_string(),
+        };
+        let is_poll = matches!(effect.request, Some(QueueRequest::Poll { .. }));
+        if e.at_ns == until_ns && is_poll {
+            if let Some((row, _)) = reserved_by.filter(|(_, r)| *r > effect.at_ms) {
+                rows[row].marked = true;
+            }
+        }
+        reserved_by = match after.reserved_until {
+            Some(r) if is_poll => Some((rows.len(), r)),
+            Some(_) => reserved_by,
+            None => None,
         };
         rows.push(EvidenceRow {
             op: None,
@@ -382,7 +431,7 @@ fn item_path(h: &QueueHistory, name: &str, until_ns: u64) -> Evidence {
     Evidence {
         title: format!("The path of {name} through the queue"),
         lead: vec![format!(
-            "Every change of {name} in the server's log up to the step the violation is about{}.",
+            "Every change of {name} in the server's log up to the step the violation is about{}; marked: that step, and the poll whose reservation it crossed, if it crossed one.",
             if skipped > 0 {
                 format!(" (the last {}, after {skipped} earlier ones)", rows.len())
             } else {
@@ -686,7 +735,12 @@ fn reservation_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violati
                     format!(
                         "a poll at {} returned {n}, which a poll had reserved until {}",
                         cx.when(e.at_ms),
-                        cx.later(e.at_ms, b.reserved_until.unwrap_or_default())
+                        cx.later_than_change(
+                            state,
+                            n,
+                            e.at_ms,
+                            b.reserved_until.unwrap_or_default()
+                        )
                     ),
                     "poll",
                     None,

@@ -157,7 +157,7 @@ impl Checker<RegionsHistory> for RaftSafety {
                         now.at_ns,
                         format!("applied LSN {lsn}: {}", now.entry()),
                     )
-                    .with_evidence(applied_account(history, partition, lsn, &was)),
+                    .with_evidence(applied_account(history, partition, lsn)),
             );
         }
         let mut note = format!(
@@ -217,40 +217,84 @@ fn primaries_account(history: &RegionsHistory, partition: u32, term: u64) -> Evi
 }
 
 /// State machine safety's focused account: every replica's application of
-/// LSN `lsn` of `partition`, in true time; those of another entry than the
-/// first one told (`was`) marked.
-fn applied_account(history: &RegionsHistory, partition: u32, lsn: u64, was: &Report) -> Evidence {
-    let rows = in_time_order(history)
+/// LSN `lsn` of `partition`, in true time, with the applications of the
+/// entry the log did not keep marked. The kept entry is the one of the
+/// highest term (a later term's entry replaces only an uncommitted one),
+/// and of two entries of one term the one more nodes applied: the marked
+/// rows are what the failure is about, e.g. the uncommitted entry a reader
+/// was shipped and applied before a failover replaced it.
+fn applied_account(history: &RegionsHistory, partition: u32, lsn: u64) -> Evidence {
+    let all: Vec<Report> = in_time_order(history)
         .into_iter()
         .filter_map(|e| match &e.event {
             RegionEvent::Applied {
                 partition: p,
                 entries,
-            } if *p == partition => entries.iter().find(|a| a.lsn == lsn).map(|a| (e, a)),
-            _ => None,
-        })
-        .map(|(e, a)| {
-            let entry = Report {
+            } if *p == partition => entries.iter().find(|a| a.lsn == lsn).map(|a| Report {
                 node: &e.node,
                 at_ns: e.at_ns,
                 term: a.term,
                 digest: a.digest,
-            };
-            EvidenceRow {
-                op: None,
-                cells: vec![secs(e.at_ns), e.node.clone(), entry.entry()],
-                marked: (a.term, a.digest) != (was.term, was.digest),
-            }
+            }),
+            _ => None,
+        })
+        .collect();
+    // Each entry (term, digest) with the nodes that applied it.
+    let mut appliers: BTreeMap<(u64, u32), Vec<&str>> = BTreeMap::new();
+    for r in &all {
+        let nodes = appliers.entry((r.term, r.digest)).or_default();
+        if !nodes.contains(&r.node) {
+            nodes.push(r.node);
+        }
+    }
+    let kept = appliers
+        .iter()
+        .max_by_key(|((term, _), nodes)| (*term, nodes.len()))
+        .map(|(entry, _)| *entry);
+    let is_kept = |r: &Report| Some((r.term, r.digest)) == kept;
+    let rows = all
+        .iter()
+        .map(|r| EvidenceRow {
+            op: None,
+            cells: vec![secs(r.at_ns), r.node.to_string(), r.entry()],
+            marked: !is_kept(r),
         })
         .take(16)
         .collect();
+    let mut lead = vec![format!(
+        "Every time a replica or reader applied LSN {lsn} of partition {partition}, in true time, with the entry (its term and the digest of its effect). A replica applies an entry only once it is committed, and a committed entry is never replaced, so every application of an LSN is of one entry."
+    )];
+    let nodes = |term: u64, digest: u32| appliers[&(term, digest)].join(", ");
+    if let Some(k) = all.iter().find(|r| is_kept(r)) {
+        // The entries not kept, each at its first application.
+        let mut told: Vec<(u64, u32)> = Vec::new();
+        for r in all.iter().filter(|r| !is_kept(r)) {
+            if told.contains(&(r.term, r.digest)) {
+                continue;
+            }
+            told.push((r.term, r.digest));
+            let why = if k.term > r.term {
+                format!(
+                    " An entry a later term replaces was never committed, so {} applied an uncommitted entry (or the replica set lost a committed one).",
+                    nodes(r.term, r.digest)
+                )
+            } else {
+                String::new()
+            };
+            lead.push(format!(
+                "Marked: {} applied {} at LSN {lsn} from {}, an entry the log did not keep: {} replaced it, applied from {} by {}.{why}",
+                nodes(r.term, r.digest),
+                r.entry(),
+                secs(r.at_ns),
+                k.entry(),
+                secs(k.at_ns),
+                nodes(k.term, k.digest),
+            ));
+        }
+    }
     Evidence {
         title: format!("LSN {lsn} of partition {partition} as the replicas applied it"),
-        lead: vec![format!(
-            "Every time a replica or reader applied LSN {lsn} of partition {partition}, in true time, with the entry (its term and the digest of its effect): every replica applies the same entry at an LSN, once committed; those that differ from {}'s at {} are marked.",
-            was.node,
-            secs(was.at_ns)
-        )],
+        lead,
         columns: ["when", "replica", "entry"].map(String::from).to_vec(),
         rows,
         notes: Vec::new(),
@@ -368,6 +412,23 @@ mod tests {
         assert!(m.contains("replica-2") && m.contains("reader-1"), "{m}");
         assert!(m.contains("7.000 s") && m.contains("10.000 s"), "{m}");
         assert!(m.contains("two replicas"), "{m}");
+        // The account marks the entry the log did not keep (the deposed
+        // term's, which reader-1 applied), not the later term's.
+        let account = v[0].evidence.as_ref().expect("an account");
+        let marked: Vec<&str> = account
+            .rows
+            .iter()
+            .filter(|r| r.marked)
+            .map(|r| r.cells[1].as_str())
+            .collect();
+        assert_eq!(marked, ["reader-1"], "{account:?}");
+        let lead = account.lead.join(" ");
+        assert!(
+            lead.contains("reader-1 applied term 1 (digest 0000002a) at LSN 3 from 10.000 s")
+                && lead.contains("term 2 (digest 00000009) replaced it")
+                && lead.contains("applied an uncommitted entry"),
+            "{lead}"
+        );
     }
 
     #[test]
@@ -388,6 +449,15 @@ mod tests {
         assert!(m.contains("partition 0, LSN 2"), "{m}");
         assert!(m.contains("applied prefix changed"), "{m}");
         assert!(m.contains("1 more applied entries"), "{m}");
+        // Of two entries of one term, the one fewer nodes applied is marked.
+        let account = v[0].evidence.as_ref().expect("an account");
+        let marked: Vec<&str> = account
+            .rows
+            .iter()
+            .filter(|r| r.marked)
+            .map(|r| r.cells[1].as_str())
+            .collect();
+        assert_eq!(marked, ["replica-2#1"], "{account:?}");
     }
 
     #[test]

@@ -100,20 +100,20 @@ pub(super) fn missing(
                     .events
                     .iter()
                     .rev()
-                    .find(|w| w.what.to_string().contains(owner) && w.at_ns <= end_ns);
+                    .find(|w| w.what.words().contains(owner) && w.at_ns <= end_ns);
                 match last_fault {
                     Some(w) => {
                         s.push_str(&format!(
-                            "; last fault of {owner}: \"{}\" at {}",
-                            w.what,
-                            secs(w.at_ns)
+                            "; last fault of {owner} at {}: {}",
+                            secs(w.at_ns),
+                            w.what.words()
                         ));
                         rows.push(EvidenceRow {
                             op: None,
                             cells: vec![
                                 secs(w.at_ns),
                                 owner.to_string(),
-                                format!("its last fault: {}", w.what),
+                                format!("its last fault: {}", w.what.words()),
                             ],
                             marked: false,
                         });
