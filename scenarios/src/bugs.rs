@@ -132,7 +132,7 @@ pub const BUGS: &[BugInfo] = &[
         name: "renew_after_write",
         what: "a write to a blob with an expired or broken lease keeps the lease, so the old holder can renew it after someone else wrote",
         scenarios: &["leases"],
-        caught_by: &["L5", "L3"],
+        caught_by: &["L5", "L3", "L2"],
     },
     BugInfo {
         name: "write_without_lease_check",

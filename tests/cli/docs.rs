@@ -408,3 +408,49 @@ fn the_readme_and_the_ci_guide_give_the_same_recipes() {
     assert_eq!(readme.len(), 2, "the README gives two recipes");
     assert_eq!(readme, guide, "README.md and docs/src/guides/ci.md differ");
 }
+
+/// Every source file the docs name (a path into one of the project's crates
+/// ending in `.rs`, with or without a `:line`) exists, so a move of the code
+/// cannot leave the book pointing at files that are gone.
+#[test]
+fn every_source_file_the_docs_name_exists() {
+    let crates = [
+        "model/",
+        "sim/",
+        "lin/",
+        "scenarios/",
+        "harness/",
+        "src/",
+        "tests/",
+    ];
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for file in markdown_files() {
+        let text = read(&file);
+        for span in text.split('`').skip(1).step_by(2) {
+            let path = span.split(':').next().unwrap_or(span);
+            if !crates.iter().any(|c| path.starts_with(c))
+                || !path.ends_with(".rs")
+                || path.contains(char::is_whitespace)
+            {
+                continue;
+            }
+            named += 1;
+            if !root().join(path).exists() {
+                missing.push(format!(
+                    "{}: {path}",
+                    file.strip_prefix(root()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(
+        named > 50,
+        "only {named} source files named: the scan is broken"
+    );
+    assert!(
+        missing.is_empty(),
+        "named but missing:\n{}",
+        missing.join("\n")
+    );
+}
