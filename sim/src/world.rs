@@ -687,7 +687,14 @@ impl FaultPlayer {
 
     fn next_due(&self) -> Option<Duration> {
         let action = self.queue.first().map(|(t, _, _)| *t);
-        match (action, self.branch_times.first()) {
+        // A branch point is a wake-up only while a cut it may re-time is
+        // open: otherwise the player wakes as it always did, and a branched
+        // run of a scenario without such cuts is timed as before.
+        let branch = self
+            .branch_times
+            .first()
+            .filter(|_| !self.retimable.is_empty());
+        match (action, branch) {
             (Some(a), Some(b)) => Some(a.min(*b)),
             (a, b) => a.or(b.copied()),
         }
@@ -712,7 +719,8 @@ impl FaultPlayer {
             self.retime_open_cuts(now);
         }
         while self.queue.first().is_some_and(|(t, _, _)| *t <= now) {
-            let (_, _, action) = self.queue.remove(0);
+            let (_, seq, action) = self.queue.remove(0);
+            self.retimable.retain(|c| c.heal_seq != seq);
             self.apply(now, action);
         }
     }
