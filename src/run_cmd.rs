@@ -1032,7 +1032,15 @@ pub fn merge(args: &MergeArgs) -> u8 {
 pub fn bugs(args: &BugsArgs) -> u8 {
     let all = CATALOGUE.bugs();
     let chosen: Vec<_> = if args.bugs.is_empty() {
-        all.clone()
+        // The explorer's bugs are left out: no seed of a hunt reaches them.
+        all.iter()
+            .copied()
+            .filter(|b| {
+                !overcast_scenarios::bugs::EXPLORER_BUGS
+                    .iter()
+                    .any(|e| e.name == b.name)
+            })
+            .collect()
     } else {
         let mut v = Vec::new();
         for name in &args.bugs {

@@ -8,8 +8,10 @@
 //! draws. Branches go first to the sites of the rarest goals (a site's
 //! branches in hand over the runs that reached its goal). A site whose
 //! branches reach something new earns more branches; one whose branches
-//! reach nothing new loses them. A quarter of the runs stay fresh seeds, so
-//! the frontier keeps being fed.
+//! reach nothing new loses them. A scenario's pivot goals
+//! ([`crate::goals::Goal::pivot`]) leave a site at each of their first few
+//! times in every fresh seed's run, scored as the rarest. A quarter of the
+//! runs stay fresh seeds, so the frontier keeps being fed.
 //!
 //! The explorer is deterministic for a given first seed and number of runs:
 //! runs go in batches of [`BATCH`] whatever the number of worker threads,
@@ -41,6 +43,9 @@ const RARE_RUNS: u64 = 3;
 
 /// Sites a run leaves at most (the most novel first).
 const SITES_PER_RUN: usize = 16;
+
+/// A pivot goal's times a fresh run leaves a site for, at most.
+const PIVOT_TIMES: u64 = 4;
 
 /// Branch points a path holds at most.
 const MAX_DEPTH: usize = 6;
@@ -83,6 +88,14 @@ pub enum Novelty {
         /// The goals.
         goals: Vec<GoalId>,
     },
+    /// A pivot goal ([`crate::goals::Goal::pivot`]) a fresh seed's run
+    /// reached: its `times`-th time is a site however common the goal is.
+    Pivot {
+        /// The goal.
+        goal: GoalId,
+        /// Which of its times (from 1).
+        times: u64,
+    },
 }
 
 impl Novelty {
@@ -92,6 +105,7 @@ impl Novelty {
             Novelty::FirstReach { .. } => 16,
             Novelty::Rare { .. } | Novelty::HighWater { .. } => 6,
             Novelty::Combination { .. } => 4,
+            Novelty::Pivot { .. } => 8,
         }
     }
 }
@@ -103,6 +117,7 @@ impl std::fmt::Display for Novelty {
             Novelty::Rare { goal } => write!(f, "rare {goal}"),
             Novelty::HighWater { goal, times } => write!(f, "{goal}×{times}"),
             Novelty::Combination { goals } => write!(f, "{} goals together", goals.len()),
+            Novelty::Pivot { goal, times } => write!(f, "pivot {goal}#{times}"),
         }
     }
 }
@@ -118,6 +133,8 @@ struct Site {
     energy: u32,
     /// Branches handed out so far (the next one's number).
     tried: u64,
+    /// A pivot's site: scored as if its goal were the rarest.
+    pivot: bool,
 }
 
 impl Site {
@@ -256,7 +273,11 @@ impl Frontier {
     /// How much a site is worth branching: its branches in hand over the
     /// runs that reached its goal.
     fn score(&self, k: usize, pending: u32) -> u64 {
-        let runs = self.goals_of.get(&self.sites[k].goal).map_or(1, |s| s.runs);
+        let runs = if self.sites[k].pivot {
+            1
+        } else {
+            self.goals_of.get(&self.sites[k].goal).map_or(1, |s| s.runs)
+        };
         u64::from(self.sites[k].energy.saturating_sub(pending)) * 1_000_000 / runs.max(1)
     }
 
@@ -312,7 +333,9 @@ impl Frontier {
     fn goal_of(&self, why: &Novelty) -> Option<(GoalId, u64)> {
         match why {
             Novelty::FirstReach { goal } | Novelty::Rare { goal } => Some((*goal, 1)),
-            Novelty::HighWater { goal, times } => Some((*goal, *times)),
+            Novelty::HighWater { goal, times } | Novelty::Pivot { goal, times } => {
+                Some((*goal, *times))
+            }
             Novelty::Combination { goals } => goals
                 .iter()
                 .min_by_key(|g| self.goals_of.get(g).map_or(0, |s| s.runs))
@@ -343,12 +366,22 @@ impl Frontier {
             if moment_ns <= floor {
                 continue;
             }
+            // The same run at the same moment (a goal that is both new and
+            // a pivot, two goals reached at once) would branch the same paths.
+            if self.sites.iter().any(|s| {
+                s.moment_ns == moment_ns
+                    && s.scenario.seed == r.scenario.seed
+                    && s.scenario.branch == r.scenario.branch
+            }) {
+                continue;
+            }
             self.sites.push(Site {
                 scenario: r.scenario.clone(),
                 goal: id,
                 moment_ns,
                 energy: why.energy(),
                 tried: 0,
+                pivot: matches!(why, Novelty::Pivot { .. }),
             });
         }
     }
@@ -435,7 +468,20 @@ pub fn explore(
                 }
                 explored.branched += 1;
             }
-            frontier.add_sites(&run, &goals, &new);
+            // A fresh seed's pivots are sites too, whatever was new.
+            let mut why = Vec::new();
+            if run.scenario.branch.is_empty() {
+                for (g, n) in &counts {
+                    if goals.iter().any(|x| x.id == *g && x.pivot) {
+                        why.extend(
+                            (1..=(*n).min(PIVOT_TIMES))
+                                .map(|times| Novelty::Pivot { goal: *g, times }),
+                        );
+                    }
+                }
+            }
+            why.extend(new.iter().cloned());
+            frontier.add_sites(&run, &goals, &why);
             explored.goals.add(run.scenario.seed, &reached);
             explored.runs += 1;
             explored.worst = explored.worst.min(run.outcome);

@@ -67,6 +67,9 @@ pub struct Goal<H: ?Sized> {
     pub id: GoalId,
     /// What reaching it means, in one sentence.
     pub meaning: &'static str,
+    /// A moment worth branching from however common it is
+    /// ([`Goal::pivot`]).
+    pub pivot: bool,
     count: Count<H>,
 }
 
@@ -89,8 +92,19 @@ impl<H: ?Sized + 'static> Goal<H> {
         Goal {
             id: GoalId(id),
             meaning,
+            pivot: false,
             count: Box::new(count),
         }
+    }
+
+    /// Marks the goal a pivot: a moment the explorer branches from every
+    /// time a fresh seed's run reaches it (each of its first few times), not
+    /// only when it is rare, because what happens just after it decides
+    /// whether a bug shows (a successor elected while the old primary is
+    /// cut off, say).
+    pub fn pivot(mut self) -> Goal<H> {
+        self.pivot = true;
+        self
     }
 
     /// How many times `history` reached it.
@@ -105,10 +119,16 @@ pub type DynGoal = Goal<dyn RunHistory>;
 /// `goal` over any history: a history of another type (a harness failure's)
 /// reaches nothing.
 pub fn erase<H: RunHistory>(goal: Goal<H>) -> DynGoal {
-    let Goal { id, meaning, count } = goal;
+    let Goal {
+        id,
+        meaning,
+        pivot,
+        count,
+    } = goal;
     Goal {
         id,
         meaning,
+        pivot,
         count: Box::new(move |h: &dyn RunHistory| h.as_any().downcast_ref::<H>().map_or(0, &count)),
     }
 }

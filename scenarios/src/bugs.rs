@@ -1,7 +1,8 @@
 //! The seeded bugs: realistic mistakes the model can be switched into, each
 //! off by default, each of which the harness must find. [`BUGS`] is the one
 //! table: `overcast bugs`, the bug hunt test and scenario validation read
-//! it; a scenario's bugs are the rows that name it.
+//! it; a scenario's bugs are the rows that name it, and those of
+//! [`EXPLORER_BUGS`], which only `overcast explore` finds.
 
 use overcast_harness::bug::BugInfo;
 use overcast_model::bugs::ModelBugs;
@@ -426,6 +427,16 @@ pub const BUGS: &[BugInfo] = &[
     },
 ];
 
+/// Bugs no seed of the hunt reaches, which `overcast explore` finds by
+/// branching: a scenario takes them (`--bug`) beside its rows of [`BUGS`],
+/// but the hunt (`overcast bugs`, its test) leaves them out.
+pub const EXPLORER_BUGS: &[BugInfo] = &[BugInfo {
+    name: "stale_term_append",
+    what: "a follower takes the appends of a lower term (a deposed primary's) as if they were current, cutting entries of the newer term for them; reached only when an isolation heals as the isolated primary's successor is elected",
+    scenarios: &["regions"],
+    caught_by: &["state machine safety", "linearizability"],
+}];
+
 /// The fault profile a bug is hunted under when it needs one beyond its
 /// scenario's default mix (`FaultMix::profile`): the storage bugs only show
 /// after disk faults, which the `storage` profile injects more often.
@@ -446,6 +457,7 @@ pub fn hunt_profile(name: &str) -> &'static str {
 /// The bugs that belong to the scenario called `scenario`, in table order.
 pub fn of(scenario: &str) -> Vec<&'static BugInfo> {
     BUGS.iter()
+        .chain(EXPLORER_BUGS)
         .filter(|b| b.scenarios.contains(&scenario))
         .collect()
 }
@@ -476,7 +488,7 @@ mod tests {
 
     #[test]
     fn every_listed_bug_has_a_switch_a_scenario_and_a_property() {
-        for b in BUGS {
+        for b in BUGS.iter().chain(EXPLORER_BUGS) {
             assert!(
                 ModelBugs::default().set(b.name),
                 "{}: the model has no switch of that name",

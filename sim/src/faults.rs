@@ -53,6 +53,13 @@ pub enum Fault {
         from: Vec<String>,
         /// How long the cut lasts.
         for_ms: u64,
+        /// In a branched run, the range (ms, from the cut's start) a branch
+        /// re-draws the cut's length from: a cut that starts after a branch
+        /// point lasts a length drawn from it, and one open at a branch
+        /// point heals at a time drawn anew, after the point. Absent (and in
+        /// a plain run): the cut lasts `for_ms`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branch_ms: Option<(u64, u64)>,
     },
     /// A clock-rate fault: the node `target` names at that moment (a node's
     /// name, or what the scenario's resolver turns into one, as for

@@ -77,6 +77,13 @@ pub fn with_branch_path<T>(path: &[BranchPoint], f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The branch path of the run on this thread (`None`: a plain run), for
+/// what acts at a point's time rather than at a draw (the fault player
+/// re-times the cuts a branch may re-draw, [`crate::faults::Fault::Isolate`]).
+pub fn branch_path() -> Option<Arc<[BranchPoint]>> {
+    BRANCH_PATH.with(|p| p.borrow().clone())
+}
+
 /// A seeded random stream: the ChaCha generator of its key, which, in a
 /// branched run, switches at its first draw at or after each branch point's
 /// time to the generator of its key re-keyed by the path so far.

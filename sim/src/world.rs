@@ -14,6 +14,7 @@ use madsim::net::NetSim;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use madsim::task::NodeId;
 use madsim::time::{sleep, Instant};
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -618,6 +619,25 @@ struct FaultPlayer {
     clocks: BTreeMap<String, NodeClock>,
     /// Each node's datagram copies on their way, handed on at a pause.
     in_flight: BTreeMap<String, InFlight>,
+    /// The times of the run's branch points not reached yet (none in a plain run).
+    branch_times: Vec<Duration>,
+    /// A branch point has been passed: cuts that may be re-timed draw their length.
+    branched: bool,
+    /// The lengths and heal times a branch draws for the cuts it may re-time.
+    lengths: rng::Stream,
+    /// The open cuts a branch may re-time.
+    retimable: Vec<Retimable>,
+}
+
+/// An open isolation whose heal a branch point may re-draw
+/// ([`Fault::Isolate`]'s `branch_ms`).
+struct Retimable {
+    /// The queue number of its healing.
+    heal_seq: u64,
+    started: Duration,
+    /// Its length's range, ms from `started`.
+    range_ms: (u64, u64),
+    node: String,
 }
 
 impl FaultPlayer {
@@ -643,6 +663,14 @@ impl FaultPlayer {
             resolver,
             clocks: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            branch_times: rng::branch_path()
+                .map(|path| path.iter().map(|p| Duration::from_nanos(p.at_ns)).collect())
+                .unwrap_or_default(),
+            branched: false,
+            // Made at time 0 and drawn only after a branch point: a plain
+            // run never draws it, a branched one draws its branch's stream.
+            lengths: rng::stream(seed, "isolation-lengths"),
+            retimable: Vec::new(),
         };
         for e in plan.events {
             p.push(Duration::from_millis(e.at_ms), Action::Start(e.fault));
@@ -658,7 +686,18 @@ impl FaultPlayer {
     }
 
     fn next_due(&self) -> Option<Duration> {
-        self.queue.first().map(|(t, _, _)| *t)
+        let action = self.queue.first().map(|(t, _, _)| *t);
+        // A branch point is a wake-up only while a cut it may re-time is
+        // open: otherwise the player wakes as it always did, and a branched
+        // run of a scenario without such cuts is timed as before.
+        let branch = self
+            .branch_times
+            .first()
+            .filter(|_| !self.retimable.is_empty());
+        match (action, branch) {
+            (Some(a), Some(b)) => Some(a.min(*b)),
+            (a, b) => a.or(b.copied()),
+        }
     }
 
     fn record(&self, what: Happening, kind: Option<&str>) {
@@ -674,8 +713,14 @@ impl FaultPlayer {
     }
 
     fn play_due(&mut self, now: Duration) {
+        if self.branch_times.first().is_some_and(|t| *t <= now) {
+            self.branch_times.retain(|t| *t > now);
+            self.branched = true;
+            self.retime_open_cuts(now);
+        }
         while self.queue.first().is_some_and(|(t, _, _)| *t <= now) {
-            let (_, _, action) = self.queue.remove(0);
+            let (_, seq, action) = self.queue.remove(0);
+            self.retimable.retain(|c| c.heal_seq != seq);
             self.apply(now, action);
         }
     }
@@ -748,6 +793,7 @@ impl FaultPlayer {
                         target,
                         from,
                         for_ms,
+                        branch_ms,
                     } => {
                         let node = self.resolver.as_ref().and_then(|r| (r.0)(&target));
                         let Some(node) = node.filter(|n| self.ids.contains_key(n)) else {
@@ -762,7 +808,29 @@ impl FaultPlayer {
                             None,
                         );
                         let peers: Vec<String> = from.into_iter().filter(|n| *n != node).collect();
-                        self.cut_links(now, &[node], &peers, false, for_ms, kind);
+                        let for_ms = match branch_ms {
+                            Some((lo, hi)) if self.branched && lo < hi => {
+                                self.lengths.gen_range(lo..=hi)
+                            }
+                            _ => for_ms,
+                        };
+                        self.cut_links(
+                            now,
+                            std::slice::from_ref(&node),
+                            &peers,
+                            false,
+                            for_ms,
+                            kind,
+                        );
+                        if let Some(range_ms) = branch_ms.filter(|_| !self.branch_times.is_empty())
+                        {
+                            self.retimable.push(Retimable {
+                                heal_seq: self.seq,
+                                started: now,
+                                range_ms,
+                                node,
+                            });
+                        }
                     }
                     Fault::ClockRate {
                         target,
@@ -872,6 +940,43 @@ impl FaultPlayer {
                     self.record(Happening::Resume(node), None);
                 }
             }
+        }
+    }
+
+    /// At a branch point: each open cut a branch may re-time heals at a time
+    /// drawn anew from what is left of its range (after now), half the time
+    /// within the next second: what a branch varies is when the heal comes
+    /// against what just happened.
+    fn retime_open_cuts(&mut self, now: Duration) {
+        let open: BTreeMap<u64, Duration> =
+            self.queue.iter().map(|(t, seq, _)| (*seq, *t)).collect();
+        self.retimable.retain(|c| open.contains_key(&c.heal_seq));
+        let now_ms = now.as_millis() as u64;
+        for k in 0..self.retimable.len() {
+            let c = &self.retimable[k];
+            let start_ms = c.started.as_millis() as u64;
+            let earliest = (start_ms + c.range_ms.0).max(now_ms + 1);
+            let latest = start_ms + c.range_ms.1;
+            if earliest >= latest {
+                continue;
+            }
+            let soon = (earliest + 1_000).min(latest);
+            let heal_ms = if self.lengths.gen_bool(0.5) {
+                self.lengths.gen_range(earliest..=soon)
+            } else {
+                self.lengths.gen_range(earliest..=latest)
+            };
+            let (seq, node) = (c.heal_seq, c.node.clone());
+            for entry in self.queue.iter_mut().filter(|e| e.1 == seq) {
+                entry.0 = Duration::from_millis(heal_ms);
+            }
+            self.queue.sort_by_key(|(t, s, _)| (*t, *s));
+            self.record(
+                Happening::Note(format!(
+                    "branch: the isolation of {node} heals at {heal_ms} ms"
+                )),
+                None,
+            );
         }
     }
 

@@ -279,10 +279,11 @@ model_bugs! {
     /// Replica: a follower takes appends of a lower term (a deposed primary's)
     /// as if they were current, cutting entries of the newer term for them.
     /// Breaks state machine safety.
-    /// Not in the bug table: `regions` does not reach it within the hunt's
-    /// budget (a deposed primary steps down before its successor is
-    /// elected, but for a few hundred ms); a replay file in
-    /// `scenarios/regressions/` shows it caught (README, regions section).
+    /// Not in the hunt's table (one of the explorer's bugs): `regions`
+    /// seeds seldom reach it (one in a thousand: a deposed primary steps
+    /// down before its successor is elected, but for a few hundred ms, and
+    /// the drawn isolations mostly heal later); `overcast explore regions`
+    /// does, by healing an isolation as the successor is elected.
     stale_term_append,
     /// SDK: a read answered 403/1008 (`DatabaseAccountNotFound`: the region
     /// is being removed from the account) is retried in the same region,

@@ -90,6 +90,43 @@ fn primary_crashes(h: &RegionsHistory) -> u64 {
     n
 }
 
+/// Isolations of a partition's primary during which another replica was
+/// elected primary of that partition: a successor while the old primary is
+/// cut off (each isolation once, over its length as the world recorded it at
+/// its start).
+fn successors_while_isolated(h: &RegionsHistory) -> u64 {
+    let mut n = 0;
+    for (i, w) in h.events.iter().enumerate() {
+        let Happening::Isolate {
+            target,
+            node: Some(node),
+        } = &w.what
+        else {
+            continue;
+        };
+        let Some(partition) = super::target_partition(target) else {
+            continue;
+        };
+        // The cut itself is recorded just after, at the same time.
+        let Some(for_ms) = h.events[i + 1..].iter().find_map(|e| match &e.what {
+            Happening::Partition { from, for_ms, .. } if from.first() == Some(node) => {
+                Some(*for_ms)
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        let end = w.at_ns + for_ms * 1_000_000;
+        n += u64::from(h.node_events.iter().any(|e| {
+            matches!(e.event, RegionEvent::Primary { partition: p, .. } if p == partition)
+                && e.at_ns > w.at_ns
+                && e.at_ns < end
+                && base(&e.node) != node.as_str()
+        }));
+    }
+    n
+}
+
 /// Applied steps whose first entry a node had applied already: a restarted
 /// replica replaying its committed prefix from its disk.
 fn replays(h: &RegionsHistory) -> u64 {
@@ -137,6 +174,12 @@ pub fn goals() -> Vec<Goal<RegionsHistory>> {
             "The primary of a partition was cut off from its replicas (with its clock running at another rate).",
             |h: &RegionsHistory| h.events.iter().filter(|e| matches!(&e.what, Happening::Isolate { target, .. } if target.starts_with("primary"))).count() as u64,
         ),
+        Goal::new(
+            "successor-elected-while-isolated",
+            "Another replica was elected primary of a partition while its old primary was cut off (a pivot: the explorer branches at each, since when the cut heals against the election decides whether the old primary's appends meet the newer term).",
+            successors_while_isolated,
+        )
+        .pivot(),
         Goal::new(
             "replica-replayed-log",
             "A restarted replica applied its committed prefix again from its disk.",

@@ -202,6 +202,12 @@ pub fn primary_target(partition: u32) -> String {
     format!("primary of p{partition}")
 }
 
+/// The partition whose primary a fault target names ([`primary_target`]'s
+/// inverse), if it names one.
+pub fn target_partition(target: &str) -> Option<u32> {
+    target.strip_prefix("primary of p")?.parse().ok()
+}
+
 /// The parameters of `regions`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -379,6 +385,14 @@ fn draw_splits(seed: u64, replicas: usize) -> Vec<Split> {
         })
         .collect()
 }
+
+/// The lengths (ms) a branched run draws a primary isolation's from, or
+/// its heal time within ([`Fault::Isolate`]'s `branch_ms`): from a lease
+/// (5 s) to the longest drawn isolation. The seed's draws (6–11 s) heal after the
+/// old primary has stepped down; a branch may heal one as its successor is
+/// elected, while the old primary still believes it leads (5.2–6 s), the
+/// corner where a deposed primary's appends meet a newer term.
+pub const BRANCHED_ISOLATION_MS: (u64, u64) = (5_000, 11_000);
 
 /// Isolations of a partition's primary drawn from the seed: two to four,
 /// from 6 s (once the first primaries are in place) to 30 s, each 6 to 11 s: longer than a lease and an election,
@@ -866,6 +880,7 @@ impl ScenarioDef for Regions {
                     target: primary_target(i.partition),
                     from: region_nodes(p, 0),
                     for_ms: i.for_ms,
+                    branch_ms: Some(BRANCHED_ISOLATION_MS),
                 },
             });
             if drifting && (i.slow_ppm > 0 || i.fast_ppm > 0) {
