@@ -16,8 +16,8 @@ impl Timeline {
         if world_marks && self.bands.is_empty() {
             lanes.push(json!({"id": "", "label": "world", "note": "world events"}));
         }
-        // A lane with something the violations name is flagged, so that its
-        // label says so when the lanes run below the fold.
+        // A lane with something the violations name is flagged, and its
+        // label says so.
         let lead: BTreeSet<u64> = if self.lead.is_empty() {
             self.highlight.clone()
         } else {
@@ -42,10 +42,14 @@ impl Timeline {
             )
             .map(node_lane)
             .collect();
-        lanes.extend(self.lanes.iter().map(|l| {
-            json!({"id": l.id, "label": l.label, "note": l.note,
-                   "named": named.contains(l.id.as_str()) || named.contains(node_lane(&l.id))})
-        }));
+        // The lanes it names come first (in their own order, then the rest in
+        // theirs), so that the page opens with them in view however many
+        // lanes the run has.
+        let is_named = |id: &str| named.contains(id) || named.contains(node_lane(id));
+        let (first, rest): (Vec<_>, Vec<_>) = self.lanes.iter().partition(|l| is_named(&l.id));
+        lanes.extend(first.iter().chain(&rest).map(
+            |l| json!({"id": l.id, "label": l.label, "note": l.note, "named": is_named(&l.id)}),
+        ));
         let ops: Vec<Value> = self
             .ops
             .iter()

@@ -202,3 +202,52 @@ fn a_moment_a_violation_names_is_marked_on_its_lane_and_opens_the_page() {
     let data = t.data();
     assert!(data["view"].is_array() && data["focus"].is_array());
 }
+
+#[test]
+fn the_lanes_a_violation_names_come_first_and_the_rest_keep_their_order() {
+    let mut t = Timeline::new("t", 1_000_000_000);
+    for id in ["server-0", "server-1", "client-0", "client-1"] {
+        t.lane(id, id, "node");
+    }
+    let op = OpRecord {
+        id: 3,
+        client: 1,
+        key: "k".to_string(),
+        call: "get",
+        invoke_ns: 100,
+        return_ns: Some(200),
+        result: Some(200u16),
+        attempts: vec![],
+    };
+    t.add_ops(
+        [&op],
+        |_| "client-1".into(),
+        |o| (o.call.to_string(), Tone::Ok),
+    );
+    t.highlight.insert(3);
+    let order = |t: &Timeline| -> Vec<(String, bool)> {
+        t.data()["lanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["id"].as_str().unwrap().to_string(),
+                    l["named"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        order(&t),
+        [
+            ("client-1".to_string(), true),
+            ("server-0".to_string(), false),
+            ("server-1".to_string(), false),
+            ("client-0".to_string(), false),
+        ]
+    );
+    // With nothing named, the lanes stay as they were added.
+    t.highlight.clear();
+    assert_eq!(order(&t)[0], ("server-0".to_string(), false));
+}
