@@ -42,11 +42,22 @@ impl Timeline {
             )
             .map(node_lane)
             .collect();
-        // The lanes it names come first (in their own order, then the rest in
-        // theirs), so that the page opens with them in view however many
-        // lanes the run has.
+        // The nodes it names come first, each with its own lanes (`host-1`
+        // and `host-1:processing`), in their order, then the rest in theirs,
+        // so that the page opens with them in view however many lanes the
+        // run has.
         let is_named = |id: &str| named.contains(id) || named.contains(node_lane(id));
-        let (first, rest): (Vec<_>, Vec<_>) = self.lanes.iter().partition(|l| is_named(&l.id));
+        let node_of = |id: &str| node_lane(id.split(':').next().unwrap_or(id)).to_string();
+        let named_nodes: BTreeSet<String> = self
+            .lanes
+            .iter()
+            .filter(|l| is_named(&l.id))
+            .map(|l| node_of(&l.id))
+            .collect();
+        let (first, rest): (Vec<_>, Vec<_>) = self
+            .lanes
+            .iter()
+            .partition(|l| named_nodes.contains(&node_of(&l.id)));
         lanes.extend(first.iter().chain(&rest).map(
             |l| json!({"id": l.id, "label": l.label, "note": l.note, "named": is_named(&l.id)}),
         ));

@@ -204,9 +204,15 @@ fn a_moment_a_violation_names_is_marked_on_its_lane_and_opens_the_page() {
 }
 
 #[test]
-fn the_lanes_a_violation_names_come_first_and_the_rest_keep_their_order() {
+fn the_nodes_a_violation_names_come_first_with_their_lanes_and_the_rest_keep_their_order() {
     let mut t = Timeline::new("t", 1_000_000_000);
-    for id in ["server-0", "server-1", "client-0", "client-1"] {
+    for id in [
+        "server-0",
+        "server-1",
+        "client-0",
+        "client-1",
+        "server-0:log",
+    ] {
         t.lane(id, id, "node");
     }
     let op = OpRecord {
@@ -225,6 +231,16 @@ fn the_lanes_a_violation_names_come_first_and_the_rest_keep_their_order() {
         |o| (o.call.to_string(), Tone::Ok),
     );
     t.highlight.insert(3);
+    t.add_moment(
+        &Moment {
+            lane: "server-0:log".into(),
+            start_ns: 150,
+            end_ns: 150,
+            label: "logged".into(),
+        },
+        "P",
+        true,
+    );
     let order = |t: &Timeline| -> Vec<(String, bool)> {
         t.data()["lanes"]
             .as_array()
@@ -241,13 +257,16 @@ fn the_lanes_a_violation_names_come_first_and_the_rest_keep_their_order() {
     assert_eq!(
         order(&t),
         [
-            ("client-1".to_string(), true),
+            // A node comes first with all its lanes when one of them is named.
             ("server-0".to_string(), false),
+            ("client-1".to_string(), true),
+            ("server-0:log".to_string(), true),
             ("server-1".to_string(), false),
             ("client-0".to_string(), false),
         ]
     );
     // With nothing named, the lanes stay as they were added.
     t.highlight.clear();
-    assert_eq!(order(&t)[0], ("server-0".to_string(), false));
+    t.marks.clear();
+    assert_eq!(order(&t)[1], ("server-1".to_string(), false));
 }
