@@ -236,6 +236,35 @@ fn lease_log_then(
     }
 }
 
+/// The account of a violation about one call on `target`: the lease log up
+/// to its invocation, then the call (answered at its return, at the
+/// server's clock reading `server_ms` when known), marked.
+fn call_account(
+    log: &[Entry],
+    op: &OpRecord<Call, Outcome>,
+    server_ms: Option<u64>,
+    asked: String,
+    answered: String,
+) -> Evidence {
+    let ret = op.return_ns.unwrap_or(op.invoke_ns);
+    lease_log_then(
+        log,
+        &op.call.target,
+        op.invoke_ns,
+        &|_| false,
+        Some(request_row(ret, server_ms, asked, answered, Some(op.id))),
+    )
+}
+
+/// The last entry of a target's timeline before `at_ns`: the record the
+/// lease state at that instant comes from.
+fn record_before(
+    line: &[(u64, u64, Option<RefLease>)],
+    at_ns: u64,
+) -> Option<&(u64, u64, Option<RefLease>)> {
+    line.iter().rev().find(|(at, ..)| *at < at_ns)
+}
+
 /// The request a violation is about, as the last row of its lease log
 /// account: when (true time, and the server's clock when known), what was
 /// asked and what it was answered.

@@ -181,7 +181,7 @@ pub(super) fn judge_blob_answers(
         if !settled(line, &lost, target, op.invoke_ns, ret) {
             continue;
         }
-        let last = line.iter().rev().find(|(at, ..)| *at < op.invoke_ns);
+        let last = record_before(line, op.invoke_ns);
         let before = last.and_then(|(.., l)| l.as_ref());
         // The server clock's readings while the call ran, and the instants
         // in between where the lease changes state.
@@ -270,13 +270,7 @@ pub(super) fn judge_blob_answers(
                 ),
                 vec![op.id],
             )
-            .with_evidence(lease_log_then(
-                log,
-                target,
-                op.invoke_ns,
-                &|_| false,
-                Some(request_row(ret, None, asked, answered, Some(op.id))),
-            )),
+            .with_evidence(call_account(log, op, None, asked, answered)),
         );
     }
     n
@@ -316,11 +310,7 @@ pub(super) fn judge_refusals(
         if !settled(line, &lost, target, op.invoke_ns, ret) {
             continue;
         }
-        let before = line
-            .iter()
-            .rev()
-            .find(|(at, ..)| *at < op.invoke_ns)
-            .and_then(|(.., l)| l.clone());
+        let before = record_before(line, op.invoke_ns).and_then(|(.., l)| l.clone());
         let st = reference::state(before.as_ref(), server_ms);
         let want = reference::step(before.as_ref(), &action, server_ms, "");
         if matches!(action, LeaseAction::Acquire { .. })
@@ -355,13 +345,7 @@ pub(super) fn judge_refusals(
                 ),
                 vec![op.id],
             )
-            .with_evidence(lease_log_then(
-                log,
-                target,
-                op.invoke_ns,
-                &|_| false,
-                Some(request_row(ret, Some(server_ms), asked, answered, Some(op.id))),
-            )),
+            .with_evidence(call_account(log, op, Some(server_ms), asked, answered)),
         );
     }
     judged

@@ -247,25 +247,15 @@ pub(super) fn judge_ops(
                 {
                     continue;
                 }
-                let before = line
-                    .iter()
-                    .rev()
-                    .find(|(at, ..)| *at < op.invoke_ns)
-                    .and_then(|(.., l)| l.clone());
+                let before = record_before(line, op.invoke_ns).and_then(|(.., l)| l.clone());
                 let st = reference::state(before.as_ref(), server_ms);
                 if !st.locked() {
-                    let account = lease_log_then(
+                    let account = call_account(
                         log,
-                        &c.target,
-                        op.invoke_ns,
-                        &|_| false,
-                        Some(request_row(
-                            ret,
-                            Some(server_ms),
-                            "acquire".to_string(),
-                            "409 LeaseAlreadyPresent".to_string(),
-                            Some(op.id),
-                        )),
+                        op,
+                        Some(server_ms),
+                        "acquire".to_string(),
+                        "409 LeaseAlreadyPresent".to_string(),
                     );
                     a.violations.push(violation(
                         "L6",
@@ -347,7 +337,7 @@ fn lease_before_conditions(
     {
         return None;
     }
-    let (at_ns, server_ms, lease) = line.iter().rev().find(|(at, ..)| *at < op.invoke_ns)?;
+    let (at_ns, server_ms, lease) = record_before(line, op.invoke_ns)?;
     let Some(lease) = lease.as_ref() else {
         return Some(None);
     };
