@@ -219,9 +219,9 @@ mod tests {
 
     const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 
-    #[test]
-    fn a_fixed_lease_expires_and_a_break_with_a_period_waits_for_the_sooner_end() {
-        let l = step(
+    /// A 15 s lease acquired with id `A` at 1 s: expired from 16 s.
+    fn fixed_lease_of_a() -> Option<RefLease> {
+        step(
             None,
             &LeaseAction::Acquire {
                 duration: Some(15),
@@ -230,7 +230,12 @@ mod tests {
             1_000,
             "",
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_fixed_lease_expires_and_a_break_with_a_period_waits_for_the_sooner_end() {
+        let l = fixed_lease_of_a();
         assert_eq!(state(l.as_ref(), 15_999), RefState::Leased);
         assert_eq!(state(l.as_ref(), 16_000), RefState::Expired);
         let b = step(
@@ -259,16 +264,7 @@ mod tests {
 
     #[test]
     fn reads_and_writes_follow_the_use_table() {
-        let l = step(
-            None,
-            &LeaseAction::Acquire {
-                duration: Some(15),
-                proposed_id: Some(A.into()),
-            },
-            1_000,
-            "",
-        )
-        .unwrap();
+        let l = fixed_lease_of_a();
         let (leased, expired) = (2_000, 20_000);
         let other = "bbbbbbbb-0000-4000-8000-000000000002";
         use BlobUse::{Read, Write};
