@@ -52,7 +52,7 @@ fn action_of(c: &Call) -> Option<LeaseAction> {
 /// container name) and when it was written and lost (true ns). While it
 /// was in memory, the server answered from a state the surviving log no
 /// longer shows.
-struct Lost {
+pub(super) struct Lost {
     target: String,
     written_ns: u64,
     lost_ns: u64,
@@ -73,7 +73,7 @@ fn target_of(effect: &Effect) -> Option<String> {
 
 /// Every record that a recovery dropped, per server (the records
 /// [`server_log`] leaves out).
-fn lost_records(h: &LeaseHistory) -> Vec<Lost> {
+pub(super) fn lost_records(h: &LeaseHistory) -> Vec<Lost> {
     let mut per: BTreeMap<&str, Vec<(u64, Option<String>)>> = BTreeMap::new();
     let mut lost = Vec::new();
     for e in &h.node_events {
@@ -115,7 +115,7 @@ fn bears_on(lost: &str, target: &str) -> bool {
 /// Whether a call's state is known from the log: no record on `target`
 /// while it ran (`invoke_ns..=ret`), and no record the server held then
 /// that a crash later took.
-fn settled(
+pub(super) fn settled(
     line: &[(u64, u64, Option<RefLease>)],
     lost: &[Lost],
     target: &str,

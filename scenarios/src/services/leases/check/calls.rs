@@ -92,6 +92,8 @@ pub(super) fn judge_ops(
 ) {
     // The server's log, for the accounts of the calls judged here.
     let log = &server_log(h)[..];
+    // Records a crash took: a refusal may have been decided from one.
+    let lost = super::answers::lost_records(h);
     let reported: BTreeSet<&str> = h
         .ops
         .iter()
@@ -194,7 +196,7 @@ pub(super) fn judge_ops(
                 }
             }
             "put" | "delete" if condition_answer(r) => {
-                if let Some(judged) = lease_before_conditions(op, timeline, server_clock) {
+                if let Some(judged) = lease_before_conditions(op, timeline, &lost, server_clock) {
                     a.refusals_judged += 1;
                     a.violations.extend(judged);
                 }
@@ -236,15 +238,13 @@ pub(super) fn judge_ops(
                         continue;
                     }
                 }
-                // L6: refused while the lease had run out (no record on it during the call).
+                // L6: refused while the lease had run out (no record on it
+                // during the call, none the server held then lost later).
                 let Some(server_ms) = r.server_ms else {
                     continue;
                 };
                 let line = timeline.get(&c.target).map(Vec::as_slice).unwrap_or(&[]);
-                if line
-                    .iter()
-                    .any(|(at, ..)| *at >= op.invoke_ns && *at <= ret)
-                {
+                if !super::answers::settled(line, &lost, &c.target, op.invoke_ns, ret) {
                     continue;
                 }
                 let before = record_before(line, op.invoke_ns).and_then(|(.., l)| l.clone());
@@ -326,15 +326,13 @@ fn condition_answer(r: &Outcome) -> bool {
 fn lease_before_conditions(
     op: &OpRecord<Call, Outcome>,
     timeline: &LeaseTimeline,
+    lost: &[super::answers::Lost],
     server_clock: Option<ClockBound>,
 ) -> Option<Option<Violation>> {
     let (bound, ret) = (server_clock?, op.return_ns?);
     let c = &op.call;
     let line = timeline.get(&c.target)?;
-    if line
-        .iter()
-        .any(|(at, ..)| *at >= op.invoke_ns && *at <= ret)
-    {
+    if !super::answers::settled(line, lost, &c.target, op.invoke_ns, ret) {
         return None;
     }
     let (at_ns, server_ms, lease) = record_before(line, op.invoke_ns)?;

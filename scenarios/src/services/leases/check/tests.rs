@@ -383,3 +383,45 @@ fn a_refused_lease_action_is_judged_against_the_table_in_the_state_the_log_shows
     let (judged, found) = l5(renew(ID, "LeaseIsBrokenAndCannotBeRenewed"), crashed);
     assert_eq!((judged, found.len()), (0, 0), "{found:?}");
 }
+
+/// L6 judges an acquire refused with `LeaseAlreadyPresent` from the log, so
+/// it must not judge one the server refused from a grant a crash later took
+/// from its log: with no grant, the refusal breaks L6; with a grant the log
+/// kept, or one it lost after the answer, it does not.
+#[test]
+fn an_acquire_refused_from_a_grant_a_crash_took_is_not_judged_by_l6() {
+    let refused = acquire(0, 3, 10 * S + S / 10, &[(10 * S + S / 10, 409)]);
+    let grant = granted(
+        10 * S,
+        10_000,
+        None,
+        Lease {
+            id: "6e730000-0000-4000-8000-000000000001".into(),
+            duration: LeaseDuration::Infinite,
+            phase: Phase::Leased { expire_ms: None },
+        },
+    );
+    let recovered = NodeEvent {
+        node: "server-0#1".into(),
+        at_ns: 11 * S,
+        local_ms: EPOCH_MS + 11_000,
+        event: LeaseEvent::Recovered { kept: 0 },
+    };
+    let l6 = |node_events: Vec<NodeEvent<LeaseEvent>>| -> usize {
+        let h = History {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops: vec![refused.clone()],
+            events: Vec::new(),
+            node_events,
+            log_events: Vec::new(),
+        };
+        analyse(&h)
+            .violations
+            .iter()
+            .filter(|v| v.property == "L6")
+            .count()
+    };
+    assert_eq!(l6(vec![]), 1, "no lease at all: the refusal is wrong");
+    assert_eq!(l6(vec![grant.clone()]), 0, "a kept grant explains it");
+    assert_eq!(l6(vec![grant, recovered]), 0, "a lost grant may explain it");
+}
