@@ -19,24 +19,38 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The markdown files the tests read: the README and every page of the book.
-fn markdown_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files under `dir` (sorted, recursively, leaving out `target/` and
+/// `.git/`) that `keep` accepts.
+fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    fn walk(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|e| e.unwrap().path())
             .collect();
         entries.sort();
         for path in entries {
+            let name = path.file_name().unwrap_or_default();
+            if name == "target" || name == ".git" {
+                continue;
+            }
             if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|x| x == "md") {
+                walk(&path, keep, out);
+            } else if keep(&path) {
                 out.push(path);
             }
         }
     }
+    let mut files = Vec::new();
+    walk(dir, keep, &mut files);
+    files
+}
+
+/// The markdown files the tests read: the README and every page of the book.
+fn markdown_files() -> Vec<PathBuf> {
     let mut files = vec![root().join("README.md")];
-    walk(&root().join("docs/src"), &mut files);
+    files.extend(files_under(&root().join("docs/src"), &|p| {
+        p.extension().is_some_and(|x| x == "md")
+    }));
     files
 }
 
@@ -313,32 +327,13 @@ fn the_readme_gives_cis_test_command_and_stays_short() {
 /// The repository's text files (sources, manifests, scripts, markdown and
 /// JSON), outside `target/` and `.git/`.
 fn text_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            let name = path.file_name().unwrap_or_default();
-            if name == "target" || name == ".git" {
-                continue;
-            }
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|x| {
-                ["rs", "md", "toml", "json", "sh", "yml", "yaml", "txt"]
-                    .iter()
-                    .any(|e| x == *e)
-            }) || name == "run"
-            {
-                out.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(root(), &mut files);
-    files
+    files_under(root(), &|p| {
+        p.extension().is_some_and(|x| {
+            ["rs", "md", "toml", "json", "sh", "yml", "yaml", "txt"]
+                .iter()
+                .any(|e| x == *e)
+        }) || p.file_name().is_some_and(|n| n == "run")
+    })
 }
 
 /// Nothing in the repository points outside it: no sibling folder the

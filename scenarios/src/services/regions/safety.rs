@@ -415,12 +415,7 @@ mod tests {
         // The account marks the entry the log did not keep (the deposed
         // term's, which reader-1 applied), not the later term's.
         let account = v[0].evidence.as_ref().expect("an account");
-        let marked: Vec<&str> = account
-            .rows
-            .iter()
-            .filter(|r| r.marked)
-            .map(|r| r.cells[1].as_str())
-            .collect();
+        let marked = marked_nodes(account);
         assert_eq!(marked, ["reader-1"], "{account:?}");
         let lead = account.lead.join(" ");
         assert!(
@@ -429,6 +424,16 @@ mod tests {
                 && lead.contains("applied an uncommitted entry"),
             "{lead}"
         );
+    }
+
+    /// The nodes of an account's marked rows.
+    fn marked_nodes(account: &Evidence) -> Vec<&str> {
+        account
+            .rows
+            .iter()
+            .filter(|r| r.marked)
+            .map(|r| r.cells[1].as_str())
+            .collect()
     }
 
     #[test]
@@ -451,12 +456,7 @@ mod tests {
         assert!(m.contains("1 more applied entries"), "{m}");
         // Of two entries of one term, the one fewer nodes applied is marked.
         let account = v[0].evidence.as_ref().expect("an account");
-        let marked: Vec<&str> = account
-            .rows
-            .iter()
-            .filter(|r| r.marked)
-            .map(|r| r.cells[1].as_str())
-            .collect();
+        let marked = marked_nodes(account);
         assert_eq!(marked, ["replica-2#1"], "{account:?}");
     }
 
