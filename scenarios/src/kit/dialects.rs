@@ -4,16 +4,16 @@
 //! discipline (R1–R3) over any history whose calls say whether they are reads.
 
 use crate::kit::attempts::attempt;
+use crate::kit::client::SdkSetup;
 use crate::kit::retry::{check_retries, RetryCase, RetryRules, Surfaced};
 use overcast_harness::registry::RunDefaults;
 use overcast_model::bugs::ModelBugs;
-use overcast_model::client::{CallResult, ClientConfig, StoreClient};
+use overcast_model::client::{CallResult, StoreClient};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::{Checked, Checker, Verdict};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
-use overcast_sim::rng::stream;
 use overcast_sim::world::NodeEnv;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -152,21 +152,15 @@ pub async fn connect_client(
     retry: &RetryOptions,
     bugs: ModelBugs,
 ) -> Option<StoreClient> {
-    let cfg = ClientConfig {
-        servers: env.topology.addrs(StoreRole::Server),
+    SdkSetup {
+        servers: &StoreRole::Server,
         partitions,
-        retry: retry.clone(),
+        retry,
         bugs,
         send: send_policy(env),
-    };
-    let rng = stream(env.seed, &format!("client-{}-sdk", env.index));
-    match StoreClient::connect(cfg, Box::new(rng)).await {
-        Ok(c) => Some(c),
-        Err(e) => {
-            tracing::error!("client {} could not bind: {e}", env.index);
-            None
-        }
     }
+    .connect(env, &format!("client-{}-sdk", env.index))
+    .await
 }
 
 /// The servers' transient answers by status, for the run summary.

@@ -19,12 +19,12 @@ pub mod timeline;
 pub mod workload;
 
 use crate::kit::bridge::{ClockAdapter, NetworkAdapter, NetworkCounts};
+use crate::kit::client::SdkSetup;
 use crate::kit::server::{ServerSetup, StreamNames};
 use history::{FeedHistory, FeedRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::params::{self, ParamError, SizeLimit};
 use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
-use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::feed_processor::{run_host, ProcessorOptions, ProcessorStart};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
@@ -431,20 +431,20 @@ impl ScenarioDef for Feed {
                 .program(&env, send.clone(), Arc::new(disk), &program_logs, stats)
             } else {
                 Box::pin(async move {
-                    let cfg = ClientConfig {
-                        servers: env.topology.addrs(FeedRole::Server),
+                    let sdk = SdkSetup {
+                        servers: &FeedRole::Server,
                         partitions: 1,
-                        retry: p.retry.clone(),
+                        retry: &p.retry,
                         bugs,
                         send,
                     };
                     let tag = format!("{}-{}", env.name, env.incarnation);
                     let connect = |what: &str| {
-                        let sdk = stream(env.seed, &format!("{tag}-{what}"));
-                        StoreClient::connect(cfg.clone(), Box::new(sdk))
+                        let name = format!("{tag}-{what}");
+                        let (sdk, env) = (&sdk, &env);
+                        async move { sdk.connect(env, &name).await }
                     };
-                    let Ok(mut client) = connect("sdk").await else {
-                        tracing::error!("{} could not bind", env.name);
+                    let Some(mut client) = connect("sdk").await else {
                         return;
                     };
                     let mut rng = stream(env.seed, &format!("{tag}-workload"));
@@ -504,7 +504,7 @@ impl ScenarioDef for Feed {
                             if leave {
                                 let at = rng.gen_range(deadline_ns / 5..deadline_ns / 2);
                                 let away = rng.gen_range(deadline_ns / 10..deadline_ns / 4);
-                                let Ok(renew) = connect("renew").await else {
+                                let Some(renew) = connect("renew").await else {
                                     return;
                                 };
                                 run_host(
@@ -518,12 +518,12 @@ impl ScenarioDef for Feed {
                                 )
                                 .await;
                                 madsim::time::sleep(Duration::from_nanos(away)).await;
-                                let Ok(c) = connect("sdk2").await else {
+                                let Some(c) = connect("sdk2").await else {
                                     return;
                                 };
                                 client = c;
                             }
-                            let Ok(renew) = connect(if leave { "renew2" } else { "renew" }).await
+                            let Some(renew) = connect(if leave { "renew2" } else { "renew" }).await
                             else {
                                 return;
                             };

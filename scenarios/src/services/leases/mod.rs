@@ -17,12 +17,12 @@ pub mod timeline;
 pub mod workload;
 
 use crate::kit::bridge::ClockAdapter;
+use crate::kit::client::SdkSetup;
 use crate::kit::server::{ServerSetup, StreamNames};
 use history::{LeaseHistory, LeaseRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::params::{self, ParamError, SizeLimit};
 use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
-use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::lease_holder::ClockBound;
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
@@ -395,17 +395,15 @@ impl ScenarioDef for Leases {
                 .program(&env, send.clone(), Arc::new(disk), &program_logs, stats)
             } else {
                 Box::pin(async move {
-                    let cfg = ClientConfig {
-                        servers: env.topology.addrs(LeasesRole::Server),
+                    let tag = format!("{}-{}", env.name, env.incarnation);
+                    let sdk = SdkSetup {
+                        servers: &LeasesRole::Server,
                         partitions: 1,
-                        retry: p.retry.clone(),
+                        retry: &p.retry,
                         bugs,
                         send,
                     };
-                    let tag = format!("{}-{}", env.name, env.incarnation);
-                    let sdk = stream(env.seed, &format!("{tag}-sdk"));
-                    let Ok(mut client) = StoreClient::connect(cfg, Box::new(sdk)).await else {
-                        tracing::error!("{} could not bind", env.name);
+                    let Some(mut client) = sdk.connect(&env, &format!("{tag}-sdk")).await else {
                         return;
                     };
                     let nodes = p.holders + p.clients;

@@ -15,6 +15,7 @@ pub mod timeline;
 pub mod workload;
 
 use crate::kit::bridge::{NetworkAdapter, NetworkCounts};
+use crate::kit::client::SdkSetup;
 use crate::kit::durability::{Acknowledgement, Durability, LogSink};
 use crate::kit::server::{ServerSetup, StreamNames};
 use check::{
@@ -27,14 +28,12 @@ use overcast_harness::params::{self, ParamError, SizeLimit};
 use overcast_harness::registry::{
     halve, once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef,
 };
-use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::NodeEvent;
 use overcast_sim::lin;
-use overcast_sim::rng::stream;
 use overcast_sim::world::{Role, Topology};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -522,16 +521,15 @@ impl ScenarioDef for Occ {
                     // One probe per item, all at once, each a client of its own.
                     let mut probes = Vec::new();
                     for (i, item) in items.into_iter().enumerate() {
-                        let cfg = ClientConfig {
-                            servers: env.topology.addrs(OccRole::Server),
+                        let sdk = SdkSetup {
+                            servers: &OccRole::Server,
                             partitions: p.partitions,
-                            retry: p.retry.clone(),
+                            retry: &p.retry,
                             bugs,
                             send: send.clone(),
                         };
-                        let rng = stream(env.seed, &format!("probe-{i}-sdk"));
-                        let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
-                            tracing::error!("probe {i} could not bind");
+                        let Some(mut client) = sdk.connect(&env, &format!("probe-{i}-sdk")).await
+                        else {
                             continue;
                         };
                         let recorder = recorder.clone();
@@ -557,19 +555,15 @@ impl ScenarioDef for Occ {
                     if lock(&finished).contains(&env.index) {
                         return;
                     }
-                    let cfg = ClientConfig {
-                        servers: env.topology.addrs(OccRole::Server),
+                    let sdk = SdkSetup {
+                        servers: &OccRole::Server,
                         partitions: p.partitions,
-                        retry: p.retry.clone(),
+                        retry: &p.retry,
                         bugs,
                         send,
                     };
-                    let rng = stream(
-                        env.seed,
-                        &format!("client-{}-sdk-{}", env.index, env.incarnation),
-                    );
-                    let Ok(mut client) = StoreClient::connect(cfg, Box::new(rng)).await else {
-                        tracing::error!("client {} could not bind", env.index);
+                    let name = format!("client-{}-sdk-{}", env.index, env.incarnation);
+                    let Some(mut client) = sdk.connect(&env, &name).await else {
                         return;
                     };
                     // A restarted client is a new process: a fresh identity.
