@@ -83,6 +83,19 @@ impl Request {
         }
     }
 
+    /// A short form of the request for logs, in the service's words (e.g.
+    /// `put docs/k3 If-Match "0x8D..2"`).
+    pub fn describe(&self) -> String {
+        match self {
+            Request::Store(op) => store::describe(op),
+            Request::Lease(op) => lease::describe(op),
+            Request::Cosmos(op) => format!("cosmos {op:?}"),
+            Request::Search(op) => format!("search {op:?}"),
+            Request::Queue(op) => format!("queue {}", op.method()),
+            Request::Feed(op) => format!("feed {op:?}"),
+        }
+    }
+
     /// The partition key the request routes by (`""` for requests that name
     /// none, e.g. creating a container).
     pub fn partition_key(&self) -> &str {

@@ -288,7 +288,7 @@ impl StoreClient {
             let (outcome, response) = self.attempt(partition, to, &op_bytes, operation).await;
             tracing::debug!(
                 "{} attempt {}: {outcome:?}",
-                describe_request(op),
+                op.describe(),
                 attempts.len() + 1
             );
             attempts.push(AttemptLog {
@@ -401,49 +401,6 @@ impl StoreClient {
         }
         RmwOutcome::GaveUp
     }
-}
-
-/// [`describe`] for a request of any service.
-fn describe_request(req: &Request) -> String {
-    match req {
-        Request::Store(op) => describe(op),
-        Request::Lease(op) => crate::services::lease::describe(op),
-        Request::Cosmos(op) => format!("cosmos {op:?}"),
-        Request::Search(op) => format!("search {op:?}"),
-        Request::Queue(op) => format!("queue {}", op.method()),
-        Request::Feed(op) => format!("feed {op:?}"),
-    }
-}
-
-/// A short form of a request for logs, e.g. `put docs/k3 If-Match "0x8D..2"`.
-pub(crate) fn describe(op: &StoreRequest) -> String {
-    let (verb, key, c) = match op {
-        StoreRequest::CreateContainer { container } => {
-            return format!("create container {container}")
-        }
-        StoreRequest::Read { key, conditions } => ("read", key, conditions),
-        StoreRequest::Put {
-            key, conditions, ..
-        } => ("put", key, conditions),
-        StoreRequest::Delete { key, conditions } => ("delete", key, conditions),
-    };
-    let mut out = format!("{verb} {}/{}", key.container, key.id);
-    for (name, m) in [
-        ("If-Match", &c.if_match),
-        ("If-None-Match", &c.if_none_match),
-    ] {
-        match m {
-            Some(crate::services::store::EtagMatch::Any) => out += &format!(" {name}: *"),
-            Some(crate::services::store::EtagMatch::Tags(t)) => {
-                out += &format!(
-                    " {name}: {}",
-                    t.iter().map(|e| e.0.as_str()).collect::<Vec<_>>().join(",")
-                )
-            }
-            None => {}
-        }
-    }
-    out
 }
 
 /// The client task's timers. madsim cannot cancel a timer: every attempt's

@@ -643,5 +643,36 @@ impl Store {
     }
 }
 
+/// A short form of a request for logs, e.g. `put docs/k3 If-Match "0x8D..2"`.
+pub(crate) fn describe(op: &StoreRequest) -> String {
+    let (verb, key, c) = match op {
+        StoreRequest::CreateContainer { container } => {
+            return format!("create container {container}")
+        }
+        StoreRequest::Read { key, conditions } => ("read", key, conditions),
+        StoreRequest::Put {
+            key, conditions, ..
+        } => ("put", key, conditions),
+        StoreRequest::Delete { key, conditions } => ("delete", key, conditions),
+    };
+    let mut out = format!("{verb} {}/{}", key.container, key.id);
+    for (name, m) in [
+        ("If-Match", &c.if_match),
+        ("If-None-Match", &c.if_none_match),
+    ] {
+        match m {
+            Some(EtagMatch::Any) => out += &format!(" {name}: *"),
+            Some(EtagMatch::Tags(t)) => {
+                out += &format!(
+                    " {name}: {}",
+                    t.iter().map(|e| e.0.as_str()).collect::<Vec<_>>().join(",")
+                )
+            }
+            None => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;
