@@ -199,6 +199,9 @@ impl Observed {
                         .collect()
                 });
             }
+            // A service with no script steps of its own: its status alone.
+            #[allow(unreachable_patterns)]
+            Some(_) => {}
         }
         o
     }

@@ -722,11 +722,8 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                     .or_default()
                     .push((e.at_ns, e.server_ms, None));
             }
-            Effect::Store(_)
-            | Effect::Cosmos(_)
-            | Effect::Search(_)
-            | Effect::Queue(_)
-            | Effect::Feed(_) => {}
+            // Other services' effects say nothing of leases.
+            _ => {}
         }
     }
 
