@@ -1,6 +1,6 @@
 //! Checks kvhist/1 files and prints verdict, parse and check times: a quick
 //! measuring tool for the checker alone (`overcast check` is the real CLI).
-//! `cargo run --release -p overcast-lin --example check_files -- FILE...`
+//! `cargo run --release -p overcast-lin --features measure --example check_files -- FILE...`
 
 use overcast_lin::{check, kv::parse_kvhist, Options};
 use std::time::{Duration, Instant};

@@ -19,7 +19,7 @@
 //! check's heap peak with the pass on and off (what a key costs each way,
 //! without the luck of which keys two workers hold at once).
 //!
-//! `cargo run --release -p overcast-lin --example pass_cost -- time 15`
+//! `cargo run --release -p overcast-lin --features measure --example pass_cost -- time 15`
 
 use overcast_lin::gen::{bench_cases, generate, unique_mix};
 use overcast_lin::kv::{parse_kvhist, KvInput, KvOutput, KvSpec};

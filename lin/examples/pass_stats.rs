@@ -4,7 +4,7 @@
 //! with the search (and the brute force on the smallest), and why it
 //! leaves the others. `SHOW=SEED` prints one history and what the pass
 //! finds on it.
-//! `cargo run --release -p overcast-lin --example pass_stats -- [COUNT] [FIRST_SEED]`
+//! `cargo run --release -p overcast-lin --features measure --example pass_stats -- [COUNT] [FIRST_SEED]`
 use overcast_lin::brute::brute_check;
 use overcast_lin::gen::{generate, GenOptions};
 use overcast_lin::unique::{diagnose, pass_verdict};

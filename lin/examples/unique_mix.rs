@@ -4,7 +4,7 @@
 //! and prints per kind how many were decided, with the right verdict, and
 //! the slowest check. `VERBOSE=1` prints each history's verdict, time,
 //! search steps and operation mix; `REPORT=1` each failure's report.
-//! `cargo run --release -p overcast-lin --example unique_mix -- [SEEDS] [OPS] [CLIENTS]`
+//! `cargo run --release -p overcast-lin --features measure --example unique_mix -- [SEEDS] [OPS] [CLIENTS]`
 
 use overcast_lin::gen::{generate, unique_mix, Injection};
 use overcast_lin::kv::{KvInput, KvOutput};
