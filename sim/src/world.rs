@@ -251,6 +251,12 @@ impl Topology {
         self.names(|r| !r.crashable)
     }
 
+    /// The names of the nodes with a disk: those a fault budget's bound on
+    /// corrupt disks counts.
+    pub fn disk_names(&self) -> Vec<String> {
+        self.names(|r| r.disk)
+    }
+
     fn names(&self, keep: impl Fn(&Role) -> bool) -> Vec<String> {
         self.roles
             .iter()
