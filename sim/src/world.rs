@@ -251,8 +251,7 @@ impl Topology {
         self.names(|r| !r.crashable)
     }
 
-    /// The names of the nodes with a disk: those a fault budget's bound on
-    /// corrupt disks counts.
+    /// The names of the nodes with a disk (a budget's corrupt disks are counted among them).
     pub fn disk_names(&self) -> Vec<String> {
         self.names(|r| r.disk)
     }
