@@ -190,6 +190,7 @@ impl Catalogue {
             drawn: Default::default(),
             subjects: Default::default(),
             page: None,
+            disks: 0,
         })
     }
 }

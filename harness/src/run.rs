@@ -6,7 +6,7 @@ use crate::error::HarnessError;
 use crate::registry::{CheckRecord, DynScenario, RunHistory};
 use crate::scenario::Scenario;
 use overcast_sim::check::{Checked, Outcome, Property, PropertyId, Verdict, Violation, LIVENESS};
-use overcast_sim::faults::{FaultMix, FaultPlan};
+use overcast_sim::faults::{FaultBudget, FaultMix, FaultPlan};
 use overcast_sim::rng::stream;
 use overcast_sim::world::{Happening, Topology, WorldConfig, WorldOutcome};
 use std::collections::BTreeMap;
@@ -44,6 +44,10 @@ pub struct RunResult {
     pub subjects: crate::ops::Subjects,
     /// The failure page ([`crate::report`]) of a run that did not pass.
     pub page: Option<String>,
+    /// How many nodes of the run's deployment have a disk: what a fault
+    /// budget's bound on corrupt disks is counted against (0 when the run
+    /// did not deploy anything).
+    pub disks: usize,
 }
 
 impl std::fmt::Debug for RunResult {
@@ -170,6 +174,34 @@ impl RunResult {
             .join(", ")
     }
 
+    /// On a run drawn past its budget (`--beyond-budget`) whose budget bounds
+    /// corrupt disks: whether the run went past it, and on which disks
+    /// records were corrupted or lost, so a failed-loudly verdict says what
+    /// the servers refused. `None` on every other run.
+    pub fn budget_line(&self) -> Option<String> {
+        let s = &self.scenario;
+        if !s.beyond_budget {
+            return None;
+        }
+        let bound = s.budget.as_ref()?.corrupt_bound(self.disks)?;
+        let disks = FaultBudget::corrupted_disks(&self.world.disk_faults);
+        let whether = if disks.len() > bound {
+            "this run went past it"
+        } else {
+            "this run stayed within it"
+        };
+        let on = if disks.is_empty() {
+            "no record corrupted or lost".to_string()
+        } else {
+            format!("records corrupted or lost on {}", disks.join(", "))
+        };
+        Some(format!(
+            "{whether}: {on} (it allows {bound} of the {} disk{})",
+            self.disks,
+            if self.disks == 1 { "" } else { "s" }
+        ))
+    }
+
     /// A few lines for the terminal.
     pub fn summary(&self) -> String {
         let s = &self.scenario;
@@ -202,6 +234,9 @@ impl RunResult {
         );
         if !counters.is_empty() {
             out += &format!("counted {}\n", counters.join(" "));
+        }
+        if let Some(line) = self.budget_line() {
+            out += &format!("budget  {line}\n");
         }
         out += &format!(
             "time    simulated {:.1} s, wall {:.1} ms (checks {:.1} ms); trace {:016x}\n\
@@ -334,13 +369,11 @@ pub fn resolve_plan(s: &Scenario, topology: &Topology) -> FaultPlan {
         s.fault_window_ms,
     );
     if let (Some(budget), false) = (&s.budget, s.beyond_budget) {
-        let disks: Vec<String> = topology
-            .roles
-            .iter()
-            .filter(|r| r.disk)
-            .flat_map(|r| (0..r.count).map(|i| Topology::node_name(&r.name, i)))
-            .collect();
-        budget.confine(&mut plan, &disks, &mut stream(s.seed, "budget"));
+        budget.confine(
+            &mut plan,
+            &topology.disk_names(),
+            &mut stream(s.seed, "budget"),
+        );
     }
     plan
 }
@@ -422,6 +455,9 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
     let mut checks = executed.checks;
     checks.push(liveness(&executed.world));
     let mut outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+    let disks = def
+        .topology(&resolved.params)
+        .map_or(0, |t| t.disk_names().len());
     // Past the budget, a check that could not judge is the expected end:
     // nothing wrong was served, the damage was refused.
     if outcome == Outcome::Undecided
@@ -429,7 +465,7 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         && resolved
             .budget
             .as_ref()
-            .is_some_and(|b| b.exceeded_by(&executed.world.disk_faults))
+            .is_some_and(|b| b.exceeded_by(&executed.world.disk_faults, disks))
     {
         outcome = Outcome::FailedLoudly;
     }
@@ -448,6 +484,7 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         drawn: executed.drawn,
         subjects: executed.subjects,
         page: None,
+        disks,
     };
     let input = crate::report::PageInput {
         scenario: &r.scenario,
@@ -486,6 +523,7 @@ pub fn harness_failure(s: &Scenario, error: String, wall: Duration) -> RunResult
         drawn: Default::default(),
         subjects: Default::default(),
         page: None,
+        disks: 0,
     }
 }
 

@@ -164,25 +164,73 @@ pub struct FaultBudget {
     /// and lost writes) in one run; absent: no bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrupt_disks: Option<usize>,
+    /// At least this many of the nodes with disks take none of those faults
+    /// in one run (0: no such floor): a deployment of any size keeps that
+    /// many copies that serve. With one server of one, a bound of one
+    /// corrupt disk alone would let every copy be corrupt.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub intact_disks: usize,
+}
+
+/// For serde: leave a zero count out of the saved text.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl FaultBudget {
-    /// Whether a run whose disks took `disk_faults` (by node, then kind, as
-    /// the world counts them) went past the budget: more disks took a
-    /// corrupting fault than it allows.
-    pub fn exceeded_by(&self, disk_faults: &BTreeMap<String, BTreeMap<String, u64>>) -> bool {
-        let Some(bound) = self.corrupt_disks else {
-            return false;
-        };
-        let corrupt = disk_faults
-            .values()
-            .filter(|kinds| {
+    /// Whether a run of a deployment with `disks` nodes with disks, whose
+    /// disks took `disk_faults` (by node, then kind, as the world counts
+    /// them), went past the budget: more disks took a corrupting fault than
+    /// it allows ([`FaultBudget::corrupt_bound`]).
+    pub fn exceeded_by(
+        &self,
+        disk_faults: &BTreeMap<String, BTreeMap<String, u64>>,
+        disks: usize,
+    ) -> bool {
+        self.corrupt_bound(disks)
+            .is_some_and(|bound| FaultBudget::corrupted_disks(disk_faults).len() > bound)
+    }
+
+    /// How many of a deployment's `disks` nodes with disks may take the
+    /// faults that corrupt or lose a written record in one run: the lower
+    /// of [`FaultBudget::corrupt_disks`] and what
+    /// [`FaultBudget::intact_disks`] leaves; `None` when neither bounds it.
+    pub fn corrupt_bound(&self, disks: usize) -> Option<usize> {
+        match (self.corrupt_disks, self.intact_disks) {
+            (None, 0) => None,
+            (bound, intact) => Some(bound.unwrap_or(disks).min(disks.saturating_sub(intact))),
+        }
+    }
+
+    /// The nodes, by name and in order, whose disks took at least one fault
+    /// that corrupts or loses a written record in a run whose disks took
+    /// `disk_faults` (by node, then kind, as the world counts them): what
+    /// [`FaultBudget::corrupt_disks`] bounds.
+    pub fn corrupted_disks(disk_faults: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
+        disk_faults
+            .iter()
+            .filter(|(_, kinds)| {
                 StorageFaults::CORRUPTING
                     .iter()
                     .any(|k| kinds.get(*k).is_some_and(|n| *n > 0))
             })
+            .map(|(node, _)| node.clone())
+            .collect()
+    }
+
+    /// Whether `plan` keeps within the budget before it runs: at most the
+    /// bound of `disk_nodes` may take a fault that corrupts or loses a
+    /// written record ([`FaultPlan::storage_of`]). What
+    /// [`FaultBudget::confine`] makes true of every plan it is handed.
+    pub fn admits(&self, plan: &FaultPlan, disk_nodes: &[String]) -> bool {
+        let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
+            return true;
+        };
+        let corruptible = disk_nodes
+            .iter()
+            .filter(|n| plan.storage_of(n).corrupts())
             .count();
-        corrupt > bound
+        corruptible <= bound
     }
 
     /// A budget that bounds nothing the plan draws, promising `promise`.
@@ -190,6 +238,7 @@ impl FaultBudget {
         FaultBudget {
             promise: promise.to_string(),
             corrupt_disks: None,
+            intact_disks: 0,
         }
     }
 
@@ -197,10 +246,10 @@ impl FaultBudget {
     /// corrupting faults on, draws (from `rng`, a stream of its own so
     /// that no other draw moves) which of `disk_nodes` may take them.
     pub fn confine(&self, plan: &mut FaultPlan, disk_nodes: &[String], rng: &mut impl Rng) {
-        let Some(bound) = self.corrupt_disks else {
+        let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
             return;
         };
-        if plan.storage.corrupting_off() == plan.storage || disk_nodes.len() <= bound {
+        if !plan.storage.corrupts() || disk_nodes.len() <= bound {
             return;
         }
         let mut chosen: Vec<String> = disk_nodes.choose_multiple(rng, bound).cloned().collect();
@@ -239,6 +288,11 @@ impl StorageFaults {
 
     /// The kinds, as the disk counts them, that corrupt or lose a written record.
     pub const CORRUPTING: [&'static str; 3] = ["flip_on_write", "misdirected_write", "lost_write"];
+
+    /// True when a fault that corrupts or loses a written record is on.
+    pub fn corrupts(&self) -> bool {
+        self.corrupting_off() != *self
+    }
 
     /// These rates without the faults that corrupt or lose a written record
     /// (bit flips on write, misdirected and lost writes): what a disk
@@ -792,8 +846,11 @@ mod tests {
         let budget = FaultBudget {
             promise: "one corrupt copy".into(),
             corrupt_disks: Some(1),
+            intact_disks: 0,
         };
+        assert!(!budget.admits(&plan, &servers), "both disks may corrupt");
         budget.confine(&mut plan, &servers, &mut crate::rng::stream(4, "budget"));
+        assert!(budget.admits(&plan, &servers));
         let kept = plan.corrupt_disks.clone().expect("bounded");
         assert_eq!(kept.len(), 1);
         let spared = servers.iter().find(|s| !kept.contains(s)).unwrap();
@@ -814,6 +871,53 @@ mod tests {
         assert_eq!(calm, before);
         let text = serde_json::to_string(&before).unwrap();
         assert!(!text.contains("corrupt_disks"));
+    }
+
+    #[test]
+    fn a_floor_of_intact_disks_leaves_a_lone_disk_uncorrupted() {
+        let budget = FaultBudget {
+            promise: "one corrupt copy, never every copy".into(),
+            corrupt_disks: Some(1),
+            intact_disks: 1,
+        };
+        assert_eq!(
+            (0..4).map(|n| budget.corrupt_bound(n)).collect::<Vec<_>>(),
+            vec![Some(0), Some(0), Some(1), Some(1)]
+        );
+        assert_eq!(FaultBudget::unbounded("x").corrupt_bound(3), None);
+        let lone = names("server", 1);
+        let mut plan = FaultMix::storage(&FaultMix::default()).plan(
+            &mut crate::rng::stream(4, "f"),
+            &lone,
+            &names("c", 2),
+            5_000,
+        );
+        assert!(plan.storage.corrupts() && !budget.admits(&plan, &lone));
+        let drawn = plan.clone();
+        budget.confine(&mut plan, &lone, &mut crate::rng::stream(4, "budget"));
+        assert!(budget.admits(&plan, &lone));
+        assert_eq!(plan.corrupt_disks, Some(vec![]));
+        assert_eq!(plan.storage_of(&lone[0]), plan.storage.corrupting_off());
+        // Only the disks that may take corruption were named: no other draw moved.
+        assert_eq!(
+            FaultPlan {
+                corrupt_disks: None,
+                ..plan.clone()
+            },
+            drawn
+        );
+        // A disk that took a corrupting fault goes past a bound of none.
+        let took: BTreeMap<String, BTreeMap<String, u64>> = [(
+            "server-0".to_string(),
+            [("lost_write".to_string(), 1)].into(),
+        )]
+        .into();
+        assert!(budget.exceeded_by(&took, 1) && !budget.exceeded_by(&took, 2));
+        assert_eq!(FaultBudget::corrupted_disks(&took), vec!["server-0"]);
+        // Old budgets, without the floor, still load.
+        let old: FaultBudget =
+            serde_json::from_str(r#"{"promise":"p","corrupt_disks":1}"#).unwrap();
+        assert_eq!(old.intact_disks, 0);
     }
 
     #[test]

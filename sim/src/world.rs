@@ -251,6 +251,11 @@ impl Topology {
         self.names(|r| !r.crashable)
     }
 
+    /// The names of the nodes with a disk (a budget's corrupt disks are counted among them).
+    pub fn disk_names(&self) -> Vec<String> {
+        self.names(|r| r.disk)
+    }
+
     fn names(&self, keep: impl Fn(&Role) -> bool) -> Vec<String> {
         self.roles
             .iter()

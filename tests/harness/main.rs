@@ -1,6 +1,7 @@
-//! Integration tests of the harness: the toy scenario, the generic layer on every service, the saved regressions, the bug hunt, branched runs and the explorer, failure pages, coverage, the architecture's rules and the size of source files (one binary, one link).
+//! Integration tests of the harness: the toy scenario, the generic layer on every service, the saved regressions, the bug hunt, fault budgets, branched runs and the explorer, failure pages, coverage, the architecture's rules and the size of source files (one binary, one link).
 
 mod architecture;
+mod budget;
 mod bugs;
 mod coverage;
 mod explore;

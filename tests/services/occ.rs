@@ -32,10 +32,12 @@ proptest! {
     #[test]
     fn the_unmodified_model_passes_generated_occ_scenarios(s in occ().strategy()) {
         let r = run_isolated_with(occ(), &s);
-        // A generated plan may damage every server's disk (a write flipped,
-        // misdirected or lost): the servers then refuse service by design and
-        // the probe's checks have nothing to judge, so they say undecided.
-        // That is the one outcome other than a pass the unmodified model may give.
+        // Within occ's fault budget some server's disk is never damaged (a
+        // write flipped, misdirected or lost), but a generated deployment may
+        // keep every item on the damaged one (fewer partitions than
+        // servers): it then refuses service by design and the probe's checks
+        // have nothing to judge, so they say undecided. That is the one
+        // outcome other than a pass the unmodified model may give.
         let damaged = r.world.disk_faults.values().any(|kinds| {
             ["flip_on_write", "misdirected_write", "lost_write"]
                 .iter()

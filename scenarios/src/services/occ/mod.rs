@@ -299,8 +299,9 @@ impl ScenarioDef for Occ {
         // once it finds it corrupt: with every server's log corrupt nothing
         // is left to judge the probe and the increments on.
         overcast_sim::faults::FaultBudget {
-            promise: "storage corruption (bit flips on write, misdirected and lost writes) on the disk of at most one server in a run, so some server always serves; every other fault of the mix".into(),
+            promise: "storage corruption (bit flips on write, misdirected and lost writes) on the disk of at most one server in a run, and never on every server's, so some server always serves; every other fault of the mix".into(),
             corrupt_disks: Some(1),
+            intact_disks: 1,
         }
     }
 
