@@ -135,3 +135,19 @@ fn the_explorer_finds_a_batch_blind_to_its_earlier_operations_and_its_failure_re
     );
     eprintln!("first failure at run {run}");
 }
+
+/// Plain runs of `cosmos` never send a batch naming one item twice, so
+/// `batch_blind_to_earlier_ops` leaves their traces as the unmodified
+/// model's: no seed can see it.
+#[test]
+fn no_plain_seed_sends_a_batch_naming_an_item_twice() {
+    let def = scenario("cosmos");
+    for seed in 0..8 {
+        let plain = Scenario::new(def, seed);
+        let mut with_bug = plain.clone();
+        with_bug.bugs = vec!["batch_blind_to_earlier_ops".to_string()];
+        let (a, b) = (run_with(def, &plain), run_with(def, &with_bug));
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+        assert!(b.passed(), "{}", b.summary());
+    }
+}

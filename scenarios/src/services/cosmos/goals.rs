@@ -69,7 +69,8 @@ pub fn goals() -> Vec<Goal<CosmosHistory>> {
             "batch-repeated-item",
             "A transactional batch named one item more than once and committed, each operation on the item as the ones before it left it; taken only on the explorer's branches.",
             |h: &CosmosHistory| count_ops(h, |o| is_batch(o) && succeeded(o) && repeats_an_item(o)),
-        ),
+        )
+        .branch_only(),
         Goal::new(
             "batch-outcome-unknown",
             "A batch ended with an unknown outcome (all or none of it may have applied).",

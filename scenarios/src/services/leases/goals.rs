@@ -338,7 +338,8 @@ pub fn goals() -> Vec<Goal<LeaseHistory>> {
                         && o.result.as_ref().is_some_and(Outcome::is_success)
                 })
             },
-        ),
+        )
+        .branch_only(),
         Goal::new(
             "container-delete-refused",
             "A container delete without the lease id was refused 412 while the container was leased.",
