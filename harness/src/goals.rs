@@ -70,6 +70,9 @@ pub struct Goal<H: ?Sized> {
     /// A moment worth branching from however common it is
     /// ([`Goal::pivot`]).
     pub pivot: bool,
+    /// Reached only by steps a scenario takes on the explorer's branches
+    /// ([`Goal::branch_only`]): no plain run reaches it.
+    pub branch_only: bool,
     count: Count<H>,
 }
 
@@ -93,6 +96,7 @@ impl<H: ?Sized + 'static> Goal<H> {
             id: GoalId(id),
             meaning,
             pivot: false,
+            branch_only: false,
             count: Box::new(count),
         }
     }
@@ -104,6 +108,14 @@ impl<H: ?Sized + 'static> Goal<H> {
     /// cut off, say).
     pub fn pivot(mut self) -> Goal<H> {
         self.pivot = true;
+        self
+    }
+
+    /// Marks the goal reached only by steps the scenario takes on the
+    /// explorer's branches (past a branch point): a sweep's seeds never
+    /// reach it, an exploration's branches do.
+    pub fn branch_only(mut self) -> Goal<H> {
+        self.branch_only = true;
         self
     }
 
@@ -123,12 +135,14 @@ pub fn erase<H: RunHistory>(goal: Goal<H>) -> DynGoal {
         id,
         meaning,
         pivot,
+        branch_only,
         count,
     } = goal;
     Goal {
         id,
         meaning,
         pivot,
+        branch_only,
         count: Box::new(move |h: &dyn RunHistory| h.as_any().downcast_ref::<H>().map_or(0, &count)),
     }
 }

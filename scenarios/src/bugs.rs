@@ -430,12 +430,26 @@ pub const BUGS: &[BugInfo] = &[
 /// Bugs no seed of the hunt reaches, which `overcast explore` finds by
 /// branching: a scenario takes them (`--bug`) beside its rows of [`BUGS`],
 /// but the hunt (`overcast bugs`, its test) leaves them out.
-pub const EXPLORER_BUGS: &[BugInfo] = &[BugInfo {
-    name: "stale_term_append",
-    what: "a follower takes the appends of a lower term (a deposed primary's) as if they were current, cutting entries of the newer term for them; reached only when an isolation heals as the isolated primary's successor is elected",
-    scenarios: &["regions"],
-    caught_by: &["state machine safety", "linearizability"],
-}];
+pub const EXPLORER_BUGS: &[BugInfo] = &[
+    BugInfo {
+        name: "stale_term_append",
+        what: "a follower takes the appends of a lower term (a deposed primary's) as if they were current, cutting entries of the newer term for them; reached only when an isolation heals as the isolated primary's successor is elected",
+        scenarios: &["regions"],
+        caught_by: &["state machine safety", "linearizability"],
+    },
+    BugInfo {
+        name: "delete_keeps_lease",
+        what: "Delete Blob leaves the blob's lease in place, so the blob created again under its name is still locked (a write without an id refused 412, an acquire with another id 409); reached only on the explorer's branches, whose clients delete a blob they lease",
+        scenarios: &["leases"],
+        caught_by: &["L2", "L5", "L6"],
+    },
+    BugInfo {
+        name: "batch_blind_to_earlier_ops",
+        what: "a transactional batch decides each operation against the state before the batch, not after the operations before it, so two upserts of one item get one ETag and a replace after a create of the item finds it missing; reached only on the explorer's branches, whose batches name an item twice",
+        scenarios: &["cosmos"],
+        caught_by: &["E1", "linearizability"],
+    },
+];
 
 /// The fault profile a bug is hunted under when it needs one beyond its
 /// scenario's default mix (`FaultMix::profile`): the storage bugs only show

@@ -84,6 +84,19 @@ pub fn branch_path() -> Option<Arc<[BranchPoint]>> {
     BRANCH_PATH.with(|p| p.borrow().clone())
 }
 
+/// Whether the run on this thread follows a branch path and simulated time
+/// has reached its first point. Workload steps that no plain run takes (so
+/// plain traces stay as they were) are taken only where this holds: a
+/// scenario's branch-only steps, which the explorer's branches reach.
+pub fn past_branch_point() -> bool {
+    BRANCH_PATH.with(|p| {
+        p.borrow()
+            .as_ref()
+            .and_then(|path| path.first())
+            .is_some_and(|first| crate::world::now_ns() >= first.at_ns)
+    })
+}
+
 /// A seeded random stream: the ChaCha generator of its key, which, in a
 /// branched run, switches at its first draw at or after each branch point's
 /// time to the generator of its key re-keyed by the path so far.

@@ -84,10 +84,25 @@ fn every_goal_is_reached_within_its_scenarios_default_sweep() {
             started.elapsed().as_secs_f64()
         );
         assert_eq!(tally.runs, *n);
+        // Goals of steps only the explorer's branches take: no seed may
+        // reach them (plain runs trace as before), and
+        // `every_branch_only_goal_is_reached_by_a_short_exploration` checks
+        // that branches do.
+        let branch_only: BTreeSet<String> = def
+            .goals(&def.default_params(0))
+            .unwrap()
+            .iter()
+            .filter(|g| g.branch_only)
+            .map(|g| g.id.to_string())
+            .collect();
+        for g in tally.goals.iter().filter(|g| branch_only.contains(&g.id)) {
+            assert_eq!(g.seeds, 0, "{name}: {} reached by a plain seed", g.id);
+        }
         never.extend(
             tally
                 .unreached()
                 .iter()
+                .filter(|g| !branch_only.contains(&g.id))
                 .map(|g| format!("{name}: {} ({}) in seeds 0..{n}", g.id, g.meaning)),
         );
     }
@@ -96,6 +111,41 @@ fn every_goal_is_reached_within_its_scenarios_default_sweep() {
         "goals no seed reached:\n{}",
         never.join("\n")
     );
+}
+
+/// Every goal marked [`overcast_harness::goals::Goal::branch_only`] is
+/// reached within 24 runs of an exploration from seed 0 (its branches take
+/// the steps plain runs do not).
+#[test]
+fn every_branch_only_goal_is_reached_by_a_short_exploration() {
+    use overcast_harness::explore::{explore, ExploreOptions};
+    let mut checked = 0;
+    for def in CATALOGUE.scenarios {
+        let goals = def.goals(&def.default_params(0)).unwrap();
+        let wanted: BTreeSet<String> = goals
+            .iter()
+            .filter(|g| g.branch_only)
+            .map(|g| g.id.to_string())
+            .collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        let opts = ExploreOptions {
+            runs: Some(24),
+            budget: None,
+            seed_base: 0,
+            seed_stride: 1,
+            jobs: 2,
+        };
+        let explored = explore(*def, &|seed| Scenario::new(*def, seed), &opts, |_, _| {});
+        for g in &explored.goals.goals {
+            if wanted.contains(&g.id) {
+                assert!(g.seeds > 0, "{}: {} unreached in 24 runs", def.name(), g.id);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 2, "the branch-only goals of leases and cosmos");
 }
 
 #[test]

@@ -117,3 +117,37 @@ fn the_seed_000_story_412_with_only_if_unchanged_and_400_without() {
         0
     );
 }
+
+/// `batch_blind_to_earlier_ops` (a batch's operations decided against the
+/// state before the batch) needs a batch naming one item twice, which no
+/// plain run of `cosmos` sends: its clients send one only on the explorer's
+/// branches. The exploration from seed 0 finds it within 24 runs (two
+/// upserts given one ETag, or a step answered as if the ones before it had
+/// not run); the branched failure replays to the same trace and passes with
+/// the bug off.
+#[test]
+fn the_explorer_finds_a_batch_blind_to_its_earlier_operations_and_its_failure_replays() {
+    let run = crate::explored::explorer_finds_and_replays(
+        scenario("cosmos"),
+        "batch_blind_to_earlier_ops",
+        24,
+        &["E1", "linearizability"],
+    );
+    eprintln!("first failure at run {run}");
+}
+
+/// Plain runs of `cosmos` never send a batch naming one item twice, so
+/// `batch_blind_to_earlier_ops` leaves their traces as the unmodified
+/// model's: no seed can see it.
+#[test]
+fn no_plain_seed_sends_a_batch_naming_an_item_twice() {
+    let def = scenario("cosmos");
+    for seed in 0..8 {
+        let plain = Scenario::new(def, seed);
+        let mut with_bug = plain.clone();
+        with_bug.bugs = vec!["batch_blind_to_earlier_ops".to_string()];
+        let (a, b) = (run_with(def, &plain), run_with(def, &with_bug));
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+        assert!(b.passed(), "{}", b.summary());
+    }
+}

@@ -104,3 +104,34 @@ fn a_leases_seed_replays_with_the_same_trace() {
     assert_eq!(a.trace_hash, b.trace_hash);
     assert!(a.passed() && b.passed(), "{}", a.summary());
 }
+
+/// `delete_keeps_lease` (Delete Blob leaves the blob's lease) needs a leased
+/// blob deleted, which no plain run of `leases` does: its clients delete a
+/// blob they lease only on the explorer's branches. The exploration from
+/// seed 0 finds it within 24 runs (a put without an id refused on the new
+/// blob, or an acquire with another id refused); the branched failure
+/// replays to the same trace and passes with the bug off.
+#[test]
+fn the_explorer_finds_a_lease_kept_by_a_deleted_blob_and_its_failure_replays() {
+    let run = crate::explored::explorer_finds_and_replays(
+        leases(),
+        "delete_keeps_lease",
+        24,
+        &["L2", "L5", "L6"],
+    );
+    eprintln!("first failure at run {run}");
+}
+
+/// Plain runs of `leases` never delete a blob, so `delete_keeps_lease`
+/// leaves their traces as the unmodified model's: no seed can see it.
+#[test]
+fn no_plain_seed_deletes_a_leased_blob() {
+    for seed in 0..8 {
+        let plain = Scenario::new(leases(), seed);
+        let mut with_bug = plain.clone();
+        with_bug.bugs = vec!["delete_keeps_lease".to_string()];
+        let (a, b) = (run_with(leases(), &plain), run_with(leases(), &with_bug));
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+        assert!(b.passed(), "{}", b.summary());
+    }
+}

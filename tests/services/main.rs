@@ -1,6 +1,7 @@
 //! Integration tests of each service's scenario: its checks caught and quiet, and the conformance scripts (one binary, one link).
 
 mod dialects;
+mod explored;
 mod feed;
 mod leases;
 mod occ;

@@ -175,48 +175,12 @@ fn appends_of_a_deposed_primary_break_state_machine_safety() {
 /// bug off passes.
 #[test]
 fn the_explorer_finds_a_deposed_primary_s_appends_and_its_failure_replays() {
-    use overcast_harness::explore::{explore, ExploreOptions};
-    let def = regions();
-    let make = |seed| {
-        let mut s = Scenario::new(def, seed);
-        s.bugs = vec!["stale_term_append".to_string()];
-        s
-    };
-    let opts = ExploreOptions {
-        runs: Some(40),
-        budget: None,
-        seed_base: 0,
-        seed_stride: 1,
-        jobs: 2,
-    };
-    let mut first = None;
-    explore(def, &make, &opts, |run, _| {
-        if !run.run.passed() && first.is_none() {
-            let r = &run.run;
-            let property = r.violations()[0].property.as_str().to_string();
-            first = Some((
-                r.scenario.clone(),
-                r.trace_hash,
-                r.outcome,
-                property,
-                r.summary(),
-            ));
-        }
-    });
-    let (scenario, trace_hash, outcome, property, summary) =
-        first.expect("the explorer found stale_term_append within 40 runs");
-    assert!(!scenario.branch.is_empty(), "{summary}");
-    assert!(
-        ["state machine safety", "linearizability"].contains(&property.as_str()),
-        "{summary}"
+    crate::explored::explorer_finds_and_replays(
+        regions(),
+        "stale_term_append",
+        40,
+        &["state machine safety", "linearizability"],
     );
-    let again = run_with(def, &scenario);
-    assert_eq!(again.trace_hash, trace_hash, "{}", again.summary());
-    assert_eq!(again.outcome, outcome);
-    let mut clean = scenario;
-    clean.bugs.clear();
-    let r = run_with(def, &clean);
-    assert!(r.passed(), "{}", r.summary());
 }
 
 /// Measures `stale_term_append` (not in the hunt's table: no seed of the

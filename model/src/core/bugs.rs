@@ -290,6 +290,21 @@ model_bugs! {
     /// unmarked, instead of the region being marked unavailable and the read
     /// sent to the next preferred region. Breaks R6.
     removed_region_retried,
+    /// Store: Delete Blob leaves the blob's lease in place (SPEC §2.6: deleting
+    /// a blob destroys its lease), so the blob created again under the same
+    /// name is still locked: a write without an id is refused 412
+    /// `LeaseIdMissing`, an acquire with another id 409. Breaks L2 and L5.
+    /// Not in the hunt's table (one of the explorer's bugs): no seed of
+    /// `leases` deletes a leased blob; the explorer's branches do.
+    delete_keeps_lease,
+    /// Cosmos: a transactional batch decides each operation against the
+    /// state before the batch, not after the operations before it (SPEC
+    /// §1.3: one transaction, applied in order), so two upserts of one item
+    /// get one `_etag`, and a replace after a create of the same item finds
+    /// it missing. Breaks E1 and linearizability.
+    /// Not in the hunt's table (one of the explorer's bugs): the batches of
+    /// `cosmos` seeds name distinct items; the explorer's branches repeat one.
+    batch_blind_to_earlier_ops,
 }
 
 #[cfg(test)]

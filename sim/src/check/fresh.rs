@@ -15,15 +15,23 @@ pub fn check_fresh<'a>(
     let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for (key, token, op) in produced {
         if let Some(first) = seen.insert((key, token), op) {
-            return Some(
-                Violation::new(
-                    property,
-                    format!(
-                        "{key}: op {op} got the token {token}, which op {first} had already got for the same resource"
-                    ),
+            // One op writing a resource twice (a batch's steps) gets a new
+            // token each time too.
+            let message = if first == op {
+                format!(
+                    "{key}: op {op} got the token {token} for two of its writes to the resource"
                 )
-                .with_ops([op, first]),
-            );
+            } else {
+                format!(
+                    "{key}: op {op} got the token {token}, which op {first} had already got for the same resource"
+                )
+            };
+            let ops = if first == op {
+                vec![op]
+            } else {
+                vec![op, first]
+            };
+            return Some(Violation::new(property, message).with_ops(ops));
         }
     }
     None
@@ -39,5 +47,8 @@ mod tests {
         let v = check_fresh("E1", [("a", "1", 0), ("b", "1", 1), ("a", "1", 5)]).unwrap();
         assert_eq!(v.property, "E1");
         assert_eq!(v.ops, vec![5, 0]);
+        let v = check_fresh("E1", [("a", "1", 3), ("a", "1", 3)]).unwrap();
+        assert_eq!(v.ops, vec![3]);
+        assert!(v.message.contains("two of its writes"), "{}", v.message);
     }
 }

@@ -315,7 +315,14 @@ impl CosmosItems {
         let mut failed = None;
         for (i, op) in ops.iter().enumerate() {
             let key = ItemKey::new(container, partition_key, op.id());
-            match scratch.decide(&key, op, now) {
+            // The seeded bug `batch_blind_to_earlier_ops` decides against
+            // the state before the batch.
+            let decided = if self.bugs.batch_blind_to_earlier_ops {
+                self.decide(&key, op, now)
+            } else {
+                scratch.decide(&key, op, now)
+            };
+            match decided {
                 Ok((result, change)) => {
                     if let Some(c) = change {
                         scratch.redo_change(&c);

@@ -452,8 +452,11 @@ impl Store {
                 } else {
                     self.slots.remove(key);
                 }
-                // §2.6: deleting the blob destroys its lease.
-                self.leases.set(&LeaseTarget::Blob(key.clone()), None);
+                // §2.6: deleting the blob destroys its lease (the seeded bug
+                // `delete_keeps_lease` leaves it).
+                if !self.bugs.delete_keeps_lease {
+                    self.leases.set(&LeaseTarget::Blob(key.clone()), None);
+                }
             }
         }
     }

@@ -38,6 +38,13 @@ fn some_result(o: &Op, status: u16) -> bool {
         .is_some_and(|r| r.results.iter().any(|x| x.status == status))
 }
 
+/// A batch naming one item more than once.
+fn repeats_an_item(o: &Op) -> bool {
+    let mut ids: Vec<&str> = o.call.ops.iter().map(|i| i.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.windows(2).any(|w| w[0] == w[1])
+}
+
 /// The goals of `cosmos`.
 pub fn goals() -> Vec<Goal<CosmosHistory>> {
     vec![
@@ -58,6 +65,12 @@ pub fn goals() -> Vec<Goal<CosmosHistory>> {
                 count_ops(h, |o| is_batch(o) && succeeded(o) && some_result(o, 201) && some_result(o, 200))
             },
         ),
+        Goal::new(
+            "batch-repeated-item",
+            "A transactional batch named one item more than once and committed, each operation on the item as the ones before it left it; taken only on the explorer's branches.",
+            |h: &CosmosHistory| count_ops(h, |o| is_batch(o) && succeeded(o) && repeats_an_item(o)),
+        )
+        .branch_only(),
         Goal::new(
             "batch-outcome-unknown",
             "A batch ended with an unknown outcome (all or none of it may have applied).",

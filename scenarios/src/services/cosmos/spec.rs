@@ -4,7 +4,10 @@
 //! Statuses are outputs: create on an existing item is 409; replace and
 //! delete of a missing item are 404 (also with `if-match`); a stale
 //! `if-match` is 412; upsert with `if-match` on a missing item creates it.
-//! An operation of a rolled-back batch (424) changes nothing.
+//! An operation of a rolled-back batch (424) changes nothing. A batch's
+//! operations on one item are one step ([`CosmosOp::InOrder`]): each is
+//! answered against the item as the ones before it left it, and the batch
+//! changes the item only if every one of them succeeded.
 
 use overcast_sim::lin::{Claim, Next, Spec};
 use serde::{Deserialize, Serialize};
@@ -30,6 +33,9 @@ pub enum CosmosOp {
     Delete,
     /// Delete with `if-match` on this version.
     DeleteIfVersion(u64),
+    /// One batch's operations on this item, in the batch's order (those the
+    /// batch reached: up to its failing operation).
+    InOrder(Vec<CosmosOp>),
 }
 
 /// What the client saw.
@@ -55,6 +61,32 @@ pub enum CosmosResult {
     NotFound,
     /// 424: rolled back with its batch.
     RolledBack,
+    /// The answers of [`CosmosOp::InOrder`]'s operations, in order.
+    InOrder(Vec<CosmosResult>),
+}
+
+impl CosmosResult {
+    /// Whether a batch goes on after an operation answered this: it read or
+    /// wrote the item (a read of a missing item fails a batch).
+    fn succeeded(&self) -> bool {
+        matches!(
+            self,
+            CosmosResult::Present(..)
+                | CosmosResult::NotModified
+                | CosmosResult::Ok(_)
+                | CosmosResult::Created(_)
+        )
+    }
+
+    /// Whether `self`, as a client saw it, is the `expected` answer (a
+    /// write's version may be missing from what was seen).
+    fn fits(&self, expected: &CosmosResult) -> bool {
+        match (self, expected) {
+            (CosmosResult::Ok(None), CosmosResult::Ok(_))
+            | (CosmosResult::Created(None), CosmosResult::Created(_)) => true,
+            _ => self == expected,
+        }
+    }
 }
 
 /// One item: body (None = absent) and version.
@@ -84,6 +116,24 @@ impl CosmosItemSpec {
         let deleted = (CosmosResult::Ok(None), Some((None, s.1 + 1)));
         use CosmosResult as R;
         match op {
+            CosmosOp::InOrder(ops) => {
+                // The batch's answers as if it ran alone from `s`: each
+                // operation after the ones before it, none after a failure.
+                let mut t = s.clone();
+                let mut answers = Vec::with_capacity(ops.len());
+                for op in ops {
+                    let (r, next) = Self::answer(op, &t);
+                    let failed = !r.succeeded();
+                    answers.push(r);
+                    if failed {
+                        return (R::InOrder(answers), None);
+                    }
+                    if let Some(n) = next {
+                        t = n;
+                    }
+                }
+                (R::InOrder(answers), (t != *s).then_some(t))
+            }
             CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_) if !present => (R::Absent, None),
             CosmosOp::ReadIfNoneMatch(v) if at(*v) => (R::NotModified, None),
             CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_) => {
@@ -111,6 +161,35 @@ impl CosmosItemSpec {
     }
 }
 
+impl CosmosItemSpec {
+    /// One batch's operations on an item, answered `out`: each answer must
+    /// be the one the item gives after the operations before it; a 424 (the
+    /// batch failed elsewhere, later) must stand for an answer that let the
+    /// batch go on. The item changes only if the whole batch succeeded.
+    fn step_in_order(s: &CosmosState, ops: &[CosmosOp], out: &CosmosResult) -> Next<CosmosState> {
+        let CosmosResult::InOrder(outs) = out else {
+            return Next::Illegal;
+        };
+        if outs.len() != ops.len() {
+            return Next::Illegal;
+        }
+        let mut t = s.clone();
+        let mut failed = false;
+        for (op, seen) in ops.iter().zip(outs) {
+            let (expected, next) = Self::answer(op, &t);
+            match seen {
+                CosmosResult::RolledBack if expected.succeeded() => failed = true,
+                seen if seen.fits(&expected) => failed |= !seen.succeeded(),
+                _ => return Next::Illegal,
+            }
+            if let Some(n) = next {
+                t = n;
+            }
+        }
+        Next::One(if failed { s.clone() } else { t })
+    }
+}
+
 impl Spec for CosmosItemSpec {
     type State = CosmosState;
     type Input = CosmosOp;
@@ -126,6 +205,9 @@ impl Spec for CosmosItemSpec {
         op: &CosmosOp,
         out: Option<&CosmosResult>,
     ) -> Next<CosmosState> {
+        if let (CosmosOp::InOrder(ops), Some(out)) = (op, out) {
+            return Self::step_in_order(s, ops, out);
+        }
         let (expected, next) = Self::answer(op, s);
         match out {
             None => Next::One(next.unwrap_or_else(|| s.clone())),
@@ -142,8 +224,18 @@ impl Spec for CosmosItemSpec {
     }
 
     fn is_read_only(&self, op: &CosmosOp, out: Option<&CosmosResult>) -> bool {
-        matches!(op, CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_))
-            || out.is_some_and(|r| !matches!(r, CosmosResult::Ok(_) | CosmosResult::Created(_)))
+        let reads_only = |op: &CosmosOp| match op {
+            CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_) => true,
+            CosmosOp::InOrder(ops) => ops
+                .iter()
+                .all(|o| matches!(o, CosmosOp::Read | CosmosOp::ReadIfNoneMatch(_))),
+            _ => false,
+        };
+        reads_only(op)
+            || out.is_some_and(|r| match r {
+                CosmosResult::InOrder(outs) => !outs.iter().all(CosmosResult::succeeded),
+                r => !matches!(r, CosmosResult::Ok(_) | CosmosResult::Created(_)),
+            })
     }
 
     fn version_of(&self, s: &CosmosState) -> Option<u64> {
@@ -152,6 +244,8 @@ impl Spec for CosmosItemSpec {
 
     fn claim(&self, op: &CosmosOp, out: &CosmosResult) -> Claim {
         match (op, out) {
+            // Several steps in one: no single version says what it did.
+            (CosmosOp::InOrder(_), _) => Claim::None,
             (CosmosOp::ReadIfNoneMatch(v), CosmosResult::NotModified) => Claim::At(*v),
             (_, CosmosResult::Present(_, v)) => Claim::At(*v),
             (_, CosmosResult::Ok(Some(v)) | CosmosResult::Created(Some(v))) => Claim::Produced(*v),
@@ -168,6 +262,23 @@ impl Spec for CosmosItemSpec {
     }
 
     fn describe_op(&self, op: &CosmosOp, out: Option<&CosmosResult>) -> String {
+        if let CosmosOp::InOrder(ops) = op {
+            let outs = match out {
+                Some(CosmosResult::InOrder(outs)) => outs.iter().map(Some).collect(),
+                _ => vec![None; ops.len()],
+            };
+            let steps: Vec<String> = ops
+                .iter()
+                .zip(outs)
+                .map(|(op, out)| self.describe_op(op, out))
+                .collect();
+            let unknown = if out.is_none() {
+                " (unknown outcome)"
+            } else {
+                ""
+            };
+            return format!("in one batch{unknown}: {}", steps.join("; "));
+        }
         let asked = match op {
             CosmosOp::Read => "read".to_string(),
             CosmosOp::ReadIfNoneMatch(v) => format!("read if-none-match version {v}"),
@@ -178,6 +289,7 @@ impl Spec for CosmosItemSpec {
             CosmosOp::UpsertIfVersion(v, b) => format!("upsert \"{b}\" if-match version {v}"),
             CosmosOp::Delete => "delete".to_string(),
             CosmosOp::DeleteIfVersion(v) => format!("delete if-match version {v}"),
+            CosmosOp::InOrder(_) => "a batch's operations".to_string(),
         };
         let version = |v: &Option<u64>| v.map_or(String::new(), |v| format!(" version {v}"));
         let seen = match out {
@@ -198,6 +310,7 @@ impl Spec for CosmosItemSpec {
             Some(CosmosResult::Conflict) => "409".to_string(),
             Some(CosmosResult::NotFound) => "404".to_string(),
             Some(CosmosResult::RolledBack) => "424 (rolled back with its batch)".to_string(),
+            Some(CosmosResult::InOrder(_)) => "the answers of a batch".to_string(),
         };
         format!("{asked} → {seen}")
     }
@@ -340,5 +453,51 @@ mod tests {
             op(1, CosmosOp::Read, 2, CosmosResult::Absent),
         ];
         assert_eq!(verdict(&h), Verdict::Linearizable);
+    }
+
+    #[test]
+    fn a_batch_answers_each_operation_after_the_ones_before_it() {
+        use CosmosOp as O;
+        use CosmosResult as R;
+        let s0: CosmosState = (None, 0);
+        let s1: CosmosState = (Some("a".into()), 1);
+        let b = |x: &str| x.to_string();
+        let step = |s: &CosmosState, ops: Vec<CosmosOp>, outs: Vec<CosmosResult>| {
+            CosmosItemSpec.step(s, &O::InOrder(ops), Some(&R::InOrder(outs)))
+        };
+        // Create then replace: the replace finds the created item.
+        let ops = || vec![O::Create(b("x")), O::Replace(b("y"))];
+        assert_eq!(
+            step(&s0, ops(), vec![R::Created(Some(1)), R::Ok(Some(2))]),
+            Next::One((Some(b("y")), 2))
+        );
+        // ... and finding it missing (the state before the batch) is illegal.
+        assert!(!step(&s0, ops(), vec![R::RolledBack, R::NotFound]).is_legal());
+        // Two upserts: versions 2 and 3, not 2 twice.
+        let ups = || vec![O::Upsert(b("x")), O::Upsert(b("y"))];
+        assert!(step(&s1, ups(), vec![R::Ok(Some(2)), R::Ok(Some(3))]).is_legal());
+        assert!(!step(&s1, ups(), vec![R::Ok(Some(2)), R::Ok(Some(2))]).is_legal());
+        // A batch that failed on this item's second operation changes nothing;
+        // one rolled back for a failure elsewhere needs its operations to
+        // have gone through.
+        let cr = || vec![O::Create(b("x")), O::Create(b("y"))];
+        assert_eq!(
+            step(&s0, cr(), vec![R::RolledBack, R::Conflict]),
+            Next::One(s0.clone())
+        );
+        assert!(!step(&s1, ops(), vec![R::RolledBack, R::RolledBack]).is_legal());
+        assert_eq!(
+            step(&s0, ops(), vec![R::RolledBack, R::RolledBack]),
+            Next::One(s0.clone())
+        );
+        // Unknown outcome: all of it or none.
+        assert_eq!(
+            CosmosItemSpec.step(&s0, &O::InOrder(ops()), None),
+            Next::One((Some(b("y")), 2))
+        );
+        assert_eq!(
+            CosmosItemSpec.step(&s1, &O::InOrder(ops()), None),
+            Next::One(s1.clone())
+        );
     }
 }

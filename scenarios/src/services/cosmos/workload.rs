@@ -30,6 +30,8 @@ pub async fn client_workload(
     deadline_ns: u64,
 ) {
     let mut rng = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
+    // Drawn only on an explorer's branch (past its first point).
+    let mut branch = overcast_sim::rng::stream(seed, &format!("client-{index}-branch-steps"));
     let mut items = CosmosContainer::new(client, CONTAINER);
     let mut etags: BTreeMap<String, ETag> = BTreeMap::new();
     let m = &p.mix;
@@ -62,6 +64,16 @@ pub async fn client_workload(
             kind += 1;
         }
         let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
+        if overcast_sim::rng::past_branch_point() && branch.gen_bool(BRANCH_REPEATING_BATCH) {
+            overcast_harness::ops::about(&node, n, &item_key(&pk, &id));
+            if overcast_harness::ops::skipped(&node, n).await {
+                continue;
+            }
+            let ops = repeating_batch(&mut branch, &id, &body, known.clone());
+            let req = items.batch_request(&pk, ops);
+            send(&mut items, &recorder, client_id, &req, &mut etags).await;
+            continue;
+        }
         // A batch is about several items of its partition key.
         if kind != 7 {
             overcast_harness::ops::about(&node, n, &item_key(&pk, &id));
@@ -141,6 +153,59 @@ pub async fn client_workload(
         }
         send(&mut items, &recorder, client_id, &req, &mut etags).await;
     }
+}
+
+/// The share of a client's operations that, on an explorer's branch, are a
+/// batch naming one item more than once ([`repeating_batch`]). No plain run
+/// sends one, so plain traces are as they were.
+pub const BRANCH_REPEATING_BATCH: f64 = 0.25;
+
+/// A batch that names item `id` two or three times, so each operation
+/// depends on the ones before it: a create or an upsert (with the last
+/// `_etag` seen, or none), then a replace, a read or a second upsert, and
+/// sometimes a read after them.
+fn repeating_batch(
+    rng: &mut overcast_sim::rng::Stream,
+    id: &str,
+    body: &str,
+    known: Option<ETag>,
+) -> Vec<ItemOp> {
+    let id = id.to_string();
+    let mut ops = vec![if rng.gen_bool(0.5) {
+        ItemOp::Create {
+            id: id.clone(),
+            body: format!("{body}.0"),
+        }
+    } else {
+        ItemOp::Upsert {
+            id: id.clone(),
+            body: format!("{body}.0"),
+            if_match: known.filter(|_| rng.gen_bool(0.5)),
+        }
+    }];
+    ops.push(match rng.gen_range(0..3) {
+        0 => ItemOp::Replace {
+            id: id.clone(),
+            body: format!("{body}.1"),
+            if_match: None,
+        },
+        1 => ItemOp::Read {
+            id: id.clone(),
+            if_none_match: None,
+        },
+        _ => ItemOp::Upsert {
+            id: id.clone(),
+            body: format!("{body}.1"),
+            if_match: None,
+        },
+    });
+    if rng.gen_bool(0.3) {
+        ops.push(ItemOp::Read {
+            id,
+            if_none_match: None,
+        });
+    }
+    ops
 }
 
 /// Sends one request with its record and remembers the `_etag`s it returned.

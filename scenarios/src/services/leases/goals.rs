@@ -329,6 +329,18 @@ pub fn goals() -> Vec<Goal<LeaseHistory>> {
             },
         ),
         Goal::new(
+            "blob-delete-under-lease",
+            "A leased blob was deleted with its lease id, which destroys the lease (SPEC §2.6); taken only on the explorer's branches.",
+            |h: &LeaseHistory| {
+                count_ops(h, |o| {
+                    o.call.op == "delete"
+                        && o.call.lease_id.is_some()
+                        && o.result.as_ref().is_some_and(Outcome::is_success)
+                })
+            },
+        )
+        .branch_only(),
+        Goal::new(
             "container-delete-refused",
             "A container delete without the lease id was refused 412 while the container was leased.",
             |h: &LeaseHistory| {

@@ -427,7 +427,9 @@ impl ScenarioDef for Leases {
                     if env.role_as::<LeasesRole>() == LeasesRole::Holder {
                         workload::holder(&p, &node, &mut client, rng, bugs, deadline_ns).await;
                     } else {
-                        workload::client(&p, &node, &mut client, rng, deadline_ns).await;
+                        // Drawn only on an explorer's branch.
+                        let branch = stream(env.seed, &format!("{tag}-branch-steps"));
+                        workload::client(&p, &node, &mut client, rng, branch, deadline_ns).await;
                     }
                 })
             };

@@ -331,14 +331,22 @@ fn action(target: &LeaseTarget, action: LeaseAction) -> LeaseRequest {
     }
 }
 
+/// The share of a client's operations that, on an explorer's branch (past
+/// its first point), delete a blob the client leases ([`delete_under_lease`]).
+/// No plain run takes that step, so plain traces are as they were.
+pub const BRANCH_DELETE_UNDER_LEASE: f64 = 0.25;
+
 /// One plain client's life: reads, writes without ids (some with a condition
 /// that fails on an existing blob), breaks, one-shot leases without a
-/// proposed id, changes, and the container's lease and deletes.
+/// proposed id, changes, and the container's lease and deletes. On an
+/// explorer's branch some of its operations are [`delete_under_lease`],
+/// drawn from `branch`, a stream no plain run draws.
 pub async fn client(
     p: &LeasesParams,
     node: &Node,
     client: &mut StoreClient,
     mut ops: impl Rng,
+    mut branch: impl Rng,
     deadline_ns: u64,
 ) {
     let container = LeaseTarget::Container(CONTAINER.into());
@@ -372,6 +380,10 @@ pub async fn client(
         let subject = (kind != 5).then(|| key.id.clone());
         let mut calls = Calls::new(&node.name, n, subject);
         if calls.skipped().await {
+            continue;
+        }
+        if overcast_sim::rng::past_branch_point() && branch.gen_bool(BRANCH_DELETE_UNDER_LEASE) {
+            delete_under_lease(node, client, &blob, &mut branch, &mut calls).await;
             continue;
         }
         match kind {
@@ -521,5 +533,58 @@ pub async fn client(
                 }
             }
         }
+    }
+}
+
+/// A step only the explorer's branches take: lease the blob, delete it with
+/// the lease id (which destroys the lease, SPEC §2.6), create it again and
+/// write it without an id, then acquire it with another id and release.
+/// Both must be let through on the new blob; a server that kept the lease
+/// refuses them (412 `LeaseIdMissing`, 409 `LeaseAlreadyPresent`).
+async fn delete_under_lease(
+    node: &Node,
+    client: &mut StoreClient,
+    blob: &LeaseTarget,
+    rng: &mut impl Rng,
+    calls: &mut Calls<'_>,
+) {
+    let LeaseTarget::Blob(key) = blob else {
+        return;
+    };
+    let (a, b) = (guid(rng), guid(rng));
+    let acq = |id: &String| {
+        action(
+            blob,
+            LeaseAction::Acquire {
+                duration: Some(15),
+                proposed_id: Some(id.clone()),
+            },
+        )
+    };
+    if !succeeded(&node.lease(client, acq(&a)).await) {
+        return;
+    }
+    let del = StoreRequest::Delete {
+        key: key.clone(),
+        conditions: with_lease(Conditions::none(), a.clone()),
+    };
+    if calls.skipped().await || !succeeded(&node.store(client, del).await) {
+        if !calls.skipped().await {
+            let release = action(blob, LeaseAction::Release { lease_id: a });
+            node.lease(client, release).await;
+        }
+        return;
+    }
+    if !calls.skipped().await {
+        let put = StoreRequest::Put {
+            key: key.clone(),
+            body: format!("{}@{}", node.name, sim_now_ns()),
+            conditions: Conditions::none(),
+        };
+        node.store(client, put).await;
+    }
+    if !calls.skipped().await && succeeded(&node.lease(client, acq(&b)).await) {
+        let release = action(blob, LeaseAction::Release { lease_id: b });
+        node.lease(client, release).await;
     }
 }
