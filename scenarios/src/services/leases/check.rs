@@ -779,20 +779,29 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
         a.violations.push(v);
     }
 
+    let records = ServerRecords {
+        lost: answers::lost_records(h),
+        log,
+        clock: server_clock,
+    };
     judge_ops(
-        h,
-        &mut a,
-        &writes,
-        &deletes,
-        &timeline,
-        &generated,
-        server_clock,
+        h, &mut a, &writes, &deletes, &timeline, &generated, &records,
     );
     a.resends_judged = judge_resends(h, &mut a);
-    a.lease_refusals_judged = answers::judge_refusals(h, &log, &timeline, &mut a);
-    a.blob_answers = answers::judge_blob_answers(h, &log, &timeline, server_clock, &mut a);
-    judge_beliefs(h, &log, &revoked, &mut a);
+    a.lease_refusals_judged = answers::judge_refusals(h, &records, &timeline, &mut a);
+    a.blob_answers = answers::judge_blob_answers(h, &records, &timeline, &mut a);
+    judge_beliefs(h, &records.log, &revoked, &mut a);
     a
+}
+
+/// What the servers' records show, worked out once per history for the
+/// rules that judge calls against them: the surviving log, the records
+/// crashes took from it, and the bound the server's clock kept (`None`:
+/// unknown, and the rules that need it are not judged).
+struct ServerRecords {
+    log: Vec<Entry>,
+    lost: Vec<answers::Lost>,
+    clock: Option<ClockBound>,
 }
 
 /// One of the lease checkers: the properties it reports, from [`analyse_with`].

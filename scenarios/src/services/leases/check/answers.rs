@@ -152,12 +152,11 @@ pub struct BlobAnswers {
 /// of both states are allowed, and counted.
 pub(super) fn judge_blob_answers(
     h: &LeaseHistory,
-    log: &[Entry],
+    records: &ServerRecords,
     timeline: &LeaseTimeline,
-    server_clock: Option<ClockBound>,
     a: &mut Analysis,
 ) -> BlobAnswers {
-    let lost = lost_records(h);
+    let (log, lost, server_clock) = (&records.log[..], &records.lost[..], records.clock);
     let mut n = BlobAnswers::default();
     for op in &h.ops {
         let (Some(r), Some(ret)) = (&op.result, op.return_ns) else {
@@ -178,7 +177,7 @@ pub(super) fn judge_blob_answers(
         }
         let target = &op.call.target;
         let line = timeline.get(target).map(Vec::as_slice).unwrap_or(&[]);
-        if !settled(line, &lost, target, op.invoke_ns, ret) {
+        if !settled(line, lost, target, op.invoke_ns, ret) {
             continue;
         }
         let last = record_before(line, op.invoke_ns);
@@ -289,11 +288,11 @@ pub(super) fn judge_blob_answers(
 /// embargo), not judged again here.
 pub(super) fn judge_refusals(
     h: &LeaseHistory,
-    log: &[Entry],
+    records: &ServerRecords,
     timeline: &LeaseTimeline,
     a: &mut Analysis,
 ) -> usize {
-    let lost = lost_records(h);
+    let (log, lost) = (&records.log[..], &records.lost[..]);
     let mut judged = 0;
     for op in &h.ops {
         let (Some(r), Some(ret)) = (&op.result, op.return_ns) else {
@@ -307,7 +306,7 @@ pub(super) fn judge_refusals(
         };
         let target = &op.call.target;
         let line = timeline.get(target).map(Vec::as_slice).unwrap_or(&[]);
-        if !settled(line, &lost, target, op.invoke_ns, ret) {
+        if !settled(line, lost, target, op.invoke_ns, ret) {
             continue;
         }
         let before = record_before(line, op.invoke_ns).and_then(|(.., l)| l.clone());

@@ -88,12 +88,11 @@ pub(super) fn judge_ops(
     deletes: &BTreeMap<String, Vec<Snapshot>>,
     timeline: &LeaseTimeline,
     generated: &[(String, String, u64)],
-    server_clock: Option<ClockBound>,
+    records: &ServerRecords,
 ) {
-    // The server's log, for the accounts of the calls judged here.
-    let log = &server_log(h)[..];
-    // Records a crash took: a refusal may have been decided from one.
-    let lost = super::answers::lost_records(h);
+    // The server's log, for the accounts of the calls judged here, and the
+    // records a crash took: a refusal may have been decided from one.
+    let (log, lost, server_clock) = (&records.log[..], &records.lost[..], records.clock);
     let reported: BTreeSet<&str> = h
         .ops
         .iter()
@@ -196,7 +195,7 @@ pub(super) fn judge_ops(
                 }
             }
             "put" | "delete" if condition_answer(r) => {
-                if let Some(judged) = lease_before_conditions(op, timeline, &lost, server_clock) {
+                if let Some(judged) = lease_before_conditions(op, timeline, lost, server_clock) {
                     a.refusals_judged += 1;
                     a.violations.extend(judged);
                 }
@@ -244,7 +243,7 @@ pub(super) fn judge_ops(
                     continue;
                 };
                 let line = timeline.get(&c.target).map(Vec::as_slice).unwrap_or(&[]);
-                if !super::answers::settled(line, &lost, &c.target, op.invoke_ns, ret) {
+                if !super::answers::settled(line, lost, &c.target, op.invoke_ns, ret) {
                     continue;
                 }
                 let before = record_before(line, op.invoke_ns).and_then(|(.., l)| l.clone());
