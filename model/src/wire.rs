@@ -156,6 +156,62 @@ pub(crate) fn from_bytes<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Option<T
     bincode::deserialize(bytes).ok()
 }
 
+/// One attempt as the wire names it: its connection's session and its
+/// request id, which the request and its answer both carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AttemptName {
+    /// The SDK connection's session id.
+    pub session: u64,
+    /// The attempt's request id.
+    pub req_id: u64,
+}
+
+/// The attempt a request datagram is; `None` for bytes that are not a request.
+pub fn request_attempt(request: &[u8]) -> Option<AttemptName> {
+    from_bytes::<WireRequest>(request).map(|r| AttemptName {
+        session: r.session,
+        req_id: r.req_id,
+    })
+}
+
+/// The attempt a response datagram answers; `None` for bytes that are not a
+/// response.
+pub fn response_attempt(response: &[u8]) -> Option<AttemptName> {
+    from_bytes::<WireResponse>(response).map(|r| AttemptName {
+        session: r.session,
+        req_id: r.req_id,
+    })
+}
+
+/// The operation a request datagram carries; `None` for bytes that are not a
+/// request. For a relay that answers some requests itself (the conformance
+/// scripts' `inject` step) and so must tell reads from writes.
+pub fn request_operation(request: &[u8]) -> Option<Request> {
+    from_bytes::<WireRequest>(request).map(|r| r.op)
+}
+
+/// The response datagram that answers the request datagram `request` with a
+/// transient status, as a server's fault point does (the request not
+/// executed; a 408 leaves that unknown); `None` for bytes that are not a
+/// request.
+pub fn transient_reply(
+    request: &[u8],
+    status: u16,
+    sub_status: u32,
+    retry_after_ms: Option<u64>,
+) -> Option<Vec<u8>> {
+    let r = from_bytes::<WireRequest>(request)?;
+    Some(to_bytes(&WireResponse {
+        req_id: r.req_id,
+        reply: WireReply::Transient {
+            status,
+            sub_status,
+            retry_after_ms,
+        },
+        session: r.session,
+    }))
+}
+
 /// The partition a partition key routes to: a stable hash, so every client and
 /// every run agree.
 pub fn partition_of(partition_key: &str, partitions: u32) -> u32 {

@@ -267,6 +267,36 @@ fn seeded_model_bugs_make_the_scripts_that_pin_them_fail() {
 }
 
 #[test]
+fn seeded_retry_bugs_make_the_sdk_retries_script_fail_on_its_waits() {
+    // The unmodified model passes it (every shipped script does); each bug
+    // breaks the step whose waits SPEC §4.1 / §4.2 fixes.
+    for (bug, step, why) in [
+        (
+            "ignore_retry_after",
+            3,
+            "wait 1 before attempt 2 was 1 ms, not 100 ms",
+        ),
+        (
+            "retry_after_stretched",
+            3,
+            "wait 1 before attempt 2 was 1000 ms, not 100 ms",
+        ),
+        (
+            "retry_with_on_gone_backoff",
+            7,
+            "wait 2 before attempt 3 was 1000 ms, not 11..14 ms",
+        ),
+    ] {
+        let d = differs_with_bug("sdk_retries.json", bug);
+        assert_eq!(d.step, step, "{bug}: {d:?}");
+        assert!(d.why.contains(why), "{bug}: {d:?}");
+    }
+    // A write re-sent after a 408 is caught by its attempts.
+    let d = differs_with_bug("sdk_retries.json", "retry_write_after_timeout");
+    assert_eq!(d.step, 18, "{d:?}");
+}
+
+#[test]
 fn crash_steps_really_restart_the_server_from_its_log() {
     let path = script_dir().join("blob_recovery.json");
     let s = parsed(&std::fs::read_to_string(&path).unwrap(), &path);
@@ -755,7 +785,7 @@ fn seeded_queue_and_change_feed_bugs_make_the_scripts_that_pin_them_fail() {
 }
 
 #[test]
-fn the_format_pages_examples_of_lease_cosmos_search_queue_and_feed_steps_pass() {
+fn the_format_pages_examples_of_every_service_and_of_injected_answers_pass() {
     let readme = format_page();
     let from = readme
         .find("Examples, one per service")
@@ -776,7 +806,7 @@ fn the_format_pages_examples_of_lease_cosmos_search_queue_and_feed_steps_pass() 
         blocks += 1;
         rest = &rest[end + 3..];
     }
-    assert_eq!(blocks, 5);
+    assert_eq!(blocks, 6);
 }
 
 /// A changed copy of expectation field `field` holding `v`, or `None` when
@@ -837,6 +867,21 @@ fn mutated(field: &str, v: &serde_json::Value) -> Option<serde_json::Value> {
             "MODIFIED"
         }),
         "done" => json!(!v.as_bool()?),
+        // The last wait: just past its range (the count stays, as it must
+        // match the attempts).
+        "waits" => {
+            let mut list = v.as_array()?.clone();
+            let last = list.pop()?;
+            let hi = last
+                .as_str()?
+                .rsplit("..")
+                .next()?
+                .trim()
+                .parse::<u64>()
+                .ok()?;
+            list.push(json!((hi + 1).to_string()));
+            json!(list)
+        }
         "sub_status" => json!(v.as_u64()? + 1),
         "operation" | "continuation" => {
             let s = s?;

@@ -31,6 +31,11 @@ pub struct Expect {
     /// How many attempts the SDK made.
     #[serde(default)]
     pub attempts: Option<usize>,
+    /// Each wait the SDK inserted before a retry, in order, in ms of the
+    /// client's (simulated) clock: `"5"` exactly, or `"11..14"` inclusive.
+    /// One per retry: as many as attempts less one.
+    #[serde(default)]
+    pub waits: Option<Vec<String>>,
     /// The ETag: `fresh`, `same as $x`, `different from $x`, `present`,
     /// `absent`, or a literal ETag.
     #[serde(default)]
@@ -111,6 +116,40 @@ pub struct Expect {
     /// Feed ranges by id: `feed_ranges`'s list, a split's or a 410's children.
     #[serde(default)]
     pub ranges: Option<Vec<u32>>,
+}
+
+/// One wait a script expects before a retry: from `lo` to `hi` ms, inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitExpect {
+    /// The shortest wait that passes, ms.
+    pub lo: u64,
+    /// The longest wait that passes, ms.
+    pub hi: u64,
+}
+
+impl WaitExpect {
+    /// Parses `5` (exactly 5 ms) or `11..14` (11 to 14 ms inclusive).
+    pub fn parse(s: &str) -> Result<WaitExpect, String> {
+        let s = s.trim();
+        let ms = |v: &str| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("`{s}`: expected ms like 5, or a range like 11..14"))
+        };
+        let (lo, hi) = match s.split_once("..") {
+            Some((a, b)) => (ms(a)?, ms(b)?),
+            None => (ms(s)?, ms(s)?),
+        };
+        if lo > hi {
+            return Err(format!("`{s}`: the range is empty ({lo} > {hi})"));
+        }
+        Ok(WaitExpect { lo, hi })
+    }
+
+    /// True when `ms` is in the range.
+    pub fn holds(self, ms: u64) -> bool {
+        (self.lo..=self.hi).contains(&ms)
+    }
 }
 
 /// A response field a capture can bind.
@@ -382,7 +421,7 @@ pub struct ItemFields {
 }
 
 /// The answer fields a step kind's `expect` may name (besides `status`,
-/// `unknown_outcome`, `attempts`, `capture`, `any_of`, `note` and `covers`,
+/// `unknown_outcome`, `attempts`, `waits`, `capture`, `any_of`, `note` and `covers`,
 /// which every request step takes), and the fields a capture may bind.
 fn answer_fields(kind: &str) -> (&'static [&'static str], &'static [&'static str]) {
     const BLOB: &[&str] = &["error_code", "etag", "last_modified", "body", "no_body"];
@@ -602,6 +641,22 @@ pub(super) fn validate_expect(
     if let Some(v) = &e.lease_duration {
         parse_lease_duration(v).map_err(|m| (format!("{path}.lease_duration"), m))?;
     }
+    if let Some(waits) = &e.waits {
+        for (i, w) in waits.iter().enumerate() {
+            WaitExpect::parse(w).map_err(|m| (format!("{path}.waits[{i}]"), m))?;
+        }
+        if let Some(n) = e.attempts {
+            if waits.len() + 1 != n {
+                return Err((
+                    format!("{path}.waits"),
+                    format!(
+                        "{} wait(s) for {n} attempt(s): one wait before each retry",
+                        waits.len()
+                    ),
+                ));
+            }
+        }
+    }
     for (i, alt) in e.any_of.iter().enumerate() {
         if !alt.any_of.is_empty() {
             return Err((
@@ -617,10 +672,10 @@ pub(super) fn validate_expect(
             if !r.any_of.is_empty() || r.results.is_some() {
                 return Err((at, "a result takes no any_of or results".into()));
             }
-            if r.unknown_outcome.is_some() || r.attempts.is_some() {
+            if r.unknown_outcome.is_some() || r.attempts.is_some() || r.waits.is_some() {
                 return Err((
                     at,
-                    "a result has no unknown_outcome or attempts (the batch has)".into(),
+                    "a result has no unknown_outcome, attempts or waits (the batch has)".into(),
                 ));
             }
             validate_expect(r, "cosmos_batch_result", &at, names, captured)?;

@@ -4,14 +4,15 @@
 //! a request in the service's vocabulary (`put_blob`, `get_blob`, ...) whose
 //! object holds the request's parameters and its `expect`ation; `advance`
 //! (move the server's and the client's clocks); `crash_server`;
-//! `drop_next_reply`. Parsing goes through `serde_path_to_error` with every
-//! struct denying unknown fields, and a second pass ([`Script::validate`])
+//! `drop_next_reply`; `inject` (the relay answers attempts itself). Parsing
+//! goes through `serde_path_to_error` with every struct denying unknown
+//! fields, and a second pass ([`Script::validate`])
 //! checks what serde cannot (value syntax, names used before capture), so a
 //! malformed script names the step and the field.
 //!
 //! This file holds the document ([`Script`], [`Step`]), the steps that are
-//! no service's (`advance`, `crash_server`, `drop_next_reply`), the Blob
-//! condition headers that Blob requests and blob lease actions share, and the
+//! no service's (`advance`, `crash_server`, `drop_next_reply`, `inject`),
+//! the Blob condition headers that Blob requests and blob lease actions share, and the
 //! validation pass; `expect` holds what a request step expects, and one file
 //! per service (`blob`, `lease`, `cosmos`, `search`, `queue`, `feed`) holds
 //! that service's step parameters and their checks. Services use this core;
@@ -35,7 +36,7 @@ pub use blob::{BlobOp, CreateContainer};
 pub use cosmos::{BatchItem, BatchOp, CosmosBatch, CosmosOp};
 pub use expect::{
     parse_lease_duration, Captured, Compare, DateExpr, Expect, Field, ItemExpect, ItemFields,
-    LeaseDurationExpect, Scalar, LEASE_STATES,
+    LeaseDurationExpect, Scalar, WaitExpect, LEASE_STATES,
 };
 pub use feed::{FeedRanges, FeedRead, FeedSplit, RangeRef, FEED_STARTS};
 pub use lease::{ContainerOp, LeaseOp, LEASE_ACTIONS};
@@ -145,6 +146,9 @@ pub enum Step {
     CrashServer(CrashServer),
     /// The server's reply to the next request attempt is lost on the way back.
     DropNextReply(DropNextReply),
+    /// The relay answers the next request attempts itself with a transient
+    /// status (without passing them to the server, or in place of its answer).
+    Inject(Inject),
 }
 
 /// `advance`: both amounts are durations (`1500ms`, `2s`, `1min`, `4h`, `7d`).
@@ -173,6 +177,53 @@ pub struct CrashServer {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DropNextReply {}
+
+/// `inject`: the relay answers the next `count` request attempts (of the
+/// kind `only` names, others pass) with `status`, `sub_status` and
+/// `retry_after_ms`, as a server's fault point would: without passing them to
+/// the server, or, with `forward`, in place of the server's answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inject {
+    /// The status: one of [`INJECTABLE`].
+    pub status: u16,
+    /// The Cosmos sub-status (0 for none); 404 takes only 1002.
+    #[serde(default)]
+    pub sub_status: u32,
+    /// `x-ms-retry-after-ms` (429 only); missing when not given.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
+    /// How many attempts to answer, default 1.
+    #[serde(default = "one")]
+    pub count: u32,
+    /// `reads` or `writes` (as the SDK classes them for retries): only those
+    /// attempts are answered; missing: every attempt.
+    #[serde(default)]
+    pub only: Option<InjectOnly>,
+    /// True: the relay passes each attempt it answers to the server first and
+    /// puts its answer in place of the server's (the request ran; the SDK
+    /// sees the injected status).
+    #[serde(default)]
+    pub forward: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The attempts an `inject` step answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InjectOnly {
+    /// Reads (idempotent requests): their transport timeouts are retried.
+    Reads,
+    /// Writes (not idempotent).
+    Writes,
+}
+
+/// The statuses an `inject` step may answer with: the transient ones a
+/// server's fault point answers (SPEC §4.1), and 404/1002.
+pub const INJECTABLE: [u16; 7] = [404, 408, 410, 429, 449, 500, 503];
 
 /// One date expression or several (several values in one header).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -371,6 +422,7 @@ fn validate_step(
             }
         }
         Step::DropNextReply(_) | Step::CreateContainer(_) => {}
+        Step::Inject(j) => validate_inject(j).map_err(inside)?,
         Step::PutBlob(op) | Step::GetBlob(op) | Step::DeleteBlob(op) => {
             blob::validate_body(op, kind)?;
         }
@@ -440,6 +492,37 @@ fn validate_step(
     Ok(())
 }
 
+/// Checks an `inject` step: a status the relay can answer with, a sub-status
+/// and a retry-after that go with it, at least one attempt.
+fn validate_inject(j: &Inject) -> Result<(), (&'static str, String)> {
+    if !INJECTABLE.contains(&j.status) {
+        return Err((
+            "status",
+            format!(
+                "{} is not a status the relay answers with (one of {})",
+                j.status,
+                INJECTABLE.map(|s| s.to_string()).join(", ")
+            ),
+        ));
+    }
+    if j.status == 404 && j.sub_status != 1002 {
+        return Err((
+            "sub_status",
+            "a 404 is injected only as 404/1002 (ReadSessionNotAvailable); a plain 404 is the server's answer".into(),
+        ));
+    }
+    if j.retry_after_ms.is_some() && j.status != 429 {
+        return Err((
+            "retry_after_ms",
+            format!("only a 429 carries a retry-after, not a {}", j.status),
+        ));
+    }
+    if j.count == 0 {
+        return Err(("count", "at least 1 attempt".into()));
+    }
+    Ok(())
+}
+
 /// The tokens of an `If-Match` / `If-None-Match` value.
 pub fn etag_tokens(v: &str) -> Vec<&str> {
     v.split(',')
@@ -504,6 +587,7 @@ impl Step {
             Step::Advance(_) => "advance",
             Step::CrashServer(_) => "crash_server",
             Step::DropNextReply(_) => "drop_next_reply",
+            Step::Inject(_) => "inject",
         }
     }
 
@@ -531,7 +615,9 @@ impl Step {
             Step::FeedRanges(s) => Some(&s.expect),
             Step::FeedRead(s) => Some(&s.expect),
             Step::FeedSplit(s) => Some(&s.expect),
-            Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => None,
+            Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) | Step::Inject(_) => {
+                None
+            }
         }
     }
 

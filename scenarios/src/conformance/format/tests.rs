@@ -236,3 +236,78 @@ fn date_expressions_take_a_base_and_an_offset() {
         Ok(EPOCH_MS + 5000)
     );
 }
+
+#[test]
+fn an_inject_step_and_waits_are_checked_in_the_scripts_words() {
+    let read = r#"{"cosmos_read": {"container": "c", "partition_key": "p", "id": "x", "expect": {"status": 200}}}"#;
+    let ok = script(&format!(
+        r#"{{"inject": {{"status": 429, "retry_after_ms": 100, "count": 2, "only": "reads"}}}}, {read}"#
+    ));
+    parse(&ok).expect("a well-formed inject");
+    let forwarded = script(&format!(
+        r#"{{"inject": {{"status": 408, "only": "writes", "forward": true}}}}, {read}"#
+    ));
+    parse(&forwarded).expect("a forwarded inject");
+    for (inject, field, says) in [
+        (
+            r#"{"status": 200}"#,
+            "inject.status",
+            "not a status the relay answers with",
+        ),
+        (r#"{"status": 404}"#, "inject.sub_status", "404/1002"),
+        (
+            r#"{"status": 449, "retry_after_ms": 5}"#,
+            "inject.retry_after_ms",
+            "only a 429",
+        ),
+        (
+            r#"{"status": 410, "count": 0}"#,
+            "inject.count",
+            "at least 1",
+        ),
+        (
+            r#"{"status": 410, "only": "deletes"}"#,
+            "inject.only",
+            "unknown variant",
+        ),
+    ] {
+        let e = parse(&script(&format!(r#"{{"inject": {inject}}}, {read}"#))).unwrap_err();
+        assert_eq!(
+            (e.step, e.field.as_str()),
+            (Some(1), field),
+            "{inject}: {e}"
+        );
+        assert!(e.message.contains(says), "{inject}: {e}");
+    }
+    let with_waits = |expect: &str| {
+        script(&format!(
+            r#"{{"cosmos_read": {{"container": "c", "partition_key": "p", "id": "x", "expect": {expect}}}}}"#
+        ))
+    };
+    parse(&with_waits(r#"{"attempts": 3, "waits": ["0..1", "1000"]}"#)).expect("waits");
+    for (expect, field, says) in [
+        (
+            r#"{"waits": ["5 ms"]}"#,
+            "cosmos_read.expect.waits[0]",
+            "expected ms",
+        ),
+        (
+            r#"{"waits": ["1", "9..3"]}"#,
+            "cosmos_read.expect.waits[1]",
+            "empty",
+        ),
+        (
+            r#"{"attempts": 2, "waits": []}"#,
+            "cosmos_read.expect.waits",
+            "0 wait(s) for 2 attempt(s)",
+        ),
+    ] {
+        let e = parse(&with_waits(expect)).unwrap_err();
+        assert_eq!(
+            (e.step, e.field.as_str()),
+            (Some(1), field),
+            "{expect}: {e}"
+        );
+        assert!(e.message.contains(says), "{expect}: {e}");
+    }
+}

@@ -7,6 +7,7 @@
 use super::{date, lookup, State, Target};
 use crate::conformance::format::{
     parse_lease_duration, Captured, Compare, Expect, Field, ItemExpect, LeaseDurationExpect,
+    WaitExpect,
 };
 use crate::conformance::time::format_rfc1123;
 use overcast_model::conditions::{ETag, Millis};
@@ -305,6 +306,8 @@ fn state_name(s: LeaseState) -> &'static str {
 pub(super) struct Answer {
     pub(super) outcome: FinalOutcome,
     pub(super) attempts: usize,
+    /// The wait before each retry, ms of the client's clock.
+    pub(super) waits: Vec<u64>,
     pub(super) observed: Observed,
 }
 
@@ -329,6 +332,9 @@ impl Answer {
         }
         out += &self.observed.describe();
         out += &format!(", {} attempt(s)", self.attempts);
+        if !self.waits.is_empty() {
+            out += &format!(", waits {}", describe_waits(&self.waits));
+        }
         out
     }
 }
@@ -398,6 +404,12 @@ fn describe_item_expect(i: &ItemExpect) -> String {
     }
 }
 
+/// Waits as a line: `[0, 5, 25] ms`.
+fn describe_waits(waits: &[u64]) -> String {
+    let ms: Vec<String> = waits.iter().map(u64::to_string).collect();
+    format!("[{}] ms", ms.join(", "))
+}
+
 /// The expectation as a line.
 pub(super) fn describe_expect(e: &Expect) -> String {
     let mut parts = Vec::new();
@@ -419,6 +431,9 @@ pub(super) fn describe_expect(e: &Expect) -> String {
     }
     if let Some(a) = e.attempts {
         parts.push(format!("{a} attempt(s)"));
+    }
+    if let Some(w) = &e.waits {
+        parts.push(format!("waits [{}] ms", w.join(", ")));
     }
     for (name, v) in [
         ("etag", &e.etag),
@@ -570,6 +585,27 @@ fn check_answer(e: &Expect, a: &Answer, target: &Target, state: &State) -> Resul
     if let Some(n) = e.attempts {
         if a.attempts != n {
             return Err(format!("{} attempt(s), not {n}", a.attempts));
+        }
+    }
+    if let Some(waits) = &e.waits {
+        if a.waits.len() != waits.len() {
+            return Err(format!(
+                "{} wait(s) {}, not {}",
+                a.waits.len(),
+                describe_waits(&a.waits),
+                waits.len()
+            ));
+        }
+        for (i, (w, got)) in waits.iter().zip(&a.waits).enumerate() {
+            // Validated with the script.
+            let want = WaitExpect::parse(w).map_err(|m| format!("waits[{i}]: {m}"))?;
+            if !want.holds(*got) {
+                return Err(format!(
+                    "wait {} before attempt {} was {got} ms, not {w} ms",
+                    i + 1,
+                    i + 2
+                ));
+            }
         }
     }
     check_fields(e, &a.observed, &target.resource, state)?;

@@ -1,9 +1,10 @@
 //! The script runner: one fresh deployment per script on its own madsim
 //! runtime, through the real path (SDK → wire → server → write-ahead log on a
 //! simulated disk). Three nodes: the server; a relay that forwards requests
-//! and replies between client and server unchanged (and loses one reply when
-//! a `drop_next_reply` step asks); the scripted client, which runs the steps
-//! in order and can crash and restart the server. No faults unless a step asks.
+//! and replies between client and server unchanged (loses one reply when
+//! a `drop_next_reply` step asks, and answers attempts itself with a
+//! transient status when an `inject` step asks); the scripted client, which
+//! runs the steps in order and can crash and restart the server. No faults unless a step asks.
 //!
 //! The server's clock is [`ScriptClock`]: simulated time plus an offset that
 //! `advance` steps move, starting at the simulation epoch
@@ -28,7 +29,9 @@ mod lease;
 mod queue;
 mod search;
 
-use super::format::{etag_tokens, Captured, ConditionHeaders, DateExpr, Script, Step};
+use super::format::{
+    etag_tokens, Captured, ConditionHeaders, DateExpr, Inject, InjectOnly, Script, Step,
+};
 use super::time::{format_rfc1123, parse_duration};
 use crate::kit::bridge::{DiskAdapter, ServerStreams};
 use answer::{check, describe_expect, remember, Answer, Observed};
@@ -39,11 +42,14 @@ use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{ClientConfig, StoreClient};
 use overcast_model::conditions::{Conditions, ETag, EtagMatch, Millis};
 use overcast_model::env::Clock;
-use overcast_model::partition::Request;
+use overcast_model::partition::{OpKind, Request};
 use overcast_model::retry::{FinalOutcome, RetryOptions};
 use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
 use overcast_model::store::ItemKey;
-use overcast_model::wire::{MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG};
+use overcast_model::wire::{
+    request_attempt, request_operation, response_attempt, transient_reply, AttemptName,
+    MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
+};
 use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::disk::SimDisk;
 use overcast_sim::rng::stream;
@@ -122,6 +128,60 @@ impl ScriptOutcome {
     }
 }
 
+/// The answers an `inject` step left for the relay to give: attempts it
+/// answers itself, instead of passing them to the server.
+#[derive(Clone, Debug, Default)]
+struct Injections {
+    /// The step's answer, while attempts are left to answer.
+    pending: Option<Inject>,
+    /// How many attempts are left to answer.
+    left: u32,
+    /// The answers to give in place of the server's, by the attempt they
+    /// answer (attempts a `forward` injection passed on).
+    replace: BTreeMap<AttemptName, Vec<u8>>,
+}
+
+impl Injections {
+    /// The reply the relay gives to the request datagram `request` itself, if
+    /// an injection is pending and covers it (counting it); `None`: forward it
+    /// (after noting the reply to put in place of the server's, for a
+    /// `forward` injection).
+    fn answer(&mut self, request: &[u8], acquire_retry_bug: bool) -> Option<Vec<u8>> {
+        let inject = self.pending.as_ref()?;
+        let kind = request_operation(request)?.retry_kind(acquire_retry_bug);
+        let covered = match inject.only {
+            None => true,
+            Some(InjectOnly::Reads) => kind == OpKind::Read,
+            Some(InjectOnly::Writes) => kind == OpKind::Write,
+        };
+        if !covered {
+            return None;
+        }
+        let reply = transient_reply(
+            request,
+            inject.status,
+            inject.sub_status,
+            inject.retry_after_ms,
+        )?;
+        let forward = inject.forward;
+        self.left -= 1;
+        if self.left == 0 {
+            self.pending = None;
+        }
+        if forward {
+            self.replace.insert(request_attempt(request)?, reply);
+            return None;
+        }
+        Some(reply)
+    }
+
+    /// The reply to send in place of the server's `response`, if a `forward`
+    /// injection covered the attempt it answers.
+    fn replacement(&mut self, response: &[u8]) -> Option<Vec<u8>> {
+        self.replace.remove(&response_attempt(response)?)
+    }
+}
+
 /// The longest a script may run in simulated time (a hung run is an error).
 const RUN_BOUND: Duration = Duration::from_secs(24 * 3600);
 
@@ -130,7 +190,8 @@ overcast_sim::node_roles! {
     enum ScriptRole {
         /// The storage server under test.
         Server = "server",
-        /// The relay between the SDK and the server, which can drop a reply.
+        /// The relay between the SDK and the server, which can drop a reply
+        /// and answer attempts itself.
         Relay = "relay",
         /// The SDK client that plays the script's steps.
         Client = "client",
@@ -163,6 +224,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
     let server_clock = ScriptClock::default();
     let disk = SimDisk::new();
     let drop_next = Arc::new(AtomicBool::new(false));
+    let injections = Arc::new(Mutex::new(Injections::default()));
     let result: Arc<Mutex<Option<ScriptOutcome>>> = Arc::new(Mutex::new(None));
     let stats = Arc::new(Mutex::new(ServerStats::default()));
     let incarnations = Arc::new(AtomicU32::new(0));
@@ -200,10 +262,20 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
     };
     let relay = {
         let drop_next = drop_next.clone();
+        let injections = injections.clone();
+        let acquire_retry_bug = bugs.acquire_not_idempotent_retry;
         rt.create_node()
             .name("relay-0")
             .ip(relay_addr.ip())
-            .init(move || relay_program(relay_addr, server_addr, drop_next.clone()))
+            .init(move || {
+                relay_program(
+                    relay_addr,
+                    server_addr,
+                    drop_next.clone(),
+                    injections.clone(),
+                    acquire_retry_bug,
+                )
+            })
             .build()
     };
     let server_id = server.id();
@@ -216,6 +288,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
             client_clock: ScriptClock::default(),
             disk: disk.clone(),
             drop_next: drop_next.clone(),
+            injections: injections.clone(),
             server_id,
             bugs,
             seed,
@@ -267,8 +340,17 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
 }
 
 /// Forwards requests to the server and replies to whoever sent the last
-/// request, losing one reply when `drop_next` is set.
-async fn relay_program(me: SocketAddr, server: SocketAddr, drop_next: Arc<AtomicBool>) {
+/// request, losing one reply when `drop_next` is set; a request that a
+/// pending injection covers is answered by the relay itself and never
+/// reaches the server (or, for a `forward` injection, reaches it and its
+/// answer is replaced).
+async fn relay_program(
+    me: SocketAddr,
+    server: SocketAddr,
+    drop_next: Arc<AtomicBool>,
+    injections: Arc<Mutex<Injections>>,
+    acquire_retry_bug: bool,
+) {
     let Ok(ep) = Endpoint::bind(me).await else {
         tracing::error!("relay cannot bind {me}");
         return;
@@ -278,6 +360,7 @@ async fn relay_program(me: SocketAddr, server: SocketAddr, drop_next: Arc<Atomic
     let requests = {
         let ep = ep.clone();
         let client = client.clone();
+        let injections = injections.clone();
         async move {
             let mut buf = vec![0u8; MAX_DATAGRAM];
             loop {
@@ -285,6 +368,15 @@ async fn relay_program(me: SocketAddr, server: SocketAddr, drop_next: Arc<Atomic
                     continue;
                 };
                 *client.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
+                let injected = injections
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .answer(&buf[..len], acquire_retry_bug);
+                if let Some(reply) = injected {
+                    tracing::info!("relay: answered a request itself");
+                    let _ = ep.send_to(from, RESPONSE_TAG, &reply).await;
+                    continue;
+                }
                 let _ = ep.send_to(server, REQUEST_TAG, &buf[..len]).await;
             }
         }
@@ -299,9 +391,14 @@ async fn relay_program(me: SocketAddr, server: SocketAddr, drop_next: Arc<Atomic
             tracing::info!("relay: reply dropped");
             continue;
         }
+        let replaced = injections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replacement(&buf[..len]);
+        let reply = replaced.as_deref().unwrap_or(&buf[..len]);
         let to = *client.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(to) = to {
-            let _ = ep.send_to(to, RESPONSE_TAG, &buf[..len]).await;
+            let _ = ep.send_to(to, RESPONSE_TAG, reply).await;
         }
     }
 }
@@ -315,6 +412,7 @@ struct RunCtx {
     client_clock: ScriptClock,
     disk: SimDisk,
     drop_next: Arc<AtomicBool>,
+    injections: Arc<Mutex<Injections>>,
     server_id: madsim::task::NodeId,
     bugs: ModelBugs,
     seed: u64,
@@ -393,6 +491,12 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 ctx.drop_next.store(true, Ordering::Relaxed);
                 continue;
             }
+            Step::Inject(j) => {
+                let mut injections = ctx.injections.lock().unwrap_or_else(|e| e.into_inner());
+                injections.pending = Some(j.clone());
+                injections.left = j.count;
+                continue;
+            }
             _ => {}
         }
         let (request, target, described) = match build_request(step, &state, &mut client) {
@@ -410,6 +514,13 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
         let answer = Answer {
             outcome: result.outcome,
             attempts: result.attempts.len(),
+            // The first attempt waits for nothing.
+            waits: result
+                .attempts
+                .iter()
+                .skip(1)
+                .map(|a| a.waited.as_millis() as u64)
+                .collect(),
             observed: Observed::of(status, result.response.as_ref(), step.kind()),
         };
         let expect = step.expect().expect("a request step has an expectation");
@@ -505,7 +616,7 @@ fn build_request(
             let described = feed::describe(kind, &r);
             (Request::Feed(r), target, described)
         }
-        Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) => {
+        Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) | Step::Inject(_) => {
             return Err("not a request".into())
         }
     })
