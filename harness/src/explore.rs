@@ -177,6 +177,20 @@ pub struct ExploreOptions {
     pub jobs: usize,
 }
 
+impl ExploreOptions {
+    /// An exploration of `runs` runs from seed 0, on `jobs` workers, with no
+    /// time budget.
+    pub fn from_seed_zero(runs: u64, jobs: usize) -> ExploreOptions {
+        ExploreOptions {
+            runs: Some(runs),
+            budget: None,
+            seed_base: 0,
+            seed_stride: 1,
+            jobs,
+        }
+    }
+}
+
 /// One run of an exploration, as the explorer tells it.
 pub struct ExploreRun {
     /// Its number, from 0, in the order the explorer took the runs.

@@ -180,13 +180,7 @@ fn exploring_reaches_the_rarest_goal_in_more_runs_than_plain_seeds() {
     let runs = 64;
     let (goal, plain) = rarest_goal(d, runs);
     let make = |seed| Scenario::new(d, seed);
-    let opts = ExploreOptions {
-        runs: Some(runs),
-        budget: None,
-        seed_base: 0,
-        seed_stride: 1,
-        jobs: 2,
-    };
+    let opts = ExploreOptions::from_seed_zero(runs, 2);
     let mut reached = 0u64;
     let explored = explore(d, &make, &opts, |run, _| {
         let counts = goals::reached(d, &run.run);
@@ -222,13 +216,7 @@ fn exploring_finds_a_seeded_bug_that_as_many_plain_seeds_miss() {
             r.summary()
         );
     }
-    let opts = ExploreOptions {
-        runs: Some(runs),
-        budget: None,
-        seed_base: 0,
-        seed_stride: 1,
-        jobs: 2,
-    };
+    let opts = ExploreOptions::from_seed_zero(runs, 2);
     let mut failed = Vec::new();
     let explored = explore(d, &make, &opts, |run, _| {
         if !run.run.passed() {

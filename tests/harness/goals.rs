@@ -130,13 +130,7 @@ fn every_branch_only_goal_is_reached_by_a_short_exploration() {
         if wanted.is_empty() {
             continue;
         }
-        let opts = ExploreOptions {
-            runs: Some(24),
-            budget: None,
-            seed_base: 0,
-            seed_stride: 1,
-            jobs: 2,
-        };
+        let opts = ExploreOptions::from_seed_zero(24, 2);
         let explored = explore(*def, &|seed| Scenario::new(*def, seed), &opts, |_, _| {});
         for g in &explored.goals.goals {
             if wanted.contains(&g.id) {

@@ -22,13 +22,7 @@ pub fn explorer_finds_and_replays(
         s.bugs = vec![bug.to_string()];
         s
     };
-    let opts = ExploreOptions {
-        runs: Some(runs),
-        budget: None,
-        seed_base: 0,
-        seed_stride: 1,
-        jobs: 2,
-    };
+    let opts = ExploreOptions::from_seed_zero(runs, 2);
     let mut first = None;
     explore(def, &make, &opts, |run, _| {
         if !run.run.passed() && first.is_none() {
