@@ -20,7 +20,7 @@
 //! that writes fewer records (a shrunk one) leaves the other records their
 //! faults instead of shifting every later fault by one draw.
 
-use crate::faults::StorageFaults;
+use crate::faults::{DiskFault, StorageFaults};
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -98,10 +98,11 @@ impl DiskState {
 
     /// Draws from `rng` whether a fault of probability `p` happens; no draw
     /// when `p` is 0, so a disk without faults draws nothing.
-    fn happens(&mut self, rng: &mut impl Rng, p: f64, kind: &'static str) -> bool {
+    fn happens(&mut self, rng: &mut impl Rng, kind: DiskFault) -> bool {
+        let p = self.faults.rate(kind);
         let hit = p > 0.0 && rng.gen_bool(p.clamp(0.0, 1.0));
         if hit {
-            *self.injected.entry(kind).or_default() += 1;
+            *self.injected.entry(kind.name()).or_default() += 1;
         }
         hit
     }
@@ -190,12 +191,11 @@ impl SimDisk {
         s.pending_ids.push(id);
         let mut rng = s.stream(&[WRITE, id]);
         let mut bytes = bytes.to_vec();
-        let f = s.faults.clone();
-        if !bytes.is_empty() && s.happens(&mut rng, f.flip_on_write, "flip_on_write") {
+        if !bytes.is_empty() && s.happens(&mut rng, DiskFault::FlipOnWrite) {
             let bit = rng.gen_range(0..bytes.len() * 8);
             bytes[bit / 8] ^= 1 << (bit % 8);
         }
-        if s.len() > 0 && s.happens(&mut rng, f.misdirected_write, "misdirected_write") {
+        if s.len() > 0 && s.happens(&mut rng, DiskFault::MisdirectedWrite) {
             let len = s.len();
             let offset = rng.gen_range(0..len);
             s.overwrite(offset, &bytes);
@@ -214,13 +214,12 @@ impl SimDisk {
         what.append(&mut s.pending_ids);
         let mut rng = s.stream(&what);
         s.syncs += 1;
-        let f = s.faults.clone();
-        if !pending.is_empty() && s.happens(&mut rng, f.fsync_error, "fsync_error") {
+        if !pending.is_empty() && s.happens(&mut rng, DiskFault::FsyncError) {
             let keep = rng.gen_range(0..=pending.len());
             s.durable.extend_from_slice(&pending[..keep]);
             return Err(SyncFailed);
         }
-        if !pending.is_empty() && s.happens(&mut rng, f.lost_write, "lost_write") {
+        if !pending.is_empty() && s.happens(&mut rng, DiskFault::LostWrite) {
             let at = s.durable.len();
             s.ghosts.push((at, pending.len()));
         }
@@ -234,10 +233,9 @@ impl SimDisk {
         let mut s = self.lock();
         let mut all = s.durable.clone();
         all.extend_from_slice(&s.pending);
-        let f = s.faults.flip_on_read;
         s.reads += 1;
         let mut rng = s.stream(&[READ, s.reads]);
-        if !all.is_empty() && s.happens(&mut rng, f, "flip_on_read") {
+        if !all.is_empty() && s.happens(&mut rng, DiskFault::FlipOnRead) {
             let bit = rng.gen_range(0..all.len() * 8);
             all[bit / 8] ^= 1 << (bit % 8);
         }

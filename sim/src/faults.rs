@@ -209,11 +209,7 @@ impl FaultBudget {
     pub fn corrupted_disks(disk_faults: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
         disk_faults
             .iter()
-            .filter(|(_, kinds)| {
-                StorageFaults::CORRUPTING
-                    .iter()
-                    .any(|k| kinds.get(*k).is_some_and(|n| *n > 0))
-            })
+            .filter(|(_, kinds)| !DiskFault::corrupting_in(kinds).is_empty())
             .map(|(node, _)| node.clone())
             .collect()
     }
@@ -286,9 +282,6 @@ impl StorageFaults {
         *self == StorageFaults::default()
     }
 
-    /// The kinds, as the disk counts them, that corrupt or lose a written record.
-    pub const CORRUPTING: [&'static str; 3] = ["flip_on_write", "misdirected_write", "lost_write"];
-
     /// True when a fault that corrupts or loses a written record is on.
     pub fn corrupts(&self) -> bool {
         self.corrupting_off() != *self
@@ -299,23 +292,99 @@ impl StorageFaults {
     /// outside a budget's corrupt copies takes. Flips on read and failed
     /// syncs stay: neither damages an acknowledged record on the disk.
     pub fn corrupting_off(&self) -> StorageFaults {
-        StorageFaults {
-            flip_on_write: 0.0,
-            misdirected_write: 0.0,
-            lost_write: 0.0,
-            ..self.clone()
+        let mut off = self.clone();
+        for kind in DiskFault::ALL.into_iter().filter(|k| k.corrupts()) {
+            *off.rate_mut(kind) = 0.0;
+        }
+        off
+    }
+
+    /// The rate of `kind`.
+    pub fn rate(&self, kind: DiskFault) -> f64 {
+        match kind {
+            DiskFault::FlipOnWrite => self.flip_on_write,
+            DiskFault::FlipOnRead => self.flip_on_read,
+            DiskFault::MisdirectedWrite => self.misdirected_write,
+            DiskFault::LostWrite => self.lost_write,
+            DiskFault::FsyncError => self.fsync_error,
+        }
+    }
+
+    fn rate_mut(&mut self, kind: DiskFault) -> &mut f64 {
+        match kind {
+            DiskFault::FlipOnWrite => &mut self.flip_on_write,
+            DiskFault::FlipOnRead => &mut self.flip_on_read,
+            DiskFault::MisdirectedWrite => &mut self.misdirected_write,
+            DiskFault::LostWrite => &mut self.lost_write,
+            DiskFault::FsyncError => &mut self.fsync_error,
         }
     }
 
     /// Each rate scaled by `k`.
     fn scaled(&self, k: f64) -> StorageFaults {
-        StorageFaults {
-            flip_on_write: self.flip_on_write * k,
-            flip_on_read: self.flip_on_read * k,
-            misdirected_write: self.misdirected_write * k,
-            lost_write: self.lost_write * k,
-            fsync_error: self.fsync_error * k,
+        let mut scaled = self.clone();
+        for kind in DiskFault::ALL {
+            *scaled.rate_mut(kind) *= k;
         }
+        scaled
+    }
+}
+
+/// A kind of disk fault: one rate of [`StorageFaults`], and the name a disk
+/// counts it under ([`DiskFault::name`], the rate's field name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DiskFault {
+    /// [`StorageFaults::flip_on_write`].
+    FlipOnWrite,
+    /// [`StorageFaults::flip_on_read`].
+    FlipOnRead,
+    /// [`StorageFaults::misdirected_write`].
+    MisdirectedWrite,
+    /// [`StorageFaults::lost_write`].
+    LostWrite,
+    /// [`StorageFaults::fsync_error`].
+    FsyncError,
+}
+
+impl DiskFault {
+    /// Every kind, in the order the plan lists them.
+    pub const ALL: [DiskFault; 5] = [
+        DiskFault::FlipOnWrite,
+        DiskFault::FlipOnRead,
+        DiskFault::MisdirectedWrite,
+        DiskFault::LostWrite,
+        DiskFault::FsyncError,
+    ];
+
+    /// The name the disk counts the kind under, and the plan's field name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiskFault::FlipOnWrite => "flip_on_write",
+            DiskFault::FlipOnRead => "flip_on_read",
+            DiskFault::MisdirectedWrite => "misdirected_write",
+            DiskFault::LostWrite => "lost_write",
+            DiskFault::FsyncError => "fsync_error",
+        }
+    }
+
+    /// Whether the kind corrupts or loses a written record on the disk (a
+    /// flip on read damages only the copy read; a failed sync is reported).
+    pub fn corrupts(self) -> bool {
+        matches!(
+            self,
+            DiskFault::FlipOnWrite | DiskFault::MisdirectedWrite | DiskFault::LostWrite
+        )
+    }
+
+    /// The faults that corrupt or lose a written record among a disk's
+    /// counts by name (as the world reports them), with how many of each,
+    /// in [`DiskFault::ALL`]'s order; zero counts left out.
+    pub fn corrupting_in(counts: &BTreeMap<String, u64>) -> Vec<(DiskFault, u64)> {
+        DiskFault::ALL
+            .into_iter()
+            .filter(|k| k.corrupts())
+            .filter_map(|k| counts.get(k.name()).filter(|n| **n > 0).map(|n| (k, *n)))
+            .collect()
     }
 }
 
@@ -594,14 +663,18 @@ impl FaultMix {
             ("clock_steps", self.clock_steps_per_min > 0.0),
             ("clock_offset", self.max_clock_offset_ms > 0),
             ("clock_drift", self.max_drift_ppm > 0),
-            ("flip_on_write", self.storage.flip_on_write > 0.0),
-            ("flip_on_read", self.storage.flip_on_read > 0.0),
-            ("misdirected_write", self.storage.misdirected_write > 0.0),
-            ("lost_write", self.storage.lost_write > 0.0),
-            ("fsync_error", self.storage.fsync_error > 0.0),
+        ]
+        .into_iter()
+        .chain(
+            DiskFault::ALL
+                .into_iter()
+                .map(|k| (k.name(), self.storage.rate(k) > 0.0)),
+        )
+        .chain([
             ("duplicate", self.network.duplicate > 0.0),
             ("reorder", self.network.reorder > 0.0),
-        ]
+        ])
+        .collect()
     }
 
     /// Draws a concrete plan for `duration_ms` of workload. `crashable` nodes

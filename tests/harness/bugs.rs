@@ -8,6 +8,7 @@ use overcast_harness::scenario::Scenario;
 use overcast_scenarios::bugs::BUGS;
 use overcast_scenarios::kit::durability::D1;
 use overcast_scenarios::CATALOGUE;
+use overcast_sim::faults::DiskFault;
 
 /// Seeds each bug may take before the hunt counts as failed.
 const CAP: u64 = 200;
@@ -108,17 +109,13 @@ fn the_checks_stay_quiet_on_the_unmodified_model_with_the_new_faults_on() {
             }
         }
     }
-    for kind in [
-        "flip_on_write",
-        "flip_on_read",
-        "misdirected_write",
-        "lost_write",
-        "fsync_error",
+    let disk_kinds = DiskFault::ALL.map(DiskFault::name);
+    for kind in disk_kinds.into_iter().chain([
         "duplicate",
         "reorder",
         "duplicates_answered",
         "unavailable_startups",
-    ] {
+    ]) {
         assert!(
             injected.get(kind).copied().unwrap_or(0) > 0,
             "{kind}: {injected:?}"

@@ -8,6 +8,7 @@ use overcast_harness::scenario::Scenario;
 use overcast_scenarios::services::occ::check::OccHistory;
 use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Outcome;
+use overcast_sim::faults::DiskFault;
 use overcast_sim::runner::{run_isolated, sweep, SweepOptions};
 
 fn occ() -> &'static dyn DynScenario {
@@ -38,11 +39,11 @@ proptest! {
         // servers): it then refuses service by design and the probe's checks
         // have nothing to judge, so they say undecided. That is the one
         // outcome other than a pass the unmodified model may give.
-        let damaged = r.world.disk_faults.values().any(|kinds| {
-            ["flip_on_write", "misdirected_write", "lost_write"]
-                .iter()
-                .any(|k| kinds.get(*k).is_some_and(|n| *n > 0))
-        });
+        let damaged = r
+            .world
+            .disk_faults
+            .values()
+            .any(|kinds| !DiskFault::corrupting_in(kinds).is_empty());
         prop_assert!(
             r.passed() || (damaged && r.outcome == Outcome::Undecided),
             "scenario failed:\n{}\nscenario: {}",

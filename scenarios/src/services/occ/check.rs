@@ -14,6 +14,7 @@ use overcast_model::wire;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::LIVENESS;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
+use overcast_sim::faults::DiskFault;
 use overcast_sim::history::{AttemptResult, History, OpRecord};
 use overcast_sim::lin::{self, Operation};
 use overcast_sim::world::{Happening, WorldEvent, WorldOutcome};
@@ -123,14 +124,9 @@ pub fn damaged_disk_events(world: &WorldOutcome) -> Vec<WorldEvent> {
         .disk_faults
         .iter()
         .filter_map(|(node, kinds)| {
-            let damage: Vec<String> = ["flip_on_write", "misdirected_write", "lost_write"]
-                .iter()
-                .filter_map(|k| {
-                    kinds
-                        .get(*k)
-                        .filter(|n| **n > 0)
-                        .map(|n| format!("{k}×{n}"))
-                })
+            let damage: Vec<String> = DiskFault::corrupting_in(kinds)
+                .into_iter()
+                .map(|(k, n)| format!("{}×{n}", k.name()))
                 .collect();
             (!damage.is_empty()).then(|| WorldEvent {
                 at_ns: world.sim_ns,
