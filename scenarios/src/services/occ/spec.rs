@@ -563,7 +563,7 @@ impl Spec for ItemSpec {
                 t
             }
         };
-        format!("{call} -> {seen}")
+        format!("{call} → {seen}")
     }
 
     fn describe_state(&self, s: &ItemState) -> String {
