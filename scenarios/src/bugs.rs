@@ -331,7 +331,13 @@ pub const BUGS: &[BugInfo] = &[
         name: "page_cut_splits_batch",
         what: "the change feed cuts a page inside a transactional batch (one LSN) and continues after that LSN, skipping the batch's other items",
         scenarios: &["feed"],
-        caught_by: &["CF3"],
+        caught_by: &["CF10", "CF3"],
+    },
+    BugInfo {
+        name: "page_cut_keeps_log_end",
+        what: "a change feed page cut by the page-size hint answers the end of the log it read as its continuation, so the reader skips the changes after the cut",
+        scenarios: &["feed"],
+        caught_by: &["CF10", "CF3"],
     },
     BugInfo {
         name: "split_keeps_parent",

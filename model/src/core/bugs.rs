@@ -214,6 +214,10 @@ model_bugs! {
     /// apart and continues after that LSN, so the batch's other items are
     /// skipped. Breaks CF3.
     page_cut_splits_batch,
+    /// Change feed: a page cut by the page-size hint still answers the end
+    /// of the log it read as its continuation, not the page's last LSN, so
+    /// the reader skips the changes after the cut. Breaks CF10 (and CF3).
+    page_cut_keeps_log_end,
     /// Change feed processor: split handling creates the children but never
     /// deletes the parent lease. Breaks CF7.
     split_keeps_parent,

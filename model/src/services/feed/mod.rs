@@ -541,7 +541,9 @@ impl ChangeFeed {
                     } else {
                         items.retain(|i| i.lsn <= last);
                     }
-                    continuation = last;
+                    if !self.bugs.page_cut_keeps_log_end {
+                        continuation = last;
+                    }
                 }
                 if self.bugs.page_sorted_by_id {
                     items.sort_by(|a, b| (&a.partition_key, &a.id).cmp(&(&b.partition_key, &b.id)));

@@ -31,7 +31,7 @@ use super::history::{FeedCall, FeedEvent, FeedHistory};
 use super::properties::*;
 use super::{FeedParams, ITEMS, LEASES};
 use overcast_model::cosmos::{CosmosEffect, ItemChange};
-use overcast_model::feed::{epk, FeedEffect, FeedItem, KEY_SPACE};
+use overcast_model::feed::{FeedEffect, FeedItem, KEY_SPACE};
 use overcast_model::feed_processor::{LeaseDoc, ProcessorEvent, ProcessorOptions};
 use overcast_model::partition::Effect;
 use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
@@ -40,10 +40,12 @@ use overcast_sim::timeline::{node_lane, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod accounts;
+mod pages;
 use accounts::{
     final_account, final_since, lease_account, lease_rows, lsn_words, missing, page_step,
     pages_account,
 };
+pub use pages::reference_epk;
 
 /// One committed item write or delete, from the durable log.
 #[derive(Clone, Debug)]
@@ -585,7 +587,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         if ok_delivered.contains(&(k.clone(), *version)) {
             continue;
         }
-        let e = epk(&k.0);
+        let e = reference_epk(&k.0);
         let anchored = exempt_after.iter().any(|(token, s)| {
             ranges
                 .get(token)
@@ -1034,7 +1036,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     let writes: Vec<(&Committed, u32)> = items
         .iter()
         .filter_map(|c| match &c.change {
-            ItemChange::Written { key, .. } => Some((c, epk(&key.partition_key))),
+            ItemChange::Written { key, .. } => Some((c, reference_epk(&key.partition_key))),
             ItemChange::Deleted { .. } => None,
         })
         .collect();
@@ -1136,7 +1138,11 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             );
         }
     }
-    notes.insert("CF10", format!("{pulls} pull pages"));
+    let (judged, left) = pages::judge_pull_pages(h, &log, &items, &mut v);
+    notes.insert(
+        "CF10",
+        format!("{pulls} pull pages; {judged} pages of items judged item by item, {left} not (read across a recovery, or CF1's or CF2's)"),
+    );
     notes.insert("CF2", format!("{} hosts' streams", by_node.len()));
     notes.insert("CF5", format!("{} lease documents", leases.len()));
     notes.insert("CF6", format!("{} lease documents", leases.len()));

@@ -18,7 +18,7 @@ pub(super) fn missing(
     final_leases: &[&LeaseDoc],
     end_ns: u64,
 ) -> Violation {
-    let e = epk(&k.0);
+    let e = super::reference_epk(&k.0);
     let item = format!("{}/{}", k.0, k.1);
     let mut s = format!(
         "item {item} version {version} (lsn {lsn}, committed at {}",
