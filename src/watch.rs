@@ -299,6 +299,9 @@ impl DynScenario for Watched {
     fn prefix_closed(&self, property: PropertyId) -> bool {
         self.inner.prefix_closed(property)
     }
+    fn judges_its_premise(&self, property: PropertyId) -> bool {
+        self.inner.judges_its_premise(property)
+    }
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value> {
         self.inner.reduce(params, r, i)
     }

@@ -515,6 +515,16 @@ pub trait ScenarioDef: Send + Sync + 'static {
     fn prefix_closed(&self, _property: PropertyId) -> bool {
         false
     }
+    /// Whether the check of `property` states the quiet phase it needs
+    /// (its premise: so long after the last fault, write or left-out call)
+    /// and does not judge a run whose quiet phase falls short of it: such a
+    /// run never breaks it for want of time, so the shrinker may cut the
+    /// quiet phase short and leave out calls of it when that is the
+    /// property a failure breaks, as for a prefix-closed one. Default: no
+    /// property.
+    fn judges_its_premise(&self, _property: PropertyId) -> bool {
+        false
+    }
     /// Reshapes the resolved fault plan before the world runs (e.g. keeps the
     /// clocks within a bound the scenario's clients state). Called on every
     /// run, drawn or saved plan alike, so replays agree. Default: unchanged.
@@ -621,6 +631,13 @@ pub trait DynScenario: Send + Sync {
     fn reduction_names(&self) -> Vec<&'static str>;
     /// [`ScenarioDef::prefix_closed`].
     fn prefix_closed(&self, property: PropertyId) -> bool;
+    /// [`ScenarioDef::judges_its_premise`].
+    fn judges_its_premise(&self, property: PropertyId) -> bool;
+    /// Whether a failure of `property` may lose part of its quiet phase
+    /// in a shrink: it is prefix-closed or judges its premise.
+    fn quiet_phase_cuttable(&self, property: PropertyId) -> bool {
+        self.prefix_closed(property) || self.judges_its_premise(property)
+    }
     /// The `i`-th candidate of reduction `r` on these parameters.
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value>;
     /// Generated scenarios (parameters, seed and swarm switch).
@@ -757,6 +774,9 @@ impl<D: ScenarioDef> DynScenario for D {
     }
     fn prefix_closed(&self, property: PropertyId) -> bool {
         ScenarioDef::prefix_closed(self, property)
+    }
+    fn judges_its_premise(&self, property: PropertyId) -> bool {
+        ScenarioDef::judges_its_premise(self, property)
     }
     fn reduce(&self, params: &serde_json::Value, r: usize, i: usize) -> Option<serde_json::Value> {
         let p: D::Params = parse(ScenarioDef::name(self), params).ok()?;

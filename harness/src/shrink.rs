@@ -61,7 +61,8 @@ const MIN_QUIET_MS: u64 = 1_000;
 
 /// A reduction of the envelope (faults), common to every scenario: the
 /// `i`-th candidate, or `None`; the flag says whether the failure's
-/// property is prefix-closed.
+/// property lets the quiet phase be cut (it is prefix-closed, or its check
+/// judges its own premise: [`crate::registry::DynScenario::quiet_phase_cuttable`]).
 type EnvelopeReduction = fn(&Scenario, usize, bool) -> Option<Scenario>;
 
 /// When fault event `e` ends (a crashed node restarts, a partition heals, a
@@ -187,7 +188,7 @@ fn candidate(
             ..s.clone()
         })
     } else {
-        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i, def.prefix_closed(property))
+        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i, def.quiet_phase_cuttable(property))
     }
 }
 
@@ -245,7 +246,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
             && size(&run) < size(&self.best)
             && (!quiet_cut
                 || run.violations().iter().all(|v| {
-                    self.def.prefix_closed(v.property) || self.broken.contains(&v.property)
+                    self.def.quiet_phase_cuttable(v.property) || self.broken.contains(&v.property)
                 }));
         if better {
             self.kept += 1;
@@ -284,7 +285,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     fn history_base(&self, order: Order) -> (Scenario, Vec<Unit>) {
         let mut base = self.best_s.clone();
         base.pace = crate::ops::pace_of(&self.best.drawn);
-        let quiet_ok = self.def.prefix_closed(self.property);
+        let quiet_ok = self.def.quiet_phase_cuttable(self.property);
         let units = ordered_units(&self.best, &base, quiet_ok, order);
         (base, units)
     }
@@ -542,7 +543,7 @@ pub fn shrink(
     // parameters are tried again after it: its early candidates leave out
     // whole stretches after the violation, late fault events with them,
     // after which the quiet phase can be cut short.
-    let prefix_closed = def.prefix_closed(search.property);
+    let prefix_closed = def.quiet_phase_cuttable(search.property);
     loop {
         search.remove_subjects();
         // Two cuts of the same units: one may leave out what the other cannot

@@ -4,6 +4,7 @@ mod architecture;
 mod budget;
 mod bugs;
 mod coverage;
+mod draw_stability;
 mod explore;
 mod file_size;
 mod goals;

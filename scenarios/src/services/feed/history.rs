@@ -47,6 +47,12 @@ pub enum FeedEvent {
         /// The page's continuation.
         continuation: u64,
     },
+    /// A host's call the shrinker left out (the scenario's `skip` set): it
+    /// ended unknown at once, as a lost one, and disturbs the hosts as much.
+    LeftOut {
+        /// What the call was for and is (`renew: replace lease`).
+        what: String,
+    },
     /// The splitter asked for a split.
     Split {
         /// The range id.

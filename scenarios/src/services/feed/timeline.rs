@@ -248,6 +248,18 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                 kind: MarkKind::Event,
                 highlight: false,
             }),
+            FeedEvent::LeftOut { what } => t.marks.push(Mark {
+                lane: lane_host,
+                at_ns: e.at_ns,
+                label: "left out".into(),
+                detail: format!(
+                    "{}'s call {what} was left out at {} (a shrunk run)",
+                    e.node,
+                    secs(e.at_ns)
+                ),
+                kind: MarkKind::Fault,
+                highlight: false,
+            }),
             FeedEvent::Split { range, status } => t.marks.push(Mark {
                 lane: lane_host,
                 at_ns: e.at_ns,

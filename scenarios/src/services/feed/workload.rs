@@ -97,6 +97,16 @@ impl ProcessorObserver for HostObserver {
             Some(overcast_harness::ops::call_number(&what, key, nth) | quiet)
         };
         let skipped = number.is_some_and(|n| overcast_harness::ops::skipped_call(&self.name, n));
+        if skipped {
+            // The end-of-run checks wait for the hosts to settle after it.
+            self.rec.event(
+                self.name.clone(),
+                self.clock.now_ms(),
+                FeedEvent::LeftOut {
+                    what: what.to_string(),
+                },
+            );
+        }
         if let (Some(from), false) = (from, skipped) {
             overcast_harness::ops::name_socket(&self.name, from.port(), number);
         }
