@@ -3,3 +3,4 @@
 mod bugs;
 mod conformance;
 mod kit;
+mod services;

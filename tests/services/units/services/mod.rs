@@ -1,0 +1,3 @@
+//! Tests of each service's checks, reference specs and histories.
+
+mod occ;
