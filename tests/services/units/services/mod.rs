@@ -1,3 +1,4 @@
 //! Tests of each service's checks, reference specs and histories.
 
 mod occ;
+mod regions;
