@@ -1,4 +1,5 @@
 //! Tests of each service's checks, reference specs and histories.
 
+mod leases;
 mod occ;
 mod regions;
