@@ -2,4 +2,5 @@
 
 mod leases;
 mod occ;
+mod queues;
 mod regions;
