@@ -1203,6 +1203,3 @@ pub fn checkers(p: &FeedParams) -> Vec<FeedRule> {
     })
     .collect()
 }
-
-#[cfg(test)]
-mod tests;
