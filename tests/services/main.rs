@@ -8,3 +8,4 @@ mod occ;
 mod queues;
 mod regions;
 mod scripts;
+mod units;

@@ -284,18 +284,3 @@ pub fn lin_checked(report: &lin::Report, title: &str, name: LinOpName<'_>) -> Ch
     }
     checked
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn etags_are_shortened_to_their_tail_and_stars_stay() {
-        assert_eq!(short_etag("\"0x8D0000000000002A\""), "…002A");
-        assert_eq!(short_etag("*"), "*");
-        assert_eq!(
-            conditions_words(Some("\"0x8D00000000000001\""), None),
-            " If-Match …0001"
-        );
-    }
-}

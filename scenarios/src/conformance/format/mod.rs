@@ -649,6 +649,3 @@ impl Step {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

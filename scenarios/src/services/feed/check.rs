@@ -1295,6 +1295,3 @@ pub fn checkers(p: &FeedParams) -> Vec<FeedRule> {
     })
     .collect()
 }
-
-#[cfg(test)]
-mod tests;

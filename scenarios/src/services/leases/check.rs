@@ -873,6 +873,3 @@ pub fn checkers_for(server_clock: Option<ClockBound>) -> Vec<LeaseRule> {
     })
     .collect()
 }
-
-#[cfg(test)]
-mod tests;

@@ -791,7 +791,7 @@ impl<'a> Interner<'a> {
 
 /// `etag.trim_matches('"')`, on bytes: every quote at either end removed
 /// (the generic character search was a tenth of [`to_lin_ops`]).
-fn unquoted(etag: &str) -> &str {
+pub fn unquoted(etag: &str) -> &str {
     let b = etag.as_bytes();
     let start = b.iter().position(|c| *c != b'"').unwrap_or(b.len());
     let end = b.iter().rposition(|c| *c != b'"').map_or(start, |i| i + 1);
@@ -805,7 +805,7 @@ fn seconds(ms: &Option<Vec<u64>>) -> Option<Vec<u64>> {
 
 /// True for a status SPEC §4 says means "not executed" (or the SDK gave
 /// up without an answer): such an operation says nothing about the item.
-pub(crate) fn not_executed(status: u16) -> bool {
+pub fn not_executed(status: u16) -> bool {
     matches!(status, 408 | 410 | 429 | 449 | 503)
 }
 
@@ -920,6 +920,3 @@ pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, 
 
 mod accounts;
 use accounts::{etag_account, increment_account, probe_account};
-
-#[cfg(test)]
-mod tests;

@@ -704,6 +704,3 @@ pub fn budgets_spent(history: &OccHistory, options: &RetryOptions) -> [(&'static
         ("gone_window_spent", window),
     ]
 }
-
-#[cfg(test)]
-mod tests;

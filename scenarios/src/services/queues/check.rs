@@ -30,7 +30,7 @@ use overcast_sim::history::OpRecord;
 use overcast_sim::timeline::{clock_secs, node_lane, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
-mod connector;
+pub mod connector;
 pub use connector::{CheckpointResume, DeleteDetection, EndToEnd, TraversalGating};
 
 /// Every checker of `queues`, in the order the summary lists them.
@@ -945,6 +945,3 @@ fn requeue_rule(state: &Replay, step: &Step, cx: &Ctx) -> Option<Vec<Violation>>
     }
     Some(v)
 }
-
-#[cfg(test)]
-mod tests;

@@ -222,26 +222,3 @@ pub fn draw(h: &QueueHistory, t: &mut Timeline) {
         });
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use overcast_model::connector::Source;
-
-    #[test]
-    fn a_poll_reads_in_the_services_words() {
-        let call = Call {
-            node: "connector-0".into(),
-            source: Source::Worker,
-            request: QueueRequest::Poll {
-                datasource: "repo".into(),
-                queue: Some("FullTraversal||A: repo".into()),
-                statuses: vec![],
-                limit: Some(3),
-            },
-        };
-        let (w, _) = words(&call, None);
-        assert_eq!(w, "poll 'FullTraversal||A: repo' limit 3");
-        assert!(!w.contains('{') && !w.contains("Some("));
-    }
-}

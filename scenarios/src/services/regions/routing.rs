@@ -690,6 +690,3 @@ impl Routing {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

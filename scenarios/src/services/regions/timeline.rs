@@ -90,38 +90,3 @@ pub fn draw(h: &RegionsHistory, clients: usize, t: &mut Timeline) {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::history::Consistency;
-    use super::*;
-
-    #[test]
-    fn a_read_reads_in_the_services_words_not_as_json() {
-        let call = RegionCall {
-            op: "read".into(),
-            item: "k0".into(),
-            body: None,
-            if_match: None,
-            consistency: Consistency::Strong,
-            session_token: None,
-            session: String::new(),
-            seq: 0,
-        };
-        let out = RegionOutcome::Ok {
-            status: 200,
-            etag: Some("\"0x8D000000000000000B\"".into()),
-            body: Some("client-2.59".into()),
-            session_token: None,
-            region: "r0".into(),
-            node: "replica-0".into(),
-        };
-        let (w, tone) = words(&call, Some(&out));
-        assert_eq!(
-            w,
-            "read k0 strong → 200 \"client-2.59\" …000B from r0/replica-0"
-        );
-        assert_eq!(tone, Tone::Ok);
-        assert!(!w.contains('{'));
-    }
-}

@@ -522,7 +522,7 @@ fn pass_account(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Evidence {
 /// change. A save before the pushes loses those changes for good when the
 /// connector crashes or a push fails (until a full traversal, a day later
 /// by default). The number of saves judged, and the violations.
-pub(super) fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
+pub fn incremental_saves(h: &QueueHistory) -> (usize, Vec<Violation>) {
     let changes: Vec<(u64, u64, &str)> = h
         .node_events
         .iter()

@@ -1,7 +1,9 @@
 //! Tests of the region routing checks.
-use super::super::history::build::Builder;
-use super::super::history::Consistency::Session;
-use super::*;
+use crate::units::services::regions::history::build::Builder;
+use overcast_scenarios::services::regions::history::Consistency::Session;
+use overcast_scenarios::services::regions::history::{route, RegionEvent};
+use overcast_scenarios::services::regions::routing::*;
+use overcast_sim::check::{Checked, Checker, Verdict};
 use overcast_sim::history::{Attempt as Sent, AttemptResult};
 
 const S: u64 = 1_000_000_000;
@@ -191,7 +193,7 @@ fn strong_reads_and_later_attempts_may_use_a_marked_region() {
     let mut b = failed_over();
     b.read(
         "client-0",
-        super::super::history::Consistency::Strong,
+        overcast_scenarios::services::regions::history::Consistency::Strong,
         "k",
         (10 * S, 11 * S),
         "e1",

@@ -1,7 +1,7 @@
 //! The format's own tests: malformed scripts name their step and field, and
 //! parameters, answer fields and captured names go with their operation.
 
-use super::*;
+use overcast_scenarios::conformance::format::*;
 use overcast_sim::clock::EPOCH_MS;
 
 fn script(steps: &str) -> String {

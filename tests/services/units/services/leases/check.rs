@@ -1,7 +1,12 @@
 //! Tests of the lease checkers, on hand-made histories and on runs.
-use super::*;
-use overcast_model::lease::{LeaseTarget, Phase};
+use overcast_model::lease::{self, Lease, LeaseAction, LeaseDuration, LeaseTarget, Phase};
+use overcast_model::lease_holder::ClockBound;
+use overcast_model::partition::Effect;
 use overcast_model::store::ItemKey;
+use overcast_scenarios::services::leases::check::*;
+use overcast_scenarios::services::leases::history::{Call, LeaseEvent, LeaseHistory, Outcome};
+use overcast_sim::clock::EPOCH_MS;
+use overcast_sim::history::OpRecord;
 use overcast_sim::history::{Attempt, AttemptResult, History, NodeEvent};
 
 const S: u64 = 1_000_000_000;

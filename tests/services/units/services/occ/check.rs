@@ -1,5 +1,12 @@
 //! Tests of the occ checkers: the ETag reference, the linearizability mapping and lost writes.
-use super::*;
+use overcast_model::partition::Effect;
+use overcast_model::store;
+use overcast_scenarios::services::occ::check::*;
+use overcast_scenarios::services::occ::history::{Call, Outcome};
+use overcast_sim::check::{Checker, Verdict};
+use overcast_sim::history::History;
+use overcast_sim::lin::{self};
+use overcast_sim::world::WorldOutcome;
 
 #[test]
 fn unquoted_removes_the_quotes_trim_matches_removes() {
@@ -40,16 +47,16 @@ fn verdict(h: &OccHistory) -> lin::Verdict {
 
 #[test]
 fn no_verdict_depends_on_the_version_numbers_the_model_sends() {
-    let mut s = crate::CATALOGUE.scenario("occ", 3).unwrap();
+    let mut s = overcast_scenarios::CATALOGUE.scenario("occ", 3).unwrap();
     s.params["ops_per_client"] = 40.into();
     let mut good: OccHistory =
-        serde_json::from_str(&crate::CATALOGUE.run(&s).history.to_json()).unwrap();
+        serde_json::from_str(&overcast_scenarios::CATALOGUE.run(&s).history.to_json()).unwrap();
     assert_eq!(verdict(&good), lin::Verdict::Linearizable);
     scramble_versions(&mut good);
     assert_eq!(verdict(&good), lin::Verdict::Linearizable);
     s.bugs = vec!["skip_if_match".into()];
     let mut bad: OccHistory =
-        serde_json::from_str(&crate::CATALOGUE.run(&s).history.to_json()).unwrap();
+        serde_json::from_str(&overcast_scenarios::CATALOGUE.run(&s).history.to_json()).unwrap();
     assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);
     scramble_versions(&mut bad);
     assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);

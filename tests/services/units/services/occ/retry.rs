@@ -1,6 +1,9 @@
 //! Tests of the client-side retry checks.
-use super::*;
-use crate::kit::retry::tests::*;
+use crate::units::kit::retry::*;
+use overcast_model::retry::{self, RetryOptions};
+use overcast_scenarios::kit::retry::*;
+use overcast_scenarios::services::occ::retry::*;
+use overcast_sim::history::AttemptResult;
 
 #[test]
 fn paused_spans_pair_each_pause_with_its_resume() {

@@ -1,7 +1,13 @@
 //! Tests of the change feed checkers.
-use super::*;
 use overcast_model::conditions::ETag;
+use overcast_model::cosmos::{CosmosEffect, ItemChange};
 use overcast_model::cosmos::{CosmosItem, ItemKey};
+use overcast_model::feed_processor::{LeaseDoc, ProcessorEvent};
+use overcast_model::partition::Effect;
+use overcast_scenarios::services::feed::check::*;
+use overcast_scenarios::services::feed::history::{FeedEvent, FeedHistory};
+use overcast_scenarios::services::feed::{FeedParams, LEASES};
+use overcast_sim::check::Checker;
 use overcast_sim::history::NodeEvent;
 use overcast_sim::world::WorldEvent;
 
@@ -115,10 +121,11 @@ fn cf8(h: &FeedHistory) -> Vec<String> {
         hosts: 2,
         ..FeedParams::default()
     };
-    analyse(h, &p)
-        .violations
-        .into_iter()
-        .filter(|v| v.property == "CF8")
+    // Through the CF8 rule: it reports the walk's CF8 violations, in order.
+    checkers(&p)
+        .iter()
+        .filter(|rule| rule.properties().iter().any(|q| q.id == "CF8"))
+        .flat_map(|rule| rule.check(h).verdict().violations().to_vec())
         .map(|v| v.message)
         .collect()
 }

@@ -1,7 +1,10 @@
 //! Tests of the queue checkers.
-use super::connector::incremental_saves;
-use super::*;
+use overcast_model::connector::{ConnectorEvent, Source, CHECKPOINT_INCREMENTAL};
 use overcast_model::queue::PushItem;
+use overcast_model::queue::QueueRequest;
+use overcast_scenarios::services::queues::check::connector::incremental_saves;
+use overcast_scenarios::services::queues::history::{Call, Outcome, QueueEvent, QueueHistory};
+use overcast_sim::history::OpRecord;
 use overcast_sim::history::{History, NodeEvent, HISTORY_VERSION};
 
 const MS: u64 = 1_000_000;

@@ -1,0 +1,4 @@
+//! Tests of the conformance scripts' format and time.
+
+mod format;
+mod time;

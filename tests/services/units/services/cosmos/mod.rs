@@ -1,0 +1,4 @@
+//! Tests of the `cosmos` service's parts.
+
+mod check;
+mod spec;

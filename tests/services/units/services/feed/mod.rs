@@ -1,0 +1,3 @@
+//! Tests of the `feed` service's parts.
+
+mod check;

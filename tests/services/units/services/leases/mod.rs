@@ -1,0 +1,4 @@
+//! Tests of the `leases` service's parts.
+
+mod check;
+mod reference;

@@ -1,0 +1,6 @@
+//! Tests of the `occ` service's parts.
+
+mod check;
+mod coverage;
+mod retry;
+mod spec;

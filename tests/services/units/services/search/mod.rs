@@ -1,0 +1,4 @@
+//! Tests of the `search` service's parts.
+
+mod check;
+mod spec;
