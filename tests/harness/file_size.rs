@@ -89,3 +89,41 @@ fn the_rule_sees_a_long_file_and_accepts_a_reason() {
     ];
     assert_eq!(long_without_reason(&files), vec!["bare.rs: 1001 lines"]);
 }
+
+/// A crate whose manifest sets `test = false` has no unit-test program:
+/// a `#[test]` or `#[cfg(test)]` left in its source would never run. Its
+/// tests live in the root package's test programs instead.
+#[test]
+fn a_crate_without_a_unit_test_program_holds_no_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = 0;
+    for dir in SOURCE_DIRS {
+        let crate_dir = root.join(dir).parent().unwrap().to_path_buf();
+        let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+        if !manifest
+            .lines()
+            .any(|l| l.trim().replace(' ', "") == "test=false")
+        {
+            continue;
+        }
+        checked += 1;
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        let holding: Vec<String> = files
+            .iter()
+            .filter(|f| {
+                let text = std::fs::read_to_string(f).unwrap();
+                text.contains("#[test]") || text.contains("#[cfg(test)]")
+            })
+            .map(|f| f.display().to_string())
+            .collect();
+        assert!(
+            holding.is_empty(),
+            "{dir} is built with `test = false`, so these tests would never run: {holding:?}"
+        );
+    }
+    assert!(
+        checked > 0,
+        "no crate is built without its unit-test program"
+    );
+}
