@@ -3,6 +3,7 @@
 //! and generated from a seed (with swarm mode drawing the kinds at random).
 
 use crate::clock::ClockSkew;
+use crate::disk::DiskFault;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -327,64 +328,6 @@ impl StorageFaults {
             *scaled.rate_mut(kind) *= k;
         }
         scaled
-    }
-}
-
-/// A kind of disk fault: one rate of [`StorageFaults`], and the name a disk
-/// counts it under ([`DiskFault::name`], the rate's field name).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DiskFault {
-    /// [`StorageFaults::flip_on_write`].
-    FlipOnWrite,
-    /// [`StorageFaults::flip_on_read`].
-    FlipOnRead,
-    /// [`StorageFaults::misdirected_write`].
-    MisdirectedWrite,
-    /// [`StorageFaults::lost_write`].
-    LostWrite,
-    /// [`StorageFaults::fsync_error`].
-    FsyncError,
-}
-
-impl DiskFault {
-    /// Every kind, in the order the plan lists them.
-    pub const ALL: [DiskFault; 5] = [
-        DiskFault::FlipOnWrite,
-        DiskFault::FlipOnRead,
-        DiskFault::MisdirectedWrite,
-        DiskFault::LostWrite,
-        DiskFault::FsyncError,
-    ];
-
-    /// The name the disk counts the kind under, and the plan's field name.
-    pub fn name(self) -> &'static str {
-        match self {
-            DiskFault::FlipOnWrite => "flip_on_write",
-            DiskFault::FlipOnRead => "flip_on_read",
-            DiskFault::MisdirectedWrite => "misdirected_write",
-            DiskFault::LostWrite => "lost_write",
-            DiskFault::FsyncError => "fsync_error",
-        }
-    }
-
-    /// Whether the kind corrupts or loses a written record on the disk (a
-    /// flip on read damages only the copy read; a failed sync is reported).
-    pub fn corrupts(self) -> bool {
-        matches!(
-            self,
-            DiskFault::FlipOnWrite | DiskFault::MisdirectedWrite | DiskFault::LostWrite
-        )
-    }
-
-    /// The faults that corrupt or lose a written record among a disk's
-    /// counts by name (as the world reports them), with how many of each,
-    /// in [`DiskFault::ALL`]'s order; zero counts left out.
-    pub fn corrupting_in(counts: &BTreeMap<String, u64>) -> Vec<(DiskFault, u64)> {
-        DiskFault::ALL
-            .into_iter()
-            .filter(|k| k.corrupts())
-            .filter_map(|k| counts.get(k.name()).filter(|n| **n > 0).map(|n| (k, *n)))
-            .collect()
     }
 }
 

@@ -8,7 +8,7 @@ use overcast_harness::scenario::Scenario;
 use overcast_scenarios::bugs::BUGS;
 use overcast_scenarios::kit::durability::D1;
 use overcast_scenarios::CATALOGUE;
-use overcast_sim::faults::DiskFault;
+use overcast_sim::disk::DiskFault;
 
 /// Seeds each bug may take before the hunt counts as failed.
 const CAP: u64 = 200;

@@ -8,7 +8,7 @@ use overcast_harness::scenario::Scenario;
 use overcast_scenarios::services::occ::check::OccHistory;
 use overcast_scenarios::CATALOGUE;
 use overcast_sim::check::Outcome;
-use overcast_sim::faults::DiskFault;
+use overcast_sim::disk::DiskFault;
 use overcast_sim::runner::{run_isolated, sweep, SweepOptions};
 
 fn occ() -> &'static dyn DynScenario {

@@ -14,7 +14,7 @@ use overcast_model::wire;
 use overcast_sim::check::fresh::check_fresh;
 use overcast_sim::check::LIVENESS;
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
-use overcast_sim::faults::DiskFault;
+use overcast_sim::disk::DiskFault;
 use overcast_sim::history::{AttemptResult, History, OpRecord};
 use overcast_sim::lin::{self, Operation};
 use overcast_sim::world::{Happening, WorldEvent, WorldOutcome};
