@@ -6,7 +6,8 @@
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
-use overcast_scenarios::services::regions::history::RegionsHistory;
+use overcast_scenarios::services::regions::history::{RegionOutcome, RegionsHistory};
+use overcast_scenarios::services::regions::{item_names, RegionsParams};
 use overcast_scenarios::CATALOGUE;
 
 fn regions() -> &'static dyn DynScenario {
@@ -97,6 +98,57 @@ fn replicated_blobs_are_judged_in_the_blob_dialect() {
         first_seed_breaking_in(occ_replicated(), "session_token_ignored", &["R5"], 20).is_some(),
         "R5 never caught session_token_ignored on blobs in 20 seeds"
     );
+}
+
+/// The partitions of `def`'s run of `seed` that no acknowledged write, or
+/// no acknowledged read, reached.
+fn partitions_unvisited(def: &'static dyn DynScenario, seed: u64) -> Vec<String> {
+    let s = Scenario::new(def, seed);
+    let p: RegionsParams = serde_json::from_value(s.params.clone()).expect("regions parameters");
+    let r = run_with(def, &s);
+    let h = r.history_as::<RegionsHistory>().expect("a regions history");
+    let mut missing = Vec::new();
+    for partition in 0..p.partitions {
+        for (what, reads) in [("write", false), ("read", true)] {
+            let reached = h.ops.iter().any(|o| {
+                (o.call.op == "read") == reads
+                    && matches!(o.result, Some(RegionOutcome::Ok { .. }))
+                    && overcast_model::wire::partition_of(&o.call.item, p.partitions) == partition
+            });
+            if !reached {
+                missing.push(format!(
+                    "seed {seed}: no {what} acknowledged on partition {partition}"
+                ));
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn the_items_are_dealt_over_every_partition() {
+    for partitions in 1..=5 {
+        let names = item_names(2 * partitions as usize, partitions);
+        let mut hit: Vec<u32> = names
+            .iter()
+            .map(|n| overcast_model::wire::partition_of(n, partitions))
+            .collect();
+        hit.sort();
+        hit.dedup();
+        assert_eq!(hit, (0..partitions).collect::<Vec<_>>(), "{names:?}");
+    }
+    // Four items over two partitions, two on each, with readable names.
+    assert_eq!(item_names(4, 2), ["k4", "k0", "k5", "k1"]);
+}
+
+#[test]
+fn every_partition_of_every_run_gets_writes_and_reads() {
+    for def in [regions(), occ_replicated()] {
+        let missing: Vec<String> = (0..10)
+            .flat_map(|seed| partitions_unvisited(def, seed))
+            .collect();
+        assert!(missing.is_empty(), "{}: {missing:#?}", def.name());
+    }
 }
 
 #[test]
