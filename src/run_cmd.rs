@@ -56,8 +56,8 @@ pub struct RunArgs {
     /// restarts, `debug` every SDK attempt (a tracing filter, e.g. `overcast_model=debug`).
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
-    /// `occ` only: print which row and cell of SPEC §1.1.3 / §1.1.4 each
-    /// operation exercised (row, cell, count).
+    /// Scenarios with a coverage table (`occ`, `leases`): print which row
+    /// and cell of its SPEC tables each operation reached (row, cell, count).
     #[arg(long)]
     pub coverage: bool,
     /// `occ` only: the throttling variant (429 storms and 410 streaks per
@@ -165,9 +165,9 @@ pub struct SweepArgs {
     /// on disk and more in memory while the sweep runs.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub save_failures: usize,
-    /// `occ` only: instead of the usual report, the coverage table of SPEC
-    /// §1.1.3 / §1.1.4 summed over the seeds (row, cell, count), and the
-    /// seeds that did not pass.
+    /// Scenarios with a coverage table (`occ`, `leases`): instead of the
+    /// usual report, the table of its SPEC tables summed over the seeds
+    /// (row, cell, count), and the seeds that did not pass.
     #[arg(long)]
     pub coverage: bool,
     /// The longest one seed's run may take, in wall time (e.g. 30s, 10m, or
@@ -424,8 +424,8 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(x) => x,
         Err(e) => return bad_input(e),
     };
-    if args.coverage && def.name() != "occ" {
-        return bad_input("--coverage is for occ only");
+    if args.coverage && def.coverage_tables().is_none() {
+        return bad_input(no_coverage(def.name()));
     }
     s.branch = branch;
     if let Err(e) = CATALOGUE.validate(&s) {
@@ -437,7 +437,7 @@ pub fn run(args: &RunArgs) -> u8 {
     watch::finish();
     let code = print_run(&r, args.history.as_deref());
     if args.coverage {
-        if let Some(c) = overcast_scenarios::services::occ::coverage::of_run(&r) {
+        if let Some(c) = def.coverage_of(&*r.history) {
             print!("{}", c.table());
         }
     }
@@ -865,22 +865,49 @@ fn sweep_names(scenario: Option<&str>, bugs: &[String]) -> Result<Vec<&'static s
     }
 }
 
-/// `overcast sweep occ --coverage`: the coverage table over the seeds.
+/// Why `--coverage` is refused for scenario `name`: it has no coverage
+/// table; the ones that have one.
+fn no_coverage(name: &str) -> String {
+    let with: Vec<&str> = CATALOGUE
+        .names()
+        .filter(|n| {
+            CATALOGUE
+                .find(n)
+                .is_ok_and(|d| d.coverage_tables().is_some())
+        })
+        .collect();
+    format!(
+        "--coverage: {name} has no coverage table (the scenarios with one: {})",
+        with.join(", ")
+    )
+}
+
+/// `overcast sweep NAME --coverage`: the coverage table over the seeds.
 fn sweep_coverage(args: &SweepArgs, names: &[&str], seeds: &[u64], jobs: usize) -> u8 {
-    if names != ["occ"] || args.for_time.is_some() || args.shard.is_some() {
-        return bad_input("--coverage is for `sweep occ --seeds A..B` only");
+    let [name] = names else {
+        return bad_input("--coverage sweeps one scenario: `sweep NAME --seeds A..B --coverage`");
+    };
+    if args.for_time.is_some() || args.shard.is_some() {
+        return bad_input("--coverage is for `sweep NAME --seeds A..B` only");
     }
+    let def = match CATALOGUE.find(name) {
+        Ok(def) => def,
+        Err(e) => return bad_input(e),
+    };
     let started = Instant::now();
-    let (coverage, failed) =
-        overcast_scenarios::services::occ::coverage::over_seeds(seeds, jobs, |seed| {
-            args.mix.scenario("occ", seed).expect("validated above").1
-        });
+    let Some((coverage, failed)) =
+        overcast_harness::coverage::over_seeds(def, seeds, jobs, |seed| {
+            args.mix.scenario(name, seed).expect("validated above").1
+        })
+    else {
+        return bad_input(no_coverage(name));
+    };
     for (seed, problem) in &failed {
         println!("seed {seed} did not pass: {problem}");
     }
     print!("{}", coverage.table());
     println!(
-        "occ coverage: {} seeds in {:.1} s, {} did not pass",
+        "{name} coverage: {} seeds in {:.1} s, {} did not pass",
         seeds.len(),
         started.elapsed().as_secs_f64(),
         failed.len()

@@ -339,6 +339,15 @@ impl DynScenario for Watched {
     ) -> Result<Vec<overcast_harness::goals::DynGoal>, HarnessError> {
         self.inner.goals(params)
     }
+    fn coverage_tables(&self) -> Option<overcast_harness::coverage::Tables> {
+        self.inner.coverage_tables()
+    }
+    fn coverage_of(
+        &self,
+        history: &dyn RunHistory,
+    ) -> Option<overcast_harness::coverage::Coverage> {
+        self.inner.coverage_of(history)
+    }
 }
 
 #[cfg(test)]

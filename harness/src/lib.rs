@@ -1,7 +1,8 @@
 //! The generic machinery over any scenario: the [`registry`] a scenario
 //! implements, the saved-file envelope ([`scenario`], [`saved`]), running
 //! ([`run`]), sweeping ([`sweep`]), exploring ([`explore`]), shrinking ([`shrink`], [`ops`]), the bug
-//! hunt ([`hunt`]) and the failure page ([`report`]). It depends on the
+//! hunt ([`hunt`]), the failure page ([`report`]) and a scenario's
+//! coverage of its SPEC tables ([`coverage`]). It depends on the
 //! engine (`overcast-sim`) only and names no scenario: a program hands it
 //! its [`catalogue::Catalogue`].
 
@@ -15,6 +16,7 @@ compile_error!(
 
 pub mod bug;
 pub mod catalogue;
+pub mod coverage;
 pub mod error;
 pub mod explore;
 pub mod goals;

@@ -544,6 +544,20 @@ pub trait ScenarioDef: Send + Sync + 'static {
     fn goals(&self, _p: &Self::Params) -> Vec<crate::goals::Goal<Self::History>> {
         Vec::new()
     }
+    /// The SPEC tables its coverage counts ([`crate::coverage`]), and how a
+    /// history's operations are counted in them. Default: none (`--coverage`
+    /// is refused).
+    fn coverage(&self) -> Option<CoverageOf<Self::History>> {
+        None
+    }
+}
+
+/// A scenario's coverage capability: its tables, and the counts of one history.
+pub struct CoverageOf<H> {
+    /// The tables counted.
+    pub tables: crate::coverage::Tables,
+    /// The counts of one history.
+    pub count: fn(&H) -> crate::coverage::Coverage,
 }
 
 /// One checker's result in a run.
@@ -673,6 +687,11 @@ pub trait DynScenario: Send + Sync {
     /// [`ScenarioDef::goals`] for these parameters, over any history.
     fn goals(&self, params: &serde_json::Value)
         -> Result<Vec<crate::goals::DynGoal>, HarnessError>;
+    /// The tables of [`ScenarioDef::coverage`], if it has them.
+    fn coverage_tables(&self) -> Option<crate::coverage::Tables>;
+    /// [`ScenarioDef::coverage`]'s counts of `history` (`None`: no tables,
+    /// or a history of another scenario).
+    fn coverage_of(&self, history: &dyn RunHistory) -> Option<crate::coverage::Coverage>;
 }
 
 fn parse<T: DeserializeOwned>(name: &str, v: &serde_json::Value) -> Result<T, HarnessError> {
@@ -873,6 +892,13 @@ impl<D: ScenarioDef> DynScenario for D {
             .into_iter()
             .map(crate::goals::erase)
             .collect())
+    }
+    fn coverage_tables(&self) -> Option<crate::coverage::Tables> {
+        ScenarioDef::coverage(self).map(|c| c.tables)
+    }
+    fn coverage_of(&self, history: &dyn RunHistory) -> Option<crate::coverage::Coverage> {
+        let c = ScenarioDef::coverage(self)?;
+        history.as_any().downcast_ref::<D::History>().map(c.count)
     }
     fn strategy(&'static self) -> BoxedStrategy<Scenario> {
         (ScenarioDef::strategy(self), any::<u64>(), any::<bool>())

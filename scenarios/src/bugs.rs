@@ -151,7 +151,7 @@ pub const BUGS: &[BugInfo] = &[
         name: "acquire_not_idempotent_retry",
         what: "the SDK re-sends an acquire without a proposed id after a timeout, so the caller may be told 409 for a lease it won",
         scenarios: &["leases"],
-        caught_by: &["L5", "L1", "L9"],
+        caught_by: &["L5", "L1", "L9", "R1"],
     },
     BugInfo {
         name: "lease_id_reuse",

@@ -1,8 +1,9 @@
 //! The coverage of SPEC §1.1.3 / §1.1.4 by `occ`'s default sweep: every
 //! reachable row of the condition tables is exercised over seeds 0..200.
 
+use overcast_harness::coverage::over_seeds;
 use overcast_harness::scenario::Scenario;
-use overcast_scenarios::services::occ::coverage::{over_seeds, ROWS};
+use overcast_scenarios::services::occ::coverage::ROWS;
 use overcast_scenarios::CATALOGUE;
 
 #[test]
@@ -12,7 +13,8 @@ fn every_reachable_row_of_the_condition_tables_is_exercised_by_seeds_0_to_200() 
         .map(|n| n.get())
         .unwrap_or(2);
     let seeds: Vec<u64> = (0..200).collect();
-    let (coverage, failed) = over_seeds(&seeds, jobs, |seed| Scenario::new(occ, seed));
+    let (coverage, failed) =
+        over_seeds(occ, &seeds, jobs, |seed| Scenario::new(occ, seed)).expect("occ has tables");
     eprintln!("{}", coverage.table());
     assert!(failed.is_empty(), "seeds that did not pass: {failed:?}");
     assert_eq!(coverage.rows_at_zero(), Vec::<&str>::new());

@@ -135,3 +135,75 @@ fn no_plain_seed_deletes_a_leased_blob() {
         assert!(b.passed(), "{}", b.summary());
     }
 }
+
+/// The seeds of the coverage test, the size CI runs (about 9 s on two
+/// cores): seeds 0..300 leave `write.B` (expired) at zero, 0..500 none.
+const COVERAGE_SEEDS: u64 = 500;
+
+#[test]
+fn the_default_sweep_reaches_every_reachable_cell_of_the_lease_tables() {
+    use overcast_harness::coverage::over_seeds;
+    use overcast_scenarios::services::leases::coverage::{EITHER_STATE, ROWS};
+    let def = leases();
+    let seeds: Vec<u64> = (0..COVERAGE_SEEDS).collect();
+    let (coverage, failed) = over_seeds(def, &seeds, 2, |seed| Scenario::new(def, seed))
+        .expect("leases has coverage tables");
+    eprintln!("{}", coverage.table());
+    assert!(failed.is_empty(), "seeds that did not pass: {failed:?}");
+    assert_eq!(coverage.cells_at_zero(), Vec::<(&str, &str)>::new());
+    // A cell out of reach by design is never counted: the reference has no
+    // current id where there is no lease.
+    for r in ROWS {
+        for (cell, _) in r.unreachable_cells {
+            assert_eq!(coverage.cell_count(r.id, cell), 0, "{} {cell}", r.id);
+        }
+    }
+    // Every placed call is in a cell of its row, or between two states.
+    let odd: Vec<_> = coverage
+        .cells
+        .keys()
+        .filter(|(row, cell)| {
+            let r = ROWS.iter().find(|r| r.id == *row).expect("a row of ROWS");
+            !r.cells.contains(&cell.as_str()) && cell != EITHER_STATE
+        })
+        .collect();
+    assert!(odd.is_empty(), "{odd:?}");
+}
+
+#[test]
+fn a_saved_file_without_the_new_client_kinds_loads_and_the_default_mix_holds_infinite_leases() {
+    // Saved files without the weights of the infinite holds and the
+    // break-and-take rounds load with them at 0 (and their kinds are drawn
+    // last, so such a file's runs draw as before them).
+    let def = leases();
+    let mut s = Scenario::new(def, 3);
+    s.params["mix"]
+        .as_object_mut()
+        .expect("a mix")
+        .retain(|k, _| k != "hold_infinite" && k != "break_and_take");
+    s.params
+        .as_object_mut()
+        .expect("parameters")
+        .remove("infinite_hold_ms");
+    def.check_params(&s.params)
+        .expect("an old file's parameters load");
+    let old = run_with(def, &s);
+    let new = run_with(def, &Scenario::new(def, 3));
+    assert!(old.passed() && new.passed());
+    assert_ne!(
+        old.trace_hash, new.trace_hash,
+        "the default mix has the new kinds"
+    );
+    let ops = |r: &overcast_harness::run::RunResult, op: &str| {
+        r.history_as::<overcast_scenarios::services::leases::history::LeaseHistory>()
+            .expect("a leases history")
+            .ops
+            .iter()
+            .filter(|o| o.call.op == op && o.call.duration_s == Some(-1))
+            .count()
+    };
+    assert!(
+        ops(&new, "acquire") > ops(&old, "acquire"),
+        "infinite acquires"
+    );
+}

@@ -37,6 +37,7 @@
 //!   attempt that timed out or got 408, judged from each call's attempts
 //!   against SPEC's list, not the model's own.
 
+use super::coverage::{self, Visit};
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::properties::*;
 use super::reference::{self, RefLease, RefState};
@@ -387,6 +388,9 @@ pub struct Analysis {
     pub lease_refusals_judged: usize,
     /// Reads, writes and deletes judged against the table of §2.5 (L2).
     pub blob_answers: answers::BlobAnswers,
+    /// Where each placed call stood in the SPEC tables (for the coverage
+    /// table, [`super::coverage`]).
+    pub visits: Vec<Visit>,
 }
 
 fn violation(property: &'static str, message: String, ops: Vec<u64>) -> Violation {
@@ -442,6 +446,23 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                 let before = refs.get(&name).cloned();
                 let new_id = lease.as_ref().map_or("", |l| l.id.as_str());
                 let st = reference::state(before.as_ref(), *at_ms);
+                let ops = calls_at(h, action.name(), &name, e.at_ns);
+                a.visits.push(Visit {
+                    row: coverage::action_row(action, before.as_ref()),
+                    cell: st.word().into(),
+                    ops: ops.clone(),
+                });
+                if let LeaseAction::Break { break_period } = action {
+                    if let Some((row, cell)) =
+                        coverage::break_row(st, before.as_ref(), *break_period)
+                    {
+                        a.visits.push(Visit {
+                            row,
+                            cell: cell.into(),
+                            ops,
+                        });
+                    }
+                }
                 match reference::step(before.as_ref(), action, *at_ms, new_id) {
                     Err(code) => a.violations.push(
                         violation(

@@ -2,13 +2,16 @@
 //! one server (crashable, with a disk) holding the store and its leases;
 //! holders (crashable) contending for blob leases through the lease-holder
 //! library; plain clients reading, writing, breaking, taking one-shot leases
-//! without a proposed id, changing ids and leasing and deleting the container.
+//! without a proposed id, changing ids, holding infinite leases for long
+//! stretches, breaking leases and taking them over, and leasing and deleting
+//! the container.
 //! Faults: clock offsets, drift and one step per clock within the library's
 //! stated bound (beyond it with `skew_beyond_bound`), pauses (holder pauses
 //! stretched past a lease), partitions, crashes, lost and delayed messages,
 //! server fault points. Checked: L1–L9 (see [`check`]).
 
 pub mod check;
+pub mod coverage;
 pub mod goals;
 pub mod history;
 pub mod properties;
@@ -61,6 +64,16 @@ pub struct ClientMix {
     pub change: u32,
     /// The container lease: acquire, set metadata, maybe delete, release.
     pub container: u32,
+    /// Hold an infinite lease for a long stretch ([`LeasesParams::infinite_hold_ms`]):
+    /// write, read and renew with its id; after a break, write and release.
+    /// 0 in files saved before it existed.
+    #[serde(default)]
+    pub hold_infinite: u32,
+    /// Break a blob's lease and try to take it while the break runs, then
+    /// change the id (twice, as a retry would), write, renew and release.
+    /// 0 in files saved before it existed.
+    #[serde(default)]
+    pub break_and_take: u32,
 }
 
 impl Default for ClientMix {
@@ -72,6 +85,8 @@ impl Default for ClientMix {
             one_shot: 25,
             change: 10,
             container: 5,
+            hold_infinite: 12,
+            break_and_take: 12,
         }
     }
 }
@@ -129,6 +144,10 @@ pub struct LeasesParams {
     /// comes first). 0 in files saved before it existed.
     #[serde(default)]
     pub conditional_writes: f64,
+    /// How long a plain client holds an infinite lease ([`ClientMix::hold_infinite`]),
+    /// ms range. (0, 0) in files saved before it existed.
+    #[serde(default)]
+    pub infinite_hold_ms: (u64, u64),
 }
 
 impl Default for LeasesParams {
@@ -157,6 +176,7 @@ impl Default for LeasesParams {
             fsync_ms: (1, 3),
             skew_beyond_bound: false,
             conditional_writes: 0.3,
+            infinite_hold_ms: (4_000, 15_000),
             client_ops: unbounded(),
             holder_rounds: unbounded(),
         }
@@ -287,8 +307,15 @@ impl ScenarioDef for Leases {
             return Err(ParamError::new("duration_s must be 15–60"));
         }
         let m = &p.mix;
-        if p.clients > 0 && m.read + m.write + m.r#break + m.one_shot + m.change + m.container == 0
-        {
+        let weight = m.read
+            + m.write
+            + m.r#break
+            + m.one_shot
+            + m.change
+            + m.container
+            + m.hold_infinite
+            + m.break_and_take;
+        if p.clients > 0 && weight == 0 {
             return Err(ParamError::new("the client mix has no weight"));
         }
         params::ordered(&[
@@ -296,6 +323,7 @@ impl ScenarioDef for Leases {
             ("work_ms", p.work_ms),
             ("client_pause_ms", p.client_pause_ms),
             ("fsync_ms", p.fsync_ms),
+            ("infinite_hold_ms", p.infinite_hold_ms),
         ])?;
         params::probabilities(&[
             ("stall_probability", p.stall_probability),
@@ -475,6 +503,13 @@ impl ScenarioDef for Leases {
         goals::goals()
     }
 
+    fn coverage(&self) -> Option<overcast_harness::registry::CoverageOf<LeaseHistory>> {
+        Some(overcast_harness::registry::CoverageOf {
+            tables: coverage::TABLES,
+            count: coverage_of,
+        })
+    }
+
     fn reductions(&self) -> Vec<Reduction<LeasesParams>> {
         vec![
             ("one holder fewer", |p, i| {
@@ -535,4 +570,10 @@ impl ScenarioDef for Leases {
             }),
         ]
     }
+}
+
+/// The coverage of one history: [`coverage::of`] over the visits of the
+/// lease checkers' walk ([`check::analyse`]).
+fn coverage_of(h: &LeaseHistory) -> overcast_harness::coverage::Coverage {
+    coverage::of(h, check::analyse(h).visits)
 }

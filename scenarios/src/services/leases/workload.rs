@@ -2,8 +2,10 @@
 //! lease-holder library (acquire with a proposed id, renew at half time, act
 //! under the lease, fenced writes, release or abandon), plain clients that
 //! read, write, break, take one-shot leases without a proposed id, change
-//! ids and work on the container lease; and the server's log device, which
-//! records every log record as the server's view of what happened.
+//! ids, hold infinite leases for long stretches (writing, renewing and
+//! releasing during the breaks that hit them), break leases and take them
+//! over, and work on the container lease; and the server's log device,
+//! which records every log record as the server's view of what happened.
 
 use super::history::{begin, Call, LeaseEvent, LeaseRecorder, Outcome};
 use super::{blob_key, LeasesParams, CONTAINER};
@@ -359,6 +361,8 @@ pub async fn client(
         let key = blob_key(rng.gen_range(0..p.blobs));
         let blob = LeaseTarget::Blob(key.clone());
         let m = &p.mix;
+        // New kinds go last, so a saved file without their weights draws
+        // as it did before they existed.
         let weights = [
             m.read,
             m.write,
@@ -366,6 +370,8 @@ pub async fn client(
             m.one_shot,
             m.change,
             m.container,
+            m.hold_infinite,
+            m.break_and_take,
         ];
         let total: u32 = weights.iter().sum();
         let mut pick = rng.gen_range(0..total.max(1));
@@ -491,6 +497,8 @@ pub async fn client(
                     node.lease(client, release).await;
                 }
             }
+            6 => hold_infinite(p, node, client, &blob, &mut rng, &mut calls, deadline_ns).await,
+            7 => break_and_take(p, node, client, &blob, &mut rng, &mut calls).await,
             _ => {
                 // The container: lease it, set metadata without the id, sometimes
                 // delete it (with or without the id), release.
@@ -534,6 +542,304 @@ pub async fn client(
             }
         }
     }
+}
+
+/// The 409 code of a lease answer, if it is one.
+fn lease_code(r: &CallResult<LeaseResponse>) -> Option<&str> {
+    r.response.as_ref()?.error_code.as_deref()
+}
+
+/// The 412 code of a store answer, if it is one.
+fn store_code(r: &CallResult<StoreResponse>) -> Option<&str> {
+    r.response.as_ref()?.error_code.as_deref()
+}
+
+/// Acquires `blob` with `id` for `duration` s (-1: infinite), again after
+/// each refusal (another lease holds it, or its break still runs), at most
+/// `tries` times, pausing `pause_ms` between tries. Whether it was granted.
+#[allow(clippy::too_many_arguments)]
+async fn acquire_until_granted(
+    node: &Node,
+    client: &mut StoreClient,
+    blob: &LeaseTarget,
+    id: &str,
+    duration: i64,
+    tries: usize,
+    pause_ms: (u64, u64),
+    rng: &mut impl Rng,
+    calls: &mut Calls<'_>,
+) -> bool {
+    for _ in 0..tries {
+        if !calls.skipped().await {
+            let acq = action(
+                blob,
+                LeaseAction::Acquire {
+                    duration: Some(duration),
+                    proposed_id: Some(id.to_string()),
+                },
+            );
+            let r = node.lease(client, acq).await;
+            if succeeded(&r) {
+                return true;
+            }
+            // A missing blob (or container) is not a lease to wait for.
+            if r.response.as_ref().is_some_and(|x| x.status == 404) {
+                return false;
+            }
+        }
+        sleep_ms(rng, pause_ms).await;
+    }
+    false
+}
+
+/// Holds an infinite lease on `blob` for a long stretch (SPEC §2.3: it never
+/// expires, so only a release or a break ends it): acquires it with an id of
+/// its own, waiting out other holders, then until the stretch is over
+/// writes, reads and renews (a no-op on an infinite lease) with the id. A
+/// renew refused because a break hit the lease (409
+/// `LeaseIsBrokenAndCannotBeRenewed`) or a write refused because the lease
+/// is gone ends the stretch early; either way it writes once more with the
+/// id (during the break, if it still runs) and releases.
+async fn hold_infinite(
+    p: &LeasesParams,
+    node: &Node,
+    client: &mut StoreClient,
+    blob: &LeaseTarget,
+    rng: &mut impl Rng,
+    calls: &mut Calls<'_>,
+    deadline_ns: u64,
+) {
+    let LeaseTarget::Blob(key) = blob else {
+        return;
+    };
+    let id = guid(rng);
+    if !acquire_until_granted(node, client, blob, &id, -1, 20, p.retry_ms, rng, calls).await {
+        return;
+    }
+    let (lo, hi) = p.infinite_hold_ms;
+    let until = sim_now_ns() + rng.gen_range(lo..=hi.max(lo)) * 1_000_000;
+    let put = |body: String| StoreRequest::Put {
+        key: key.clone(),
+        body,
+        conditions: with_lease(Conditions::none(), id.clone()),
+    };
+    while sim_now_ns() < until && !past(deadline_ns) {
+        sleep_ms(rng, p.work_ms).await;
+        let pick = rng.gen_range(0..10);
+        if calls.skipped().await {
+            continue;
+        }
+        match pick {
+            0..=4 => {
+                let r = node
+                    .store(client, put(format!("{}@{}", node.name, sim_now_ns())))
+                    .await;
+                // `LeaseLost`, `LeaseNotPresentWithBlobOperation`,
+                // `LeaseIdMismatchWithBlobOperation`: the lease is not ours now.
+                if store_code(&r).is_some_and(|c| c.starts_with("Lease")) {
+                    break;
+                }
+            }
+            5..=6 => {
+                let read = StoreRequest::Read {
+                    key: key.clone(),
+                    conditions: with_lease(Conditions::none(), id.clone()),
+                };
+                node.store(client, read).await;
+            }
+            _ => {
+                let renew = action(
+                    blob,
+                    LeaseAction::Renew {
+                        lease_id: id.clone(),
+                    },
+                );
+                let r = node.lease(client, renew).await;
+                if lease_code(&r).is_some_and(|c| c.starts_with("Lease")) {
+                    // Broken or breaking: what else the tables say there.
+                    for _ in 0..2 {
+                        probe(node, client, blob, &id, &guid(rng), rng, calls).await;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    if !calls.skipped().await {
+        node.store(client, put(format!("{}@{}", node.name, sim_now_ns())))
+            .await;
+    }
+    if !calls.skipped().await {
+        let release = action(blob, LeaseAction::Release { lease_id: id });
+        node.lease(client, release).await;
+    }
+}
+
+/// Breaks `blob`'s lease (no period, at once, or after 1–8 s) and takes it
+/// over: acquires it with an id of its own, again while the break runs (409
+/// `LeaseAlreadyPresent`) until it is granted or the tries run out; then
+/// changes the id, sends the same change again (as a retry after a lost
+/// answer would: SPEC §2.3 grants it, the proposed id being current), writes
+/// under the new id, renews and releases.
+async fn break_and_take(
+    p: &LeasesParams,
+    node: &Node,
+    client: &mut StoreClient,
+    blob: &LeaseTarget,
+    rng: &mut impl Rng,
+    calls: &mut Calls<'_>,
+) {
+    let LeaseTarget::Blob(key) = blob else {
+        return;
+    };
+    let period = match rng.gen_range(0..3) {
+        0 => None,
+        1 => Some(0),
+        _ => Some(rng.gen_range(1..=8)),
+    };
+    let brk = action(
+        blob,
+        LeaseAction::Break {
+            break_period: period,
+        },
+    );
+    node.lease(client, brk).await;
+    let (a, b) = (guid(rng), guid(rng));
+    let duration = if rng.gen_bool(0.3) { -1 } else { 15 };
+    // Pauses four times the holders' between tries: a break of a fixed
+    // lease without a period runs up to its whole duration.
+    let pause = (p.retry_ms.0 * 4, p.retry_ms.1 * 4);
+    if !acquire_until_granted(node, client, blob, &a, duration, 20, pause, rng, calls).await {
+        return;
+    }
+    let change = action(
+        blob,
+        LeaseAction::Change {
+            lease_id: a.clone(),
+            proposed_id: Some(b.clone()),
+        },
+    );
+    for _ in 0..2 {
+        if !calls.skipped().await {
+            node.lease(client, change.clone()).await;
+        }
+    }
+    if !calls.skipped().await {
+        let read = StoreRequest::Read {
+            key: key.clone(),
+            conditions: with_lease(Conditions::none(), a.clone()),
+        };
+        node.store(client, read).await;
+    }
+    // Sometimes a fixed lease is let lapse: just past its expiry (before
+    // the holders' next acquire, if they are slow enough) one call of the
+    // tables with the lapsed id or the old one, three times.
+    if duration > 0 && rng.gen_bool(0.5) {
+        // The calls since the grant took some ms already: soon after the
+        // expiry, before a holder's next try takes the lease.
+        let lapse_ms = duration as u64 * 1000 + rng.gen_range(0..=100);
+        madsim::time::sleep(Duration::from_millis(lapse_ms)).await;
+        for _ in 0..3 {
+            probe(node, client, blob, &b, &a, rng, calls).await;
+        }
+    }
+    if !calls.skipped().await {
+        let put = StoreRequest::Put {
+            key: key.clone(),
+            body: format!("{}@{}", node.name, sim_now_ns()),
+            conditions: with_lease(Conditions::none(), b.clone()),
+        };
+        node.store(client, put).await;
+    }
+    if !calls.skipped().await {
+        let renew = action(
+            blob,
+            LeaseAction::Renew {
+                lease_id: b.clone(),
+            },
+        );
+        node.lease(client, renew).await;
+    }
+    if !calls.skipped().await {
+        let release = action(blob, LeaseAction::Release { lease_id: b });
+        node.lease(client, release).await;
+    }
+}
+
+/// One call of SPEC §2.3 or §2.5, drawn: with `current` (the caller's id,
+/// broken, breaking or lapsed) or `other` (an id that is not current). No
+/// call drawn here can leave a lease under an id the caller forgets: a
+/// change with `current` is refused in every state but leased under it,
+/// which a broken, breaking or lapsed lease is not.
+async fn probe(
+    node: &Node,
+    client: &mut StoreClient,
+    blob: &LeaseTarget,
+    current: &str,
+    other: &str,
+    rng: &mut impl Rng,
+    calls: &mut Calls<'_>,
+) {
+    let LeaseTarget::Blob(key) = blob else {
+        return;
+    };
+    let pick = rng.gen_range(0..15);
+    let fresh = guid(rng);
+    let period = rng.gen_range(0..=8);
+    if calls.skipped().await {
+        return;
+    }
+    let (cur, oth) = (current.to_string(), other.to_string());
+    let store = |read: bool, id: Option<&String>| {
+        let conditions = id.map_or_else(Conditions::none, |id| {
+            with_lease(Conditions::none(), id.clone())
+        });
+        if read {
+            StoreRequest::Read {
+                key: key.clone(),
+                conditions,
+            }
+        } else {
+            StoreRequest::Put {
+                key: key.clone(),
+                body: format!("{}@{}", node.name, sim_now_ns()),
+                conditions,
+            }
+        }
+    };
+    let change = |lease_id: &String, to: &String| LeaseAction::Change {
+        lease_id: lease_id.clone(),
+        proposed_id: Some(to.clone()),
+    };
+    let lease_action = match pick {
+        0 => LeaseAction::Renew { lease_id: cur },
+        1 => LeaseAction::Renew { lease_id: oth },
+        2 => change(&cur, &oth),
+        3 => change(&oth, &cur),
+        4 => change(&oth, &fresh),
+        5 => LeaseAction::Release { lease_id: oth },
+        14 => LeaseAction::Release { lease_id: cur },
+        6 => LeaseAction::Acquire {
+            duration: Some(15),
+            proposed_id: Some(cur),
+        },
+        7 => LeaseAction::Break {
+            break_period: Some(period),
+        },
+        _ => {
+            let req = match pick {
+                8 => store(true, Some(&cur)),
+                9 => store(true, Some(&oth)),
+                10 => store(false, Some(&cur)),
+                11 => store(false, Some(&oth)),
+                12 => store(false, None),
+                _ => store(true, None),
+            };
+            node.store(client, req).await;
+            return;
+        }
+    };
+    node.lease(client, action(blob, lease_action)).await;
 }
 
 /// A step only the explorer's branches take: lease the blob, delete it with

@@ -8,22 +8,9 @@
 
 use super::check::{not_executed, OccHistory};
 use super::history::{Call, Outcome};
+use overcast_harness::coverage::{Coverage, Row, Tables};
 use overcast_sim::history::OpRecord;
 use std::collections::BTreeMap;
-
-/// One row of the SPEC tables: its id, what it says, and its cells.
-#[derive(Clone, Copy, Debug)]
-pub struct Row {
-    /// Short id (`W2.if_match`), stable for tests.
-    pub id: &'static str,
-    /// The SPEC table and row, in words.
-    pub spec: &'static str,
-    /// Why no run can reach the row, when that is by design (`None`: reachable).
-    pub unreachable: Option<&'static str>,
-    /// The row's cells (its columns and outcomes), each shown in the table
-    /// even at zero; an answer outside them shows up as a cell of its own.
-    pub cells: &'static [&'static str],
-}
 
 /// The rows, in SPEC order: §1.1.3 step 1 and step 2, then §1.1.4; plus
 /// the unconditional writes and plain reads of a missing item, which the
@@ -34,54 +21,63 @@ pub const ROWS: &[Row] = &[
         spec: "§1.1.3 step 1: more than one ETag in If-Match or If-None-Match → 400",
         unreachable: None,
         cells: &["several ETags → 400"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W1.three_headers",
         spec: "§1.1.3 step 1: more than 2 condition headers → 400",
         unreachable: None,
         cells: &["three or four headers → 400"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W1.illegal_pair",
         spec: "§1.1.3 step 1: a pair other than {If-Match, If-Unmodified-Since} or {If-None-Match, If-Modified-Since} → 400",
         unreachable: None,
         cells: &["illegal pair → 400"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W2.if_none_match_etag",
         spec: "§1.1.3 order 1: If-None-Match: <etag>",
         unreachable: None,
         cells: &["exists, ETag equal → 412", "exists, ETag differs → proceed", "absent → proceed (put 201, delete 404)"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W2.if_none_match_any",
         spec: "§1.1.3 order 1: If-None-Match: *",
         unreachable: None,
         cells: &["exists → 409 (put)", "exists → 412 (delete)", "absent → proceed (put 201, delete 404)"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W2.if_match",
         spec: "§1.1.3 order 2: If-Match: <etag> or *",
         unreachable: None,
         cells: &["exists, * or ETag equal → proceed", "exists, ETag differs → 412", "absent → 412"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W2.if_modified_since",
         spec: "§1.1.3 order 3: If-Modified-Since: t",
         unreachable: None,
         cells: &["exists, lastModified <= t → 412", "exists, lastModified > t → proceed", "absent → proceed (put 201, delete 404)"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W2.if_unmodified_since",
         spec: "§1.1.3 order 4: If-Unmodified-Since: t",
         unreachable: None,
         cells: &["exists, t < lastModified → 412", "exists, lastModified <= t → proceed", "absent → proceed (put 201, delete 404)"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W.unconditional",
         spec: "§1.1.1 no condition header: last writer wins",
         unreachable: None,
         cells: &["put of an existing item → 201", "put of a missing item → 201", "delete of an existing item → 202", "delete of a missing item → 404"],
+        unreachable_cells: &[],
     },
     Row {
         id: "W.old_reads",
@@ -90,163 +86,89 @@ pub const ROWS: &[Row] = &[
             "by design: the model serves one protocol version, whose reads follow §1.1.4",
         ),
         cells: &[],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.several_dates",
         spec: "§1.1.4 several values in one If-(Un)Modified-Since header → 400",
         unreachable: None,
         cells: &["→ 400"],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.absent_if_match",
         spec: "§1.1.4 resource absent and If-Match present → 404",
         unreachable: None,
         cells: &["→ 404"],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.if_none_match_any",
         spec: "§1.1.4 If-None-Match: * on a read → 400",
         unreachable: None,
         cells: &["→ 400"],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.precondition_false",
         spec: "§1.1.4 If-Match false, or If-Unmodified-Since false → 412",
         unreachable: None,
         cells: &["If-Match false", "If-Unmodified-Since false"],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.if_none_match_false",
         spec: "§1.1.4 If-None-Match false and If-Modified-Since not true → 304",
         unreachable: None,
         cells: &["alone", "with the other condition sent"],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.if_modified_since_false",
         spec: "§1.1.4 If-Modified-Since false and If-None-Match not true → 304",
         unreachable: None,
         cells: &["alone", "with the other condition sent"],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.otherwise",
         spec: "§1.1.4 otherwise → 200",
         unreachable: None,
         cells: &["no condition → 200", "conditions held → 200"],
+        unreachable_cells: &[],
     },
     Row {
         id: "R.absent",
         spec: "§1.1.4 (implicit) resource absent, no If-Match → 404",
         unreachable: None,
         cells: &["→ 404"],
+        unreachable_cells: &[],
     },
 ];
 
-/// Counts per (row id, cell), and what could not be placed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Coverage {
-    /// Operations per row id and cell.
-    pub cells: BTreeMap<(&'static str, String), u64>,
-    /// Operations with no row: unknown outcomes, "not executed" statuses
-    /// (SPEC §4) and container creation.
-    pub unplaced: u64,
-}
+/// The tables `occ`'s coverage counts.
+pub const TABLES: Tables = Tables {
+    title: "coverage of SPEC §1.1.3 / §1.1.4 (row, cell, operations)",
+    rows: ROWS,
+    unplaced: "unknown outcomes, \"not executed\" statuses (SPEC §4), container creation",
+};
 
-impl Coverage {
-    /// The coverage of one history.
-    pub fn of(history: &OccHistory) -> Coverage {
-        let mut c = Coverage::default();
-        c.add(history);
-        c
+/// The coverage of one history.
+pub fn of(history: &OccHistory) -> Coverage {
+    let mut c = Coverage::new(TABLES);
+    let mut by_item: BTreeMap<&str, Vec<&OpRecord<Call, Outcome>>> = BTreeMap::new();
+    for o in &history.ops {
+        by_item.entry(o.call.item.as_str()).or_default().push(o);
     }
-
-    /// Adds one history's operations.
-    pub fn add(&mut self, history: &OccHistory) {
-        let mut by_item: BTreeMap<&str, Vec<&OpRecord<Call, Outcome>>> = BTreeMap::new();
-        for o in &history.ops {
-            by_item.entry(o.call.item.as_str()).or_default().push(o);
-        }
-        for ops in by_item.values() {
-            for (i, o) in ops.iter().enumerate() {
-                match classify(o, || existed(ops, i)) {
-                    Some((row, cell)) => *self.cells.entry((row, cell)).or_default() += 1,
-                    None => self.unplaced += 1,
-                }
+    for ops in by_item.values() {
+        for (i, o) in ops.iter().enumerate() {
+            match classify(o, || existed(ops, i)) {
+                Some((row, cell)) => c.count(row, cell),
+                None => c.unplaced += 1,
             }
         }
     }
-
-    /// Adds another coverage's counts.
-    pub fn merge(&mut self, other: &Coverage) {
-        for (k, n) in &other.cells {
-            *self.cells.entry(k.clone()).or_default() += n;
-        }
-        self.unplaced += other.unplaced;
-    }
-
-    /// Operations that exercised row `id`.
-    pub fn row_count(&self, id: &str) -> u64 {
-        self.cells
-            .iter()
-            .filter(|((r, _), _)| *r == id)
-            .map(|(_, n)| n)
-            .sum()
-    }
-
-    /// The cells of reachable rows no operation reached.
-    pub fn cells_at_zero(&self) -> Vec<(&'static str, &'static str)> {
-        ROWS.iter()
-            .filter(|r| r.unreachable.is_none())
-            .flat_map(|r| r.cells.iter().map(move |c| (r.id, *c)))
-            .filter(|(id, c)| !self.cells.contains_key(&(*id, c.to_string())))
-            .collect()
-    }
-
-    /// The reachable rows no operation exercised.
-    pub fn rows_at_zero(&self) -> Vec<&'static str> {
-        ROWS.iter()
-            .filter(|r| r.unreachable.is_none() && self.row_count(r.id) == 0)
-            .map(|r| r.id)
-            .collect()
-    }
-
-    /// The table: one line per row (its count and the SPEC's words), then
-    /// one indented line per cell reached.
-    pub fn table(&self) -> String {
-        let mut out = String::from("coverage of SPEC §1.1.3 / §1.1.4 (row, cell, operations)\n");
-        for r in ROWS {
-            let n = self.row_count(r.id);
-            match r.unreachable {
-                Some(why) => out += &format!("{:<26} {:>8}  {}  [{why}]\n", r.id, "-", r.spec),
-                None => out += &format!("{:<26} {:>8}  {}\n", r.id, n, r.spec),
-            }
-            for cell in r.cells {
-                let n = self
-                    .cells
-                    .get(&(r.id, cell.to_string()))
-                    .copied()
-                    .unwrap_or(0);
-                out += &format!("    {:<22} {:>8}  {cell}\n", "", n);
-            }
-            // Answers outside the row's cells (other statuses, or a cell the
-            // history cannot decide).
-            for ((_, cell), n) in self
-                .cells
-                .iter()
-                .filter(|((id, cell), _)| *id == r.id && !r.cells.contains(&cell.as_str()))
-            {
-                out += &format!("    {:<22} {:>8}  {cell}\n", "", n);
-            }
-        }
-        out += &format!(
-            "{:<26} {:>8}  unknown outcomes, \"not executed\" statuses (SPEC §4), container creation\n",
-            "unplaced", self.unplaced
-        );
-        let zero = self.rows_at_zero();
-        if !zero.is_empty() {
-            out += &format!("rows at zero: {}\n", zero.join(", "));
-        }
-        out
-    }
+    c
 }
 
 /// The ETags a header lists (`None` for `*`).
@@ -542,47 +464,4 @@ fn existed(ops: &[&OpRecord<Call, Outcome>], i: usize) -> Option<bool> {
             && o.return_ns.unwrap_or(u64::MAX) > from
     });
     (!disturbed).then_some(state)
-}
-
-/// The coverage of one run's history (`None` if the run is not `occ`'s).
-pub fn of_run(r: &overcast_harness::run::RunResult) -> Option<Coverage> {
-    r.history_as::<OccHistory>().map(Coverage::of)
-}
-
-/// The coverage of the runs `make(seed)` over `seeds`, `jobs` at a time,
-/// and each seed whose run did not pass, with its first problem.
-pub fn over_seeds(
-    seeds: &[u64],
-    jobs: usize,
-    make: impl Fn(u64) -> overcast_harness::scenario::Scenario + Sync,
-) -> (Coverage, Vec<(u64, String)>) {
-    let opts = overcast_sim::runner::SweepOptions {
-        jobs: jobs.max(1),
-        progress: false,
-        stop_after_failures: None,
-    };
-    let results = overcast_sim::runner::sweep(
-        seeds,
-        &opts,
-        |seed| {
-            let r = overcast_harness::run::run_with(&super::Occ, &make(seed));
-            let problem = (!r.passed()).then(|| r.first_problem().unwrap_or_default());
-            (of_run(&r).unwrap_or_default(), problem)
-        },
-        |(_, problem)| problem.is_some(),
-    );
-    let mut total = Coverage::default();
-    let mut failed = Vec::new();
-    for (seed, r) in results {
-        match r {
-            Ok((c, problem)) => {
-                total.merge(&c);
-                if let Some(p) = problem {
-                    failed.push((seed, p));
-                }
-            }
-            Err(e) => failed.push((seed, format!("panic: {e}"))),
-        }
-    }
-    (total, failed)
 }

@@ -734,6 +734,13 @@ impl ScenarioDef for Occ {
         goals::goals()
     }
 
+    fn coverage(&self) -> Option<overcast_harness::registry::CoverageOf<OccHistory>> {
+        Some(overcast_harness::registry::CoverageOf {
+            tables: coverage::TABLES,
+            count: coverage::of,
+        })
+    }
+
     fn reductions(&self) -> Vec<Reduction<OccParams>> {
         vec![
             ("no liveness probe", |p, i| {

@@ -97,6 +97,28 @@ pub fn item_key(item: &str) -> (String, String, String) {
     (CONTAINER.into(), item.into(), item.into())
 }
 
+/// The names of a run's `items` items, dealt over the `partitions` in turn:
+/// item `i` is the first `k<n>` not yet taken that hashes to partition
+/// `i % partitions`. Plain `k0..k3` all hash to one of two partitions, which
+/// left the other partition (its primary, its session tokens) unvisited.
+pub fn item_names(items: usize, partitions: u32) -> Vec<String> {
+    let partitions = partitions.max(1);
+    let mut taken = std::collections::BTreeSet::new();
+    (0..items)
+        .map(|i| {
+            let want = i as u32 % partitions;
+            let n = (0..)
+                .find(|n| {
+                    !taken.contains(n)
+                        && overcast_model::wire::partition_of(&format!("k{n}"), partitions) == want
+                })
+                .expect("every partition has a k<n> name");
+            taken.insert(n);
+            format!("k{n}")
+        })
+        .collect()
+}
+
 /// Relative weights of the calls a client picks from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -220,7 +242,7 @@ pub struct RegionsParams {
     pub clients: usize,
     /// Partitions.
     pub partitions: u32,
-    /// Items (`k0`, `k1`, ...).
+    /// Items (`k<n>` names dealt over the partitions, [`item_names`]).
     pub items: usize,
     /// Calls each client makes.
     pub ops_per_client: usize,
@@ -1121,8 +1143,8 @@ impl ScenarioDef for Regions {
             for (inc, region, report) in last.values() {
                 let r = lock(report);
                 for (partition, replica) in &r.replicas {
-                    let items = (0..params.items)
-                        .map(|i| format!("k{i}"))
+                    let items = item_names(params.items, params.partitions)
+                        .into_iter()
                         .filter(|item| {
                             overcast_model::wire::partition_of(item, params.partitions)
                                 == *partition

@@ -7,7 +7,7 @@
 //! routing decisions become `Route` events of the session.
 
 use super::history::{Consistency, RegionCall, RegionEvent, RegionOutcome};
-use super::{item_key, RegionsParams, RegionsRecorder, Service};
+use super::{item_key, item_names, RegionsParams, RegionsRecorder, Service};
 use crate::services::regions::RegionsRole;
 use overcast_model::client::AttemptLog;
 use overcast_model::conditions::Conditions;
@@ -188,11 +188,12 @@ pub async fn client_workload(
     let m = &p.mix;
     let weights = [m.read, m.replace, m.upsert, m.create, m.delete];
     let total: u32 = weights.iter().sum::<u32>().max(1);
+    let items = item_names(p.items.max(1), p.partitions);
     for n in 0..p.ops_per_client {
         if overcast_model::client::sim_now_ns() >= deadline_ns {
             break;
         }
-        let item = format!("k{}", rng.gen_range(0..p.items.max(1)));
+        let item = items[rng.gen_range(0..items.len())].clone();
         let mut pick = rng.gen_range(0..total);
         let mut kind = 0;
         while kind < weights.len() - 1 && pick >= weights[kind] {

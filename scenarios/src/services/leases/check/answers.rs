@@ -210,6 +210,20 @@ pub(super) fn judge_blob_answers(
             _ => vec![0],
         };
         let sent = op.call.lease_id.as_deref();
+        let mut states: Vec<&str> = readings
+            .iter()
+            .map(|&now| reference::state(before, now).word())
+            .collect();
+        states.sort_unstable();
+        states.dedup();
+        a.visits.push(Visit {
+            row: coverage::use_row_of(what, sent, before),
+            cell: match states[..] {
+                [one] => one.into(),
+                _ => coverage::EITHER_STATE.into(),
+            },
+            ops: vec![op.id],
+        });
         let answers: Vec<Result<(), &[&str]>> = readings
             .iter()
             .map(|&now| reference::use_answer(before, sent, now, what))
@@ -311,6 +325,11 @@ pub(super) fn judge_refusals(
         }
         let before = record_before(line, op.invoke_ns).and_then(|(.., l)| l.clone());
         let st = reference::state(before.as_ref(), server_ms);
+        a.visits.push(Visit {
+            row: coverage::action_row(&action, before.as_ref()),
+            cell: st.word().into(),
+            ops: vec![op.id],
+        });
         let want = reference::step(before.as_ref(), &action, server_ms, "");
         if matches!(action, LeaseAction::Acquire { .. })
             && code == "LeaseAlreadyPresent"

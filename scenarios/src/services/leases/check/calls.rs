@@ -120,6 +120,18 @@ pub(super) fn judge_ops(
                 a.writes_judged += 1;
                 let st = reference::state(s.before.as_ref(), s.server_ms);
                 let holder = s.before.as_ref().map(|l| l.id.as_str());
+                // §2.5 is about an existing blob: a creation has no cell.
+                if s.before.is_some() || s.existed {
+                    a.visits.push(Visit {
+                        row: coverage::use_row_of(
+                            reference::BlobUse::Write,
+                            sent.as_deref(),
+                            s.before.as_ref(),
+                        ),
+                        cell: st.word().into(),
+                        ops: vec![op.id],
+                    });
+                }
                 let at = format!(
                     "{} of {} at {} true, {} on {}'s clock,",
                     c.op,

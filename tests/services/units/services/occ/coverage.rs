@@ -46,7 +46,7 @@ fn cells_of(ops: Vec<OpRecord<Call, Outcome>>) -> Vec<(&'static str, String)> {
         node_events: Vec::new(),
         log_events: Vec::new(),
     };
-    Coverage::of(&h).cells.into_keys().collect()
+    of(&h).cells.into_keys().collect()
 }
 
 #[test]
