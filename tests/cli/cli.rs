@@ -678,7 +678,7 @@ fn explore_runs_branches_saves_failures_with_their_path_and_writes_goals_over_ti
         "--runs",
         "24",
         "--bug",
-        "lease_trust_full_duration",
+        "delete_keeps_lease",
         "--out",
         &out_dir,
     ]);
