@@ -340,6 +340,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["CF10", "CF3"],
     },
     BugInfo {
+        name: "split_range_still_served",
+        what: "a change feed read of a range that has split is served from the parent's key space instead of answering 410 with the children",
+        scenarios: &["feed"],
+        caught_by: &["CF10"],
+    },
+    BugInfo {
         name: "split_keeps_parent",
         what: "the processor's split handling creates the child leases but never deletes the parent, so leases overlap",
         scenarios: &["feed"],

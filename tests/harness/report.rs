@@ -437,6 +437,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("expiry_on_wrong_clock", 0),
     ("page_cut_splits_batch", 4),
     ("page_cut_keeps_log_end", 0),
+    ("split_range_still_served", 0),
     ("split_keeps_parent", 0),
     ("feed_shows_deletes", 0),
     ("page_sorted_by_id", 0),

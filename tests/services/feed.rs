@@ -42,6 +42,7 @@ fn each_seeded_feed_bug_is_caught_by_the_property_it_breaks() {
         ("expiry_on_wrong_clock", &["CF8"]),
         ("page_cut_splits_batch", &["CF10", "CF3"]),
         ("page_cut_keeps_log_end", &["CF10", "CF3"]),
+        ("split_range_still_served", &["CF10"]),
         ("split_keeps_parent", &["CF7"]),
         ("feed_shows_deletes", &["CF1"]),
         ("page_sorted_by_id", &["CF2"]),

@@ -218,6 +218,10 @@ model_bugs! {
     /// of the log it read as its continuation, not the page's last LSN, so
     /// the reader skips the changes after the cut. Breaks CF10 (and CF3).
     page_cut_keeps_log_end,
+    /// Change feed: a read of a range that has split is served from the
+    /// parent's key space instead of answering 410 with its children, so a
+    /// reader never moves to the children. Breaks CF10.
+    split_range_still_served,
     /// Change feed processor: split handling creates the children but never
     /// deletes the parent lease. Breaks CF7.
     split_keeps_parent,

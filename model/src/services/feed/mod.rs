@@ -480,13 +480,24 @@ impl ChangeFeed {
                 };
                 let filter: Box<dyn Fn(&str) -> bool> = match scope {
                     FeedScope::Range(id) => {
-                        if let Some(children) = feed.split.get(id) {
-                            let mut r = status(410, sub_status::PARTITION_KEY_RANGE_GONE);
-                            r.ranges = children.clone();
-                            return (r, None);
-                        }
-                        let Some(range) = feed.live.get(id).cloned() else {
-                            return (status(404, 0), None);
+                        let range = match feed.split.get(id) {
+                            // The bug `split_range_still_served`: the parent's
+                            // key space, the span of its children, is read as if
+                            // it had not split.
+                            Some(children) if self.bugs.split_range_still_served => FeedRange {
+                                id: *id,
+                                min: children.iter().map(|c| c.min).min().unwrap_or(0),
+                                max: children.iter().map(|c| c.max).max().unwrap_or(0),
+                            },
+                            Some(children) => {
+                                let mut r = status(410, sub_status::PARTITION_KEY_RANGE_GONE);
+                                r.ranges = children.clone();
+                                return (r, None);
+                            }
+                            None => match feed.live.get(id) {
+                                Some(range) => range.clone(),
+                                None => return (status(404, 0), None),
+                            },
                         };
                         Box::new(move |pk| range.contains(epk(pk)))
                     }

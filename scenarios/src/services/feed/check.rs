@@ -1225,9 +1225,10 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         }
     }
     let (judged, left) = pages::judge_pull_pages(h, &log, &items, &mut v);
+    let statuses = pages::judge_split_answers(h, &log, &mut v);
     notes.insert(
         "CF10",
-        format!("{pulls} pull pages; {judged} pages of items judged item by item, {left} not (read across a recovery, or CF1's or CF2's)"),
+        format!("{pulls} pull pages, {statuses} answers judged against the splits; {judged} pages of items judged item by item, {left} not (read across a recovery, or CF1's or CF2's)"),
     );
     notes.insert("CF2", format!("{} hosts' streams", by_node.len()));
     notes.insert("CF5", format!("{} lease documents", leases.len()));

@@ -56,8 +56,8 @@ pub const CF9: Property = Property::new(
     "after a split, each child lease starts at or before the parent's checkpoint",
 );
 
-/// CF10: a pull read answers 304 only when no committed change after its token is undelivered, and a page holds exactly the log's latest versions in its range after its token up to its continuation.
+/// CF10: a pull read answers 304 only when no committed change after its token is undelivered, a page holds exactly the log's latest versions in its range after its token up to its continuation, and a split range answers 410.
 pub const CF10: Property = Property::new(
     "CF10",
-    "a pull read answers 304 only when no committed change after its token is undelivered, and a page holds exactly the log's latest versions in its range after its token up to its continuation",
+    "a pull read answers 304 only when no committed change after its token is undelivered, a page holds exactly the log's latest versions in its range after its token up to its continuation, and a split range answers 410",
 );

@@ -21,10 +21,10 @@
 //! read saw a server recover, or that holds a version the durable log does
 //! not (CF1's), is not judged.
 
-use super::{key_of, secs, violation, Committed};
+use super::{key_of, secs, violation, Committed, ITEMS};
 use crate::services::feed::history::{FeedEvent, FeedHistory};
 use overcast_model::cosmos::ItemChange;
-use overcast_model::feed::FeedItem;
+use overcast_model::feed::{FeedEffect, FeedItem};
 use overcast_model::partition::Effect;
 use overcast_sim::check::{Evidence, EvidenceRow, Violation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -261,4 +261,117 @@ pub(super) fn judge_pull_pages(
         );
     }
     (judged, left)
+}
+
+/// Judges each answered pull read's status against the splits in the log
+/// (`log`: time, LSN, effect): a read of a range the log had split before
+/// the read began is answered 410 (the reader then reads its children), and
+/// a 410 answers only a range the log had split by the time it came.
+/// Returns the number of reads judged.
+pub(super) fn judge_split_answers(
+    h: &FeedHistory,
+    log: &[(u64, u64, Effect)],
+    v: &mut Vec<Violation>,
+) -> usize {
+    // Each split range's split: when, and its children's ids.
+    let mut split_at: BTreeMap<u32, (u64, Vec<u32>)> = BTreeMap::new();
+    for (at, _, effect) in log {
+        if let Effect::Feed(FeedEffect::Split {
+            container,
+            parent,
+            children,
+        }) = effect
+        {
+            if container == ITEMS {
+                let ids = children.iter().map(|c| c.id).collect();
+                split_at.entry(parent.id).or_insert((*at, ids));
+            }
+        }
+    }
+    let mut judged = 0;
+    for e in &h.node_events {
+        let FeedEvent::Pull {
+            range,
+            from,
+            begin_ns,
+            status,
+            ..
+        } = &e.event
+        else {
+            continue;
+        };
+        let (begin, end) = (*begin_ns, e.at_ns);
+        let split = split_at.get(range).map(|(t, _)| *t);
+        let wrong = match status {
+            410 if !matches!(split, Some(t) if t <= end) => Some(format!(
+                "the log had not split range {range} when the answer came"
+            )),
+            200 | 304 => split.filter(|t| *t < begin).map(|t| {
+                format!(
+                    "the log split range {range} at {}, before the read began: a read of a split range answers 410",
+                    secs(t)
+                )
+            }),
+            _ => None,
+        };
+        if *status != 0 {
+            judged += 1;
+        }
+        if let Some(why) = wrong {
+            let mut found = violation(
+                "CF10",
+                format!(
+                    "{} read range {range} after lsn {from} at {} and was answered {status}, but {why}",
+                    e.node,
+                    secs(begin)
+                ),
+            )
+            .during(e.node.clone(), begin, end, format!("read of range {range}"));
+            let mut rows = Vec::new();
+            if let Some((t, children)) = split_at.get(range) {
+                found = found.at("server-0", *t, format!("range {range} split"));
+                let ids: Vec<String> = children.iter().map(u32::to_string).collect();
+                rows.push((
+                    *t,
+                    EvidenceRow {
+                        op: None,
+                        cells: vec![
+                            secs(*t),
+                            format!(
+                                "the log splits range {range} into ranges {}",
+                                ids.join(" and ")
+                            ),
+                        ],
+                        marked: false,
+                    },
+                ));
+            }
+            rows.push((
+                begin,
+                EvidenceRow {
+                    op: None,
+                    cells: vec![
+                        format!("{} – {}", secs(begin), secs(end)),
+                        format!(
+                            "{} reads range {range} after lsn {from}: answered {status}",
+                            e.node
+                        ),
+                    ],
+                    marked: true,
+                },
+            ));
+            rows.sort_by_key(|(at, _)| *at);
+            let rows = rows.into_iter().map(|(_, row)| row).collect();
+            v.push(found.with_evidence(Evidence {
+                title: format!("Range {range} and its split"),
+                lead: vec![format!(
+                    "The log's split of range {range}, if any, and the read: a read of a range split before it began is answered 410."
+                )],
+                columns: ["when", "what"].map(String::from).to_vec(),
+                rows,
+                notes: Vec::new(),
+            }));
+        }
+    }
+    judged
 }
