@@ -78,7 +78,12 @@ fn apply(
     if e < min || e >= max {
         return;
     }
-    let now = match &c.change {
+    latest.insert((key.partition_key.clone(), key.id.clone()), written(c));
+}
+
+/// The item change `c` writes, as a page holds it; `None` for a delete.
+fn written(c: &Committed) -> Option<PageItem> {
+    match &c.change {
         ItemChange::Written { key, item } => Some((
             c.lsn,
             key.partition_key.clone(),
@@ -87,8 +92,7 @@ fn apply(
             item.body.clone(),
         )),
         ItemChange::Deleted { .. } => None,
-    };
-    latest.insert((key.partition_key.clone(), key.id.clone()), now);
+    }
 }
 
 /// The latest-version feed after `from` up to `upto` of what `latest` holds.
@@ -155,19 +159,7 @@ pub(super) fn judge_pull_pages(
         .filter(|e| matches!(e.event, FeedEvent::Recovered { .. }))
         .map(|e| e.at_ns)
         .collect();
-    let committed: BTreeSet<PageItem> = items
-        .iter()
-        .filter_map(|c| match &c.change {
-            ItemChange::Written { key, item } => Some((
-                c.lsn,
-                key.partition_key.clone(),
-                key.id.clone(),
-                item.version,
-                item.body.clone(),
-            )),
-            ItemChange::Deleted { .. } => None,
-        })
-        .collect();
+    let committed: BTreeSet<PageItem> = items.iter().filter_map(written).collect();
     let (mut judged, mut left) = (0, 0);
     for e in &h.node_events {
         let FeedEvent::Pull {
