@@ -100,6 +100,20 @@ pub struct History<C, R, E = (), L = ()> {
     pub log_events: Vec<NodeEvent<L>>,
 }
 
+impl<C, R, E, L> History<C, R, E, L> {
+    /// A history of these operations and nothing else (no world, node or
+    /// log events): what a test builds by hand.
+    pub fn of_ops(ops: Vec<OpRecord<C, R>>) -> Self {
+        History {
+            version: HISTORY_VERSION,
+            ops,
+            events: Vec::new(),
+            node_events: Vec::new(),
+            log_events: Vec::new(),
+        }
+    }
+}
+
 /// What the trace hash reads of a history: every field but the log events,
 /// encoded as the history itself was before they existed.
 #[derive(Serialize)]

@@ -245,18 +245,12 @@ fn a_release_re_sent_after_a_timeout_breaks_r1_and_a_renew_re_sent_does_not() {
         ],
     };
     let r1 = |ops: Vec<OpRecord<Call, Outcome>>| -> Vec<u64> {
-        analyse(&History {
-            version: overcast_sim::history::HISTORY_VERSION,
-            ops,
-            events: Vec::new(),
-            node_events: Vec::new(),
-            log_events: Vec::new(),
-        })
-        .violations
-        .into_iter()
-        .filter(|v| v.property == "R1")
-        .flat_map(|v| v.ops)
-        .collect()
+        analyse(&History::of_ops(ops))
+            .violations
+            .into_iter()
+            .filter(|v| v.property == "R1")
+            .flat_map(|v| v.ops)
+            .collect()
     };
     let status = |status| AttemptResult::Status {
         status,

@@ -39,13 +39,7 @@ fn op(
 }
 
 fn cells_of(ops: Vec<OpRecord<Call, Outcome>>) -> Vec<(&'static str, String)> {
-    let h = OccHistory {
-        version: overcast_sim::history::HISTORY_VERSION,
-        ops,
-        events: Vec::new(),
-        node_events: Vec::new(),
-        log_events: Vec::new(),
-    };
+    let h = OccHistory::of_ops(ops);
     of(&h).cells.into_keys().collect()
 }
 

@@ -24,24 +24,9 @@ fn fin(role: &str, items: &[(&str, &str, &str)], replicas: u32) -> RegionEvent {
     }
 }
 
-fn chain() -> Builder {
-    let mut b = Builder::new();
-    b.write("client-0", "create", "k", "b1", None, (0, 10), Some("e1"));
-    b.write(
-        "client-0",
-        "replace",
-        "k",
-        "b2",
-        Some("e1"),
-        (20, 30),
-        Some("e2"),
-    );
-    b
-}
-
 #[test]
 fn acknowledged_writes_kept_or_superseded_hold() {
-    let mut b = chain();
+    let mut b = Builder::create_then_replace();
     b.event("server-0", 100, fin("primary", &[("k", "e2", "b2")], 1));
     let c = Durability.check(&b.h);
     assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
@@ -50,7 +35,7 @@ fn acknowledged_writes_kept_or_superseded_hold() {
 
 #[test]
 fn a_final_state_older_than_an_acknowledged_write_is_a_loss_naming_the_new_primary() {
-    let mut b = chain();
+    let mut b = Builder::create_then_replace();
     b.event(
         "server-1",
         50,
@@ -76,7 +61,7 @@ fn a_final_state_older_than_an_acknowledged_write_is_a_loss_naming_the_new_prima
 
 #[test]
 fn a_fork_in_the_if_match_chain_is_a_loss_even_without_a_final_state() {
-    let mut b = chain();
+    let mut b = Builder::create_then_replace();
     b.write(
         "client-1",
         "replace",
@@ -95,14 +80,14 @@ fn a_fork_in_the_if_match_chain_is_a_loss_even_without_a_final_state() {
 
 #[test]
 fn a_vanished_item_is_a_loss_unless_a_delete_may_have_followed() {
-    let mut b = chain();
+    let mut b = Builder::create_then_replace();
     b.write("client-0", "create", "j", "c1", None, (0, 10), Some("f1"));
     b.event("server-0", 100, fin("primary", &[("j", "f1", "c1")], 1));
     let c = Durability.check(&b.h);
     assert_eq!(c.verdict().violations().len(), 2, "{c:?}");
     assert!(c.verdict().violations()[0].message.contains("no item k"));
 
-    let mut b = chain();
+    let mut b = Builder::create_then_replace();
     b.write("client-0", "create", "j", "c1", None, (0, 10), Some("f1"));
     b.delete("client-1", "k", Some("e2"), (40, 50));
     b.event("server-0", 100, fin("primary", &[("j", "f1", "c1")], 1));
@@ -120,7 +105,7 @@ fn concurrent_blind_writes_and_unsettled_ends_are_not_judged_and_say_so() {
     assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
     assert!(c.note.contains("1 not judged"), "{}", c.note);
 
-    let mut b = chain();
+    let mut b = Builder::create_then_replace();
     b.event("server-1", 100, fin("primary", &[("k", "e1", "b1")], 2));
     let c = Durability.check(&b.h);
     assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");

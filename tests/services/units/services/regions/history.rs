@@ -22,15 +22,25 @@ pub(crate) mod build {
     }
 
     impl Builder {
+        /// client-0 creates k (e1) and replaces it (e2).
+        pub(crate) fn create_then_replace() -> Builder {
+            let mut b = Builder::new();
+            b.write("client-0", "create", "k", "b1", None, (0, 10), Some("e1"));
+            b.write(
+                "client-0",
+                "replace",
+                "k",
+                "b2",
+                Some("e1"),
+                (20, 30),
+                Some("e2"),
+            );
+            b
+        }
+
         pub(crate) fn new() -> Builder {
             Builder {
-                h: RegionsHistory {
-                    version: overcast_sim::history::HISTORY_VERSION,
-                    ops: vec![],
-                    events: vec![],
-                    node_events: vec![],
-                    log_events: Vec::new(),
-                },
+                h: RegionsHistory::of_ops(vec![]),
             }
         }
 

@@ -8,25 +8,9 @@ fn verdict(b: &Builder) -> Checked {
     SessionGuarantees.check(&b.h)
 }
 
-/// client-0 creates k (e1) and replaces it (e2); others read.
-fn two_versions() -> Builder {
-    let mut b = Builder::new();
-    b.write("client-0", "create", "k", "b1", None, (0, 10), Some("e1"));
-    b.write(
-        "client-0",
-        "replace",
-        "k",
-        "b2",
-        Some("e1"),
-        (20, 30),
-        Some("e2"),
-    );
-    b
-}
-
 #[test]
 fn reads_of_the_sessions_own_write_or_newer_hold() {
-    let mut b = two_versions();
+    let mut b = Builder::create_then_replace();
     b.read("client-0", Session, "k", (40, 50), "e2", "b2");
     b.write(
         "client-1",
@@ -47,7 +31,7 @@ fn reads_of_the_sessions_own_write_or_newer_hold() {
 
 #[test]
 fn a_read_older_than_the_sessions_own_write_breaks_r5_and_names_everything() {
-    let mut b = two_versions();
+    let mut b = Builder::create_then_replace();
     b.read("client-0", Session, "k", (40, 50), "e1", "b1");
     let c = verdict(&b);
     let v = c.verdict().violations();
@@ -70,7 +54,7 @@ fn a_read_older_than_the_sessions_own_write_breaks_r5_and_names_everything() {
 
 #[test]
 fn monotonic_reads_are_judged_across_reads_of_other_writers_versions() {
-    let mut b = two_versions();
+    let mut b = Builder::create_then_replace();
     b.read("client-1", Session, "k", (40, 50), "e2", "b2");
     b.read("client-1", Session, "k", (60, 70), "e1", "b1");
     let c = verdict(&b);
@@ -81,7 +65,7 @@ fn monotonic_reads_are_judged_across_reads_of_other_writers_versions() {
 
 #[test]
 fn a_recreated_client_is_a_new_session_and_eventual_reads_are_not_judged() {
-    let mut b = two_versions();
+    let mut b = Builder::create_then_replace();
     b.read("client-0", Eventual, "k", (40, 50), "e1", "b1");
     b.read("client-0#1", Session, "k", (60, 70), "e1", "b1");
     let c = verdict(&b);
@@ -90,7 +74,7 @@ fn a_recreated_client_is_a_new_session_and_eventual_reads_are_not_judged() {
 
 #[test]
 fn a_404_after_the_sessions_own_create_breaks_r5_unless_a_delete_may_follow() {
-    let mut b = two_versions();
+    let mut b = Builder::create_then_replace();
     b.failed_read("client-0", "k", (40, 50), 404, 0);
     let c = verdict(&b);
     assert_eq!(c.verdict().violations().len(), 1, "{c:?}");
@@ -98,7 +82,7 @@ fn a_404_after_the_sessions_own_create_breaks_r5_unless_a_delete_may_follow() {
         .message
         .contains("found no item"));
 
-    let mut b = two_versions();
+    let mut b = Builder::create_then_replace();
     b.delete("client-1", "k", None, (35, 45));
     b.failed_read("client-0", "k", (40, 50), 404, 0);
     let c = verdict(&b);

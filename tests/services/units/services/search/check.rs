@@ -49,13 +49,7 @@ fn rec(
 }
 
 fn history(ops: Vec<OpRecord<Call, Outcome>>) -> SearchHistory {
-    History {
-        version: overcast_sim::history::HISTORY_VERSION,
-        ops,
-        events: vec![],
-        node_events: vec![],
-        log_events: Vec::new(),
-    }
+    History::of_ops(ops)
 }
 
 #[test]
