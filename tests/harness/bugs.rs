@@ -90,12 +90,14 @@ fn each_checker_catches_its_bug() {
 
 /// The duplicated and reordered datagrams and the disk faults (the lying disk
 /// included) are on in the `storage` profile and in swarm mode; no check
-/// fires on the unmodified model, and the faults really happened.
+/// fires on the unmodified model, and the faults really happened. A
+/// misdirected write is the rarest: of seeds 0..200 only swarm seed 67
+/// injects one.
 #[test]
 fn the_checks_stay_quiet_on_the_unmodified_model_with_the_new_faults_on() {
     let occ = CATALOGUE.find("occ").unwrap();
     let mut injected = std::collections::BTreeMap::<String, u64>::new();
-    for seed in 0..60 {
+    for seed in 0..68 {
         let storage =
             overcast_harness::scenario::with_profile(occ, Scenario::new(occ, seed), "storage")
                 .unwrap();
@@ -165,9 +167,12 @@ fn swarm_mode_finds_the_crash_dependent_bugs_within_as_many_seeds_as_the_default
     }
 }
 
-/// The seed-86 class: swarm mode drew storage corruption for both of occ's
-/// servers, both found their logs corrupt and refused, and the probe and
-/// the increments had nothing left to judge. Within occ's fault budget
+/// The seed-86 class (swarm seed 1125 since each operation draws from a
+/// stream of its own; of swarm seeds 0..1500 the only one past the budget
+/// that fails loudly): swarm mode drew storage corruption for both of
+/// occ's servers, one found its log corrupt and refused, the other's lying
+/// disk lost acknowledged writes, and the probe and the increments had
+/// nothing left to judge. Within occ's fault budget
 /// (corruption on one server's disk) the run passes; past it
 /// (`--beyond-budget`) the same plan as before ends failed loudly, a pass
 /// of that experiment, and a checker's undecided verdict within the budget
@@ -176,7 +181,7 @@ fn swarm_mode_finds_the_crash_dependent_bugs_within_as_many_seeds_as_the_default
 fn a_run_past_the_fault_budget_fails_loudly_and_within_it_is_judged() {
     use overcast_sim::check::Outcome;
     let occ = CATALOGUE.find("occ").unwrap();
-    let mut s = Scenario::new(occ, 86);
+    let mut s = Scenario::new(occ, 1125);
     s.swarm = true;
     let within = run_with(occ, &s);
     assert_eq!(within.outcome, Outcome::Passed, "{}", within.summary());

@@ -8,6 +8,7 @@ use super::history::{item_key, Call, Outcome};
 use super::CosmosParams;
 use crate::kit::dialects::recorded;
 use crate::kit::dialects::StoreRole;
+use crate::kit::draws::unit_stream;
 use overcast_model::client::StoreClient;
 use overcast_model::conditions::ETag;
 use overcast_model::cosmos::{CosmosRequest, ItemOp};
@@ -29,9 +30,8 @@ pub async fn client_workload(
     recorder: Recorder<Call, Outcome>,
     deadline_ns: u64,
 ) {
-    let mut rng = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
-    // Drawn only on an explorer's branch (past its first point).
-    let mut branch = overcast_sim::rng::stream(seed, &format!("client-{index}-branch-steps"));
+    // Each operation draws from a stream of its own (see `kit::draws`).
+    let mut ops = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
     let mut items = CosmosContainer::new(client, CONTAINER);
     let mut etags: BTreeMap<String, ETag> = BTreeMap::new();
     let m = &p.mix;
@@ -50,6 +50,7 @@ pub async fn client_workload(
         if overcast_model::client::sim_now_ns() >= deadline_ns {
             break;
         }
+        let mut rng = unit_stream(&mut ops);
         let pk = format!("p{}", rng.gen_range(0..p.partition_keys.max(1)));
         let id = format!("i{}", rng.gen_range(0..p.items_per_key.max(1)));
         let body = format!("c{index}.{n}");
@@ -64,13 +65,14 @@ pub async fn client_workload(
             kind += 1;
         }
         let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
-        if overcast_sim::rng::past_branch_point() && branch.gen_bool(BRANCH_REPEATING_BATCH) {
+        // Drawn only on an explorer's branch (past its first point).
+        if overcast_sim::rng::past_branch_point() && rng.gen_bool(BRANCH_REPEATING_BATCH) {
+            let batch = repeating_batch(&mut rng, &id, &body, known.clone());
             overcast_harness::ops::about(&node, n, &item_key(&pk, &id));
             if overcast_harness::ops::skipped(&node, n).await {
                 continue;
             }
-            let ops = repeating_batch(&mut branch, &id, &body, known.clone());
-            let req = items.batch_request(&pk, ops);
+            let req = items.batch_request(&pk, batch);
             send(&mut items, &recorder, client_id, &req, &mut etags).await;
             continue;
         }

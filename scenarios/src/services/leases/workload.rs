@@ -11,6 +11,7 @@ use super::history::{begin, Call, LeaseEvent, LeaseRecorder, Outcome};
 use super::{blob_key, LeasesParams, CONTAINER};
 use crate::kit::attempts::attempt;
 use crate::kit::bridge::ClockAdapter;
+use crate::kit::draws::unit_stream;
 use overcast_model::client::{sim_now_ns, CallResult, StoreClient};
 use overcast_model::conditions::{Conditions, ETag};
 use overcast_model::env::Clock;
@@ -117,16 +118,6 @@ impl<'a> Calls<'a> {
         }
         overcast_harness::ops::skipped(self.node, op).await
     }
-}
-
-/// The random stream of one round or operation, seeded from its node's
-/// stream: a unit the shrinker leaves out (see [`overcast_harness::ops`]) stops drawing
-/// midway, and the units after it must draw the same as before.
-fn unit_stream(node: &mut impl Rng) -> overcast_sim::rng::Stream {
-    let unit: rand_chacha::ChaCha8Rng = rand::SeedableRng::seed_from_u64(node.gen());
-    // A stream of its own (not the bare generator): a unit drawn before a
-    // branch point and still drawing after it switches with the others.
-    overcast_sim::rng::Stream::from_key(unit.get_seed())
 }
 
 /// A GUID from `rng`.

@@ -8,6 +8,7 @@ use super::history::OccRecorder;
 use super::history::{Call, Outcome};
 use super::{counter_names, item_name, OccParams, CONTAINER};
 use crate::kit::attempts::attempt;
+use crate::kit::draws::unit_stream;
 use crate::services::occ::OccRole;
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
 use overcast_model::retry::FinalOutcome;
@@ -126,8 +127,9 @@ pub async fn client_workload(
     deadline_ns: u64,
     clock: NodeClock,
 ) {
-    // A restarted client (a fresh id) draws a workload of its own.
-    let mut rng = overcast_sim::rng::stream(seed, &format!("client-{client_id}-workload"));
+    // A restarted client (a fresh id) draws a workload of its own; each
+    // operation draws from a stream of its own (see `kit::draws`).
+    let mut ops = overcast_sim::rng::stream(seed, &format!("client-{client_id}-workload"));
     let mut obs = Observer::new(client_id, recorder);
     let counters = counter_names(&s);
     let m = &s.mix;
@@ -147,6 +149,7 @@ pub async fn client_workload(
         if overcast_model::client::sim_now_ns() >= deadline_ns {
             break;
         }
+        let mut rng = unit_stream(&mut ops);
         let item = if rng.gen_range(0..100) < s.hot_key_percent || s.keys == 1 {
             0
         } else {
@@ -161,8 +164,6 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
-        // An increment's counter is drawn before the shrinker is asked, so
-        // that leaving the increment out leaves the later draws as they were.
         let counter = (kind == 6).then(|| counters[rng.gen_range(0..counters.len())].clone());
         let node = overcast_sim::world::Topology::node_name(OccRole::Client, client_id % s.clients);
         overcast_harness::ops::about(&node, n, counter.as_deref().unwrap_or(&id));

@@ -16,6 +16,7 @@ use super::history::{Call, Outcome};
 use super::SearchParams;
 use crate::kit::dialects::recorded;
 use crate::kit::dialects::StoreRole;
+use crate::kit::draws::unit_stream;
 use overcast_model::client::StoreClient;
 use overcast_model::search::{ResourceKind, SearchRequest};
 use overcast_model::search_client::{Definition, SearchClient};
@@ -100,7 +101,8 @@ pub async fn client_workload(
     recorder: Recorder<Call, Outcome>,
     deadline_ns: u64,
 ) {
-    let mut rng = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
+    // Each operation draws from a stream of its own (see `kit::draws`).
+    let mut ops = overcast_sim::rng::stream(seed, &format!("client-{index}-workload"));
     let mut s = Session {
         search: SearchClient::new(client),
         recorder: &recorder,
@@ -127,6 +129,7 @@ pub async fn client_workload(
         if overcast_model::client::sim_now_ns() >= deadline_ns {
             break;
         }
+        let mut rng = unit_stream(&mut ops);
         let mut pick = rng.gen_range(0..total);
         let mut kind = 0;
         while kind < weights.len() - 1 && pick >= weights[kind] {
