@@ -17,7 +17,7 @@
 //! runs go in batches of [`BATCH`] whatever the number of worker threads,
 //! and each batch's results are taken in order.
 
-mod page;
+pub mod page;
 pub use page::page;
 
 use crate::goals::{first_reached, DynGoal, GoalId, Tally};

@@ -30,6 +30,3 @@ pub mod saved;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;
-
-#[cfg(test)]
-mod toy;

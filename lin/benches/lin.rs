@@ -1,5 +1,5 @@
 //! Benchmarks of the linearizability checker (criterion):
-//! `cargo bench -p overcast-lin --bench lin`.
+//! `cargo bench -p overcast-lin --features measure --bench lin`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use overcast_lin::gen::{

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod parse;
-pub use parse::{parse_kvhist, to_kvhist, KvHistory};
+pub use parse::{gathered_by, parse_kvhist, to_kvhist, KvHistory, Reader};
 
 /// A value (shared, cheap to clone).
 pub type Val = Arc<str>;
@@ -692,6 +692,3 @@ fn prefix_hash_step(h: u64, b: u8) -> u64 {
 fn prefix_hash(v: &str) -> u64 {
     v.bytes().fold(PREFIX_HASH_SEED, prefix_hash_step)
 }
-
-#[cfg(test)]
-mod tests;

@@ -12,3 +12,4 @@ mod harness_on_services;
 mod regressions;
 mod report;
 mod toy_scenario;
+mod units;

@@ -346,9 +346,9 @@ pub(super) fn parse_fast(text: &str) -> Option<KvHistory> {
     gathered_history(g)
 }
 
-/// The two fast readers of [`parse_fast`].
-#[derive(Clone, Copy)]
-pub(super) enum Reader {
+/// The two fast readers of [`parse_kvhist`]'s fast path.
+#[derive(Clone, Copy, Debug)]
+pub enum Reader {
     /// The hand-written one ([`scan`]), which gives up on what it does not
     /// handle exactly as serde would.
     Scan,
@@ -356,9 +356,21 @@ pub(super) enum Reader {
     Serde,
 }
 
+/// What `reader` gathers from `text`, written out (operations, initial
+/// state, expectation and flags), so that the two readers can be compared;
+/// `None` on any error, or when the hand-written reader gives up.
+pub fn gathered_by(text: &str, reader: Reader) -> Option<String> {
+    read_by(text, reader).map(|g| {
+        format!(
+            "{:?}",
+            (g.ops, g.init, g.expected, g.track, g.format_ok, g.seen_ops)
+        )
+    })
+}
+
 /// What one reader gathers from the document; `None` on any error (or
 /// when the hand-written reader gives up).
-pub(super) fn read_by(text: &str, reader: Reader) -> Option<Gathered> {
+fn read_by(text: &str, reader: Reader) -> Option<Gathered> {
     let mut g = Gathered {
         format_ok: true,
         ..Gathered::default()

@@ -4,5 +4,6 @@ mod appends;
 mod corpus;
 mod explain;
 mod unique_values;
+mod units;
 mod unknown_writes;
 mod value_view;

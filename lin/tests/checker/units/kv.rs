@@ -1,7 +1,8 @@
-//! Tests of the key-value model and its partitioned search.
-use super::parse::{read_by, Reader};
-use super::*;
+//! Tests of `lin/src/kv.rs`: the key-value model and its partitioned search.
+use overcast_lin::kv::*;
+use overcast_lin::*;
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 const DOC: &str = r#"{"format":"kvhist/1","init":{"x":{"value":"0","version":2}},"ops":[
     {"id":0,"client":0,"key":"x","f":"put","value":"1","call":0,"ret":10,"out":{"version":3}},
@@ -149,16 +150,6 @@ fn free_form_fields_are_ignored() {
     assert!(!h.spec.track_versions);
 }
 
-/// What a reader gathered, as text (for comparing the two readers).
-fn gathered(text: &str, reader: Reader) -> Option<String> {
-    read_by(text, reader).map(|g| {
-        format!(
-            "{:?}",
-            (g.ops, g.init, g.expected, g.track, g.format_ok, g.seen_ops)
-        )
-    })
-}
-
 /// Documents the hand-written reader gives up on or must read exactly as
 /// serde does.
 const ODD: &[&str] = &[
@@ -183,25 +174,25 @@ const ODD: &[&str] = &[
 #[test]
 fn the_hand_written_reader_reads_as_serde_does() {
     for doc in ODD.iter().copied().chain([DOC]) {
-        if let Some(scanned) = gathered(doc, Reader::Scan) {
-            assert_eq!(Some(scanned), gathered(doc, Reader::Serde), "{doc}");
+        if let Some(scanned) = gathered_by(doc, Reader::Scan) {
+            assert_eq!(Some(scanned), gathered_by(doc, Reader::Serde), "{doc}");
         }
     }
     // The common case is read by the hand-written reader.
-    assert!(gathered(DOC, Reader::Scan).is_some());
-    let g = crate::gen::generate(&crate::gen::GenOptions {
+    assert!(gathered_by(DOC, Reader::Scan).is_some());
+    let g = overcast_lin::gen::generate(&overcast_lin::gen::GenOptions {
         seed: 5,
         ops: 300,
         clients: 8,
         keys: 3,
         unknown_writes: 0.1,
         unknown_reads: 0.1,
-        ..crate::gen::GenOptions::default()
+        ..overcast_lin::gen::GenOptions::default()
     });
     let text = to_kvhist(&g.spec, &g.ops, Some("linearizable"));
-    let scanned = gathered(&text, Reader::Scan);
+    let scanned = gathered_by(&text, Reader::Scan);
     assert!(scanned.is_some());
-    assert_eq!(scanned, gathered(&text, Reader::Serde));
+    assert_eq!(scanned, gathered_by(&text, Reader::Serde));
 }
 
 proptest! {
@@ -214,8 +205,8 @@ proptest! {
         }
         let s: String = t.chars().take(cut.max(1) + 300).collect();
         for doc in [&t, &s] {
-            if let Some(scanned) = gathered(doc, Reader::Scan) {
-                prop_assert_eq!(Some(scanned), gathered(doc, Reader::Serde), "{}", doc);
+            if let Some(scanned) = gathered_by(doc, Reader::Scan) {
+                prop_assert_eq!(Some(scanned), gathered_by(doc, Reader::Serde), "{}", doc);
             }
         }
     }

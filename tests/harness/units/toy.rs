@@ -3,9 +3,11 @@
 //! counts every answered increment once and every unknown one at most once.
 //! Its seeded bug `double_increment` makes every fifth increment add two.
 
-use crate::bug::BugInfo;
-use crate::params::{self, ParamError};
-use crate::registry::{Deployment, NodeFuture, Reduction, RunCtx, RunDefaults, ScenarioDef};
+use overcast_harness::bug::BugInfo;
+use overcast_harness::params::{self, ParamError};
+use overcast_harness::registry::{
+    Deployment, NodeFuture, Reduction, RunCtx, RunDefaults, ScenarioDef,
+};
 use overcast_sim::check::{Checked, Checker, Property, PropertyId, Verdict, Violation};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
@@ -94,7 +96,7 @@ pub struct Counter;
 /// The toy, registered nowhere.
 pub static COUNTER: Counter = Counter;
 
-fn now_ns() -> u64 {
+pub fn now_ns() -> u64 {
     madsim::time::TimeHandle::current().elapsed().as_nanos() as u64
 }
 
@@ -164,7 +166,7 @@ impl ScenarioDef for Counter {
                 let id = env.index + 100 * env.incarnation as usize;
                 let node = env.name.clone();
                 for i in 0..n {
-                    if crate::ops::skipped(&node, i).await {
+                    if overcast_harness::ops::skipped(&node, i).await {
                         continue;
                     }
                     let slot = recorder.begin(OpRecord {

@@ -1,0 +1,3 @@
+//! Tests of `harness/src/explore/`.
+
+mod page;

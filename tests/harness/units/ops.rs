@@ -1,0 +1,87 @@
+//! Tests of `harness/src/ops.rs`.
+
+use crate::units::toy::now_ns;
+use overcast_harness::ops::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Runs `f` as the one task of a one-node simulation, as a workload runs.
+fn in_sim<T: 'static>(f: impl std::future::Future<Output = T> + 'static) -> T {
+    madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default()).block_on(f)
+}
+
+#[test]
+fn a_plan_skips_what_it_names_records_what_was_drawn_and_uninstalls() {
+    assert!(!in_sim(skipped("client-0", 0)), "no plan: nothing skipped");
+    let skip: SkipSet = [("client-1".to_string(), BTreeSet::from([2]))].into();
+    let plan = OpPlan::install(&skip, &Pace::new());
+    let answers = in_sim(async {
+        let mut v = Vec::new();
+        for op in 0..3 {
+            v.push(skipped("client-1#3", op).await);
+        }
+        v.push(skipped("client-0", 0).await);
+        v
+    });
+    assert_eq!(
+        answers,
+        [false, false, true, false],
+        "an incarnation is its node"
+    );
+    let (drawn, _) = plan.finish();
+    assert_eq!(drawn["client-1"].len(), 3);
+    assert_eq!(drawn["client-0"].len(), 1);
+    assert!(!in_sim(skipped("client-1", 2)), "uninstalled");
+}
+
+#[test]
+fn a_paced_operation_waits_for_its_start_time_and_a_dropped_plan_is_uninstalled() {
+    let pace: Pace = [("client-0".to_string(), BTreeMap::from([(1, 5_000_000)]))].into();
+    let plan = OpPlan::install(&SkipSet::new(), &pace);
+    in_sim(async {
+        assert!(!skipped("client-0", 0).await);
+        assert_eq!(now_ns(), 0, "op 0 is not paced");
+        assert!(!skipped("client-0", 1).await);
+        // madsim's timers fire a few ns late.
+        assert!(
+            (5_000_000..5_001_000).contains(&now_ns()),
+            "op 1 waited for its start"
+        );
+    });
+    let started = pace_of(&plan.finish().0)["client-0"][&1];
+    assert!((5_000_000..5_001_000).contains(&started), "{started}");
+    let skip: SkipSet = [("client-0".to_string(), BTreeSet::from([0]))].into();
+    drop(OpPlan::install(&skip, &Pace::new()));
+    assert!(!in_sim(skipped("client-0", 0)));
+}
+
+#[test]
+fn a_socket_named_by_its_call_keeps_it_whatever_the_node_drew_last() {
+    let skip: SkipSet = [("connector-0".to_string(), BTreeSet::from([7]))].into();
+    let plan = OpPlan::install(&skip, &Pace::new());
+    in_sim(async {
+        assert!(!skipped_call("connector-0", 5));
+        name_socket("connector-0", 1001, Some(5));
+        assert!(
+            skipped_call("connector-0#1", 7),
+            "an incarnation is its node"
+        );
+        assert!(!skipped_call("connector-0", 9));
+        name_socket("connector-0", 1002, Some(9));
+        assert_eq!(current_at("connector-0", 1001), Some(5));
+        assert_eq!(current_at("connector-0#1", 1002), Some(9));
+        assert_eq!(
+            current_at("connector-0", 1003),
+            None,
+            "a call is no node's current"
+        );
+        assert!(!skipped("connector-0", 3).await);
+        assert_eq!(
+            current_at("connector-0", 1003),
+            Some(3),
+            "else the node's current"
+        );
+        name_socket("connector-0", 1001, None);
+        assert_eq!(current_at("connector-0", 1001), Some(3));
+    });
+    assert_eq!(plan.finish().0["connector-0"].len(), 4, "calls are drawn");
+}
