@@ -387,6 +387,7 @@ pub fn world_config(s: &Scenario, topology: Topology) -> WorldConfig {
         plan,
         deadline: Duration::from_millis(s.deadline_ms),
         quiet: Duration::from_millis(s.quiet_ms),
+        stop: s.stop_ms.map(Duration::from_millis),
         resolver: None,
     }
 }
@@ -403,7 +404,20 @@ pub fn resolved(def: &dyn DynScenario, s: &Scenario) -> Result<Scenario, Harness
 /// The liveness check: every awaited node finished after every fault was
 /// healed. A violation names, on each unfinished node's lane, the time from
 /// the heal to the end of the run.
-fn liveness(world: &WorldOutcome) -> CheckRecord {
+fn liveness(world: &WorldOutcome, stop_ms: Option<u64>) -> CheckRecord {
+    if let Some(ms) = stop_ms.filter(|_| !world.unfinished.is_empty()) {
+        // A run stopped before its end (a shrunk one) leaves its nodes at work.
+        return CheckRecord {
+            properties: &[LIVENESS],
+            label: "",
+            checked: Checked::new(Verdict::Held)
+                .with_note(format!(
+                    "not judged: the run was stopped at {}, before its end",
+                    overcast_sim::timeline::secs(ms * 1_000_000)
+                ))
+                .partly(true),
+        };
+    }
     let verdict = if world.unfinished.is_empty() {
         Verdict::Held
     } else {
@@ -453,7 +467,7 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         Err(e) => return harness_failure(&resolved, e.to_string(), started.elapsed()),
     };
     let mut checks = executed.checks;
-    checks.push(liveness(&executed.world));
+    checks.push(liveness(&executed.world, resolved.stop_ms));
     let mut outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
     let disks = def
         .topology(&resolved.params)

@@ -70,6 +70,12 @@ pub struct Scenario {
     pub deadline_ms: u64,
     /// Quiet phase after healing, ms.
     pub quiet_ms: u64,
+    /// When the run ends, ms, if before the end of its quiet phase: a shrunk
+    /// failure of a prefix-closed property (judged on what came before it)
+    /// ends soon after its violation, and what would have come after is
+    /// never run. Absent for a whole run (and in files written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_ms: Option<u64>,
     /// The scenario's own parameters.
     pub params: serde_json::Value,
 }
@@ -108,6 +114,7 @@ impl Scenario {
             branch: BranchPath::new(),
             deadline_ms: d.deadline_ms,
             quiet_ms: d.quiet_ms,
+            stop_ms: None,
             params: def.default_params(seed),
         }
     }

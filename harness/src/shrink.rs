@@ -59,11 +59,33 @@ const MIN_ACTIVE_MS: u64 = 1_000;
 /// retries).
 const MIN_QUIET_MS: u64 = 1_000;
 
+/// What a failure's property lets the envelope's reductions cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cuttable {
+    /// The quiet phase, and operations of it: the property is prefix-closed
+    /// or its check judges its own premise
+    /// ([`crate::registry::DynScenario::quiet_phase_cuttable`]).
+    pub quiet_phase: bool,
+    /// The run after the violation: the property is prefix-closed
+    /// ([`crate::registry::ScenarioDef::prefix_closed`]), so the run that
+    /// stops soon after it still breaks it.
+    pub after_violation: bool,
+}
+
+impl Cuttable {
+    /// What a failure of `property` lets be cut in a run of `def`.
+    pub fn of(def: &dyn DynScenario, property: PropertyId) -> Cuttable {
+        Cuttable {
+            quiet_phase: def.quiet_phase_cuttable(property),
+            after_violation: def.prefix_closed(property),
+        }
+    }
+}
+
 /// A reduction of the envelope (faults), common to every scenario: the
-/// `i`-th candidate, or `None`; the flag says whether the failure's
-/// property lets the quiet phase be cut (it is prefix-closed, or its check
-/// judges its own premise: [`crate::registry::DynScenario::quiet_phase_cuttable`]).
-pub type EnvelopeReduction = fn(&Scenario, usize, bool) -> Option<Scenario>;
+/// `i`-th candidate, or `None`, for a failure whose property lets `Cuttable`
+/// be cut.
+pub type EnvelopeReduction = fn(&Scenario, usize, Cuttable) -> Option<Scenario>;
 
 /// When fault event `e` ends (a crashed node restarts, a partition heals, a
 /// pause ends), ms.
@@ -114,7 +136,7 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             t
         })
     }),
-    ("halve the active phase", |s, i, prefix_closed| {
+    ("halve the active phase", |s, i, cut| {
         // The quiet phase after it (heal, probes, drain) stays whole, so a
         // check that needs it still gets it; only the time the workload and
         // the fault plan have shrinks.
@@ -124,7 +146,7 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             if let Some(plan) = t.plan.as_mut() {
                 plan.events.retain(|e| e.at_ms < t.deadline_ms);
             }
-            if prefix_closed {
+            if cut.quiet_phase {
                 // A quiet phase cut short still outlasts the faults.
                 let least = (faults_end_ms(&t) + MIN_QUIET_MS).saturating_sub(t.deadline_ms);
                 t.quiet_ms = t.quiet_ms.max(least);
@@ -140,7 +162,7 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
             t
         })
     }),
-    ("halve the quiet phase", |s, i, prefix_closed| {
+    ("halve the quiet phase", |s, i, cut| {
         // Only for a property judged on what came before the violation: a
         // shorter run cannot make it fail where a longer one would not. The
         // run still ends well after the last fault does, so no crashed
@@ -148,7 +170,7 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
         // as committed): the first candidate leaves out the fault events
         // that would outlast the shorter run, the second keeps them and
         // cuts the quiet phase only as far as they allow.
-        if !prefix_closed {
+        if !cut.quiet_phase {
             return None;
         }
         let half = (s.quiet_ms / 2).max(MIN_QUIET_MS);
@@ -169,7 +191,38 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
         }
         (t.quiet_ms < s.quiet_ms).then_some(t)
     }),
+    ("stop the run sooner", |s, i, cut| {
+        // Only for a property judged on what came before the violation:
+        // the run up to the stop is the run it was, so a violation before
+        // the stop is still there, and what came after it is never run.
+        // Candidates stop at 1/2, 3/4, 7/8 and 15/16 of the run; kept
+        // again and again, they close in on the violation. Like the quiet
+        // phase's cut, a stop leaves every fault event begun before it time
+        // to end and be recovered from.
+        if !cut.after_violation || i >= STOP_STEPS {
+            return None;
+        }
+        let end = s.stop_ms.unwrap_or(s.deadline_ms + s.quiet_ms);
+        let part = 1u64 << (i + 1);
+        let target = end / part * (part - 1);
+        let recovered = s.plan.as_ref().map_or(0, |p| {
+            p.events
+                .iter()
+                .filter(|e| e.at_ms < target)
+                .map(|e| fault_end_ms(e) + MIN_QUIET_MS)
+                .max()
+                .unwrap_or(0)
+        });
+        let stop = target.max(recovered);
+        (stop < end).then(|| Scenario {
+            stop_ms: Some(stop),
+            ..s.clone()
+        })
+    }),
 ];
+
+/// The candidates of "stop the run sooner": at 1/2, 3/4, 7/8, 15/16.
+const STOP_STEPS: usize = 4;
 
 /// The `i`-th candidate of reduction `r` (the scenario's own first, then
 /// the envelope's) for a failure of `property`.
@@ -188,7 +241,7 @@ pub fn candidate(
             ..s.clone()
         })
     } else {
-        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i, def.quiet_phase_cuttable(property))
+        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i, Cuttable::of(def, property))
     }
 }
 
@@ -238,6 +291,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         // A quiet phase cut short, or operations of it left out, may not
         // break another property that needs the whole quiet phase.
         let quiet_cut = c.quiet_ms < self.quiet_ms
+            || c.stop_ms.is_some()
             || c.skip
                 .values()
                 .flatten()

@@ -293,6 +293,11 @@ pub struct WorldConfig {
     pub deadline: Duration,
     /// After healing, how long the world runs without faults before the end.
     pub quiet: Duration,
+    /// When set, the run ends here, whatever phase it is in (no heal, no
+    /// wait for the awaited nodes): everything up to it is as in the run
+    /// without it. A shrunk failure of a property judged on what came before
+    /// it needs no more of the run.
+    pub stop: Option<Duration>,
     /// Turns the targets of [`Fault::Isolate`] into node names (none: every
     /// such fault is skipped).
     pub resolver: Option<Resolver>,
@@ -532,6 +537,7 @@ where
     let outcome = Arc::new(Mutex::new(WorldOutcome::default()));
     let plan = cfg.plan.clone();
     let (deadline, quiet, seed) = (cfg.deadline, cfg.quiet, cfg.seed);
+    let stop = cfg.stop.unwrap_or(Duration::MAX);
     let resolver = cfg.resolver.clone();
     let out = outcome.clone();
     rt.block_on(async move {
@@ -550,21 +556,25 @@ where
         // Play faults until the deadline or until every awaited node is done.
         loop {
             let elapsed = start.elapsed();
-            if all_done() || elapsed >= deadline {
+            if all_done() || elapsed >= deadline || elapsed >= stop {
                 break;
             }
             let next = faults.next_due().unwrap_or(deadline).min(deadline);
             let step = next.saturating_sub(elapsed).min(POLL);
+            // The same wake-ups as without a stop, the last cut at it.
+            let step = step.min(stop.saturating_sub(elapsed));
             sleep(step.max(Duration::from_millis(1))).await;
             faults.play_due(start.elapsed());
         }
-        faults.heal_all();
-        // Awaited nodes finish what they started (their retries end); bounded.
-        let grace = start.elapsed() + Duration::from_secs(600);
-        while !all_done() && start.elapsed() < grace {
-            sleep(POLL).await;
+        if start.elapsed() < stop {
+            faults.heal_all();
+            // Awaited nodes finish what they started (their retries end); bounded.
+            let grace = start.elapsed() + Duration::from_secs(600);
+            while !all_done() && start.elapsed() < grace.min(stop) {
+                sleep(POLL.min(stop.saturating_sub(start.elapsed()))).await;
+            }
+            sleep(quiet.min(stop.saturating_sub(start.elapsed()))).await;
         }
-        sleep(quiet).await;
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
         o.unfinished = unfinished();
         o.sim_ns = now_ns();

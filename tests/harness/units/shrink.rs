@@ -112,3 +112,78 @@ fn history_units_become_skipped_operations_and_dropped_fault_events() {
         "leave out 1 fault event"
     );
 }
+
+/// The "stop the run sooner" candidates of `s` for a failure of `property`.
+fn stops(def: &'static dyn DynScenario, s: &Scenario, property: &'static str) -> Vec<Scenario> {
+    let r = def.reduction_names().len()
+        + ENVELOPE_REDUCTIONS
+            .iter()
+            .position(|(n, _)| *n == "stop the run sooner")
+            .unwrap();
+    (0..)
+        .map_while(|i| candidate(def, s, PropertyId::new(property), r, i))
+        .collect()
+}
+
+#[test]
+fn the_run_stops_sooner_only_for_a_prefix_closed_property_and_after_the_faults_end() {
+    let def: &'static dyn DynScenario = &COUNTER;
+    let mut s = Scenario::new(def, 0);
+    assert!(
+        stops(def, &s, "liveness").is_empty(),
+        "liveness needs the whole run"
+    );
+    let end = s.deadline_ms + s.quiet_ms;
+    let at: Vec<u64> = stops(def, &s, "C1")
+        .iter()
+        .map(|c| c.stop_ms.expect("a stop"))
+        .collect();
+    assert_eq!(at, [end / 2, end / 4 * 3, end / 8 * 7, end / 16 * 15]);
+    // A crash begun before a stop is over, and recovered from, before it.
+    let mut plan = overcast_sim::faults::FaultPlan::none();
+    plan.events.push(overcast_sim::faults::FaultEvent {
+        at_ms: end / 2 - 100,
+        fault: overcast_sim::faults::Fault::Crash {
+            node: "worker-0".into(),
+            down_ms: 400,
+        },
+    });
+    s.plan = Some(plan);
+    assert_eq!(stops(def, &s, "C1")[0].stop_ms, Some(end / 2 + 300 + 1_000));
+}
+
+#[test]
+fn a_stopped_run_is_the_run_up_to_its_stop_and_is_not_judged_for_liveness() {
+    let def: &'static dyn DynScenario = &COUNTER;
+    let whole = run_isolated_with(def, &Scenario::new(def, 3));
+    assert!(whole.passed(), "{}", whole.summary());
+    let stop_ms = whole.world.sim_ns / 1_000_000 / 3;
+    let mut s = Scenario::new(def, 3);
+    s.stop_ms = Some(stop_ms);
+    let stopped = run_isolated_with(def, &s);
+    assert!(stopped.world.sim_ns <= stop_ms * 1_000_000 + 1_000_000);
+    assert!(
+        !stopped.world.unfinished.is_empty(),
+        "stopped with work left"
+    );
+    let started_before = |r: &overcast_harness::run::RunResult| {
+        r.drawn
+            .iter()
+            .flat_map(|(node, ops)| {
+                ops.iter()
+                    .filter(|(_, at)| **at < stop_ms * 1_000_000)
+                    .map(move |(op, at)| (node.clone(), *op, *at))
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = started_before(&stopped);
+    assert!(before.len() > 3, "{before:?}");
+    assert_eq!(before, started_before(&whole));
+    let liveness = stopped
+        .checks
+        .iter()
+        .find(|c| c.name() == PropertyId::new("liveness"))
+        .expect("liveness is checked");
+    assert!(liveness.checked.partly_judged);
+    assert!(stopped.passed(), "{}", stopped.summary());
+}
