@@ -22,6 +22,7 @@ pub mod log;
 pub mod rng;
 pub mod runner;
 pub mod timeline;
+pub mod topology;
 pub mod world;
 
 /// The linearizability checker (the `overcast-lin` crate), re-exported so that
