@@ -461,6 +461,18 @@ pub const EXPLORER_BUGS: &[BugInfo] = &[
         scenarios: &["cosmos"],
         caught_by: &["E1", "linearizability"],
     },
+    BugInfo {
+        name: "metadata_ignores_lease",
+        what: "Set Blob Metadata skips the lease check, so it is accepted without the lease id (or with another) on a leased blob",
+        scenarios: &["leases"],
+        caught_by: &["L2", "L3"],
+    },
+    BugInfo {
+        name: "metadata_keeps_etag",
+        what: "Set Blob Metadata keeps the blob's version and ETag, so two writes answer one ETag and an If-Match on the ETag from before the change still passes",
+        scenarios: &["leases"],
+        caught_by: &["E1"],
+    },
 ];
 
 /// The fault profile a bug is hunted under when it needs one beyond its

@@ -6,7 +6,7 @@ use super::{blob_resource, conditions, describe_conditions, key, lease_header, t
 use super::{State, Target};
 use crate::conformance::format::Step;
 use overcast_model::conditions::Conditions;
-use overcast_model::store::StoreRequest;
+use overcast_model::store::{Metadata, StoreRequest};
 
 /// The Store request of a Blob step, and the container or blob it addresses.
 pub(super) fn request(step: &Step, state: &State) -> Result<(StoreRequest, Target), String> {
@@ -29,6 +29,7 @@ pub(super) fn request(step: &Step, state: &State) -> Result<(StoreRequest, Targe
                 key: key(&s.container, &s.blob),
                 body: s.body.clone().unwrap_or_default(),
                 conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
+                metadata: Metadata::new(),
             },
             target(blob_resource(&s.container, &s.blob)),
         ),
@@ -56,7 +57,9 @@ pub(super) fn describe(kind: &str, r: &StoreRequest) -> String {
         StoreRequest::CreateContainer { container } => {
             format!("{kind} {container}")
         }
-        StoreRequest::Read { key, conditions } | StoreRequest::Delete { key, conditions } => {
+        StoreRequest::Read { key, conditions }
+        | StoreRequest::Delete { key, conditions }
+        | StoreRequest::GetProperties { key, conditions } => {
             format!(
                 "{kind} {}/{}{}",
                 key.container,
@@ -68,11 +71,33 @@ pub(super) fn describe(kind: &str, r: &StoreRequest) -> String {
             key,
             body,
             conditions,
+            metadata,
         } => format!(
-            "{kind} {}/{} body {body:?}{}",
+            "{kind} {}/{} body {body:?}{}{}",
             key.container,
             key.id,
+            describe_metadata(metadata),
+            describe_conditions(conditions)
+        ),
+        StoreRequest::SetMetadata {
+            key,
+            metadata,
+            conditions,
+        } => format!(
+            "{kind} {}/{}{}{}",
+            key.container,
+            key.id,
+            describe_metadata(metadata),
             describe_conditions(conditions)
         ),
     }
+}
+
+/// Metadata as ` metadata {name=value, ...}` (nothing when there is none).
+fn describe_metadata(m: &Metadata) -> String {
+    if m.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = m.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(" metadata {{{}}}", pairs.join(", "))
 }
