@@ -1,6 +1,7 @@
 //! Blob steps (SPEC §1.1): the `StoreRequest` of `create_container`,
-//! `put_blob`, `get_blob`, `delete_blob` (condition headers and lease id with
-//! captured names resolved), and the request as a line.
+//! `put_blob`, `get_blob`, `delete_blob`, `get_blob_properties`,
+//! `set_blob_metadata` (condition headers and lease id with captured names
+//! resolved), and the request as a line.
 
 use super::{blob_resource, conditions, describe_conditions, key, lease_header, target};
 use super::{State, Target};
@@ -29,7 +30,7 @@ pub(super) fn request(step: &Step, state: &State) -> Result<(StoreRequest, Targe
                 key: key(&s.container, &s.blob),
                 body: s.body.clone().unwrap_or_default(),
                 conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
-                metadata: Metadata::new(),
+                metadata: s.metadata.clone().unwrap_or_default(),
             },
             target(blob_resource(&s.container, &s.blob)),
         ),
@@ -43,6 +44,21 @@ pub(super) fn request(step: &Step, state: &State) -> Result<(StoreRequest, Targe
         Step::DeleteBlob(s) => (
             StoreRequest::Delete {
                 key: key(&s.container, &s.blob),
+                conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
+            },
+            target(blob_resource(&s.container, &s.blob)),
+        ),
+        Step::GetBlobProperties(s) => (
+            StoreRequest::GetProperties {
+                key: key(&s.container, &s.blob),
+                conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
+            },
+            target(blob_resource(&s.container, &s.blob)),
+        ),
+        Step::SetBlobMetadata(s) => (
+            StoreRequest::SetMetadata {
+                key: key(&s.container, &s.blob),
+                metadata: s.metadata.clone().unwrap_or_default(),
                 conditions: with_lease(cond()?.unwrap_or_default(), &s.lease_id)?,
             },
             target(blob_resource(&s.container, &s.blob)),

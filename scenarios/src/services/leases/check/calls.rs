@@ -338,12 +338,34 @@ pub(super) fn judge_fresh_etags(h: &LeaseHistory, a: &mut Analysis) {
         let account = crate::kit::words::calls_account(
             &h.ops,
             &v.ops,
-            |c, r| super::super::timeline::words(c, r).0,
+            version_words,
             "A version (ETag) given twice".to_string(),
             "The calls on the blob from the first write that got the version to the one that got it again: every put and Set Blob Metadata makes a new ETag (SPEC E1).".to_string(),
         );
         a.violations.push(v.with_evidence(account));
     }
+}
+
+/// A call and the version its answer carried, for E1's account:
+/// `put leases/b0 id 5d1f… → 201 version 4`.
+fn version_words(c: &Call, r: Option<&Outcome>) -> String {
+    let mut out = format!("{} {}", c.op, c.target);
+    if let Some(id) = &c.lease_id {
+        out += &format!(" id {}", short(id));
+    }
+    match r {
+        None => out += " → unknown",
+        Some(r) => {
+            out += &format!(" → {}", r.status);
+            if let Some(code) = &r.code {
+                out += &format!(" {code}");
+            }
+            if let Some(v) = r.version {
+                out += &format!(" version {v}");
+            }
+        }
+    }
+    out
 }
 
 /// A conditional header's refusal: 304, 412 `ConditionNotMet`, 409
