@@ -445,6 +445,7 @@ mod tests {
             key: ItemKey::new("docs", pk, id),
             body: body.into(),
             conditions: Conditions::none(),
+            metadata: Default::default(),
         })
     }
 

@@ -241,6 +241,7 @@ mod tests {
                     etag: ETag::from_version(v),
                     last_modified: 1000 * v,
                     version: v,
+                    metadata: Default::default(),
                 },
             }),
         }

@@ -229,6 +229,7 @@ mod tests {
             key: ItemKey::new("docs", "k1", "k1"),
             body: "c1.2".into(),
             conditions: Conditions::if_none_match_any(),
+            metadata: Default::default(),
         });
         let whole = to_bytes(&WireRequest {
             req_id: 0x0102_0304_0506_0708,

@@ -437,6 +437,18 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["regions", "occ-replicated"],
         caught_by: &["R6"],
     },
+    BugInfo {
+        name: "metadata_ignores_lease",
+        what: "Set Blob Metadata skips the lease check, so it is accepted without the lease id (or with another) on a leased blob",
+        scenarios: &["leases"],
+        caught_by: &["L2", "L3"],
+    },
+    BugInfo {
+        name: "metadata_keeps_etag",
+        what: "Set Blob Metadata keeps the blob's version and ETag, so two writes answer one ETag and an If-Match on the ETag from before the change still passes",
+        scenarios: &["leases"],
+        caught_by: &["E1"],
+    },
 ];
 
 /// Bugs no seed of the hunt reaches, which `overcast explore` finds by

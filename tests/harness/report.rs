@@ -114,7 +114,7 @@ fn a_failing_occ_run_gets_a_page_with_the_linearizability_counterexample_in_seco
 
 #[test]
 fn a_failing_leases_run_draws_each_holders_lease_as_the_server_saw_it_and_as_it_believed() {
-    let r = run("leases", 36, "lease_expiry_on_client_clock");
+    let r = run("leases", 52, "lease_expiry_on_client_clock");
     let page = assert_is_a_failure_page(&r);
     assert_eq!(r.first_property(), Some("L9".into()));
     assert!(page.contains("server's view") && page.contains("↳ belief"));
@@ -190,7 +190,7 @@ fn a_restarted_clients_operations_are_drawn_on_its_nodes_lane() {
 /// table) and an early seed that catches it, with the property it breaks.
 const FAILING: &[(&str, u64, &str)] = &[
     ("occ", 0, "skip_if_match"),
-    ("leases", 36, "lease_expiry_on_client_clock"),
+    ("leases", 81, "lease_expiry_on_client_clock"),
     ("leases", 1, "renew_after_write"),
     ("cosmos", 0, "upsert_if_match_absent_412"),
     ("search", 0, "search_if_none_match_ignored"),
@@ -404,15 +404,17 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("same_body_keeps_etag", 0),
     ("restart_drops_partition", 0),
     ("last_modified_rounded", 0),
-    ("lease_expiry_on_client_clock", 36),
-    ("lease_trust_full_duration", 36),
+    // The first catch is seed 52, whose two beliefs overlap for 13 ms of a
+    // 3 s view: too narrow a sliver to open the page on; 81 is the next.
+    ("lease_expiry_on_client_clock", 81),
+    ("lease_trust_full_duration", 81),
     ("break_ignores_period", 0),
     ("renew_after_write", 1),
     ("write_without_lease_check", 0),
     ("acquire_not_idempotent_retry", 0),
     ("lease_id_reuse", 11),
     ("container_delete_ignores_lease", 1),
-    ("renew_refused_when_expired", 3),
+    ("renew_refused_when_expired", 1),
     ("write_blocked_by_lapsed_lease", 1),
     ("upsert_if_match_absent_412", 0),
     ("replace_missing_412", 0),
@@ -453,6 +455,8 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("vote_twice", 19),
     ("learner_reads_uncommitted", 0),
     ("removed_region_retried", 0),
+    ("metadata_ignores_lease", 0),
+    ("metadata_keeps_etag", 0),
 ];
 
 #[test]

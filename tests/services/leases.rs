@@ -34,6 +34,8 @@ fn each_lease_checker_catches_its_bug_and_none_fires_on_the_unmodified_model() {
         ("container_delete_ignores_lease", "L8"),
         ("renew_refused_when_expired", "L5"),
         ("write_blocked_by_lapsed_lease", "L2"),
+        ("metadata_ignores_lease", "L2"),
+        ("metadata_keeps_etag", "E1"),
     ] {
         let with_bug = |seed| {
             let mut s = Scenario::new(leases(), seed);

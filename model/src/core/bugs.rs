@@ -313,6 +313,15 @@ model_bugs! {
     /// Not in the hunt's table (one of the explorer's bugs): the batches of
     /// `cosmos` seeds name distinct items; the explorer's branches repeat one.
     batch_blind_to_earlier_ops,
+    /// Store: Set Blob Metadata skips the lease check (SPEC §2.5), so it is
+    /// accepted without the lease id (or with another) on a leased blob.
+    /// Breaks L2.
+    metadata_ignores_lease,
+    /// Store: Set Blob Metadata keeps the blob's version and ETag (only the
+    /// metadata and Last-Modified change), so a later write's If-Match on the
+    /// old ETag still passes and the ETag a caller saw before names two
+    /// states. Breaks E1.
+    metadata_keeps_etag,
 }
 
 #[cfg(test)]

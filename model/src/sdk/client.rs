@@ -10,7 +10,7 @@ use crate::core::env::SendPolicy;
 use crate::core::keys::ItemKey;
 use crate::partition::{Request, Response};
 use crate::sdk::retry::{AttemptOutcome, Decision, FinalOutcome, RetryOptions, RetryState};
-use crate::services::store::{Conditions, StoreRequest, StoreResponse};
+use crate::services::store::{Conditions, Metadata, StoreRequest, StoreResponse};
 use crate::wire::{
     self, OperationId, WireReply, WireResponse, MAX_DATAGRAM, REQUEST_TAG, RESPONSE_TAG,
 };
@@ -346,6 +346,32 @@ impl StoreClient {
         result
     }
 
+    /// Get Blob Properties (a HEAD): the item's status, ETag, Last-Modified and
+    /// metadata, no body. A read: its timeouts are retried.
+    pub async fn get_properties(&mut self, key: &ItemKey, conditions: Conditions) -> CallResult {
+        let op = StoreRequest::GetProperties {
+            key: key.clone(),
+            conditions,
+        };
+        self.call(op).await
+    }
+
+    /// Set Blob Metadata: replaces the item's metadata (a new ETag, the content
+    /// kept). A write, retried like a put: never again after a timeout (SPEC §4).
+    pub async fn set_metadata(
+        &mut self,
+        key: &ItemKey,
+        metadata: Metadata,
+        conditions: Conditions,
+    ) -> CallResult {
+        let op = StoreRequest::SetMetadata {
+            key: key.clone(),
+            metadata,
+            conditions,
+        };
+        self.call(op).await
+    }
+
     /// The read–modify–write loop of the optimistic concurrency guide: read the
     /// item, compute the new body, replace it with `If-Match` on the ETag read;
     /// on 412 read again, at most `max_tries` times.
@@ -387,6 +413,7 @@ impl StoreClient {
                 key: key.clone(),
                 body,
                 conditions,
+                metadata: Metadata::new(),
             };
             let w = self.observed_call(put, observer).await;
             match w.outcome {

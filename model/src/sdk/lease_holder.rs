@@ -39,7 +39,7 @@ use crate::sdk::client::{CallResult, StoreClient};
 use crate::sdk::lease_client::with_lease;
 use crate::sdk::retry::FinalOutcome;
 use crate::services::lease::{LeaseAction, LeaseRequest, LeaseResponse, LeaseTarget};
-use crate::services::store::{StoreRequest, StoreResponse};
+use crate::services::store::{Metadata, StoreRequest, StoreResponse};
 
 /// The clock behaviour the library assumes, over any one lease period, of both
 /// the holder's clock and the server's.
@@ -279,8 +279,32 @@ impl LeaseHolder {
             key,
             body,
             conditions: with_lease(Conditions::none(), b.lease_id),
+            metadata: Metadata::new(),
         };
         let r = client.call(req.clone()).await;
+        Some((req, r))
+    }
+
+    /// A metadata write fenced by the storage service: Set Blob Metadata carrying
+    /// the lease id, refused (412) once the lease is gone, as [`Self::fenced_put`].
+    /// `None` when the holder holds nothing at local `now`.
+    pub async fn fenced_set_metadata(
+        &mut self,
+        client: &mut StoreClient,
+        clock: &dyn Clock,
+        metadata: Metadata,
+    ) -> Option<(StoreRequest, CallResult<StoreResponse>)> {
+        let b = self.belief_at(clock.now_ms())?.clone();
+        let LeaseTarget::Blob(key) = self.cfg.target.clone() else {
+            return None;
+        };
+        let conditions = with_lease(Conditions::none(), b.lease_id);
+        let req = StoreRequest::SetMetadata {
+            key: key.clone(),
+            metadata: metadata.clone(),
+            conditions: conditions.clone(),
+        };
+        let r = client.set_metadata(&key, metadata, conditions).await;
         Some((req, r))
     }
 

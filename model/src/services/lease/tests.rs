@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::core::bugs::ModelBugs;
-use crate::services::store::{Store, StoreRequest};
+use crate::services::store::{Metadata, Store, StoreRequest};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -734,8 +734,23 @@ fn put(s: &mut Store, lease: Option<&str>, now: Millis) -> u16 {
             lease_id: lease.map(str::to_string),
             ..Conditions::default()
         },
+        metadata: Metadata::new(),
     };
     s.apply(&req, now).0.status
+}
+
+/// Set Blob Metadata on the blob with `lease` as its lease id: the status and code.
+fn set_metadata(s: &mut Store, lease: Option<&str>, now: Millis) -> (u16, Option<String>) {
+    let req = StoreRequest::SetMetadata {
+        key: ItemKey::new(CT, "", "b"),
+        metadata: Metadata::from([("k".to_string(), "v".to_string())]),
+        conditions: Conditions {
+            lease_id: lease.map(str::to_string),
+            ..Conditions::default()
+        },
+    };
+    let r = s.apply(&req, now).0;
+    (r.status, r.error_code)
 }
 
 fn act(s: &mut Store, target: &LeaseTarget, action: LeaseAction, now: Millis) -> LeaseResponse {
@@ -801,6 +816,7 @@ fn writes_are_gated_before_conditions_and_a_matching_write_keeps_the_lease() {
         key: ItemKey::new(CT, "", "b"),
         body: "y".into(),
         conditions: Conditions::if_none_match_any(),
+        metadata: Metadata::new(),
     };
     let r = s.apply(&create, 11_000).0;
     assert_eq!(
@@ -902,4 +918,55 @@ fn a_recovered_store_keeps_drawing_new_ids_and_the_seeded_bug_repeats_them() {
         let again = raw(&mut recovered, acquire(None), 12_000);
         assert_eq!(again.lease_id.as_deref() == Some(first.as_str()), forget);
     }
+}
+
+#[test]
+fn set_blob_metadata_is_gated_by_the_lease_as_a_put_is() {
+    let code = |r: (u16, Option<String>)| (r.0, r.1);
+    let some = |c: &str| Some(c.to_string());
+    let mut s = store(ModelBugs::default());
+    assert_eq!(act(&mut s, &blob(), acquire_30(A), 10_000).status, 201);
+    assert_eq!(
+        code(set_metadata(&mut s, None, 11_000)),
+        (412, some("LeaseIdMissing"))
+    );
+    assert_eq!(
+        code(set_metadata(&mut s, Some(B), 11_000)),
+        (412, some("LeaseIdMismatchWithBlobOperation"))
+    );
+    assert_eq!(set_metadata(&mut s, Some("nope"), 11_000).0, 400);
+    assert_eq!(code(set_metadata(&mut s, Some(A), 12_000)), (200, None));
+    // Expired at 40 s: the holder's id is told its lease is lost (AMBIG-19), another
+    // id that no lease is present, and none passes.
+    assert_eq!(
+        code(set_metadata(&mut s, Some(A), 41_000)),
+        (412, some("LeaseLost"))
+    );
+    assert_eq!(
+        code(set_metadata(&mut s, Some(B), 41_000)),
+        (412, some("LeaseNotPresentWithBlobOperation"))
+    );
+    // Broken: the same as expired.
+    let mut s = store(ModelBugs::default());
+    act(&mut s, &blob(), acquire_30(A), 10_000);
+    assert_eq!(act(&mut s, &blob(), brk(Some(0)), 11_000).status, 202);
+    assert_eq!(
+        code(set_metadata(&mut s, Some(A), 12_000)),
+        (412, some("LeaseLost"))
+    );
+    assert_eq!(code(set_metadata(&mut s, None, 12_000)), (200, None));
+}
+
+#[test]
+fn the_seeded_bug_lets_set_blob_metadata_past_the_lease_and_only_it() {
+    let bugs = ModelBugs {
+        metadata_ignores_lease: true,
+        ..ModelBugs::default()
+    };
+    let mut s = store(bugs);
+    act(&mut s, &blob(), acquire_30(A), 10_000);
+    assert_eq!(set_metadata(&mut s, None, 11_000).0, 200);
+    assert_eq!(set_metadata(&mut s, Some(B), 11_000).0, 200);
+    // Puts are still gated.
+    assert_eq!(put(&mut s, None, 11_000), 412);
 }

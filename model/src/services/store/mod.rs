@@ -9,9 +9,13 @@
 //! 2. the lease check (§2.5, [`crate::services::lease::check_use`]: 412s; a lease id that is not
 //!    a GUID is a 400 at step 0);
 //! 3. the conditions against the item (412 / 409 / 304 / 400);
-//! 4. a missing item: 404 `BlobNotFound` (reads, also with `If-Match`; deletes), or create
-//!    (puts);
+//! 4. a missing item: 404 `BlobNotFound` (reads, also with `If-Match`; deletes, Set Blob
+//!    Metadata), or create (puts);
 //! 5. apply: a new version, ETag and Last-Modified.
+//!
+//! Get Blob Properties (a HEAD) is a read with Get Blob's rules whose answer has no body:
+//! no content and no `x-ms-error-code` on any status. Set Blob Metadata is a write (the
+//! write rules, the lease check) that replaces the metadata and keeps the content.
 
 use crate::core::bugs::ModelBugs;
 use crate::core::conditions::{self, ConditionFailure, Current, WriteKind};
@@ -22,6 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use crate::core::conditions::{Conditions, ETag, EtagMatch, Millis};
 pub use crate::core::keys::ItemKey;
 
+/// A blob's metadata: `x-ms-meta-NAME: value` pairs, by name.
+pub type Metadata = BTreeMap<String, String>;
+
 /// A live item.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Item {
@@ -31,19 +38,43 @@ pub struct Item {
     pub etag: ETag,
     /// The server clock (ms) at the mutation that produced this version.
     pub last_modified: Millis,
-    /// 1 on first create, +1 on every successful put or delete; continues across delete
-    /// and re-create (unless the `etag_reuse` bug is on).
+    /// 1 on first create, +1 on every successful put, Set Blob Metadata or delete;
+    /// continues across delete and re-create (unless the `etag_reuse` bug is on).
     pub version: u64,
+    /// The metadata, set by the Put that wrote this version or by Set Blob Metadata.
+    /// Left out of the item's serde form, so that a logged item without metadata keeps
+    /// the bytes it had before items had metadata (the disk's faults draw on record
+    /// lengths): an item with metadata is logged by [`Effect::ItemWrittenWithMetadata`],
+    /// which writes it out.
+    #[serde(skip)]
+    pub metadata: Metadata,
+}
+
+/// What of an item a response shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// A write's answer: the new ETag and version only.
+    Tags,
+    /// A Get Blob Properties 200: no body, the metadata.
+    Properties,
+    /// A Get Blob 200: the body and the metadata.
+    Whole,
 }
 
 impl Item {
     /// The view of this item in a response, with or without the body.
     pub fn view(&self, with_body: bool) -> ItemView {
+        self.view_of(if with_body { Shown::Whole } else { Shown::Tags })
+    }
+
+    /// The view of this item in a response, showing `shown`.
+    pub fn view_of(&self, shown: Shown) -> ItemView {
         ItemView {
-            body: with_body.then(|| self.body.clone()),
+            body: (shown == Shown::Whole).then(|| self.body.clone()),
             etag: self.etag.clone(),
             last_modified: self.last_modified,
             version: self.version,
+            metadata: (shown != Shown::Tags).then(|| self.metadata.clone()),
         }
     }
 }
@@ -72,11 +103,33 @@ pub enum StoreRequest {
         body: String,
         /// The conditional headers (write rules).
         conditions: Conditions,
+        /// The new metadata (empty: none); it replaces the old item's.
+        metadata: Metadata,
     },
     /// Delete an item: 202 / 404 `BlobNotFound` / 412 / 400.
     Delete {
         /// The item.
         key: ItemKey,
+        /// The conditional headers (write rules).
+        conditions: Conditions,
+    },
+    /// Get Blob Properties, a HEAD (SPEC §1.1.4, the read rules): 200 with the item's
+    /// ETag, Last-Modified and metadata (no body) / 304 / 412 / 404 / 400, every error
+    /// without an error code (a HEAD answer has no body to carry one).
+    GetProperties {
+        /// The item.
+        key: ItemKey,
+        /// The conditional headers (read rules).
+        conditions: Conditions,
+    },
+    /// Set Blob Metadata (SPEC §1.1.3, the write rules; §2.5, the lease rules): 200 with
+    /// the new ETag / 412 / 404 `BlobNotFound` / 400. Replaces the item's metadata and
+    /// keeps its content.
+    SetMetadata {
+        /// The item.
+        key: ItemKey,
+        /// The new metadata (empty: none).
+        metadata: Metadata,
         /// The conditional headers (write rules).
         conditions: Conditions,
     },
@@ -89,7 +142,9 @@ impl StoreRequest {
             StoreRequest::CreateContainer { .. } => None,
             StoreRequest::Read { key, .. }
             | StoreRequest::Put { key, .. }
-            | StoreRequest::Delete { key, .. } => Some(key),
+            | StoreRequest::Delete { key, .. }
+            | StoreRequest::GetProperties { key, .. }
+            | StoreRequest::SetMetadata { key, .. } => Some(key),
         }
     }
 
@@ -99,13 +154,19 @@ impl StoreRequest {
             StoreRequest::CreateContainer { container } => container,
             StoreRequest::Read { key, .. }
             | StoreRequest::Put { key, .. }
-            | StoreRequest::Delete { key, .. } => &key.container,
+            | StoreRequest::Delete { key, .. }
+            | StoreRequest::GetProperties { key, .. }
+            | StoreRequest::SetMetadata { key, .. } => &key.container,
         }
     }
 
-    /// True for requests that may change state (everything but `Read`).
+    /// True for requests that may change state (everything but `Read` and
+    /// `GetProperties`).
     pub fn is_write(&self) -> bool {
-        !matches!(self, StoreRequest::Read { .. })
+        !matches!(
+            self,
+            StoreRequest::Read { .. } | StoreRequest::GetProperties { .. }
+        )
     }
 }
 
@@ -120,6 +181,8 @@ pub struct ItemView {
     pub last_modified: Millis,
     /// The (new, for writes) version.
     pub version: u64,
+    /// The metadata: present on a 200 read and a 200 Get Blob Properties only.
+    pub metadata: Option<Metadata>,
 }
 
 /// The store's answer to one request.
@@ -129,8 +192,9 @@ pub struct StoreResponse {
     pub status: u16,
     /// The `x-ms-error-code` on failures (`None` on 2xx and 304).
     pub error_code: Option<String>,
-    /// The item: on a 200 read (with body), a 304 read (no body) and a successful put
-    /// (no body; the new ETag/version). `None` otherwise (errors, deletes, containers).
+    /// The item: on a 200 read (with body and metadata), a 200 Get Blob Properties (with
+    /// metadata), a 304 read (neither) and a successful put or Set Blob Metadata (neither;
+    /// the new ETag/version). `None` otherwise (errors, deletes, containers).
     pub item: Option<ItemView>,
 }
 
@@ -163,6 +227,14 @@ impl StoreResponse {
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
+
+    /// The answer to a HEAD: the same status and headers, no body, so no error code.
+    fn without_body(self) -> StoreResponse {
+        StoreResponse {
+            error_code: None,
+            ..self
+        }
+    }
 }
 
 /// What a successful mutation changed, as absolute new state, so that redoing it
@@ -191,6 +263,38 @@ pub enum Effect {
         /// the key is forgotten and a re-create starts again at version 1).
         keep_tombstone: bool,
     },
+    /// The item at `key` is now exactly `item` (created or replaced): the form of
+    /// [`Effect::ItemWritten`] for an item with metadata, logged with its metadata
+    /// (which the item's own serde form leaves out, [`Item::metadata`]).
+    ItemWrittenWithMetadata {
+        /// The item.
+        key: ItemKey,
+        /// Its new state, metadata included.
+        #[serde(with = "whole_item")]
+        item: Item,
+    },
+}
+
+impl Effect {
+    /// The effect that writes `item` at `key`: [`Effect::ItemWritten`] for an item
+    /// without metadata, [`Effect::ItemWrittenWithMetadata`] for one with.
+    pub fn written(key: ItemKey, item: Item) -> Effect {
+        if item.metadata.is_empty() {
+            Effect::ItemWritten { key, item }
+        } else {
+            Effect::ItemWrittenWithMetadata { key, item }
+        }
+    }
+
+    /// The item a write effect leaves at its key, and the key (`None` for the others).
+    pub fn item_written(&self) -> Option<(&ItemKey, &Item)> {
+        match self {
+            Effect::ItemWritten { key, item } | Effect::ItemWrittenWithMetadata { key, item } => {
+                Some((key, item))
+            }
+            Effect::ContainerCreated { .. } | Effect::ItemDeleted { .. } => None,
+        }
+    }
 }
 
 /// Which rules a request's conditions follow.
@@ -200,13 +304,43 @@ enum Access {
     Read,
     /// Write rules (SPEC §1.1.3), for this kind of write.
     Write(WriteKind),
+    /// Set Blob Metadata: the write rules of any write but a put, and the lease check
+    /// (which the seeded bug `metadata_ignores_lease` skips).
+    SetMetadata,
+}
+
+impl Access {
+    /// The kind of write (`None` for a read).
+    fn write_kind(self) -> Option<WriteKind> {
+        match self {
+            Access::Read => None,
+            Access::Write(kind) => Some(kind),
+            Access::SetMetadata => Some(WriteKind::Other),
+        }
+    }
 }
 
 /// One slot of the store: a live item, or the tombstone of a deleted one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum Slot {
-    Live(Item),
+    Live(#[serde(with = "whole_item")] Item),
     Tombstone { version: u64 },
+}
+
+/// The serde form of an item with its metadata (which [`Item`]'s own leaves out), for
+/// the store's state.
+mod whole_item {
+    use super::{Item, Metadata};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(item: &Item, s: S) -> Result<S::Ok, S::Error> {
+        (item, &item.metadata).serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Item, D::Error> {
+        let (item, metadata) = <(Item, Metadata)>::deserialize(d)?;
+        Ok(Item { metadata, ..item })
+    }
 }
 
 impl Slot {
@@ -267,13 +401,25 @@ impl Store {
                 self.redo(&effect);
                 (StoreResponse::ok(201, None), Some(effect))
             }
-            StoreRequest::Read { key, conditions } => (self.read(key, conditions, now), None),
+            StoreRequest::Read { key, conditions } => {
+                (self.read(key, conditions, Shown::Whole, now), None)
+            }
             StoreRequest::Put {
                 key,
                 body,
                 conditions,
-            } => self.put(key, body, conditions, now),
+                metadata,
+            } => self.put(key, body, metadata, conditions, now),
             StoreRequest::Delete { key, conditions } => self.delete(key, conditions, now),
+            StoreRequest::GetProperties { key, conditions } => {
+                let answer = self.read(key, conditions, Shown::Properties, now);
+                (answer.without_body(), None)
+            }
+            StoreRequest::SetMetadata {
+                key,
+                metadata,
+                conditions,
+            } => self.set_metadata(key, metadata, conditions, now),
         }
     }
 
@@ -289,18 +435,18 @@ impl Store {
     }
 
     /// Steps 0–3 of the order of checks (module doc): `Ok` with the item (if live) when the
-    /// request may go on to step 4, or the response that stops it.
+    /// request may go on to step 4, or the response that stops it (boxed: it is large).
     fn check(
         &self,
         key: &ItemKey,
         c: &Conditions,
         access: Access,
         now: Millis,
-    ) -> Result<Option<&Item>, StoreResponse> {
+    ) -> Result<Option<&Item>, Box<StoreResponse>> {
         // 0. The header combination, before any state is read (§1.1.3 step 1, §1.1.4).
-        let valid = match access {
-            Access::Read => conditions::validate_read(c),
-            Access::Write(_) => conditions::validate_write(c),
+        let valid = match access.write_kind() {
+            None => conditions::validate_read(c),
+            Some(_) => conditions::validate_write(c),
         };
         valid.map_err(StoreResponse::condition)?;
         let lease_id = match c.lease_id.as_deref() {
@@ -312,15 +458,16 @@ impl Store {
         };
         // 1. Read the blob.
         if !self.containers.contains(&key.container) {
-            return Err(StoreResponse::error(404, "ContainerNotFound"));
+            return Err(Box::new(StoreResponse::error(404, "ContainerNotFound")));
         }
         let item = self.item(key);
         // 2. Lease check (§2.5, AMBIG-3: before conditions and existence). A blob that
         //    does not exist has no lease: creating it with an id is accepted (AMBIG-8).
-        if item.is_some() {
-            let what = match access {
-                Access::Read => Use::BlobRead,
-                Access::Write(_) => Use::BlobWrite,
+        let lease_skipped = access == Access::SetMetadata && self.bugs.metadata_ignores_lease;
+        if item.is_some() && !lease_skipped {
+            let what = match access.write_kind() {
+                None => Use::BlobRead,
+                Some(_) => Use::BlobWrite,
             };
             let record = self.leases.get(&LeaseTarget::Blob(key.clone()));
             lease::check_use(record, lease_id.as_deref(), now, what, &self.bugs)
@@ -328,26 +475,25 @@ impl Store {
         }
         // 3. Conditional headers.
         let current = self.current(key);
-        let evaluated = match access {
-            Access::Read => conditions::evaluate_read(c, current),
-            Access::Write(kind) => {
-                conditions::evaluate_write(c, current, kind, self.bugs.skip_if_match)
-            }
+        let evaluated = match access.write_kind() {
+            None => conditions::evaluate_read(c, current),
+            Some(kind) => conditions::evaluate_write(c, current, kind, self.bugs.skip_if_match),
         };
         match evaluated {
             Ok(()) => Ok(item),
             Err(ConditionFailure::NotModified) => {
                 let item = item.expect("304 only for an existing item");
-                Err(StoreResponse::ok(304, Some(item.view(false))))
+                Err(Box::new(StoreResponse::ok(304, Some(item.view(false)))))
             }
-            Err(f) => Err(StoreResponse::condition(f)),
+            Err(f) => Err(Box::new(StoreResponse::condition(f))),
         }
     }
 
-    fn read(&self, key: &ItemKey, c: &Conditions, now: Millis) -> StoreResponse {
+    /// Get Blob (`shown` [`Shown::Whole`]) or Get Blob Properties ([`Shown::Properties`]).
+    fn read(&self, key: &ItemKey, c: &Conditions, shown: Shown, now: Millis) -> StoreResponse {
         match self.check(key, c, Access::Read, now) {
-            Err(stop) => stop,
-            Ok(Some(item)) => StoreResponse::ok(200, Some(item.view(true))),
+            Err(stop) => *stop,
+            Ok(Some(item)) => StoreResponse::ok(200, Some(item.view_of(shown))),
             // 4. Absent: 404, also when If-Match was sent (§1.1.4).
             Ok(None) => StoreResponse::error(404, "BlobNotFound"),
         }
@@ -357,12 +503,13 @@ impl Store {
         &mut self,
         key: &ItemKey,
         body: &str,
+        metadata: &Metadata,
         c: &Conditions,
         now: Millis,
     ) -> (StoreResponse, Option<Effect>) {
         // 4. Absent: create.
         let existed = match self.check(key, c, Access::Write(WriteKind::Put), now) {
-            Err(stop) => return (stop, None),
+            Err(stop) => return (*stop, None),
             Ok(item) => item.is_some(),
         };
         let version = self.last_version(key).unwrap_or(0) + 1;
@@ -371,6 +518,7 @@ impl Store {
             etag: ETag::from_version(version),
             last_modified: now,
             version,
+            metadata: metadata.clone(),
         };
         if self.bugs.same_body_keeps_etag {
             if let Some(old) = self.item(key).filter(|old| old.body == body) {
@@ -379,10 +527,7 @@ impl Store {
             }
         }
         let view = item.view(false);
-        let effect = Effect::ItemWritten {
-            key: key.clone(),
-            item,
-        };
+        let effect = Effect::written(key.clone(), item);
         self.redo(&effect);
         // Put Blob answers 201 Created on a replace too.
         let status = if existed && self.bugs.replace_answers_200 {
@@ -400,7 +545,7 @@ impl Store {
         now: Millis,
     ) -> (StoreResponse, Option<Effect>) {
         let item = match self.check(key, c, Access::Write(WriteKind::Other), now) {
-            Err(stop) => return (stop, None),
+            Err(stop) => return (*stop, None),
             Ok(item) => item,
         };
         // 4. Absent: 404.
@@ -416,6 +561,42 @@ impl Store {
         (StoreResponse::ok(202, None), Some(effect))
     }
 
+    /// Set Blob Metadata: the write rules and the lease check; a new version, ETag and
+    /// Last-Modified (E1), the content kept, the metadata replaced.
+    fn set_metadata(
+        &mut self,
+        key: &ItemKey,
+        metadata: &Metadata,
+        c: &Conditions,
+        now: Millis,
+    ) -> (StoreResponse, Option<Effect>) {
+        let item = match self.check(key, c, Access::SetMetadata, now) {
+            Err(stop) => return (*stop, None),
+            Ok(item) => item,
+        };
+        // 4. Absent: 404.
+        let Some(old) = item else {
+            return (StoreResponse::error(404, "BlobNotFound"), None);
+        };
+        // The seeded bug `metadata_keeps_etag` keeps the old version and ETag.
+        let version = if self.bugs.metadata_keeps_etag {
+            old.version
+        } else {
+            self.last_version(key).unwrap_or(0) + 1
+        };
+        let item = Item {
+            body: old.body.clone(),
+            etag: ETag::from_version(version),
+            last_modified: now,
+            version,
+            metadata: metadata.clone(),
+        };
+        let view = item.view(false);
+        let effect = Effect::written(key.clone(), item);
+        self.redo(&effect);
+        (StoreResponse::ok(200, Some(view)), Some(effect))
+    }
+
     /// Replays a logged effect. Effects are absolute (they set state rather than change
     /// it), so redoing the same effect twice leaves the same state as once. Effects must
     /// be redone in log order (an item's container is created by an earlier effect).
@@ -424,17 +605,8 @@ impl Store {
             Effect::ContainerCreated { container } => {
                 self.containers.insert(container.clone());
             }
-            Effect::ItemWritten { key, item } => {
-                // An existing slot is overwritten in place: no copy of the key.
-                match self.slots.get_mut(key) {
-                    Some(slot) => *slot = Slot::Live(item.clone()),
-                    None => {
-                        self.slots.insert(key.clone(), Slot::Live(item.clone()));
-                    }
-                }
-                // §2.6, judged at the write's own time (its Last-Modified).
-                let keep = self.bugs.renew_after_write;
-                self.leases.after_blob_write(key, item.last_modified, keep);
+            Effect::ItemWritten { key, item } | Effect::ItemWrittenWithMetadata { key, item } => {
+                self.write_item(key, item)
             }
             Effect::ItemDeleted {
                 key,
@@ -459,6 +631,22 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Redoes a write: `item` at `key`.
+    fn write_item(&mut self, key: &ItemKey, item: &Item) {
+        let item = item.clone();
+        let last_modified = item.last_modified;
+        // An existing slot is overwritten in place: no copy of the key.
+        match self.slots.get_mut(key) {
+            Some(slot) => *slot = Slot::Live(item),
+            None => {
+                self.slots.insert(key.clone(), Slot::Live(item));
+            }
+        }
+        // §2.6, judged at the write's own time (its Last-Modified).
+        let keep = self.bugs.renew_after_write;
+        self.leases.after_blob_write(key, last_modified, keep);
     }
 
     /// A lease request (SPEC §2) at server time `now`: parameters (400), the
@@ -657,6 +845,10 @@ pub(crate) fn describe(op: &StoreRequest) -> String {
             key, conditions, ..
         } => ("put", key, conditions),
         StoreRequest::Delete { key, conditions } => ("delete", key, conditions),
+        StoreRequest::GetProperties { key, conditions } => ("head", key, conditions),
+        StoreRequest::SetMetadata {
+            key, conditions, ..
+        } => ("set metadata", key, conditions),
     };
     let mut out = format!("{verb} {}/{}", key.container, key.id);
     for (name, m) in [

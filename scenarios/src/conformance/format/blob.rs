@@ -1,10 +1,12 @@
-//! Blob steps: `create_container`, `put_blob`, `get_blob`, `delete_blob`
-//! (SPEC §1.1), and the check of their bodies. Their lease id and condition
+//! Blob steps: `create_container`, `put_blob`, `get_blob`, `delete_blob`,
+//! `get_blob_properties`, `set_blob_metadata` (SPEC §1.1), and the check of
+//! their bodies and metadata. Their lease id and condition
 //! headers are checked by the shared pass in the parent module, since blob
 //! lease actions take the same headers.
 
 use super::{Dates, Expect};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// `create_container`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -16,8 +18,9 @@ pub struct CreateContainer {
     pub expect: Expect,
 }
 
-/// `put_blob`, `get_blob`, `delete_blob`: a Blob request with its
-/// conditional headers, written as header values.
+/// `put_blob`, `get_blob`, `delete_blob`, `get_blob_properties`,
+/// `set_blob_metadata`: a Blob request with its conditional headers, written
+/// as header values.
 ///
 /// `if_match` / `if_none_match`: `*`, or a comma-separated list of ETags, each
 /// a literal (quotes optional) or a captured `$name`. Dates: one date
@@ -32,6 +35,11 @@ pub struct BlobOp {
     /// The content: required by `put_blob`, refused by the others.
     #[serde(default)]
     pub body: Option<String>,
+    /// The metadata (`x-ms-meta-NAME: value`), by name: taken by `put_blob`
+    /// (none when left out) and `set_blob_metadata` (which it replaces the
+    /// blob's with; none when left out), refused by the others.
+    #[serde(default)]
+    pub metadata: Option<BTreeMap<String, String>>,
     /// `If-Match`.
     #[serde(default)]
     pub if_match: Option<String>,
@@ -52,17 +60,25 @@ pub struct BlobOp {
     pub expect: Expect,
 }
 
-/// Checks a Blob request's body against its kind: `put_blob` takes one,
-/// `get_blob` and `delete_blob` take none.
+/// Checks a Blob request's body and metadata against its kind: `put_blob`
+/// takes a body, the others none; `put_blob` and `set_blob_metadata` take
+/// metadata, the others none.
 pub(super) fn validate_body(op: &BlobOp, kind: &str) -> Result<(), (String, String)> {
     match (kind, &op.body) {
-        ("put_blob", None) => Err((
-            format!("{kind}.body"),
-            "missing: put_blob takes a body".into(),
-        )),
-        ("get_blob" | "delete_blob", Some(_)) => {
-            Err((format!("{kind}.body"), format!("{kind} takes no body")))
+        ("put_blob", None) => {
+            return Err((
+                format!("{kind}.body"),
+                "missing: put_blob takes a body".into(),
+            ))
         }
-        _ => Ok(()),
+        ("put_blob", Some(_)) | (_, None) => {}
+        (_, Some(_)) => return Err((format!("{kind}.body"), format!("{kind} takes no body"))),
+    }
+    match (kind, &op.metadata) {
+        ("put_blob" | "set_blob_metadata", _) | (_, None) => Ok(()),
+        (_, Some(_)) => Err((
+            format!("{kind}.metadata"),
+            format!("{kind} takes no metadata"),
+        )),
     }
 }

@@ -50,6 +50,13 @@ pub struct Expect {
     /// True: the answer carries no body.
     #[serde(default)]
     pub no_body: Option<bool>,
+    /// True: the answer carries no `x-ms-error-code` (a HEAD's never does);
+    /// false: it carries one.
+    #[serde(default)]
+    pub no_error_code: Option<bool>,
+    /// A blob's metadata, exactly (Get Blob and Get Blob Properties 200s).
+    #[serde(default)]
+    pub metadata: Option<BTreeMap<String, String>>,
     /// `x-ms-lease-id` of a lease answer: `fresh` (never seen before on this
     /// resource), `same as $l`, `different from $l`, `present`, `absent`, or a
     /// literal (compared as a GUID, without case).
@@ -424,7 +431,23 @@ pub struct ItemFields {
 /// `unknown_outcome`, `attempts`, `waits`, `capture`, `any_of`, `note` and `covers`,
 /// which every request step takes), and the fields a capture may bind.
 fn answer_fields(kind: &str) -> (&'static [&'static str], &'static [&'static str]) {
-    const BLOB: &[&str] = &["error_code", "etag", "last_modified", "body", "no_body"];
+    const BLOB: &[&str] = &[
+        "error_code",
+        "no_error_code",
+        "etag",
+        "last_modified",
+        "body",
+        "no_body",
+    ];
+    const READ: &[&str] = &[
+        "error_code",
+        "no_error_code",
+        "etag",
+        "last_modified",
+        "body",
+        "no_body",
+        "metadata",
+    ];
     const LEASE: &[&str] = &[
         "error_code",
         "lease_id",
@@ -435,7 +458,8 @@ fn answer_fields(kind: &str) -> (&'static [&'static str], &'static [&'static str
     ];
     match kind {
         "create_container" => (&["error_code"], &[]),
-        "put_blob" | "get_blob" | "delete_blob" => (BLOB, &["etag", "last_modified"]),
+        "put_blob" | "delete_blob" | "set_blob_metadata" => (BLOB, &["etag", "last_modified"]),
+        "get_blob" | "get_blob_properties" => (READ, &["etag", "last_modified"]),
         "lease_blob" | "lease_container" | "delete_container" | "set_container_metadata" => {
             (LEASE, &["lease_id"])
         }
@@ -471,6 +495,8 @@ fn named_fields(e: &Expect) -> Vec<&'static str> {
     add("last_modified", e.last_modified.is_some());
     add("body", e.body.is_some());
     add("no_body", e.no_body.is_some());
+    add("no_error_code", e.no_error_code.is_some());
+    add("metadata", e.metadata.is_some());
     add("lease_id", e.lease_id.is_some());
     add("lease_state", e.lease_state.is_some());
     add("lease_status", e.lease_status.is_some());

@@ -88,6 +88,12 @@ pub enum Step {
     GetBlob(BlobOp),
     /// Delete Blob (write conditions).
     DeleteBlob(BlobOp),
+    /// Get Blob Properties, a HEAD (Get Blob's read conditions; no body, so no
+    /// error code on any status).
+    GetBlobProperties(BlobOp),
+    /// Set Blob Metadata (write conditions and the lease rules of a write;
+    /// `metadata` replaces the blob's).
+    SetBlobMetadata(BlobOp),
     /// Lease Blob: one lease action on a blob (SPEC §2.2–§2.4).
     LeaseBlob(LeaseOp),
     /// Lease Container: one lease action on a container (SPEC §2.7).
@@ -423,7 +429,11 @@ fn validate_step(
         }
         Step::DropNextReply(_) | Step::CreateContainer(_) => {}
         Step::Inject(j) => validate_inject(j).map_err(inside)?,
-        Step::PutBlob(op) | Step::GetBlob(op) | Step::DeleteBlob(op) => {
+        Step::PutBlob(op)
+        | Step::GetBlob(op)
+        | Step::DeleteBlob(op)
+        | Step::GetBlobProperties(op)
+        | Step::SetBlobMetadata(op) => {
             blob::validate_body(op, kind)?;
         }
         Step::LeaseBlob(op) | Step::LeaseContainer(op) => {
@@ -560,6 +570,8 @@ impl Step {
             Step::PutBlob(_) => "put_blob",
             Step::GetBlob(_) => "get_blob",
             Step::DeleteBlob(_) => "delete_blob",
+            Step::GetBlobProperties(_) => "get_blob_properties",
+            Step::SetBlobMetadata(_) => "set_blob_metadata",
             Step::LeaseBlob(_) => "lease_blob",
             Step::LeaseContainer(_) => "lease_container",
             Step::DeleteContainer(_) => "delete_container",
@@ -595,7 +607,11 @@ impl Step {
     pub fn expect(&self) -> Option<&Expect> {
         match self {
             Step::CreateContainer(s) => Some(&s.expect),
-            Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(&s.expect),
+            Step::PutBlob(s)
+            | Step::GetBlob(s)
+            | Step::DeleteBlob(s)
+            | Step::GetBlobProperties(s)
+            | Step::SetBlobMetadata(s) => Some(&s.expect),
             Step::LeaseBlob(s) | Step::LeaseContainer(s) => Some(&s.expect),
             Step::DeleteContainer(s) | Step::SetContainerMetadata(s) => Some(&s.expect),
             Step::CosmosCreate(s)
@@ -624,7 +640,11 @@ impl Step {
     /// The Blob request of a Blob step.
     pub fn blob_op(&self) -> Option<&BlobOp> {
         match self {
-            Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(s),
+            Step::PutBlob(s)
+            | Step::GetBlob(s)
+            | Step::DeleteBlob(s)
+            | Step::GetBlobProperties(s)
+            | Step::SetBlobMetadata(s) => Some(s),
             _ => None,
         }
     }
@@ -633,7 +653,11 @@ impl Step {
     /// and blob lease actions).
     pub fn conditions(&self) -> Option<ConditionHeaders<'_>> {
         match self {
-            Step::PutBlob(s) | Step::GetBlob(s) | Step::DeleteBlob(s) => Some(ConditionHeaders {
+            Step::PutBlob(s)
+            | Step::GetBlob(s)
+            | Step::DeleteBlob(s)
+            | Step::GetBlobProperties(s)
+            | Step::SetBlobMetadata(s) => Some(ConditionHeaders {
                 if_match: &s.if_match,
                 if_none_match: &s.if_none_match,
                 if_modified_since: &s.if_modified_since,

@@ -17,6 +17,7 @@ use overcast_model::partition::Response;
 use overcast_model::queue::{ItemStatus, OperationView};
 use overcast_model::retry::FinalOutcome;
 use overcast_model::search::ResourceKind;
+use overcast_model::store::Metadata;
 use std::collections::BTreeSet;
 
 /// The answer fields a script can check, whatever service gave them.
@@ -27,6 +28,8 @@ pub(super) struct Observed {
     etag: Option<ETag>,
     last_modified: Option<Millis>,
     body: Option<String>,
+    /// A blob's metadata (Get Blob and Get Blob Properties 200s).
+    metadata: Option<Metadata>,
     /// A lease service answer.
     lease: Option<LeaseResponse>,
     /// A Search resource: its kind and entries.
@@ -123,6 +126,7 @@ impl Observed {
                     o.etag = Some(item.etag.clone());
                     o.last_modified = Some(item.last_modified);
                     o.body = item.body.clone();
+                    o.metadata = item.metadata.clone();
                 }
             }
             Some(Response::Lease(r)) => {
@@ -217,6 +221,9 @@ impl Observed {
         }
         if let Some(t) = self.last_modified {
             out += &format!(", last_modified {}", format_rfc1123(t));
+        }
+        if let Some(m) = &self.metadata {
+            out += &format!(", metadata {}", metadata_words(m));
         }
         if let Some(l) = &self.lease {
             if let Some(id) = &l.lease_id {
@@ -460,6 +467,14 @@ pub(super) fn describe_expect(e: &Expect) -> String {
     }
     if e.no_body == Some(true) {
         parts.push("no body".into());
+    }
+    match e.no_error_code {
+        Some(true) => parts.push("no error code".into()),
+        Some(false) => parts.push("an error code".into()),
+        None => {}
+    }
+    if let Some(m) = &e.metadata {
+        parts.push(format!("metadata {}", metadata_words(m)));
     }
     if let Some(results) = &e.results {
         let each: Vec<String> = results.iter().map(describe_expect).collect();
@@ -790,7 +805,35 @@ fn check_fields(e: &Expect, o: &Observed, resource: &str, state: &State) -> Resu
             return Err(format!("body {body:?}"));
         }
     }
+    if let Some(no) = e.no_error_code {
+        if code.is_none() != no {
+            return Err(match code {
+                Some(c) => format!("error code {c} where none was expected"),
+                None => "no error code where one was expected".to_string(),
+            });
+        }
+    }
+    if let Some(m) = &e.metadata {
+        if o.metadata.as_ref() != Some(m) {
+            return Err(format!(
+                "{} is not metadata {}",
+                o.metadata
+                    .as_ref()
+                    .map_or("no metadata".to_string(), |g| format!(
+                        "metadata {}",
+                        metadata_words(g)
+                    )),
+                metadata_words(m)
+            ));
+        }
+    }
     Ok(())
+}
+
+/// Metadata as `{name: value, ...}` (`{}` for none).
+fn metadata_words(m: &Metadata) -> String {
+    let pairs: Vec<String> = m.iter().map(|(k, v)| format!("{k}: {v:?}")).collect();
+    format!("{{{}}}", pairs.join(", "))
 }
 
 /// The fields of queue and feed answers: item status, items, operation,

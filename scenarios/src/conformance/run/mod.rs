@@ -571,7 +571,12 @@ fn build_request(
 ) -> Result<(Request, Target, String), String> {
     let kind = step.kind();
     Ok(match step {
-        Step::CreateContainer(_) | Step::PutBlob(_) | Step::GetBlob(_) | Step::DeleteBlob(_) => {
+        Step::CreateContainer(_)
+        | Step::PutBlob(_)
+        | Step::GetBlob(_)
+        | Step::DeleteBlob(_)
+        | Step::GetBlobProperties(_)
+        | Step::SetBlobMetadata(_) => {
             let (r, target) = blob::request(step, state)?;
             let described = blob::describe(kind, &r);
             (Request::Store(r), target, described)

@@ -32,6 +32,9 @@
 //!   holders must never overlap on one resource, unless the server's log shows
 //!   the first one's lease broken, or its blob or container deleted, in between
 //!   (those revoke a lease by design; the holder cannot know).
+//! - E1 fresh ETags (client-judged): every successful put and Set Blob
+//!   Metadata answers a version no other successful write of its blob
+//!   answered.
 //! - R1 no blind re-sends (SPEC §4.5, §2.9 L5): a call SPEC does not call
 //!   idempotent ([`calls::may_resend_after_timeout`]) is never sent again after an
 //!   attempt that timed out or got 408, judged from each call's attempts
@@ -41,7 +44,7 @@ use super::coverage::{self, Visit};
 use super::history::{Call, LeaseEvent, LeaseHistory, Outcome};
 use super::properties::*;
 use super::reference::{self, RefLease, RefState};
-use crate::kit::properties::R1;
+use crate::kit::properties::{E1, R1};
 use overcast_model::lease::{self, Lease, LeaseAction, LeaseDuration, Phase};
 use overcast_model::lease_holder::ClockBound;
 use overcast_model::partition::Effect;
@@ -59,7 +62,7 @@ pub mod answers;
 mod beliefs;
 mod calls;
 use beliefs::judge_beliefs;
-use calls::{judge_ops, judge_resends};
+use calls::{judge_fresh_etags, judge_ops, judge_resends};
 
 /// One record of a server's log, as written.
 #[derive(Clone, Debug)]
@@ -384,6 +387,9 @@ pub struct Analysis {
     pub beliefs: usize,
     /// Calls judged for re-sends after a timeout (R1).
     pub resends_judged: usize,
+    /// Successful puts and Set Blob Metadata answered with a version, judged
+    /// for fresh ETags (E1).
+    pub writes_versioned: usize,
     /// Refused lease actions judged against the action table (L5).
     pub lease_refusals_judged: usize,
     /// Reads, writes and deletes judged against the table of §2.5 (L2).
@@ -415,6 +421,9 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
     // Pending breaks: target → (id broken, break time the reference computes).
     let mut breaks: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut writes: BTreeMap<(String, u64), Snapshot> = BTreeMap::new();
+    // Versions two records of one blob wrote (E1 reports them): a write
+    // answered with one cannot be matched to its record.
+    let mut written_twice: BTreeSet<(String, u64)> = BTreeSet::new();
     let mut deletes: BTreeMap<String, Vec<Snapshot>> = BTreeMap::new();
     let mut live: BTreeSet<String> = BTreeSet::new();
     // Per target: the reference lease after each log record (true time,
@@ -688,10 +697,13 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                         .push((e.at_ns, e.server_ms, None));
                 }
             }
-            Effect::Store(store::Effect::ItemWritten { key, item }) => {
+            Effect::Store(
+                store::Effect::ItemWritten { key, item }
+                | store::Effect::ItemWrittenWithMetadata { key, item },
+            ) => {
                 let name = format!("{}/{}", key.container, key.id);
                 let before = refs.get(&name).cloned();
-                writes.insert(
+                let replaced = writes.insert(
                     (name.clone(), item.version),
                     Snapshot {
                         node: e.node.clone(),
@@ -701,6 +713,9 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
                         existed: !live.insert(name.clone()),
                     },
                 );
+                if replaced.is_some() {
+                    written_twice.insert((name.clone(), item.version));
+                }
                 match reference::after_write(before, item.last_modified) {
                     Some(l) => {
                         refs.insert(name.clone(), l);
@@ -747,6 +762,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
             _ => {}
         }
     }
+    writes.retain(|k, _| !written_twice.contains(k));
 
     // L1.
     // The record that granted a locked interval (its id, at its start on the clock's hull).
@@ -811,6 +827,7 @@ pub fn analyse_with(h: &LeaseHistory, server_clock: Option<ClockBound>) -> Analy
     a.resends_judged = judge_resends(h, &mut a);
     a.lease_refusals_judged = answers::judge_refusals(h, &records, &timeline, &mut a);
     a.blob_answers = answers::judge_blob_answers(h, &records, &timeline, &mut a);
+    judge_fresh_etags(h, &mut a);
     judge_beliefs(h, &records.log, &revoked, &mut a);
     a
 }
@@ -855,6 +872,7 @@ impl Checker<LeaseHistory> for LeaseRule {
             ),
             "L9" => format!("{} beliefs", a.beliefs),
             "R1" => format!("{} calls that may not be re-sent", a.resends_judged),
+            "E1" => format!("{} writes answered with a version", a.writes_versioned),
             "L5" => format!(
                 "{} transitions, {} refused lease actions",
                 a.transitions, a.lease_refusals_judged
@@ -885,6 +903,7 @@ pub fn checkers_for(server_clock: Option<ClockBound>) -> Vec<LeaseRule> {
         &[L9],
         &[L5],
         &[R1],
+        &[E1],
     ]
     .into_iter()
     .map(|properties| LeaseRule {

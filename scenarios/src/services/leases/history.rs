@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Call {
     /// `acquire`, `renew`, `change`, `release`, `break`, `read`, `put`, `delete`,
-    /// `delete_container`, `set_metadata`, `create_container`.
+    /// `head` (Get Blob Properties), `set_blob_metadata` (Set Blob Metadata),
+    /// `delete_container`, `set_metadata` (Set Container Metadata), `create_container`.
     pub op: String,
     /// The blob (`container/blob`) or container.
     pub target: String,
@@ -107,6 +108,18 @@ impl Call {
             ),
             StoreRequest::Delete { key, conditions } => (
                 "delete",
+                format!("{}/{}", key.container, key.id),
+                conditions.lease_id.clone(),
+            ),
+            StoreRequest::GetProperties { key, conditions } => (
+                "head",
+                format!("{}/{}", key.container, key.id),
+                conditions.lease_id.clone(),
+            ),
+            StoreRequest::SetMetadata {
+                key, conditions, ..
+            } => (
+                "set_blob_metadata",
                 format!("{}/{}", key.container, key.id),
                 conditions.lease_id.clone(),
             ),

@@ -1,7 +1,8 @@
 //! The `leases` workload: holders that contend for blob leases through the
 //! lease-holder library (acquire with a proposed id, renew at half time, act
-//! under the lease, fenced writes, release or abandon), plain clients that
-//! read, write, break, take one-shot leases without a proposed id, change
+//! under the lease, fenced writes of content or metadata, release or
+//! abandon), plain clients that read (Get Blob, or Get Blob Properties with
+//! conditions), write (Put Blob or Set Blob Metadata), break, take one-shot leases without a proposed id, change
 //! ids, hold infinite leases for long stretches (writing, renewing and
 //! releasing during the breaks that hit them), break leases and take them
 //! over, and work on the container lease; and the server's log device,
@@ -19,12 +20,40 @@ use overcast_model::lease::{LeaseAction, LeaseRequest, LeaseResponse, LeaseTarge
 use overcast_model::lease_client::with_lease;
 use overcast_model::lease_holder::{Attempted, ClockBound, HolderConfig, LeaseHolder};
 use overcast_model::retry::FinalOutcome;
-use overcast_model::store::{StoreRequest, StoreResponse};
+use overcast_model::store::{ItemKey, Metadata, StoreRequest, StoreResponse};
 use rand::Rng;
 use std::time::Duration;
 
 /// A version no blob reaches in a run: its ETag fails every `If-Match`.
 const NO_SUCH_VERSION: u64 = (1 << 56) - 1;
+
+/// The share of a holder's fenced writes, and of a client's writes, that set
+/// the blob's metadata (Set Blob Metadata) rather than its content (Put Blob).
+const METADATA_WRITES: f64 = 0.3;
+
+/// The share of a client's reads that are Get Blob Properties (a HEAD), with
+/// conditions, rather than Get Blob.
+const HEAD_READS: f64 = 0.4;
+
+/// The metadata a write sets: who wrote it and when.
+fn metadata_of(node: &str) -> Metadata {
+    Metadata::from([
+        ("writer".to_string(), node.to_string()),
+        ("at".to_string(), sim_now_ns().to_string()),
+    ])
+}
+
+/// The conditions of a client's HEAD: none, or one that passes (`If-None-Match`
+/// on an ETag no blob has), fails (`If-Match` on it: 412 without a code), or
+/// may answer 304 (`If-Modified-Since` a moment ago on the node's clock).
+fn head_conditions(rng: &mut impl Rng, clock: &dyn Clock) -> Conditions {
+    match rng.gen_range(0..4) {
+        0 => Conditions::none(),
+        1 => Conditions::if_none_match(ETag::from_version(NO_SUCH_VERSION)),
+        2 => Conditions::if_match(ETag::from_version(NO_SUCH_VERSION)),
+        _ => Conditions::if_modified_since(clock.now_ms().saturating_sub(5_000)),
+    }
+}
 
 /// One node's recording handle: its op identity, its name and clock.
 pub struct Node {
@@ -76,6 +105,17 @@ impl Node {
         let r = client.call(req).await;
         self.finish(slot, &r, Outcome::from_store(&r));
         r
+    }
+
+    /// A recorded Get Blob Properties.
+    pub async fn head(&self, client: &mut StoreClient, key: ItemKey, conditions: Conditions) {
+        let req = StoreRequest::GetProperties {
+            key: key.clone(),
+            conditions: conditions.clone(),
+        };
+        let slot = begin(&self.rec, self.id, Call::from_store(&req), sim_now_ns());
+        let r = client.get_properties(&key, conditions).await;
+        self.finish(slot, &r, Outcome::from_store(&r));
     }
 }
 
@@ -150,6 +190,7 @@ async fn recreate(node: &Node, client: &mut StoreClient, target: &LeaseTarget) {
         key: key.clone(),
         body: "created".into(),
         conditions: Conditions::if_none_match_any(),
+        metadata: Metadata::new(),
     };
     let r = node.store(client, put.clone()).await;
     if r.response.as_ref().and_then(|x| x.error_code.as_deref()) == Some("ContainerNotFound") {
@@ -283,9 +324,15 @@ pub async fn holder(
                     break;
                 }
             } else if !calls.skipped().await {
-                let body = format!("{}@{}", node.name, sim_now_ns());
                 let invoke = sim_now_ns();
-                if let Some((req, r)) = h.fenced_put(client, &node.clock, body).await {
+                let written = if rng.gen_bool(METADATA_WRITES) {
+                    let metadata = metadata_of(&node.name);
+                    h.fenced_set_metadata(client, &node.clock, metadata).await
+                } else {
+                    let body = format!("{}@{}", node.name, sim_now_ns());
+                    h.fenced_put(client, &node.clock, body).await
+                };
+                if let Some((req, r)) = written {
                     let slot = begin(&node.rec, node.id, Call::from_store(&req), invoke);
                     node.finish(slot, &r, Outcome::from_store(&r));
                 }
@@ -384,6 +431,10 @@ pub async fn client(
             continue;
         }
         match kind {
+            0 if rng.gen_bool(HEAD_READS) => {
+                let conditions = head_conditions(&mut rng, &node.clock);
+                node.head(client, key, conditions).await;
+            }
             0 => {
                 let read = StoreRequest::Read {
                     key,
@@ -404,12 +455,21 @@ pub async fn client(
                 } else {
                     Conditions::none()
                 };
-                let put = StoreRequest::Put {
-                    key,
-                    body: format!("{}@{}", node.name, sim_now_ns()),
-                    conditions,
+                let write = if rng.gen_bool(METADATA_WRITES) {
+                    StoreRequest::SetMetadata {
+                        key,
+                        metadata: metadata_of(&node.name),
+                        conditions,
+                    }
+                } else {
+                    StoreRequest::Put {
+                        key,
+                        body: format!("{}@{}", node.name, sim_now_ns()),
+                        conditions,
+                        metadata: Metadata::new(),
+                    }
                 };
-                node.store(client, put).await;
+                node.store(client, write).await;
             }
             2 => {
                 let period = match rng.gen_range(0..4) {
@@ -444,6 +504,7 @@ pub async fn client(
                         key,
                         body: format!("{}@{}", node.name, sim_now_ns()),
                         conditions: with_lease(Conditions::none(), id.clone()),
+                        metadata: Metadata::new(),
                     };
                     node.store(client, put).await;
                 }
@@ -480,6 +541,7 @@ pub async fn client(
                         key,
                         body: format!("{}@{}", node.name, sim_now_ns()),
                         conditions: with_lease(Conditions::none(), b.clone()),
+                        metadata: Metadata::new(),
                     };
                     node.store(client, put).await;
                 }
@@ -613,6 +675,7 @@ async fn hold_infinite(
         key: key.clone(),
         body,
         conditions: with_lease(Conditions::none(), id.clone()),
+        metadata: Metadata::new(),
     };
     while sim_now_ns() < until && !past(deadline_ns) {
         sleep_ms(rng, p.work_ms).await;
@@ -622,9 +685,17 @@ async fn hold_infinite(
         }
         match pick {
             0..=4 => {
-                let r = node
-                    .store(client, put(format!("{}@{}", node.name, sim_now_ns())))
-                    .await;
+                // Some of the writes under the lease set metadata.
+                let write = if pick == 4 {
+                    StoreRequest::SetMetadata {
+                        key: key.clone(),
+                        metadata: metadata_of(&node.name),
+                        conditions: with_lease(Conditions::none(), id.clone()),
+                    }
+                } else {
+                    put(format!("{}@{}", node.name, sim_now_ns()))
+                };
+                let r = node.store(client, write).await;
                 // `LeaseLost`, `LeaseNotPresentWithBlobOperation`,
                 // `LeaseIdMismatchWithBlobOperation`: the lease is not ours now.
                 if store_code(&r).is_some_and(|c| c.starts_with("Lease")) {
@@ -739,6 +810,7 @@ async fn break_and_take(
             key: key.clone(),
             body: format!("{}@{}", node.name, sim_now_ns()),
             conditions: with_lease(Conditions::none(), b.clone()),
+            metadata: Metadata::new(),
         };
         node.store(client, put).await;
     }
@@ -795,6 +867,7 @@ async fn probe(
                 key: key.clone(),
                 body: format!("{}@{}", node.name, sim_now_ns()),
                 conditions,
+                metadata: Metadata::new(),
             }
         }
     };
@@ -877,6 +950,7 @@ async fn delete_under_lease(
             key: key.clone(),
             body: format!("{}@{}", node.name, sim_now_ns()),
             conditions: Conditions::none(),
+            metadata: Metadata::new(),
         };
         node.store(client, put).await;
     }

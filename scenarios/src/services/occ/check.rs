@@ -96,7 +96,9 @@ pub fn lost_item_events(world: &WorldOutcome) -> Vec<WorldEvent> {
             #[allow(unreachable_patterns)]
             let key = match &r.effect {
                 Effect::Store(
-                    store::Effect::ItemWritten { key, .. } | store::Effect::ItemDeleted { key, .. },
+                    store::Effect::ItemWritten { key, .. }
+                    | store::Effect::ItemWrittenWithMetadata { key, .. }
+                    | store::Effect::ItemDeleted { key, .. },
                 ) => &key.id,
                 _ => continue,
             };

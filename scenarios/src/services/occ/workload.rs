@@ -12,7 +12,7 @@ use crate::kit::draws::unit_stream;
 use crate::services::occ::OccRole;
 use overcast_model::client::{CallObserver, CallResult, RmwOutcome, StoreClient};
 use overcast_model::retry::FinalOutcome;
-use overcast_model::store::{Conditions, ETag, EtagMatch, ItemKey, StoreRequest};
+use overcast_model::store::{Conditions, ETag, EtagMatch, ItemKey, Metadata, StoreRequest};
 use overcast_model::wire::OperationId;
 use overcast_sim::clock::NodeClock;
 use overcast_sim::history::{OpRecord, Slot};
@@ -189,6 +189,7 @@ pub async fn client_workload(
                             key,
                             body,
                             conditions: Conditions::none(),
+                            metadata: Metadata::new(),
                         },
                         &mut obs,
                     )
@@ -199,6 +200,7 @@ pub async fn client_workload(
                     key,
                     body,
                     conditions: Conditions::if_none_match_any(),
+                    metadata: Metadata::new(),
                 };
                 client.observed_call(put, &mut obs).await;
             }
@@ -252,6 +254,7 @@ pub async fn client_workload(
                         key,
                         body: b.clone(),
                         conditions: Conditions::if_match(e.clone()),
+                        metadata: Metadata::new(),
                     },
                     _ => StoreRequest::Read {
                         key,
@@ -317,6 +320,7 @@ pub async fn probe(
                     key: key.clone(),
                     body: item.body.clone().unwrap_or_default(),
                     conditions: Conditions::if_match(item.etag.clone()),
+                    metadata: Metadata::new(),
                 },
                 None => break 'item,
             },
@@ -324,6 +328,7 @@ pub async fn probe(
                 key: key.clone(),
                 body: String::new(),
                 conditions: Conditions::if_none_match_any(),
+                metadata: Metadata::new(),
             },
             _ => {
                 pause().await;
@@ -388,6 +393,7 @@ fn odd_conditions(
         key: key.clone(),
         body: body.clone(),
         conditions,
+        metadata: Metadata::new(),
     };
     match shape {
         0 => read(match &etag {

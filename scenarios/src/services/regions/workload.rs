@@ -16,7 +16,7 @@ use overcast_model::partition::{Request, Response};
 use overcast_model::region_client::{RegionCallResult, RegionClient, RegionFinal};
 use overcast_model::replica::ReadConsistency;
 use overcast_model::retry::AttemptOutcome;
-use overcast_model::store::{ETag, StoreRequest};
+use overcast_model::store::{ETag, Metadata, StoreRequest};
 use overcast_sim::history::{Attempt, AttemptResult, OpRecord};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -154,11 +154,13 @@ pub fn request_for(service: Service, item: &str, op: ItemOp) -> Request {
                 key: blob(&id),
                 body,
                 conditions: if_match(e),
+                metadata: Metadata::new(),
             },
             ItemOp::Create { id, body } => StoreRequest::Put {
                 key: blob(&id),
                 body,
                 conditions: Conditions::if_none_match_any(),
+                metadata: Metadata::new(),
             },
             ItemOp::Delete { id, if_match: e } => StoreRequest::Delete {
                 key: blob(&id),

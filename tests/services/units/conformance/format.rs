@@ -51,6 +51,37 @@ fn a_put_needs_a_body_and_a_get_refuses_one() {
     assert_eq!((e.step, e.field.as_str()), (Some(1), "get_blob.body"));
 }
 
+#[test]
+fn metadata_goes_with_put_and_set_metadata_and_its_expectation_with_reads() {
+    for ok in [
+        r#"{"put_blob": {"container": "c", "blob": "b", "body": "x", "metadata": {"k": "v"}, "expect": {}}}"#,
+        r#"{"set_blob_metadata": {"container": "c", "blob": "b", "metadata": {"k": "v"}, "expect": {"status": 200, "no_error_code": true}}}"#,
+        r#"{"get_blob_properties": {"container": "c", "blob": "b", "expect": {"status": 200, "metadata": {}, "no_body": true}}}"#,
+    ] {
+        assert!(parse(&script(ok)).is_ok(), "{ok}");
+    }
+    let refused_at = |steps: &str| {
+        let e = parse(&script(steps)).unwrap_err();
+        e.field
+    };
+    assert_eq!(
+        refused_at(
+            r#"{"get_blob_properties": {"container": "c", "blob": "b", "metadata": {"k": "v"}, "expect": {}}}"#
+        ),
+        "get_blob_properties.metadata"
+    );
+    assert_eq!(
+        refused_at(
+            r#"{"set_blob_metadata": {"container": "c", "blob": "b", "body": "x", "expect": {}}}"#
+        ),
+        "set_blob_metadata.body"
+    );
+    assert!(refused_at(
+        r#"{"set_blob_metadata": {"container": "c", "blob": "b", "expect": {"metadata": {}}}}"#
+    )
+    .contains("metadata"));
+}
+
 /// The step and field a malformed script `steps` is refused for.
 fn refused(steps: &str) -> (Option<usize>, String) {
     let e = parse(&script(steps)).unwrap_err();

@@ -77,6 +77,7 @@ fn e7_illegal_write_combinations_are_400_before_state_is_read() {
                 key: key("a"),
                 body: "x".into(),
                 conditions: c.clone(),
+                metadata: Metadata::new(),
             },
             1,
         );

@@ -1,5 +1,6 @@
 //! Tests of the object store: basics, the properties E1, E2, E5 and E6 with
-//! their seeded bugs, and redo-equivalence (proptest).
+//! their seeded bugs, and redo-equivalence (proptest); Get Blob Properties and
+//! Set Blob Metadata in `metadata`.
 
 use super::*;
 use proptest::prelude::*;
@@ -34,6 +35,7 @@ fn put(s: &mut Store, id: &str, body: &str, c: Conditions, now: Millis) -> Store
             key: key(id),
             body: body.into(),
             conditions: c,
+            metadata: Metadata::new(),
         },
         now,
     );
@@ -112,6 +114,7 @@ const MULTI: Option<&str> = Some("MultipleConditionHeadersNotSupported");
 const NOT_MET: Option<&str> = Some("ConditionNotMet");
 
 mod conditions;
+mod metadata;
 
 // ---- basics ---------------------------------------------------------------------
 
@@ -138,6 +141,7 @@ fn container_create_and_missing_container() {
             key: k.clone(),
             body: "x".into(),
             conditions: Conditions::none(),
+            metadata: Metadata::new(),
         },
         StoreRequest::Delete {
             key: k.clone(),
@@ -147,6 +151,7 @@ fn container_create_and_missing_container() {
             key: k.clone(),
             body: "x".into(),
             conditions: Conditions::if_match_any(),
+            metadata: Metadata::new(),
         },
     ] {
         let (r, e) = s.apply(&req, 1);
@@ -189,7 +194,8 @@ fn put_read_delete_versions_and_statuses() {
             body: Some("v1".into()),
             etag: v1.etag.clone(),
             last_modified: 1_000,
-            version: 1
+            version: 1,
+            metadata: Some(Metadata::new()),
         })
     );
 
@@ -461,6 +467,7 @@ fn redo_is_idempotent() {
             key: key("a"),
             body: "x".into(),
             conditions: Conditions::none(),
+            metadata: Metadata::new(),
         },
         1,
     );
@@ -492,6 +499,7 @@ fn wire_roundtrip_with_bincode() {
             if_unmodified_since: Some(vec![3]),
             ..Conditions::default()
         },
+        metadata: Metadata::from([("k".to_string(), "v".to_string())]),
     };
     let (resp, effect) = s.apply(&req, 20_000);
     let req2: StoreRequest = bincode::deserialize(&bincode::serialize(&req).unwrap()).unwrap();
@@ -545,11 +553,21 @@ fn arb_request() -> impl Strategy<Value = StoreRequest> {
             .prop_map(|c| StoreRequest::CreateContainer { container: c.into() }),
         3 => (key.clone(), arb_conditions())
             .prop_map(|(key, conditions)| StoreRequest::Read { key, conditions }),
-        5 => (key.clone(), "[xyz]{0,3}", arb_conditions())
-            .prop_map(|(key, body, conditions)| StoreRequest::Put { key, body, conditions }),
-        3 => (key, arb_conditions())
+        5 => (key.clone(), "[xyz]{0,3}", arb_conditions(), arb_metadata())
+            .prop_map(|(key, body, conditions, metadata)| StoreRequest::Put { key, body, conditions, metadata }),
+        3 => (key.clone(), arb_conditions())
             .prop_map(|(key, conditions)| StoreRequest::Delete { key, conditions }),
+        2 => (key.clone(), arb_conditions())
+            .prop_map(|(key, conditions)| StoreRequest::GetProperties { key, conditions }),
+        2 => (key, arb_metadata(), arb_conditions()).prop_map(|(key, metadata, conditions)| {
+            StoreRequest::SetMetadata { key, metadata, conditions }
+        }),
     ]
+}
+
+/// None, or one or two pairs.
+fn arb_metadata() -> impl Strategy<Value = Metadata> {
+    prop::collection::btree_map("[mn]", "[uv]{0,2}", 0..3)
 }
 
 fn arb_bugs() -> impl Strategy<Value = ModelBugs> {
@@ -598,18 +616,15 @@ proptest! {
         for (req, dt) in &ops {
             now += dt;
             let (_, effect) = s.apply(req, now);
-            match effect {
-                Some(Effect::ItemWritten { key, item }) => {
-                    prop_assert!(seen.entry(key.clone()).or_default().insert(item.etag.clone()));
-                    let prev = last.insert(key, item.version).unwrap_or(0);
-                    prop_assert_eq!(item.version, prev + 1);
-                }
-                Some(Effect::ItemDeleted { key, version, keep_tombstone }) => {
-                    prop_assert!(keep_tombstone);
-                    let prev = last.insert(key, version).unwrap_or(0);
-                    prop_assert_eq!(version, prev + 1);
-                }
-                _ => {}
+            if let Some((key, item)) = effect.as_ref().and_then(Effect::item_written) {
+                prop_assert!(seen.entry(key.clone()).or_default().insert(item.etag.clone()));
+                let prev = last.insert(key.clone(), item.version).unwrap_or(0);
+                prop_assert_eq!(item.version, prev + 1);
+            }
+            if let Some(Effect::ItemDeleted { key, version, keep_tombstone }) = effect {
+                prop_assert!(keep_tombstone);
+                let prev = last.insert(key, version).unwrap_or(0);
+                prop_assert_eq!(version, prev + 1);
             }
         }
     }

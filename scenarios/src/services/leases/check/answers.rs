@@ -64,6 +64,7 @@ fn target_of(effect: &Effect) -> Option<String> {
         Effect::Lease(lease::Effect::Set { target, .. }) => Some(target.name()),
         Effect::Lease(lease::Effect::ContainerDeleted { container, .. }) => Some(container.clone()),
         Effect::Store(store::Effect::ItemWritten { key, .. })
+        | Effect::Store(store::Effect::ItemWrittenWithMetadata { key, .. })
         | Effect::Store(store::Effect::ItemDeleted { key, .. }) => {
             Some(format!("{}/{}", key.container, key.id))
         }
@@ -163,8 +164,9 @@ pub(super) fn judge_blob_answers(
             continue;
         };
         let what = match op.call.op.as_str() {
-            "put" | "delete" => reference::BlobUse::Write,
-            "read" => reference::BlobUse::Read,
+            "put" | "delete" | "set_blob_metadata" => reference::BlobUse::Write,
+            // A HEAD's refusal has no code (no body): only its 2xx are judged.
+            "read" | "head" => reference::BlobUse::Read,
             _ => continue,
         };
         let code = r

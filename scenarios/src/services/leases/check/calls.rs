@@ -3,6 +3,7 @@
 //! answer against the reference state its log record (or its absence) shows.
 
 use super::*;
+use overcast_sim::check::fresh::check_fresh;
 
 /// For an acquire without a proposed id, retried and told 409
 /// `LeaseAlreadyPresent`: a lease the server generated on its target while
@@ -52,16 +53,17 @@ pub(super) fn unexplained_grant<'a>(
     None
 }
 
-/// Whether SPEC lets the SDK send `c` again after a timeout: reads; the
+/// Whether SPEC lets the SDK send `c` again after a timeout: reads (Get Blob
+/// and Get Blob Properties); the
 /// lease actions §2.9 L5 calls idempotent: an acquire with a proposed id, a
 /// renew, a change, and a break (a repeat finds the lease breaking or
 /// broken, and a later break never lengthens the break, §2.4); and setting
 /// a container's metadata (a repeat sets the same metadata, and it
 /// invalidates no lease, §2.7). Not: an acquire without a proposed id, a
-/// release, and every other write (R1).
+/// release, and every other write, Set Blob Metadata included (R1).
 pub(super) fn may_resend_after_timeout(c: &Call) -> bool {
     match c.op.as_str() {
-        "read" | "renew" | "change" | "break" | "set_metadata" => true,
+        "read" | "head" | "renew" | "change" | "break" | "set_metadata" => true,
         "acquire" => c.proposed_id.is_some(),
         _ => false,
     }
@@ -80,7 +82,8 @@ pub(super) fn judge_resends(h: &LeaseHistory, a: &mut Analysis) -> usize {
     judged
 }
 
-/// L2, L3, L5 (acquire idempotency), L6, L8 (client side) from the calls.
+/// L2, L3, L5 (acquire idempotency), L6, L8 (client side) from the calls:
+/// Set Blob Metadata judged as a write (a put), Get Blob Properties as a read.
 pub(super) fn judge_ops(
     h: &LeaseHistory,
     a: &mut Analysis,
@@ -104,8 +107,8 @@ pub(super) fn judge_ops(
         let ret = op.return_ns.unwrap_or(u64::MAX);
         let sent = c.lease_id.as_deref().and_then(lease::parse_guid);
         match c.op.as_str() {
-            "put" | "delete" if r.is_success() => {
-                let snap = if c.op == "put" {
+            "put" | "delete" | "set_blob_metadata" if r.is_success() => {
+                let snap = if c.op != "delete" {
                     r.version.and_then(|v| writes.get(&(c.target.clone(), v)))
                 } else {
                     let within: Vec<&Snapshot> = deletes
@@ -206,7 +209,7 @@ pub(super) fn judge_ops(
                     _ => {}
                 }
             }
-            "put" | "delete" if condition_answer(r) => {
+            "put" | "delete" | "set_blob_metadata" if condition_answer(r) => {
                 if let Some(judged) = lease_before_conditions(op, timeline, lost, server_clock) {
                     a.refusals_judged += 1;
                     a.violations.extend(judged);
@@ -314,6 +317,55 @@ pub(super) fn judge_ops(
             _ => {}
         }
     }
+}
+
+/// E1 from the answers: every successful put and Set Blob Metadata of a blob
+/// answers a version (its ETag) that no other successful write of the blob
+/// answered ([`check_fresh`]).
+pub(super) fn judge_fresh_etags(h: &LeaseHistory, a: &mut Analysis) {
+    let tokens: Vec<(&str, String, u64)> = h
+        .ops
+        .iter()
+        .filter_map(|o| {
+            let r = o.result.as_ref().filter(|r| r.is_success())?;
+            let written = matches!(o.call.op.as_str(), "put" | "set_blob_metadata");
+            Some((o.call.target.as_str(), r.version?.to_string(), o.id)).filter(|_| written)
+        })
+        .collect();
+    a.writes_versioned = tokens.len();
+    let produced = tokens.iter().map(|(t, v, id)| (*t, v.as_str(), *id));
+    if let Some(v) = check_fresh("E1", produced) {
+        let account = crate::kit::words::calls_account(
+            &h.ops,
+            &v.ops,
+            version_words,
+            "A version (ETag) given twice".to_string(),
+            "The calls on the blob from the first write that got the version to the one that got it again: every put and Set Blob Metadata makes a new ETag (SPEC E1).".to_string(),
+        );
+        a.violations.push(v.with_evidence(account));
+    }
+}
+
+/// A call and the version its answer carried, for E1's account:
+/// `put leases/b0 id 5d1f… → 201 version 4`.
+fn version_words(c: &Call, r: Option<&Outcome>) -> String {
+    let mut out = format!("{} {}", c.op, c.target);
+    if let Some(id) = &c.lease_id {
+        out += &format!(" id {}", short(id));
+    }
+    match r {
+        None => out += " → unknown",
+        Some(r) => {
+            out += &format!(" → {}", r.status);
+            if let Some(code) = &r.code {
+                out += &format!(" {code}");
+            }
+            if let Some(v) = r.version {
+                out += &format!(" version {v}");
+            }
+        }
+    }
+    out
 }
 
 /// A conditional header's refusal: 304, 412 `ConditionNotMet`, 409

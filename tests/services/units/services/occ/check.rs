@@ -149,6 +149,7 @@ mod lost_tests {
                     etag: ETag::from_version(1),
                     last_modified: 0,
                     version: 1,
+                    metadata: Default::default(),
                 },
             }),
         };
