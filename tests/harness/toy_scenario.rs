@@ -2,6 +2,7 @@
 //! entirely in this file (its own parameters, workload, checker and seeded
 //! bug, with crashable client nodes) runs through `run`, `sweep`, `replay`
 //! and the bug hunt by the same public API the registered scenarios use.
+//! The harness's own unit tests (`units/`) run it too.
 
 use overcast_harness::bug::BugInfo;
 use overcast_harness::hunt::hunt;
@@ -13,11 +14,11 @@ use overcast_harness::run::{run_isolated_with, run_with};
 use overcast_harness::saved::{save_failure, SavedRun};
 use overcast_harness::scenario::Scenario;
 use overcast_harness::sweep::{divergence, sweep};
-use overcast_sim::check::{Checked, Checker, Outcome, Property, Verdict, Violation};
+use overcast_sim::check::{Checked, Checker, Outcome, Property, PropertyId, Verdict, Violation};
 use overcast_sim::faults::FaultMix;
 use overcast_sim::history::{History, OpRecord, Recorder};
 use overcast_sim::runner::SweepOptions;
-use overcast_sim::world::{NodeEnv, Role, Topology, WorldOutcome};
+use overcast_sim::world::{NodeEnv, NodeRole, Role, Topology, WorldOutcome};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,21 +28,21 @@ use std::time::Duration;
 /// The toy's parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CounterParams {
+pub(crate) struct CounterParams {
     workers: usize,
     increments: usize,
 }
 
 /// The toy's event: the counter's value when the world ended.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-enum CounterEvent {
+pub(crate) enum CounterEvent {
     Final(u64),
 }
 
-type CounterHistory = History<String, u64, CounterEvent>;
+pub(crate) type CounterHistory = History<String, u64, CounterEvent>;
 
 /// The toy's one seeded bug.
-static DOUBLE_INCREMENT: BugInfo = BugInfo {
+pub(crate) static DOUBLE_INCREMENT: BugInfo = BugInfo {
     name: "double_increment",
     what: "every fifth increment adds two",
     scenarios: &["counter"],
@@ -92,7 +93,8 @@ impl Checker<CounterHistory> for CountedOnce {
     }
 }
 
-struct Counter;
+/// The toy scenario.
+pub(crate) struct Counter;
 
 impl ScenarioDef for Counter {
     type Params = CounterParams;
@@ -140,8 +142,17 @@ impl ScenarioDef for Counter {
             .crashable()
             .awaited()])
     }
+    fn client_role(&self, p: &CounterParams) -> (&'static str, usize) {
+        (CounterRole::Worker.name(), p.workers)
+    }
     fn bugs(&self) -> Vec<&'static BugInfo> {
         vec![&DOUBLE_INCREMENT]
+    }
+    // C1 judges the value the workers left: an increment counted twice
+    // stays counted however long the run goes on, so a shrink may cut the
+    // run after it.
+    fn prefix_closed(&self, property: PropertyId) -> bool {
+        property == "C1"
     }
     fn deploy(&self, p: &CounterParams, ctx: &RunCtx) -> Deployment<CounterHistory> {
         let counter = Arc::new(AtomicU64::new(0));
@@ -152,14 +163,18 @@ impl ScenarioDef for Counter {
             let (counter, recorder) = (c.clone(), r.clone());
             Box::pin(async move {
                 let id = env.index + 100 * env.incarnation as usize;
+                let node = env.name.clone();
                 for i in 0..n {
-                    let now = || overcast_model::client::sim_now_ns();
+                    // What lets the shrinker leave this increment out.
+                    if overcast_harness::ops::skipped(&node, i).await {
+                        continue;
+                    }
                     let slot = recorder.begin(OpRecord {
                         id: 0,
                         client: id,
                         key: "counter".into(),
                         call: "increment".into(),
-                        invoke_ns: now(),
+                        invoke_ns: now_ns(),
                         return_ns: None,
                         result: None,
                         attempts: vec![],
@@ -168,7 +183,7 @@ impl ScenarioDef for Counter {
                     let v = counter.fetch_add(by, Ordering::Relaxed) + by;
                     // The answer takes a while: a crash now leaves the outcome unknown.
                     madsim::time::sleep(Duration::from_millis(20)).await;
-                    recorder.complete(slot, Some(now()), Some(v), vec![]);
+                    recorder.complete(slot, Some(now_ns()), Some(v), vec![]);
                 }
             })
         });
@@ -202,7 +217,13 @@ impl ScenarioDef for Counter {
     }
 }
 
-static COUNTER: Counter = Counter;
+/// The toy, registered nowhere.
+pub(crate) static COUNTER: Counter = Counter;
+
+/// Simulated ns since the start of the run.
+pub(crate) fn now_ns() -> u64 {
+    overcast_model::client::sim_now_ns()
+}
 
 fn def() -> &'static dyn DynScenario {
     &COUNTER

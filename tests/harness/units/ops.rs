@@ -1,6 +1,6 @@
 //! Tests of `harness/src/ops.rs`.
 
-use crate::units::toy::now_ns;
+use crate::toy_scenario::now_ns;
 use overcast_harness::ops::*;
 use std::collections::{BTreeMap, BTreeSet};
 

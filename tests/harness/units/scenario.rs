@@ -1,6 +1,6 @@
 //! Tests of `harness/src/scenario.rs`.
 
-use crate::units::toy::COUNTER;
+use crate::toy_scenario::COUNTER;
 use overcast_harness::scenario::*;
 
 fn load(text: &str) -> Result<Scenario, String> {

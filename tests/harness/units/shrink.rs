@@ -1,6 +1,6 @@
 //! Tests of `harness/src/shrink.rs`.
 
-use crate::units::toy::{COUNTER, DOUBLE_INCREMENT};
+use crate::toy_scenario::{COUNTER, DOUBLE_INCREMENT};
 use overcast_harness::ops::SkipSet;
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_isolated_with;
