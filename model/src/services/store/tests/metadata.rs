@@ -196,39 +196,16 @@ fn set_metadata_follows_the_write_rules_of_the_conditions() {
     );
     // Dates: modified since before the last write passes, since after it 412;
     // unmodified since before it 412.
-    assert_eq!(
-        set_metadata(
-            &mut s,
-            "a",
-            m(),
-            Conditions::if_modified_since(20_000),
-            21_000
-        )
-        .status,
-        412
-    );
-    assert_eq!(
-        set_metadata(
-            &mut s,
-            "a",
-            m(),
-            Conditions::if_unmodified_since(5_000),
-            21_000
-        )
-        .status,
-        412
-    );
-    assert_eq!(
-        set_metadata(
-            &mut s,
-            "a",
-            m(),
-            Conditions::if_modified_since(5_000),
-            21_000
-        )
-        .status,
-        200
-    );
+    for (conditions, status) in [
+        (Conditions::if_modified_since(20_000), 412),
+        (Conditions::if_unmodified_since(5_000), 412),
+        (Conditions::if_modified_since(5_000), 200),
+    ] {
+        assert_eq!(
+            set_metadata(&mut s, "a", m(), conditions, 21_000).status,
+            status
+        );
+    }
     // Two ETags in one header: 400 before anything is read.
     assert_status(
         &set_metadata(&mut s, "a", m(), two_etags(), 22_000),
