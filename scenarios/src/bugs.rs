@@ -307,7 +307,7 @@ pub const BUGS: &[BugInfo] = &[
         name: "resume_from_memory",
         what: "a lease the process owned before resumes from the position it last read, not from the stored checkpoint",
         scenarios: &["feed"],
-        caught_by: &["CF3", "CF5", "CF9"],
+        caught_by: &["CF13", "CF3", "CF5", "CF9"],
     },
     BugInfo {
         name: "drop_batch_on_delegate_error",
@@ -325,7 +325,7 @@ pub const BUGS: &[BugInfo] = &[
         name: "expiry_on_wrong_clock",
         what: "lease timestamps are written from the process's uptime instead of its clock, so other hosts judge live leases expired and they flap",
         scenarios: &["feed"],
-        caught_by: &["CF8"],
+        caught_by: &["CF12", "CF8"],
     },
     BugInfo {
         name: "page_cut_splits_batch",
@@ -349,7 +349,7 @@ pub const BUGS: &[BugInfo] = &[
         name: "split_keeps_parent",
         what: "the processor's split handling creates the child leases but never deletes the parent, so leases overlap",
         scenarios: &["feed"],
-        caught_by: &["CF7"],
+        caught_by: &["CF11", "CF7"],
     },
     BugInfo {
         name: "feed_shows_deletes",

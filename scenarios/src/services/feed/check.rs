@@ -20,6 +20,11 @@
 //! - CF7 (at the end): the leases tile the key space and every one is owned by a host.
 //! - CF8 (at the end): owned counts are balanced, and no lease changed hands
 //!   in the last expiration + acquire interval of the quiet phase.
+//! - CF11 and CF12 (as each lease write is logged): a host that split a
+//!   lease works it no more; a lease's timestamp is its writer's clock
+//!   ([`lease_writes`]).
+//! - CF13 (at a host's first read of a lease it acquired): it reads from
+//!   the stored checkpoint ([`resume`]).
 //! - CF10: a pull read answered 304 only if nothing committed before it in its
 //!   range after its token is still in the feed.
 //!
@@ -40,7 +45,9 @@ use overcast_sim::timeline::{node_lane, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod accounts;
+mod lease_writes;
 mod pages;
+mod resume;
 use accounts::{
     final_account, final_since, lease_account, lease_rows, lsn_words, missing, page_step,
     pages_account,
@@ -167,6 +174,31 @@ fn short_quiet_phase(
             secs(need)
         )
     })
+}
+
+/// The operations' client number of host `host` (`host-2`).
+fn host_client(p: &FeedParams, host: &str) -> Option<usize> {
+    host.strip_prefix("host-")
+        .and_then(|i| i.parse::<usize>().ok())
+        .map(|i| p.writers + 1 + i)
+}
+
+/// When the lease write that the server logged at `logged` was sent by
+/// `host`: the earliest invocation of its lease writes (a replace or a
+/// create) that returned after the log time. `None` when no such call
+/// returned (one cut short by a crash is not recorded, so it says nothing
+/// of when it was sent).
+fn write_sent_at(h: &FeedHistory, p: &FeedParams, host: &str, logged: u64) -> Option<u64> {
+    let client = host_client(p, host);
+    h.ops
+        .iter()
+        .filter(|o| Some(o.client) == client)
+        .filter(|o| {
+            matches!(&o.call, FeedCall::Host { what } if what.starts_with("replace") || what.starts_with("create"))
+        })
+        .filter(|o| o.invoke_ns <= logged && o.return_ns.is_some_and(|r| r >= logged))
+        .map(|o| o.invoke_ns)
+        .min()
 }
 
 fn violation(property: &'static str, message: String) -> Violation {
@@ -879,26 +911,8 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     // and the call may take up to its timeouts and retries to land); the
     // log time where no such call is known. True times only: the document's
     // own timestamp is what a bug may get wrong.
-    let host_client = |host: &str| {
-        host.strip_prefix("host-")
-            .and_then(|i| i.parse::<usize>().ok())
-            .map(|i| p.writers + 1 + i)
-    };
-    let written_from = |host: &str, logged: u64| {
-        let client = host_client(host);
-        h.ops
-            .iter()
-            .filter(|o| Some(o.client) == client)
-            .filter(|o| {
-                matches!(&o.call, FeedCall::Host { what } if what.starts_with("replace") || what.starts_with("create"))
-            })
-            // A call that returned after the write (one that never returned
-            // says nothing of when it was sent last).
-            .filter(|o| o.invoke_ns <= logged && o.return_ns.is_some_and(|r| r >= logged))
-            .map(|o| o.invoke_ns)
-            .min()
-            .unwrap_or(logged)
-    };
+    let written_from =
+        |host: &str, logged: u64| write_sent_at(h, p, host, logged).unwrap_or(logged);
     for (node, es) in &by_node {
         for (at, e) in es {
             let ProcessorEvent::Acquired {
@@ -978,7 +992,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             let listed = h
                 .ops
                 .iter()
-                .filter(|o| Some(o.client) == host_client(to) && o.invoke_ns < at)
+                .filter(|o| Some(o.client) == host_client(p, to) && o.invoke_ns < at)
                 .filter(|o| matches!(&o.call, FeedCall::Host { what } if what == "list leases"))
                 .map(|o| o.invoke_ns)
                 .max()
@@ -1230,6 +1244,12 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         "CF10",
         format!("{pulls} pull pages, {statuses} answers judged against the splits; {judged} pages of items judged item by item, {left} not (read across a recovery, or CF1's or CF2's)"),
     );
+    let parents = lease_writes::judge_split_parents(h, p, &leases, &by_node, &mut v);
+    notes.insert("CF11", format!("{parents} split parents"));
+    let stamps = lease_writes::judge_stamps(h, p, &leases, &mut v);
+    notes.insert("CF12", format!("{stamps} lease timestamps"));
+    let resumes = resume::judge_resumes(&leases, &by_node, &mut v);
+    notes.insert("CF13", format!("{resumes} acquisitions' first reads"));
     notes.insert("CF2", format!("{} hosts' streams", by_node.len()));
     notes.insert("CF5", format!("{} lease documents", leases.len()));
     notes.insert("CF6", format!("{} lease documents", leases.len()));
@@ -1273,17 +1293,23 @@ impl Checker<FeedHistory> for FeedRule {
     }
 }
 
-/// The checkers, most important first: CF3, CF1, CF2, CF5, CF6, CF4, CF9, CF7, CF8, CF10.
+/// The checkers, most important first: CF3, CF1, CF2, CF13, CF5, CF6, CF4,
+/// CF9, CF11, CF12, CF7, CF8, CF10 (a property judged as it goes before the
+/// ones that see the same bugs later, CF5's and the end's, so that a shrunk
+/// run keeps it).
 pub fn checkers(p: &FeedParams) -> Vec<FeedRule> {
     let analysis = SharedAnalysis::default();
     [
         &[CF3][..],
         &[CF1],
         &[CF2],
+        &[CF13],
         &[CF5],
         &[CF6],
         &[CF4],
         &[CF9],
+        &[CF11],
+        &[CF12],
         &[CF7],
         &[CF8],
         &[CF10],

@@ -9,7 +9,7 @@
 //! offset and drift per host (kept below the processor's stated premise),
 //! lost and delayed messages, server fault points. Every run ends healed,
 //! with a quiet phase long enough for balancing and redelivery. Checked:
-//! CF1–CF10 (see [`check`]).
+//! CF1–CF13 (see [`check`]).
 
 pub mod check;
 pub mod goals;
@@ -237,7 +237,7 @@ impl ScenarioDef for Feed {
     }
 
     fn describe(&self) -> &'static str {
-        "the change feed and its processor through crashes, steals, splits and skew (SPEC §3): CF1–CF10"
+        "the change feed and its processor through crashes, steals, splits and skew (SPEC §3): CF1–CF13"
     }
 
     fn params(&self, seed: u64) -> FeedParams {
@@ -573,14 +573,14 @@ impl ScenarioDef for Feed {
         checkers
     }
 
-    /// CF1, CF2, CF4, CF5, CF6, CF9 and CF10 are judged on what was
+    /// CF1, CF2, CF4, CF5, CF6, CF9 and CF10–CF13 are judged on what was
     /// delivered, read and committed before the violation; CF3 (every final
     /// version delivered), CF7 and CF8 (the leases at the end) and liveness
     /// need the whole quiet phase.
     fn prefix_closed(&self, property: overcast_sim::check::PropertyId) -> bool {
         matches!(
             property.as_str(),
-            "CF1" | "CF2" | "CF4" | "CF5" | "CF6" | "CF9" | "CF10"
+            "CF1" | "CF2" | "CF4" | "CF5" | "CF6" | "CF9" | "CF10" | "CF11" | "CF12" | "CF13"
         )
     }
 

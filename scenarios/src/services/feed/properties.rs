@@ -61,3 +61,21 @@ pub const CF10: Property = Property::new(
     "CF10",
     "a pull read answers 304 only when no committed change after its token is undelivered, a page holds exactly the log's latest versions in its range after its token up to its continuation, and a split range answers 410",
 );
+
+/// CF11: a host that split a lease works it no more: no write of the parent by that process keeps it the owner until it acquires it anew.
+pub const CF11: Property = Property::new(
+    "CF11",
+    "a host that split a lease works it no more: no write of the parent by that process keeps it the owner until it acquires it anew",
+);
+
+/// CF12: a lease's timestamp is its writer's clock at the write (within the clock error the deployment allows).
+pub const CF12: Property = Property::new(
+    "CF12",
+    "a lease's timestamp is its writer's clock at the write (within the clock error the deployment allows)",
+);
+
+/// CF13: a host resumes a lease it acquires from the lease's stored checkpoint.
+pub const CF13: Property = Property::new(
+    "CF13",
+    "a host resumes a lease it acquires from the lease's stored checkpoint",
+);
