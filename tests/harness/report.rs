@@ -433,7 +433,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("requeue_keeps_time", 0),
     ("checkpoint_before_delegate", 0),
     ("checkpoint_without_owner_check", 0),
-    ("resume_from_memory", 1),
+    ("resume_from_memory", 0),
     ("drop_batch_on_delegate_error", 0),
     ("split_loses_continuation", 0),
     ("expiry_on_wrong_clock", 0),
