@@ -21,21 +21,24 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-/// Operations to leave out: node name (`client-3`, never an incarnation
-/// name) to operation indices.
+/// Operations to leave out: a node's incarnation name (`client-3`, then
+/// `client-3#1` after its first restart) to operation indices. Each life
+/// of a node numbers its operations afresh, so an operation is named by
+/// the incarnation that drew it: leaving out operation 5 of one life
+/// leaves the other lives' fifth operations alone.
 pub type SkipSet = BTreeMap<String, BTreeSet<usize>>;
 
-/// Per node, the earliest simulated time (ns) each operation may start at,
-/// by operation index.
+/// Per incarnation (as in [`SkipSet`]), the earliest simulated time (ns)
+/// each operation may start at, by operation index.
 pub type Pace = BTreeMap<String, BTreeMap<usize, u64>>;
 
-/// Per node, the simulated time (ns) each operation its workload drew
-/// started at, by index (a skipped one: when it was drawn). A restarted
-/// node draws its operations again; the first incarnation's times are kept.
-/// Indices need not be dense (a holder numbers its calls by round).
+/// Per incarnation (as in [`SkipSet`]), the simulated time (ns) each
+/// operation its workload drew started at, by index (a skipped one: when
+/// it was drawn). Indices need not be dense (a holder numbers its calls by
+/// round).
 pub type Drawn = BTreeMap<String, BTreeMap<usize, u64>>;
 
-/// Per node, what each operation is about (the item, queue or document it
+/// Per incarnation, what each operation is about (the item, queue or document it
 /// touches), by index, as the workload said with [`about`]: the shrinker
 /// tries leaving out everything about one subject, or all but one, at once.
 pub type Subjects = BTreeMap<String, BTreeMap<usize, String>>;
@@ -132,24 +135,24 @@ fn set_current(current: &mut BTreeMap<String, usize>, node: &str, op: usize) {
     }
 }
 
-/// Whether node `node` (its name or incarnation name) leaves out its
-/// operation `op`; when it does not and the plan paces it, first waits
+/// Whether the node incarnation `name` (`client-3`, `client-3#1`) leaves
+/// out its operation `op`; when it does not and the plan paces it, first waits
 /// until the operation's start time. Every workload calls this once per
 /// operation, after drawing it and before sending it:
 /// `if crate::ops::skipped(&name, n).await { continue; }`. Outside a run
 /// with a plan (no plan installed, or an empty one) it returns `false` at
 /// once, without waiting.
-pub async fn skipped(node: &str, op: usize) -> bool {
-    let node = node_of(node);
+pub async fn skipped(name: &str, op: usize) -> bool {
+    let node = node_of(name);
     let decided = ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         let a = a.as_mut()?;
         set_current(&mut a.current, node, op);
-        if a.skip.get(node).is_some_and(|s| s.contains(&op)) {
-            record(&mut a.drawn, node, op, now_ns());
+        if a.skip.get(name).is_some_and(|s| s.contains(&op)) {
+            record(&mut a.drawn, name, op, now_ns());
             return Some((true, 0));
         }
-        let start = a.pace.get(node).and_then(|p| p.get(&op)).copied();
+        let start = a.pace.get(name).and_then(|p| p.get(&op)).copied();
         Some((false, start.unwrap_or(0)))
     });
     let Some((skip, start_ns)) = decided else {
@@ -163,23 +166,22 @@ pub async fn skipped(node: &str, op: usize) -> bool {
         let started = now_ns();
         ACTIVE.with(|a| {
             if let Some(a) = a.borrow_mut().as_mut() {
-                record(&mut a.drawn, node, op, started);
+                record(&mut a.drawn, name, op, started);
             }
         });
     }
     skip
 }
 
-/// Says that operation `op` of node `node` (its name or incarnation name)
-/// is about `subject` (an item's key, a document's id): a workload calls it
+/// Says that operation `op` of the node incarnation `name` is about
+/// `subject` (an item's key, a document's id): a workload calls it
 /// where it calls [`skipped`], for an operation that touches one thing.
 /// Outside a run with a plan it does nothing.
-pub fn about(node: &str, op: usize, subject: &str) {
-    let node = node_of(node);
+pub fn about(name: &str, op: usize, subject: &str) {
     ACTIVE.with(|a| {
         if let Some(a) = a.borrow_mut().as_mut() {
             a.subjects
-                .entry(node.to_string())
+                .entry(name.to_string())
                 .or_default()
                 .entry(op)
                 .or_insert_with(|| subject.to_string());
@@ -211,15 +213,14 @@ pub fn call_number(source: &str, key: &str, nth: usize) -> usize {
 /// decided at once, without pacing (its schedule already says when it
 /// starts), and without making it the node's current operation (the call's
 /// requests are named by the socket they are sent from, [`name_socket`]).
-pub fn skipped_call(node: &str, op: usize) -> bool {
-    let node = node_of(node);
+pub fn skipped_call(name: &str, op: usize) -> bool {
     ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         let Some(a) = a.as_mut() else {
             return false;
         };
-        record(&mut a.drawn, node, op, now_ns());
-        a.skip.get(node).is_some_and(|s| s.contains(&op))
+        record(&mut a.drawn, name, op, now_ns());
+        a.skip.get(name).is_some_and(|s| s.contains(&op))
     })
 }
 

@@ -100,6 +100,17 @@ pub fn history_client(index: usize, incarnation: u32, nodes: usize) -> usize {
     index + incarnation as usize * nodes
 }
 
+/// The incarnation name of the life whose operations carry history client
+/// number `client` (`ROLE-i`, then `ROLE-i#k` for `client = i + k * nodes`):
+/// what a workload names its operations by ([`crate::ops::skipped`]).
+pub fn client_incarnation(role: impl RoleName, client: usize, nodes: usize) -> String {
+    let node = client_node(role, client, nodes);
+    if client >= CHECK_CLIENTS || nodes == 0 || client < nodes {
+        return node;
+    }
+    format!("{node}#{}", client / nodes)
+}
+
 /// The node whose operations carry history client number `client`
 /// ([`history_client`]'s inverse): `ROLE-i` for `client = i + life * nodes`.
 /// A check's own clients (from [`CHECK_CLIENTS`] on) keep a lane of their own.

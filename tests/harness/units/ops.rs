@@ -12,25 +12,27 @@ fn in_sim<T: 'static>(f: impl std::future::Future<Output = T> + 'static) -> T {
 #[test]
 fn a_plan_skips_what_it_names_records_what_was_drawn_and_uninstalls() {
     assert!(!in_sim(skipped("client-0", 0)), "no plan: nothing skipped");
-    let skip: SkipSet = [("client-1".to_string(), BTreeSet::from([2]))].into();
+    let skip: SkipSet = [("client-1#3".to_string(), BTreeSet::from([2]))].into();
     let plan = OpPlan::install(&skip, &Pace::new());
     let answers = in_sim(async {
         let mut v = Vec::new();
         for op in 0..3 {
             v.push(skipped("client-1#3", op).await);
         }
+        v.push(skipped("client-1", 2).await);
         v.push(skipped("client-0", 0).await);
         v
     });
     assert_eq!(
         answers,
-        [false, false, true, false],
-        "an incarnation is its node"
+        [false, false, true, false, false],
+        "an incarnation's operations are its own: another life's op 2 is sent"
     );
     let (drawn, _) = plan.finish();
-    assert_eq!(drawn["client-1"].len(), 3);
+    assert_eq!(drawn["client-1#3"].len(), 3);
+    assert_eq!(drawn["client-1"].len(), 1);
     assert_eq!(drawn["client-0"].len(), 1);
-    assert!(!in_sim(skipped("client-1", 2)), "uninstalled");
+    assert!(!in_sim(skipped("client-1#3", 2)), "uninstalled");
 }
 
 #[test]
@@ -56,14 +58,18 @@ fn a_paced_operation_waits_for_its_start_time_and_a_dropped_plan_is_uninstalled(
 
 #[test]
 fn a_socket_named_by_its_call_keeps_it_whatever_the_node_drew_last() {
-    let skip: SkipSet = [("connector-0".to_string(), BTreeSet::from([7]))].into();
+    let skip: SkipSet = [("connector-0#1".to_string(), BTreeSet::from([7]))].into();
     let plan = OpPlan::install(&skip, &Pace::new());
     in_sim(async {
         assert!(!skipped_call("connector-0", 5));
         name_socket("connector-0", 1001, Some(5));
         assert!(
             skipped_call("connector-0#1", 7),
-            "an incarnation is its node"
+            "the incarnation's call 7 is left out"
+        );
+        assert!(
+            !skipped_call("connector-0", 7),
+            "another life's call 7 is not"
         );
         assert!(!skipped_call("connector-0", 9));
         name_socket("connector-0", 1002, Some(9));

@@ -64,7 +64,8 @@ pub async fn client_workload(
             pick -= weights[kind];
             kind += 1;
         }
-        let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
+        let node =
+            overcast_harness::registry::client_incarnation(StoreRole::Client, client_id, p.clients);
         // Drawn only on an explorer's branch (past its first point).
         if overcast_sim::rng::past_branch_point() && rng.gen_bool(BRANCH_REPEATING_BATCH) {
             let batch = repeating_batch(&mut rng, &id, &body, known.clone());

@@ -165,7 +165,8 @@ pub async fn client_workload(
             kind += 1;
         }
         let counter = (kind == 6).then(|| counters[rng.gen_range(0..counters.len())].clone());
-        let node = overcast_sim::world::Topology::node_name(OccRole::Client, client_id % s.clients);
+        let node =
+            overcast_harness::registry::client_incarnation(OccRole::Client, client_id, s.clients);
         overcast_harness::ops::about(&node, n, counter.as_deref().unwrap_or(&id));
         if overcast_harness::ops::skipped(&node, n).await {
             continue;

@@ -8,7 +8,6 @@
 
 use super::history::{Consistency, RegionCall, RegionEvent, RegionOutcome};
 use super::{item_key, item_names, RegionsParams, RegionsRecorder, Service};
-use crate::services::regions::RegionsRole;
 use overcast_model::client::AttemptLog;
 use overcast_model::conditions::Conditions;
 use overcast_model::cosmos::{CosmosRequest, ItemKey, ItemOp};
@@ -206,9 +205,8 @@ pub async fn client_workload(
         if think > 0 {
             madsim::time::sleep(std::time::Duration::from_millis(think)).await;
         }
-        let node = overcast_sim::world::Topology::node_name(RegionsRole::Client, index);
-        overcast_harness::ops::about(&node, n, &item);
-        if overcast_harness::ops::skipped(&node, n).await {
+        overcast_harness::ops::about(&session, n, &item);
+        if overcast_harness::ops::skipped(&session, n).await {
             continue;
         }
         let body = format!("{session}.{n}");

@@ -156,7 +156,11 @@ pub async fn client_workload(
                     STORY_SYNONYMS
                 };
                 let entry = format!("c{index}.{n}");
-                let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
+                let node = overcast_harness::registry::client_incarnation(
+                    StoreRole::Client,
+                    client_id,
+                    p.clients,
+                );
                 overcast_harness::ops::about(&node, n, story);
                 if overcast_harness::ops::skipped(&node, n).await {
                     continue;
@@ -180,7 +184,8 @@ pub async fn client_workload(
                 None => s.search.delete_request(&scratch(BTreeSet::new()), false),
             },
         };
-        let node = overcast_sim::world::Topology::node_name(StoreRole::Client, index);
+        let node =
+            overcast_harness::registry::client_incarnation(StoreRole::Client, client_id, p.clients);
         overcast_harness::ops::about(&node, n, &name);
         if overcast_harness::ops::skipped(&node, n).await {
             continue;
