@@ -444,6 +444,7 @@ impl Checker<QueueHistory> for CheckpointResume {
                 .filter(|id| !removed.contains(id) && !indexed.contains(*id))
                 .collect();
             if !skipped.is_empty() {
+                let refused = refused_in(h, p, &skipped);
                 v.push(
                     violation(
                         "Q9",
@@ -454,10 +455,10 @@ impl Checker<QueueHistory> for CheckpointResume {
                             secs(p.done_ns),
                             names(&skipped)
                         ),
-                        Vec::new(),
+                        refused.iter().map(|(id, ..)| *id).collect(),
                     )
                     .during(p.node.clone(), p.start_ns, p.done_ns, format!("full traversal into '{}'", p.queue))
-                    .with_evidence(pass_account(h, p, &skipped)),
+                    .with_evidence(pass_account(h, p, &skipped, &refused)),
                 );
             }
         }
@@ -476,7 +477,42 @@ impl Checker<QueueHistory> for CheckpointResume {
 /// first checkpoint_full saved at or past the first skipped document, and
 /// every resume after it, marked (the traversal goes in id order, so a
 /// resume there passes over the document).
-fn pass_account(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Evidence {
+/// The full traversal's indexes of `skipped` documents within the pass that
+/// were answered, but not 200 (a refused version): op id, invoke time, words.
+fn refused_in(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Vec<(u64, u64, String)> {
+    h.ops
+        .iter()
+        .filter(|o| o.call.source == Source::Full)
+        .filter(|o| o.invoke_ns >= p.start_ns && o.invoke_ns <= p.done_ns)
+        .filter_map(|o| match (&o.call.request, &o.result) {
+            (QueueRequest::Index { name, version, .. }, Some(r))
+                if r.status != 200 && skipped.contains(&name) =>
+            {
+                let code = r
+                    .response
+                    .as_ref()
+                    .and_then(|resp| resp.error.clone())
+                    .unwrap_or_default();
+                Some((
+                    o.id,
+                    o.invoke_ns,
+                    format!(
+                        "index {name} version {version}: answered {} {code}",
+                        r.status
+                    ),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn pass_account(
+    h: &QueueHistory,
+    p: &Pass,
+    skipped: &[&String],
+    refused: &[(u64, u64, String)],
+) -> Evidence {
     let first = skipped.iter().min().map_or("", |s| s.as_str());
     let claimed = |v: &str| !v.is_empty() && v >= first;
     let first_claim = reports(h).into_iter().find_map(|(at, node, e)| match e {
@@ -505,14 +541,27 @@ fn pass_account(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Evidence {
             } => claimed(r),
             _ => false,
         },
-        Vec::new(),
+        refused
+            .iter()
+            .map(|(_, at, words)| (*at, words.clone(), true))
+            .collect(),
         format!("The full traversal into '{}'", p.queue),
         format!(
-            "What {} reported during the traversal ({} – {}); it never indexed {}. It goes in id order, so the first checkpoint_full saved at or past {first}, and each resume after one, are marked",
+            "What {} reported during the traversal ({} – {}){}; it never indexed {}. It goes in id order, so the first checkpoint_full saved at or past {first}{} are marked",
             p.node,
             secs(p.start_ns),
             secs(p.done_ns),
-            names(skipped)
+            if refused.is_empty() {
+                ""
+            } else {
+                ", with its refused indexes of them"
+            },
+            names(skipped),
+            if refused.is_empty() {
+                ", and each resume after one,"
+            } else {
+                ", each resume after one, and each refused index"
+            }
         ),
     )
 }
