@@ -7,7 +7,9 @@
 //! removes documents of the repository during the run. Faults: connector
 //! and server crashes, lost and delayed messages, partitions, pauses, slow
 //! `deleteQueueItems` operations, fetches that fail or hang past the
-//! traverser timeout. After the deadline (every fault healed) connector 0
+//! traverser timeout, skewed clocks (connector clocks also step; versions
+//! are their clocks, so the service refuses a slow one's as stale and the
+//! connector indexes again). After the deadline (every fault healed) connector 0
 //! runs a final pass of full traversals. Checked: the end-to-end property
 //! (the index equals the repository) and Q1–Q9 (see [`check`]).
 
