@@ -337,7 +337,9 @@ enum Traversal {
 /// How many times the full traversal indexes a document again after the
 /// service refused its version as stale, before it aborts. The waits double
 /// from `pollQueueIntervalSecs`: 6 retries at 300 ms wait 18.9 s in all,
-/// more than connector clocks skew apart in the scenarios.
+/// more than connector clocks skew apart in the scenario's default mix; a
+/// traversal that runs out of retries aborts before its delete, which loses
+/// nothing (the next run indexes the document again).
 pub const STALE_RETRIES: u32 = 6;
 
 /// The service refused the call's version as stale (SPEC §5.1, Q6).
@@ -682,8 +684,8 @@ impl Connector {
             let r = self.call(client, index, Source::Full).await;
             match ok(&r) {
                 Some(400) if !cfg.bugs.stale_refusal_taken_as_done && refused_as_stale(&r) => {}
-                // The seeded bug takes a stale refusal as "a newer version is
-                // indexed already".
+                // Indexed; or (the seeded bug) a stale refusal taken as "a
+                // newer version is indexed already".
                 Some(200 | 400) => return Ok(()),
                 _ => return Err(format!("{id}: index failed")),
             }
