@@ -280,6 +280,12 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["Q9", "end-to-end"],
     },
     BugInfo {
+        name: "stale_refusal_taken_as_done",
+        what: "Connector: an index or delete refused as stale is taken as \"a newer version is indexed already\", so under clock skew a newer document is not indexed",
+        scenarios: &["queues"],
+        caught_by: &["Q9"],
+    },
+    BugInfo {
         name: "reservation_never_expires",
         what: "Queues: a reservation never ends by itself, so an item whose worker hung stays unpollable",
         scenarios: &["queues"],

@@ -49,6 +49,7 @@ fn each_queue_checker_catches_its_bug_and_none_fires_on_the_unmodified_model() {
         ("checkpoint_before_push", "Q9"),
         ("reservation_never_expires", "Q3"),
         ("requeue_keeps_time", "Q5"),
+        ("stale_refusal_taken_as_done", "Q9"),
     ] {
         let caught = (0..200).any(|seed| {
             run_with(queues(), &with_bug(seed, bug))

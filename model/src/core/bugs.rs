@@ -189,6 +189,11 @@ model_bugs! {
     /// Connector: the full traversal saves `checkpoint_full` past a batch
     /// before indexing it, so a crash skips the batch. Breaks Q9.
     checkpoint_before_push,
+    /// Connector: an index or delete the service refuses as stale (400
+    /// FAILED_PRECONDITION) is taken as "a newer version is indexed
+    /// already", which is false when connector clocks are skewed: the
+    /// newer document is not indexed. Breaks Q9.
+    stale_refusal_taken_as_done,
     /// Change feed processor: checkpoints a batch's continuation before the
     /// delegate runs, so a crash or a delegate error loses the batch. Breaks CF4/CF3.
     checkpoint_before_delegate,

@@ -11,8 +11,21 @@
 //! fetches that hang past the traverser timeout) are drawn from the random
 //! stream the connector is handed. Versions are the connector's clock in
 //! decimal ms at the fetch (13 digits, SPEC §5.1) followed by the
-//! repository's change sequence, so a later fetch always carries a greater
-//! version. What the connector does is reported to a [`ConnectorObserver`].
+//! repository's change sequence, so a later fetch on one clock carries a
+//! greater version. What the connector does is reported to a
+//! [`ConnectorObserver`].
+//!
+//! Versions from clocks skew: a connector whose clock is behind another's
+//! sends versions the service refuses as stale (400 FAILED_PRECONDITION,
+//! Q6) even for a newer document. The refusal does not say which version is
+//! indexed, so it is never taken as "a newer one is indexed already": the
+//! full traversal waits (doubling from `pollQueueIntervalSecs`), fetches the
+//! document again and indexes what it gets with a fresh version, up to
+//! [`STALE_RETRIES`] times before it aborts; a worker pushes REQUEUE (the
+//! item is still reserved: a refused call changes nothing), so a later poll
+//! fetches the item again with a later clock reading. Either way what is
+//! indexed is the repository's document as read after the refusal, never
+//! older than the refused one.
 //!
 //! Known SDK behaviours kept as in the SDK: a postponed traversal returns
 //! and waits for the next scheduled run; a failed `deleteQueueItems` leaves
@@ -199,7 +212,7 @@ pub struct ConnectorConfig {
     /// Full traversals the final pass completes.
     pub final_traversals: usize,
     /// The seeded bugs (`delete_current_queue`, `traverse_without_waiting`,
-    /// `checkpoint_before_push`).
+    /// `checkpoint_before_push`, `stale_refusal_taken_as_done`).
     pub bugs: ModelBugs,
 }
 
@@ -319,6 +332,22 @@ enum Traversal {
     Postponed,
     Aborted,
     Done,
+}
+
+/// How many times the full traversal indexes a document again after the
+/// service refused its version as stale, before it aborts. The waits double
+/// from `pollQueueIntervalSecs`: 6 retries at 300 ms wait 18.9 s in all,
+/// more than connector clocks skew apart in the scenario's default mix; a
+/// traversal that runs out of retries aborts before its delete, which loses
+/// nothing (the next run indexes the document again).
+pub const STALE_RETRIES: u32 = 6;
+
+/// The service refused the call's version as stale (SPEC §5.1, Q6).
+fn refused_as_stale(r: &CallResult<QueueResponse>) -> bool {
+    ok(r) == Some(400)
+        && r.response
+            .as_ref()
+            .is_some_and(|resp| resp.error.as_deref() == Some("FAILED_PRECONDITION"))
 }
 
 fn ok<R>(r: &CallResult<R>) -> Option<u16> {
@@ -564,28 +593,8 @@ impl Connector {
                 return self.abort("checkpoint not saved");
             }
             for id in &batch {
-                let (doc, version) = match self.fetch(rng, id).await {
-                    Fetched::Doc(doc, version) => (doc, version),
-                    Fetched::IoError => return self.abort(&format!("{id}: I/O error")),
-                    Fetched::TimedOut => return self.abort(&format!("{id}: timed out")),
-                };
-                // Removed since the listing: getAllDocs would not return it.
-                let Some(doc) = doc else { continue };
-                let index = QueueRequest::Index {
-                    datasource: cfg.datasource.clone(),
-                    name: id.clone(),
-                    version,
-                    queue: Some(q.clone()),
-                    hashes: Hashes {
-                        content: Some(content_hash(&doc.content)),
-                        ..Hashes::default()
-                    },
-                    content: doc.content,
-                };
-                match ok(&self.call(client, index, Source::Full).await) {
-                    // 400: a newer version is indexed already.
-                    Some(200 | 400) => {}
-                    _ => return self.abort(&format!("{id}: index failed")),
+                if let Err(why) = self.index_into(client, rng, id, &q).await {
+                    return self.abort(&why);
                 }
             }
             if !cfg.bugs.checkpoint_before_push && !self.save(ck, CHECKPOINT_FULL, &last) {
@@ -634,6 +643,57 @@ impl Connector {
             operation: op.map(|o| o.name),
         });
         outcome
+    }
+
+    /// Fetches `id` and indexes it into queue `q` (the full traversal's
+    /// step); a document removed since the listing is skipped, as getAllDocs
+    /// would not return it. A version refused as stale is retried with the
+    /// document fetched again after a wait (see the module's doc); the error
+    /// says why the traversal must abort.
+    async fn index_into(
+        &self,
+        client: &mut StoreClient,
+        rng: &mut dyn RngCore,
+        id: &str,
+        q: &str,
+    ) -> Result<(), String> {
+        let cfg = &self.cfg;
+        let mut wait_ms = cfg.poll_interval_ms;
+        for attempt in 0..=STALE_RETRIES {
+            if attempt > 0 {
+                sleep_ms(wait_ms).await;
+                wait_ms = wait_ms.saturating_mul(2);
+            }
+            let (doc, version) = match self.fetch(rng, id).await {
+                Fetched::Doc(doc, version) => (doc, version),
+                Fetched::IoError => return Err(format!("{id}: I/O error")),
+                Fetched::TimedOut => return Err(format!("{id}: timed out")),
+            };
+            let Some(doc) = doc else { return Ok(()) };
+            let index = QueueRequest::Index {
+                datasource: cfg.datasource.clone(),
+                name: id.to_string(),
+                version,
+                queue: Some(q.to_string()),
+                hashes: Hashes {
+                    content: Some(content_hash(&doc.content)),
+                    ..Hashes::default()
+                },
+                content: doc.content,
+            };
+            let r = self.call(client, index, Source::Full).await;
+            match ok(&r) {
+                Some(400) if !cfg.bugs.stale_refusal_taken_as_done && refused_as_stale(&r) => {}
+                // Indexed; or (the seeded bug) a stale refusal taken as "a
+                // newer version is indexed already".
+                Some(200 | 400) => return Ok(()),
+                _ => return Err(format!("{id}: index failed")),
+            }
+        }
+        Err(format!(
+            "{id}: version refused as stale {} times",
+            STALE_RETRIES + 1
+        ))
     }
 
     fn abort(&self, why: &str) -> Traversal {
@@ -784,7 +844,15 @@ impl Connector {
             },
         };
         let is_index = matches!(req, QueueRequest::Index { .. });
+        let versioned = is_index || matches!(req, QueueRequest::Delete { .. });
         let r = self.call(client, req, Source::Worker).await;
+        if versioned && refused_as_stale(&r) && !cfg.bugs.stale_refusal_taken_as_done {
+            // Still reserved (a refused call changes nothing): a later poll
+            // fetches it again, with a later clock reading.
+            self.call(client, push(PushType::Requeue, None), Source::Worker)
+                .await;
+            return;
+        }
         // RepositoryDoc.execute: an index error other than 400/404 → REPOSITORY_ERROR.
         if is_index && matches!(ok(&r), Some(s) if s >= 500) {
             let p = push(

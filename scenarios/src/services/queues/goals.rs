@@ -3,11 +3,11 @@
 //! `deleteQueueItems` runs, a reservation expiring while its worker is still
 //! indexing, a deletion that finishes later, a full traversal postponed or
 //! resumed from its checkpoint, refused pushes, a restarted connector with
-//! an operation pending.
+//! an operation pending, versions refused as stale and indexed again.
 
 use super::history::{Call, Outcome, QueueEvent, QueueHistory};
 use overcast_harness::goals::{count_events, count_ops, retried_after, Goal};
-use overcast_model::connector::ConnectorEvent;
+use overcast_model::connector::{ConnectorEvent, Source};
 use overcast_model::queue::{PushType, QueueEffect, QueueRequest};
 use overcast_sim::history::OpRecord;
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,6 +91,36 @@ fn refused(o: &Op, status: u16, code: &str) -> bool {
     })
 }
 
+/// Full-traversal indexes refused as stale whose document the same node's
+/// full traversal indexed next with a 200.
+fn stale_indexed_again(h: &QueueHistory) -> u64 {
+    let full_index = |o: &&Op| {
+        o.call.source == Source::Full && matches!(o.call.request, QueueRequest::Index { .. })
+    };
+    let name = |o: &Op| request_name(&o.call.request).map(str::to_string);
+    let indexes: Vec<&Op> = h.ops.iter().filter(full_index).collect();
+    let mut n = 0;
+    for (i, o) in indexes.iter().enumerate() {
+        if !refused(o, 400, "FAILED_PRECONDITION") {
+            continue;
+        }
+        let next = indexes[i + 1..]
+            .iter()
+            .find(|later| later.call.node == o.call.node && name(later) == name(o));
+        n += u64::from(
+            next.is_some_and(|later| later.result.as_ref().is_some_and(|r| r.status == 200)),
+        );
+    }
+    n
+}
+
+fn request_name(r: &QueueRequest) -> Option<&str> {
+    match r {
+        QueueRequest::Index { name, .. } | QueueRequest::Delete { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
 /// The goals of `queues`.
 pub fn goals() -> Vec<Goal<QueueHistory>> {
     vec![
@@ -154,6 +184,18 @@ pub fn goals() -> Vec<Goal<QueueHistory>> {
             "index-outcome-unknown",
             "An index ended with an unknown outcome (a repeat would be refused as stale).",
             |h: &QueueHistory| count_ops(h, |o| matches!(o.call.request, QueueRequest::Index { .. }) && o.result.is_none()),
+        ),
+        Goal::new(
+            "stale-index-indexed-again",
+            "A full traversal's index was refused as stale (400 FAILED_PRECONDITION) and its next index of that document, fetched again, was answered 200.",
+            stale_indexed_again,
+        ),
+        Goal::new(
+            "worker-version-refused",
+            "A worker's index or delete was refused as stale (400 FAILED_PRECONDITION); it hands the item back with REQUEUE.",
+            |h: &QueueHistory| {
+                count_ops(h, |o| o.call.source == Source::Worker && request_name(&o.call.request).is_some() && refused(o, 400, "FAILED_PRECONDITION"))
+            },
         ),
         Goal::new(
             "poll-retried-after-timeout",

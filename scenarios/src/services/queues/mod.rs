@@ -7,7 +7,9 @@
 //! removes documents of the repository during the run. Faults: connector
 //! and server crashes, lost and delayed messages, partitions, pauses, slow
 //! `deleteQueueItems` operations, fetches that fail or hang past the
-//! traverser timeout. After the deadline (every fault healed) connector 0
+//! traverser timeout, skewed clocks (connector clocks also step; versions
+//! are their clocks, so the service refuses a slow one's as stale and the
+//! connector indexes again). After the deadline (every fault healed) connector 0
 //! runs a final pass of full traversals. Checked: the end-to-end property
 //! (the index equals the repository) and Q1–Q9 (see [`check`]).
 
@@ -175,7 +177,7 @@ impl ScenarioDef for Queues {
 
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
         overcast_sim::faults::FaultBudget::unbounded(
-            "connector clocks exact and no clock steps (versions are the connectors' clocks, and the connector SDK does not yet handle the service refusing a stale one); no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
+            "no clock steps on the server (the real service's reservation timers never step back); no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
         )
     }
 
@@ -202,7 +204,8 @@ impl ScenarioDef for Queues {
                 lose_unsynced_on_crash: true,
                 max_clock_offset_ms: 1_000,
                 max_drift_ppm: 100,
-                clock_steps_per_min: 0.0,
+                // The connectors' only (`adjust_plan`).
+                clock_steps_per_min: 4.0,
                 // Disk faults are judged by `occ`; see `adjust_plan`.
                 storage: Default::default(),
                 network: Default::default(),
@@ -331,15 +334,15 @@ impl ScenarioDef for Queues {
     }
 
     fn adjust_plan(&self, _p: &QueuesParams, plan: &mut FaultPlan) {
-        // Versions are the connectors' clocks (SPEC §5.1): skew between them
-        // makes the service refuse the slower one's indexes as stale, which
-        // the SDK does not handle; the connectors' clocks stay exact, and no
-        // clock steps back (the server's reservations are judged on its own,
-        // monotone, clock).
-        plan.clocks
-            .retain(|node, _| !node.starts_with(QueuesRole::Connector.name()));
-        for skew in plan.clocks.values_mut() {
-            skew.steps.clear();
+        // Connector clocks skew, drift and step like every node's (versions
+        // are their clocks, SPEC §5.1; the connector handles the refusals).
+        // The server's clock does not step: the real service times
+        // reservations and orders its queues on a clock that never steps
+        // back, and Q1–Q5 judge the model's server on its node's clock.
+        for (node, skew) in plan.clocks.iter_mut() {
+            if node.starts_with(QueuesRole::Server.name()) {
+                skew.steps.clear();
+            }
         }
         // The one server has no replica to repair a corrupt log from: disk
         // faults are judged by `occ`, off here, in swarm mode too.

@@ -90,16 +90,17 @@ fn passes(h: &QueueHistory) -> (Vec<Pass>, Vec<Violation>) {
 }
 
 /// Items the full traversal indexed into `queue` within the pass (answered
-/// 200, or 400 for a stale version: a newer one is indexed).
-fn indexed_in(h: &QueueHistory, p: &Pass, ok_statuses: &[u16]) -> BTreeSet<String> {
+/// 200). A 400 for a stale version does not count: it does not say a newer
+/// document is indexed (connector clocks skew), and the connector indexes
+/// such a document again before its traversal may complete.
+fn indexed_in(h: &QueueHistory, p: &Pass) -> BTreeSet<String> {
     h.ops
         .iter()
         .filter(|o| o.call.source == Source::Full)
         .filter(|o| o.invoke_ns >= p.start_ns && o.invoke_ns <= p.done_ns)
         .filter_map(|o| match (&o.call.request, &o.result) {
             (QueueRequest::Index { name, queue, .. }, Some(r))
-                if queue.as_deref() == Some(p.queue.as_str())
-                    && ok_statuses.contains(&r.status) =>
+                if queue.as_deref() == Some(p.queue.as_str()) && r.status == 200 =>
             {
                 Some(name.clone())
             }
@@ -178,7 +179,7 @@ impl Checker<QueueHistory> for DeleteDetection {
             let Some((items, labels)) = at_start.get(op) else {
                 continue;
             };
-            let indexed = indexed_in(h, p, &[200]);
+            let indexed = indexed_in(h, p);
             let wrongly: Vec<&String> = items
                 .iter()
                 .filter(|n| indexed.contains(*n) && labels.get(*n) == Some(&p.queue))
@@ -413,7 +414,8 @@ fn repository_at(h: &QueueHistory, until_ns: u64) -> BTreeMap<String, String> {
 }
 
 /// Q9: a traversal resumes from its last saved checkpoint and, by its end,
-/// has indexed every document that was in the repository all along.
+/// has indexed (answered 200) every document that was in the repository all
+/// along.
 pub struct CheckpointResume;
 
 impl Checker<QueueHistory> for CheckpointResume {
@@ -436,26 +438,27 @@ impl Checker<QueueHistory> for CheckpointResume {
                     _ => None,
                 })
                 .collect();
-            let indexed = indexed_in(h, p, &[200, 400]);
+            let indexed = indexed_in(h, p);
             let skipped: Vec<&String> = at_start
                 .keys()
                 .filter(|id| !removed.contains(id) && !indexed.contains(*id))
                 .collect();
             if !skipped.is_empty() {
+                let refused = refused_in(h, p, &skipped);
                 v.push(
                     violation(
                         "Q9",
                         format!(
-                            "the full traversal into '{}' ({} – {}) ended without indexing {}, which were in the repository throughout",
+                            "the full traversal into '{}' ({} – {}) ended without indexing {} (no index answered 200), which were in the repository throughout",
                             p.queue,
                             secs(p.start_ns),
                             secs(p.done_ns),
                             names(&skipped)
                         ),
-                        Vec::new(),
+                        refused.iter().map(|(id, ..)| *id).collect(),
                     )
                     .during(p.node.clone(), p.start_ns, p.done_ns, format!("full traversal into '{}'", p.queue))
-                    .with_evidence(pass_account(h, p, &skipped)),
+                    .with_evidence(pass_account(h, p, &skipped, &refused)),
                 );
             }
         }
@@ -474,7 +477,42 @@ impl Checker<QueueHistory> for CheckpointResume {
 /// first checkpoint_full saved at or past the first skipped document, and
 /// every resume after it, marked (the traversal goes in id order, so a
 /// resume there passes over the document).
-fn pass_account(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Evidence {
+/// The full traversal's indexes of `skipped` documents within the pass that
+/// were answered, but not 200 (a refused version): op id, invoke time, words.
+fn refused_in(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Vec<(u64, u64, String)> {
+    h.ops
+        .iter()
+        .filter(|o| o.call.source == Source::Full)
+        .filter(|o| o.invoke_ns >= p.start_ns && o.invoke_ns <= p.done_ns)
+        .filter_map(|o| match (&o.call.request, &o.result) {
+            (QueueRequest::Index { name, version, .. }, Some(r))
+                if r.status != 200 && skipped.contains(&name) =>
+            {
+                let code = r
+                    .response
+                    .as_ref()
+                    .and_then(|resp| resp.error.clone())
+                    .unwrap_or_default();
+                Some((
+                    o.id,
+                    o.invoke_ns,
+                    format!(
+                        "index {name} version {version}: answered {} {code}",
+                        r.status
+                    ),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn pass_account(
+    h: &QueueHistory,
+    p: &Pass,
+    skipped: &[&String],
+    refused: &[(u64, u64, String)],
+) -> Evidence {
     let first = skipped.iter().min().map_or("", |s| s.as_str());
     let claimed = |v: &str| !v.is_empty() && v >= first;
     let first_claim = reports(h).into_iter().find_map(|(at, node, e)| match e {
@@ -503,14 +541,27 @@ fn pass_account(h: &QueueHistory, p: &Pass, skipped: &[&String]) -> Evidence {
             } => claimed(r),
             _ => false,
         },
-        Vec::new(),
+        refused
+            .iter()
+            .map(|(_, at, words)| (*at, words.clone(), true))
+            .collect(),
         format!("The full traversal into '{}'", p.queue),
         format!(
-            "What {} reported during the traversal ({} – {}); it never indexed {}. It goes in id order, so the first checkpoint_full saved at or past {first}, and each resume after one, are marked",
+            "What {} reported during the traversal ({} – {}){}; it never indexed {}. It goes in id order, so the first checkpoint_full saved at or past {first}{} are marked",
             p.node,
             secs(p.start_ns),
             secs(p.done_ns),
-            names(skipped)
+            if refused.is_empty() {
+                ""
+            } else {
+                ", with its refused indexes of them"
+            },
+            names(skipped),
+            if refused.is_empty() {
+                ", and each resume after one,"
+            } else {
+                ", each resume after one, and each refused index"
+            }
         ),
     )
 }
