@@ -48,9 +48,10 @@
 //! (a pending 449 wins over interleaved 410s), else **503** (then the 503 row). A retry on
 //! another region starts a new window.
 //!
-//! The policy has no clock: its window counts the delays it inserts and, for a transport
-//! timeout, the request timeout the attempt used up; not the time the answered attempts
-//! themselves took.
+//! The policy has no clock: its window counts the delays it inserts, the time each attempt
+//! in the window took when the caller tells it ([`RetryState::attempt_took`]; the
+//! multi-region client does), and for a transport timeout the request timeout the attempt
+//! used up when the caller does not say.
 //!
 //! The seeded bug `retry_write_after_timeout` retries a write after a transport timeout or a
 //! server 408 as if it were a read; such a write ends `Done(Unknown{status})` when its last
@@ -96,6 +97,23 @@ pub struct RetryOptions {
     /// `ClientRetryPolicy.MaxRetryCount`, SPEC §4.1.
     #[serde(default = "max_failover_retries")]
     pub max_failover_retries: u32,
+    /// Wait before a failover retry: every one of a read's, a write's from the second on.
+    /// Default [`FAILOVER_WAIT`] (1 s): `RetryIntervalInMS`, SPEC §4.1 row
+    /// `HttpRequestException`. A scenario that scales time down may scale it.
+    #[serde(default = "failover_wait")]
+    pub failover_wait: Duration,
+    /// A read's transport timeout is a connection error (SPEC §4.1 row
+    /// `HttpRequestException`): a failover to the next preferred region, the region marked
+    /// unavailable, instead of a 410 in the transport window (row 408). Default **false**
+    /// (Direct mode against one region). The multi-region client sets it: its attempts
+    /// time out when a region is down or cut off, and a read that kept waiting there for
+    /// a 30 s window would outlast the outage it should route around.
+    #[serde(default)]
+    pub read_timeout_fails_over: bool,
+}
+
+fn failover_wait() -> Duration {
+    FAILOVER_WAIT
 }
 
 fn max_failover_retries() -> u32 {
@@ -118,6 +136,8 @@ impl Default for RetryOptions {
             preferred_regions: one_region(),
             multi_write: false,
             max_failover_retries: max_failover_retries(),
+            failover_wait: failover_wait(),
+            read_timeout_fails_over: false,
         }
     }
 }
@@ -297,6 +317,9 @@ pub struct RetryState {
     /// An earlier attempt of this write may have run (only under the bug, or after a
     /// re-sent transport-generated 503 on a multi-write account).
     outcome_unknown: bool,
+    /// How long the attempt about to be reported took, when the caller said
+    /// ([`RetryState::attempt_took`]).
+    took: Option<Duration>,
     finished: Option<FinalOutcome>,
 }
 
@@ -319,8 +342,18 @@ impl RetryState {
             session_region_retries: 0,
             failover_retries: 0,
             outcome_unknown: false,
+            took: None,
             finished: None,
         }
+    }
+
+    /// Tells the policy how long the attempt it is about to be told of took, from the
+    /// last decision to its answer, less the delay that decision asked for (the attempt
+    /// itself, and any time the caller lost beyond the delay): that time counts toward the
+    /// transport window, which the SDK measures with a stopwatch. Optional: without it, the window counts the delays the
+    /// policy inserts and, for a timed-out read, the request timeout (module doc).
+    pub fn attempt_took(&mut self, took: Duration) {
+        self.took = Some(took);
     }
 
     /// Records the outcome of one attempt and decides what to do next.
@@ -351,14 +384,21 @@ impl RetryState {
     }
 
     fn decide(&mut self, outcome: &AttemptOutcome, jitter: f64) -> Decision {
+        let took = self.took.take();
         let (status, sub, retry_after) = match outcome {
-            AttemptOutcome::Timeout => return self.on_transport_timeout(jitter),
+            AttemptOutcome::Timeout => {
+                let took = took.unwrap_or(self.options.request_timeout);
+                return self.on_transport_timeout(took, jitter);
+            }
             AttemptOutcome::Response {
                 status,
                 sub_status,
                 retry_after,
             } => (*status, *sub_status, *retry_after),
         };
+        if matches!(status, 410 | 449) {
+            self.window.elapsed += took.unwrap_or_default();
+        }
         match status {
             408 => self.on_server_timeout(jitter),
             429 if sub == sub_status::SYSTEM_RESOURCE_UNAVAILABLE
@@ -377,7 +417,13 @@ impl RetryState {
             403 if sub == sub_status::DATABASE_ACCOUNT_NOT_FOUND
                 && (self.kind == OpKind::Read || self.options.multi_write) =>
             {
-                self.failover(Route::MarkUnavailableAndNextPreferred, 403)
+                // The seeded bug: the read goes back to the region being removed, unmarked.
+                let route = if self.bugs.removed_region_retried && self.kind == OpKind::Read {
+                    Route::Same
+                } else {
+                    Route::MarkUnavailableAndNextPreferred
+                };
+                self.failover(route, 403)
             }
             404 if sub == sub_status::READ_SESSION_NOT_AVAILABLE => self.on_session_not_available(),
             449 => self.window_retry(WindowRetry::RetryWith, jitter),
@@ -423,13 +469,18 @@ impl RetryState {
     }
 
     /// No answer within the request timeout. A read's timeout becomes a 410 inside the
-    /// transport window; a write was sent, so its outcome is unknown (408).
-    fn on_transport_timeout(&mut self, jitter: f64) -> Decision {
+    /// transport window, or a failover when `read_timeout_fails_over`; a write was sent, so
+    /// its outcome is unknown (408).
+    fn on_transport_timeout(&mut self, took: Duration, jitter: f64) -> Decision {
         if self.kind == OpKind::Write && !self.bugs.retry_write_after_timeout {
             return Decision::Done(FinalOutcome::Unknown { status: 408 });
         }
         self.outcome_unknown |= self.kind == OpKind::Write;
-        self.window.elapsed += self.options.request_timeout;
+        if self.options.read_timeout_fails_over {
+            // Its failovers spent, the read surfaces 503, as when a 410 window runs out.
+            return self.failover(Route::MarkUnavailableAndNextPreferred, 503);
+        }
+        self.window.elapsed += took;
         self.window_retry(WindowRetry::Gone, jitter)
     }
 
@@ -548,7 +599,7 @@ impl RetryState {
         }
         self.failover_retries += 1;
         let after = if self.kind == OpKind::Read || self.failover_retries > 1 {
-            FAILOVER_WAIT
+            self.options.failover_wait
         } else {
             Duration::ZERO
         };
