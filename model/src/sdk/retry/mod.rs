@@ -3,8 +3,12 @@
 //! "retry after this delay" or "done, with this outcome". It never sleeps, reads a clock or
 //! draws randomness: the caller waits, and hands in the jitter.
 //!
-//! It follows the .NET v3 SDK in Direct mode on a single-write account (SPEC §4.3), with the
-//! number of preferred regions and multi-write as options:
+//! It is the SDK's one retry policy: the single-region clients ([`crate::sdk::client`])
+//! and the multi-region client ([`crate::sdk::region_client`]) both decide every retry
+//! here, a single-region account being the case with one preferred region. It follows the
+//! .NET v3 SDK in Direct mode on a single-write account (SPEC §4.3), with the number of
+//! preferred regions, multi-write, the failover wait and `read_timeout_fails_over` as
+//! options:
 //!
 //! | Outcome (sub-status) | Decision | SPEC |
 //! |---|---|---|
@@ -16,6 +20,7 @@
 //! | 410 (1000 `NameCacheIsStale`) | like any 410 the first two times; the third → 503 | §4.1 row 410 |
 //! | 410 (1022 `LeaseNotFound`) | 503 at once | §4.1 row 410 |
 //! | transport timeout, read | becomes 410 (20002 `TimeoutGenerated410`): the attempt's `request_timeout` counts toward the transport window, and it is retried like a 410 | §4.1 row 408 |
+//! | transport timeout, read, with `read_timeout_fails_over` | a connection error: failover (below) to the next preferred region, the region marked unavailable; the failovers spent, `Done(Response{503})` | §4.1 row `HttpRequestException` |
 //! | transport timeout, write | `Done(Unknown{408})`: sent and timed out, outcome unknown, never retried (R1) | §4.1 row 408, §4.3 |
 //! | 408 from the server | never retried: `Done(Response{408})` for a read, `Done(Unknown{408})` for a write (it may have run) | §4.1 row 408 |
 //! | 503 (and every 503 above) | one retry, at once, on the next preferred region if there are at least 2 (`preferred_regions`), for reads, and for writes only on multi-write accounts; else `Done(Response{503})` | §4.1 row 503 |
@@ -23,13 +28,13 @@
 //! | 500, read | one retry on the next preferred region with at least 2, sharing the 503 budget; else `Done(Response{500})`. Writes: `Done(Response{500})` | §4.1 row 500 |
 //! | 429 (3092 `SystemResourceUnavailable`), write on a multi-write account | as 503: one retry, at once, on the next preferred region; else `Done(Response{429})`. Elsewhere a plain 429 | §4.1 row 429/3092 |
 //! | 403 (3 `WriteForbidden`) | failover (below) to the write region, with the account refreshed | §4.1 row 403/3 |
-//! | 403 (1008 `DatabaseAccountNotFound`), read or multi-write write | failover to the next preferred region, the region marked unavailable; a single-write write: `Done(Response{403})` | §4.1 row 403/1008 |
+//! | 403 (1008 `DatabaseAccountNotFound`), read or multi-write write | failover to the next preferred region, the region marked unavailable (the seeded bug `removed_region_retried`: a read goes back to the same region, unmarked); a single-write write: `Done(Response{403})` | §4.1 row 403/1008 |
 //! | 404 (1002 `ReadSessionNotAvailable`) | session loop in the region (below), then the write region (single-write, at most [`MAX_SESSION_TOKEN_RETRIES`] times) or the next preferred region (multi-write, at most once per preferred region), each with a new session loop; then `Done(Response{404})` | §4.1 row 404/1002 |
 //!
 //! **Failover** (`ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync`): at most
-//! `max_failover_retries` (120) per operation, one count for 403/3 and 403/1008 alike; a read
-//! waits [`FAILOVER_WAIT`] (1 s) before each, a write goes at once the first time and waits
-//! 1 s from the second failover on. (The SDK checks its counter before raising it, so it
+//! `max_failover_retries` (120) per operation, one count for 403/3, 403/1008 and connection
+//! errors alike; a read waits `failover_wait` ([`FAILOVER_WAIT`], 1 s) before each, a write
+//! goes at once the first time and waits as long from the second failover on. (The SDK checks its counter before raising it, so it
 //! lets a 121st through; the model stops at 120.)
 //!
 //! **Session loop** (`SessionTokenMismatchRetryPolicy`, Direct mode): in one region, the
@@ -301,7 +306,7 @@ pub struct RetryState {
     kind: OpKind,
     options: RetryOptions,
     /// The seeded bugs of the policy: `retry_write_after_timeout`,
-    /// `retry_with_on_gone_backoff`.
+    /// `retry_with_on_gone_backoff`, `removed_region_retried`.
     bugs: ModelBugs,
     attempts: u32,
     cumulative_delay: Duration,
@@ -326,7 +331,8 @@ pub struct RetryState {
 impl RetryState {
     /// A fresh state for one operation, with the seeded bugs in `bugs` that
     /// touch the policy: `retry_write_after_timeout` (writes are retried after
-    /// a timeout or 408 like reads) and `retry_with_on_gone_backoff`.
+    /// a timeout or 408 like reads), `retry_with_on_gone_backoff` and
+    /// `removed_region_retried` (a read answered 403/1008 goes back to its region).
     pub fn new(kind: OpKind, options: RetryOptions, bugs: ModelBugs) -> Self {
         RetryState {
             kind,
