@@ -23,9 +23,16 @@
 //!   timeout, which the policy takes for a connection error): the region is
 //!   moved to the end of the list for [`RegionClientConfig::unavailable_for`]
 //!   of the client's own clock (the SDK's 5 min; the scenario scales it by
-//!   1/100: 3 s), and the read goes to the head of the list.
+//!   1/100: 3 s), and the read goes to the head of the list (a strong read
+//!   back to the write region, its primary found again).
 //! - `WriteRegion`: the account's write region, learned again first when
-//!   the decision says `refresh_account` (403/3: the write region moved).
+//!   the decision says `refresh_account` (403/3: the write region moved; a
+//!   session read's 404/1002 after its in-region loop goes there without).
+//!
+//! The policy has no clock: before each answer the client tells it how long
+//! has passed since its last decision beyond the wait it asked for (the
+//! attempt, and any pause of the process), which its 30 s transport window
+//! counts as the SDK's stopwatch would ([`RetryState::attempt_took`]).
 //!
 //! A write with no answer within the request timeout is an unknown outcome
 //! (408), never re-sent. Whenever the primary does not answer, its address
