@@ -237,17 +237,12 @@ fn sweep_shrink_saves_each_failure_shrunk_and_the_shrunk_file_replays_exactly() 
 }
 
 /// `bugs` prints a table whose columns line up, a property's long name
-/// (`state machine safety`) included.
+/// (`state machine safety`) included: `failover_loses_committed`'s smaller
+/// counterexample, the one the table shows, is the swarm mix's, which
+/// breaks it (the default mix's first run breaks linearizability).
 #[test]
 fn the_bug_hunt_s_table_lines_up() {
-    let (code, out, err) = overcast(&[
-        "bugs",
-        "--bug",
-        "learner_reads_uncommitted",
-        "--no-shrink",
-        "--jobs",
-        "1",
-    ]);
+    let (code, out, err) = overcast(&["bugs", "--bug", "failover_loses_committed", "--jobs", "2"]);
     assert_eq!(code, 0, "{out}\n{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");

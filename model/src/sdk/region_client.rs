@@ -1,38 +1,50 @@
-//! The SDK of a multi-region account (SPEC §4.1 and §4.4): writes
-//! go to the write region's primary, reads by consistency level (strong: the
-//! primary; session and eventual: the preferred regions in order), with the
-//! failover retries of §4.1 and session tokens per partition.
+//! The SDK of a multi-region account (SPEC §4.1 and §4.4): writes go to the
+//! write region's primary, reads by consistency level (strong: the primary;
+//! session and eventual: the preferred regions in order), with session
+//! tokens per partition.
 //!
-//! Rules, and how far each is scaled (a run lasts about a simulated minute):
+//! Every retry is decided by the one retry policy, [`RetryState`] (SPEC
+//! §4.1–§4.3, its module doc has the table), configured with the account's
+//! shape in [`RegionClientConfig::retry`]: as many preferred regions as the
+//! account has, single-write, and `read_timeout_fails_over`. A single-region
+//! account is the special case the plain client drives. This client keeps
+//! only what is transport and addressing, and carries out the [`Route`] each
+//! decision names:
 //!
-//! - An unavailable region is moved to the end of the preferred list for
-//!   [`RegionClientConfig::unavailable_for`] of the client's own clock (the
-//!   SDK's 5 min; the scenario scales it by 1/100: 3 s).
-//! - No answer within the request timeout on a read is a connection error:
-//!   the region is marked unavailable and the read retried on the next
-//!   region (after `read_retry_wait`, the SDK's 1 s), at most
-//!   `max_failover_retries` times (the SDK's 120). On a write it is an
-//!   unknown outcome (408): never re-sent; the primary's address is refreshed.
-//! - 503: a read is retried once on the next preferred region (when there
-//!   are two); a write is not retried (single-write account).
-//! - 403/1008 (the region is being removed from the account): a read marks
-//!   the region unavailable and goes to the next preferred region at once,
-//!   counted with the connection-error failovers; a write surfaces it.
-//! - 403/3: the account is refreshed (the write region is learned again) and
-//!   the write retried, at most `max_forbidden_retries` times.
-//! - 404/1002: the read is retried on the write region, at most
-//!   [`MAX_SESSION_TOKEN_RETRY_COUNT`] times (single-write accounts).
-//! - 410/0: the partition's addresses are refreshed (the primary the replica
-//!   named, or the next replica of the write region) and the request retried
-//!   (first at once, then after `gone_backoff` doubling), at most
-//!   `max_gone_retries` times; then the caller sees 503.
-//! - Session tokens: `"<partition>:<lsn>"`, one per partition, sent on
-//!   session reads, merged (the larger LSN kept) after every answer that
-//!   carries one; a new client (a restarted process) starts with none.
+//! - `Same`: the region of the last attempt. After a 410 the partition's
+//!   primary is learned again (the replica it names, or the write region's
+//!   next replica): a `refresh_addresses` step.
+//! - `NextPreferred` (503, 500 on a read): the region after the last one in
+//!   the current list. Writes and strong reads never take it: only the
+//!   primary serves them, in the write region, so their policy is told of
+//!   one region (SPEC §4.1 row 503: "≥ 2 effective preferred regions"), and
+//!   their 503 reaches the caller.
+//! - `MarkUnavailableAndNextPreferred` (403/1008 on a read; a read's
+//!   timeout, which the policy takes for a connection error): the region is
+//!   moved to the end of the list for [`RegionClientConfig::unavailable_for`]
+//!   of the client's own clock (the SDK's 5 min; the scenario scales it by
+//!   1/100: 3 s), and the read goes to the head of the list (a strong read
+//!   back to the write region, its primary found again).
+//! - `WriteRegion`: the account's write region, learned again first when
+//!   the decision says `refresh_account` (403/3: the write region moved; a
+//!   session read's 404/1002 after its in-region loop goes there without).
+//!
+//! The policy has no clock: before each answer the client tells it how long
+//! has passed since its last decision beyond the wait it asked for (the
+//! attempt, and any pause of the process), which its 30 s transport window
+//! counts as the SDK's stopwatch would ([`RetryState::attempt_took`]).
+//!
+//! A write with no answer within the request timeout is an unknown outcome
+//! (408), never re-sent. Whenever the primary does not answer, its address
+//! is refreshed. Session tokens: `"<partition>:<lsn>"`, one per partition,
+//! sent on session reads, merged (the larger LSN kept) after every answer
+//! that carries one; a new client (a restarted process) starts with none.
 //!
 //! Every attempt and routing decision is returned with the call (for R6).
-//! Seeded bugs read here: `region_retry_loop`, `session_token_overwritten`,
-//! `session_token_merged_min`, `removed_region_retried`.
+//! Seeded bugs read here: `region_retry_loop` (the region list),
+//! `session_token_overwritten` and `session_token_merged_min` (the session
+//! tokens); the policy's, such as `removed_region_retried`, are read by
+//! [`RetryState`].
 
 use crate::core::bugs::ModelBugs;
 use crate::core::env::sim_now_ns;
@@ -44,7 +56,9 @@ use crate::node::replica_server::{
 };
 use crate::partition::{Request, Response};
 use crate::sdk::client::AttemptLog;
-use crate::sdk::retry::AttemptOutcome;
+use crate::sdk::retry::{
+    AttemptOutcome, Decision, FinalOutcome, OpKind, RetryOptions, RetryState, Route,
+};
 use crate::wire;
 use madsim::net::Endpoint;
 use madsim::time::{sleep, timeout, Instant};
@@ -53,9 +67,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// `MaxSessionTokenRetryCount` of single-write accounts (SPEC §4.1, 404/1002).
-pub(crate) const MAX_SESSION_TOKEN_RETRY_COUNT: u32 = 2;
 
 /// One region of the account.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,20 +92,12 @@ pub struct RegionClientConfig {
     pub stale_write_region: Option<String>,
     /// Partitions the key space is split into.
     pub partitions: u32,
-    /// How long an attempt waits for its answer.
-    pub request_timeout: Duration,
+    /// The retry policy's budgets and the account's shape: `preferred_regions`
+    /// is the number of regions, `request_timeout` how long an attempt waits
+    /// for its answer, and `read_timeout_fails_over` is set (module doc).
+    pub retry: RetryOptions,
     /// How long an unavailable region stays at the end of the list (client clock).
     pub unavailable_for: Duration,
-    /// Connection-error failovers per call.
-    pub max_failover_retries: u32,
-    /// 403/3 refresh-and-retries per call.
-    pub max_forbidden_retries: u32,
-    /// 410/0 refresh-and-retries per call.
-    pub max_gone_retries: u32,
-    /// The first 410/0 backoff after the immediate retry; doubles.
-    pub gone_backoff: Duration,
-    /// Wait before a read's retry after a connection error.
-    pub read_retry_wait: Duration,
     /// Seeded bugs.
     pub bugs: ModelBugs,
     /// What the network does to what the client sends.
@@ -332,7 +335,7 @@ impl RegionClient {
     async fn attempt(&mut self, to: SocketAddr, req: &RegionRequest) -> Option<RegionResponse> {
         let bytes = wire::to_bytes(&Datagram::Client(Box::new(req.clone())));
         let sent = wire::send_datagram(&self.ep, to, REPLICA_TAG, &bytes, &self.cfg.send).await;
-        let deadline = Instant::now() + self.cfg.request_timeout;
+        let deadline = Instant::now() + self.cfg.retry.request_timeout;
         if sent.is_err() {
             sleep(deadline.saturating_duration_since(Instant::now())).await;
             return None;
@@ -352,26 +355,42 @@ impl RegionClient {
         }
     }
 
-    /// One logical call with the SDK's failover retries.
+    /// One logical call with the SDK's retries: [`RetryState`] decides each
+    /// one, and this client carries its [`Route`] out.
     pub async fn call(&mut self, op: &Request, consistency: ReadConsistency) -> RegionCallResult {
         let invoke_ns = sim_now_ns();
         let partition = self.partition_of(op);
         let is_write = op.is_write();
+        let kind = if is_write {
+            OpKind::Write
+        } else {
+            OpKind::Read
+        };
+        // Writes and strong reads go to the primary, which only the write
+        // region holds; other reads start at the head of the region list.
+        let primary_only = is_write || consistency == ReadConsistency::Strong;
+        let mut options = self.cfg.retry.clone();
+        if primary_only {
+            // One region can serve it: no cross-region retry.
+            options.preferred_regions = 1;
+        }
+        let mut policy = RetryState::new(kind, options, self.cfg.bugs);
         let session_lsn = (!is_write && consistency == ReadConsistency::Session)
             .then(|| self.tokens.get(&partition).copied())
             .flatten();
         let token_sent = session_lsn.map(|l| session_token(partition, l));
         let mut attempts = Vec::new();
         let mut routes = Vec::new();
-        let mut aim = if is_write || consistency == ReadConsistency::Strong {
+        let mut aim = if primary_only {
             Aim::WriteRegion
         } else {
             Aim::Preferred(0)
         };
-        let (mut failovers, mut unavailable_retries, mut session_retries) = (0u32, 0u32, 0u32);
-        let (mut gone_retries, mut forbidden_retries) = (0u32, 0u32);
-        let mut gone_wait: Option<Duration> = None;
         let mut waited = Duration::ZERO;
+        // The last decision, and the delay it asked for: the time since, less
+        // that delay, is what the policy's transport window has not counted
+        // yet (the attempt, and any pause of this process).
+        let (mut decided, mut asked) = (Instant::now(), Duration::ZERO);
         let finish = |outcome: RegionFinal, attempts, routes| RegionCallResult {
             outcome,
             token_sent: token_sent.clone(),
@@ -389,8 +408,7 @@ impl RegionClient {
                     order[i % order.len().max(1)].clone()
                 }
             };
-            let to_primary =
-                is_write || consistency == ReadConsistency::Strong || aim == Aim::WriteRegion;
+            let to_primary = primary_only || aim == Aim::WriteRegion;
             let Some((_, addr)) = self.replica_in(&region, partition, to_primary) else {
                 return finish(
                     RegionFinal::Refused {
@@ -415,6 +433,7 @@ impl RegionClient {
             let sent_ns = sim_now_ns();
             let sent_ms = self.clock.now_ms();
             let answer = self.attempt(addr, &req).await;
+            policy.attempt_took(decided.elapsed().saturating_sub(asked));
             let (status, sub_status) = match &answer {
                 None => (0, 0),
                 Some(r) => match &r.reply {
@@ -424,13 +443,14 @@ impl RegionClient {
                     } => (*status, *sub_status as u16),
                 },
             };
+            let outcome = match answer {
+                None => AttemptOutcome::Timeout,
+                Some(_) => AttemptOutcome::with_sub_status(status, u32::from(sub_status)),
+            };
             attempts.push(AttemptLog {
                 sent_ns,
                 waited,
-                outcome: match answer {
-                    None => AttemptOutcome::Timeout,
-                    Some(_) => AttemptOutcome::with_sub_status(status, u32::from(sub_status)),
-                },
+                outcome: outcome.clone(),
             });
             routes.push(RouteLog {
                 what: "attempt",
@@ -441,144 +461,126 @@ impl RegionClient {
                 local_ms: sent_ms,
             });
             waited = Duration::ZERO;
-            let Some(resp) = answer else {
-                if is_write {
-                    // Sent, never answered: it may have committed. Not re-sent (408).
-                    self.rotate_primary(partition);
-                    routes.push(self.route("refresh_addresses", &region, 0, 0));
-                    return finish(RegionFinal::Unknown, attempts, routes);
+            if answer.is_none() && to_primary {
+                // The primary did not answer: it may have moved.
+                self.rotate_primary(partition);
+                routes.push(self.route("refresh_addresses", &region, 0, 0));
+            }
+            // The jitter only salts 449 backoffs; drawn only then, so the
+            // replica choices that share the generator do not shift.
+            let jitter = if status == 449 { self.rng.gen() } else { 0.0 };
+            let (after, route) = match policy.on_attempt(&outcome, jitter) {
+                Decision::Retry { after, route } => (after, route),
+                Decision::Done(done) => {
+                    let outcome = match (done, answer) {
+                        (FinalOutcome::Unknown { .. }, _) => RegionFinal::Unknown,
+                        (FinalOutcome::Response { status: surfaced }, Some(resp)) => {
+                            // A status the policy made of the answer (503 for a
+                            // spent 410 window) has no sub-status of its own.
+                            let sub_status = if surfaced == status { sub_status } else { 0 };
+                            self.answered(partition, resp, surfaced, sub_status)
+                        }
+                        (FinalOutcome::Response { status: surfaced }, None) => {
+                            RegionFinal::Refused {
+                                status: surfaced,
+                                sub_status: 0,
+                                region: Some(region),
+                                node: None,
+                            }
+                        }
+                    };
+                    return finish(outcome, attempts, routes);
                 }
-                if to_primary {
-                    self.rotate_primary(partition);
-                    routes.push(self.route("refresh_addresses", &region, 0, 0));
-                }
-                self.mark_unavailable(&region, &mut routes, 0, 0);
-                failovers += 1;
-                if failovers > self.cfg.max_failover_retries {
-                    return finish(
-                        RegionFinal::Refused {
-                            status: 0,
-                            sub_status: 0,
-                            region: Some(region),
-                            node: None,
-                        },
-                        attempts,
-                        routes,
-                    );
-                }
-                sleep(self.cfg.read_retry_wait.max(Duration::from_millis(1))).await;
-                waited = self.cfg.read_retry_wait;
-                aim = if consistency == ReadConsistency::Strong {
-                    Aim::WriteRegion
-                } else {
-                    Aim::Preferred(0)
-                };
-                continue;
             };
-            let node = resp.node.clone();
-            let refused = |status: u16, sub_status: u16| RegionFinal::Refused {
+            if let Some(RegionResponse {
+                reply:
+                    RegionReply::Refused {
+                        status: 410,
+                        primary_hint,
+                        ..
+                    },
+                ..
+            }) = &answer
+            {
+                // The replica is no longer the primary: learn the one it
+                // named, or try the next.
+                match primary_hint {
+                    Some(h) => {
+                        self.primary.insert(partition, *h);
+                    }
+                    None => self.rotate_primary(partition),
+                }
+                routes.push(self.route("refresh_addresses", &region, status, sub_status));
+            }
+            aim = match route {
+                Route::Same => aim,
+                // Told of one region, the policy does not send these here;
+                // were it to, the primary is still only in the write region.
+                Route::NextPreferred if primary_only => Aim::WriteRegion,
+                Route::NextPreferred => {
+                    let order = self.read_order();
+                    let here = order.iter().position(|r| *r == region).unwrap_or(0);
+                    Aim::Preferred(here + 1)
+                }
+                Route::MarkUnavailableAndNextPreferred => {
+                    self.mark_unavailable(&region, &mut routes, status, sub_status);
+                    if primary_only {
+                        Aim::WriteRegion
+                    } else {
+                        // The marked region is now at the end of the list.
+                        Aim::Preferred(0)
+                    }
+                }
+                Route::WriteRegion { refresh_account } => {
+                    if refresh_account {
+                        self.write_region = true_write_region(&self.cfg.regions);
+                        routes.push(self.route("refresh_account", &region, status, sub_status));
+                    }
+                    Aim::WriteRegion
+                }
+            };
+            (decided, asked) = (Instant::now(), after);
+            if !after.is_zero() {
+                sleep(after).await;
+                waited = decided.elapsed();
+            }
+        }
+    }
+
+    /// The call's outcome from the answer the policy stopped at: a
+    /// replica's result (its session token merged), or the refusal the
+    /// caller sees (`status`, `sub_status`).
+    fn answered(
+        &mut self,
+        partition: u32,
+        resp: RegionResponse,
+        status: u16,
+        sub_status: u16,
+    ) -> RegionFinal {
+        match resp.reply {
+            RegionReply::Ok { response, lsn } => {
+                let merged = if self.cfg.bugs.session_token_overwritten {
+                    lsn
+                } else if self.cfg.bugs.session_token_merged_min {
+                    // The seeded slip: `min` for `max`.
+                    self.tokens.get(&partition).map_or(lsn, |t| (*t).min(lsn))
+                } else {
+                    self.tokens.get(&partition).copied().unwrap_or(0).max(lsn)
+                };
+                self.tokens.insert(partition, merged);
+                RegionFinal::Answered {
+                    response,
+                    token: session_token(partition, lsn),
+                    region: resp.region,
+                    node: resp.node,
+                }
+            }
+            RegionReply::Refused { .. } => RegionFinal::Refused {
                 status,
                 sub_status,
-                region: Some(resp.region.clone()),
-                node: Some(resp.node.clone()),
-            };
-            match resp.reply.clone() {
-                RegionReply::Ok { response, lsn } => {
-                    let merged = if self.cfg.bugs.session_token_overwritten {
-                        lsn
-                    } else if self.cfg.bugs.session_token_merged_min {
-                        // The seeded slip: `min` for `max`.
-                        self.tokens.get(&partition).map_or(lsn, |t| (*t).min(lsn))
-                    } else {
-                        self.tokens.get(&partition).copied().unwrap_or(0).max(lsn)
-                    };
-                    self.tokens.insert(partition, merged);
-                    return finish(
-                        RegionFinal::Answered {
-                            response,
-                            token: session_token(partition, lsn),
-                            region: resp.region,
-                            node,
-                        },
-                        attempts,
-                        routes,
-                    );
-                }
-                RegionReply::Refused {
-                    status: 403,
-                    sub_status: 3,
-                    ..
-                } if forbidden_retries < self.cfg.max_forbidden_retries => {
-                    forbidden_retries += 1;
-                    self.write_region = true_write_region(&self.cfg.regions);
-                    routes.push(self.route("refresh_account", &region, 403, 3));
-                    aim = Aim::WriteRegion;
-                }
-                RegionReply::Refused {
-                    status: 403,
-                    sub_status: 1008,
-                    ..
-                } if !is_write && failovers < self.cfg.max_failover_retries => {
-                    // The region is being removed from the account: marked
-                    // unavailable, and the read goes to the next preferred
-                    // region (SPEC §4.1; a write on a single-write account is
-                    // not retried: it surfaces below).
-                    failovers += 1;
-                    if !self.cfg.bugs.removed_region_retried {
-                        self.mark_unavailable(&region, &mut routes, 403, 1008);
-                        aim = Aim::Preferred(0);
-                    }
-                }
-                RegionReply::Refused {
-                    status: 404,
-                    sub_status: 1002,
-                    ..
-                } if session_retries < MAX_SESSION_TOKEN_RETRY_COUNT => {
-                    session_retries += 1;
-                    aim = Aim::WriteRegion;
-                }
-                RegionReply::Refused {
-                    status: 410,
-                    sub_status: 0,
-                    primary_hint,
-                } => {
-                    if gone_retries >= self.cfg.max_gone_retries {
-                        return finish(refused(503, 0), attempts, routes);
-                    }
-                    gone_retries += 1;
-                    match primary_hint {
-                        Some(h) => {
-                            self.primary.insert(partition, h);
-                        }
-                        None => self.rotate_primary(partition),
-                    }
-                    routes.push(self.route("refresh_addresses", &region, 410, 0));
-                    if let Some(w) = gone_wait {
-                        sleep(w).await;
-                        waited = w;
-                        gone_wait = Some(w * 2);
-                    } else {
-                        gone_wait = Some(self.cfg.gone_backoff);
-                    }
-                }
-                RegionReply::Refused { status: 503, .. }
-                    if !is_write && unavailable_retries < 1 && self.cfg.regions.len() >= 2 =>
-                {
-                    unavailable_retries += 1;
-                    if consistency == ReadConsistency::Strong {
-                        // Strong reads have one place to go: the primary, found again.
-                        self.rotate_primary(partition);
-                        routes.push(self.route("refresh_addresses", &region, 503, 0));
-                    } else {
-                        let order = self.read_order();
-                        let here = order.iter().position(|r| *r == region).unwrap_or(0);
-                        aim = Aim::Preferred(here + 1);
-                    }
-                }
-                RegionReply::Refused {
-                    status, sub_status, ..
-                } => return finish(refused(status, sub_status as u16), attempts, routes),
-            }
+                region: Some(resp.region),
+                node: Some(resp.node),
+            },
         }
     }
 }

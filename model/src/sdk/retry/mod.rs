@@ -3,8 +3,12 @@
 //! "retry after this delay" or "done, with this outcome". It never sleeps, reads a clock or
 //! draws randomness: the caller waits, and hands in the jitter.
 //!
-//! It follows the .NET v3 SDK in Direct mode on a single-write account (SPEC §4.3), with the
-//! number of preferred regions and multi-write as options:
+//! It is the SDK's one retry policy: the single-region clients ([`crate::sdk::client`])
+//! and the multi-region client ([`crate::sdk::region_client`]) both decide every retry
+//! here, a single-region account being the case with one preferred region. It follows the
+//! .NET v3 SDK in Direct mode on a single-write account (SPEC §4.3), with the number of
+//! preferred regions, multi-write, the failover wait and `read_timeout_fails_over` as
+//! options:
 //!
 //! | Outcome (sub-status) | Decision | SPEC |
 //! |---|---|---|
@@ -16,6 +20,7 @@
 //! | 410 (1000 `NameCacheIsStale`) | like any 410 the first two times; the third → 503 | §4.1 row 410 |
 //! | 410 (1022 `LeaseNotFound`) | 503 at once | §4.1 row 410 |
 //! | transport timeout, read | becomes 410 (20002 `TimeoutGenerated410`): the attempt's `request_timeout` counts toward the transport window, and it is retried like a 410 | §4.1 row 408 |
+//! | transport timeout, read, with `read_timeout_fails_over` | a connection error: failover (below) to the next preferred region, the region marked unavailable; the failovers spent, `Done(Response{503})` | §4.1 row `HttpRequestException` |
 //! | transport timeout, write | `Done(Unknown{408})`: sent and timed out, outcome unknown, never retried (R1) | §4.1 row 408, §4.3 |
 //! | 408 from the server | never retried: `Done(Response{408})` for a read, `Done(Unknown{408})` for a write (it may have run) | §4.1 row 408 |
 //! | 503 (and every 503 above) | one retry, at once, on the next preferred region if there are at least 2 (`preferred_regions`), for reads, and for writes only on multi-write accounts; else `Done(Response{503})` | §4.1 row 503 |
@@ -23,13 +28,13 @@
 //! | 500, read | one retry on the next preferred region with at least 2, sharing the 503 budget; else `Done(Response{500})`. Writes: `Done(Response{500})` | §4.1 row 500 |
 //! | 429 (3092 `SystemResourceUnavailable`), write on a multi-write account | as 503: one retry, at once, on the next preferred region; else `Done(Response{429})`. Elsewhere a plain 429 | §4.1 row 429/3092 |
 //! | 403 (3 `WriteForbidden`) | failover (below) to the write region, with the account refreshed | §4.1 row 403/3 |
-//! | 403 (1008 `DatabaseAccountNotFound`), read or multi-write write | failover to the next preferred region, the region marked unavailable; a single-write write: `Done(Response{403})` | §4.1 row 403/1008 |
+//! | 403 (1008 `DatabaseAccountNotFound`), read or multi-write write | failover to the next preferred region, the region marked unavailable (the seeded bug `removed_region_retried`: a read goes back to the same region, unmarked); a single-write write: `Done(Response{403})` | §4.1 row 403/1008 |
 //! | 404 (1002 `ReadSessionNotAvailable`) | session loop in the region (below), then the write region (single-write, at most [`MAX_SESSION_TOKEN_RETRIES`] times) or the next preferred region (multi-write, at most once per preferred region), each with a new session loop; then `Done(Response{404})` | §4.1 row 404/1002 |
 //!
 //! **Failover** (`ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync`): at most
-//! `max_failover_retries` (120) per operation, one count for 403/3 and 403/1008 alike; a read
-//! waits [`FAILOVER_WAIT`] (1 s) before each, a write goes at once the first time and waits
-//! 1 s from the second failover on. (The SDK checks its counter before raising it, so it
+//! `max_failover_retries` (120) per operation, one count for 403/3, 403/1008 and connection
+//! errors alike; a read waits `failover_wait` ([`FAILOVER_WAIT`], 1 s) before each, a write
+//! goes at once the first time and waits as long from the second failover on. (The SDK checks its counter before raising it, so it
 //! lets a 121st through; the model stops at 120.)
 //!
 //! **Session loop** (`SessionTokenMismatchRetryPolicy`, Direct mode): in one region, the
@@ -48,9 +53,10 @@
 //! (a pending 449 wins over interleaved 410s), else **503** (then the 503 row). A retry on
 //! another region starts a new window.
 //!
-//! The policy has no clock: its window counts the delays it inserts and, for a transport
-//! timeout, the request timeout the attempt used up; not the time the answered attempts
-//! themselves took.
+//! The policy has no clock: its window counts the delays it inserts, the time each attempt
+//! in the window took when the caller tells it ([`RetryState::attempt_took`]; the
+//! multi-region client does), and for a transport timeout the request timeout the attempt
+//! used up when the caller does not say.
 //!
 //! The seeded bug `retry_write_after_timeout` retries a write after a transport timeout or a
 //! server 408 as if it were a read; such a write ends `Done(Unknown{status})` when its last
@@ -96,6 +102,23 @@ pub struct RetryOptions {
     /// `ClientRetryPolicy.MaxRetryCount`, SPEC §4.1.
     #[serde(default = "max_failover_retries")]
     pub max_failover_retries: u32,
+    /// Wait before a failover retry: every one of a read's, a write's from the second on.
+    /// Default [`FAILOVER_WAIT`] (1 s): `RetryIntervalInMS`, SPEC §4.1 row
+    /// `HttpRequestException`. A scenario that scales time down may scale it.
+    #[serde(default = "failover_wait")]
+    pub failover_wait: Duration,
+    /// A read's transport timeout is a connection error (SPEC §4.1 row
+    /// `HttpRequestException`): a failover to the next preferred region, the region marked
+    /// unavailable, instead of a 410 in the transport window (row 408). Default **false**
+    /// (Direct mode against one region). The multi-region client sets it: its attempts
+    /// time out when a region is down or cut off, and a read that kept waiting there for
+    /// a 30 s window would outlast the outage it should route around.
+    #[serde(default)]
+    pub read_timeout_fails_over: bool,
+}
+
+fn failover_wait() -> Duration {
+    FAILOVER_WAIT
 }
 
 fn max_failover_retries() -> u32 {
@@ -118,6 +141,8 @@ impl Default for RetryOptions {
             preferred_regions: one_region(),
             multi_write: false,
             max_failover_retries: max_failover_retries(),
+            failover_wait: failover_wait(),
+            read_timeout_fails_over: false,
         }
     }
 }
@@ -281,7 +306,7 @@ pub struct RetryState {
     kind: OpKind,
     options: RetryOptions,
     /// The seeded bugs of the policy: `retry_write_after_timeout`,
-    /// `retry_with_on_gone_backoff`.
+    /// `retry_with_on_gone_backoff`, `removed_region_retried`.
     bugs: ModelBugs,
     attempts: u32,
     cumulative_delay: Duration,
@@ -297,13 +322,17 @@ pub struct RetryState {
     /// An earlier attempt of this write may have run (only under the bug, or after a
     /// re-sent transport-generated 503 on a multi-write account).
     outcome_unknown: bool,
+    /// How long the attempt about to be reported took, when the caller said
+    /// ([`RetryState::attempt_took`]).
+    took: Option<Duration>,
     finished: Option<FinalOutcome>,
 }
 
 impl RetryState {
     /// A fresh state for one operation, with the seeded bugs in `bugs` that
     /// touch the policy: `retry_write_after_timeout` (writes are retried after
-    /// a timeout or 408 like reads) and `retry_with_on_gone_backoff`.
+    /// a timeout or 408 like reads), `retry_with_on_gone_backoff` and
+    /// `removed_region_retried` (a read answered 403/1008 goes back to its region).
     pub fn new(kind: OpKind, options: RetryOptions, bugs: ModelBugs) -> Self {
         RetryState {
             kind,
@@ -319,8 +348,18 @@ impl RetryState {
             session_region_retries: 0,
             failover_retries: 0,
             outcome_unknown: false,
+            took: None,
             finished: None,
         }
+    }
+
+    /// Tells the policy how long the attempt it is about to be told of took, from the
+    /// last decision to its answer, less the delay that decision asked for (the attempt
+    /// itself, and any time the caller lost beyond the delay): that time counts toward the
+    /// transport window, which the SDK measures with a stopwatch. Optional: without it, the window counts the delays the
+    /// policy inserts and, for a timed-out read, the request timeout (module doc).
+    pub fn attempt_took(&mut self, took: Duration) {
+        self.took = Some(took);
     }
 
     /// Records the outcome of one attempt and decides what to do next.
@@ -351,14 +390,21 @@ impl RetryState {
     }
 
     fn decide(&mut self, outcome: &AttemptOutcome, jitter: f64) -> Decision {
+        let took = self.took.take();
         let (status, sub, retry_after) = match outcome {
-            AttemptOutcome::Timeout => return self.on_transport_timeout(jitter),
+            AttemptOutcome::Timeout => {
+                let took = took.unwrap_or(self.options.request_timeout);
+                return self.on_transport_timeout(took, jitter);
+            }
             AttemptOutcome::Response {
                 status,
                 sub_status,
                 retry_after,
             } => (*status, *sub_status, *retry_after),
         };
+        if matches!(status, 410 | 449) {
+            self.window.elapsed += took.unwrap_or_default();
+        }
         match status {
             408 => self.on_server_timeout(jitter),
             429 if sub == sub_status::SYSTEM_RESOURCE_UNAVAILABLE
@@ -377,7 +423,13 @@ impl RetryState {
             403 if sub == sub_status::DATABASE_ACCOUNT_NOT_FOUND
                 && (self.kind == OpKind::Read || self.options.multi_write) =>
             {
-                self.failover(Route::MarkUnavailableAndNextPreferred, 403)
+                // The seeded bug: the read goes back to the region being removed, unmarked.
+                let route = if self.bugs.removed_region_retried && self.kind == OpKind::Read {
+                    Route::Same
+                } else {
+                    Route::MarkUnavailableAndNextPreferred
+                };
+                self.failover(route, 403)
             }
             404 if sub == sub_status::READ_SESSION_NOT_AVAILABLE => self.on_session_not_available(),
             449 => self.window_retry(WindowRetry::RetryWith, jitter),
@@ -423,13 +475,18 @@ impl RetryState {
     }
 
     /// No answer within the request timeout. A read's timeout becomes a 410 inside the
-    /// transport window; a write was sent, so its outcome is unknown (408).
-    fn on_transport_timeout(&mut self, jitter: f64) -> Decision {
+    /// transport window, or a failover when `read_timeout_fails_over`; a write was sent, so
+    /// its outcome is unknown (408).
+    fn on_transport_timeout(&mut self, took: Duration, jitter: f64) -> Decision {
         if self.kind == OpKind::Write && !self.bugs.retry_write_after_timeout {
             return Decision::Done(FinalOutcome::Unknown { status: 408 });
         }
         self.outcome_unknown |= self.kind == OpKind::Write;
-        self.window.elapsed += self.options.request_timeout;
+        if self.options.read_timeout_fails_over {
+            // Its failovers spent, the read surfaces 503, as when a 410 window runs out.
+            return self.failover(Route::MarkUnavailableAndNextPreferred, 503);
+        }
+        self.window.elapsed += took;
         self.window_retry(WindowRetry::Gone, jitter)
     }
 
@@ -548,7 +605,7 @@ impl RetryState {
         }
         self.failover_retries += 1;
         let after = if self.kind == OpKind::Read || self.failover_retries > 1 {
-            FAILOVER_WAIT
+            self.options.failover_wait
         } else {
             Duration::ZERO
         };

@@ -802,8 +802,7 @@ proptest! {
 struct Case {
     row: &'static str,
     kind: OpKind,
-    preferred_regions: u32,
-    multi_write: bool,
+    options: RetryOptions,
     answers: Vec<AttemptOutcome>,
     decisions: Vec<Decision>,
 }
@@ -818,11 +817,29 @@ fn case(
     Case {
         row,
         kind,
-        preferred_regions,
-        multi_write,
+        options: RetryOptions {
+            preferred_regions,
+            multi_write,
+            ..RetryOptions::default()
+        },
         answers,
         decisions,
     }
+}
+
+/// The multi-region client's account: `preferred_regions` regions, single-write, a read's
+/// timeout a failover (`read_timeout_fails_over`), and the failover wait scaled to 100 ms.
+fn region_client_case(
+    row: &'static str,
+    kind: OpKind,
+    preferred_regions: u32,
+    answers: Vec<AttemptOutcome>,
+    decisions: Vec<Decision>,
+) -> Case {
+    let mut c = case(row, kind, (preferred_regions, false), answers, decisions);
+    c.options.read_timeout_fails_over = true;
+    c.options.failover_wait = ms(100);
+    c
 }
 
 fn to(after: Duration, route: Route) -> Decision {
@@ -862,7 +879,10 @@ fn failovers(kind: OpKind, n: usize, route: Route) -> Vec<Decision> {
         .collect()
 }
 
-/// The rows the table test covers, each with the account shapes it differs on:
+/// The rows the table test covers, every row and sub-status of SPEC §4.1, each with the
+/// account shapes it differs on (one region; two, single-write; two, multi-write; and the
+/// multi-region client's: three regions, single-write, read timeouts failing over, the
+/// failover wait scaled to 100 ms):
 ///
 /// - 400, 401, 403 (generic), 404 (generic), 409, 412, 413: never retried.
 /// - 403/3 `WriteForbidden`: failover to the refreshed write region, a write's first at
@@ -884,6 +904,12 @@ fn failovers(kind: OpKind, n: usize, route: Route) -> Vec<Decision> {
 /// - 500: a read's one cross-region retry (the 503 budget); a write's 500 is final.
 /// - 503: one immediate retry on the next preferred region for reads and multi-write writes;
 ///   a single-write write's 503 is final; a transport-generated one leaves a write unknown.
+///   A 410 window that runs out is such a 503.
+/// - `HttpRequestException` (connection error): with `read_timeout_fails_over`, a read's
+///   timeout marks the region and fails over to the next one after the failover wait, at
+///   most 120 times, then 503; a write's timeout is still 408, unknown, not re-sent.
+/// - The failover wait (`failover_wait`) is every failover's: a read's each, a write's
+///   from the second on (403/3, 403/1008, connection errors).
 #[test]
 fn spec_4_1_every_row_answers_as_the_table_says() {
     use OpKind::{Read, Write};
@@ -1145,8 +1171,72 @@ fn spec_4_1_every_row_answers_as_the_table_says() {
         vec![unknown(503)],
     ));
 
+    // A read's timeout as a connection error (`HttpRequestException`), on the
+    // multi-region client's account: the region marked, the next one after the
+    // (scaled) failover wait, at most 120 times, then 503. A write's is still 408.
+    let failover = to(ms(100), Route::MarkUnavailableAndNextPreferred);
+    cases.push(region_client_case(
+        "connection error read",
+        Read,
+        3,
+        vec![AttemptOutcome::Timeout, AttemptOutcome::Timeout, s(200)],
+        vec![failover.clone(), failover.clone(), done(200)],
+    ));
+    let mut decisions = vec![failover; 120];
+    decisions.push(done(503));
+    cases.push(region_client_case(
+        "connection error budget",
+        Read,
+        3,
+        vec![AttemptOutcome::Timeout; 121],
+        decisions,
+    ));
+    cases.push(region_client_case(
+        "connection error write",
+        Write,
+        3,
+        vec![AttemptOutcome::Timeout],
+        vec![unknown(408)],
+    ));
+    // The scaled failover wait is every failover's: 403/1008 on a read, a write's
+    // second 403/3.
+    cases.push(region_client_case(
+        "403/1008 scaled wait",
+        Read,
+        3,
+        vec![sub(403, sub_status::DATABASE_ACCOUNT_NOT_FOUND), s(200)],
+        vec![
+            to(ms(100), Route::MarkUnavailableAndNextPreferred),
+            done(200),
+        ],
+    ));
+    cases.push(region_client_case(
+        "403/3 scaled wait",
+        Write,
+        3,
+        vec![sub(403, sub_status::WRITE_FORBIDDEN); 3],
+        vec![
+            to(Duration::ZERO, write_region),
+            to(ms(100), write_region),
+            to(ms(100), write_region),
+        ],
+    ));
+    // A 410 window that runs out is a 503, retried once in the next region there.
+    let mut decisions = gone_waits(6);
+    decisions.push(next_region());
+    decisions.push(done(200));
+    let mut answers = vec![gone(sub_status::NONE); 7];
+    answers.push(s(200));
+    cases.push(region_client_case(
+        "410 then 503",
+        Read,
+        3,
+        answers,
+        decisions,
+    ));
+
     for c in cases {
-        let mut state = regions(c.kind, c.preferred_regions, c.multi_write);
+        let mut state = RetryState::new(c.kind, c.options.clone(), ModelBugs::default());
         assert_eq!(c.answers.len(), c.decisions.len(), "{}", c.row);
         for (i, (answer, want)) in c.answers.iter().zip(&c.decisions).enumerate() {
             assert_eq!(
@@ -1155,9 +1245,85 @@ fn spec_4_1_every_row_answers_as_the_table_says() {
                 "{} {:?} {}x{}: answer {i}",
                 c.row,
                 c.kind,
-                c.preferred_regions,
-                c.multi_write
+                c.options.preferred_regions,
+                c.options.multi_write
             );
         }
     }
+}
+
+#[test]
+fn bug_removed_region_retried_sends_the_read_back_unmarked() {
+    let bugs = ModelBugs {
+        removed_region_retried: true,
+        ..ModelBugs::default()
+    };
+    let removed = AttemptOutcome::with_sub_status(403, sub_status::DATABASE_ACCOUNT_NOT_FOUND);
+    let options = RetryOptions {
+        preferred_regions: 2,
+        multi_write: true,
+        ..RetryOptions::default()
+    };
+    let mut right = RetryState::new(OpKind::Read, options.clone(), ModelBugs::default());
+    let mut wrong = RetryState::new(OpKind::Read, options.clone(), bugs);
+    assert_eq!(
+        right.on_attempt(&removed, 0.0),
+        Decision::Retry {
+            after: FAILOVER_WAIT,
+            route: Route::MarkUnavailableAndNextPreferred
+        }
+    );
+    assert_eq!(wrong.on_attempt(&removed, 0.0), retry(FAILOVER_WAIT));
+    // It counts against the failover budget all the same.
+    let (delays, end) = run_until_done(&mut wrong, &removed);
+    assert_eq!((delays.len(), end), (119, done(403)));
+    // A multi-write account's write is not the bug's: it still marks the region.
+    let mut write = RetryState::new(OpKind::Write, options, bugs);
+    assert_eq!(
+        write.on_attempt(&removed, 0.0),
+        Decision::Retry {
+            after: Duration::ZERO,
+            route: Route::MarkUnavailableAndNextPreferred
+        }
+    );
+}
+
+#[test]
+fn spec_4_1_row_410_the_window_counts_the_time_attempts_took_when_told() {
+    let mut s = state(OpKind::Read);
+    let gone = gone(sub_status::NONE);
+    // 10 s per attempt: 10 s, the immediate retry; 20 s, then 1 s of backoff; 31 s: spent.
+    s.attempt_took(secs(10));
+    assert_eq!(s.on_attempt(&gone, 0.0), retry(Duration::ZERO));
+    s.attempt_took(secs(10));
+    assert_eq!(s.on_attempt(&gone, 0.0), retry(secs(1)));
+    s.attempt_took(secs(10));
+    assert_eq!(s.on_attempt(&gone, 0.0), done(503));
+    // The last backoff is cut to what the attempts left of the window.
+    let mut s = state(OpKind::Write);
+    for want in [Duration::ZERO, secs(1), secs(2), secs(4), secs(8)] {
+        s.attempt_took(ms(500));
+        assert_eq!(s.on_attempt(&gone, 0.0), retry(want));
+    }
+    s.attempt_took(ms(500));
+    // 3 s of attempts and 15 s of backoff so far: 12 s left.
+    assert_eq!(s.on_attempt(&gone, 0.0), retry(secs(12)));
+    // The time of an answer that is not a 410 or 449 stays out of the window.
+    let mut s = state(OpKind::Read);
+    s.attempt_took(secs(100));
+    assert_eq!(s.on_attempt(&throttled(Some(secs(1))), 0.0), retry(secs(1)));
+    assert_eq!(s.on_attempt(&gone, 0.0), retry(Duration::ZERO));
+    s.attempt_took(secs(1));
+    assert_eq!(s.on_attempt(&gone, 0.0), retry(secs(1)));
+    // A timed-out read counts what it took instead of the request timeout.
+    let mut s = state(OpKind::Read);
+    s.attempt_took(secs(20));
+    assert_eq!(
+        s.on_attempt(&AttemptOutcome::Timeout, 0.0),
+        retry(Duration::ZERO)
+    );
+    s.attempt_took(secs(9));
+    assert_eq!(s.on_attempt(&AttemptOutcome::Timeout, 0.0), retry(secs(1)));
+    s.attempt_took(secs(1));
+    assert_eq!(s.on_attempt(&gone, 0.0), done(503));
 }

@@ -56,6 +56,7 @@ use overcast_model::replica::{ReplicaId, Role};
 use overcast_model::replica_server::{
     serve_replica, ReplicaReport, ReplicaServerConfig, SharedReport,
 };
+use overcast_model::retry::RetryOptions;
 use overcast_sim::check::Checker;
 use overcast_sim::faults::{Fault, FaultEvent, FaultMix, FaultPlan};
 use overcast_sim::history::{NodeEvent, Recorder};
@@ -87,6 +88,10 @@ pub const DRIFT_SCALE: i64 = 250;
 
 /// The SDK's 5 min of unavailability, scaled by 1/100.
 pub const UNAVAILABLE_FOR: Duration = Duration::from_secs(3);
+
+/// The SDK's 1 s wait before a failover retry, scaled by 1/10: a read whose
+/// region is down waits this plus its 1 s request timeout per region.
+pub const FAILOVER_WAIT: Duration = Duration::from_millis(100);
 
 /// Recorder of a regions run.
 pub type RegionsRecorder = Recorder<RegionCall, RegionOutcome, RegionEvent>;
@@ -1026,18 +1031,20 @@ impl ScenarioDef for Regions {
                         .collect();
                     let stale = (env.index < p.stale_view_clients && regions.len() > 1)
                         .then(|| regions[1].name.clone());
+                    let retry = RetryOptions {
+                        request_timeout: Duration::from_millis(p.request_timeout_ms),
+                        preferred_regions: regions.len() as u32,
+                        failover_wait: FAILOVER_WAIT,
+                        read_timeout_fails_over: true,
+                        ..RetryOptions::default()
+                    };
                     let cfg = RegionClientConfig {
                         regions,
                         preferred,
                         stale_write_region: stale,
                         partitions: p.partitions,
-                        request_timeout: Duration::from_millis(p.request_timeout_ms),
+                        retry,
                         unavailable_for: UNAVAILABLE_FOR,
-                        max_failover_retries: 120,
-                        max_forbidden_retries: 2,
-                        max_gone_retries: 10,
-                        gone_backoff: Duration::from_millis(10),
-                        read_retry_wait: Duration::from_millis(100),
                         bugs,
                         send,
                     };

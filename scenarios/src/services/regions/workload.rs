@@ -182,7 +182,11 @@ pub async fn client_workload(
     recorder: RegionsRecorder,
     deadline_ns: u64,
 ) {
-    let mut rng = overcast_sim::rng::stream(seed, &format!("{session}-workload"));
+    let node = overcast_sim::world::Topology::node_name(RegionsRole::Client, index);
+    // Keyed by the node, not the incarnation: a restarted client draws its
+    // operations again from the first, so operation `n` of a node is about
+    // the same item in whichever life reaches it.
+    let mut rng = overcast_sim::rng::stream(seed, &format!("{node}-workload"));
     let consistency = client_level(&p, index);
     // The last ETag this session saw per item (from a read or its own write).
     let mut etags: BTreeMap<String, String> = BTreeMap::new();
@@ -205,6 +209,8 @@ pub async fn client_workload(
         if think > 0 {
             madsim::time::sleep(std::time::Duration::from_millis(think)).await;
         }
+        // Named by the incarnation (`ops::skipped`): each life numbers its
+        // operations from 0.
         overcast_harness::ops::about(&session, n, &item);
         if overcast_harness::ops::skipped(&session, n).await {
             continue;
