@@ -7,7 +7,7 @@
 //! routing decisions become `Route` events of the session.
 
 use super::history::{Consistency, RegionCall, RegionEvent, RegionOutcome};
-use super::{item_key, item_names, RegionsParams, RegionsRecorder, Service};
+use super::{item_key, item_names, RegionsParams, RegionsRecorder, RegionsRole, Service};
 use overcast_model::client::AttemptLog;
 use overcast_model::conditions::Conditions;
 use overcast_model::cosmos::{CosmosRequest, ItemKey, ItemOp};
