@@ -201,6 +201,23 @@ fn write_sent_at(h: &FeedHistory, p: &FeedParams, host: &str, logged: u64) -> Op
         .min()
 }
 
+/// The host a node (an incarnation, `host-2#1`) runs as.
+fn host_of(node: &str) -> &str {
+    node.split('#').next().unwrap_or(node)
+}
+
+/// The versions of lease `token`'s document.
+fn versions_of(
+    leases: &BTreeMap<String, Vec<LeaseVersion>>,
+    token: u32,
+) -> Option<&Vec<LeaseVersion>> {
+    let suffix = format!("..{token}");
+    leases
+        .iter()
+        .find(|(id, _)| id.ends_with(&suffix))
+        .map(|(_, vs)| vs)
+}
+
 fn violation(property: &'static str, message: String) -> Violation {
     Violation::new(property, message)
 }
@@ -932,22 +949,17 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             // A renewal that landed between the balancer's list and its
             // Acquire does not make the lease the balancer saw any younger:
             // Acquire replaces it anyway, as the owner is unchanged (§3.3.4).
-            let suffix = format!("..{lease}");
-            let last_write = leases
-                .iter()
-                .find(|(id, _)| id.ends_with(&suffix))
-                .and_then(|(_, vs)| {
-                    let by_owner = |x: &&LeaseVersion| {
-                        x.at_ns < *at && x.doc.as_ref().is_some_and(|d| d.by == *f)
-                    };
-                    let seen = vs.iter().rev().filter(by_owner).find(|x| {
-                        x.doc
-                            .as_ref()
-                            .is_some_and(|d| Some(d.timestamp) == *seen_timestamp)
-                    });
-                    seen.or_else(|| vs.iter().rev().find(by_owner))
-                        .map(|x| written_from(f, x.at_ns))
+            let last_write = versions_of(&leases, *lease).and_then(|vs| {
+                let by_owner =
+                    |x: &&LeaseVersion| x.at_ns < *at && x.doc.as_ref().is_some_and(|d| d.by == *f);
+                let seen = vs.iter().rev().filter(by_owner).find(|x| {
+                    x.doc
+                        .as_ref()
+                        .is_some_and(|d| Some(d.timestamp) == *seen_timestamp)
                 });
+                seen.or_else(|| vs.iter().rev().find(by_owner))
+                    .map(|x| written_from(f, x.at_ns))
+            });
             let expired = last_write
                 .is_some_and(|w| (w + o.expiration_ms * 1_000_000).saturating_sub(skew_ns) < *at);
             let what = format!("{node} took lease {lease} from {f} at {}", secs(*at));
@@ -973,7 +985,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                 continue;
             }
             let reported = by_node.iter().any(|(node, es)| {
-                node.split('#').next() == Some(to.as_str())
+                host_of(node) == to.as_str()
                     && es.iter().any(|(t, e)| {
                         matches!(e, ProcessorEvent::Acquired { lease, .. } if lease.to_string() == token)
                             && *t >= at

@@ -16,7 +16,8 @@
 //!   quiescence).
 
 use super::{
-    host_client, lease_account, lease_rows, owned, violation, FeedHistory, FeedParams, LeaseVersion,
+    host_client, host_of, lease_account, lease_rows, owned, versions_of, violation, FeedHistory,
+    FeedParams, LeaseVersion,
 };
 use crate::services::feed::history::FeedCall;
 use overcast_model::feed_processor::ProcessorEvent;
@@ -25,23 +26,6 @@ use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::happening::Happening;
 use overcast_sim::timeline::secs;
 use std::collections::BTreeMap;
-
-/// The host a node (an incarnation, `host-2#1`) runs as.
-fn host_of(node: &str) -> &str {
-    node.split('#').next().unwrap_or(node)
-}
-
-/// The versions of lease `token`'s document.
-fn versions_of(
-    leases: &BTreeMap<String, Vec<LeaseVersion>>,
-    token: u32,
-) -> Option<&Vec<LeaseVersion>> {
-    let suffix = format!("..{token}");
-    leases
-        .iter()
-        .find(|(id, _)| id.ends_with(&suffix))
-        .map(|(_, vs)| vs)
-}
 
 /// CF11: after `node` split a lease, the writes of the parent by that
 /// process that keep it the owner. A renewal under way when the split was

@@ -6,7 +6,9 @@
 //! it moves a checkpoint back or skips a version to the end; CF13 sees it
 //! at the read, with one host.
 
-use super::{lease_account, lease_rows, lsn_words, processing, violation, LeaseVersion};
+use super::{
+    host_of, lease_account, lease_rows, lsn_words, processing, versions_of, violation, LeaseVersion,
+};
 use overcast_model::feed_processor::ProcessorEvent;
 use overcast_sim::check::Violation;
 use overcast_sim::timeline::secs;
@@ -20,17 +22,12 @@ pub(super) fn judge_resumes(
 ) -> usize {
     let mut judged = 0;
     for (node, es) in by_node {
-        let host = node.split('#').next().unwrap_or(node);
+        let host = host_of(node);
         for (i, (acquired_ns, e)) in es.iter().enumerate() {
             let ProcessorEvent::Acquired { lease, .. } = e else {
                 continue;
             };
-            let suffix = format!("..{lease}");
-            let Some(vs) = leases
-                .iter()
-                .find(|(id, _)| id.ends_with(&suffix))
-                .map(|(_, vs)| vs)
-            else {
+            let Some(vs) = versions_of(leases, *lease) else {
                 continue;
             };
             // The stored checkpoint: the lease's document as the acquire
