@@ -95,6 +95,9 @@ pub fn lease_log(h: &FeedHistory) -> BTreeMap<String, Vec<LeaseVersion>> {
     leases
 }
 
+/// The hosts' events, per node (incarnation), in order, with their times.
+type HostEvents<'a> = BTreeMap<&'a str, Vec<(u64, &'a ProcessorEvent)>>;
+
 /// What the analysis found.
 struct Analysis {
     violations: Vec<Violation>,
@@ -321,7 +324,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     }
 
     // Host events per node (incarnation), in order.
-    let mut by_node: BTreeMap<&str, Vec<(u64, &ProcessorEvent)>> = BTreeMap::new();
+    let mut by_node: HostEvents = BTreeMap::new();
     for e in &h.node_events {
         if let FeedEvent::Host(pe) = &e.event {
             by_node

@@ -17,10 +17,10 @@
 
 use super::{
     host_client, host_of, lease_account, lease_rows, owned, versions_of, violation, FeedHistory,
-    FeedParams, LeaseVersion,
+    FeedParams, HostEvents, LeaseVersion,
 };
 use crate::services::feed::history::FeedCall;
-use overcast_model::feed_processor::ProcessorEvent;
+use overcast_model::feed_processor::{ProcessorEvent, ProcessorOptions};
 use overcast_sim::check::{Evidence, EvidenceRow, Violation};
 use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::happening::Happening;
@@ -36,9 +36,10 @@ pub(super) fn judge_split_parents(
     h: &FeedHistory,
     p: &FeedParams,
     leases: &BTreeMap<String, Vec<LeaseVersion>>,
-    by_node: &BTreeMap<&str, Vec<(u64, &ProcessorEvent)>>,
+    by_node: &HostEvents,
     v: &mut Vec<Violation>,
 ) -> usize {
+    let expiration_ms = ProcessorOptions::scaled("h", p.time_scale).expiration_ms;
     let mut judged = 0;
     for (node, es) in by_node {
         let host = host_of(node);
@@ -59,15 +60,24 @@ pub(super) fn judge_split_parents(
                 continue;
             };
             // It owned the parent when it split it.
-            let before = vs.iter().rev().find(|x| x.at_ns <= *split_ns);
+            let Some(before) = vs.iter().rev().find(|x| x.at_ns <= *split_ns) else {
+                continue;
+            };
             if before
-                .and_then(|x| x.doc.as_ref())
+                .doc
+                .as_ref()
                 .is_none_or(|d| d.owner.as_deref() != Some(host))
             {
                 continue;
             }
             judged += 1;
-            let end = ends_at(*split_ns);
+            // Once its last write is an expiration old on its own clock, a
+            // write by it is an Acquire of its own expired copy (its answer
+            // may be lost, so no event says so), not a renewal: judged
+            // until then only.
+            let expiry_ns =
+                (expiration_ms.saturating_sub(clock_error_ms(h, p, *split_ns))) * 1_000_000;
+            let end = ends_at(*split_ns).min(before.at_ns + expiry_ns);
             let in_flight = host_client(p, host).is_some_and(|client| {
                 h.ops.iter().any(|o| {
                     o.client == client
@@ -76,7 +86,7 @@ pub(super) fn judge_split_parents(
                         && matches!(&o.call, FeedCall::Host { what } if what == "read lease" || what == "replace lease")
                 })
             });
-            let mut excused = !in_flight;
+            let mut excuse_left = in_flight;
             for x in vs.iter().filter(|x| x.at_ns > *split_ns && x.at_ns < end) {
                 let Some(d) = x.doc.as_ref() else { break };
                 if d.owner.as_deref() != Some(host) {
@@ -98,8 +108,8 @@ pub(super) fn judge_split_parents(
                 }) {
                     break;
                 }
-                if !excused {
-                    excused = true;
+                if excuse_left {
+                    excuse_left = false;
                     continue;
                 }
                 let shown = vs

@@ -7,7 +7,8 @@
 //! at the read, with one host.
 
 use super::{
-    host_of, lease_account, lease_rows, lsn_words, processing, versions_of, violation, LeaseVersion,
+    host_of, lease_account, lease_rows, lsn_words, processing, versions_of, violation, HostEvents,
+    LeaseVersion,
 };
 use overcast_model::feed_processor::ProcessorEvent;
 use overcast_sim::check::Violation;
@@ -17,7 +18,7 @@ use std::collections::BTreeMap;
 /// Judges every acquisition's first read; returns how many were judged.
 pub(super) fn judge_resumes(
     leases: &BTreeMap<String, Vec<LeaseVersion>>,
-    by_node: &BTreeMap<&str, Vec<(u64, &ProcessorEvent)>>,
+    by_node: &HostEvents,
     v: &mut Vec<Violation>,
 ) -> usize {
     let mut judged = 0;
