@@ -204,11 +204,6 @@ fn write_sent_at(h: &FeedHistory, p: &FeedParams, host: &str, logged: u64) -> Op
         .min()
 }
 
-/// The host a node (an incarnation, `host-2#1`) runs as.
-fn host_of(node: &str) -> &str {
-    node.split('#').next().unwrap_or(node)
-}
-
 /// The versions of lease `token`'s document.
 fn versions_of(
     leases: &BTreeMap<String, Vec<LeaseVersion>>,
@@ -988,7 +983,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
                 continue;
             }
             let reported = by_node.iter().any(|(node, es)| {
-                host_of(node) == to.as_str()
+                node_lane(node) == to.as_str()
                     && es.iter().any(|(t, e)| {
                         matches!(e, ProcessorEvent::Acquired { lease, .. } if lease.to_string() == token)
                             && *t >= at

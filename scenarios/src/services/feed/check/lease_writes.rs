@@ -16,15 +16,15 @@
 //!   quiescence).
 
 use super::{
-    host_client, host_of, lease_account, lease_rows, owned, versions_of, violation, FeedHistory,
-    FeedParams, HostEvents, LeaseVersion,
+    host_client, lease_account, lease_rows, owned, versions_of, violation, FeedHistory, FeedParams,
+    HostEvents, LeaseVersion,
 };
 use crate::services::feed::history::FeedCall;
 use overcast_model::feed_processor::{ProcessorEvent, ProcessorOptions};
 use overcast_sim::check::{Evidence, EvidenceRow, Violation};
 use overcast_sim::clock::EPOCH_MS;
 use overcast_sim::happening::Happening;
-use overcast_sim::timeline::secs;
+use overcast_sim::timeline::{node_lane, secs};
 use std::collections::BTreeMap;
 
 /// CF11: after `node` split a lease, the writes of the parent by that
@@ -42,7 +42,7 @@ pub(super) fn judge_split_parents(
     let expiration_ms = ProcessorOptions::scaled("h", p.time_scale).expiration_ms;
     let mut judged = 0;
     for (node, es) in by_node {
-        let host = host_of(node);
+        let host = node_lane(node);
         // The process ends at its host's next crash (a later incarnation
         // is another process, which may acquire the parent again).
         let ends_at = |from: u64| {

@@ -7,12 +7,12 @@
 //! at the read, with one host.
 
 use super::{
-    host_of, lease_account, lease_rows, lsn_words, processing, versions_of, violation, HostEvents,
+    lease_account, lease_rows, lsn_words, processing, versions_of, violation, HostEvents,
     LeaseVersion,
 };
 use overcast_model::feed_processor::ProcessorEvent;
 use overcast_sim::check::Violation;
-use overcast_sim::timeline::secs;
+use overcast_sim::timeline::{node_lane, secs};
 use std::collections::BTreeMap;
 
 /// Judges every acquisition's first read; returns how many were judged.
@@ -23,7 +23,7 @@ pub(super) fn judge_resumes(
 ) -> usize {
     let mut judged = 0;
     for (node, es) in by_node {
-        let host = host_of(node);
+        let host = node_lane(node);
         for (i, (acquired_ns, e)) in es.iter().enumerate() {
             let ProcessorEvent::Acquired { lease, .. } = e else {
                 continue;
