@@ -444,6 +444,30 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["R6"],
     },
     BugInfo {
+        name: "gone_backoff_stretched",
+        what: "the SDK backs off a 410 ten times longer than SPEC's schedule (10 s doubling instead of 1 s), so a read whose replica moved stalls far longer than the row allows",
+        scenarios: &["occ", "occ-replicated"],
+        caught_by: &["R3"],
+    },
+    BugInfo {
+        name: "session_loop_waits_stretched",
+        what: "the SDK's session loop after a 404/1002 waits ten times SPEC's schedule (50 ms growing ×5 to 5 s instead of 5 ms to 500 ms)",
+        scenarios: &["regions", "occ-replicated"],
+        caught_by: &["R6"],
+    },
+    BugInfo {
+        name: "failover_waits_stretched",
+        what: "the SDK waits ten times the configured wait before a failover retry (a connection error, 403/3, 403/1008), so a read whose region is down waits ten times as long per region",
+        scenarios: &["regions", "occ-replicated"],
+        caught_by: &["R6"],
+    },
+    BugInfo {
+        name: "read_fails_over_at_once",
+        what: "the SDK sends a read's first failover retry (after a connection error, 403/3, 403/1008) at once, as it does a write's, instead of after the failover wait",
+        scenarios: &["regions", "occ-replicated"],
+        caught_by: &["R6"],
+    },
+    BugInfo {
         name: "metadata_ignores_lease",
         what: "Set Blob Metadata skips the lease check, so it is accepted without the lease id (or with another) on a leased blob",
         scenarios: &["leases"],

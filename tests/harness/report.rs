@@ -456,6 +456,10 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("vote_twice", 19),
     ("learner_reads_uncommitted", 0),
     ("removed_region_retried", 0),
+    ("gone_backoff_stretched", 0),
+    ("session_loop_waits_stretched", 0),
+    ("failover_waits_stretched", 0),
+    ("read_fails_over_at_once", 0),
     ("metadata_ignores_lease", 0),
     ("metadata_keeps_etag", 0),
 ];

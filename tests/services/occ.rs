@@ -232,3 +232,20 @@ fn a_throttled_failure_is_rerun_and_saved_as_throttled() {
     let plain = occ_seed(538);
     assert!(!overcast_harness::saved::run_command(occ(), &plain).contains("--throttle"));
 }
+
+#[test]
+fn a_410_backoff_ten_times_too_long_breaks_r3_s_upper_bound() {
+    // The unmodified model passes (`the_unmodified_model_passes_seeds_0_to_500`).
+    let message = (0..20)
+        .find_map(|seed| {
+            let mut s = occ_seed(seed);
+            s.bugs = vec!["gone_backoff_stretched".into()];
+            let r = run_isolated(move || CATALOGUE.run(&s)).unwrap();
+            r.violations()
+                .iter()
+                .find(|v| v.property == "R3")
+                .map(|v| v.message.clone())
+        })
+        .expect("R3 never caught gone_backoff_stretched in 20 seeds");
+    assert!(message.contains("allows at most"), "{message}");
+}

@@ -337,3 +337,44 @@ fn a_region_being_removed_is_marked_and_read_around() {
         );
     }
 }
+
+/// The first violation of R6 `bug` gives on a seed below 20 of the regions
+/// scenario, as its message.
+fn r6_message(bug: &str) -> String {
+    (0..20)
+        .find_map(|seed| {
+            let mut s = Scenario::new(regions(), seed);
+            s.bugs = vec![bug.to_string()];
+            run_with(regions(), &s)
+                .violations()
+                .iter()
+                .find(|v| v.property == "R6")
+                .map(|v| v.message.clone())
+        })
+        .unwrap_or_else(|| panic!("R6 never caught {bug} in 20 seeds"))
+}
+
+#[test]
+fn every_wait_of_the_region_rows_is_judged_from_both_sides() {
+    // The unmodified model passes (`the_unmodified_model_passes_every_regions_check`,
+    // whose R6 note counts the waits judged); each slip breaks its row's bound.
+    let clean = run_with(regions(), &Scenario::new(regions(), 0));
+    let routing = clean
+        .checks
+        .iter()
+        .find(|c| c.judges("R6".into()))
+        .expect("R6 is checked");
+    assert!(
+        !routing.checked.note.contains(" 0 waits judged"),
+        "{}",
+        routing.checked.note
+    );
+    for (bug, says) in [
+        ("session_loop_waits_stretched", "404/1002"),
+        ("failover_waits_stretched", "allows at most"),
+        ("read_fails_over_at_once", "allows no less than"),
+    ] {
+        let m = r6_message(bug);
+        assert!(m.contains(says) && m.contains("it waited"), "{bug}: {m}");
+    }
+}

@@ -303,6 +303,24 @@ model_bugs! {
     /// unmarked, instead of the region being marked unavailable and the read
     /// sent to the next preferred region. Breaks R6.
     removed_region_retried,
+    /// SDK: the 410 backoff is ten times SPEC's (10 s doubling instead of
+    /// 1 s, to a 150 s cap, still cut to the window): a unit slip, so a
+    /// read whose replica moved stalls far longer than the row allows.
+    /// Breaks R3's upper bound.
+    gone_backoff_stretched,
+    /// SDK: the session loop's waits after a 404/1002 are ten times SPEC's
+    /// (50 ms growing ×5 to a 5 s cap, instead of 5 ms to 500 ms), so a
+    /// read that reached a lagging region waits out the loop in few tries.
+    /// Breaks R6's wait bounds.
+    session_loop_waits_stretched,
+    /// SDK: the wait before a failover retry (connection errors, 403/3,
+    /// 403/1008) is ten times the configured one (1 s), so a read whose
+    /// region is down waits ten seconds per region. Breaks R6's wait bounds.
+    failover_waits_stretched,
+    /// SDK: a read's first failover goes at once, as a write's does, instead
+    /// of after the failover wait (the two kinds share the branch that
+    /// decides it). Breaks R6's wait bounds from below.
+    read_fails_over_at_once,
     /// Store: Delete Blob leaves the blob's lease in place (SPEC §2.6: deleting
     /// a blob destroys its lease), so the blob created again under the same
     /// name is still locked: a write without an id is refused 412

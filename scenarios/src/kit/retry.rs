@@ -275,7 +275,7 @@ pub fn clock_slack_ns(ns: u64) -> u64 {
 
 /// The longest the SDK's timer may overshoot a wait: madsim's sleep wakes
 /// at least 1 ms after it is asked, and the SDK waits at least 1 ms.
-const TIMER_SLACK_NS: u64 = 2 * MS;
+pub const TIMER_SLACK_NS: u64 = 2 * MS;
 
 /// SPEC §4.1 rows 410 and 449, as the longest wait each retry of the
 /// transport window may take: the first retry in the window is immediate;
@@ -284,7 +284,7 @@ const TIMER_SLACK_NS: u64 = 2 * MS;
 /// waits 10 ms doubling plus a salt of at most 4 ms, to a 1 s cap; each cut
 /// to what is left of the window, so never longer than these.
 #[derive(Clone, Copy, Debug, Default)]
-struct WindowSchedule {
+pub struct WindowSchedule {
     /// The window has retried once (its first retry was immediate).
     retried: bool,
     /// 410 backoffs the window has used.
@@ -300,7 +300,7 @@ impl WindowSchedule {
     /// operation, never starting a new window (one region: one window; a
     /// cross-region retry would start one, with shorter backoffs), can only
     /// overstate a backoff, never understate it.
-    fn longest_wait(&mut self, result: &AttemptResult) -> Option<Duration> {
+    pub fn longest_wait(&mut self, result: &AttemptResult) -> Option<Duration> {
         let gone = match result {
             AttemptResult::Status { status: 410, .. } | AttemptResult::Timeout => true,
             AttemptResult::Status { status: 449, .. } => false,

@@ -306,7 +306,9 @@ pub struct RetryState {
     kind: OpKind,
     options: RetryOptions,
     /// The seeded bugs of the policy: `retry_write_after_timeout`,
-    /// `retry_with_on_gone_backoff`, `removed_region_retried`.
+    /// `retry_with_on_gone_backoff`, `removed_region_retried` and the waits
+    /// stretched tenfold (`gone_backoff_stretched`, `session_loop_waits_stretched`,
+    /// `failover_waits_stretched`), `read_fails_over_at_once`.
     bugs: ModelBugs,
     attempts: u32,
     cumulative_delay: Duration,
@@ -332,7 +334,9 @@ impl RetryState {
     /// A fresh state for one operation, with the seeded bugs in `bugs` that
     /// touch the policy: `retry_write_after_timeout` (writes are retried after
     /// a timeout or 408 like reads), `retry_with_on_gone_backoff` and
-    /// `removed_region_retried` (a read answered 403/1008 goes back to its region).
+    /// `removed_region_retried` (a read answered 403/1008 goes back to its region),
+    /// the tenfold waits `gone_backoff_stretched`, `session_loop_waits_stretched`
+    /// and `failover_waits_stretched`, and `read_fails_over_at_once`.
     pub fn new(kind: OpKind, options: RetryOptions, bugs: ModelBugs) -> Self {
         RetryState {
             kind,
@@ -533,9 +537,16 @@ impl RetryState {
                 }
                 // The bug: a 449 waits on the 410 schedule.
                 WindowRetry::RetryWith | WindowRetry::Gone | WindowRetry::NameCacheStale => {
-                    let next = w.gone_backoff.get_or_insert(GONE_INITIAL_BACKOFF);
-                    let delay = (*next).min(left).min(GONE_MAX_BACKOFF);
-                    *next = next.saturating_mul(2).min(GONE_MAX_BACKOFF);
+                    // The seeded slip `gone_backoff_stretched`: ten times the schedule.
+                    let scale = if self.bugs.gone_backoff_stretched {
+                        10
+                    } else {
+                        1
+                    };
+                    let cap = GONE_MAX_BACKOFF * scale;
+                    let next = w.gone_backoff.get_or_insert(GONE_INITIAL_BACKOFF * scale);
+                    let delay = (*next).min(left).min(cap);
+                    *next = next.saturating_mul(2).min(cap);
                     delay
                 }
             }
@@ -604,8 +615,15 @@ impl RetryState {
             return Decision::Done(FinalOutcome::Response { status: surfaced });
         }
         self.failover_retries += 1;
-        let after = if self.kind == OpKind::Read || self.failover_retries > 1 {
+        let read = self.kind == OpKind::Read && !self.bugs.read_fails_over_at_once;
+        let after = if read || self.failover_retries > 1 {
+            // The seeded slip `failover_waits_stretched`: ten times the wait.
             self.options.failover_wait
+                * if self.bugs.failover_waits_stretched {
+                    10
+                } else {
+                    1
+                }
         } else {
             Duration::ZERO
         };
@@ -618,16 +636,22 @@ impl RetryState {
     fn on_session_not_available(&mut self) -> Decision {
         let left = SESSION_WINDOW.saturating_sub(self.session.elapsed);
         if !left.is_zero() {
+            // The seeded slip `session_loop_waits_stretched`: ten times the schedule.
+            let scale = if self.bugs.session_loop_waits_stretched {
+                10
+            } else {
+                1
+            };
             let delay = match &mut self.session.backoff {
                 None => {
-                    self.session.backoff = Some(SESSION_INITIAL_BACKOFF);
+                    self.session.backoff = Some(SESSION_INITIAL_BACKOFF * scale);
                     Duration::ZERO
                 }
                 Some(next) => {
                     let delay = (*next).min(left);
                     *next = next
                         .saturating_mul(SESSION_BACKOFF_MULTIPLIER)
-                        .min(SESSION_MAX_BACKOFF);
+                        .min(SESSION_MAX_BACKOFF * scale);
                     delay
                 }
             };

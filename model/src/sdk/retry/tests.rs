@@ -48,6 +48,65 @@ fn bug_retry_with_on_gone_backoff_waits_seconds_for_a_449() {
     }
 }
 
+/// The waits a policy asks for after each of `answers`, until it stops retrying.
+fn waits_after(mut s: RetryState, answers: &[AttemptOutcome]) -> Vec<Duration> {
+    answers
+        .iter()
+        .map_while(|a| match s.on_attempt(a, 0.0) {
+            Decision::Retry { after, .. } => Some(after),
+            Decision::Done(_) => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_tenfold_wait_slips_stretch_their_rows_only() {
+    let with = |bug: &str| {
+        let mut bugs = ModelBugs::default();
+        assert!(bugs.set(bug));
+        bugs
+    };
+    let read = |bugs| RetryState::new(OpKind::Read, RetryOptions::default(), bugs);
+    let gone = vec![AttemptOutcome::status(410); 3];
+    let session =
+        vec![AttemptOutcome::with_sub_status(404, sub_status::READ_SESSION_NOT_AVAILABLE); 3];
+    let failover = vec![AttemptOutcome::with_sub_status(403, 3); 2];
+    let none = ModelBugs::default();
+    assert_eq!(waits_after(read(none), &gone), [secs(0), secs(1), secs(2)]);
+    assert_eq!(
+        waits_after(read(with("gone_backoff_stretched")), &gone),
+        [secs(0), secs(10), secs(20)]
+    );
+    assert_eq!(waits_after(read(none), &session), [ms(0), ms(5), ms(25)]);
+    assert_eq!(
+        waits_after(read(with("session_loop_waits_stretched")), &session),
+        [ms(0), ms(50), ms(250)]
+    );
+    assert_eq!(waits_after(read(none), &failover), [secs(1), secs(1)]);
+    assert_eq!(
+        waits_after(read(with("failover_waits_stretched")), &failover),
+        [secs(10), secs(10)]
+    );
+    assert_eq!(
+        waits_after(read(with("read_fails_over_at_once")), &failover),
+        [secs(0), secs(1)]
+    );
+    // Each slip leaves the other rows as they were.
+    for bug in [
+        "gone_backoff_stretched",
+        "session_loop_waits_stretched",
+        "failover_waits_stretched",
+        "read_fails_over_at_once",
+    ] {
+        let rows = [&gone, &session, &failover];
+        let moved = rows
+            .iter()
+            .filter(|r| waits_after(read(with(bug)), r) != waits_after(read(none), r))
+            .count();
+        assert_eq!(moved, 1, "{bug}");
+    }
+}
+
 fn state(kind: OpKind) -> RetryState {
     RetryState::new(kind, RetryOptions::default(), ModelBugs::default())
 }

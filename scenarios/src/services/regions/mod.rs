@@ -1239,8 +1239,10 @@ impl ScenarioDef for Regions {
             Box::new(routing::Routing {
                 bounds: routing::RoutingBounds {
                     unavailable_ms: UNAVAILABLE_FOR.as_millis() as u64,
+                    failover_wait_ms: FAILOVER_WAIT.as_millis() as u64,
                     ..routing::RoutingBounds::default()
                 },
+                client_nodes: p.client_nodes(),
             }),
             Box::new(safety::RaftSafety),
             Box::new(crate::kit::durability::Durability::linking(answered_write)),

@@ -39,8 +39,12 @@
 use super::history::{
     route, session_of, Consistency, RegionEvent, RegionOp, RegionOutcome, RegionsHistory,
 };
+use crate::kit::retry::{
+    asked_wait_ms, clock_slack_ns, overlap_ns, WindowSchedule, DEFAULT_RETRY_AFTER_MS, MS,
+    TIMER_SLACK_NS,
+};
 use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
-use overcast_sim::history::NodeEvent;
+use overcast_sim::history::{AttemptResult, NodeEvent};
 use overcast_sim::timeline::{clock_secs, secs};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,6 +66,9 @@ pub struct RoutingBounds {
     pub unavailable_ms: u64,
     /// Tolerance on times, ms (a choice of this checker).
     pub slack_ms: u64,
+    /// The wait before a failover retry, ms (`RetryIntervalInMS`, 1 s; the
+    /// scenario scales it).
+    pub failover_wait_ms: u64,
 }
 
 impl Default for RoutingBounds {
@@ -75,6 +82,7 @@ impl Default for RoutingBounds {
             gone_window_ms: 30_000,
             unavailable_ms: 300_000,
             slack_ms: 1_000,
+            failover_wait_ms: 1_000,
         }
     }
 }
@@ -84,6 +92,9 @@ impl Default for RoutingBounds {
 pub struct Routing {
     /// The bounds.
     pub bounds: RoutingBounds,
+    /// The run's client nodes: names the node of each history client, whose
+    /// paused spans stretch a correct SDK's waits.
+    pub client_nodes: usize,
 }
 
 /// One `attempt` event, flattened.
@@ -178,6 +189,8 @@ impl Checker<RegionsHistory> for Routing {
         }
         let mut marks: BTreeMap<&str, Vec<Mark>> = BTreeMap::new();
         let (mut judged, mut gave_up_1002) = (0, 0usize);
+        let mut paused: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+        let mut waits_judged = 0usize;
         // Each op with its route events and attempts, in session and call order.
         let mut calls = Vec::new();
         for (&(node, op_id), events) in &routes {
@@ -189,7 +202,21 @@ impl Checker<RegionsHistory> for Routing {
             if attempts.iter().any(|a| a.sent_ns.is_none()) {
                 unaligned += 1;
             }
-            self.check_op(op, events, &attempts, &mut violations);
+            let spans = paused.entry(op.client).or_insert_with(|| {
+                let node = overcast_harness::registry::client_node(
+                    super::RegionsRole::Client,
+                    op.client,
+                    self.client_nodes,
+                );
+                overcast_sim::timeline::paused_spans(&history.events, &node)
+            });
+            self.check_op(op, events, &attempts, spans, &mut violations);
+            if attempts.iter().all(|a| a.sent_ns.is_some()) {
+                waits_judged += attempts.len().saturating_sub(1);
+                if let Some(what) = self.wait_out_of_row(op, &attempts, spans) {
+                    violations.push(v(op, what));
+                }
+            }
             if !write_region.is_empty() {
                 let believed = believed.get(node);
                 gave_up_1002 +=
@@ -359,7 +386,7 @@ impl Checker<RegionsHistory> for Routing {
                 }
             }
         }
-        let mut note = format!("{judged} ops with routing events");
+        let mut note = format!("{judged} ops with routing events, {waits_judged} waits judged");
         if removals_seen > 0 {
             note.push_str(&format!(
                 ", {removals_seen} read attempts answered 403/1008"
@@ -559,11 +586,143 @@ fn v(op: &RegionOp, what: String) -> Violation {
 }
 
 impl Routing {
+    /// SPEC §4.1's wait before each retry of `op`, from the row of the
+    /// answer before it, judged from both sides where the row fixes it:
+    ///
+    /// - 404/1002 in the same region (the session loop): at most 0, 5, 25,
+    ///   125, then 500 ms for the loop's first, second, ... retry (counting
+    ///   every 404/1002 retry of the op, which can only overstate the step;
+    ///   the region step goes at once); at least that while the op's answers
+    ///   are 404/1002s of one region only, cut to what is left of the
+    ///   loop's 5 s;
+    /// - 503, 500, 410/1022: at once;
+    /// - a failover (no answer, 403/3, 403/1008): a read waits the failover
+    ///   wait before each, a write goes at once the first time and waits it
+    ///   from the second failover on (both sides);
+    /// - 410 and 449 in the region: at most the window's backoff
+    ///   ([`WindowSchedule`]); 429: at most its retry-after.
+    ///
+    /// Each upper bound is widened by a tenth for clocks, the timer's 2 ms
+    /// and the time the client's node was paused during the wait (`paused`);
+    /// each lower bound is narrowed by 1 ms. Returns what broke, in words.
+    fn wait_out_of_row(
+        &self,
+        op: &RegionOp,
+        attempts: &[Attempt],
+        paused: &[(u64, u64)],
+    ) -> Option<String> {
+        let failover_ns = self.bounds.failover_wait_ms * MS;
+        let mut window = WindowSchedule::default();
+        let (mut failovers, mut session_retries) = (0u32, 0u32);
+        // The lower bound of the session loop is judged only while the op's
+        // answers since its first 404/1002 (whose retry's decision, true ns,
+        // starts the loop) are all 404/1002s from one region: then the
+        // SDK's loop is that run, never restarted. Otherwise the loop may
+        // have restarted, or may have run on across another answer.
+        let mut session_run: Option<(u64, bool)> = None;
+        for (i, pair) in op.attempts.windows(2).enumerate() {
+            let (prev, next) = (&attempts[i], &attempts[i + 1]);
+            let waited = pair[1].waited_ns;
+            let decided = pair[1].sent_ns.saturating_sub(waited);
+            let same_region = next.region == prev.region;
+            let (least, most, row) = match (prev.status, prev.sub_status) {
+                (404, 1002) => {
+                    let step = |k: u32| match k {
+                        0 => 0,
+                        k => (5 * MS)
+                            .saturating_mul(5u64.saturating_pow(k - 1))
+                            .min(500 * MS),
+                    };
+                    // The region step after the loop goes at once; a loop
+                    // retry may land in another region too, when the list's
+                    // head changed (a mark ran out) while it waited.
+                    let most = step(session_retries);
+                    session_retries += 1;
+                    let (start, pure) = *session_run.get_or_insert((decided, true));
+                    if same_region && pure {
+                        let left = (5_000 * MS).saturating_sub(decided - start);
+                        let least = step(session_retries - 1).min(left);
+                        (least, most, "404/1002, the session loop in the region")
+                    } else {
+                        session_run = Some((start, false));
+                        (0, most, "404/1002, the session loop or the region step")
+                    }
+                }
+                (503 | 500, _) | (410, 1022) => {
+                    session_run = session_run.map(|(start, _)| (start, false));
+                    (0, 0, "a retry in the next region, at once")
+                }
+                (410 | 449, _) => {
+                    session_run = session_run.map(|(start, _)| (start, false));
+                    let most = window
+                        .longest_wait(&pair[0].result)
+                        .map_or(0, |d| d.as_nanos() as u64);
+                    (0, most, "410/449, the transport window's backoff")
+                }
+                (0, _) | (403, 3 | 1008) => {
+                    session_run = session_run.map(|(start, _)| (start, false));
+                    failovers += 1;
+                    let wait = if !op.call.is_write() || failovers > 1 {
+                        failover_ns
+                    } else {
+                        0
+                    };
+                    (wait, wait, "a failover (connection error, 403/3, 403/1008)")
+                }
+                (429, _) => {
+                    session_run = session_run.map(|(start, _)| (start, false));
+                    let asked = match pair[0].result {
+                        AttemptResult::Status { retry_after_ms, .. } => {
+                            asked_wait_ms(retry_after_ms)
+                        }
+                        _ => DEFAULT_RETRY_AFTER_MS,
+                    } * MS;
+                    (0, asked, "429, the server's retry-after")
+                }
+                _ => {
+                    session_run = session_run.map(|(start, _)| (start, false));
+                    continue;
+                }
+            };
+            let paused_ns = overlap_ns(paused, decided, pair[1].sent_ns);
+            let allowed = most + clock_slack_ns(most) + TIMER_SLACK_NS + paused_ns;
+            let words = |bound: &str, ns: u64| {
+                format!(
+                    "it waited {:.3} s before attempt {} (region {}), after attempt {} ended {}/{} in region {}; \
+                     SPEC §4.1 ({row}) allows {bound} {:.3} s there",
+                    waited as f64 / 1e9,
+                    i + 2,
+                    next.region,
+                    i + 1,
+                    prev.status,
+                    prev.sub_status,
+                    prev.region,
+                    ns as f64 / 1e9
+                )
+            };
+            if waited > allowed {
+                let mut what = words("at most", most);
+                if paused_ns > 0 {
+                    what.push_str(&format!(
+                        " (plus the {:.3} s its client was paused)",
+                        paused_ns as f64 / 1e9
+                    ));
+                }
+                return Some(what);
+            }
+            if waited + MS < least {
+                return Some(words("no less than", least));
+            }
+        }
+        None
+    }
+
     fn check_op(
         &self,
         op: &RegionOp,
         events: &[&NodeEvent<RegionEvent>],
         attempts: &[Attempt],
+        paused: &[(u64, u64)],
         violations: &mut Vec<Violation>,
     ) {
         let b = &self.bounds;
@@ -649,7 +808,10 @@ impl Routing {
                     ));
                 }
                 if let (Some(start), Some(sent)) = (attempts[run_start].sent_ns, next.sent_ns) {
-                    let limit = (b.gone_window_ms + b.slack_ms) * 1_000_000;
+                    // Time the client's node spent paused stretches a
+                    // correct SDK's window in true time.
+                    let limit = (b.gone_window_ms + b.slack_ms) * 1_000_000
+                        + overlap_ns(paused, start, sent);
                     if sent.saturating_sub(start) > limit {
                         violations.push(v(
                             op,
