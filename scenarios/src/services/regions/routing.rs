@@ -326,7 +326,14 @@ impl Checker<RegionsHistory> for Routing {
                 } else {
                     &[]
                 };
-                for &(region, from_ms, by) in earlier {
+                // Each answer replaces the region's mark, so the newest
+                // answer of a region decides until when it is marked (a
+                // clock stepped back since an older one makes it end sooner).
+                let newest: BTreeMap<&str, (u64, u64)> = earlier
+                    .iter()
+                    .map(|&(region, from_ms, by)| (region, (from_ms, by)))
+                    .collect();
+                for (&region, &(from_ms, by)) in &newest {
                     let within = a.region == region
                         && a.local_ms >= from_ms
                         && a.local_ms + self.bounds.slack_ms < from_ms + self.bounds.unavailable_ms;

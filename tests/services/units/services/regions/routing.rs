@@ -177,7 +177,9 @@ fn attempts_at(sent: &[u64], statuses: &[(u16, u16)]) -> Builder {
 fn the_410_window_starts_at_the_first_410_of_a_streak() {
     // Connection errors for 40 s in one region, then two 410s 1 s apart:
     // the window runs from the first 410, not from the first attempt.
-    let b = attempts_at(&[1, 40, 41, 42], &[(0, 0), (410, 0), (410, 0), (200, 0)]);
+    let mut b = attempts_at(&[1, 40, 41, 42], &[(0, 0), (410, 0), (410, 0), (200, 0)]);
+    // A read's failover waits the failover wait (1 s) before it is sent.
+    b.h.ops[0].attempts[1].waited_ns = S;
     let c = check(&b);
     assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
     // A streak of 410s longer than the window still breaks R6.
@@ -420,5 +422,153 @@ fn a_fourth_410_1000_in_one_region_and_a_retry_past_the_window_break_r6() {
     assert!(
         msgs[1].contains("39000 ms after the run's first attempt"),
         "{msgs:?}"
+    );
+}
+
+/// A route event of op `op_id` at `at_ns` true time, `local_ms` on the client's clock.
+fn ev_at(
+    b: &mut Builder,
+    at_ns: u64,
+    local_ms: u64,
+    op_id: u64,
+    what: &str,
+    region: &str,
+    st: (u16, u16),
+) {
+    b.h.node_events.push(overcast_sim::history::NodeEvent {
+        node: "client-0".into(),
+        at_ns,
+        local_ms,
+        event: RegionEvent::Route {
+            op_id,
+            what: what.into(),
+            region: region.into(),
+            status: st.0,
+            sub_status: st.1,
+            for_ms: (what == route::MARK_UNAVAILABLE).then_some(300_000),
+        },
+    });
+}
+
+#[test]
+fn the_newest_403_1008_answer_of_a_region_decides_when_it_may_be_read_again() {
+    // West answers op 0's read 403/1008 at 100 s on the client's clock,
+    // then (the clock stepped back) op 1's at 1 s; each read goes on to
+    // east. Op 2's read at 350 s of the clock may go back to west: the
+    // newer answer's 300 s ran out at 301 s, although the older one's
+    // would run to 400 s.
+    let mut b = Builder::new();
+    for (op, local_ms) in [(0, 100_000), (1, 1_000)] {
+        let at = (1 + 10 * op) * S;
+        b.read("client-0", Session, "k", (at, at + S), "e1", "b1");
+        ev_at(
+            &mut b,
+            at,
+            local_ms,
+            op,
+            route::ATTEMPT,
+            "west",
+            (403, 1008),
+        );
+        ev_at(
+            &mut b,
+            at,
+            local_ms,
+            op,
+            route::MARK_UNAVAILABLE,
+            "west",
+            (403, 1008),
+        );
+        ev_at(
+            &mut b,
+            at + S / 2,
+            local_ms + 100,
+            op,
+            route::ATTEMPT,
+            "east",
+            (200, 0),
+        );
+    }
+    b.read("client-0", Session, "k", (400 * S, 401 * S), "e1", "b1");
+    ev_at(
+        &mut b,
+        400 * S,
+        350_000,
+        2,
+        route::ATTEMPT,
+        "west",
+        (200, 0),
+    );
+    let c = check(&b);
+    assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+}
+
+/// One read whose attempts end with `statuses`, in `regions`, each after
+/// the wait (ms) in `waits_ms` (the first 0), sent 100 ms apart from 1 s on.
+fn waited(regions: &[&str], statuses: &[(u16, u16)], waits_ms: &[u64]) -> Checked {
+    let mut b = Builder::new();
+    b.read("client-0", Session, "k", (S, 100 * S), "e1", "b1");
+    for (i, (&region, &st)) in regions.iter().zip(statuses).enumerate() {
+        let at = S + i as u64 * S / 10;
+        ev_at(&mut b, at, at / 1_000_000, 0, route::ATTEMPT, region, st);
+    }
+    b.h.ops[0].attempts = waits_ms
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| Sent {
+            sent_ns: S + i as u64 * S / 10,
+            waited_ns: w * 1_000_000,
+            result: AttemptResult::Status {
+                status: 200,
+                retry_after_ms: None,
+            },
+        })
+        .collect();
+    check(&b)
+}
+
+#[test]
+fn the_waits_of_the_session_loop_and_of_failovers_are_judged_from_both_sides() {
+    let s1002 = (404, 1002);
+    let ok = (200, 0);
+    let held = |c: Checked| assert_eq!(c.verdict(), &Verdict::Held, "{c:?}");
+    let broke = |c: Checked, says: &str| {
+        let v = c.verdict().violations();
+        assert!(v.iter().any(|v| v.message.contains(says)), "{says}: {c:?}");
+    };
+    // The session loop: 0, 5, 25 ms in one region.
+    let west4 = ["west"; 4];
+    held(waited(&west4, &[s1002, s1002, s1002, ok], &[0, 0, 5, 25]));
+    // Ten times too long, or too short while the loop runs.
+    broke(
+        waited(&west4, &[s1002, s1002, s1002, ok], &[0, 0, 50, 250]),
+        "allows at most 0.005 s",
+    );
+    broke(
+        waited(&west4, &[s1002, s1002, s1002, ok], &[0, 0, 5, 0]),
+        "allows no less than 0.025 s",
+    );
+    // The region step after the loop goes at once: no lower bound there.
+    held(waited(
+        &["east", "east", "west"],
+        &[s1002, s1002, ok],
+        &[0, 0, 0],
+    ));
+    // A read's failover waits the failover wait (1 s by default), no more, no less.
+    let two = ["west", "east"];
+    held(waited(&two, &[(0, 0), ok], &[0, 1_000]));
+    broke(
+        waited(&two, &[(0, 0), ok], &[0, 10_000]),
+        "allows at most 1.000 s",
+    );
+    broke(
+        waited(&two, &[(403, 1008), ok], &[0, 0]),
+        "allows no less than 1.000 s",
+    );
+    // After a 503 the next region is tried at once.
+    held(waited(&two, &[(503, 0), ok], &[0, 0]));
+    broke(
+        waited(&two, &[(503, 0), ok], &[0, 500]),
+        "allows at most 0.000 s",
     );
 }
