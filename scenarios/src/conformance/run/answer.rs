@@ -315,6 +315,8 @@ pub(super) struct Answer {
     pub(super) attempts: usize,
     /// The wait before each retry, ms of the client's clock.
     pub(super) waits: Vec<u64>,
+    /// The region of each attempt (through an `account`'s multi-region client).
+    pub(super) regions: Option<Vec<String>>,
     pub(super) observed: Observed,
 }
 
@@ -341,6 +343,9 @@ impl Answer {
         out += &format!(", {} attempt(s)", self.attempts);
         if !self.waits.is_empty() {
             out += &format!(", waits {}", describe_waits(&self.waits));
+        }
+        if let Some(r) = &self.regions {
+            out += &format!(", regions [{}]", r.join(", "));
         }
         out
     }
@@ -441,6 +446,9 @@ pub(super) fn describe_expect(e: &Expect) -> String {
     }
     if let Some(w) = &e.waits {
         parts.push(format!("waits [{}] ms", w.join(", ")));
+    }
+    if let Some(r) = &e.regions {
+        parts.push(format!("regions [{}]", r.join(", ")));
     }
     for (name, v) in [
         ("etag", &e.etag),
@@ -621,6 +629,18 @@ fn check_answer(e: &Expect, a: &Answer, target: &Target, state: &State) -> Resul
                     i + 2
                 ));
             }
+        }
+    }
+    if let Some(want) = &e.regions {
+        let Some(got) = &a.regions else {
+            return Err("the request did not go through the account's regions".into());
+        };
+        if got != want {
+            return Err(format!(
+                "the attempts went to [{}], not [{}]",
+                got.join(", "),
+                want.join(", ")
+            ));
         }
     }
     check_fields(e, &a.observed, &target.resource, state)?;
