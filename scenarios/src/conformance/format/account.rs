@@ -99,16 +99,16 @@ pub(super) fn validate_inject(j: &Inject) -> Result<(), (&'static str, String)> 
             ),
         ));
     }
-    if status == 404 && j.sub_status != 1002 {
+    if status == 404 && !matches!(j.sub_status, 0 | 1002) {
         return Err((
             "sub_status",
-            "a 404 is injected only as 404/1002 (ReadSessionNotAvailable); a plain 404 is the server's answer".into(),
+            "a 404 is plain (0) or 1002 (ReadSessionNotAvailable)".into(),
         ));
     }
-    if status == 403 && !matches!(j.sub_status, 3 | 1008) {
+    if status == 403 && !matches!(j.sub_status, 0 | 3 | 1008) {
         return Err((
             "sub_status",
-            "a 403 is injected only as 403/3 (WriteForbidden) or 403/1008 (DatabaseAccountNotFound); a plain 403 is the server's answer".into(),
+            "a 403 is plain (0), 3 (WriteForbidden) or 1008 (DatabaseAccountNotFound)".into(),
         ));
     }
     if j.retry_after_ms.is_some() && status != 429 {

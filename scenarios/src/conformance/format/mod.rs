@@ -236,10 +236,12 @@ pub enum InjectOnly {
     Writes,
 }
 
-/// The statuses an `inject` step may answer with: the transient ones a
-/// server's fault point answers (SPEC §4.1), 404/1002, and 403/3 and
-/// 403/1008 (a region's answers to a request it cannot take).
-pub const INJECTABLE: [u16; 8] = [403, 404, 408, 410, 429, 449, 500, 503];
+/// The statuses an `inject` step may answer with: every row of SPEC §4.1,
+/// the transient ones a server's fault point answers and those the SDK
+/// never retries (to pin that it does not).
+pub const INJECTABLE: [u16; 13] = [
+    400, 401, 403, 404, 408, 409, 410, 412, 413, 429, 449, 500, 503,
+];
 
 /// One date expression or several (several values in one header).
 #[derive(Clone, Debug, Serialize, Deserialize)]
