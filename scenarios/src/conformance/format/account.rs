@@ -114,7 +114,10 @@ pub(super) fn validate_inject(j: &Inject) -> Result<(), (&'static str, String)> 
     if j.retry_after_ms.is_some() && status != 429 {
         return Err((
             "retry_after_ms",
-            format!("only a 429 carries a retry-after, not a {}", j.status.describe()),
+            format!(
+                "only a 429 carries a retry-after, not a {}",
+                j.status.describe()
+            ),
         ));
     }
     if j.count == 0 {
@@ -155,7 +158,10 @@ pub(super) fn validate_account_use(steps: &[Step]) -> Result<(), (usize, String,
                     if !a.regions.contains(r) {
                         return Err(at(
                             "region",
-                            format!("`{r}` is not a region of the account ({})", a.regions.join(", ")),
+                            format!(
+                                "`{r}` is not a region of the account ({})",
+                                a.regions.join(", ")
+                            ),
                         ));
                     }
                 }
@@ -185,14 +191,20 @@ pub(super) fn validate_account_use(steps: &[Step]) -> Result<(), (usize, String,
         if let Some(r) = regions.iter().find(|r| !a.regions.contains(r)) {
             return Err(at(
                 "expect.regions",
-                format!("`{r}` is not a region of the account ({})", a.regions.join(", ")),
+                format!(
+                    "`{r}` is not a region of the account ({})",
+                    a.regions.join(", ")
+                ),
             ));
         }
         if let Some(n) = e.attempts {
             if n != regions.len() {
                 return Err(at(
                     "expect.regions",
-                    format!("{} region(s) for {n} attempt(s): one per attempt", regions.len()),
+                    format!(
+                        "{} region(s) for {n} attempt(s): one per attempt",
+                        regions.len()
+                    ),
                 ));
             }
         }

@@ -4,14 +4,16 @@
 //! a request in the service's vocabulary (`put_blob`, `get_blob`, ...) whose
 //! object holds the request's parameters and its `expect`ation; `advance`
 //! (move the server's and the client's clocks); `crash_server`;
-//! `drop_next_reply`; `inject` (the relay answers attempts itself). Parsing
+//! `drop_next_reply`; `inject` (the relay answers attempts itself);
+//! `account` (Cosmos requests go through a multi-region account). Parsing
 //! goes through `serde_path_to_error` with every struct denying unknown
 //! fields, and a second pass ([`Script::validate`])
 //! checks what serde cannot (value syntax, names used before capture), so a
 //! malformed script names the step and the field.
 //!
 //! This file holds the document ([`Script`], [`Step`]), the steps that are
-//! no service's (`advance`, `crash_server`, `drop_next_reply`, `inject`),
+//! no service's (`advance`, `crash_server`, `drop_next_reply`, `inject`;
+//! `account` and what `inject` answers with are in `account`),
 //! the Blob condition headers that Blob requests and blob lease actions share, and the
 //! validation pass; `expect` holds what a request step expects, and one file
 //! per service (`blob`, `lease`, `cosmos`, `search`, `queue`, `feed`) holds

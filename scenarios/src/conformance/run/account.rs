@@ -125,9 +125,7 @@ pub(super) fn deploy(
             .create_node()
             .name(format!("relay-{name}"))
             .ip(relay_at.ip())
-            .init(move || {
-                region_relay(relay_at, replica_at, region.clone(), injections.clone())
-            })
+            .init(move || region_relay(relay_at, replica_at, region.clone(), injections.clone()))
             .build();
         out.ids.extend([replica.id(), relay.id()]);
         out.reports.push(report);

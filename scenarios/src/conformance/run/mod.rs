@@ -5,6 +5,9 @@
 //! a `drop_next_reply` step asks, and answers attempts itself with a
 //! transient status when an `inject` step asks); the scripted client, which
 //! runs the steps in order and can crash and restart the server. No faults unless a step asks.
+//! A script with an `account` step adds a multi-region account (`account`:
+//! a replica and a relay per region) that its Cosmos requests go through
+//! from that step on.
 //!
 //! The server's clock is [`ScriptClock`]: simulated time plus an offset that
 //! `advance` steps move, starting at the simulation epoch
@@ -172,10 +175,7 @@ impl Injections {
             None => true,
             Some(InjectOnly::Reads) => kind == OpKind::Read,
             Some(InjectOnly::Writes) => kind == OpKind::Write,
-        } && inject
-            .region
-            .as_deref()
-            .is_none_or(|r| Some(r) == region);
+        } && inject.region.as_deref().is_none_or(|r| Some(r) == region);
         if !covered {
             return Relayed::Pass;
         }
@@ -635,15 +635,16 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
             }
         };
         let answer = match (&mut in_account, &request) {
-            (Some(account), Request::Cosmos(_)) => match account.call(&request, step.kind()).await
-            {
-                Ok(answer) => answer,
-                Err(message) => {
-                    return ScriptOutcome::Error {
-                        message: format!("step {n}: {message}"),
+            (Some(account), Request::Cosmos(_)) => {
+                match account.call(&request, step.kind()).await {
+                    Ok(answer) => answer,
+                    Err(message) => {
+                        return ScriptOutcome::Error {
+                            message: format!("step {n}: {message}"),
+                        }
                     }
                 }
-            },
+            }
             _ => {
                 let result = client.request(&request).await;
                 let status = match result.outcome {
