@@ -379,6 +379,12 @@ fn an_account_step_is_checked_before_the_run() {
             "after the first",
         ),
         (
+            3,
+            "account",
+            serde_json::json!({"account": {"regions": ["west", "east"]}}),
+            "one account per script",
+        ),
+        (
             26,
             "inject.region",
             serde_json::json!({"inject": {"status": 403, "sub_status": 1008, "region": "south"}}),

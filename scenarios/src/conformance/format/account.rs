@@ -139,7 +139,7 @@ pub(super) fn validate_account_use(steps: &[Step]) -> Result<(), (usize, String,
         match step {
             Step::Account(a) => {
                 if account.is_some() {
-                    return Err(at("", "one account per script".into()));
+                    return Err((i, kind.into(), "one account per script".into()));
                 }
                 validate_account(a).map_err(|(f, m)| at(f, m))?;
                 account = Some(a);
