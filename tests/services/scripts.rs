@@ -297,6 +297,133 @@ fn seeded_retry_bugs_make_the_sdk_retries_script_fail_on_its_waits() {
 }
 
 #[test]
+fn seeded_region_bugs_make_the_sdk_regions_script_fail_where_a_region_is_marked() {
+    // A read's 403/1008 in west must send it to east, west marked; both bugs
+    // send it back to west (the policy's route, or the client's list).
+    for bug in ["removed_region_retried", "region_retry_loop"] {
+        let d = differs_with_bug("sdk_regions.json", bug);
+        assert_eq!(d.step, 27, "{bug}: {d:?}");
+        assert!(
+            d.why
+                .contains("the attempts went to [west, west], not [west, east]"),
+            "{bug}: {d:?}"
+        );
+    }
+    // A write sent without an answer is re-sent: the 408 becomes a 200.
+    let d = differs_with_bug("sdk_regions.json", "retry_write_after_timeout");
+    assert_eq!(d.step, 40, "{d:?}");
+    assert!(d.why.contains("the outcome is known"), "{d:?}");
+}
+
+#[test]
+fn changing_any_shipped_regions_expectation_fails_the_script_at_that_step() {
+    let mut mutants = 0;
+    for (path, text) in shipped() {
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let Some(account) = doc["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .find_map(|s| s.get("account"))
+        else {
+            continue;
+        };
+        let names: Vec<&str> = account["regions"]
+            .as_array()
+            .expect("regions")
+            .iter()
+            .map(|r| r.as_str().expect("a name"))
+            .collect();
+        for (i, kind) in request_steps(&doc) {
+            let Some(regions) = doc["steps"][i][&kind]["expect"]["regions"].as_array() else {
+                continue;
+            };
+            // The last attempt's region: the account's next one instead.
+            let mut list = regions.clone();
+            let last = list.pop().expect("one region per attempt");
+            let at = names
+                .iter()
+                .position(|n| Some(*n) == last.as_str())
+                .expect("a region");
+            list.push(names[(at + 1) % names.len()].into());
+            let mut m = doc.clone();
+            m["steps"][i][&kind]["expect"]["regions"] = list.into();
+            let outcome = run_doc(&m);
+            assert!(
+                fails_at(&outcome, i + 1),
+                "{} step {}: {outcome:?}",
+                path.display(),
+                i + 1
+            );
+            mutants += 1;
+        }
+    }
+    assert!(mutants >= 20, "only {mutants} mutants");
+}
+
+#[test]
+fn an_account_step_is_checked_before_the_run() {
+    let base = std::fs::read_to_string(script_dir().join("sdk_regions.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&base).unwrap();
+    for (step, path, value, message) in [
+        (
+            1,
+            "account.multi_write",
+            serde_json::json!({"account": {"regions": ["west", "east"], "multi_write": true}}),
+            "single-write accounts only",
+        ),
+        (
+            1,
+            "account.stale_write_region",
+            serde_json::json!({"account": {"regions": ["west", "east"], "stale_write_region": "west"}}),
+            "after the first",
+        ),
+        (
+            3,
+            "account",
+            serde_json::json!({"account": {"regions": ["west", "east"]}}),
+            "one account per script",
+        ),
+        (
+            26,
+            "inject.region",
+            serde_json::json!({"inject": {"status": 403, "sub_status": 1008, "region": "south"}}),
+            "`south` is not a region of the account",
+        ),
+        (
+            26,
+            "inject.retry_after_ms",
+            serde_json::json!({"inject": {"status": 429, "retry_after_ms": 10}}),
+            "without x-ms-retry-after-ms",
+        ),
+        (
+            26,
+            "inject.status",
+            serde_json::json!({"inject": {"status": "connection_error", "sub_status": 3}}),
+            "a connection error has no answer",
+        ),
+    ] {
+        let mut m = doc.clone();
+        m["steps"][step - 1] = value;
+        let e = conformance::run_text(&serde_json::to_string(&m).unwrap()).expect_err("malformed");
+        assert_eq!(e.step, Some(step), "{e}");
+        assert_eq!(e.field, path, "{e}");
+        assert!(e.message.contains(message), "{e}");
+    }
+    // A regions expectation without an account, and one that counts other
+    // attempts than the step's.
+    let retries = std::fs::read_to_string(script_dir().join("sdk_retries.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&retries).unwrap();
+    m["steps"][2]["cosmos_read"]["expect"]["regions"] = serde_json::json!(["west"]);
+    let e = conformance::run_text(&m.to_string()).expect_err("malformed");
+    assert!(e.message.contains("after an `account` step"), "{e}");
+    let mut m = doc.clone();
+    m["steps"][1]["cosmos_create"]["expect"]["regions"] = serde_json::json!(["west"]);
+    let e = conformance::run_text(&m.to_string()).expect_err("malformed");
+    assert!(e.message.contains("one per attempt"), "{e}");
+}
+
+#[test]
 fn crash_steps_really_restart_the_server_from_its_log() {
     let path = script_dir().join("blob_recovery.json");
     let s = parsed(&std::fs::read_to_string(&path).unwrap(), &path);
@@ -571,6 +698,59 @@ fn required_cells() -> Vec<Cell> {
     ] {
         add(name, None);
     }
+    // SPEC §4.1 row by row (and sub-status by sub-status), §4.2's 429
+    // budget, §4.3's unknown outcome and §4.4's region list, as the SDK
+    // scripts pin them (`sdk_retries`, `sdk_retry_budgets`, `sdk_regions`).
+    for name in [
+        "4.1 400 not retried",
+        "4.1 401 not retried",
+        "4.1 403 not retried",
+        "4.1 403/3 failover to the write region",
+        "4.1 403/1008 read: next preferred region, the region marked unavailable",
+        "4.1 403/1008 single-write write: not retried",
+        "4.1 403/1008 strong read: back to the write region",
+        "4.1 404 not retried",
+        "4.1 404/1002 session loop in the region",
+        "4.1 404/1002 then the write region",
+        "4.1 404/1002 at most 2 retries on the write region",
+        "4.1 408 from the server: never retried",
+        "4.1 408 write: not re-sent, outcome unknown",
+        "4.1 408 read timeout: retried as a 410",
+        "4.1 409 not retried",
+        "4.1 410 transport retries: at once, then 1 s doubling",
+        "4.1 410 after its 30 s window: 503",
+        "4.1 410/1007 retried like 410",
+        "4.1 410/1008 retried like 410",
+        "4.1 410/1000 retried twice, the third is 503",
+        "4.1 410/1022 503 at once",
+        "4.1 410/1022 then the 503's cross-region retry",
+        "4.1 410/1002 retried like 410",
+        "4.1 412 not retried",
+        "4.1 413 not retried",
+        "4.1 429 retried after the retry-after",
+        "4.1 429/3092 single-write: a plain 429",
+        "4.1 449 at once, then 10 ms doubling with a salt",
+        "4.1 449 after its 30 s window: 449",
+        "4.1 500 read: one cross-region retry",
+        "4.1 500 write: not retried",
+        "4.1 503 read: one retry on the next preferred region",
+        "4.1 503 read: one retry only",
+        "4.1 503 write on a single-write account: not retried",
+        "4.1 503 with one region: not retried",
+        "4.1 503 strong read: one effective region, not retried",
+        "4.1 503 transport-generated on a write: outcome unknown",
+        "4.1 HttpRequestException read: a 1 s wait, the next region, the region marked unavailable",
+        "4.2 each delay is the retry-after",
+        "4.2 no retry-after waits 5 s",
+        "4.2 at most 9 retries",
+        "4.2 at most 30 s of waits",
+        "4.2 writes are retried on 429 too",
+        "4.3 a timed-out write's outcome is unknown",
+        "4.4 an unavailable region moves to the end of the list",
+        "4.4 an unavailable region is back after 5 min",
+    ] {
+        add(name, None);
+    }
     cells
 }
 
@@ -806,7 +986,7 @@ fn the_format_pages_examples_of_every_service_and_of_injected_answers_pass() {
         blocks += 1;
         rest = &rest[end + 3..];
     }
-    assert_eq!(blocks, 6);
+    assert_eq!(blocks, 7);
 }
 
 /// A changed copy of expectation field `field` holding `v`, or `None` when

@@ -62,11 +62,11 @@ use std::task::Poll;
 use std::time::Duration;
 
 /// Datagram tag of everything a replica receives (peer messages and client requests).
-pub(crate) const REPLICA_TAG: u64 = 21;
+pub const REPLICA_TAG: u64 = 21;
 /// Datagram tag of the answers to clients.
-pub(crate) const REPLY_TAG: u64 = 22;
+pub const REPLY_TAG: u64 = 22;
 /// Largest datagram either side reads.
-pub(crate) const MAX_REPLICA_DATAGRAM: usize = 256 * 1024;
+pub const MAX_REPLICA_DATAGRAM: usize = 256 * 1024;
 
 /// A client's request to a replica.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -728,6 +728,44 @@ pub async fn serve_replica(
 }
 
 /// What a client request got.
+/// Whether the datagram `bytes` is a client's request, and if so its kind as
+/// the SDK classes it for its retries (a write, or a read); `None` for a
+/// peer's message or bytes that are no datagram. For a relay between the
+/// multi-region SDK and a replica (the conformance scripts' injections).
+pub fn client_request_kind(bytes: &[u8]) -> Option<crate::partition::OpKind> {
+    match wire::from_bytes::<Datagram>(bytes)? {
+        Datagram::Client(req) if req.op.is_write() => Some(crate::partition::OpKind::Write),
+        Datagram::Client(_) => Some(crate::partition::OpKind::Read),
+        Datagram::Peer { .. } => None,
+    }
+}
+
+/// The answer datagram that refuses the client request datagram `request`
+/// with `status` and `sub_status`, as the replica `node` of `region` would
+/// (not executed); `None` for bytes that are not a client's request.
+pub fn refusal_of(
+    request: &[u8],
+    status: u16,
+    sub_status: u32,
+    node: &str,
+    region: &str,
+) -> Option<Vec<u8>> {
+    let Datagram::Client(req) = wire::from_bytes::<Datagram>(request)? else {
+        return None;
+    };
+    Some(wire::to_bytes(&RegionResponse {
+        req_id: req.req_id,
+        session: req.session,
+        reply: RegionReply::Refused {
+            status,
+            sub_status,
+            primary_hint: None,
+        },
+        node: node.to_string(),
+        region: region.to_string(),
+    }))
+}
+
 enum Handled {
     Reply(RegionReply),
     Pending {

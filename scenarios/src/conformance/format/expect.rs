@@ -123,6 +123,10 @@ pub struct Expect {
     /// Feed ranges by id: `feed_ranges`'s list, a split's or a 410's children.
     #[serde(default)]
     pub ranges: Option<Vec<u32>>,
+    /// After an `account` step, a Cosmos request's attempts: the region each
+    /// went to, in order.
+    #[serde(default)]
+    pub regions: Option<Vec<String>>,
 }
 
 /// One wait a script expects before a retry: from `lo` to `hi` ms, inclusive.
@@ -463,9 +467,9 @@ fn answer_fields(kind: &str) -> (&'static [&'static str], &'static [&'static str
         "lease_blob" | "lease_container" | "delete_container" | "set_container_metadata" => {
             (LEASE, &["lease_id"])
         }
-        "cosmos_batch" => (&["results"], &[]),
+        "cosmos_batch" => (&["results", "regions"], &[]),
         "cosmos_batch_result" => (&["etag", "body", "no_body"], &["etag"]),
-        k if k.starts_with("cosmos_") => (&["etag", "body", "no_body"], &["etag"]),
+        k if k.starts_with("cosmos_") => (&["etag", "body", "no_body", "regions"], &["etag"]),
         k if k.starts_with("search_") => (&["etag", "fields", "synonyms"], &["etag"]),
         "queue_push" | "queue_index" => (&["error_code", "item_status"], &[]),
         "queue_poll" => (&["error_code", "items"], &["items[N]"]),
@@ -512,6 +516,7 @@ fn named_fields(e: &Expect) -> Vec<&'static str> {
     add("continuation", e.continuation.is_some());
     add("sub_status", e.sub_status.is_some());
     add("ranges", e.ranges.is_some());
+    add("regions", e.regions.is_some());
     out
 }
 

@@ -4,14 +4,16 @@
 //! a request in the service's vocabulary (`put_blob`, `get_blob`, ...) whose
 //! object holds the request's parameters and its `expect`ation; `advance`
 //! (move the server's and the client's clocks); `crash_server`;
-//! `drop_next_reply`; `inject` (the relay answers attempts itself). Parsing
+//! `drop_next_reply`; `inject` (the relay answers attempts itself);
+//! `account` (Cosmos requests go through a multi-region account). Parsing
 //! goes through `serde_path_to_error` with every struct denying unknown
 //! fields, and a second pass ([`Script::validate`])
 //! checks what serde cannot (value syntax, names used before capture), so a
 //! malformed script names the step and the field.
 //!
 //! This file holds the document ([`Script`], [`Step`]), the steps that are
-//! no service's (`advance`, `crash_server`, `drop_next_reply`, `inject`),
+//! no service's (`advance`, `crash_server`, `drop_next_reply`, `inject`;
+//! `account` and what `inject` answers with are in `account`),
 //! the Blob condition headers that Blob requests and blob lease actions share, and the
 //! validation pass; `expect` holds what a request step expects, and one file
 //! per service (`blob`, `lease`, `cosmos`, `search`, `queue`, `feed`) holds
@@ -24,6 +26,7 @@
 //! `super::run`), and any new response field worth pinning as a field of
 //! [`Expect`] and a [`Field`] a capture can bind.
 
+mod account;
 mod blob;
 mod cosmos;
 mod expect;
@@ -32,6 +35,7 @@ mod lease;
 mod queue;
 mod search;
 
+pub use account::{Account, Consistency, InjectEvent, InjectStatus};
 pub use blob::{BlobOp, CreateContainer};
 pub use cosmos::{BatchItem, BatchOp, CosmosBatch, CosmosOp};
 pub use expect::{
@@ -155,6 +159,9 @@ pub enum Step {
     /// The relay answers the next request attempts itself with a transient
     /// status (without passing them to the server, or in place of its answer).
     Inject(Inject),
+    /// From here on, Cosmos requests go through the multi-region client
+    /// against an account of several regions.
+    Account(Account),
 }
 
 /// `advance`: both amounts are durations (`1500ms`, `2s`, `1min`, `4h`, `7d`).
@@ -191,8 +198,8 @@ pub struct DropNextReply {}
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Inject {
-    /// The status: one of [`INJECTABLE`].
-    pub status: u16,
+    /// The status: one of [`INJECTABLE`], or `connection_error` (no answer).
+    pub status: InjectStatus,
     /// The Cosmos sub-status (0 for none); 404 takes only 1002.
     #[serde(default)]
     pub sub_status: u32,
@@ -211,6 +218,10 @@ pub struct Inject {
     /// sees the injected status).
     #[serde(default)]
     pub forward: bool,
+    /// After an `account` step: only attempts sent to this region are
+    /// answered; missing: attempts to any region.
+    #[serde(default)]
+    pub region: Option<String>,
 }
 
 fn one() -> u32 {
@@ -227,9 +238,12 @@ pub enum InjectOnly {
     Writes,
 }
 
-/// The statuses an `inject` step may answer with: the transient ones a
-/// server's fault point answers (SPEC §4.1), and 404/1002.
-pub const INJECTABLE: [u16; 7] = [404, 408, 410, 429, 449, 500, 503];
+/// The statuses an `inject` step may answer with: every row of SPEC §4.1,
+/// the transient ones a server's fault point answers and those the SDK
+/// never retries (to pin that it does not).
+pub const INJECTABLE: [u16; 13] = [
+    400, 401, 403, 404, 408, 409, 410, 412, 413, 429, 449, 500, 503,
+];
 
 /// One date expression or several (several values in one header).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -368,6 +382,11 @@ impl Script {
                 });
             }
         }
+        account::validate_account_use(&self.steps).map_err(|(i, field, message)| Malformed {
+            step: Some(i + 1),
+            field,
+            message,
+        })?;
         let mut names: BTreeMap<String, Kind> = BTreeMap::new();
         for (i, step) in self.steps.iter().enumerate() {
             let at = |(field, message): (String, String)| Malformed {
@@ -428,7 +447,8 @@ fn validate_step(
             }
         }
         Step::DropNextReply(_) | Step::CreateContainer(_) => {}
-        Step::Inject(j) => validate_inject(j).map_err(inside)?,
+        Step::Inject(j) => account::validate_inject(j).map_err(inside)?,
+        Step::Account(_) => {}
         Step::PutBlob(op)
         | Step::GetBlob(op)
         | Step::DeleteBlob(op)
@@ -502,37 +522,6 @@ fn validate_step(
     Ok(())
 }
 
-/// Checks an `inject` step: a status the relay can answer with, a sub-status
-/// and a retry-after that go with it, at least one attempt.
-fn validate_inject(j: &Inject) -> Result<(), (&'static str, String)> {
-    if !INJECTABLE.contains(&j.status) {
-        return Err((
-            "status",
-            format!(
-                "{} is not a status the relay answers with (one of {})",
-                j.status,
-                INJECTABLE.map(|s| s.to_string()).join(", ")
-            ),
-        ));
-    }
-    if j.status == 404 && j.sub_status != 1002 {
-        return Err((
-            "sub_status",
-            "a 404 is injected only as 404/1002 (ReadSessionNotAvailable); a plain 404 is the server's answer".into(),
-        ));
-    }
-    if j.retry_after_ms.is_some() && j.status != 429 {
-        return Err((
-            "retry_after_ms",
-            format!("only a 429 carries a retry-after, not a {}", j.status),
-        ));
-    }
-    if j.count == 0 {
-        return Err(("count", "at least 1 attempt".into()));
-    }
-    Ok(())
-}
-
 /// The tokens of an `If-Match` / `If-None-Match` value.
 pub fn etag_tokens(v: &str) -> Vec<&str> {
     v.split(',')
@@ -600,6 +589,7 @@ impl Step {
             Step::CrashServer(_) => "crash_server",
             Step::DropNextReply(_) => "drop_next_reply",
             Step::Inject(_) => "inject",
+            Step::Account(_) => "account",
         }
     }
 
@@ -631,9 +621,11 @@ impl Step {
             Step::FeedRanges(s) => Some(&s.expect),
             Step::FeedRead(s) => Some(&s.expect),
             Step::FeedSplit(s) => Some(&s.expect),
-            Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) | Step::Inject(_) => {
-                None
-            }
+            Step::Advance(_)
+            | Step::CrashServer(_)
+            | Step::DropNextReply(_)
+            | Step::Inject(_)
+            | Step::Account(_) => None,
         }
     }
 

@@ -315,6 +315,8 @@ pub(super) struct Answer {
     pub(super) attempts: usize,
     /// The wait before each retry, ms of the client's clock.
     pub(super) waits: Vec<u64>,
+    /// The region of each attempt (through an `account`'s multi-region client).
+    pub(super) regions: Option<Vec<String>>,
     pub(super) observed: Observed,
 }
 
@@ -341,6 +343,9 @@ impl Answer {
         out += &format!(", {} attempt(s)", self.attempts);
         if !self.waits.is_empty() {
             out += &format!(", waits {}", describe_waits(&self.waits));
+        }
+        if let Some(r) = &self.regions {
+            out += &format!(", regions [{}]", r.join(", "));
         }
         out
     }
@@ -441,6 +446,9 @@ pub(super) fn describe_expect(e: &Expect) -> String {
     }
     if let Some(w) = &e.waits {
         parts.push(format!("waits [{}] ms", w.join(", ")));
+    }
+    if let Some(r) = &e.regions {
+        parts.push(format!("regions [{}]", r.join(", ")));
     }
     for (name, v) in [
         ("etag", &e.etag),
@@ -622,6 +630,9 @@ fn check_answer(e: &Expect, a: &Answer, target: &Target, state: &State) -> Resul
                 ));
             }
         }
+    }
+    if let Some(want) = &e.regions {
+        super::account::check_regions(want, a.regions.as_deref())?;
     }
     check_fields(e, &a.observed, &target.resource, state)?;
     if let Some(results) = &e.results {

@@ -5,6 +5,9 @@
 //! a `drop_next_reply` step asks, and answers attempts itself with a
 //! transient status when an `inject` step asks); the scripted client, which
 //! runs the steps in order and can crash and restart the server. No faults unless a step asks.
+//! A script with an `account` step adds a multi-region account (`account`:
+//! a replica and a relay per region) that its Cosmos requests go through
+//! from that step on.
 //!
 //! The server's clock is [`ScriptClock`]: simulated time plus an offset that
 //! `advance` steps move, starting at the simulation epoch
@@ -21,6 +24,7 @@
 //! as a line. Services use this core; the core names them only in
 //! `build_request`, the one match that sends a step to its service.
 
+mod account;
 mod answer;
 mod blob;
 mod cosmos;
@@ -30,7 +34,8 @@ mod queue;
 mod search;
 
 use super::format::{
-    etag_tokens, Captured, ConditionHeaders, DateExpr, Inject, InjectOnly, Script, Step,
+    etag_tokens, Captured, ConditionHeaders, DateExpr, Inject, InjectEvent, InjectOnly,
+    InjectStatus, Script, Step,
 };
 use super::time::{format_rfc1123, parse_duration};
 use crate::kit::bridge::{DiskAdapter, ServerStreams};
@@ -128,6 +133,23 @@ impl ScriptOutcome {
     }
 }
 
+/// What a relay does with a request attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Relayed {
+    /// Pass it on (no pending injection covers it).
+    Pass,
+    /// Answer it itself with this status, sub-status and retry-after.
+    Refuse {
+        status: u16,
+        sub_status: u32,
+        retry_after_ms: Option<u64>,
+        /// Pass it on all the same, and put this answer in place of the server's.
+        forward: bool,
+    },
+    /// Swallow it: no answer (a connection error).
+    Swallow,
+}
+
 /// The answers an `inject` step left for the relay to give: attempts it
 /// answers itself, instead of passing them to the server.
 #[derive(Clone, Debug, Default)]
@@ -142,37 +164,61 @@ struct Injections {
 }
 
 impl Injections {
-    /// The reply the relay gives to the request datagram `request` itself, if
-    /// an injection is pending and covers it (counting it); `None`: forward it
-    /// (after noting the reply to put in place of the server's, for a
-    /// `forward` injection).
-    fn answer(&mut self, request: &[u8], acquire_retry_bug: bool) -> Option<Vec<u8>> {
-        let inject = self.pending.as_ref()?;
-        let kind = request_operation(request)?.retry_kind(acquire_retry_bug);
+    /// What a relay does with an attempt of `kind` (as the SDK classes it
+    /// for its retries) sent to `region` (`None`: the single server),
+    /// counting it when a pending injection covers it.
+    fn relayed(&mut self, kind: OpKind, region: Option<&str>) -> Relayed {
+        let Some(inject) = self.pending.as_ref() else {
+            return Relayed::Pass;
+        };
         let covered = match inject.only {
             None => true,
             Some(InjectOnly::Reads) => kind == OpKind::Read,
             Some(InjectOnly::Writes) => kind == OpKind::Write,
-        };
+        } && inject.region.as_deref().is_none_or(|r| Some(r) == region);
         if !covered {
-            return None;
+            return Relayed::Pass;
         }
-        let reply = transient_reply(
-            request,
-            inject.status,
-            inject.sub_status,
-            inject.retry_after_ms,
-        )?;
-        let forward = inject.forward;
+        let relayed = match inject.status {
+            InjectStatus::Code(status) => Relayed::Refuse {
+                status,
+                sub_status: inject.sub_status,
+                retry_after_ms: inject.retry_after_ms,
+                forward: inject.forward,
+            },
+            InjectStatus::Event(InjectEvent::ConnectionError) => Relayed::Swallow,
+        };
         self.left -= 1;
         if self.left == 0 {
             self.pending = None;
         }
-        if forward {
-            self.replace.insert(request_attempt(request)?, reply);
-            return None;
+        relayed
+    }
+
+    /// The single server's relay: the reply it gives to the request datagram
+    /// `request` itself, or what else it does with it (after noting the reply
+    /// to put in place of the server's, for a `forward` injection).
+    fn answer(&mut self, request: &[u8], acquire_retry_bug: bool) -> Relayed {
+        let Some(op) = request_operation(request) else {
+            return Relayed::Pass;
+        };
+        let relayed = self.relayed(op.retry_kind(acquire_retry_bug), None);
+        if let Relayed::Refuse {
+            status,
+            sub_status,
+            retry_after_ms,
+            forward: true,
+        } = relayed
+        {
+            if let (Some(attempt), Some(reply)) = (
+                request_attempt(request),
+                transient_reply(request, status, sub_status, retry_after_ms),
+            ) {
+                self.replace.insert(attempt, reply);
+            }
+            return Relayed::Pass;
         }
-        Some(reply)
+        relayed
     }
 
     /// The reply to send in place of the server's `response`, if a `forward`
@@ -195,6 +241,10 @@ overcast_sim::node_roles! {
         Relay = "relay",
         /// The SDK client that plays the script's steps.
         Client = "client",
+        /// A region's replica of the script's account (`account` step).
+        Replica = "replica",
+        /// The relay in front of a region's replica.
+        RegionRelay = "region-relay",
     }
 }
 
@@ -206,10 +256,17 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
     config.net.packet_loss_rate = 0.0;
     config.net.send_latency = Duration::from_millis(1)..Duration::from_millis(2);
     let rt = Runtime::with_seed_and_config(seed, config);
+    let account = script.steps.iter().find_map(|s| match s {
+        Step::Account(a) => Some(a),
+        _ => None,
+    });
+    let regions = account.map_or(0, |a| a.regions.len());
     let topo = Topology::new(vec![
         Role::new(ScriptRole::Server, 1).with_disk(),
         Role::new(ScriptRole::Relay, 1),
         Role::new(ScriptRole::Client, 1),
+        Role::new(ScriptRole::Replica, regions),
+        Role::new(ScriptRole::RegionRelay, regions),
     ]);
     let addr = |role: ScriptRole| topo.addr(role, 0).expect("role in the topology");
     let (server_addr, relay_addr, client_addr) = (
@@ -279,20 +336,36 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
             .build()
     };
     let server_id = server.id();
+    let mut ctx = RunCtx {
+        relay: relay_addr,
+        server_clock: server_clock.clone(),
+        client_clock: ScriptClock::default(),
+        region_clock: ScriptClock::default(),
+        disk: disk.clone(),
+        drop_next: drop_next.clone(),
+        injections: injections.clone(),
+        server_id,
+        bugs,
+        seed,
+        account: None,
+    };
+    if let Some(a) = account {
+        let nodes = account::deploy(
+            &rt,
+            a,
+            &topo.addrs(ScriptRole::Replica),
+            &topo.addrs(ScriptRole::RegionRelay),
+            cosmos_containers(script),
+            &ctx,
+        );
+        ctx.account = Some(nodes);
+    }
+    let mut ids = vec![server_id, relay.id()];
+    ids.extend(ctx.account.iter().flat_map(|a| a.ids.clone()));
     let client = {
         let script = script.clone();
         let result = result.clone();
-        let ctx = RunCtx {
-            relay: relay_addr,
-            server_clock: server_clock.clone(),
-            client_clock: ScriptClock::default(),
-            disk: disk.clone(),
-            drop_next: drop_next.clone(),
-            injections: injections.clone(),
-            server_id,
-            bugs,
-            seed,
-        };
+        let ctx = ctx.clone();
         rt.create_node()
             .name("client-0")
             .ip(client_addr.ip())
@@ -307,7 +380,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
             })
             .build()
     };
-    let ids = [server_id, relay.id(), client.id()];
+    ids.push(client.id());
     let done = result.clone();
     rt.block_on(async move {
         let start = madsim::time::Instant::now();
@@ -368,16 +441,29 @@ async fn relay_program(
                     continue;
                 };
                 *client.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
-                let injected = injections
+                let relayed = injections
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .answer(&buf[..len], acquire_retry_bug);
-                if let Some(reply) = injected {
-                    tracing::info!("relay: answered a request itself");
-                    let _ = ep.send_to(from, RESPONSE_TAG, &reply).await;
-                    continue;
+                match relayed {
+                    Relayed::Pass => {
+                        let _ = ep.send_to(server, REQUEST_TAG, &buf[..len]).await;
+                    }
+                    Relayed::Swallow => tracing::info!("relay: swallowed a request"),
+                    Relayed::Refuse {
+                        status,
+                        sub_status,
+                        retry_after_ms,
+                        ..
+                    } => {
+                        tracing::info!("relay: answered a request itself");
+                        if let Some(reply) =
+                            transient_reply(&buf[..len], status, sub_status, retry_after_ms)
+                        {
+                            let _ = ep.send_to(from, RESPONSE_TAG, &reply).await;
+                        }
+                    }
                 }
-                let _ = ep.send_to(server, REQUEST_TAG, &buf[..len]).await;
             }
         }
     };
@@ -416,6 +502,30 @@ struct RunCtx {
     server_id: madsim::task::NodeId,
     bugs: ModelBugs,
     seed: u64,
+    /// The clock of the account's replicas: simulated time, never advanced
+    /// (an `advance` moves the single server's clock and the client's).
+    region_clock: ScriptClock,
+    /// The account's nodes, when the script has an `account` step.
+    account: Option<account::AccountNodes>,
+}
+
+/// The Cosmos containers a script's requests name: the account's replicas
+/// hold them from the start.
+fn cosmos_containers(script: &Script) -> Vec<String> {
+    let names: BTreeSet<String> = script
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::CosmosCreate(op)
+            | Step::CosmosRead(op)
+            | Step::CosmosReplace(op)
+            | Step::CosmosUpsert(op)
+            | Step::CosmosDelete(op) => Some(op.container.clone()),
+            Step::CosmosBatch(b) => Some(b.container.clone()),
+            _ => None,
+        })
+        .collect();
+    names.into_iter().collect()
 }
 
 /// What the runner keeps between steps.
@@ -456,6 +566,7 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
             }
         };
     let mut state = State::default();
+    let mut in_account: Option<account::AccountClient> = None;
     for (i, step) in script.steps.iter().enumerate() {
         let n = i + 1;
         match step {
@@ -497,6 +608,22 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 injections.left = j.count;
                 continue;
             }
+            Step::Account(a) => {
+                let Some(nodes) = &ctx.account else {
+                    return ScriptOutcome::Error {
+                        message: format!("step {n}: the account was not deployed"),
+                    };
+                };
+                match account::connect(a, nodes, ctx).await {
+                    Ok(c) => in_account = Some(c),
+                    Err(message) => {
+                        return ScriptOutcome::Error {
+                            message: format!("step {n}: {message}"),
+                        }
+                    }
+                }
+                continue;
+            }
             _ => {}
         }
         let (request, target, described) = match build_request(step, &state, &mut client) {
@@ -507,21 +634,36 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 }
             }
         };
-        let result = client.request(&request).await;
-        let status = match result.outcome {
-            FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
-        };
-        let answer = Answer {
-            outcome: result.outcome,
-            attempts: result.attempts.len(),
-            // The first attempt waits for nothing.
-            waits: result
-                .attempts
-                .iter()
-                .skip(1)
-                .map(|a| a.waited.as_millis() as u64)
-                .collect(),
-            observed: Observed::of(status, result.response.as_ref(), step.kind()),
+        let answer = match (&mut in_account, &request) {
+            (Some(account), Request::Cosmos(_)) => {
+                match account.call(&request, step.kind()).await {
+                    Ok(answer) => answer,
+                    Err(message) => {
+                        return ScriptOutcome::Error {
+                            message: format!("step {n}: {message}"),
+                        }
+                    }
+                }
+            }
+            _ => {
+                let result = client.request(&request).await;
+                let status = match result.outcome {
+                    FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+                };
+                Answer {
+                    outcome: result.outcome,
+                    attempts: result.attempts.len(),
+                    // The first attempt waits for nothing.
+                    waits: result
+                        .attempts
+                        .iter()
+                        .skip(1)
+                        .map(|a| a.waited.as_millis() as u64)
+                        .collect(),
+                    regions: None,
+                    observed: Observed::of(status, result.response.as_ref(), step.kind()),
+                }
+            }
         };
         let expect = step.expect().expect("a request step has an expectation");
         if let Err(why) = check(expect, &answer, &target, &mut state) {
@@ -621,9 +763,11 @@ fn build_request(
             let described = feed::describe(kind, &r);
             (Request::Feed(r), target, described)
         }
-        Step::Advance(_) | Step::CrashServer(_) | Step::DropNextReply(_) | Step::Inject(_) => {
-            return Err("not a request".into())
-        }
+        Step::Advance(_)
+        | Step::CrashServer(_)
+        | Step::DropNextReply(_)
+        | Step::Inject(_)
+        | Step::Account(_) => return Err("not a request".into()),
     })
 }
 

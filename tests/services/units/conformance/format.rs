@@ -285,7 +285,31 @@ fn an_inject_step_and_waits_are_checked_in_the_scripts_words() {
             "inject.status",
             "not a status the relay answers with",
         ),
-        (r#"{"status": 404}"#, "inject.sub_status", "404/1002"),
+        (
+            r#"{"status": 404, "sub_status": 7}"#,
+            "inject.sub_status",
+            "1002 (ReadSessionNotAvailable)",
+        ),
+        (
+            r#"{"status": 403, "sub_status": 7}"#,
+            "inject.sub_status",
+            "1008 (DatabaseAccountNotFound)",
+        ),
+        (
+            r#"{"status": "connection_error", "forward": true}"#,
+            "inject.status",
+            "a connection error has no answer",
+        ),
+        (
+            r#"{"status": "timeout"}"#,
+            "inject.status",
+            "did not match any variant",
+        ),
+        (
+            r#"{"status": 404, "region": "west"}"#,
+            "inject.region",
+            "only after an `account` step",
+        ),
         (
             r#"{"status": 449, "retry_after_ms": 5}"#,
             "inject.retry_after_ms",
