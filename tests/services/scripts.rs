@@ -286,6 +286,11 @@ fn seeded_retry_bugs_make_the_sdk_retries_script_fail_on_its_waits() {
             7,
             "wait 2 before attempt 3 was 1000 ms, not 11..14 ms",
         ),
+        (
+            "gone_backoff_stretched",
+            9,
+            "wait 2 before attempt 3 was 10000 ms, not 1000 ms",
+        ),
     ] {
         let d = differs_with_bug("sdk_retries.json", bug);
         assert_eq!(d.step, step, "{bug}: {d:?}");
@@ -308,6 +313,25 @@ fn seeded_region_bugs_make_the_sdk_regions_script_fail_where_a_region_is_marked(
                 .contains("the attempts went to [west, west], not [west, east]"),
             "{bug}: {d:?}"
         );
+    }
+    // The waits of the failover and of the session loop: each slip breaks
+    // the first step that pins its row's waits.
+    for (bug, step, why) in [
+        (
+            "failover_waits_stretched",
+            27,
+            "wait 1 before attempt 2 was 10000 ms, not 1000 ms",
+        ),
+        (
+            "read_fails_over_at_once",
+            27,
+            "wait 1 before attempt 2 was 0 ms, not 1000 ms",
+        ),
+        ("session_loop_waits_stretched", 31, "7 attempt(s), not 16"),
+    ] {
+        let d = differs_with_bug("sdk_regions.json", bug);
+        assert_eq!(d.step, step, "{bug}: {d:?}");
+        assert!(d.why.contains(why), "{bug}: {d:?}");
     }
     // A write sent without an answer is re-sent: the 408 becomes a 200.
     let d = differs_with_bug("sdk_regions.json", "retry_write_after_timeout");
