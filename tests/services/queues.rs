@@ -183,7 +183,7 @@ fn a_stopped_queues_run_breaks_a_prefix_closed_property_only_where_the_whole_run
     ];
     let closed_ones: Vec<&str> = all
         .into_iter()
-        .filter(|p| queues().prefix_closed(overcast_sim::check::PropertyId::new(*p)))
+        .filter(|p| queues().prefix_closed(overcast_sim::check::PropertyId::new(p)))
         .collect();
     assert_eq!(closed_ones, ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]);
     let closed = |p: &str| closed_ones.contains(&p);
