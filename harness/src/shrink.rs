@@ -396,7 +396,11 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
                 self.max_tries = max_tries;
                 if size(&self.best) < floor {
                     self.kept += 1;
-                    let step = format!("{name}, then {}", steps.join(", "));
+                    let step = if steps.is_empty() {
+                        name
+                    } else {
+                        format!("{name}, then {}", steps.join(", "))
+                    };
                     (self.progress)(&step, &self.best);
                     return true;
                 }
