@@ -14,7 +14,10 @@
 //!    kept start no earlier than they did in the failure (its `pace`), so
 //!    that leaving one out does not pull the rest of its client's forward;
 //! 3. at a local minimum of single units: pairs of neighbours (in time
-//!    order, then node by node), then the passes above again.
+//!    order, then node by node), then the passes above again;
+//! 4. at a local minimum of pairs: a reduction of pass 1 that fails the
+//!    same way but is no smaller itself, kept only if the history passes
+//!    on it then end smaller (a smaller page needs fewer items to fill).
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
@@ -221,6 +224,14 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
     }),
 ];
 
+/// The candidates a sideways step ([`Search::sideways`]) may spend on the
+/// history passes before it is given up.
+const SIDEWAYS_TRIES: usize = 60;
+
+/// How many times more a sideways step applies its reduction (its first
+/// candidate) before the history passes run on it.
+const SIDEWAYS_REPEATS: usize = 3;
+
 /// The candidates of "stop the run sooner": at 1/2, 3/4, 7/8, 15/16.
 const STOP_STEPS: usize = 4;
 
@@ -277,6 +288,9 @@ struct Search<'p, F> {
     /// check that needs the whole quiet phase would fail for want of it).
     quiet_ms: u64,
     broken: Vec<PropertyId>,
+    /// While a sideways step is tried ([`Search::sideways`]): the steps kept
+    /// since, told to `progress` only if the step ends smaller.
+    trial: Option<Vec<String>>,
 }
 
 impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
@@ -288,27 +302,114 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         }
         self.tried += 1;
         let run = run_isolated_with(self.def, &c);
-        // A quiet phase cut short, or operations of it left out, may not
-        // break another property that needs the whole quiet phase.
+        let better = self.same_failure(&c, &run) && size(&run) < size(&self.best);
+        if better {
+            self.kept += 1;
+            match self.trial.as_mut() {
+                Some(steps) => steps.push(step.to_string()),
+                None => (self.progress)(step, &run),
+            }
+            self.best = run;
+            self.best_s = c;
+        }
+        Some(better)
+    }
+
+    /// Whether `run`, of candidate `c`, fails as the failure does: with the
+    /// same property first, and, when `c` cuts the quiet phase short or
+    /// leaves out operations of it, breaking no other property that needs
+    /// the whole quiet phase.
+    fn same_failure(&self, c: &Scenario, run: &RunResult) -> bool {
         let quiet_cut = c.quiet_ms < self.quiet_ms
             || c.stop_ms.is_some()
             || c.skip
                 .values()
                 .flatten()
                 .any(|op| op & crate::ops::QUIET_OP != 0);
-        let better = run.first_property() == Some(self.property)
-            && size(&run) < size(&self.best)
+        run.first_property() == Some(self.property)
             && (!quiet_cut
                 || run.violations().iter().all(|v| {
                     self.def.quiet_phase_cuttable(v.property) || self.broken.contains(&v.property)
-                }));
-        if better {
-            self.kept += 1;
-            (self.progress)(step, &run);
-            self.best = run;
-            self.best_s = c;
+                }))
+    }
+
+    /// At a local minimum: a reduction of the parameters or the envelope
+    /// that fails the same way but is no smaller itself (a smaller page
+    /// makes a reader pull more pages, a fault left out makes a retry go)
+    /// may let the history passes leave out more (fewer items fill a
+    /// page). Each such reduction is taken for a while, the history passes
+    /// run on it within [`SIDEWAYS_TRIES`] candidates, and it is kept only
+    /// if the failure ends smaller than the minimum; else the minimum is
+    /// restored. True if one was kept.
+    fn sideways(&mut self) -> bool {
+        let reductions = self.def.reduction_names().len() + ENVELOPE_REDUCTIONS.len();
+        let floor = size(&self.best);
+        for r in 0..reductions {
+            let mut i = 0;
+            while let Some(c) = candidate(self.def, &self.best_s, self.property, r, i) {
+                i += 1;
+                if self.tried >= self.max_tries {
+                    return false;
+                }
+                self.tried += 1;
+                let mut run = run_isolated_with(self.def, &c);
+                // A reduction that changed nothing the run did (no fault of
+                // the kind it removes came about) opens no new way.
+                if !self.same_failure(&c, &run)
+                    || size(&run) > floor
+                    || run.trace_hash == self.best.trace_hash
+                {
+                    continue;
+                }
+                // As far as it goes: a page of one item, not of three.
+                let mut c = c;
+                let mut times = 1;
+                for _ in 0..SIDEWAYS_REPEATS {
+                    let Some(further) = candidate(self.def, &c, self.property, r, 0) else {
+                        break;
+                    };
+                    if self.tried >= self.max_tries {
+                        break;
+                    }
+                    self.tried += 1;
+                    let next = run_isolated_with(self.def, &further);
+                    if !self.same_failure(&further, &next) || size(&next) > floor {
+                        break;
+                    }
+                    (c, run) = (further, next);
+                    times += 1;
+                }
+                let name = match times {
+                    1 => reduction_name(self.def, r).to_string(),
+                    n => format!("{} ({n} times)", reduction_name(self.def, r)),
+                };
+                let kept_before = self.kept;
+                let max_tries = self.max_tries;
+                self.max_tries = max_tries.min(self.tried + SIDEWAYS_TRIES);
+                let best = std::mem::replace(&mut self.best, run);
+                let best_s = std::mem::replace(&mut self.best_s, c);
+                self.trial = Some(Vec::new());
+                self.remove_subjects();
+                self.remove_history(Order::ByTime);
+                self.remove_history(Order::ByNode);
+                let steps = self.trial.take().unwrap_or_default();
+                self.max_tries = max_tries;
+                if size(&self.best) < floor {
+                    self.kept += 1;
+                    let step = if steps.is_empty() {
+                        name
+                    } else {
+                        format!("{name}, then {}", steps.join(", "))
+                    };
+                    (self.progress)(&step, &self.best);
+                    return true;
+                }
+                self.best = best;
+                self.best_s = best_s;
+                self.kept = kept_before;
+            }
         }
-        Some(better)
+        false
     }
 
     /// Pass 1: the scenario's reductions, then the envelope's, restarting
@@ -591,6 +692,7 @@ pub fn shrink(
         progress: &mut progress,
         quiet_ms,
         broken,
+        trial: None,
     };
     search.reduce_parameters();
     // For a prefix-closed failure the cut in time order goes first, and the
@@ -617,7 +719,10 @@ pub fn shrink(
         }
         // A local minimum for single units: pairs of neighbours, then the
         // passes again on what is left.
-        if !(search.remove_pairs(Order::ByTime) || search.remove_pairs(Order::ByNode)) {
+        if !(search.remove_pairs(Order::ByTime)
+            || search.remove_pairs(Order::ByNode)
+            || search.sideways())
+        {
             break;
         }
         search.reduce_parameters();

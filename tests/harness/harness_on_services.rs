@@ -1,7 +1,8 @@
 //! The harness's generic machinery (shrinking, sweeping, saving) on the
 //! registered scenarios, where the toy of the harness's own tests is too
 //! small to show it: occ's seeded bugs shrink by items and operations, and a
-//! sweep keeps the runs of the lowest failing seeds only.
+//! sweep keeps the runs of the lowest failing seeds only; a sideways step
+//! takes a smaller feed page when the history then shrinks further.
 
 use overcast_harness::run::run_isolated_with;
 use overcast_harness::scenario::Scenario;
@@ -108,6 +109,38 @@ fn the_history_pass_leaves_out_operations_and_the_shrunk_file_replays_to_the_sam
         .outcome
         .unwrap()
         .reproduced_by(&overcast_harness::saved::SavedOutcome::of(&again)));
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+}
+
+/// The sideways step: a smaller feed page is no smaller a failure by
+/// itself (the reader pulls more pages), but it lets the history pass
+/// leave out the writes that filled the bigger one. Kept only because the
+/// shrink then ends smaller than its local minimum.
+#[test]
+fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shrinks() {
+    let def = CATALOGUE.find("feed").unwrap();
+    let mut s = Scenario::new(def, 0);
+    s.bugs = vec!["page_cut_keeps_log_end".into()];
+    let mut steps = Vec::new();
+    let shrunk = shrink(def, &s, 500, |step, r| {
+        steps.push((step.to_string(), size(r)))
+    })
+    .expect("it fails");
+    assert_eq!(
+        shrunk.run.first_property().map(|p| p.as_str()),
+        Some("CF10")
+    );
+    let sideways = steps
+        .iter()
+        .position(|(step, _)| step.starts_with("halve the page size") && step.contains(", then "))
+        .unwrap_or_else(|| panic!("no sideways step: {steps:?}"));
+    assert!(
+        steps[sideways].1 < steps[sideways - 1].1,
+        "kept only when smaller: {steps:?}"
+    );
+    let page = shrunk.scenario.params["max_items"].as_u64();
+    assert!(matches!(page, Some(n) if n < 6), "page {page:?}");
+    let again = run_isolated_with(def, &shrunk.scenario);
     assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }
 

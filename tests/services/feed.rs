@@ -192,6 +192,54 @@ fn the_unmodified_model_passes_with_fewer_ranges_long() {
     fewer_ranges_pass(0..200);
 }
 
+/// `seed` with the page-size hint `max_items`, as the shrinker's "halve
+/// the page size" leaves it.
+fn with_page_size(seed: u64, max_items: u32, swarm: bool) -> Scenario {
+    let mut s = Scenario::new(feed(), seed);
+    s.params["max_items"] = max_items.into();
+    s.swarm = swarm;
+    s
+}
+
+/// A smaller page must not make a correct model fail (a shrink to a
+/// smaller page would then blame the model for the shrink), in either mix.
+fn smaller_pages_pass(seeds: std::ops::Range<u64>) {
+    for max_items in [1, 3] {
+        for seed in seeds.clone() {
+            for swarm in [false, true] {
+                let r = run_with(feed(), &with_page_size(seed, max_items, swarm));
+                assert!(
+                    r.passed(),
+                    "max_items {max_items} seed {seed} swarm {swarm}: {}",
+                    r.summary()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_unmodified_model_passes_with_smaller_pages_and_a_page_cut_bug_is_still_caught() {
+    smaller_pages_pass(0..6);
+    let caught = (0..20).any(|seed| {
+        let mut s = with_page_size(seed, 1, false);
+        s.bugs = vec!["page_cut_keeps_log_end".into()];
+        run_with(feed(), &s)
+            .violations()
+            .iter()
+            .any(|v| v.property == "CF10")
+    });
+    assert!(caught, "page_cut_keeps_log_end with a page of one item");
+}
+
+/// The longer sweep: `cargo test --release --test services -- --ignored
+/// smaller_pages`.
+#[test]
+#[ignore]
+fn the_unmodified_model_passes_with_smaller_pages_long() {
+    smaller_pages_pass(0..200);
+}
+
 /// The checks place a key in a range by an EPK function of their own (the
 /// xor of the bytes of its FNV-1a hash, as the docs define it); the model's
 /// server routes by its own. A slip in either puts keys in other ranges.

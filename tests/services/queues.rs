@@ -147,3 +147,74 @@ fn a_queues_seed_replays_with_the_same_trace() {
     assert_eq!(a.trace_hash, b.trace_hash);
     assert!(a.passed() && b.passed(), "{}", a.summary());
 }
+
+/// The properties a run of `s` stopped at `stop_ms` breaks (all of them,
+/// when `stop_ms` is `None`).
+fn broken_when_stopped(s: &Scenario, stop_ms: Option<u64>) -> Vec<String> {
+    let mut s = s.clone();
+    s.stop_ms = stop_ms;
+    let mut v: Vec<String> = run_with(queues(), &s)
+        .violations()
+        .iter()
+        .map(|v| v.property.to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Q1–Q6 are declared prefix-closed, so the shrinker stops a failing run
+/// soon after its violation: a run stopped anywhere may break one of them
+/// only if the whole run breaks it too (no false alarm from a stop), and a
+/// stop after the violation still shows it.
+#[test]
+fn a_stopped_queues_run_breaks_a_prefix_closed_property_only_where_the_whole_run_does() {
+    let all = [
+        "end-to-end",
+        "Q1",
+        "Q2",
+        "Q3",
+        "Q4",
+        "Q5",
+        "Q6",
+        "Q7",
+        "Q8",
+        "Q9",
+    ];
+    let closed_ones: Vec<&str> = all
+        .into_iter()
+        .filter(|p| queues().prefix_closed(overcast_sim::check::PropertyId::new(p)))
+        .collect();
+    assert_eq!(closed_ones, ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]);
+    let closed = |p: &str| closed_ones.contains(&p);
+    let cases = [
+        (None, "Q1"),
+        (Some("poll_ignores_priority"), "Q1"),
+        (Some("poll_returns_reserved"), "Q2"),
+        (Some("requeue_keeps_time"), "Q5"),
+        (Some("index_ignores_version"), "Q6"),
+    ];
+    for (bug, property) in cases {
+        let mut shown = bug.is_none();
+        for seed in 0..6 {
+            for swarm in [false, true] {
+                let mut s = Scenario::new(queues(), seed);
+                s.bugs = bug.map(String::from).into_iter().collect();
+                s.swarm = swarm;
+                let whole = broken_when_stopped(&s, None);
+                let end_ms = run_with(queues(), &s).world.sim_ns / 1_000_000;
+                for eighth in 1..8 {
+                    let stopped = broken_when_stopped(&s, Some(end_ms * eighth / 8));
+                    for p in stopped.iter().filter(|p| closed(p)) {
+                        assert!(
+                            whole.contains(p),
+                            "{bug:?} seed {seed} swarm {swarm} stopped at {eighth}/8: {p}, not in {whole:?}"
+                        );
+                    }
+                    shown |= stopped.iter().any(|p| p == property);
+                }
+            }
+        }
+        assert!(shown, "{bug:?}: no stopped run shows {property}");
+    }
+}

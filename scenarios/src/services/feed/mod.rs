@@ -640,6 +640,17 @@ impl ScenarioDef for Feed {
                     })
                 })
             }),
+            ("halve the page size", |p, i| {
+                // `WithMaxItems` and the pull reader's page-size hint: a
+                // failure about where a page is cut needs fewer items in a
+                // range to show with a smaller page.
+                once(i, || {
+                    overcast_harness::registry::halve(p.max_items, 1).map(|max_items| FeedParams {
+                        max_items,
+                        ..p.clone()
+                    })
+                })
+            }),
             ("poll a quarter as often", |p, i| {
                 // Up to the lease expiration: the checks' premises (CF3's
                 // skew, CF8's quiescence) do not depend on the poll.

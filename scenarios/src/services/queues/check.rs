@@ -155,6 +155,14 @@ pub struct At<'a> {
 
 /// Walks the server's log in order, handing `f` the state before each step
 /// and where the step happened.
+///
+/// A poll seen only by its answer is placed by the server's clock (before
+/// the first record logged at a later millisecond), or sooner: before any
+/// step logged after its answer reached the connector, which the server
+/// came to after answering it. So a poll is judged against no step logged
+/// after its answer, and a run stopped after the answer judges it as the
+/// longer run does (the properties of the log are prefix-closed, see
+/// `Queues::prefix_closed`).
 pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step, At)) -> Replay {
     // Polls that returned fewer than they asked for, by server time.
     let mut polls: Vec<(Millis, &OpRecord<Call, Outcome>)> = h
@@ -169,22 +177,30 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step, At)) -> Replay {
         })
         .collect();
     polls.sort_by_key(|(ms, o)| (*ms, o.id));
-    let mut next_poll = 0;
     let mut state = Replay::default();
     let mut server = "server-0";
     let answered = |o: &OpRecord<Call, Outcome>| o.return_ns.unwrap_or(o.invoke_ns);
     for e in &h.node_events {
+        let logged_ms = match &e.event {
+            QueueEvent::Logged { effect, .. } => Some(effect.at_ms),
+            QueueEvent::Recovered { .. } => None,
+            _ => continue,
+        };
+        // The polls answered before this step, in server time order.
+        polls.retain(|(ms, o)| {
+            let before = logged_ms.is_some_and(|at_ms| *ms < at_ms)
+                || o.return_ns.is_some_and(|r| r <= e.at_ns);
+            if before {
+                let at = At {
+                    node: server,
+                    at_ns: answered(o),
+                };
+                f(&state, Step::Poll(o), at);
+            }
+            !before
+        });
         match &e.event {
             QueueEvent::Logged { effect, .. } => {
-                while next_poll < polls.len() && polls[next_poll].0 < effect.at_ms {
-                    let o = polls[next_poll].1;
-                    let at = At {
-                        node: server,
-                        at_ns: answered(o),
-                    };
-                    f(&state, Step::Poll(o), at);
-                    next_poll += 1;
-                }
                 server = e.node.as_str();
                 let at = At {
                     node: server,
@@ -208,7 +224,7 @@ pub fn walk(h: &QueueHistory, mut f: impl FnMut(&Replay, Step, At)) -> Replay {
             _ => {}
         }
     }
-    for (_, o) in &polls[next_poll..] {
+    for (_, o) in &polls {
         let at = At {
             node: server,
             at_ns: answered(o),
