@@ -324,6 +324,18 @@ fn the_readme_gives_cis_test_command_and_stays_short() {
     );
 }
 
+/// The README counts the seeded bugs `overcast bugs` hunts as the bug table does.
+#[test]
+fn the_readme_counts_the_bug_table() {
+    let readme = read(&root().join("README.md")).replace('\n', " ");
+    let said = format!("The {} seeded bugs", BUGS.len());
+    assert!(
+        readme.contains(&said),
+        "the README does not say \"{said}\" (the bug table holds {})",
+        BUGS.len()
+    );
+}
+
 /// The repository's text files (sources, manifests, scripts, markdown and
 /// JSON), outside `target/` and `.git/`.
 fn text_files() -> Vec<PathBuf> {
