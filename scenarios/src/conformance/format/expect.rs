@@ -129,6 +129,28 @@ pub struct Expect {
     pub regions: Option<Vec<String>>,
 }
 
+impl Expect {
+    /// Checks the regions a request's attempts went to, one per attempt
+    /// (`None`: it did not go through an account's regions), against the
+    /// step's `regions`, when it names them.
+    pub fn check_regions(&self, got: Option<&[String]>) -> Result<(), String> {
+        let Some(want) = &self.regions else {
+            return Ok(());
+        };
+        let Some(got) = got else {
+            return Err("the request did not go through the account's regions".into());
+        };
+        if got != want.as_slice() {
+            return Err(format!(
+                "the attempts went to [{}], not [{}]",
+                got.join(", "),
+                want.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One wait a script expects before a retry: from `lo` to `hi` ms, inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaitExpect {

@@ -339,19 +339,3 @@ fn answer(result: RegionCallResult, kind: &str) -> Answer {
         observed: Observed::of(status, response.as_ref(), kind),
     }
 }
-
-/// Checks a request's regions, one per attempt (`None`: it did not go
-/// through the account), against the step's expectation.
-pub(super) fn check_regions(want: &[String], got: Option<&[String]>) -> Result<(), String> {
-    let Some(got) = got else {
-        return Err("the request did not go through the account's regions".into());
-    };
-    if got != want {
-        return Err(format!(
-            "the attempts went to [{}], not [{}]",
-            got.join(", "),
-            want.join(", ")
-        ));
-    }
-    Ok(())
-}

@@ -631,9 +631,7 @@ fn check_answer(e: &Expect, a: &Answer, target: &Target, state: &State) -> Resul
             }
         }
     }
-    if let Some(want) = &e.regions {
-        super::account::check_regions(want, a.regions.as_deref())?;
-    }
+    e.check_regions(a.regions.as_deref())?;
     check_fields(e, &a.observed, &target.resource, state)?;
     if let Some(results) = &e.results {
         let Some(got) = &a.observed.results else {

@@ -43,6 +43,7 @@ use crate::kit::retry::{
     asked_wait_ms, clock_slack_ns, overlap_ns, WindowSchedule, DEFAULT_RETRY_AFTER_MS, MS,
     TIMER_SLACK_NS,
 };
+use overcast_model::retry;
 use overcast_sim::check::{Checked, Checker, Evidence, EvidenceRow, Verdict, Violation};
 use overcast_sim::history::{AttemptResult, NodeEvent};
 use overcast_sim::timeline::{clock_secs, secs};
@@ -632,13 +633,18 @@ impl Routing {
             let waited = pair[1].waited_ns;
             let decided = pair[1].sent_ns.saturating_sub(waited);
             let same_region = next.region == prev.region;
+            if (prev.status, prev.sub_status) != (404, 1002) {
+                session_run = session_run.map(|(start, _)| (start, false));
+            }
             let (least, most, row) = match (prev.status, prev.sub_status) {
                 (404, 1002) => {
                     let step = |k: u32| match k {
                         0 => 0,
-                        k => (5 * MS)
-                            .saturating_mul(5u64.saturating_pow(k - 1))
-                            .min(500 * MS),
+                        k => (retry::SESSION_INITIAL_BACKOFF.as_nanos() as u64)
+                            .saturating_mul(
+                                u64::from(retry::SESSION_BACKOFF_MULTIPLIER).saturating_pow(k - 1),
+                            )
+                            .min(retry::SESSION_MAX_BACKOFF.as_nanos() as u64),
                     };
                     // The region step after the loop goes at once; a loop
                     // retry may land in another region too, when the list's
@@ -647,7 +653,8 @@ impl Routing {
                     session_retries += 1;
                     let (start, pure) = *session_run.get_or_insert((decided, true));
                     if same_region && pure {
-                        let left = (5_000 * MS).saturating_sub(decided - start);
+                        let left = (retry::SESSION_WINDOW.as_nanos() as u64)
+                            .saturating_sub(decided - start);
                         let least = step(session_retries - 1).min(left);
                         (least, most, "404/1002, the session loop in the region")
                     } else {
@@ -655,19 +662,14 @@ impl Routing {
                         (0, most, "404/1002, the session loop or the region step")
                     }
                 }
-                (503 | 500, _) | (410, 1022) => {
-                    session_run = session_run.map(|(start, _)| (start, false));
-                    (0, 0, "a retry in the next region, at once")
-                }
+                (503 | 500, _) | (410, 1022) => (0, 0, "a retry in the next region, at once"),
                 (410 | 449, _) => {
-                    session_run = session_run.map(|(start, _)| (start, false));
                     let most = window
                         .longest_wait(&pair[0].result)
                         .map_or(0, |d| d.as_nanos() as u64);
                     (0, most, "410/449, the transport window's backoff")
                 }
                 (0, _) | (403, 3 | 1008) => {
-                    session_run = session_run.map(|(start, _)| (start, false));
                     failovers += 1;
                     let wait = if !op.call.is_write() || failovers > 1 {
                         failover_ns
@@ -677,7 +679,6 @@ impl Routing {
                     (wait, wait, "a failover (connection error, 403/3, 403/1008)")
                 }
                 (429, _) => {
-                    session_run = session_run.map(|(start, _)| (start, false));
                     let asked = match pair[0].result {
                         AttemptResult::Status { retry_after_ms, .. } => {
                             asked_wait_ms(retry_after_ms)
@@ -686,10 +687,7 @@ impl Routing {
                     } * MS;
                     (0, asked, "429, the server's retry-after")
                 }
-                _ => {
-                    session_run = session_run.map(|(start, _)| (start, false));
-                    continue;
-                }
+                _ => continue,
             };
             let paused_ns = overlap_ns(paused, decided, pair[1].sent_ns);
             let allowed = most + clock_slack_ns(most) + TIMER_SLACK_NS + paused_ns;
