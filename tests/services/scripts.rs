@@ -198,6 +198,27 @@ fn fails_at(outcome: &ScriptOutcome, step: usize) -> bool {
     matches!(outcome, ScriptOutcome::Differs(d) if d.step == step)
 }
 
+/// Asserts that the script `doc` (from `path`) with its request step `i`
+/// (of `kind`) expecting `value` for `field` fails at that step.
+fn assert_mutant_fails(
+    doc: &serde_json::Value,
+    i: usize,
+    kind: &str,
+    field: &str,
+    value: serde_json::Value,
+    path: &std::path::Path,
+) {
+    let mut m = doc.clone();
+    m["steps"][i][kind]["expect"][field] = value;
+    let outcome = run_doc(&m);
+    assert!(
+        fails_at(&outcome, i + 1),
+        "{} step {} {field}: {outcome:?}",
+        path.display(),
+        i + 1
+    );
+}
+
 #[test]
 fn changing_any_shipped_status_or_etag_comparison_fails_the_script_at_that_step() {
     let mut mutants = 0;
@@ -206,15 +227,7 @@ fn changing_any_shipped_status_or_etag_comparison_fails_the_script_at_that_step(
         for (i, kind) in request_steps(&doc) {
             let expect = &doc["steps"][i][&kind]["expect"];
             if let Some(status) = expect["status"].as_u64() {
-                let mut m = doc.clone();
-                m["steps"][i][&kind]["expect"]["status"] = (status + 1).into();
-                let outcome = run_doc(&m);
-                assert!(
-                    fails_at(&outcome, i + 1),
-                    "{} step {}: {outcome:?}",
-                    path.display(),
-                    i + 1
-                );
+                assert_mutant_fails(&doc, i, &kind, "status", (status + 1).into(), &path);
                 mutants += 1;
             }
             if let Some(etag) = expect["etag"].as_str() {
@@ -227,15 +240,7 @@ fn changing_any_shipped_status_or_etag_comparison_fails_the_script_at_that_step(
                 } else {
                     continue;
                 };
-                let mut m = doc.clone();
-                m["steps"][i][&kind]["expect"]["etag"] = flipped.into();
-                let outcome = run_doc(&m);
-                assert!(
-                    fails_at(&outcome, i + 1),
-                    "{} step {}: {outcome:?}",
-                    path.display(),
-                    i + 1
-                );
+                assert_mutant_fails(&doc, i, &kind, "etag", flipped.into(), &path);
                 mutants += 1;
             }
         }
@@ -370,15 +375,7 @@ fn changing_any_shipped_regions_expectation_fails_the_script_at_that_step() {
                 .position(|n| Some(*n) == last.as_str())
                 .expect("a region");
             list.push(names[(at + 1) % names.len()].into());
-            let mut m = doc.clone();
-            m["steps"][i][&kind]["expect"]["regions"] = list.into();
-            let outcome = run_doc(&m);
-            assert!(
-                fails_at(&outcome, i + 1),
-                "{} step {}: {outcome:?}",
-                path.display(),
-                i + 1
-            );
+            assert_mutant_fails(&doc, i, &kind, "regions", list.into(), &path);
             mutants += 1;
         }
     }
@@ -1114,15 +1111,7 @@ fn changing_any_shipped_lease_field_error_code_body_definition_batch_result_or_q
             let fields = expect.as_object().expect("an object").clone();
             for (field, v) in &fields {
                 let Some(m) = mutated(field, v) else { continue };
-                let mut d = doc.clone();
-                d["steps"][i][&kind]["expect"][field] = m;
-                let outcome = run_doc(&d);
-                assert!(
-                    fails_at(&outcome, i + 1),
-                    "{} step {} {field}: {outcome:?}",
-                    path.display(),
-                    i + 1
-                );
+                assert_mutant_fails(&doc, i, &kind, field, m, &path);
                 mutants += 1;
             }
             for (j, r) in expect["results"]

@@ -8,19 +8,9 @@ use overcast_sim::history::{Attempt as Sent, AttemptResult};
 
 const S: u64 = 1_000_000_000;
 
+/// A route event of op `op_id` at `at_s` s, true time and the client's clock alike.
 fn ev(b: &mut Builder, at_s: u64, op_id: u64, what: &str, region: &str, st: (u16, u16)) {
-    b.event(
-        "client-0",
-        at_s * S,
-        RegionEvent::Route {
-            op_id,
-            what: what.into(),
-            region: region.into(),
-            status: st.0,
-            sub_status: st.1,
-            for_ms: (what == route::MARK_UNAVAILABLE).then_some(300_000),
-        },
-    );
+    ev_at(b, at_s * S, at_s * 1_000, op_id, what, region, st);
 }
 
 /// Op 0 (seq 0): 503 in west, marks west, succeeds in east. Regions: west, east.
