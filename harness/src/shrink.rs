@@ -294,14 +294,20 @@ struct Search<'p, F> {
 }
 
 impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
-    /// Runs `c`; keeps it when it fails with the same property and is
-    /// smaller. `None` when the budget is spent (nothing was run).
-    fn try_candidate(&mut self, c: Scenario, step: &str) -> Option<bool> {
+    /// Runs `c`, counting it against the budget; `None` when the budget is
+    /// spent (nothing was run).
+    fn run(&mut self, c: &Scenario) -> Option<RunResult> {
         if self.tried >= self.max_tries {
             return None;
         }
         self.tried += 1;
-        let run = run_isolated_with(self.def, &c);
+        Some(run_isolated_with(self.def, c))
+    }
+
+    /// Runs `c`; keeps it when it fails with the same property and is
+    /// smaller. `None` when the budget is spent (nothing was run).
+    fn try_candidate(&mut self, c: Scenario, step: &str) -> Option<bool> {
+        let run = self.run(&c)?;
         let better = self.same_failure(&c, &run) && size(&run) < size(&self.best);
         if better {
             self.kept += 1;
@@ -348,11 +354,9 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
             let mut i = 0;
             while let Some(c) = candidate(self.def, &self.best_s, self.property, r, i) {
                 i += 1;
-                if self.tried >= self.max_tries {
+                let Some(mut run) = self.run(&c) else {
                     return false;
-                }
-                self.tried += 1;
-                let mut run = run_isolated_with(self.def, &c);
+                };
                 // A reduction that changed nothing the run did (no fault of
                 // the kind it removes came about) opens no new way.
                 if !self.same_failure(&c, &run)
@@ -368,11 +372,9 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
                     let Some(further) = candidate(self.def, &c, self.property, r, 0) else {
                         break;
                     };
-                    if self.tried >= self.max_tries {
+                    let Some(next) = self.run(&further) else {
                         break;
-                    }
-                    self.tried += 1;
-                    let next = run_isolated_with(self.def, &further);
+                    };
                     if !self.same_failure(&further, &next) || size(&next) > floor {
                         break;
                     }

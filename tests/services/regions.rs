@@ -302,6 +302,17 @@ fn measure_stale_term_append_plain_seeds_against_the_explorer() {
     );
 }
 
+/// What R6's check of run `r` says it judged.
+fn r6_note(r: &overcast_harness::run::RunResult) -> String {
+    r.checks
+        .iter()
+        .find(|c| c.judges("R6".into()))
+        .expect("R6 is checked")
+        .checked
+        .note
+        .clone()
+}
+
 /// A read region being removed from the account (403/1008, SPEC §4.1):
 /// not drawn by default, so set here, on both read regions in turn. The
 /// unmodified SDK marks the region and reads elsewhere, and every check
@@ -316,15 +327,10 @@ fn a_region_being_removed_is_marked_and_read_around() {
         ]);
         let clean = run_with(def, &s);
         assert!(clean.passed(), "{}", clean.summary());
-        let routing = clean
-            .checks
-            .iter()
-            .find(|c| c.judges("R6".into()))
-            .expect("R6 is checked");
+        let note = r6_note(&clean);
         assert!(
-            routing.checked.note.contains("answered 403/1008"),
-            "no read met a removed region: {}",
-            routing.checked.note
+            note.contains("answered 403/1008"),
+            "no read met a removed region: {note}"
         );
         s.bugs = vec!["removed_region_retried".to_string()];
         let r = run_with(def, &s);
@@ -358,17 +364,8 @@ fn r6_message(bug: &str) -> String {
 fn every_wait_of_the_region_rows_is_judged_from_both_sides() {
     // The unmodified model passes (`the_unmodified_model_passes_every_regions_check`,
     // whose R6 note counts the waits judged); each slip breaks its row's bound.
-    let clean = run_with(regions(), &Scenario::new(regions(), 0));
-    let routing = clean
-        .checks
-        .iter()
-        .find(|c| c.judges("R6".into()))
-        .expect("R6 is checked");
-    assert!(
-        !routing.checked.note.contains(" 0 waits judged"),
-        "{}",
-        routing.checked.note
-    );
+    let note = r6_note(&run_with(regions(), &Scenario::new(regions(), 0)));
+    assert!(!note.contains(" 0 waits judged"), "{note}");
     for (bug, says) in [
         ("session_loop_waits_stretched", "404/1002"),
         ("failover_waits_stretched", "allows at most"),

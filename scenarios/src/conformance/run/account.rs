@@ -16,10 +16,9 @@
 //! an `inject` step asked for.
 
 use super::answer::{Answer, Observed};
-use super::{Relayed, RunCtx};
+use super::{relay, RelayWire, RunCtx};
 use crate::conformance::format::{Account, Consistency};
 use crate::kit::bridge::DiskAdapter;
-use madsim::net::Endpoint;
 use madsim::runtime::Runtime;
 use madsim::task::NodeId;
 use madsim::time::{sleep, Instant};
@@ -147,58 +146,31 @@ async fn region_relay(
     region: String,
     injections: Arc<Mutex<super::Injections>>,
 ) {
-    let Ok(ep) = Endpoint::bind(me).await else {
-        tracing::error!("relay cannot bind {me}");
-        return;
+    let wire = RelayWire {
+        request_tag: REPLICA_TAG,
+        reply_tag: REPLY_TAG,
+        max_datagram: MAX_REPLICA_DATAGRAM,
     };
-    let ep = Arc::new(ep);
-    let client: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
-    let requests = {
-        let (ep, client) = (ep.clone(), client.clone());
-        async move {
-            let mut buf = vec![0u8; MAX_REPLICA_DATAGRAM];
-            loop {
-                let Ok((len, from)) = ep.recv_from(REPLICA_TAG, &mut buf).await else {
-                    continue;
-                };
-                let request = &buf[..len];
-                let Some(kind) = client_request_kind(request) else {
-                    continue;
-                };
-                *client.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
-                let relayed = injections
+    let decide = {
+        let region = region.clone();
+        move |request: &[u8]| {
+            let kind = client_request_kind(request)?;
+            Some(
+                injections
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .relayed(kind, Some(&region));
-                match relayed {
-                    Relayed::Pass => {
-                        let _ = ep.send_to(replica, REPLICA_TAG, request).await;
-                    }
-                    Relayed::Swallow => tracing::info!("relay: swallowed a request"),
-                    Relayed::Refuse {
-                        status, sub_status, ..
-                    } => {
-                        let node = format!("replica-{region}");
-                        if let Some(reply) = refusal_of(request, status, sub_status, &node, &region)
-                        {
-                            let _ = ep.send_to(from, REPLY_TAG, &reply).await;
-                        }
-                    }
-                }
-            }
+                    .relayed(kind, Some(&region)),
+            )
         }
     };
-    madsim::task::spawn(requests);
-    let mut buf = vec![0u8; MAX_REPLICA_DATAGRAM];
-    loop {
-        let Ok((len, _)) = ep.recv_from(REPLY_TAG, &mut buf).await else {
-            continue;
-        };
-        let to = *client.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(to) = to {
-            let _ = ep.send_to(to, REPLY_TAG, &buf[..len]).await;
-        }
-    }
+    let node = format!("replica-{region}");
+    let refuse = move |request: &[u8], status, sub_status, _retry_after_ms| {
+        refusal_of(request, status, sub_status, &node, &region)
+    };
+    relay(me, replica, wire, decide, refuse, |reply| {
+        Some(std::borrow::Cow::Borrowed(reply))
+    })
+    .await
 }
 
 /// The multi-region client of `account`, and the consistency its reads ask for.

@@ -412,6 +412,84 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
         })
 }
 
+/// The tags and largest datagram of the wire a relay serves.
+#[derive(Clone, Copy)]
+struct RelayWire {
+    /// The tag requests travel with, to the relay and on to the server.
+    request_tag: u64,
+    /// The tag answers travel with, back to the relay and on to the client.
+    reply_tag: u64,
+    /// The largest datagram of the wire.
+    max_datagram: usize,
+}
+
+/// A relay at `me` between a client and its server at `upstream`: each
+/// request goes where `decide` says ([`Relayed`]; `None`: not a request,
+/// dropped), a refusal answered with what `refuse` makes of it; each answer
+/// goes to whoever sent the last request as `on_reply` gives it back
+/// (`None`: lost).
+async fn relay(
+    me: SocketAddr,
+    upstream: SocketAddr,
+    wire: RelayWire,
+    mut decide: impl FnMut(&[u8]) -> Option<Relayed> + Send + 'static,
+    refuse: impl Fn(&[u8], u16, u32, Option<u64>) -> Option<Vec<u8>> + Send + 'static,
+    mut on_reply: impl FnMut(&[u8]) -> Option<std::borrow::Cow<'_, [u8]>>,
+) {
+    let Ok(ep) = Endpoint::bind(me).await else {
+        tracing::error!("relay cannot bind {me}");
+        return;
+    };
+    let ep = Arc::new(ep);
+    let client: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
+    let requests = {
+        let (ep, client) = (ep.clone(), client.clone());
+        async move {
+            let mut buf = vec![0u8; wire.max_datagram];
+            loop {
+                let Ok((len, from)) = ep.recv_from(wire.request_tag, &mut buf).await else {
+                    continue;
+                };
+                let request = &buf[..len];
+                let Some(relayed) = decide(request) else {
+                    continue;
+                };
+                *client.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
+                match relayed {
+                    Relayed::Pass => {
+                        let _ = ep.send_to(upstream, wire.request_tag, request).await;
+                    }
+                    Relayed::Swallow => tracing::info!("relay: swallowed a request"),
+                    Relayed::Refuse {
+                        status,
+                        sub_status,
+                        retry_after_ms,
+                        ..
+                    } => {
+                        if let Some(reply) = refuse(request, status, sub_status, retry_after_ms) {
+                            let _ = ep.send_to(from, wire.reply_tag, &reply).await;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    madsim::task::spawn(requests);
+    let mut buf = vec![0u8; wire.max_datagram];
+    loop {
+        let Ok((len, _)) = ep.recv_from(wire.reply_tag, &mut buf).await else {
+            continue;
+        };
+        let Some(reply) = on_reply(&buf[..len]) else {
+            continue;
+        };
+        let to = *client.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(to) = to {
+            let _ = ep.send_to(to, wire.reply_tag, &reply).await;
+        }
+    }
+}
+
 /// Forwards requests to the server and replies to whoever sent the last
 /// request, losing one reply when `drop_next` is set; a request that a
 /// pending injection covers is answered by the relay itself and never
@@ -424,69 +502,38 @@ async fn relay_program(
     injections: Arc<Mutex<Injections>>,
     acquire_retry_bug: bool,
 ) {
-    let Ok(ep) = Endpoint::bind(me).await else {
-        tracing::error!("relay cannot bind {me}");
-        return;
+    let wire = RelayWire {
+        request_tag: REQUEST_TAG,
+        reply_tag: RESPONSE_TAG,
+        max_datagram: MAX_DATAGRAM,
     };
-    let ep = Arc::new(ep);
-    let client: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
-    let requests = {
-        let ep = ep.clone();
-        let client = client.clone();
+    let decide = {
         let injections = injections.clone();
-        async move {
-            let mut buf = vec![0u8; MAX_DATAGRAM];
-            loop {
-                let Ok((len, from)) = ep.recv_from(REQUEST_TAG, &mut buf).await else {
-                    continue;
-                };
-                *client.lock().unwrap_or_else(|e| e.into_inner()) = Some(from);
-                let relayed = injections
+        move |request: &[u8]| {
+            Some(
+                injections
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .answer(&buf[..len], acquire_retry_bug);
-                match relayed {
-                    Relayed::Pass => {
-                        let _ = ep.send_to(server, REQUEST_TAG, &buf[..len]).await;
-                    }
-                    Relayed::Swallow => tracing::info!("relay: swallowed a request"),
-                    Relayed::Refuse {
-                        status,
-                        sub_status,
-                        retry_after_ms,
-                        ..
-                    } => {
-                        tracing::info!("relay: answered a request itself");
-                        if let Some(reply) =
-                            transient_reply(&buf[..len], status, sub_status, retry_after_ms)
-                        {
-                            let _ = ep.send_to(from, RESPONSE_TAG, &reply).await;
-                        }
-                    }
-                }
-            }
+                    .answer(request, acquire_retry_bug),
+            )
         }
     };
-    madsim::task::spawn(requests);
-    let mut buf = vec![0u8; MAX_DATAGRAM];
-    loop {
-        let Ok((len, _)) = ep.recv_from(RESPONSE_TAG, &mut buf).await else {
-            continue;
-        };
+    let refuse = |request: &[u8], status, sub_status, retry_after_ms| {
+        tracing::info!("relay: answered a request itself");
+        transient_reply(request, status, sub_status, retry_after_ms)
+    };
+    relay(me, server, wire, decide, refuse, |reply| {
         if drop_next.swap(false, Ordering::Relaxed) {
             tracing::info!("relay: reply dropped");
-            continue;
+            return None;
         }
         let replaced = injections
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .replacement(&buf[..len]);
-        let reply = replaced.as_deref().unwrap_or(&buf[..len]);
-        let to = *client.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(to) = to {
-            let _ = ep.send_to(to, RESPONSE_TAG, reply).await;
-        }
-    }
+            .replacement(reply);
+        Some(replaced.map_or(std::borrow::Cow::Borrowed(reply), std::borrow::Cow::Owned))
+    })
+    .await
 }
 
 /// What the scripted client needs besides the script.
