@@ -15,7 +15,10 @@
 //!    that leaving one out does not pull the rest of its client's forward;
 //! 3. at a local minimum of single units: pairs of neighbours (in time
 //!    order, then node by node), then the passes above again;
-//! 4. at a local minimum of pairs: a reduction of pass 1 that fails the
+//! 4. at a local minimum of pairs: a left-out operation put back and
+//!    another of its node, drawn near it, left out in its place (numbers
+//!    pass to the next call of a kind, so which one is left out matters);
+//! 5. then: a reduction of pass 1 that fails the
 //!    same way but is no smaller itself, kept only if the history passes
 //!    on it then end smaller (a smaller page needs fewer items to fill).
 //!
@@ -232,6 +235,10 @@ const SIDEWAYS_TRIES: usize = 60;
 /// candidate) before the history passes run on it.
 const SIDEWAYS_REPEATS: usize = 3;
 
+/// How many of a node's operations, nearest in time to one left out, a
+/// swap ([`Search::swap_left_out`]) tries leaving out in its place.
+const SWAP_NEIGHBOURS: usize = 3;
+
 /// The candidates of "stop the run sooner": at 1/2, 3/4, 7/8, 15/16.
 const STOP_STEPS: usize = 4;
 
@@ -412,6 +419,61 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
             }
         }
         false
+    }
+
+    /// At a local minimum of removals: put back one left-out operation of
+    /// a node and leave out, in its place, one of the operations that node
+    /// drew nearest it. Operations are numbered by kind and place (the
+    /// `n`-th call of a kind, [`crate::ops`]), so leaving out one hands its
+    /// number to the next call of its kind: a feed host whose first read is
+    /// left out releases its lease, and the read that later meets a split
+    /// becomes its first. Leaving out an earlier call instead (the listing
+    /// that led to the lease) may shorten the story in a way no removal
+    /// alone reaches. A swap is kept only when the failure ends smaller.
+    /// True if one was kept.
+    fn swap_left_out(&mut self) -> bool {
+        let mut swaps: Vec<(String, usize, usize)> = Vec::new();
+        for (node, left_out) in &self.best_s.skip {
+            let Some(drawn) = self.best.drawn.get(node) else {
+                continue;
+            };
+            for s in left_out {
+                let Some(at) = drawn.get(s) else { continue };
+                let mut near: Vec<(u64, usize)> = drawn
+                    .iter()
+                    .filter(|(t, _)| !left_out.contains(t))
+                    .map(|(t, t_at)| (t_at.abs_diff(*at), *t))
+                    .collect();
+                near.sort_unstable();
+                swaps.extend(
+                    near.into_iter()
+                        .take(SWAP_NEIGHBOURS)
+                        .map(|(_, t)| (node.clone(), *s, t)),
+                );
+            }
+        }
+        let kept_before = self.kept;
+        let pace = crate::ops::pace_of(&self.best.drawn);
+        for (node, put_back, leave_out) in swaps {
+            // A swap kept earlier may have put this one's operations back or
+            // left them out already.
+            let skip = self.best_s.skip.get(&node);
+            if !skip.is_some_and(|k| k.contains(&put_back) && !k.contains(&leave_out)) {
+                continue;
+            }
+            let mut c = self.best_s.clone();
+            c.pace = pace.clone();
+            let left = c.skip.entry(node).or_default();
+            left.remove(&put_back);
+            left.insert(leave_out);
+            if self
+                .try_candidate(c, "leave out another operation in place of one left out")
+                .is_none()
+            {
+                break;
+            }
+        }
+        self.kept > kept_before
     }
 
     /// Pass 1: the scenario's reductions, then the envelope's, restarting
@@ -723,6 +785,7 @@ pub fn shrink(
         // passes again on what is left.
         if !(search.remove_pairs(Order::ByTime)
             || search.remove_pairs(Order::ByNode)
+            || search.swap_left_out()
             || search.sideways())
         {
             break;
