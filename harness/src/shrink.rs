@@ -15,12 +15,12 @@
 //!    that leaving one out does not pull the rest of its client's forward;
 //! 3. at a local minimum of single units: pairs of neighbours (in time
 //!    order, then node by node), then the passes above again;
-//! 4. at a local minimum of pairs: a left-out operation put back and
-//!    another of its node, drawn near it, left out in its place (numbers
-//!    pass to the next call of a kind, so which one is left out matters);
-//! 5. then: a reduction of pass 1 that fails the
+//! 4. at a local minimum of pairs: a reduction of pass 1 that fails the
 //!    same way but is no smaller itself, kept only if the history passes
-//!    on it then end smaller (a smaller page needs fewer items to fill).
+//!    on it then end smaller (a smaller page needs fewer items to fill);
+//! 5. then: a left-out operation put back and another of its node, drawn
+//!    near it, left out in its place (numbers pass to the next call of a
+//!    kind, so which one is left out matters).
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
@@ -785,8 +785,8 @@ pub fn shrink(
         // passes again on what is left.
         if !(search.remove_pairs(Order::ByTime)
             || search.remove_pairs(Order::ByNode)
-            || search.swap_left_out()
-            || search.sideways())
+            || search.sideways()
+            || search.swap_left_out())
         {
             break;
         }

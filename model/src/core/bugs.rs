@@ -274,12 +274,6 @@ model_bugs! {
     /// not committed yet, so an eventual read can see a write that a failover
     /// then loses. Breaks convergence / no phantom reads.
     learner_reads_uncommitted,
-    /// SDK: the session token of a partition is replaced by the one of the
-    /// latest response instead of merged (the larger kept), so an older
-    /// replica's answer lowers it. Breaks R5 (monotonic reads).
-    /// Not in the bug table: `regions` does not find it within the hunt's
-    /// budget (README, regions section).
-    session_token_overwritten,
     /// SDK: session tokens are merged with the comparison the wrong way
     /// round, keeping the smaller LSN, so a partition's token stays at the
     /// first one the session saw and a lagging replica serves its session

@@ -42,8 +42,7 @@
 //!
 //! Every attempt and routing decision is returned with the call (for R6).
 //! Seeded bugs read here: `region_retry_loop` (the region list),
-//! `session_token_overwritten` and `session_token_merged_min` (the session
-//! tokens); the policy's, such as `removed_region_retried`, are read by
+//! `session_token_merged_min` (the session tokens); the policy's, such as `removed_region_retried`, are read by
 //! [`RetryState`].
 
 use crate::core::bugs::ModelBugs;
@@ -559,9 +558,7 @@ impl RegionClient {
     ) -> RegionFinal {
         match resp.reply {
             RegionReply::Ok { response, lsn } => {
-                let merged = if self.cfg.bugs.session_token_overwritten {
-                    lsn
-                } else if self.cfg.bugs.session_token_merged_min {
+                let merged = if self.cfg.bugs.session_token_merged_min {
                     // The seeded slip: `min` for `max`.
                     self.tokens.get(&partition).map_or(lsn, |t| (*t).min(lsn))
                 } else {
