@@ -273,7 +273,10 @@ fn the_workload_s_heads_and_metadata_writes_meet_every_answer_of_their_condition
     };
     let (head, set_metadata) = (statuses("head"), statuses("set_metadata"));
     for status in [200, 304, 412, 404] {
-        assert!(head.contains(&status), "no HEAD answered {status}: {head:?}");
+        assert!(
+            head.contains(&status),
+            "no HEAD answered {status}: {head:?}"
+        );
     }
     for status in [200, 412, 404] {
         assert!(

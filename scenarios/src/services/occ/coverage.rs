@@ -422,9 +422,9 @@ fn reveals(o: &OpRecord<Call, Outcome>) -> Option<bool> {
         return None;
     };
     match (o.call.op.as_str(), status) {
-        ("read" | "head", 200 | 304 | 412)
-        | ("put", 200 | 201 | 409)
-        | ("set_metadata", 200) => Some(true),
+        ("read" | "head", 200 | 304 | 412) | ("put", 200 | 201 | 409) | ("set_metadata", 200) => {
+            Some(true)
+        }
         ("read" | "head" | "set_metadata", 404) | ("delete", 202 | 404) => Some(false),
         _ => None,
     }

@@ -575,9 +575,7 @@ impl Spec for ItemSpec {
     fn step(&self, s: &ItemState, op: &ItemOp, out: Option<&ItemResult>) -> Next<ItemState> {
         match op {
             ItemOp::Read(c) | ItemOp::Head(c) => match out {
-                Some(o) if !Self::read_ok(c, s, o, matches!(op, ItemOp::Head(_))) => {
-                    Next::Illegal
-                }
+                Some(o) if !Self::read_ok(c, s, o, matches!(op, ItemOp::Head(_))) => Next::Illegal,
                 _ => Next::One(s.clone()),
             },
             ItemOp::Put {
@@ -586,9 +584,7 @@ impl Spec for ItemSpec {
                 orphans,
             } => Self::step_put(s, body, cond, orphans, out),
             ItemOp::Delete(c) => Self::step_delete(s, c, out),
-            ItemOp::SetMetadata { cond, orphans } => {
-                Self::step_set_metadata(s, cond, orphans, out)
-            }
+            ItemOp::SetMetadata { cond, orphans } => Self::step_set_metadata(s, cond, orphans, out),
         }
     }
 
@@ -601,7 +597,8 @@ impl Spec for ItemSpec {
     }
 
     fn is_read_only(&self, op: &ItemOp, out: Option<&ItemResult>) -> bool {
-        matches!(op, ItemOp::Read(_) | ItemOp::Head(_)) || out.is_some_and(|r| !matches!(r.status, 200..=202))
+        matches!(op, ItemOp::Read(_) | ItemOp::Head(_))
+            || out.is_some_and(|r| !matches!(r.status, 200..=202))
     }
 
     fn version_of(&self, s: &ItemState) -> Option<u64> {

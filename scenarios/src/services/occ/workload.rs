@@ -407,7 +407,12 @@ fn stranger() -> ETag {
 /// none; `If-Match` on the ETag this client last saw (200 while unchanged,
 /// else 412) or on the one before it (stale: 412); `If-None-Match` on
 /// either (304 while current, else 200); or a date.
-fn head_request(rng: &mut impl Rng, obs: &Observer, clock: &NodeClock, key: ItemKey) -> StoreRequest {
+fn head_request(
+    rng: &mut impl Rng,
+    obs: &Observer,
+    clock: &NodeClock,
+    key: ItemKey,
+) -> StoreRequest {
     let seen = obs.etags.get(&key.id).cloned();
     let stale = obs.stale.get(&key.id).cloned().unwrap_or_else(stranger);
     let conditions = match (rng.gen_range(0..7), seen) {

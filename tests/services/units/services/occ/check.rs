@@ -195,7 +195,12 @@ mod metadata_tests {
         ItemKey::new("docs", "k1", "k1")
     }
 
-    fn op(id: u64, request: StoreRequest, status: u16, version: Option<u64>) -> OpRecord<Call, Outcome> {
+    fn op(
+        id: u64,
+        request: StoreRequest,
+        status: u16,
+        version: Option<u64>,
+    ) -> OpRecord<Call, Outcome> {
         OpRecord {
             id,
             client: id as usize,
@@ -245,12 +250,22 @@ mod metadata_tests {
     fn a_set_metadata_answering_the_etag_it_found_breaks_e1_and_a_fresh_one_holds() {
         let fresh = history(vec![
             op(1, put(), 201, Some(1)),
-            op(2, set_metadata(Conditions::if_match(ETag::from_version(1))), 200, Some(2)),
+            op(
+                2,
+                set_metadata(Conditions::if_match(ETag::from_version(1))),
+                200,
+                Some(2),
+            ),
         ]);
         assert_eq!(EtagFreshness.check(&fresh).verdict(), &Verdict::Held);
         let kept = history(vec![
             op(1, put(), 201, Some(1)),
-            op(2, set_metadata(Conditions::if_match(ETag::from_version(1))), 200, Some(1)),
+            op(
+                2,
+                set_metadata(Conditions::if_match(ETag::from_version(1))),
+                200,
+                Some(1),
+            ),
         ]);
         assert!(matches!(
             EtagFreshness.check(&kept).verdict(),
@@ -262,7 +277,12 @@ mod metadata_tests {
     fn head_and_set_metadata_reach_the_spec_as_their_own_operations() {
         let h = history(vec![
             op(1, put(), 201, Some(1)),
-            op(2, set_metadata(Conditions::if_match(ETag::from_version(1))), 200, Some(2)),
+            op(
+                2,
+                set_metadata(Conditions::if_match(ETag::from_version(1))),
+                200,
+                Some(2),
+            ),
             op(
                 3,
                 StoreRequest::GetProperties {

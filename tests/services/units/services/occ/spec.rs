@@ -257,7 +257,15 @@ fn created(tag: Tag, lm: u64) -> Operation<ItemOp, ItemResult> {
 
 #[test]
 fn a_head_answers_as_a_read_without_the_body() {
-    let head = |id, cond, out| op(id, ItemOp::Head(cond), 2 * id as i64, Some(2 * id as i64 + 1), Some(out));
+    let head = |id, cond, out| {
+        op(
+            id,
+            ItemOp::Head(cond),
+            2 * id as i64,
+            Some(2 * id as i64 + 1),
+            Some(out),
+        )
+    };
     let h = vec![
         created(1, 3),
         head(1, Cond::default(), res(200, Some(1), None, Some(3))),
@@ -297,10 +305,28 @@ fn set_metadata(cond: Cond) -> ItemOp {
 fn set_metadata_keeps_the_body_and_gives_a_new_etag() {
     let h = vec![
         created(1, 3),
-        op(1, set_metadata(if_match(1)), 2, Some(3), Some(res(200, Some(2), None, Some(4)))),
-        op(2, ItemOp::Read(Cond::default()), 4, Some(5), Some(res(200, Some(2), Some("a"), Some(4)))),
+        op(
+            1,
+            set_metadata(if_match(1)),
+            2,
+            Some(3),
+            Some(res(200, Some(2), None, Some(4))),
+        ),
+        op(
+            2,
+            ItemOp::Read(Cond::default()),
+            4,
+            Some(5),
+            Some(res(200, Some(2), Some("a"), Some(4))),
+        ),
         // The ETag from before the change no longer matches.
-        op(3, put("b", if_match(1)), 6, Some(7), Some(res(412, None, None, None))),
+        op(
+            3,
+            put("b", if_match(1)),
+            6,
+            Some(7),
+            Some(res(412, None, None, None)),
+        ),
     ];
     assert_eq!(verdict(&h), Verdict::Linearizable);
     // The old ETag kept (the seeded bug `metadata_keeps_etag`).
@@ -315,11 +341,29 @@ fn set_metadata_keeps_the_body_and_gives_a_new_etag() {
     // A stale If-Match is 412, an absent item 404, and neither changes anything.
     let refused = vec![
         created(1, 3),
-        op(1, set_metadata(if_match(9)), 2, Some(3), Some(res(412, None, None, None))),
-        op(2, ItemOp::Read(Cond::default()), 4, Some(5), Some(res(200, Some(1), Some("a"), Some(3)))),
+        op(
+            1,
+            set_metadata(if_match(9)),
+            2,
+            Some(3),
+            Some(res(412, None, None, None)),
+        ),
+        op(
+            2,
+            ItemOp::Read(Cond::default()),
+            4,
+            Some(5),
+            Some(res(200, Some(1), Some("a"), Some(3))),
+        ),
     ];
     assert_eq!(verdict(&refused), Verdict::Linearizable);
-    let absent = vec![op(0, set_metadata(Cond::default()), 0, Some(1), Some(res(404, None, None, None)))];
+    let absent = vec![op(
+        0,
+        set_metadata(Cond::default()),
+        0,
+        Some(1),
+        Some(res(404, None, None, None)),
+    )];
     assert_eq!(verdict(&absent), Verdict::Linearizable);
     let mut bad = absent.clone();
     bad[0].output = Some(res(200, Some(1), None, Some(1)));
@@ -343,7 +387,13 @@ fn a_set_metadata_of_unknown_outcome_may_have_made_a_version_a_later_read_shows(
             None,
             None,
         ),
-        op(2, ItemOp::Read(Cond::default()), 4, Some(5), Some(res(200, Some(2), Some("a"), Some(4)))),
+        op(
+            2,
+            ItemOp::Read(Cond::default()),
+            4,
+            Some(5),
+            Some(res(200, Some(2), Some("a"), Some(4))),
+        ),
     ];
     assert_eq!(verdict(&h), Verdict::Linearizable);
     // It keeps the body: the version it made cannot hold another.
