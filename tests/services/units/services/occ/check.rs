@@ -317,4 +317,46 @@ mod metadata_tests {
         assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);
         assert!(h.ops[1].call.is_write() && !h.ops[2].call.is_write());
     }
+
+    #[test]
+    fn r1_holds_a_set_metadata_to_a_write_s_rules_and_a_head_to_a_read_s() {
+        use overcast_sim::history::{Attempt, AttemptResult};
+        let resent = |request: StoreRequest| {
+            let mut o = op(1, request, 200, Some(2));
+            o.return_ns = Some(7_000_000_000);
+            o.attempts = vec![
+                Attempt {
+                    sent_ns: 0,
+                    waited_ns: 0,
+                    result: AttemptResult::Timeout,
+                },
+                Attempt {
+                    sent_ns: 6_000_000_000,
+                    waited_ns: 0,
+                    result: AttemptResult::Status {
+                        status: 200,
+                        retry_after_ms: None,
+                    },
+                },
+            ];
+            history(vec![o])
+        };
+        let check = |h: &OccHistory| {
+            RetryDiscipline {
+                retry: overcast_model::retry::RetryOptions::default(),
+                clients: 8,
+            }
+            .check(h)
+        };
+        let metadata = check(&resent(set_metadata(Conditions::none())));
+        match metadata.verdict() {
+            Verdict::Broken { violations } => assert_eq!(violations[0].property, "R1"),
+            other => panic!("a Set Blob Metadata re-sent after a timeout: {other:?}"),
+        }
+        let head = check(&resent(StoreRequest::GetProperties {
+            key: key(),
+            conditions: Conditions::none(),
+        }));
+        assert_eq!(head.verdict(), &Verdict::Held);
+    }
 }
