@@ -476,8 +476,14 @@ pub const BUGS: &[BugInfo] = &[
     BugInfo {
         name: "metadata_keeps_etag",
         what: "Set Blob Metadata keeps the blob's version and ETag, so two writes answer one ETag and an If-Match on the ETag from before the change still passes",
-        scenarios: &["leases"],
-        caught_by: &["E1"],
+        scenarios: &["leases", "occ"],
+        caught_by: &["E1", "linearizability"],
+    },
+    BugInfo {
+        name: "head_ignores_if_match",
+        what: "Get Blob Properties (HEAD) skips the If-Match test Get Blob applies, so a HEAD naming an ETag the blob no longer has answers 200 instead of 412",
+        scenarios: &["occ"],
+        caught_by: &["linearizability"],
     },
 ];
 

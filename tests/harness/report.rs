@@ -396,10 +396,14 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("etag_reuse", 0),
     ("no_dedup", 0),
     ("retry_fsync_after_error", 0),
-    ("skip_crc_on_replay", 51),
-    ("torn_tail_as_end", 104),
+    // Its catches before 595 under the hunt's profile (57, 69, 85, 202,
+    // 289, 592) each name first a call of 15–20 ms in a view of 3–7 s (the
+    // corrupt record was written seconds before a read showed it): too
+    // narrow a sliver to open the page on.
+    ("skip_crc_on_replay", 595),
+    ("torn_tail_as_end", 35),
     ("dedup_without_session", 0),
-    ("rmw_blind_fallback", 3),
+    ("rmw_blind_fallback", 2),
     ("replace_answers_200", 0),
     ("same_body_keeps_etag", 0),
     ("restart_drops_partition", 0),
@@ -462,6 +466,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("read_fails_over_at_once", 0),
     ("metadata_ignores_lease", 0),
     ("metadata_keeps_etag", 0),
+    ("head_ignores_if_match", 0),
 ];
 
 #[test]

@@ -117,11 +117,13 @@ fn seed_7_trace_summary() {
     let ops = &history.ops;
     let count = |op: &str| ops.iter().filter(|o| o.call.op == op).count();
     let summary = format!(
-        "ops {} (read {}, put {}, delete {}), unknown {}, retries {}\nworld faults {:?}\nserver transient {:?}\nfirst ops:\n{}\nevents:\n{}\nsimulated ns {}\ntrace {:016x}\nverdict {}",
+        "ops {} (read {}, put {}, delete {}, head {}, set_metadata {}), unknown {}, retries {}\nworld faults {:?}\nserver transient {:?}\nfirst ops:\n{}\nevents:\n{}\nsimulated ns {}\ntrace {:016x}\nverdict {}",
         ops.len(),
         count("read"),
         count("put"),
         count("delete"),
+        count("head"),
+        count("set_metadata"),
         r.history.unknown_ops(),
         r.history.retries(),
         r.world.faults,
@@ -248,4 +250,56 @@ fn a_410_backoff_ten_times_too_long_breaks_r3_s_upper_bound() {
         })
         .expect("R3 never caught gone_backoff_stretched in 20 seeds");
     assert!(message.contains("allows at most"), "{message}");
+}
+
+#[test]
+fn the_workload_s_heads_and_metadata_writes_meet_every_answer_of_their_conditions() {
+    let r = run_isolated(|| CATALOGUE.run(&occ_seed(0))).unwrap();
+    assert!(r.passed(), "{}", r.summary());
+    let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
+    let statuses = |op: &str| -> std::collections::BTreeSet<u16> {
+        history
+            .ops
+            .iter()
+            .filter(|o| o.call.op == op)
+            .filter_map(|o| match &o.result {
+                Some(overcast_scenarios::services::occ::history::Outcome::Response {
+                    status,
+                    ..
+                }) => Some(*status),
+                _ => None,
+            })
+            .collect()
+    };
+    let (head, set_metadata) = (statuses("head"), statuses("set_metadata"));
+    for status in [200, 304, 412, 404] {
+        assert!(
+            head.contains(&status),
+            "no HEAD answered {status}: {head:?}"
+        );
+    }
+    for status in [200, 412, 404] {
+        assert!(
+            set_metadata.contains(&status),
+            "no Set Blob Metadata answered {status}: {set_metadata:?}"
+        );
+    }
+}
+
+#[test]
+fn the_head_and_metadata_bugs_are_caught_by_their_properties() {
+    // The unmodified model passes (`the_unmodified_model_passes_seeds_0_to_500`).
+    for (bug, property) in [
+        ("metadata_keeps_etag", "E1"),
+        ("metadata_keeps_etag", "linearizability"),
+        ("head_ignores_if_match", "linearizability"),
+    ] {
+        let caught = (0..20).any(|seed| {
+            let mut s = occ_seed(seed);
+            s.bugs = vec![bug.into()];
+            let r = run_isolated(move || CATALOGUE.run(&s)).unwrap();
+            r.violations().iter().any(|v| v.property == property)
+        });
+        assert!(caught, "{property} never caught {bug} in 20 seeds");
+    }
 }

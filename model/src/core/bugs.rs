@@ -339,6 +339,11 @@ model_bugs! {
     /// old ETag still passes and the ETag a caller saw before names two
     /// states. Breaks E1.
     metadata_keeps_etag,
+    /// Store: Get Blob Properties (HEAD) skips the If-Match test that Get
+    /// Blob applies (SPEC §1.1.4: one set of read rules for both), so a HEAD
+    /// naming an ETag the blob no longer has answers 200 instead of 412.
+    /// Breaks linearizability.
+    head_ignores_if_match,
 }
 
 #[cfg(test)]

@@ -412,6 +412,17 @@ impl Store {
             } => self.put(key, body, metadata, conditions, now),
             StoreRequest::Delete { key, conditions } => self.delete(key, conditions, now),
             StoreRequest::GetProperties { key, conditions } => {
+                // The seeded bug `head_ignores_if_match` drops If-Match on the HEAD path.
+                let dropped;
+                let conditions = if self.bugs.head_ignores_if_match {
+                    dropped = Conditions {
+                        if_match: None,
+                        ..conditions.clone()
+                    };
+                    &dropped
+                } else {
+                    conditions
+                };
                 let answer = self.read(key, conditions, Shown::Properties, now);
                 (answer.without_body(), None)
             }

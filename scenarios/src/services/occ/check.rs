@@ -209,7 +209,7 @@ impl Checker<OccHistory> for RetryDiscipline {
         };
         let cases = history.ops.iter().map(|o| RetryCase {
             op: o.id,
-            idempotent: o.call.op == "read",
+            idempotent: !o.call.is_write(),
             attempts: &o.attempts,
             surfaced: match &o.result {
                 None => Surfaced::Unknown,
@@ -703,8 +703,10 @@ pub fn check_items(history: &OccHistory, options: &lin::Options) -> lin::Report 
     lin::check(&spec, &ops, options)
 }
 
-/// E1 from the responses alone: every successful put's ETag is new for its
-/// item, and one ETag never shows two bodies (equal ETag ⇔ same version).
+/// E1 from the responses alone: every successful write's ETag (a put's or a
+/// Set Blob Metadata's) is new for its item, and one ETag never shows two
+/// bodies (equal ETag ⇔ same version). Set Blob Metadata keeps the body, so
+/// its new ETag is judged for freshness only: its answer shows no body.
 fn e1(history: &OccHistory) -> Option<Violation> {
     let mut produced = Vec::new();
     let mut body_of: HashMap<(&str, &str), (&str, u64), FixedState> = HashMap::default();
@@ -722,6 +724,10 @@ fn e1(history: &OccHistory) -> Option<Violation> {
             ("put", 200 | 201) => {
                 produced.push((o.key.as_str(), e.as_str(), o.id));
                 o.call.body.as_deref()
+            }
+            ("set_metadata", 200) => {
+                produced.push((o.key.as_str(), e.as_str(), o.id));
+                None
             }
             ("read", 200) => body.as_deref(),
             _ => None,
@@ -817,7 +823,7 @@ pub fn not_executed(status: u16) -> bool {
 pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, ItemSpec) {
     let mut tags = Interner::default();
     let mut hints: Hints<'_> = HashMap::default();
-    // ETags some acknowledged put produced, and every version a response showed.
+    // ETags some acknowledged write produced, and every version a response showed.
     let mut acked: HashMap<(&str, Tag), (), FixedState> = HashMap::default();
     let mut shown: Vec<(&str, Orphan)> = Vec::new();
     for o in &history.ops {
@@ -833,7 +839,7 @@ pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, 
             if let Some(v) = version {
                 hints.entry((o.key.as_str(), e.as_str())).or_insert(*v);
             }
-            if o.call.op == "put" && matches!(status, 200 | 201) {
+            if o.call.produced(*status) {
                 acked.insert((o.key.as_str(), t), ());
             } else {
                 shown.push((
@@ -875,6 +881,15 @@ pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, 
                 },
             },
             ("delete", _) => ItemOp::Delete(cond),
+            ("head", _) => ItemOp::Head(cond),
+            ("set_metadata", _) => ItemOp::SetMetadata {
+                cond,
+                orphans: if o.result.is_none() {
+                    orphans.get(o.key.as_str()).cloned().unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
+            },
             _ => continue,
         };
         let output = match &o.result {

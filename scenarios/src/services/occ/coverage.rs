@@ -218,7 +218,8 @@ fn classify(
     let c = &o.call;
     let other = |row: &'static str| Some((row, format!("other status {status}")));
     match c.op.as_str() {
-        "read" => classify_read(c, status, etag.as_deref(), *last_modified),
+        // A HEAD follows Get Blob's table (§1.1.4).
+        "read" | "head" => classify_read(c, status, etag.as_deref(), *last_modified),
         "put" | "delete" => {
             let put = c.op == "put";
             let headers = usize::from(c.if_match.is_some())
@@ -421,8 +422,10 @@ fn reveals(o: &OpRecord<Call, Outcome>) -> Option<bool> {
         return None;
     };
     match (o.call.op.as_str(), status) {
-        ("read", 200 | 304 | 412) | ("put", 200 | 201 | 409) => Some(true),
-        ("read", 404) | ("delete", 202 | 404) => Some(false),
+        ("read" | "head", 200 | 304 | 412) | ("put", 200 | 201 | 409) | ("set_metadata", 200) => {
+            Some(true)
+        }
+        ("read" | "head" | "set_metadata", 404) | ("delete", 202 | 404) => Some(false),
         _ => None,
     }
 }

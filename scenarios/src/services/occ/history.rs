@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Call {
-    /// `read`, `put`, `delete` or `create_container` (`head` and `set_metadata`,
-    /// which occ's workload does not send, for Get Blob Properties and Set Blob Metadata).
+    /// `read`, `put`, `delete`, `head` (Get Blob Properties), `set_metadata`
+    /// (Set Blob Metadata) or `create_container`.
     pub op: String,
     /// The item id (the container for `create_container`).
     pub item: String,
@@ -53,6 +53,23 @@ fn header(m: &Option<EtagMatch>) -> Option<String> {
 }
 
 impl Call {
+    /// Whether the call may change the item (a put, delete or Set Blob
+    /// Metadata; a container's creation too): not idempotent, so never
+    /// re-sent blindly (R1). Reads and HEADs are not.
+    pub fn is_write(&self) -> bool {
+        !matches!(self.op.as_str(), "read" | "head")
+    }
+
+    /// Whether an answer `status` to this call says it made a new version of
+    /// its item, with the ETag the answer carried: a put's 200/201, a Set
+    /// Blob Metadata's 200.
+    pub fn produced(&self, status: u16) -> bool {
+        matches!(
+            (self.op.as_str(), status),
+            ("put", 200 | 201) | ("set_metadata", 200)
+        )
+    }
+
     /// The history form of a request.
     pub fn from_request(r: &StoreRequest) -> Call {
         let (op, item, body, c) = match r {
@@ -71,8 +88,6 @@ impl Call {
             StoreRequest::Delete { key, conditions } => {
                 ("delete", key.id.clone(), None, Some(conditions))
             }
-            // Not in occ's workload (its checkers judge reads, puts and deletes);
-            // recorded by name for a history written by hand.
             StoreRequest::GetProperties { key, conditions } => {
                 ("head", key.id.clone(), None, Some(conditions))
             }

@@ -1,7 +1,7 @@
 //! The `occ` scenario (optimistic concurrency, SPEC §1 and §4): servers
 //! holding the store's partitions, clients doing reads, conditional reads,
-//! blind writes, creates, read–modify–writes and conditional deletes over a
-//! few items with a hot one. Checked: linearizability of every item (E2–E5),
+//! blind writes, creates, read–modify–writes, conditional deletes,
+//! conditional HEADs and Set Blob Metadata over a few items with a hot one. Checked: linearizability of every item (E2–E5),
 //! ETag freshness (E1), retry discipline (R1–R3), liveness.
 
 pub mod check;
@@ -106,6 +106,14 @@ pub struct OpMix {
     /// in one header, `If-Match` on reads, illegal combinations.
     #[serde(default)]
     pub conditions: u32,
+    /// HEADs (Get Blob Properties) with `If-Match` / `If-None-Match` on the
+    /// last ETag the client saw or the one before it, or a date.
+    #[serde(default)]
+    pub head: u32,
+    /// Set Blob Metadata, mostly with `If-Match` on the last ETag the client
+    /// saw (sometimes the one before it, a date, or none).
+    #[serde(default)]
+    pub set_metadata: u32,
 }
 
 impl Default for OpMix {
@@ -120,6 +128,8 @@ impl Default for OpMix {
             increment: 15,
             same_body: 5,
             conditions: 10,
+            head: 10,
+            set_metadata: 10,
         }
     }
 }
@@ -382,6 +392,8 @@ impl ScenarioDef for Occ {
             + m.increment
             + m.same_body
             + m.conditions
+            + m.head
+            + m.set_metadata
             == 0
         {
             return Err(ParamError::new("the op mix has no weight"));

@@ -158,6 +158,19 @@ pub enum ItemOp {
     },
     /// Delete Blob with these conditions (SPEC §1.1.3).
     Delete(Cond),
+    /// Get Blob Properties (a HEAD) with these conditions: Get Blob's rules
+    /// (SPEC §1.1.4), the ETag and Last-Modified of a 200 and no body.
+    Head(Cond),
+    /// Set Blob Metadata with these conditions: a write (SPEC §1.1.3) that
+    /// keeps the body and gives the item a new ETag and Last-Modified; 404
+    /// on an absent item.
+    SetMetadata {
+        /// The conditions.
+        cond: Cond,
+        /// If the outcome is unknown: the orphan versions of the item, one of
+        /// which may be the one this write made (as [`ItemOp::Put`]'s).
+        orphans: Vec<Orphan>,
+    },
 }
 
 /// What the client saw: the status and what the response carried.
@@ -297,8 +310,9 @@ impl ItemSpec {
         }
     }
 
-    /// Whether a read answered `out` in `s`.
-    fn read_ok(c: &Cond, s: &ItemState, out: &ItemResult) -> bool {
+    /// Whether a read (a HEAD when `head`: the same, without the body)
+    /// answered `out` in `s`.
+    fn read_ok(c: &Cond, s: &ItemState, out: &ItemResult, head: bool) -> bool {
         Self::lms(c, s)
             .as_slice()
             .iter()
@@ -308,8 +322,11 @@ impl ItemSpec {
                 // either (every ETag a response showed is an acknowledged write's
                 // or an orphan, which the unknown write's other branches carry).
                 200 => {
-                    out.body == s.body
-                        && out.etag == s.etag
+                    (if head {
+                        out.body.is_none()
+                    } else {
+                        out.body == s.body
+                    }) && out.etag == s.etag
                         && (s.last_modified.is_none() || out.last_modified == s.last_modified)
                 }
                 304 => {
@@ -397,6 +414,61 @@ impl ItemSpec {
                     Next::Illegal
                 }
             }
+        }
+    }
+
+    /// Set Blob Metadata: the write rules of a delete (`If-None-Match: *` on
+    /// an existing item is 412, an absent item that passed is 404); applied,
+    /// the body stays and the ETag is new.
+    fn step_set_metadata(
+        s: &ItemState,
+        c: &Cond,
+        orphans: &[Orphan],
+        out: Option<&ItemResult>,
+    ) -> Next<ItemState> {
+        let mut decisions = Self::decisions(c, s, false);
+        if s.body.is_none() {
+            for d in decisions.as_mut_slice() {
+                if *d == Decision::Proceed {
+                    *d = Decision::Refuse(404);
+                }
+            }
+        }
+        let decisions = decisions.as_slice();
+        let may_apply = decisions.contains(&Decision::Proceed);
+        let changed = |etag: Option<Tag>, last_modified: Option<u64>| ItemState {
+            body: s.body.clone(),
+            etag,
+            last_modified,
+            mutations: s.mutations + 1,
+        };
+        match out {
+            None => {
+                let mut next: Vec<ItemState> = Vec::new();
+                if may_apply {
+                    next.extend(
+                        orphans
+                            .iter()
+                            .map(|o| changed(Some(o.etag), o.last_modified)),
+                    );
+                    next.push(changed(None, None));
+                }
+                if decisions.iter().any(|d| *d != Decision::Proceed) {
+                    next.push(s.clone());
+                }
+                Next::Many(next)
+            }
+            // Set Blob Metadata answers 200 with the new ETag, never the old one.
+            Some(o) if o.status == 200 => match o.etag {
+                Some(e) if may_apply && o.body.is_none() && s.etag != Some(e) => {
+                    Next::One(changed(Some(e), o.last_modified))
+                }
+                _ => Next::Illegal,
+            },
+            Some(o) if decisions.contains(&Decision::Refuse(o.status)) && o.etag.is_none() => {
+                Next::One(s.clone())
+            }
+            Some(_) => Next::Illegal,
         }
     }
 
@@ -502,8 +574,8 @@ impl Spec for ItemSpec {
 
     fn step(&self, s: &ItemState, op: &ItemOp, out: Option<&ItemResult>) -> Next<ItemState> {
         match op {
-            ItemOp::Read(c) => match out {
-                Some(o) if !Self::read_ok(c, s, o) => Next::Illegal,
+            ItemOp::Read(c) | ItemOp::Head(c) => match out {
+                Some(o) if !Self::read_ok(c, s, o, matches!(op, ItemOp::Head(_))) => Next::Illegal,
                 _ => Next::One(s.clone()),
             },
             ItemOp::Put {
@@ -512,18 +584,21 @@ impl Spec for ItemSpec {
                 orphans,
             } => Self::step_put(s, body, cond, orphans, out),
             ItemOp::Delete(c) => Self::step_delete(s, c, out),
+            ItemOp::SetMetadata { cond, orphans } => Self::step_set_metadata(s, cond, orphans, out),
         }
     }
 
     fn is_legal(&self, s: &ItemState, op: &ItemOp, out: Option<&ItemResult>) -> bool {
         match (op, out) {
-            (ItemOp::Read(c), Some(o)) => Self::read_ok(c, s, o),
+            (ItemOp::Read(c), Some(o)) => Self::read_ok(c, s, o, false),
+            (ItemOp::Head(c), Some(o)) => Self::read_ok(c, s, o, true),
             _ => self.step(s, op, out).is_legal(),
         }
     }
 
     fn is_read_only(&self, op: &ItemOp, out: Option<&ItemResult>) -> bool {
-        matches!(op, ItemOp::Read(_)) || out.is_some_and(|r| !matches!(r.status, 200..=202))
+        matches!(op, ItemOp::Read(_) | ItemOp::Head(_))
+            || out.is_some_and(|r| !matches!(r.status, 200..=202))
     }
 
     fn version_of(&self, s: &ItemState) -> Option<u64> {
@@ -535,8 +610,9 @@ impl Spec for ItemSpec {
             return Claim::None;
         }
         match (op, out.status, out.hint) {
-            (ItemOp::Read(_), 200 | 304, Some(v)) => Claim::At(v),
+            (ItemOp::Read(_) | ItemOp::Head(_), 200 | 304, Some(v)) => Claim::At(v),
             (ItemOp::Put { .. }, 200 | 201, Some(v)) => Claim::Produced(v),
+            (ItemOp::SetMetadata { .. }, 200, Some(v)) => Claim::Produced(v),
             _ => Claim::None,
         }
     }
@@ -546,6 +622,10 @@ impl Spec for ItemSpec {
             ItemOp::Read(c) => format!("read{}", self.describe_cond(c)),
             ItemOp::Put { body, cond, .. } => format!("put {body:?}{}", self.describe_cond(cond)),
             ItemOp::Delete(c) => format!("delete{}", self.describe_cond(c)),
+            ItemOp::Head(c) => format!("head{}", self.describe_cond(c)),
+            ItemOp::SetMetadata { cond, .. } => {
+                format!("set metadata{}", self.describe_cond(cond))
+            }
         };
         let seen = match out {
             None => "unknown".to_string(),
@@ -585,6 +665,14 @@ impl Spec for ItemSpec {
             (ItemOp::Read(_), 200) => format!(
                 "the item to hold {:?} with ETag {}",
                 out.body.as_deref().unwrap_or(""),
+                out.etag.map_or("?", |e| self.tag(e))
+            ),
+            (ItemOp::Head(_), 200) => format!(
+                "the item to exist with ETag {} and the conditions to hold",
+                out.etag.map_or("?", |e| self.tag(e))
+            ),
+            (ItemOp::SetMetadata { .. }, 200) => format!(
+                "the conditions to hold on a present item whose ETag is not {}",
                 out.etag.map_or("?", |e| self.tag(e))
             ),
             (_, 404) => {

@@ -1,6 +1,7 @@
 //! The `occ` workload: each client does reads, conditional reads, blind
 //! writes, creates with `If-None-Match: *`, read–modify–writes through the
-//! SDK helper and conditional deletes over a set of items with a hot one,
+//! SDK helper, conditional deletes, conditional HEADs (Get Blob Properties)
+//! and conditional Set Blob Metadata over a set of items with a hot one,
 //! recording every call (begun before it is sent, so a call cut short by a
 //! crash stays in the history with an unknown outcome).
 
@@ -20,11 +21,13 @@ use rand::Rng;
 use std::collections::BTreeMap;
 
 /// Records each call into the history and remembers the last ETag (and
-/// body, when known) seen per item.
+/// body, when known) seen per item, and the ETag it replaced.
 pub(crate) struct Observer {
     client: usize,
     recorder: OccRecorder,
     etags: BTreeMap<String, ETag>,
+    /// The ETag seen before the last one, per item: a stale ETag to name.
+    stale: BTreeMap<String, ETag>,
     bodies: BTreeMap<String, String>,
     last_modified: BTreeMap<String, u64>,
     in_flight: Option<Slot>,
@@ -37,6 +40,7 @@ impl Observer {
             client,
             recorder,
             etags: BTreeMap::new(),
+            stale: BTreeMap::new(),
             bodies: BTreeMap::new(),
             last_modified: BTreeMap::new(),
             in_flight: None,
@@ -84,12 +88,30 @@ impl CallObserver for Observer {
         ) = (request.key(), &outcome)
         {
             if matches!(status, 200 | 201) {
-                self.etags.insert(key.id.clone(), ETag(e.clone()));
+                let etag = ETag(e.clone());
+                let known = self.etags.get(&key.id).cloned();
+                // The body a HEAD or Set Blob Metadata leaves as it was: known
+                // when the HEAD saw the same version, or when the Set Blob
+                // Metadata's If-Match named the version whose body is known.
+                let kept = |c: &Conditions| match (&known, &c.if_match) {
+                    (Some(k), Some(EtagMatch::Tags(t))) => t.len() == 1 && t[0] == *k,
+                    _ => false,
+                };
                 let body = match (request, &outcome) {
                     (StoreRequest::Put { body, .. }, _) => Some(body.clone()),
+                    (StoreRequest::GetProperties { .. }, _) if known.as_ref() == Some(&etag) => {
+                        self.bodies.get(&key.id).cloned()
+                    }
+                    (StoreRequest::SetMetadata { conditions, .. }, _) if kept(conditions) => {
+                        self.bodies.get(&key.id).cloned()
+                    }
                     (_, Some(Outcome::Response { body, .. })) => body.clone(),
                     _ => None,
                 };
+                if let Some(old) = known.filter(|k| *k != etag) {
+                    self.stale.insert(key.id.clone(), old);
+                }
+                self.etags.insert(key.id.clone(), etag);
                 match body {
                     Some(b) => self.bodies.insert(key.id.clone(), b),
                     None => self.bodies.remove(&key.id),
@@ -143,6 +165,8 @@ pub async fn client_workload(
         m.increment,
         m.same_body,
         m.conditions,
+        m.head,
+        m.set_metadata,
     ];
     let total: u32 = weights.iter().sum();
     for n in 0..s.ops_per_client {
@@ -268,6 +292,14 @@ pub async fn client_workload(
                 let request = odd_conditions(&mut rng, &obs, &clock, key, body);
                 client.observed_call(request, &mut obs).await;
             }
+            9 => {
+                let request = head_request(&mut rng, &obs, &clock, key);
+                client.observed_call(request, &mut obs).await;
+            }
+            10 => {
+                let request = set_metadata_request(&mut rng, &obs, &clock, key, body);
+                client.observed_call(request, &mut obs).await;
+            }
             _ => {
                 // 304 if the item is still at the version this client last saw.
                 let conditions = match obs.etags.get(&id) {
@@ -356,6 +388,73 @@ pub async fn probe(
     }
 }
 
+/// A date to name in a condition: this client's own (possibly skewed) clock
+/// a moment ago, or a Last-Modified it has seen of item `id`, give or take a
+/// second.
+fn seen_date(rng: &mut impl Rng, obs: &Observer, clock: &NodeClock, id: &str) -> u64 {
+    match (obs.last_modified.get(id), rng.gen_bool(0.5)) {
+        (Some(lm), true) => (lm + rng.gen_range(0..3) * 1000).saturating_sub(1000),
+        _ => clock.now_ms().saturating_sub(rng.gen_range(0..5_000)),
+    }
+}
+
+/// The ETag no item ever has.
+fn stranger() -> ETag {
+    ETag::quoted("0x8DFFFFFFFFFFFFFF")
+}
+
+/// A HEAD (Get Blob Properties) with Get Blob's conditions (SPEC §1.1.4):
+/// none; `If-Match` on the ETag this client last saw (200 while unchanged,
+/// else 412) or on the one before it (stale: 412); `If-None-Match` on
+/// either (304 while current, else 200); or a date.
+fn head_request(
+    rng: &mut impl Rng,
+    obs: &Observer,
+    clock: &NodeClock,
+    key: ItemKey,
+) -> StoreRequest {
+    let seen = obs.etags.get(&key.id).cloned();
+    let stale = obs.stale.get(&key.id).cloned().unwrap_or_else(stranger);
+    let conditions = match (rng.gen_range(0..7), seen) {
+        (0, _) => Conditions::none(),
+        (1, Some(e)) => Conditions::if_match(e),
+        (1, None) => Conditions::if_match_any(),
+        (2, _) => Conditions::if_match(stale),
+        (3, Some(e)) => Conditions::if_none_match(e),
+        (3 | 4, _) => Conditions::if_none_match(stale),
+        (5, _) => Conditions::if_modified_since(seen_date(rng, obs, clock, &key.id)),
+        _ => Conditions::if_unmodified_since(seen_date(rng, obs, clock, &key.id)),
+    };
+    StoreRequest::GetProperties { key, conditions }
+}
+
+/// A Set Blob Metadata naming this client as the writer (`token`), with a
+/// write's conditions (SPEC §1.1.3): mostly `If-Match` on the ETag this
+/// client last saw, sometimes on the one before it (stale: 412), sometimes
+/// `If-Unmodified-Since` a date, sometimes none.
+fn set_metadata_request(
+    rng: &mut impl Rng,
+    obs: &Observer,
+    clock: &NodeClock,
+    key: ItemKey,
+    token: String,
+) -> StoreRequest {
+    let seen = obs.etags.get(&key.id).cloned();
+    let stale = obs.stale.get(&key.id).cloned();
+    let conditions = match (rng.gen_range(0..6), seen, stale) {
+        (0, ..) => Conditions::none(),
+        (1, _, Some(old)) => Conditions::if_match(old),
+        (2, ..) => Conditions::if_unmodified_since(seen_date(rng, obs, clock, &key.id)),
+        (_, Some(e), _) => Conditions::if_match(e),
+        (_, None, _) => Conditions::none(),
+    };
+    StoreRequest::SetMetadata {
+        key,
+        metadata: Metadata::from([("writer".to_string(), token)]),
+        conditions,
+    }
+}
+
 /// A request with one of the condition shapes of SPEC §1.1.3 and §1.1.4 the
 /// other operations never send: `If-Match` on reads, several ETags in one
 /// header, date conditions (from this client's own, possibly skewed, clock or
@@ -369,7 +468,7 @@ fn odd_conditions(
     body: String,
 ) -> StoreRequest {
     let etag = obs.etags.get(&key.id).cloned();
-    let stranger = ETag::quoted("0x8DFFFFFFFFFFFFFF");
+    let stranger = stranger();
     let seen = etag.clone().unwrap_or_else(|| stranger.clone());
     let (shape, sub, coin, coin2) = (
         rng.gen_range(0..12),
@@ -377,10 +476,7 @@ fn odd_conditions(
         rng.gen_bool(0.5),
         rng.gen_bool(0.5),
     );
-    let mut date = || match (obs.last_modified.get(&key.id), rng.gen_bool(0.5)) {
-        (Some(lm), true) => (lm + rng.gen_range(0..3) * 1000).saturating_sub(1000),
-        _ => clock.now_ms().saturating_sub(rng.gen_range(0..5_000)),
-    };
+    let mut date = || seen_date(rng, obs, clock, &key.id);
     let c = |f: &dyn Fn(&mut Conditions)| {
         let mut c = Conditions::none();
         f(&mut c);

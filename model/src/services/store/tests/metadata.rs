@@ -275,3 +275,32 @@ fn bug_metadata_keeps_etag_breaks_e1() {
     let r = put(&mut s, "a", "v2", Conditions::if_match(v1.etag), 3_000);
     assert_status(&r, 201, None);
 }
+
+#[test]
+fn bug_head_ignores_if_match_answers_200_to_a_stale_etag() {
+    let bugs = ModelBugs {
+        head_ignores_if_match: true,
+        ..ModelBugs::default()
+    };
+    let mut s = store_with(bugs);
+    let v1 = put(&mut s, "a", "v1", Conditions::none(), 1_000)
+        .item
+        .unwrap();
+    let v2 = put(&mut s, "a", "v2", Conditions::none(), 2_000)
+        .item
+        .unwrap();
+    let r = head(&mut s, "a", Conditions::if_match(v1.etag.clone()), 3_000);
+    assert_status(&r, 200, None);
+    assert_eq!(r.item.unwrap().etag, v2.etag, "the current version's ETag");
+    // Get Blob still applies If-Match; the other HEAD conditions still hold.
+    let (r, _) = s.apply(
+        &StoreRequest::Read {
+            key: key("a"),
+            conditions: Conditions::if_match(v1.etag),
+        },
+        3_000,
+    );
+    assert_status(&r, 412, Some("ConditionNotMet"));
+    let r = head(&mut s, "a", Conditions::if_none_match(v2.etag), 3_000);
+    assert_status(&r, 304, None);
+}

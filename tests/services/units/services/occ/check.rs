@@ -184,3 +184,179 @@ mod lost_tests {
         assert!(matches!(lin().check(&h).verdict(), Verdict::Broken { .. }));
     }
 }
+
+mod metadata_tests {
+    use super::*;
+    use overcast_model::conditions::ETag;
+    use overcast_model::store::{Conditions, ItemKey, Metadata, StoreRequest};
+    use overcast_sim::history::OpRecord;
+
+    fn key() -> ItemKey {
+        ItemKey::new("docs", "k1", "k1")
+    }
+
+    fn op(
+        id: u64,
+        request: StoreRequest,
+        status: u16,
+        version: Option<u64>,
+    ) -> OpRecord<Call, Outcome> {
+        OpRecord {
+            id,
+            client: id as usize,
+            key: "k1".into(),
+            call: Call::from_request(&request),
+            invoke_ns: id * 10,
+            return_ns: Some(id * 10 + 5),
+            result: Some(Outcome::Response {
+                status,
+                etag: version.map(|v| ETag::from_version(v).0),
+                version,
+                body: None,
+                last_modified: version.map(|_| 0),
+            }),
+            attempts: vec![],
+        }
+    }
+
+    fn history(ops: Vec<OpRecord<Call, Outcome>>) -> OccHistory {
+        History {
+            version: overcast_sim::history::HISTORY_VERSION,
+            ops,
+            events: vec![],
+            node_events: vec![],
+            log_events: Vec::new(),
+        }
+    }
+
+    fn put() -> StoreRequest {
+        StoreRequest::Put {
+            key: key(),
+            body: "a".into(),
+            conditions: Conditions::none(),
+            metadata: Metadata::new(),
+        }
+    }
+
+    fn set_metadata(conditions: Conditions) -> StoreRequest {
+        StoreRequest::SetMetadata {
+            key: key(),
+            metadata: Metadata::from([("writer".to_string(), "c1".to_string())]),
+            conditions,
+        }
+    }
+
+    #[test]
+    fn a_set_metadata_answering_the_etag_it_found_breaks_e1_and_a_fresh_one_holds() {
+        let fresh = history(vec![
+            op(1, put(), 201, Some(1)),
+            op(
+                2,
+                set_metadata(Conditions::if_match(ETag::from_version(1))),
+                200,
+                Some(2),
+            ),
+        ]);
+        assert_eq!(EtagFreshness.check(&fresh).verdict(), &Verdict::Held);
+        let kept = history(vec![
+            op(1, put(), 201, Some(1)),
+            op(
+                2,
+                set_metadata(Conditions::if_match(ETag::from_version(1))),
+                200,
+                Some(1),
+            ),
+        ]);
+        assert!(matches!(
+            EtagFreshness.check(&kept).verdict(),
+            Verdict::Broken { .. }
+        ));
+    }
+
+    #[test]
+    fn head_and_set_metadata_reach_the_spec_as_their_own_operations() {
+        let h = history(vec![
+            op(1, put(), 201, Some(1)),
+            op(
+                2,
+                set_metadata(Conditions::if_match(ETag::from_version(1))),
+                200,
+                Some(2),
+            ),
+            op(
+                3,
+                StoreRequest::GetProperties {
+                    key: key(),
+                    conditions: Conditions::if_match(ETag::from_version(1)),
+                },
+                412,
+                None,
+            ),
+        ]);
+        let (ops, _) = to_lin_ops(&h);
+        assert!(matches!(
+            ops[1].input,
+            overcast_scenarios::services::occ::spec::ItemOp::SetMetadata { .. }
+        ));
+        assert!(matches!(
+            ops[2].input,
+            overcast_scenarios::services::occ::spec::ItemOp::Head(_)
+        ));
+        assert_eq!(verdict(&h), lin::Verdict::Linearizable);
+        // The HEAD's stale If-Match answered 200 (`head_ignores_if_match`).
+        let mut bad = h.clone();
+        bad.ops[2] = op(
+            3,
+            StoreRequest::GetProperties {
+                key: key(),
+                conditions: Conditions::if_match(ETag::from_version(1)),
+            },
+            200,
+            Some(2),
+        );
+        assert_eq!(verdict(&bad), lin::Verdict::NotLinearizable);
+        assert!(h.ops[1].call.is_write() && !h.ops[2].call.is_write());
+    }
+
+    #[test]
+    fn r1_holds_a_set_metadata_to_a_write_s_rules_and_a_head_to_a_read_s() {
+        use overcast_sim::history::{Attempt, AttemptResult};
+        let resent = |request: StoreRequest| {
+            let mut o = op(1, request, 200, Some(2));
+            o.return_ns = Some(7_000_000_000);
+            o.attempts = vec![
+                Attempt {
+                    sent_ns: 0,
+                    waited_ns: 0,
+                    result: AttemptResult::Timeout,
+                },
+                Attempt {
+                    sent_ns: 6_000_000_000,
+                    waited_ns: 0,
+                    result: AttemptResult::Status {
+                        status: 200,
+                        retry_after_ms: None,
+                    },
+                },
+            ];
+            history(vec![o])
+        };
+        let check = |h: &OccHistory| {
+            RetryDiscipline {
+                retry: overcast_model::retry::RetryOptions::default(),
+                clients: 8,
+            }
+            .check(h)
+        };
+        let metadata = check(&resent(set_metadata(Conditions::none())));
+        match metadata.verdict() {
+            Verdict::Broken { violations } => assert_eq!(violations[0].property, "R1"),
+            other => panic!("a Set Blob Metadata re-sent after a timeout: {other:?}"),
+        }
+        let head = check(&resent(StoreRequest::GetProperties {
+            key: key(),
+            conditions: Conditions::none(),
+        }));
+        assert_eq!(head.verdict(), &Verdict::Held);
+    }
+}

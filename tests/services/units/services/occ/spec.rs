@@ -244,3 +244,160 @@ fn date_conditions_compare_whole_seconds_against_last_modified() {
     bad[3].output = Some(res(201, Some(2), None, Some(11)));
     assert_eq!(verdict(&bad), Verdict::NotLinearizable);
 }
+
+fn created(tag: Tag, lm: u64) -> Operation<ItemOp, ItemResult> {
+    op(
+        0,
+        put("a", Cond::default()),
+        0,
+        Some(1),
+        Some(res(201, Some(tag), None, Some(lm))),
+    )
+}
+
+#[test]
+fn a_head_answers_as_a_read_without_the_body() {
+    let head = |id, cond, out| {
+        op(
+            id,
+            ItemOp::Head(cond),
+            2 * id as i64,
+            Some(2 * id as i64 + 1),
+            Some(out),
+        )
+    };
+    let h = vec![
+        created(1, 3),
+        head(1, Cond::default(), res(200, Some(1), None, Some(3))),
+        head(2, if_match(1), res(200, Some(1), None, Some(3))),
+        head(3, if_match(9), res(412, None, None, None)),
+        head(
+            4,
+            Cond {
+                if_none_match: Some(Match::Tags(vec![1])),
+                ..Cond::default()
+            },
+            res(304, Some(1), None, Some(3)),
+        ),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+    // A stale If-Match answered 200 (the seeded bug `head_ignores_if_match`).
+    let mut bad = h.clone();
+    bad[3].output = Some(res(200, Some(1), None, Some(3)));
+    assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+    // A HEAD never carries the body.
+    let mut bad = h.clone();
+    bad[1].output = Some(res(200, Some(1), Some("a"), Some(3)));
+    assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+    // Absent: 404.
+    let absent = vec![head(0, Cond::default(), res(404, None, None, None))];
+    assert_eq!(verdict(&absent), Verdict::Linearizable);
+}
+
+fn set_metadata(cond: Cond) -> ItemOp {
+    ItemOp::SetMetadata {
+        cond,
+        orphans: Vec::new(),
+    }
+}
+
+#[test]
+fn set_metadata_keeps_the_body_and_gives_a_new_etag() {
+    let h = vec![
+        created(1, 3),
+        op(
+            1,
+            set_metadata(if_match(1)),
+            2,
+            Some(3),
+            Some(res(200, Some(2), None, Some(4))),
+        ),
+        op(
+            2,
+            ItemOp::Read(Cond::default()),
+            4,
+            Some(5),
+            Some(res(200, Some(2), Some("a"), Some(4))),
+        ),
+        // The ETag from before the change no longer matches.
+        op(
+            3,
+            put("b", if_match(1)),
+            6,
+            Some(7),
+            Some(res(412, None, None, None)),
+        ),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+    // The old ETag kept (the seeded bug `metadata_keeps_etag`).
+    let mut bad = h.clone();
+    bad[1].output = Some(res(200, Some(1), None, Some(4)));
+    bad[2].output = Some(res(200, Some(1), Some("a"), Some(4)));
+    assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+    // The body changed by it.
+    let mut bad = h.clone();
+    bad[2].output = Some(res(200, Some(2), Some("b"), Some(4)));
+    assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+    // A stale If-Match is 412, an absent item 404, and neither changes anything.
+    let refused = vec![
+        created(1, 3),
+        op(
+            1,
+            set_metadata(if_match(9)),
+            2,
+            Some(3),
+            Some(res(412, None, None, None)),
+        ),
+        op(
+            2,
+            ItemOp::Read(Cond::default()),
+            4,
+            Some(5),
+            Some(res(200, Some(1), Some("a"), Some(3))),
+        ),
+    ];
+    assert_eq!(verdict(&refused), Verdict::Linearizable);
+    let absent = vec![op(
+        0,
+        set_metadata(Cond::default()),
+        0,
+        Some(1),
+        Some(res(404, None, None, None)),
+    )];
+    assert_eq!(verdict(&absent), Verdict::Linearizable);
+    let mut bad = absent.clone();
+    bad[0].output = Some(res(200, Some(1), None, Some(1)));
+    assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+}
+
+#[test]
+fn a_set_metadata_of_unknown_outcome_may_have_made_a_version_a_later_read_shows() {
+    let h = vec![
+        created(1, 3),
+        op(
+            1,
+            ItemOp::SetMetadata {
+                cond: if_match(1),
+                orphans: vec![Orphan {
+                    etag: 2,
+                    last_modified: Some(4),
+                }],
+            },
+            2,
+            None,
+            None,
+        ),
+        op(
+            2,
+            ItemOp::Read(Cond::default()),
+            4,
+            Some(5),
+            Some(res(200, Some(2), Some("a"), Some(4))),
+        ),
+    ];
+    assert_eq!(verdict(&h), Verdict::Linearizable);
+    // It keeps the body: the version it made cannot hold another.
+    let mut bad = h.clone();
+    bad[2].output = Some(res(200, Some(2), Some("z"), Some(4)));
+    assert_eq!(verdict(&bad), Verdict::NotLinearizable);
+}
