@@ -16,9 +16,14 @@
 //! Each fault is drawn from a stream of its own, keyed by the disk's seed
 //! and the identity of what it hits: a write by its record's identity (the
 //! caller's, [`SimDisk::append_as`], or its number among the disk's writes),
-//! a sync by the writes it makes durable, a read by its number. So a run
-//! that writes fewer records (a shrunk one) leaves the other records their
-//! faults instead of shifting every later fault by one draw.
+//! a sync by one of the writes it makes durable (the one whose draw is
+//! least), a read by its number. Where a
+//! fault lands (the bit a read flips, the place a misdirected write lands
+//! at) is a record picked by identity, the one whose draw for that fault is
+//! least, and a place inside it: so a run that writes fewer records (a
+//! shrunk one) leaves the other records their faults, in the same bytes,
+//! instead of shifting every later fault by one draw or every landing
+//! place by the bytes left out.
 
 use crate::faults::StorageFaults;
 use rand::Rng;
@@ -54,6 +59,10 @@ struct DiskState {
     written: BTreeMap<u64, u64>,
     /// The identities of the writes since the last sync.
     pending_ids: Vec<u64>,
+    /// Each record's identity and its bytes' place in the readable log
+    /// (start, length), in order: what a fault's landing place is picked
+    /// from ([`DiskState::landing`]).
+    records: Vec<(u64, usize, usize)>,
     /// Ranges of `durable` a lying sync reported durable: lost at the next
     /// power failure.
     ghosts: Vec<(usize, usize)>,
@@ -76,6 +85,7 @@ impl Default for DiskState {
             reads: 0,
             written: BTreeMap::new(),
             pending_ids: Vec::new(),
+            records: Vec::new(),
             ghosts: Vec::new(),
             injected: BTreeMap::new(),
             lost: Vec::new(),
@@ -109,6 +119,36 @@ impl DiskState {
 
     fn len(&self) -> usize {
         self.durable.len() + self.pending.len()
+    }
+
+    /// Where fault `what` lands: of the records in the readable log, the
+    /// one whose stream (`what` and its identity) draws least, and a place
+    /// inside it drawn from that stream, below `places` per byte (8 for a
+    /// bit, 1 for a byte). `None` when the log holds no record.
+    fn landing(&self, what: &[u64], places: usize) -> Option<usize> {
+        let len = self.len();
+        let (_, mut rng, start, bytes) = self
+            .records
+            .iter()
+            .filter(|(_, start, bytes)| *bytes > 0 && *start < len)
+            .map(|(id, start, bytes)| {
+                let mut key = what.to_vec();
+                key.push(*id);
+                let mut rng = self.stream(&key);
+                (rng.gen::<u64>(), rng, *start, (*bytes).min(len - start))
+            })
+            .min_by_key(|(draw, ..)| *draw)?;
+        Some(start * places + rng.gen_range(0..bytes * places))
+    }
+
+    /// Forgets the records' places beyond the readable log (after a sync
+    /// that failed, a crash or a truncation cut it).
+    fn cut_records(&mut self) {
+        let len = self.len();
+        self.records.retain(|(_, start, _)| *start < len);
+        if let Some(last) = self.records.last_mut() {
+            last.2 = last.2.min(len - last.1);
+        }
     }
 
     /// Writes `bytes` at `offset` of the readable log (durable then pending),
@@ -254,11 +294,13 @@ impl SimDisk {
             bytes[bit / 8] ^= 1 << (bit % 8);
         }
         if s.len() > 0 && s.happens(&mut rng, DiskFault::MisdirectedWrite) {
-            let len = s.len();
-            let offset = rng.gen_range(0..len);
-            s.overwrite(offset, &bytes);
-            bytes.iter_mut().for_each(|b| *b = 0);
+            if let Some(offset) = s.landing(&[WRITE, id], 1) {
+                s.overwrite(offset, &bytes);
+                bytes.iter_mut().for_each(|b| *b = 0);
+            }
         }
+        let start = s.len();
+        s.records.push((id, start, bytes.len()));
         s.pending.extend_from_slice(&bytes);
     }
 
@@ -268,13 +310,23 @@ impl SimDisk {
     pub fn sync(&self) -> Result<(), SyncFailed> {
         let mut s = self.lock();
         let pending = std::mem::take(&mut s.pending);
-        let mut what = vec![SYNC];
-        what.append(&mut s.pending_ids);
-        let mut rng = s.stream(&what);
+        // The sync's fate is drawn from the stream of one of the writes it
+        // makes durable, the one whose draw is least: leaving out another of
+        // them (a shrunk run writes fewer) does not change it.
+        let ids = std::mem::take(&mut s.pending_ids);
+        let mut rng = ids
+            .iter()
+            .map(|id| {
+                let mut rng = s.stream(&[SYNC, *id]);
+                (rng.gen::<u64>(), rng)
+            })
+            .min_by_key(|(draw, _)| *draw)
+            .map_or_else(|| s.stream(&[SYNC]), |(_, rng)| rng);
         s.syncs += 1;
         if !pending.is_empty() && s.happens(&mut rng, DiskFault::FsyncError) {
             let keep = rng.gen_range(0..=pending.len());
             s.durable.extend_from_slice(&pending[..keep]);
+            s.cut_records();
             return Err(SyncFailed);
         }
         if !pending.is_empty() && s.happens(&mut rng, DiskFault::LostWrite) {
@@ -294,8 +346,9 @@ impl SimDisk {
         s.reads += 1;
         let mut rng = s.stream(&[READ, s.reads]);
         if !all.is_empty() && s.happens(&mut rng, DiskFault::FlipOnRead) {
-            let bit = rng.gen_range(0..all.len() * 8);
-            all[bit / 8] ^= 1 << (bit % 8);
+            if let Some(bit) = s.landing(&[READ, s.reads], 8) {
+                all[bit / 8] ^= 1 << (bit % 8);
+            }
         }
         all
     }
@@ -315,6 +368,7 @@ impl SimDisk {
             let keep = len - s.durable.len();
             s.pending.truncate(keep);
         }
+        s.cut_records();
     }
 
     /// A power failure. Without `lose_unsynced` the OS is assumed to have
@@ -336,6 +390,7 @@ impl SimDisk {
         }
         s.durable.extend_from_slice(&pending[..keep]);
         if !lose_unsynced {
+            s.cut_records();
             return;
         }
         let ghosts = std::mem::take(&mut s.ghosts);
@@ -348,6 +403,7 @@ impl SimDisk {
             }
             s.lost.push(LostWrite { offset: at, bytes });
         }
+        s.cut_records();
     }
 
     /// Disk faults injected so far, by kind (`lost_write` counts lying syncs,
@@ -448,6 +504,38 @@ mod tests {
             .collect();
         assert!(reads.contains(&0) && reads.contains(&1), "{reads:?}");
         assert!(reads.iter().all(|n| *n <= 1));
+    }
+
+    /// The record and the bit in it that the first read of a log of six
+    /// 8-byte records flips, with record `left_out` not written.
+    fn read_flip(left_out: Option<u64>) -> (u64, usize) {
+        let d = faulty(StorageFaults {
+            flip_on_read: 1.0,
+            ..StorageFaults::default()
+        });
+        let ids: Vec<u64> = (0..6).filter(|i| Some(*i) != left_out).collect();
+        for id in &ids {
+            d.append_as(*id, &[0u8; 8]);
+        }
+        let all = d.read_all();
+        let bit = (0..all.len() * 8)
+            .find(|b| all[b / 8] & (1 << (b % 8)) != 0)
+            .expect("a flip");
+        (ids[bit / 64], bit % 64)
+    }
+
+    #[test]
+    fn a_read_flip_stays_in_its_record_when_another_record_is_left_out() {
+        let whole = read_flip(None);
+        for left_out in 0..6 {
+            if left_out != whole.0 {
+                assert_eq!(
+                    read_flip(Some(left_out)),
+                    whole,
+                    "record {left_out} left out"
+                );
+            }
+        }
     }
 
     #[test]
