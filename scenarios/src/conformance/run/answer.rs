@@ -324,6 +324,8 @@ impl Answer {
     fn status(&self) -> u16 {
         match self.outcome {
             FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+            // A cancelled call has no status.
+            FinalOutcome::Cancelled { .. } => 0,
         }
     }
 

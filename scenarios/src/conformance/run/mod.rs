@@ -297,6 +297,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
             send: Default::default(),
             quiet_after_restart: Duration::ZERO,
             log: Default::default(),
+            listen: Default::default(),
         };
         let clock = server_clock.clone();
         let disk = disk.clone();
@@ -602,6 +603,7 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
         retry: RetryOptions::default(),
         bugs: ctx.bugs,
         send: Default::default(),
+        connect: Default::default(),
     };
     let mut client =
         match StoreClient::connect(cfg, Box::new(stream(ctx.seed, "script-client"))).await {
@@ -696,6 +698,8 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 let result = client.request(&request).await;
                 let status = match result.outcome {
                     FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+                    // A cancelled call has no status.
+                    FinalOutcome::Cancelled { .. } => 0,
                 };
                 Answer {
                     outcome: result.outcome,
