@@ -386,6 +386,8 @@ fn every_scenario_opens_its_failure_page_on_the_violation_with_its_account_first
 const FIRST_CATCH: &[(&str, u64)] = &[
     ("skip_if_match", 0),
     ("retry_write_after_timeout", 0),
+    ("not_sent_taken_as_unknown", 1),
+    ("retry_after_cancel", 0),
     ("retry_after_stretched", 0),
     ("ignore_retry_after", 0),
     ("retry_with_on_gone_backoff", 20),

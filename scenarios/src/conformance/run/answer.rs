@@ -6,8 +6,8 @@
 
 use super::{date, lookup, State, Target};
 use crate::conformance::format::{
-    parse_lease_duration, Captured, Compare, Expect, Field, ItemExpect, LeaseDurationExpect,
-    WaitExpect,
+    parse_lease_duration, CancelledExpect, Captured, Compare, Expect, Field, ItemExpect,
+    LeaseDurationExpect, WaitExpect,
 };
 use crate::conformance::time::format_rfc1123;
 use overcast_model::conditions::{ETag, Millis};
@@ -15,7 +15,7 @@ use overcast_model::feed::FeedRange;
 use overcast_model::lease::{self, LeaseResponse, LeaseState};
 use overcast_model::partition::Response;
 use overcast_model::queue::{ItemStatus, OperationView};
-use overcast_model::retry::FinalOutcome;
+use overcast_model::retry::{CancelledEffect, FinalOutcome};
 use overcast_model::search::ResourceKind;
 use overcast_model::store::Metadata;
 use std::collections::BTreeSet;
@@ -329,8 +329,29 @@ impl Answer {
         }
     }
 
+    /// An unknown outcome: a write that may have run (a cancelled call whose
+    /// attempt was in flight is one).
     fn unknown(&self) -> bool {
-        matches!(self.outcome, FinalOutcome::Unknown { .. })
+        matches!(
+            self.outcome,
+            FinalOutcome::Unknown { .. }
+                | FinalOutcome::Cancelled {
+                    effect: CancelledEffect::Unknown
+                }
+        )
+    }
+
+    /// What the call did, if its caller cancelled it.
+    fn cancelled(&self) -> Option<CancelledExpect> {
+        match self.outcome {
+            FinalOutcome::Cancelled {
+                effect: CancelledEffect::NotRun,
+            } => Some(CancelledExpect::NotRun),
+            FinalOutcome::Cancelled {
+                effect: CancelledEffect::Unknown,
+            } => Some(CancelledExpect::Unknown),
+            _ => None,
+        }
     }
 
     pub(super) fn describe(&self) -> String {
@@ -338,7 +359,9 @@ impl Answer {
         if self.observed.status != self.status() {
             out += &format!(" (delivered as {})", self.status());
         }
-        if self.unknown() {
+        if let Some(c) = self.cancelled() {
+            out += &format!(" (cancelled, {c:?})");
+        } else if self.unknown() {
             out += " (outcome unknown)";
         }
         out += &self.observed.describe();
@@ -432,6 +455,9 @@ pub(super) fn describe_expect(e: &Expect) -> String {
     }
     if let Some(c) = &e.error_code {
         parts.push(c.clone());
+    }
+    if let Some(c) = e.cancelled {
+        parts.push(format!("cancelled, {c:?}"));
     }
     if let Some(u) = e.unknown_outcome {
         parts.push(
@@ -599,6 +625,12 @@ fn capture(e: &Expect, o: &Observed, state: &mut State) -> Result<(), String> {
 
 /// The answer-level fields (unknown outcome, attempts), then the observed ones.
 fn check_answer(e: &Expect, a: &Answer, target: &Target, state: &State) -> Result<(), String> {
+    if e.cancelled != a.cancelled() && (e.cancelled.is_some() || a.cancelled().is_some()) {
+        return Err(match a.cancelled() {
+            Some(c) => format!("the call was cancelled ({c:?})"),
+            None => "the call was not cancelled".into(),
+        });
+    }
     if let Some(u) = e.unknown_outcome {
         if a.unknown() != u {
             return Err(format!(
