@@ -34,8 +34,8 @@ pub struct ClientConfig {
     /// Retry budgets and the request timeout.
     pub retry: RetryOptions,
     /// The seeded bugs: the client reads `retry_write_after_timeout`,
-    /// `ignore_retry_after`, `transport_retries_throttled`, `rmw_blind_fallback` and
-    /// `retry_with_on_gone_backoff`.
+    /// `ignore_retry_after`, `transport_retries_throttled`, `rmw_blind_fallback`,
+    /// `retry_with_on_gone_backoff`, `not_sent_taken_as_unknown` and `retry_after_cancel`.
     pub bugs: ModelBugs,
     /// What the network does to the requests the client sends (duplicates,
     /// reordering); none by default.

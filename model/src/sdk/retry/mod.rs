@@ -64,6 +64,10 @@
 //! The seeded bug `retry_write_after_timeout` retries a write after a transport timeout or a
 //! server 408 as if it were a read; such a write ends `Done(Unknown{status})` when its last
 //! answer does not say what happened to it.
+//!
+//! A caller's cancel is the caller's to report: [`AttemptOutcome::Cancelled`] when an attempt
+//! was in flight, [`RetryState::cancel`] between attempts. The client's seeded bug
+//! `retry_after_cancel` reports a cancel in flight as a timeout instead, and goes on.
 
 use crate::core::bugs::ModelBugs;
 use serde::{Deserialize, Serialize};
@@ -334,7 +338,8 @@ pub struct RetryState {
     /// The seeded bugs of the policy: `retry_write_after_timeout`,
     /// `retry_with_on_gone_backoff`, `removed_region_retried` and the waits
     /// stretched tenfold (`gone_backoff_stretched`, `session_loop_waits_stretched`,
-    /// `failover_waits_stretched`), `read_fails_over_at_once`.
+    /// `failover_waits_stretched`), `read_fails_over_at_once`,
+    /// `not_sent_taken_as_unknown`.
     bugs: ModelBugs,
     attempts: u32,
     cumulative_delay: Duration,
@@ -362,7 +367,9 @@ impl RetryState {
     /// a timeout or 408 like reads), `retry_with_on_gone_backoff` and
     /// `removed_region_retried` (a read answered 403/1008 goes back to its region),
     /// the tenfold waits `gone_backoff_stretched`, `session_loop_waits_stretched`
-    /// and `failover_waits_stretched`, and `read_fails_over_at_once`.
+    /// and `failover_waits_stretched`, `read_fails_over_at_once`, and
+    /// `not_sent_taken_as_unknown` (a write whose connect was refused ends
+    /// unknown instead of being retried).
     pub fn new(kind: OpKind, options: RetryOptions, bugs: ModelBugs) -> Self {
         RetryState {
             kind,
