@@ -32,6 +32,7 @@ mod feed;
 mod lease;
 mod queue;
 mod search;
+mod words;
 
 use super::format::{
     etag_tokens, Captured, ConditionHeaders, DateExpr, Inject, InjectEvent, InjectOnly,
@@ -39,7 +40,7 @@ use super::format::{
 };
 use super::time::{format_rfc1123, parse_duration};
 use crate::kit::bridge::{DiskAdapter, ServerStreams};
-use answer::{check, describe_expect, remember, Answer, Observed};
+use answer::{check, remember, Answer, Observed};
 use madsim::net::Endpoint;
 use madsim::runtime::{Handle, Runtime};
 use madsim::time::sleep;
@@ -65,6 +66,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use words::describe_expect;
 
 /// A clock the script moves: simulated time since the start, plus the
 /// simulation epoch, plus an offset that `advance` steps add to.
