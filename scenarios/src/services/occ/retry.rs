@@ -701,9 +701,11 @@ pub fn budgets_spent(history: &OccHistory, options: &RetryOptions) -> [(&'static
         for w in o.attempts.windows(2) {
             match w[0].result {
                 AttemptResult::Timeout => used += timeout + w[1].waited_ns,
+                // A refused connect is a transport 410 (SPEC §4.1 row 408).
                 AttemptResult::Status {
                     status: 410 | 449, ..
-                } => used += w[1].waited_ns,
+                }
+                | AttemptResult::NotSent => used += w[1].waited_ns,
                 _ => {}
             }
         }
