@@ -531,11 +531,12 @@ pub fn count_events<C, R, E, L>(
     history.node_events.iter().filter(|e| pred(e)).count() as u64
 }
 
-/// The status an attempt was answered with; `None` for a timeout.
+/// The status an attempt was answered with; `None` for one never answered
+/// (a timeout, a refused connect, a cancel).
 pub fn attempt_status(a: &Attempt) -> Option<u16> {
     match a.result {
         AttemptResult::Status { status, .. } => Some(status),
-        AttemptResult::Timeout => None,
+        AttemptResult::Timeout | AttemptResult::NotSent | AttemptResult::Cancelled => None,
     }
 }
 

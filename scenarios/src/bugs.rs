@@ -22,6 +22,19 @@ pub const BUGS: &[BugInfo] = &[
         caught_by: &["linearizability", "R1"],
     },
     BugInfo {
+        name: "not_sent_taken_as_unknown",
+        what: "the client takes a refused connect for a failure after sending: a write that never left it ends unknown (503) instead of being retried",
+        scenarios: &["occ"],
+        // The linearizability check allows an unknown write to have run or not.
+        caught_by: &["R3"],
+    },
+    BugInfo {
+        name: "retry_after_cancel",
+        what: "the client takes the caller's cancel of an attempt in flight for a transport timeout and goes on retrying after the cancel",
+        scenarios: &["occ"],
+        caught_by: &["R1"],
+    },
+    BugInfo {
         name: "ignore_retry_after",
         what: "the client retries a throttled (429) request at once instead of after the server's retry-after",
         scenarios: &["occ"],

@@ -24,8 +24,14 @@ pub enum AttemptResult {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
     },
-    /// No answer within the request timeout.
+    /// Sent, and no answer within the request timeout.
     Timeout,
+    /// Never sent: the connect was refused (nothing listened at the server's
+    /// address), so the request certainly did not run.
+    NotSent,
+    /// Sent, and the caller cancelled the call before an answer came: it may
+    /// have run.
+    Cancelled,
 }
 
 /// One attempt (one request on the wire) of a logical operation.

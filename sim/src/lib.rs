@@ -18,6 +18,7 @@ pub mod floor;
 pub mod happening;
 pub mod history;
 pub mod in_flight;
+pub mod listening;
 pub mod log;
 pub mod rng;
 pub mod runner;

@@ -9,6 +9,7 @@ use crate::disk::{LostWrite, SimDisk};
 use crate::faults::{Fault, FaultPlan, NetworkFaults};
 pub use crate::happening::Happening;
 use crate::in_flight::InFlight;
+use crate::listening::Listening;
 use crate::rng;
 pub use crate::topology::{NodeRole, Role, RoleName, Topology, NODE_PORT};
 use madsim::net::NetSim;
@@ -101,6 +102,9 @@ pub struct NodeEnv {
     /// The node's datagram copies on their way (its sends' delays), which a
     /// pause hands to the world's network node.
     pub in_flight: InFlight,
+    /// Which nodes listen (the world records kills, servers their binds):
+    /// whether a connect is refused.
+    pub listening: Listening,
 }
 
 impl NodeEnv {
@@ -229,6 +233,7 @@ where
     // it sends the copies a paused node had on their way.
     let network_node: Arc<OnceLock<NodeHandle>> = Arc::default();
     let mut in_flight: BTreeMap<String, InFlight> = BTreeMap::new();
+    let listening = Listening::default();
     // One flag per awaited node: set when its current incarnation's program ends.
     let mut awaited: Vec<(String, Arc<AtomicBool>)> = Vec::new();
     for role in &topo.roles {
@@ -265,6 +270,7 @@ where
                 latency_ms: (lo, hi.max(lo + 1)),
                 max_latency_ms: cfg.plan.latency_ms.1.max(cfg.plan.latency_ms.0 + 1),
                 in_flight: copies,
+                listening: listening.clone(),
             };
             let program = program.clone();
             let is_awaited = role.awaited;
@@ -316,6 +322,7 @@ where
         let mut faults = FaultPlayer::new(ids.clone(), disks, plan, seed, out.clone(), resolver);
         faults.clocks = clocks;
         faults.in_flight = in_flight;
+        faults.listening = listening;
         // Play faults until the deadline or until every awaited node is done.
         loop {
             let elapsed = start.elapsed();
@@ -397,6 +404,8 @@ struct FaultPlayer {
     clocks: BTreeMap<String, NodeClock>,
     /// Each node's datagram copies on their way, handed on at a pause.
     in_flight: BTreeMap<String, InFlight>,
+    /// Which nodes listen: a crash silences one.
+    listening: Listening,
     /// The times of the run's branch points not reached yet (none in a plain run).
     branch_times: Vec<Duration>,
     /// A branch point has been passed: cuts that may be re-timed draw their length.
@@ -441,6 +450,7 @@ impl FaultPlayer {
             resolver,
             clocks: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            listening: Listening::default(),
             branch_times: rng::branch_path()
                 .map(|path| path.iter().map(|p| Duration::from_nanos(p.at_ns)).collect())
                 .unwrap_or_default(),
@@ -656,6 +666,7 @@ impl FaultPlayer {
                             return;
                         }
                         handle.kill(id);
+                        self.listening.killed(&node);
                         let lose = self.lose_unsynced;
                         if let Some(disk) = self.disk_of(&node).cloned() {
                             disk.crash(lose, &mut self.rng);

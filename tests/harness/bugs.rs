@@ -54,6 +54,8 @@ fn each_checker_catches_its_bug() {
     for (bug, property) in [
         ("etag_reuse", "E1"),
         ("retry_write_after_timeout", "R1"),
+        ("not_sent_taken_as_unknown", "R3"),
+        ("retry_after_cancel", "R1"),
         ("ignore_retry_after", "R2"),
         ("retry_after_stretched", "R2"),
         ("transport_retries_throttled", "R2"),

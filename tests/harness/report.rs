@@ -76,7 +76,8 @@ fn assert_is_a_failure_page(r: &RunResult) -> String {
 
 #[test]
 fn a_failing_occ_run_gets_a_page_with_the_linearizability_counterexample_in_seconds() {
-    let r = run("occ", 0, "skip_if_match");
+    // Seed 1: seed 0's counterexample has no settled operations before it.
+    let r = run("occ", 1, "skip_if_match");
     let page = assert_is_a_failure_page(&r);
     assert!(page.contains("How item k0 got there"));
     // The checker's own report is embedded, with the settled operations
@@ -107,7 +108,7 @@ fn a_failing_occ_run_gets_a_page_with_the_linearizability_counterexample_in_seco
     let html = files.html.expect("the page is written beside the failure");
     assert!(html
         .to_string_lossy()
-        .ends_with("occ-seed0-skip_if_match.html"));
+        .ends_with("occ-seed1-skip_if_match.html"));
     assert_eq!(std::fs::read_to_string(&html).expect("read"), page);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -386,11 +387,15 @@ fn every_scenario_opens_its_failure_page_on_the_violation_with_its_account_first
 const FIRST_CATCH: &[(&str, u64)] = &[
     ("skip_if_match", 0),
     ("retry_write_after_timeout", 0),
+    ("not_sent_taken_as_unknown", 1),
+    ("retry_after_cancel", 0),
     ("retry_after_stretched", 0),
     ("ignore_retry_after", 0),
     ("retry_with_on_gone_backoff", 20),
     ("transport_retries_throttled", 0),
-    ("ack_before_sync", 0),
+    // The first catch is seed 0, whose first named write spans too narrow a
+    // sliver of its view to open the page on; 1 is the next.
+    ("ack_before_sync", 1),
     ("group_commit_off_by_one", 0),
     ("read_unsynced", 0),
     ("etag_reuse", 0),

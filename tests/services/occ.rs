@@ -303,3 +303,90 @@ fn the_head_and_metadata_bugs_are_caught_by_their_properties() {
         assert!(caught, "{property} never caught {bug} in 20 seeds");
     }
 }
+
+/// The history of `occ` seed `seed` with the bugs `bugs` on.
+fn history_of(seed: u64, bugs: &[&str]) -> (OccHistory, bool) {
+    let mut s = occ_seed(seed);
+    s.bugs = bugs.iter().map(|b| b.to_string()).collect();
+    let r = run_isolated(move || CATALOGUE.run(&s)).unwrap();
+    let history: OccHistory = serde_json::from_str(&r.history.to_json()).unwrap();
+    (history, r.passed())
+}
+
+#[test]
+fn refused_connects_and_cancelled_calls_reach_the_history_and_pass() {
+    use overcast_scenarios::services::occ::history::Outcome as Seen;
+    use overcast_sim::history::AttemptResult;
+    let (mut resent_write, mut cancelled_unknown, mut cancelled_not_run) = (false, false, false);
+    for seed in 0..30 {
+        let (h, passed) = history_of(seed, &[]);
+        assert!(passed, "seed {seed} failed");
+        for o in &h.ops {
+            let a = &o.attempts;
+            // A write re-sent after a refused connect (allowed: it never left the client).
+            resent_write |= o.call.op == "put"
+                && a.len() > 1
+                && a[..a.len() - 1]
+                    .iter()
+                    .any(|x| x.result == AttemptResult::NotSent);
+            // A write cancelled with its attempt in flight: an unknown outcome.
+            cancelled_unknown |= o.call.op == "put"
+                && o.call.cancel_after_ms.is_some()
+                && o.result.is_none()
+                && a.last().map(|x| &x.result) == Some(&AttemptResult::Cancelled);
+            // A call cancelled between attempts: recorded as not run.
+            cancelled_not_run |= o.call.cancel_after_ms.is_some()
+                && o.result == Some(Seen::CancelledNotRun)
+                && a.last().map(|x| &x.result) != Some(&AttemptResult::Cancelled);
+        }
+    }
+    assert!(resent_write, "no write re-sent after a refused connect");
+    assert!(cancelled_unknown, "no write cancelled in flight");
+    assert!(cancelled_not_run, "no call cancelled between attempts");
+}
+
+#[test]
+fn a_refused_write_told_unknown_breaks_r3() {
+    // The unmodified model passes (`the_unmodified_model_passes_seeds_0_to_500`).
+    let message = (0..10)
+        .find_map(|seed| {
+            let mut s = occ_seed(seed);
+            s.bugs = vec!["not_sent_taken_as_unknown".into()];
+            let r = run_isolated(move || CATALOGUE.run(&s)).unwrap();
+            r.violations()
+                .iter()
+                .find(|v| v.property == "R3")
+                .map(|v| v.message.clone())
+        })
+        .expect("R3 never caught not_sent_taken_as_unknown in 10 seeds");
+    assert!(message.contains("not sent"), "{message}");
+}
+
+#[test]
+fn a_read_sent_after_its_cancel_breaks_r1_on_both_sides() {
+    use overcast_model::retry::RetryOptions;
+    use overcast_scenarios::services::occ::check::RetryDiscipline;
+    use overcast_scenarios::services::occ::retry::RetryFromServers;
+    use overcast_sim::check::Checker;
+    let r1 = |c: overcast_sim::check::Checked| {
+        c.verdict()
+            .violations()
+            .iter()
+            .any(|v| v.property == "R1" && v.message.contains("cancelled"))
+    };
+    let (mut from_sdk, mut from_servers) = (false, false);
+    for seed in 0..10 {
+        let (h, _) = history_of(seed, &["retry_after_cancel"]);
+        from_sdk |= r1(RetryDiscipline {
+            retry: RetryOptions::default(),
+            clients: overcast_scenarios::services::occ::OccParams::default().clients,
+        }
+        .check(&h));
+        from_servers |= r1(RetryFromServers {
+            retry: RetryOptions::default(),
+        }
+        .check(&h));
+    }
+    assert!(from_sdk, "the SDK's log never showed a send after a cancel");
+    assert!(from_servers, "the servers never saw a send after a cancel");
+}

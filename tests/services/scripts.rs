@@ -304,6 +304,14 @@ fn seeded_retry_bugs_make_the_sdk_retries_script_fail_on_its_waits() {
     // A write re-sent after a 408 is caught by its attempts.
     let d = differs_with_bug("sdk_retries.json", "retry_write_after_timeout");
     assert_eq!(d.step, 18, "{d:?}");
+    // A write whose connect was refused, told unknown instead of retried.
+    let d = differs_with_bug("sdk_retries.json", "not_sent_taken_as_unknown");
+    assert_eq!(d.step, 62, "{d:?}");
+    assert!(d.why.contains("the outcome is unknown"), "{d:?}");
+    // A cancel of a write in flight taken for its timeout: not a cancel.
+    let d = differs_with_bug("sdk_retries.json", "retry_after_cancel");
+    assert_eq!(d.step, 65, "{d:?}");
+    assert!(d.why.contains("the call was not cancelled"), "{d:?}");
 }
 
 #[test]
@@ -737,6 +745,9 @@ fn required_cells() -> Vec<Cell> {
         "4.1 408 from the server: never retried",
         "4.1 408 write: not re-sent, outcome unknown",
         "4.1 408 read timeout: retried as a 410",
+        "4.1 408 write not sent: retried as a 410",
+        "R1 cancelled with an attempt in flight: outcome unknown, not re-sent",
+        "R1 cancelled while waiting to retry: not run, not re-sent",
         "4.1 409 not retried",
         "4.1 410 transport retries: at once, then 1 s doubling",
         "4.1 410 after its 30 s window: 503",

@@ -66,6 +66,15 @@ model_bugs! {
     /// Client: re-sends a non-idempotent write after a timeout, which may apply
     /// it twice.
     retry_write_after_timeout,
+    /// Client: takes a refused connection (a write that never left the client) for a
+    /// failure after the write was sent: 503, outcome unknown, not retried, where the
+    /// SDK retries it as a transport 410 (SPEC §4.1 row 408: "not sent → 410 (retried)").
+    not_sent_taken_as_unknown,
+    /// Client: takes the caller's cancel while an attempt is in flight for that
+    /// attempt's transport timeout (as `HttpClient`'s own timeout surfaces as a
+    /// cancellation) and goes on retrying, so a cancelled read is sent again after
+    /// the caller cancelled it.
+    retry_after_cancel,
     /// Client: retries a 429 at once instead of waiting for the server's
     /// `x-ms-retry-after-ms`.
     ignore_retry_after,

@@ -125,6 +125,46 @@ impl std::fmt::Debug for SendPolicy {
     }
 }
 
+/// Which servers listen, as a runner knows it: TCP's view of a peer. A server that
+/// has bound its address says so; a runner that kills its process forgets it until it
+/// says so again. A client's connect to an address nothing listens at is refused at
+/// once (the peer's host answers a reset), so the request never leaves the client.
+pub trait Listeners: Send + Sync {
+    /// The server at `addr` listens from now on (it has bound its endpoint).
+    fn listening(&self, addr: std::net::SocketAddr);
+    /// Whether a connect to `to` is refused now: nothing listens there.
+    fn refuses(&self, to: std::net::SocketAddr) -> bool;
+}
+
+/// The runner's [`Listeners`], if it models refused connects (none by default:
+/// every connect succeeds, and a request to a dead server is sent and lost).
+#[derive(Clone, Default)]
+pub struct ListenTable(pub Option<Arc<dyn Listeners>>);
+
+impl ListenTable {
+    /// Tells the runner the server at `addr` listens from now on.
+    pub fn listening(&self, addr: std::net::SocketAddr) {
+        if let Some(l) = &self.0 {
+            l.listening(addr);
+        }
+    }
+
+    /// Whether a connect to `to` is refused now (never without a runner's table).
+    pub fn refuses(&self, to: std::net::SocketAddr) -> bool {
+        self.0.as_ref().is_some_and(|l| l.refuses(to))
+    }
+}
+
+impl std::fmt::Debug for ListenTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ListenTable(runner)"
+        } else {
+            "ListenTable(none)"
+        })
+    }
+}
+
 /// Simulated ns since the start of the run.
 pub fn sim_now_ns() -> u64 {
     madsim::time::TimeHandle::current().elapsed().as_nanos() as u64

@@ -20,6 +20,10 @@ pub const COMPLETING_SPLIT: u32 = 1007;
 pub const COMPLETING_PARTITION_MIGRATION: u32 = 1008;
 /// 410/1022 `LeaseNotFound`: 503 at once.
 pub const LEASE_NOT_FOUND: u32 = 1022;
+/// 410/20001 `TransportGenerated410`: the .NET SDK's sub-status of a 410 its Direct
+/// transport makes for a request that never left the client (a connection refused or a
+/// connect that failed): the SPEC names no sub-status for it.
+pub const TRANSPORT_GENERATED_410: u32 = 20001;
 /// 410/20002 `TimeoutGenerated410`: a read's transport timeout, as the transport sees it.
 pub const TIMEOUT_GENERATED_410: u32 = 20002;
 /// 503/20003 `TransportGenerated503`.

@@ -6,7 +6,7 @@
 
 use crate::core::bugs::ModelBugs;
 pub use crate::core::env::sim_now_ns;
-use crate::core::env::SendPolicy;
+use crate::core::env::{ListenTable, SendPolicy};
 use crate::core::keys::ItemKey;
 use crate::partition::{Request, Response};
 use crate::sdk::retry::{AttemptOutcome, Decision, FinalOutcome, RetryOptions, RetryState};
@@ -34,12 +34,16 @@ pub struct ClientConfig {
     /// Retry budgets and the request timeout.
     pub retry: RetryOptions,
     /// The seeded bugs: the client reads `retry_write_after_timeout`,
-    /// `ignore_retry_after`, `transport_retries_throttled`, `rmw_blind_fallback` and
-    /// `retry_with_on_gone_backoff`.
+    /// `ignore_retry_after`, `transport_retries_throttled`, `rmw_blind_fallback`,
+    /// `retry_with_on_gone_backoff`, `not_sent_taken_as_unknown` and `retry_after_cancel`.
     pub bugs: ModelBugs,
     /// What the network does to the requests the client sends (duplicates,
     /// reordering); none by default.
     pub send: SendPolicy,
+    /// Which servers listen: a connect to one that does not is refused, and the
+    /// attempt is [`AttemptOutcome::NotSent`]. By default every address listens (a
+    /// request to a dead server is sent, and times out).
+    pub connect: ListenTable,
 }
 
 /// One attempt as the SDK saw it.
@@ -176,25 +180,36 @@ impl StoreClient {
         to: SocketAddr,
         op: &[u8],
         operation: OperationId,
+        cancel_at: Option<Instant>,
     ) -> (AttemptOutcome, Option<Response>) {
-        let first = self.send_once(partition, to, op, operation).await;
+        let first = self
+            .send_once(partition, to, op, operation, cancel_at)
+            .await;
         let throttled = matches!(first.0, AttemptOutcome::Response { status: 429, .. });
         if throttled && self.cfg.bugs.transport_retries_throttled {
-            return self.send_once(partition, to, op, operation).await;
+            return self
+                .send_once(partition, to, op, operation, cancel_at)
+                .await;
         }
         first
     }
 
     /// One request on the wire: send, then wait for the matching answer until
-    /// the timeout. `op` is the operation's wire encoding, made once per
-    /// logical call.
+    /// the timeout, or until the caller's cancel at `cancel_at`
+    /// ([`AttemptOutcome::Cancelled`]). `op` is the operation's wire encoding,
+    /// made once per logical call. A connect refused (nothing listens at `to`)
+    /// sends nothing: [`AttemptOutcome::NotSent`], at once.
     async fn send_once(
         &mut self,
         partition: u32,
         to: SocketAddr,
         op: &[u8],
         operation: OperationId,
+        cancel_at: Option<Instant>,
     ) -> (AttemptOutcome, Option<Response>) {
+        if self.cfg.connect.refuses(to) {
+            return (AttemptOutcome::NotSent, None);
+        }
         self.next_req += 1;
         let req_id = self.next_req;
         // Stamped with the send instant, so the servers' side can measure the
@@ -209,17 +224,26 @@ impl StoreClient {
         );
         let sent = wire::send_datagram(&self.ep, to, REQUEST_TAG, &self.out, &self.cfg.send).await;
         let deadline = Instant::now() + self.cfg.retry.request_timeout;
+        // The wait ends at the timeout or at the caller's cancel, whichever is first.
+        let until = cancel_at.map_or(deadline, |c| c.min(deadline));
+        let no_answer = || {
+            if cancel_at.is_some_and(|c| Instant::now() >= c) {
+                AttemptOutcome::Cancelled
+            } else {
+                AttemptOutcome::Timeout
+            }
+        };
         if sent.is_err() {
-            self.timers.sleep_until(deadline).await;
-            return (AttemptOutcome::Timeout, None);
+            self.timers.sleep_until(until).await;
+            return (no_answer(), None);
         }
         loop {
             let received = self
                 .timers
-                .run_until(deadline, self.ep.recv_from(RESPONSE_TAG, &mut self.buf))
+                .run_until(until, self.ep.recv_from(RESPONSE_TAG, &mut self.buf))
                 .await;
             let Some(Ok((len, _))) = received else {
-                return (AttemptOutcome::Timeout, None);
+                return (no_answer(), None);
             };
             // Late answers to earlier attempts are skipped.
             let Some(resp) = wire::from_bytes::<WireResponse>(&self.buf[..len]) else {
@@ -274,6 +298,22 @@ impl StoreClient {
     /// encoded once, and every attempt sends that encoding under its own
     /// request id and the call's operation id.
     pub async fn request(&mut self, op: &Request) -> CallResult<Response> {
+        self.request_until(op, None).await
+    }
+
+    /// [`StoreClient::request`] that the caller cancels at `cancel_at_ns`
+    /// (simulated ns since the start; `None`: never), as a `CancellationToken`
+    /// would: the call ends at once with [`FinalOutcome::Cancelled`], whether an
+    /// attempt is in flight or the SDK is waiting before the next, and sends
+    /// nothing after it.
+    pub async fn request_until(
+        &mut self,
+        op: &Request,
+        cancel_at_ns: Option<u64>,
+    ) -> CallResult<Response> {
+        let mut cancel_at = cancel_at_ns
+            .map(|ns| Instant::now() + Duration::from_nanos(ns.saturating_sub(sim_now_ns())));
+        let cancelled = |cancel_at: Option<Instant>| cancel_at.is_some_and(|c| Instant::now() >= c);
         let operation = self.next_operation();
         self.next_op = operation.op;
         let kind = op.retry_kind(self.cfg.bugs.acquire_not_idempotent_retry);
@@ -284,8 +324,25 @@ impl StoreClient {
         let mut attempts = Vec::new();
         let mut waited = Duration::ZERO;
         loop {
+            if cancelled(cancel_at) {
+                return CallResult {
+                    outcome: state.cancel(),
+                    response: None,
+                    attempts,
+                    invoke_ns,
+                    return_ns: sim_now_ns(),
+                    operation,
+                };
+            }
             let sent_ns = sim_now_ns();
-            let (outcome, response) = self.attempt(partition, to, &op_bytes, operation).await;
+            let (mut outcome, response) = self
+                .attempt(partition, to, &op_bytes, operation, cancel_at)
+                .await;
+            if outcome == AttemptOutcome::Cancelled && self.cfg.bugs.retry_after_cancel {
+                // The seeded bug: the cancel taken for the attempt's timeout, and forgotten.
+                outcome = AttemptOutcome::Timeout;
+                cancel_at = None;
+            }
             tracing::debug!(
                 "{} attempt {}: {outcome:?}",
                 op.describe(),
@@ -311,7 +368,8 @@ impl StoreClient {
                     // was really waited, which is what R2 judges.
                     let started = Instant::now();
                     let wait = after.max(Duration::from_millis(1));
-                    self.timers.sleep_until(started + wait).await;
+                    let until = cancel_at.map_or(started + wait, |c| c.min(started + wait));
+                    self.timers.sleep_until(until).await;
                     waited = started.elapsed();
                 }
                 Decision::Done(outcome) => {
@@ -340,8 +398,29 @@ impl StoreClient {
         op: StoreRequest,
         observer: &mut dyn CallObserver,
     ) -> CallResult {
+        self.observed_call_until(op, None, observer).await
+    }
+
+    /// [`StoreClient::observed_call`] that the caller cancels at
+    /// `cancel_at_ns` ([`StoreClient::request_until`]).
+    pub async fn observed_call_until(
+        &mut self,
+        op: StoreRequest,
+        cancel_at_ns: Option<u64>,
+        observer: &mut dyn CallObserver,
+    ) -> CallResult {
         observer.on_invoke(&op, sim_now_ns(), self.next_operation());
-        let result = self.call_ref(&op).await;
+        let r = self
+            .request_until(&Request::Store(op.clone()), cancel_at_ns)
+            .await;
+        let result = CallResult {
+            outcome: r.outcome,
+            response: r.response.and_then(Response::into_store),
+            attempts: r.attempts,
+            invoke_ns: r.invoke_ns,
+            return_ns: r.return_ns,
+            operation: r.operation,
+        };
         observer.on_call(&op, &result);
         result
     }
@@ -423,7 +502,9 @@ impl StoreClient {
                     continue;
                 }
                 FinalOutcome::Response { status } => return RmwOutcome::Failed(status),
-                FinalOutcome::Unknown { .. } => return RmwOutcome::Unknown,
+                FinalOutcome::Unknown { .. } | FinalOutcome::Cancelled { .. } => {
+                    return RmwOutcome::Unknown
+                }
             }
         }
         RmwOutcome::GaveUp

@@ -353,7 +353,8 @@ fn refused_as_stale(r: &CallResult<QueueResponse>) -> bool {
 fn ok<R>(r: &CallResult<R>) -> Option<u16> {
     match r.outcome {
         FinalOutcome::Response { status } => Some(status),
-        FinalOutcome::Unknown { .. } => None,
+        // The connector never cancels a call: a cancelled one would be unknown too.
+        FinalOutcome::Unknown { .. } | FinalOutcome::Cancelled { .. } => None,
     }
 }
 

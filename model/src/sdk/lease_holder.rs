@@ -181,7 +181,8 @@ impl LeaseHolder {
                 self.belief = None;
                 Attempted::Refused(*status)
             }
-            (FinalOutcome::Unknown { .. }, _) => {
+            // The holder never cancels a call: a cancelled one would be unknown too.
+            (FinalOutcome::Unknown { .. } | FinalOutcome::Cancelled { .. }, _) => {
                 self.belief = None;
                 Attempted::Unknown
             }

@@ -472,7 +472,11 @@ impl RegionClient {
                 Decision::Retry { after, route } => (after, route),
                 Decision::Done(done) => {
                     let outcome = match (done, answer) {
-                        (FinalOutcome::Unknown { .. }, _) => RegionFinal::Unknown,
+                        // The multi-region client never cancels a call: a
+                        // cancelled one would be unknown too.
+                        (FinalOutcome::Unknown { .. } | FinalOutcome::Cancelled { .. }, _) => {
+                            RegionFinal::Unknown
+                        }
                         (FinalOutcome::Response { status: surfaced }, Some(resp)) => {
                             // A status the policy made of the answer (503 for a
                             // spent 410 window) has no sub-status of its own.

@@ -148,6 +148,7 @@ mod tests {
                 retry: crate::sdk::retry::RetryOptions::default(),
                 bugs,
                 send: Default::default(),
+                connect: Default::default(),
             };
             let rng = Box::new(rand::rngs::mock::StepRng::new(0, 1));
             let mut client = StoreClient::connect(cfg, rng).await.expect("binds");

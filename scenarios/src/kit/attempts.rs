@@ -12,6 +12,8 @@ pub fn attempt(a: &AttemptLog) -> Attempt {
         waited_ns: a.waited.as_nanos() as u64,
         result: match &a.outcome {
             AttemptOutcome::Timeout => AttemptResult::Timeout,
+            AttemptOutcome::NotSent => AttemptResult::NotSent,
+            AttemptOutcome::Cancelled => AttemptResult::Cancelled,
             AttemptOutcome::Response {
                 status,
                 retry_after,

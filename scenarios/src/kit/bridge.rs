@@ -2,10 +2,13 @@
 //! model through the model's own traits (the model knows nothing of the engine).
 
 use overcast_model::conditions::Millis;
-use overcast_model::env::{Clock, LogDevice, SendFaults, SendPolicy, ServerDraws, SyncError};
+use overcast_model::env::{
+    Clock, ListenTable, Listeners, LogDevice, SendFaults, SendPolicy, ServerDraws, SyncError,
+};
 use overcast_sim::clock::NodeClock;
 use overcast_sim::disk::SimDisk;
 use overcast_sim::faults::NetworkFaults;
+use overcast_sim::listening::Listening;
 use overcast_sim::rng::NameHash;
 use overcast_sim::world::NodeEnv;
 use rand::{Rng, RngCore};
@@ -20,6 +23,39 @@ pub struct ClockAdapter(pub NodeClock);
 impl Clock for ClockAdapter {
     fn now_ms(&self) -> Millis {
         self.0.now_ms()
+    }
+}
+
+/// The world's table of listening nodes as the model's [`Listeners`]: an
+/// address is its node's (by the topology); an address no node has is
+/// never refused.
+pub struct ListenAdapter {
+    listening: Listening,
+    topology: Arc<overcast_sim::world::Topology>,
+}
+
+impl ListenAdapter {
+    /// The table node `env` shares with the world: for a server to say it
+    /// listens, and for a client to ask before it connects.
+    pub fn table(env: &NodeEnv) -> ListenTable {
+        ListenTable(Some(Arc::new(ListenAdapter {
+            listening: env.listening.clone(),
+            topology: env.topology.clone(),
+        })))
+    }
+}
+
+impl Listeners for ListenAdapter {
+    fn listening(&self, addr: SocketAddr) {
+        if let Some(node) = self.topology.node_at(addr) {
+            self.listening.listens(&node);
+        }
+    }
+
+    fn refuses(&self, to: SocketAddr) -> bool {
+        self.topology
+            .node_at(to)
+            .is_some_and(|node| self.listening.refuses(&node))
     }
 }
 

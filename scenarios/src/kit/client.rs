@@ -3,7 +3,7 @@
 
 use overcast_model::bugs::ModelBugs;
 use overcast_model::client::{ClientConfig, StoreClient};
-use overcast_model::env::SendPolicy;
+use overcast_model::env::{ListenTable, SendPolicy};
 use overcast_model::retry::RetryOptions;
 use overcast_sim::rng::stream;
 use overcast_sim::world::{NodeEnv, RoleName};
@@ -20,6 +20,9 @@ pub struct SdkSetup<'a> {
     pub bugs: ModelBugs,
     /// What the network does to the client's requests.
     pub send: SendPolicy,
+    /// Which servers listen: a connect to one that does not is refused and the
+    /// attempt never sent (the default: every connect succeeds).
+    pub connect: ListenTable,
 }
 
 impl SdkSetup<'_> {
@@ -31,6 +34,7 @@ impl SdkSetup<'_> {
             retry: self.retry.clone(),
             bugs: self.bugs,
             send: self.send.clone(),
+            connect: self.connect.clone(),
         }
     }
 

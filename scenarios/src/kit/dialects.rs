@@ -158,6 +158,7 @@ pub async fn connect_client(
         retry,
         bugs,
         send: send_policy(env),
+        connect: Default::default(),
     }
     .connect(env, &format!("client-{}-sdk", env.index))
     .await
@@ -246,6 +247,8 @@ impl<C, R, L> Checker<History<C, R, (), L>> for RetryDiscipline<C, R> {
                 None => Surfaced::Unknown,
                 Some(r) => Surfaced::Status((self.status)(r)),
             },
+            // These workloads never cancel a call.
+            cancel_ns: None,
         });
         Checked::new(Verdict::from_violations(
             check_retries(&rules, cases).into_iter().collect(),

@@ -51,6 +51,9 @@ pub enum Surfaced {
     Unknown,
     /// A read whose timeout retries ran out.
     TimedOut,
+    /// The caller cancelled the call and was told it did not run (a cancelled
+    /// call that may have run is [`Surfaced::Unknown`]).
+    CancelledNotRun,
 }
 
 /// One logical operation as the retry checker sees it.
@@ -64,6 +67,9 @@ pub struct RetryCase<'a> {
     pub attempts: &'a [Attempt],
     /// What the caller saw.
     pub surfaced: Surfaced,
+    /// When the caller cancelled the call, true ns, if it asked to: nothing
+    /// of it may be sent from then on.
+    pub cancel_ns: Option<u64>,
 }
 
 impl std::fmt::Display for Surfaced {
@@ -73,6 +79,7 @@ impl std::fmt::Display for Surfaced {
             Surfaced::Status(s) => write!(f, "{s}"),
             Surfaced::Unknown => f.write_str("an unknown outcome"),
             Surfaced::TimedOut => f.write_str("a timeout"),
+            Surfaced::CancelledNotRun => f.write_str("cancelled, not run"),
         }
     }
 }
@@ -139,6 +146,26 @@ pub fn resent_after_timeout(op: u64, attempts: &[Attempt]) -> Option<Violation> 
     })
 }
 
+/// R1 for a call its caller cancelled at `cancel_ns`: nothing of it is sent
+/// at or after the cancel (the call ends at once, SPEC §4.1 row 408's "not
+/// retried"). The violation, if an attempt was.
+pub fn sent_after_cancel(op: u64, attempts: &[Attempt], cancel_ns: u64) -> Option<Violation> {
+    let i = attempts.iter().position(|x| x.sent_ns >= cancel_ns)?;
+    Some(
+        Violation::new(
+            "R1",
+            format!(
+                "op {op}: attempt {} was sent at {}, after the caller cancelled the call at {}; a cancelled call ends at once and sends nothing more",
+                i + 1,
+                secs(attempts[i].sent_ns),
+                secs(cancel_ns)
+            ),
+        )
+        .with_ops([op])
+        .with_evidence(attempts_account(op, attempts, i)),
+    )
+}
+
 /// Judges one operation; the first broken rule, if any.
 pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation> {
     let v = |property: &'static str, message: String, marked: usize| {
@@ -149,6 +176,12 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
         )
     };
     let a = case.attempts;
+    if let Some(v) = case
+        .cancel_ns
+        .and_then(|c| sent_after_cancel(case.op, a, c))
+    {
+        return Some(v);
+    }
     if !case.idempotent {
         if let Some(v) = resent_after_timeout(case.op, a) {
             return Some(v);
@@ -209,10 +242,26 @@ pub fn check_case(rules: &RetryRules, case: &RetryCase<'_>) -> Option<Violation>
     let pending_449 = a
         .iter()
         .any(|x| matches!(x.result, AttemptResult::Status { status: 449, .. }));
+    // A write told it did not run must have had no attempt that may have run.
+    let may_have_run = !case.idempotent
+        && a.iter().any(|x| {
+            matches!(
+                x.result,
+                AttemptResult::Timeout
+                    | AttemptResult::Cancelled
+                    | AttemptResult::Status { status: 408, .. }
+            )
+        });
     let ok = match (&last.result, case.surfaced) {
-        (AttemptResult::Status { status: 410, .. }, Surfaced::Status(s)) => {
-            s == 503 || (s == 449 && pending_449)
-        }
+        // Cancelled between attempts (the one in flight is an unknown outcome).
+        (AttemptResult::Cancelled, s) => s == Surfaced::Unknown,
+        (_, Surfaced::CancelledNotRun) => case.cancel_ns.is_some() && !may_have_run,
+        // A refused connect is a transport 410 (SPEC §4.1 row 408: "not sent → 410
+        // (retried)"): the request never left the client, so never an unknown outcome.
+        (
+            AttemptResult::Status { status: 410, .. } | AttemptResult::NotSent,
+            Surfaced::Status(s),
+        ) => s == 503 || (s == 449 && pending_449),
         (AttemptResult::Status { status: 408, .. }, s) | (AttemptResult::Timeout, s) => {
             if case.idempotent {
                 matches!(
@@ -250,6 +299,8 @@ pub fn attempt_words(r: &AttemptResult) -> String {
         } => format!("{status} (retry after {ms} ms)"),
         AttemptResult::Status { status, .. } => status.to_string(),
         AttemptResult::Timeout => "a timeout".into(),
+        AttemptResult::NotSent => "not sent (connection refused)".into(),
+        AttemptResult::Cancelled => "cancelled by the caller before an answer".into(),
     }
 }
 
@@ -279,8 +330,8 @@ pub const TIMER_SLACK_NS: u64 = 2 * MS;
 
 /// SPEC §4.1 rows 410 and 449, as the longest wait each retry of the
 /// transport window may take: the first retry in the window is immediate;
-/// after that a 410 (or a read's timeout, which the transport retries as a
-/// 410, row 408) waits its backoff, 1 s doubling to a 15 s cap, and a 449
+/// after that a 410 (or a read's timeout, or a refused connect, which the
+/// transport retries as a 410, row 408) waits its backoff, 1 s doubling to a 15 s cap, and a 449
 /// waits 10 ms doubling plus a salt of at most 4 ms, to a 1 s cap; each cut
 /// to what is left of the window, so never longer than these.
 #[derive(Clone, Copy, Debug, Default)]
@@ -302,7 +353,10 @@ impl WindowSchedule {
     /// overstate a backoff, never understate it.
     pub fn longest_wait(&mut self, result: &AttemptResult) -> Option<Duration> {
         let gone = match result {
-            AttemptResult::Status { status: 410, .. } | AttemptResult::Timeout => true,
+            // A refused connect is a transport 410 (SPEC §4.1 row 408).
+            AttemptResult::Status { status: 410, .. }
+            | AttemptResult::Timeout
+            | AttemptResult::NotSent => true,
             AttemptResult::Status { status: 449, .. } => false,
             _ => return None,
         };

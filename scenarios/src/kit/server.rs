@@ -107,6 +107,7 @@ impl ServerSetup {
                 env.max_in_flight()
             },
             log: logs.report(env.incarnation_name()),
+            listen: crate::kit::bridge::ListenAdapter::table(env),
         };
         let name = match self.streams {
             StreamNames::ByIndex => format!("server-{}-{}", env.index, env.incarnation),

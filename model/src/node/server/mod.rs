@@ -35,7 +35,7 @@
 //! [`Partition::apply`]: crate::partition::Partition::apply
 
 use crate::core::bugs::ModelBugs;
-use crate::core::env::{Clock, LogDevice, SendPolicy, ServerDraws};
+use crate::core::env::{Clock, ListenTable, LogDevice, SendPolicy, ServerDraws};
 use crate::core::sub_status;
 use crate::durability::{wal_runs, LogEvent, LogId, LogPos, LogReport, Reply};
 use crate::partition::Partitions;
@@ -91,6 +91,9 @@ pub struct ServerConfig {
     pub quiet_after_restart: Duration,
     /// Whoever is told what the server does with its log (nobody by default).
     pub log: LogReport,
+    /// Who is told when the server listens (a runner modelling refused connects;
+    /// nobody by default).
+    pub listen: ListenTable,
 }
 
 /// What the server counts, for the run summary.
@@ -468,6 +471,7 @@ pub async fn serve(
             return;
         }
     };
+    cfg.listen.listening(cfg.bind);
     // Reused for every answer and log record.
     let mut out = Vec::new();
     let mut record = Vec::new();

@@ -149,6 +149,8 @@ enum OwnerCheck {
 fn status_of<R>(r: &CallResult<R>) -> u16 {
     match r.outcome {
         FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+        // The processor never cancels a call; were one cancelled, 0: no status.
+        FinalOutcome::Cancelled { .. } => 0,
     }
 }
 

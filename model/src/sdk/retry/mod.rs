@@ -22,6 +22,9 @@
 //! | transport timeout, read | becomes 410 (20002 `TimeoutGenerated410`): the attempt's `request_timeout` counts toward the transport window, and it is retried like a 410 | §4.1 row 408 |
 //! | transport timeout, read, with `read_timeout_fails_over` | a connection error: failover (below) to the next preferred region, the region marked unavailable; the failovers spent, `Done(Response{503})` | §4.1 row `HttpRequestException` |
 //! | transport timeout, write | `Done(Unknown{408})`: sent and timed out, outcome unknown, never retried (R1) | §4.1 row 408, §4.3 |
+//! | not sent (connection refused: the request never left the client), read or write | a transport 410 (20001 `TransportGenerated410`, the .NET SDK's name; the SPEC names none): retried in the transport window like any 410, writes too, since the request certainly did not run; the window spent, `Done(Response{503})` (the seeded bug `not_sent_taken_as_unknown`: a write ends `Done(Unknown{503})` at once, as if it had been sent) | §4.1 row 408, R1 |
+//! | cancelled by the caller while an attempt is in flight | `Done(Cancelled{Unknown})`: that attempt was sent and not answered, so it may have run; never retried | §4.1 row 408, R1 |
+//! | cancelled by the caller between attempts ([`RetryState::cancel`]) | `Done(Cancelled{NotRun})`: no attempt is in flight and every earlier one was answered or never sent (`Cancelled{Unknown}` when an earlier attempt of the write may have run); never retried | R1 |
 //! | 408 from the server | never retried: `Done(Response{408})` for a read, `Done(Unknown{408})` for a write (it may have run) | §4.1 row 408 |
 //! | 503 (and every 503 above) | one retry, at once, on the next preferred region if there are at least 2 (`preferred_regions`), for reads, and for writes only on multi-write accounts; else `Done(Response{503})` | §4.1 row 503 |
 //! | 503 (20003 `TransportGenerated503`, 20006 `Channel_Closed`), write | as 503, but a write that is not retried ends `Done(Unknown{503})`: it was sent, its outcome is unknown | §4.1 rows 408, 503 |
@@ -61,6 +64,10 @@
 //! The seeded bug `retry_write_after_timeout` retries a write after a transport timeout or a
 //! server 408 as if it were a read; such a write ends `Done(Unknown{status})` when its last
 //! answer does not say what happened to it.
+//!
+//! A caller's cancel is the caller's to report: [`AttemptOutcome::Cancelled`] when an attempt
+//! was in flight, [`RetryState::cancel`] between attempts. The client's seeded bug
+//! `retry_after_cancel` reports a cancel in flight as a timeout instead, and goes on.
 
 use crate::core::bugs::ModelBugs;
 use serde::{Deserialize, Serialize};
@@ -193,8 +200,14 @@ pub enum AttemptOutcome {
         /// `x-ms-retry-after-ms`, if sent (429).
         retry_after: Option<Duration>,
     },
-    /// Transport: no answer within `request_timeout`.
+    /// Transport: sent, and no answer within `request_timeout`.
     Timeout,
+    /// Transport: the request never left the client (the connection was refused: nothing
+    /// listens at the server's address), so it certainly did not run.
+    NotSent,
+    /// The caller cancelled the call while this attempt was in flight: it was sent and
+    /// not answered, so it may have run.
+    Cancelled,
 }
 
 impl AttemptOutcome {
@@ -261,6 +274,23 @@ pub enum FinalOutcome {
         /// The HTTP status the caller sees.
         status: u16,
     },
+    /// The caller cancelled the call (a `CancellationToken` in the real SDK): it ended at
+    /// once, with no retry after the cancel.
+    Cancelled {
+        /// Whether the operation may have run.
+        effect: CancelledEffect,
+    },
+}
+
+/// What a cancelled call did to the service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CancelledEffect {
+    /// No attempt of it was in flight at the cancel and none before may have run: every
+    /// one was answered with a status that says it did not run, or never sent.
+    NotRun,
+    /// An attempt was sent and not answered (in flight at the cancel, or an earlier one
+    /// whose outcome is unknown): it may have run.
+    Unknown,
 }
 
 /// Which budget of the transport window an answer draws on.
@@ -308,7 +338,8 @@ pub struct RetryState {
     /// The seeded bugs of the policy: `retry_write_after_timeout`,
     /// `retry_with_on_gone_backoff`, `removed_region_retried` and the waits
     /// stretched tenfold (`gone_backoff_stretched`, `session_loop_waits_stretched`,
-    /// `failover_waits_stretched`), `read_fails_over_at_once`.
+    /// `failover_waits_stretched`), `read_fails_over_at_once`,
+    /// `not_sent_taken_as_unknown`.
     bugs: ModelBugs,
     attempts: u32,
     cumulative_delay: Duration,
@@ -336,7 +367,9 @@ impl RetryState {
     /// a timeout or 408 like reads), `retry_with_on_gone_backoff` and
     /// `removed_region_retried` (a read answered 403/1008 goes back to its region),
     /// the tenfold waits `gone_backoff_stretched`, `session_loop_waits_stretched`
-    /// and `failover_waits_stretched`, and `read_fails_over_at_once`.
+    /// and `failover_waits_stretched`, `read_fails_over_at_once`, and
+    /// `not_sent_taken_as_unknown` (a write whose connect was refused ends
+    /// unknown instead of being retried).
     pub fn new(kind: OpKind, options: RetryOptions, bugs: ModelBugs) -> Self {
         RetryState {
             kind,
@@ -399,6 +432,12 @@ impl RetryState {
             AttemptOutcome::Timeout => {
                 let took = took.unwrap_or(self.options.request_timeout);
                 return self.on_transport_timeout(took, jitter);
+            }
+            AttemptOutcome::NotSent => return self.on_not_sent(took.unwrap_or_default(), jitter),
+            AttemptOutcome::Cancelled => {
+                return Decision::Done(FinalOutcome::Cancelled {
+                    effect: CancelledEffect::Unknown,
+                })
             }
             AttemptOutcome::Response {
                 status,
@@ -492,6 +531,38 @@ impl RetryState {
         }
         self.window.elapsed += took;
         self.window_retry(WindowRetry::Gone, jitter)
+    }
+
+    /// The request never left the client: a transport 410 (20001), retried in the window,
+    /// writes too (it certainly did not run). The seeded bug `not_sent_taken_as_unknown`
+    /// takes a write's refused connection for a failure after it was sent: 503, outcome
+    /// unknown, not retried.
+    fn on_not_sent(&mut self, took: Duration, jitter: f64) -> Decision {
+        if self.kind == OpKind::Write && self.bugs.not_sent_taken_as_unknown {
+            return Decision::Done(FinalOutcome::Unknown { status: 503 });
+        }
+        self.window.elapsed += took;
+        self.window_retry(WindowRetry::Gone, jitter)
+    }
+
+    /// The caller cancelled the call between attempts (while the caller waited out a
+    /// delay, or before the first attempt): the call ends at once, never retried. It did
+    /// not run unless an earlier attempt of a write may have (under a bug, or after a
+    /// re-sent transport-generated 503). A cancel while an attempt is in flight is that
+    /// attempt's outcome instead ([`AttemptOutcome::Cancelled`]). Once `Done`, the same
+    /// `Done`.
+    pub fn cancel(&mut self) -> FinalOutcome {
+        if let Some(done) = &self.finished {
+            return done.clone();
+        }
+        let effect = if self.outcome_unknown {
+            CancelledEffect::Unknown
+        } else {
+            CancelledEffect::NotRun
+        };
+        let done = FinalOutcome::Cancelled { effect };
+        self.finished = Some(done.clone());
+        done
     }
 
     /// A 408 from the server: never retried (the bug retries a write as a timed-out read).

@@ -686,6 +686,7 @@ fn arb_outcome() -> impl Strategy<Value = AttemptOutcome> {
         4 => (0u64..40_000).prop_map(|ms| throttled(Some(Duration::from_millis(ms)))),
         1 => Just(throttled(None)),
         1 => Just(AttemptOutcome::Timeout),
+        1 => Just(AttemptOutcome::NotSent),
         6 => prop::sample::select(vec![
             200u16, 201, 204, 304, 400, 404, 408, 409, 410, 412, 449, 500, 503,
         ])
@@ -717,6 +718,11 @@ fn expected_final(outcome: &AttemptOutcome, kind: OpKind) -> Option<FinalOutcome
     match (outcome, kind) {
         (AttemptOutcome::Timeout, OpKind::Write) => Some(FinalOutcome::Unknown { status: 408 }),
         (AttemptOutcome::Timeout, OpKind::Read) => None,
+        // A transport 410: 503 when it runs the window out.
+        (AttemptOutcome::NotSent, _) => None,
+        (AttemptOutcome::Cancelled, _) => Some(FinalOutcome::Cancelled {
+            effect: CancelledEffect::Unknown,
+        }),
         (AttemptOutcome::Response { status: 408, .. }, OpKind::Write) => {
             Some(FinalOutcome::Unknown { status: 408 })
         }
@@ -953,6 +959,10 @@ fn failovers(kind: OpKind, n: usize, route: Route) -> Vec<Decision> {
 ///   preferred region once per region (multi-write), each with a new loop; then the 404.
 /// - 408 from the server: never retried; a write's outcome is unknown.
 /// - transport timeout: a read's becomes a 410 in the window; a write's is 408, unknown.
+/// - not sent (a refused connect): a transport 410 (20001) for reads and writes alike,
+///   retried in the window, then 503.
+/// - cancelled by the caller while an attempt is in flight: `Cancelled{Unknown}`, never
+///   retried (between attempts: [`RetryState::cancel`], its own test).
 /// - 410 (0, 1007, 1008): immediate, then 1 s doubling within 30 s, then 503.
 /// - 410/1000: retried twice, the third is 503. 410/1022: 503 at once, then the 503 rule.
 /// - 410/1002: reaches a point operation as a split, retried like 410/1007.
@@ -1293,6 +1303,39 @@ fn spec_4_1_every_row_answers_as_the_table_says() {
         answers,
         decisions,
     ));
+    // Not sent (a refused connect): a transport 410, reads and writes alike, retried in
+    // the window (the first retry at once); the window spent, 503 (R1 allows the re-send:
+    // the request never left the client).
+    for kind in [Read, Write] {
+        let mut decisions = gone_waits(6);
+        decisions.push(done(503));
+        cases.push(case(
+            "not sent",
+            kind,
+            ONE_REGION,
+            vec![AttemptOutcome::NotSent; 7],
+            decisions,
+        ));
+        cases.push(case(
+            "not sent, then answered",
+            kind,
+            ONE_REGION,
+            vec![AttemptOutcome::NotSent, s(201)],
+            vec![retry(Duration::ZERO), done(201)],
+        ));
+        // Cancelled by the caller while an attempt is in flight: sent and not answered,
+        // so it may have run; never retried.
+        cases.push(case(
+            "cancelled in flight",
+            kind,
+            ONE_REGION,
+            vec![s(429), AttemptOutcome::Cancelled],
+            vec![
+                retry(DEFAULT_RETRY_AFTER),
+                Decision::Done(cancelled(CancelledEffect::Unknown)),
+            ],
+        ));
+    }
 
     for c in cases {
         let mut state = RetryState::new(c.kind, c.options.clone(), ModelBugs::default());
@@ -1385,4 +1428,67 @@ fn spec_4_1_row_410_the_window_counts_the_time_attempts_took_when_told() {
     assert_eq!(s.on_attempt(&AttemptOutcome::Timeout, 0.0), retry(secs(1)));
     s.attempt_took(secs(1));
     assert_eq!(s.on_attempt(&gone, 0.0), done(503));
+}
+
+fn cancelled(effect: CancelledEffect) -> FinalOutcome {
+    FinalOutcome::Cancelled { effect }
+}
+
+#[test]
+fn r1_a_call_cancelled_between_attempts_did_not_run_unless_an_earlier_attempt_may_have() {
+    // A write that got a 429 and is cancelled while it waits: it did not run.
+    let mut s = state(OpKind::Write);
+    assert_eq!(s.on_attempt(&throttled(Some(secs(1))), 0.0), retry(secs(1)));
+    assert_eq!(s.cancel(), cancelled(CancelledEffect::NotRun));
+    // Done is sticky: no attempt after the cancel, the same outcome again.
+    assert_eq!(
+        s.on_attempt(&AttemptOutcome::status(201), 0.0),
+        Decision::Done(cancelled(CancelledEffect::NotRun))
+    );
+    assert_eq!(s.attempts(), 1);
+    // Cancelled before its first attempt.
+    assert_eq!(
+        state(OpKind::Read).cancel(),
+        cancelled(CancelledEffect::NotRun)
+    );
+    // Refused connects are not sends: cancelled after one, it did not run.
+    let mut s = state(OpKind::Write);
+    assert_eq!(
+        s.on_attempt(&AttemptOutcome::NotSent, 0.0),
+        retry(Duration::ZERO)
+    );
+    assert_eq!(s.cancel(), cancelled(CancelledEffect::NotRun));
+    // A multi-write write re-sent after a transport-generated 503 may have run already.
+    let mut s = regions(OpKind::Write, 2, true);
+    assert_eq!(
+        s.on_attempt(
+            &AttemptOutcome::with_sub_status(503, sub_status::CHANNEL_CLOSED),
+            0.0
+        ),
+        next_region()
+    );
+    assert_eq!(s.cancel(), cancelled(CancelledEffect::Unknown));
+    // A call already done keeps its outcome.
+    let mut s = state(OpKind::Write);
+    assert_eq!(s.on_attempt(&AttemptOutcome::Timeout, 0.0), unknown(408));
+    assert_eq!(s.cancel(), FinalOutcome::Unknown { status: 408 });
+}
+
+#[test]
+fn bug_not_sent_taken_as_unknown_ends_a_refused_write_unknown() {
+    let bugs = ModelBugs {
+        not_sent_taken_as_unknown: true,
+        ..ModelBugs::default()
+    };
+    let mut wrong = RetryState::new(OpKind::Write, RetryOptions::default(), bugs);
+    assert_eq!(
+        wrong.on_attempt(&AttemptOutcome::NotSent, 0.0),
+        unknown(503)
+    );
+    // A read is still retried as a transport 410.
+    let mut read = RetryState::new(OpKind::Read, RetryOptions::default(), bugs);
+    assert_eq!(
+        read.on_attempt(&AttemptOutcome::NotSent, 0.0),
+        retry(Duration::ZERO)
+    );
 }

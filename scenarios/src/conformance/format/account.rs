@@ -62,6 +62,12 @@ pub enum InjectEvent {
     /// was sent, so its outcome is unknown (408); the single-region client
     /// retries a read's as a 410 (row 408).
     ConnectionError,
+    /// The connect is refused (nothing listens at the server's address): the
+    /// request never leaves the client, which retries it as a transport 410,
+    /// a write too (SPEC §4.1 row 408: "not sent → 410 (retried)"). The
+    /// single server's only, and every attempt alike: a connect knows an
+    /// address, not the request it is for.
+    ConnectionRefused,
 }
 
 impl InjectStatus {
@@ -70,6 +76,7 @@ impl InjectStatus {
         match self {
             InjectStatus::Code(s) => s.to_string(),
             InjectStatus::Event(InjectEvent::ConnectionError) => "connection_error".into(),
+            InjectStatus::Event(InjectEvent::ConnectionRefused) => "connection_refused".into(),
         }
     }
 }
@@ -89,12 +96,26 @@ pub(super) fn validate_inject(j: &Inject) -> Result<(), (&'static str, String)> 
             }
             0
         }
+        InjectStatus::Event(InjectEvent::ConnectionRefused) => {
+            if j.sub_status != 0
+                || j.retry_after_ms.is_some()
+                || j.forward
+                || j.only.is_some()
+                || j.region.is_some()
+            {
+                return Err((
+                    "status",
+                    "a refused connect sends nothing and knows no request or region: no sub_status, retry_after_ms, forward, only or region".into(),
+                ));
+            }
+            0
+        }
     };
     if status != 0 && !INJECTABLE.contains(&status) {
         return Err((
             "status",
             format!(
-                "{status} is not a status the relay answers with (one of {}, or connection_error)",
+                "{status} is not a status the relay answers with (one of {}, or connection_error, connection_refused)",
                 INJECTABLE.map(|s| s.to_string()).join(", ")
             ),
         ));

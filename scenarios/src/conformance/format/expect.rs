@@ -12,6 +12,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// What a cancelled call did, as a step expects it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelledExpect {
+    /// It certainly did not run.
+    NotRun,
+    /// It may have run.
+    Unknown,
+}
+
 /// What a request step expects. Every field is optional: only what is given
 /// is checked. `any_of` lists alternatives (SPEC's AMBIG rows): the step
 /// passes if the top-level fields hold and one alternative holds.
@@ -28,6 +38,11 @@ pub struct Expect {
     /// have committed); false: a known answer.
     #[serde(default)]
     pub unknown_outcome: Option<bool>,
+    /// The caller cancelled the call (`cancel_next_call`): `not_run` (nothing
+    /// of it was in flight, and nothing before may have run) or `unknown` (an
+    /// attempt was in flight: it may have run). A cancelled call has no status.
+    #[serde(default)]
+    pub cancelled: Option<CancelledExpect>,
     /// How many attempts the SDK made.
     #[serde(default)]
     pub attempts: Option<usize>,

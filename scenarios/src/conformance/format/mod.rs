@@ -39,8 +39,8 @@ pub use account::{Account, Consistency, InjectEvent, InjectStatus};
 pub use blob::{BlobOp, CreateContainer};
 pub use cosmos::{BatchItem, BatchOp, CosmosBatch, CosmosOp};
 pub use expect::{
-    parse_lease_duration, Captured, Compare, DateExpr, Expect, Field, ItemExpect, ItemFields,
-    LeaseDurationExpect, Scalar, WaitExpect, LEASE_STATES,
+    parse_lease_duration, CancelledExpect, Captured, Compare, DateExpr, Expect, Field, ItemExpect,
+    ItemFields, LeaseDurationExpect, Scalar, WaitExpect, LEASE_STATES,
 };
 pub use feed::{FeedRanges, FeedRead, FeedSplit, RangeRef, FEED_STARTS};
 pub use lease::{ContainerOp, LeaseOp, LEASE_ACTIONS};
@@ -156,6 +156,9 @@ pub enum Step {
     CrashServer(CrashServer),
     /// The server's reply to the next request attempt is lost on the way back.
     DropNextReply(DropNextReply),
+    /// The caller cancels the next request step's call this long after
+    /// invoking it (a `CancellationToken`).
+    CancelNextCall(CancelNextCall),
     /// The relay answers the next request attempts itself with a transient
     /// status (without passing them to the server, or in place of its answer).
     Inject(Inject),
@@ -190,6 +193,16 @@ pub struct CrashServer {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DropNextReply {}
+
+/// `cancel_next_call`: the single-region client's next call is cancelled
+/// `after` its invocation (a duration: `50ms`, `2s`); the call ends at once
+/// as cancelled, unknown when an attempt was in flight.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelNextCall {
+    /// How long after its invocation the call is cancelled.
+    pub after: String,
+}
 
 /// `inject`: the relay answers the next `count` request attempts (of the
 /// kind `only` names, others pass) with `status`, `sub_status` and
@@ -447,6 +460,9 @@ fn validate_step(
             }
         }
         Step::DropNextReply(_) | Step::CreateContainer(_) => {}
+        Step::CancelNextCall(c) => {
+            parse_duration(&c.after).map_err(|m| at("after", m))?;
+        }
         Step::Inject(j) => account::validate_inject(j).map_err(inside)?,
         Step::Account(_) => {}
         Step::PutBlob(op)
@@ -588,6 +604,7 @@ impl Step {
             Step::Advance(_) => "advance",
             Step::CrashServer(_) => "crash_server",
             Step::DropNextReply(_) => "drop_next_reply",
+            Step::CancelNextCall(_) => "cancel_next_call",
             Step::Inject(_) => "inject",
             Step::Account(_) => "account",
         }
@@ -624,6 +641,7 @@ impl Step {
             Step::Advance(_)
             | Step::CrashServer(_)
             | Step::DropNextReply(_)
+            | Step::CancelNextCall(_)
             | Step::Inject(_)
             | Step::Account(_) => None,
         }

@@ -290,6 +290,8 @@ fn answer(result: RegionCallResult, kind: &str) -> Answer {
     };
     let status = match outcome {
         FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+        // Made above from the multi-region client's result, which is never cancelled.
+        FinalOutcome::Cancelled { .. } => 0,
     };
     Answer {
         outcome,

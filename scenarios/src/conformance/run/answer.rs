@@ -4,10 +4,11 @@
 //! answer binds, what it leaves seen for `fresh`, and both sides written as
 //! lines for a report.
 
+use super::words::{describe_waits, metadata_words, short, status_name};
 use super::{date, lookup, State, Target};
 use crate::conformance::format::{
-    parse_lease_duration, Captured, Compare, Expect, Field, ItemExpect, LeaseDurationExpect,
-    WaitExpect,
+    parse_lease_duration, CancelledExpect, Captured, Compare, Expect, Field, ItemExpect,
+    LeaseDurationExpect, WaitExpect,
 };
 use crate::conformance::time::format_rfc1123;
 use overcast_model::conditions::{ETag, Millis};
@@ -15,7 +16,7 @@ use overcast_model::feed::FeedRange;
 use overcast_model::lease::{self, LeaseResponse, LeaseState};
 use overcast_model::partition::Response;
 use overcast_model::queue::{ItemStatus, OperationView};
-use overcast_model::retry::FinalOutcome;
+use overcast_model::retry::{CancelledEffect, FinalOutcome};
 use overcast_model::search::ResourceKind;
 use overcast_model::store::Metadata;
 use std::collections::BTreeSet;
@@ -87,27 +88,6 @@ impl ObservedItem {
         }
         out += &format!(" ({})", fields.join(", "));
         out
-    }
-}
-
-/// A queue item status as scripts write it.
-pub(super) fn status_name(s: ItemStatus) -> &'static str {
-    match s {
-        ItemStatus::Error => "ERROR",
-        ItemStatus::Modified => "MODIFIED",
-        ItemStatus::NewItem => "NEW_ITEM",
-        ItemStatus::Accepted => "ACCEPTED",
-    }
-}
-
-/// A text for a message: long ones (the argument limits) abbreviated.
-pub(super) fn short(s: &str) -> String {
-    const MAX: usize = 40;
-    if s.chars().count() <= MAX {
-        format!("{s:?}")
-    } else {
-        let head: String = s.chars().take(8).collect();
-        format!("{head:?}… ({} chars)", s.chars().count())
     }
 }
 
@@ -324,11 +304,34 @@ impl Answer {
     fn status(&self) -> u16 {
         match self.outcome {
             FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+            // A cancelled call has no status.
+            FinalOutcome::Cancelled { .. } => 0,
         }
     }
 
+    /// An unknown outcome: a write that may have run (a cancelled call whose
+    /// attempt was in flight is one).
     fn unknown(&self) -> bool {
-        matches!(self.outcome, FinalOutcome::Unknown { .. })
+        matches!(
+            self.outcome,
+            FinalOutcome::Unknown { .. }
+                | FinalOutcome::Cancelled {
+                    effect: CancelledEffect::Unknown
+                }
+        )
+    }
+
+    /// What the call did, if its caller cancelled it.
+    fn cancelled(&self) -> Option<CancelledExpect> {
+        match self.outcome {
+            FinalOutcome::Cancelled {
+                effect: CancelledEffect::NotRun,
+            } => Some(CancelledExpect::NotRun),
+            FinalOutcome::Cancelled {
+                effect: CancelledEffect::Unknown,
+            } => Some(CancelledExpect::Unknown),
+            _ => None,
+        }
     }
 
     pub(super) fn describe(&self) -> String {
@@ -336,7 +339,9 @@ impl Answer {
         if self.observed.status != self.status() {
             out += &format!(" (delivered as {})", self.status());
         }
-        if self.unknown() {
+        if let Some(c) = self.cancelled() {
+            out += &format!(" (cancelled, {c:?})");
+        } else if self.unknown() {
             out += " (outcome unknown)";
         }
         out += &self.observed.describe();
@@ -385,144 +390,6 @@ pub(super) fn remember(o: &Observed, target: &Target, state: &mut State) {
             .or_default()
             .insert(id);
     }
-}
-
-/// An expected item as text.
-fn describe_item_expect(i: &ItemExpect) -> String {
-    match i {
-        ItemExpect::Id(id) => id.clone(),
-        ItemExpect::Fields(f) => {
-            let mut fields = Vec::new();
-            if let Some(s) = f.status {
-                fields.push(status_name(s).to_string());
-            }
-            if let Some(pk) = &f.partition_key {
-                fields.push(format!("pk {pk:?}"));
-            }
-            if let Some(v) = &f.version {
-                fields.push(format!("version {:?}", v.to_string()));
-            }
-            if let Some(q) = &f.queue {
-                fields.push(format!("queue {}", short(q)));
-            }
-            if let Some(p) = &f.payload {
-                fields.push(format!("payload {}", short(p)));
-            }
-            if let Some(b) = &f.body {
-                fields.push(format!("body {b:?}"));
-            }
-            format!("{} ({})", f.id, fields.join(", "))
-        }
-    }
-}
-
-/// Waits as a line: `[0, 5, 25] ms`.
-fn describe_waits(waits: &[u64]) -> String {
-    let ms: Vec<String> = waits.iter().map(u64::to_string).collect();
-    format!("[{}] ms", ms.join(", "))
-}
-
-/// The expectation as a line.
-pub(super) fn describe_expect(e: &Expect) -> String {
-    let mut parts = Vec::new();
-    if let Some(s) = e.status {
-        parts.push(s.to_string());
-    }
-    if let Some(c) = &e.error_code {
-        parts.push(c.clone());
-    }
-    if let Some(u) = e.unknown_outcome {
-        parts.push(
-            if u {
-                "outcome unknown"
-            } else {
-                "outcome known"
-            }
-            .into(),
-        );
-    }
-    if let Some(a) = e.attempts {
-        parts.push(format!("{a} attempt(s)"));
-    }
-    if let Some(w) = &e.waits {
-        parts.push(format!("waits [{}] ms", w.join(", ")));
-    }
-    if let Some(r) = &e.regions {
-        parts.push(format!("regions [{}]", r.join(", ")));
-    }
-    for (name, v) in [
-        ("etag", &e.etag),
-        ("last_modified", &e.last_modified),
-        ("lease id", &e.lease_id),
-        ("lease", &e.lease_state),
-        ("lease status", &e.lease_status),
-        ("duration", &e.lease_duration),
-    ] {
-        if let Some(v) = v {
-            parts.push(format!("{name} {v}"));
-        }
-    }
-    if let Some(t) = e.lease_time {
-        parts.push(format!("lease time {t}s"));
-    }
-    for (name, v) in [("fields", &e.fields), ("synonyms", &e.synonyms)] {
-        if let Some(v) = v {
-            parts.push(format!("{name} [{}]", v.join(", ")));
-        }
-    }
-    if let Some(b) = &e.body {
-        parts.push(format!("body {b:?}"));
-    }
-    if e.no_body == Some(true) {
-        parts.push("no body".into());
-    }
-    match e.no_error_code {
-        Some(true) => parts.push("no error code".into()),
-        Some(false) => parts.push("an error code".into()),
-        None => {}
-    }
-    if let Some(m) = &e.metadata {
-        parts.push(format!("metadata {}", metadata_words(m)));
-    }
-    if let Some(results) = &e.results {
-        let each: Vec<String> = results.iter().map(describe_expect).collect();
-        parts.push(format!("results [{}]", each.join(" | ")));
-    }
-    if let Some(s) = e.item_status {
-        parts.push(format!("item {}", status_name(s)));
-    }
-    if let Some(o) = &e.operation {
-        parts.push(format!("operation {o}"));
-    }
-    if let Some(d) = e.done {
-        parts.push(if d { "done" } else { "not done" }.into());
-    }
-    if let Some(s) = e.sub_status {
-        parts.push(format!("sub-status {s}"));
-    }
-    if let Some(items) = &e.items {
-        let each: Vec<String> = items.iter().map(describe_item_expect).collect();
-        parts.push(format!("items [{}]", each.join(", ")));
-    }
-    if let Some(c) = &e.continuation {
-        parts.push(format!("continuation {c}"));
-    }
-    if let Some(r) = &e.ranges {
-        let ids: Vec<String> = r.iter().map(u32::to_string).collect();
-        parts.push(format!("ranges [{}]", ids.join(", ")));
-    }
-    let mut out = parts.join(", ");
-    if !e.any_of.is_empty() {
-        let alts: Vec<String> = e.any_of.iter().map(describe_expect).collect();
-        if !out.is_empty() {
-            out += ", and ";
-        }
-        out += &format!("one of [{}]", alts.join(" | "));
-    }
-    if out.is_empty() {
-        out = "anything".into();
-    }
-    out
 }
 
 /// Checks `answer` against `e`; on success binds the captures (the top
@@ -597,6 +464,12 @@ fn capture(e: &Expect, o: &Observed, state: &mut State) -> Result<(), String> {
 
 /// The answer-level fields (unknown outcome, attempts), then the observed ones.
 fn check_answer(e: &Expect, a: &Answer, target: &Target, state: &State) -> Result<(), String> {
+    if e.cancelled != a.cancelled() && (e.cancelled.is_some() || a.cancelled().is_some()) {
+        return Err(match a.cancelled() {
+            Some(c) => format!("the call was cancelled ({c:?})"),
+            None => "the call was not cancelled".into(),
+        });
+    }
     if let Some(u) = e.unknown_outcome {
         if a.unknown() != u {
             return Err(format!(
@@ -837,12 +710,6 @@ fn check_fields(e: &Expect, o: &Observed, resource: &str, state: &State) -> Resu
         }
     }
     Ok(())
-}
-
-/// Metadata as `{name: value, ...}` (`{}` for none).
-fn metadata_words(m: &Metadata) -> String {
-    let pairs: Vec<String> = m.iter().map(|(k, v)| format!("{k}: {v:?}")).collect();
-    format!("{{{}}}", pairs.join(", "))
 }
 
 /// The fields of queue and feed answers: item status, items, operation,

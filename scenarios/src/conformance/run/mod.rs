@@ -32,6 +32,7 @@ mod feed;
 mod lease;
 mod queue;
 mod search;
+mod words;
 
 use super::format::{
     etag_tokens, Captured, ConditionHeaders, DateExpr, Inject, InjectEvent, InjectOnly,
@@ -39,14 +40,14 @@ use super::format::{
 };
 use super::time::{format_rfc1123, parse_duration};
 use crate::kit::bridge::{DiskAdapter, ServerStreams};
-use answer::{check, describe_expect, remember, Answer, Observed};
+use answer::{check, remember, Answer, Observed};
 use madsim::net::Endpoint;
 use madsim::runtime::{Handle, Runtime};
 use madsim::time::sleep;
 use overcast_model::bugs::ModelBugs;
-use overcast_model::client::{ClientConfig, StoreClient};
+use overcast_model::client::{sim_now_ns, ClientConfig, StoreClient};
 use overcast_model::conditions::{Conditions, ETag, EtagMatch, Millis};
-use overcast_model::env::Clock;
+use overcast_model::env::{Clock, ListenTable, Listeners};
 use overcast_model::partition::{OpKind, Request};
 use overcast_model::retry::{FinalOutcome, RetryOptions};
 use overcast_model::server::{serve, FaultRates, ServerConfig, ServerStats};
@@ -65,6 +66,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use words::describe_expect;
 
 /// A clock the script moves: simulated time since the start, plus the
 /// simulation epoch, plus an offset that `advance` steps add to.
@@ -187,6 +189,8 @@ impl Injections {
                 forward: inject.forward,
             },
             InjectStatus::Event(InjectEvent::ConnectionError) => Relayed::Swallow,
+            // Taken by the client's connect ([`RefusedConnects`]): none reaches a relay.
+            InjectStatus::Event(InjectEvent::ConnectionRefused) => return Relayed::Pass,
         };
         self.left -= 1;
         if self.left == 0 {
@@ -225,6 +229,30 @@ impl Injections {
     /// injection covered the attempt it answers.
     fn replacement(&mut self, response: &[u8]) -> Option<Vec<u8>> {
         self.replace.remove(&response_attempt(response)?)
+    }
+}
+
+/// The script client's view of which servers listen: while an `inject` of
+/// `connection_refused` has attempts left, every connect is refused (one
+/// attempt each), so the request never leaves the client.
+struct RefusedConnects(Arc<Mutex<Injections>>);
+
+impl Listeners for RefusedConnects {
+    fn listening(&self, _addr: SocketAddr) {}
+
+    fn refuses(&self, _to: SocketAddr) -> bool {
+        let mut injections = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let refused = matches!(
+            injections.pending.as_ref().map(|j| j.status),
+            Some(InjectStatus::Event(InjectEvent::ConnectionRefused))
+        );
+        if refused {
+            injections.left -= 1;
+            if injections.left == 0 {
+                injections.pending = None;
+            }
+        }
+        refused
     }
 }
 
@@ -297,6 +325,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
             send: Default::default(),
             quiet_after_restart: Duration::ZERO,
             log: Default::default(),
+            listen: Default::default(),
         };
         let clock = server_clock.clone();
         let disk = disk.clone();
@@ -602,6 +631,8 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
         retry: RetryOptions::default(),
         bugs: ctx.bugs,
         send: Default::default(),
+        // An `inject` of `connection_refused` refuses the client's connects.
+        connect: ListenTable(Some(Arc::new(RefusedConnects(ctx.injections.clone())))),
     };
     let mut client =
         match StoreClient::connect(cfg, Box::new(stream(ctx.seed, "script-client"))).await {
@@ -614,6 +645,7 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
         };
     let mut state = State::default();
     let mut in_account: Option<account::AccountClient> = None;
+    let mut cancel_after_ms: Option<u64> = None;
     for (i, step) in script.steps.iter().enumerate() {
         let n = i + 1;
         match step {
@@ -649,6 +681,11 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 ctx.drop_next.store(true, Ordering::Relaxed);
                 continue;
             }
+            Step::CancelNextCall(c) => {
+                // Validated with the script.
+                cancel_after_ms = Some(parse_duration(&c.after).unwrap_or(0).max(0) as u64);
+                continue;
+            }
             Step::Inject(j) => {
                 let mut injections = ctx.injections.lock().unwrap_or_else(|e| e.into_inner());
                 injections.pending = Some(j.clone());
@@ -682,6 +719,13 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
             }
         };
         let answer = match (&mut in_account, &request) {
+            (Some(_), Request::Cosmos(_)) if cancel_after_ms.is_some() => {
+                return ScriptOutcome::Error {
+                    message: format!(
+                        "step {n}: cancel_next_call: the multi-region client's calls are not cancelled"
+                    ),
+                };
+            }
             (Some(account), Request::Cosmos(_)) => {
                 match account.call(&request, step.kind()).await {
                     Ok(answer) => answer,
@@ -693,9 +737,14 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 }
             }
             _ => {
-                let result = client.request(&request).await;
+                let cancel_at_ns = cancel_after_ms
+                    .take()
+                    .map(|ms| sim_now_ns().saturating_add(ms.saturating_mul(1_000_000)));
+                let result = client.request_until(&request, cancel_at_ns).await;
                 let status = match result.outcome {
                     FinalOutcome::Response { status } | FinalOutcome::Unknown { status } => status,
+                    // A cancelled call has no status.
+                    FinalOutcome::Cancelled { .. } => 0,
                 };
                 Answer {
                     outcome: result.outcome,
@@ -813,6 +862,7 @@ fn build_request(
         Step::Advance(_)
         | Step::CrashServer(_)
         | Step::DropNextReply(_)
+        | Step::CancelNextCall(_)
         | Step::Inject(_)
         | Step::Account(_) => return Err("not a request".into()),
     })

@@ -2,7 +2,7 @@
 //! (captured item and operation names resolved, repeats expanded) and the
 //! request as a line.
 
-use super::answer::{short, status_name};
+use super::words::{short, status_name};
 use super::{lookup, target, State, Target};
 use crate::conformance::format::{Captured, QueueHashes, Step, Text};
 use crate::conformance::time::parse_duration;

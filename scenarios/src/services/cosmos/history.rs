@@ -137,7 +137,8 @@ impl Outcome {
     /// The history form of a call's result; `None` for an unknown outcome.
     pub fn from_result(r: &CallResult<CosmosResponse>) -> Option<Outcome> {
         match r.outcome {
-            FinalOutcome::Unknown { .. } => None,
+            // The workload never cancels a call: a cancelled one would be unknown too.
+            FinalOutcome::Unknown { .. } | FinalOutcome::Cancelled { .. } => None,
             FinalOutcome::Response { status } => Some(Outcome {
                 status,
                 results: r

@@ -437,6 +437,7 @@ impl ScenarioDef for Feed {
                         retry: &p.retry,
                         bugs,
                         send,
+                        connect: Default::default(),
                     };
                     let tag = format!("{}-{}", env.name, env.incarnation);
                     let connect = |what: &str| {

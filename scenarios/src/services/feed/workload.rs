@@ -118,7 +118,8 @@ impl ProcessorObserver for HostObserver {
 fn write_result<T>(r: &overcast_model::client::CallResult<T>) -> Option<FeedResult> {
     match r.outcome {
         FinalOutcome::Response { status } => Some(FeedResult { status }),
-        FinalOutcome::Unknown { .. } => None,
+        // The workload never cancels a call: a cancelled one would be unknown too.
+        FinalOutcome::Unknown { .. } | FinalOutcome::Cancelled { .. } => None,
     }
 }
 

@@ -430,6 +430,7 @@ impl ScenarioDef for Leases {
                         retry: &p.retry,
                         bugs,
                         send,
+                        connect: Default::default(),
                     };
                     let Some(mut client) = sdk.connect(&env, &format!("{tag}-sdk")).await else {
                         return;

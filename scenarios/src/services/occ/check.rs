@@ -214,8 +214,10 @@ impl Checker<OccHistory> for RetryDiscipline {
             surfaced: match &o.result {
                 None => Surfaced::Unknown,
                 Some(Outcome::TimedOut) => Surfaced::TimedOut,
+                Some(Outcome::CancelledNotRun) => Surfaced::CancelledNotRun,
                 Some(Outcome::Response { status, .. }) => Surfaced::Status(*status),
             },
+            cancel_ns: o.call.cancel_ns(o.invoke_ns),
         });
         let violation = check_retries(&rules, cases).or_else(|| {
             let mut paused: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
@@ -629,8 +631,12 @@ impl Checker<OccHistory> for ProbeLiveness {
                         secs(o.invoke_ns)
                     ),
                     Some(a) => match &a.result {
-                        AttemptResult::Timeout => format!(
+                        AttemptResult::Timeout | AttemptResult::Cancelled => format!(
                             "its last attempt (at {}) timed out waiting for {name}",
+                            secs(a.sent_ns)
+                        ),
+                        AttemptResult::NotSent => format!(
+                            "its last attempt (at {}) was refused: {name} did not listen",
                             secs(a.sent_ns)
                         ),
                         AttemptResult::Status { status, .. } => {
@@ -894,7 +900,8 @@ pub fn to_lin_ops(history: &OccHistory) -> (Vec<Operation<ItemOp, ItemResult>>, 
         };
         let output = match &o.result {
             None => None,
-            Some(Outcome::TimedOut) => continue,
+            // Neither ran: left out, as a call that never happened.
+            Some(Outcome::TimedOut | Outcome::CancelledNotRun) => continue,
             Some(Outcome::Response { status, .. }) if not_executed(*status) => continue,
             Some(Outcome::Response {
                 status,

@@ -4,7 +4,7 @@
 use crate::kit::words::{conditions_words, short_etag};
 use overcast_harness::report::call_words;
 use overcast_model::client::CallResult;
-use overcast_model::retry::FinalOutcome;
+use overcast_model::retry::{CancelledEffect, FinalOutcome};
 use overcast_model::server::Receipt;
 use overcast_model::store::{EtagMatch, StoreRequest};
 use overcast_model::wire::OperationId;
@@ -39,6 +39,10 @@ pub struct Call {
     /// receipts ([`OccEvent::Received`]) are matched to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<OperationId>,
+    /// The caller cancels the call this many ms after invoking it (a
+    /// `CancellationToken` with a deadline), if it asked to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_after_ms: Option<u64>,
 }
 
 fn header(m: &Option<EtagMatch>) -> Option<String> {
@@ -68,6 +72,13 @@ impl Call {
             (self.op.as_str(), status),
             ("put", 200 | 201) | ("set_metadata", 200)
         )
+    }
+
+    /// When the caller cancels the call, true ns, for a call invoked at
+    /// `invoke_ns`; `None` when it does not.
+    pub fn cancel_ns(&self, invoke_ns: u64) -> Option<u64> {
+        self.cancel_after_ms
+            .map(|ms| invoke_ns.saturating_add(ms.saturating_mul(1_000_000)))
     }
 
     /// The history form of a request.
@@ -104,6 +115,7 @@ impl Call {
             if_modified_since: c.and_then(|c| c.if_modified_since.clone()),
             if_unmodified_since: c.and_then(|c| c.if_unmodified_since.clone()),
             operation: None,
+            cancel_after_ms: None,
         }
     }
 }
@@ -132,13 +144,25 @@ pub enum Outcome {
     /// A read whose timeout retries ran out. No longer produced (a read's timeouts now end
     /// as 503, SPEC §4.1 row 408); kept so that older history files still load.
     TimedOut,
+    /// The caller cancelled the call, and it certainly did not run: no attempt was in
+    /// flight at the cancel, and every earlier one was answered with a status that says
+    /// it did not run, or never sent. (A cancelled call that may have run is recorded as
+    /// an unknown outcome, no outcome at all.)
+    CancelledNotRun,
 }
 
 impl Outcome {
-    /// The history form of a call's result; `None` for an unknown outcome.
+    /// The history form of a call's result; `None` for an unknown outcome (a
+    /// cancelled call that may have run is one).
     pub fn from_result(r: &CallResult) -> Option<Outcome> {
         match &r.outcome {
-            FinalOutcome::Unknown { .. } => None,
+            FinalOutcome::Unknown { .. }
+            | FinalOutcome::Cancelled {
+                effect: CancelledEffect::Unknown,
+            } => None,
+            FinalOutcome::Cancelled {
+                effect: CancelledEffect::NotRun,
+            } => Some(Outcome::CancelledNotRun),
             FinalOutcome::Response { status } => {
                 let item = r.response.as_ref().and_then(|resp| resp.item.as_ref());
                 Some(Outcome::Response {
@@ -193,6 +217,8 @@ pub fn words(call: &Call, result: Option<&Outcome>) -> (String, Tone) {
     let seen = result.map(|r| match r {
         // A read's timeouts ran out (older histories): shown as the 503 it is now.
         Outcome::TimedOut => (503, "timed out".to_string()),
+        // No status: shown as refused, under nginx's 499 (client closed request).
+        Outcome::CancelledNotRun => (499, "cancelled, not run".to_string()),
         Outcome::Response {
             status,
             etag,

@@ -14,6 +14,7 @@ pub mod spec;
 pub mod timeline;
 pub mod workload;
 
+use crate::kit::bridge::ListenAdapter;
 use crate::kit::bridge::{NetworkAdapter, NetworkCounts};
 use crate::kit::client::SdkSetup;
 use crate::kit::durability::{Acknowledgement, Durability, LogSink};
@@ -540,6 +541,7 @@ impl ScenarioDef for Occ {
                             retry: &p.retry,
                             bugs,
                             send: send.clone(),
+                            connect: ListenAdapter::table(&env),
                         };
                         let Some(mut client) = sdk.connect(&env, &format!("probe-{i}-sdk")).await
                         else {
@@ -574,6 +576,7 @@ impl ScenarioDef for Occ {
                         retry: &p.retry,
                         bugs,
                         send,
+                        connect: ListenAdapter::table(&env),
                     };
                     let name = format!("client-{}-sdk-{}", env.index, env.incarnation);
                     let Some(mut client) = sdk.connect(&env, &name).await else {

@@ -64,6 +64,13 @@ pub struct ServerCase<'a> {
     pub invoke_ns: Option<u64>,
     /// When the call returned, true ns.
     pub return_ns: Option<u64>,
+    /// When the caller cancelled the call, true ns, if it asked to: no
+    /// attempt of it may be sent from then on.
+    pub cancel_ns: Option<u64>,
+    /// The SDK's log has a refused connect for the call: an attempt that no
+    /// server can see, sent (or rather not) at once, so the servers' side
+    /// cannot tell that the last attempt it saw was the last one.
+    pub refused: bool,
 }
 
 /// The 410 window's transient answers: a 410 the transport retries (not
@@ -218,6 +225,18 @@ impl ServerSideRules {
         let op = case
             .op
             .map_or("an operation".to_string(), |o| format!("op {o}"));
+        if let Some(cancel_ns) = case.cancel_ns {
+            if let Some(y) = a.iter().find(|y| y.sent_ns >= cancel_ns) {
+                return v(
+                    "R1",
+                    format!(
+                        "{op}: the servers saw {} sent after the caller cancelled the call at {:.3} s; a cancelled call ends at once and sends nothing more",
+                        name(y),
+                        cancel_ns as f64 / 1e9
+                    ),
+                );
+            }
+        }
         let (mut throttled_retries, mut throttled_wait_ms) = (0u32, 0u64);
         let mut unavailable_retries = 0u32;
         // The transport window (one region: one window per operation): whether
@@ -471,6 +490,11 @@ impl ServerSideRules {
         let (Some(surfaced), Some(return_ns)) = (case.surfaced, case.return_ns) else {
             return None;
         };
+        // A refused connect reaches no server and takes no time: the call may
+        // have gone on after the last attempt seen. So may a cancel.
+        if case.refused || surfaced == Surfaced::CancelledNotRun {
+            return None;
+        }
         let last = case.attempts.last()?;
         let status = last.status?;
         // The call returned sooner than the request timeout after `last` was
@@ -634,10 +658,17 @@ impl Checker<OccHistory> for RetryFromServers {
                 // short by a crash: only calls that returned a status are judged.
                 surfaced: op.and_then(|o| o.result.as_ref()).map(|r| match r {
                     Outcome::TimedOut => Surfaced::TimedOut,
+                    Outcome::CancelledNotRun => Surfaced::CancelledNotRun,
                     Outcome::Response { status, .. } => Surfaced::Status(*status),
                 }),
                 invoke_ns: op.map(|o| o.invoke_ns),
                 return_ns: op.and_then(|o| o.return_ns),
+                cancel_ns: op.and_then(|o| o.call.cancel_ns(o.invoke_ns)),
+                refused: op.is_some_and(|o| {
+                    o.attempts
+                        .iter()
+                        .any(|a| a.result == AttemptResult::NotSent)
+                }),
             };
             if let Some(v) = rules.check(&case) {
                 violation = Some(v);
@@ -670,9 +701,11 @@ pub fn budgets_spent(history: &OccHistory, options: &RetryOptions) -> [(&'static
         for w in o.attempts.windows(2) {
             match w[0].result {
                 AttemptResult::Timeout => used += timeout + w[1].waited_ns,
+                // A refused connect is a transport 410 (SPEC §4.1 row 408).
                 AttemptResult::Status {
                     status: 410 | 449, ..
-                } => used += w[1].waited_ns,
+                }
+                | AttemptResult::NotSent => used += w[1].waited_ns,
                 _ => {}
             }
         }

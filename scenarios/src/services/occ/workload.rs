@@ -31,6 +31,8 @@ pub(crate) struct Observer {
     bodies: BTreeMap<String, String>,
     last_modified: BTreeMap<String, u64>,
     in_flight: Option<Slot>,
+    /// The cancel the caller asked for on the call about to be invoked.
+    cancel_after_ms: Option<u64>,
 }
 
 impl Observer {
@@ -44,6 +46,7 @@ impl Observer {
             bodies: BTreeMap::new(),
             last_modified: BTreeMap::new(),
             in_flight: None,
+            cancel_after_ms: None,
         }
     }
 }
@@ -52,6 +55,7 @@ impl CallObserver for Observer {
     fn on_invoke(&mut self, request: &StoreRequest, invoke_ns: u64, operation: OperationId) {
         let call = Call {
             operation: Some(operation),
+            cancel_after_ms: self.cancel_after_ms.take(),
             ..Call::from_request(request)
         };
         self.in_flight = Some(self.recorder.begin(OpRecord {
@@ -139,6 +143,19 @@ impl CallObserver for Observer {
     }
 }
 
+/// The share of a client's calls (percent; not the read–modify–writes) its
+/// caller cancels after a drawn deadline.
+pub const CANCEL_PERCENT: u32 = 2;
+
+/// The instant, simulated ns, at which the caller cancels the call it is about
+/// to make `cancel_after_ms` after invoking it (`None`: it does not), told to
+/// `obs` too, so the history records the cancel with the call.
+fn cancel_at(obs: &mut Observer, cancel_after_ms: Option<u64>) -> Option<u64> {
+    obs.cancel_after_ms = cancel_after_ms;
+    cancel_after_ms
+        .map(|ms| overcast_model::client::sim_now_ns().saturating_add(ms.saturating_mul(1_000_000)))
+}
+
 /// One client's workload.
 pub async fn client_workload(
     s: OccParams,
@@ -189,6 +206,17 @@ pub async fn client_workload(
             kind += 1;
         }
         let counter = (kind == 6).then(|| counters[rng.gen_range(0..counters.len())].clone());
+        // A few calls the caller cancels after a drawn deadline (a
+        // `CancellationToken`): half within the first few ms, while the first
+        // attempt is in flight, half later, during a retry's wait or a slow
+        // attempt. Read–modify–writes are never cancelled.
+        let cancel_after_ms = (rng.gen_range(0..100) < CANCEL_PERCENT).then(|| {
+            if rng.gen_bool(0.5) {
+                rng.gen_range(1..20)
+            } else {
+                rng.gen_range(20..10_000)
+            }
+        });
         let node =
             overcast_harness::registry::client_incarnation(OccRole::Client, client_id, s.clients);
         overcast_harness::ops::about(&node, n, counter.as_deref().unwrap_or(&id));
@@ -198,24 +226,26 @@ pub async fn client_workload(
         match kind {
             0 => {
                 client
-                    .observed_call(
+                    .observed_call_until(
                         StoreRequest::Read {
                             key,
                             conditions: Conditions::none(),
                         },
+                        cancel_at(&mut obs, cancel_after_ms),
                         &mut obs,
                     )
                     .await;
             }
             1 => {
                 client
-                    .observed_call(
+                    .observed_call_until(
                         StoreRequest::Put {
                             key,
                             body,
                             conditions: Conditions::none(),
                             metadata: Metadata::new(),
                         },
+                        cancel_at(&mut obs, cancel_after_ms),
                         &mut obs,
                     )
                     .await;
@@ -227,7 +257,9 @@ pub async fn client_workload(
                     conditions: Conditions::if_none_match_any(),
                     metadata: Metadata::new(),
                 };
-                client.observed_call(put, &mut obs).await;
+                client
+                    .observed_call_until(put, cancel_at(&mut obs, cancel_after_ms), &mut obs)
+                    .await;
             }
             3 => {
                 let mut tries = 0;
@@ -250,7 +282,11 @@ pub async fn client_workload(
                     None => Conditions::none(),
                 };
                 client
-                    .observed_call(StoreRequest::Delete { key, conditions }, &mut obs)
+                    .observed_call_until(
+                        StoreRequest::Delete { key, conditions },
+                        cancel_at(&mut obs, cancel_after_ms),
+                        &mut obs,
+                    )
                     .await;
             }
             6 => {
@@ -286,11 +322,15 @@ pub async fn client_workload(
                         conditions: Conditions::none(),
                     },
                 };
-                client.observed_call(request, &mut obs).await;
+                client
+                    .observed_call_until(request, cancel_at(&mut obs, cancel_after_ms), &mut obs)
+                    .await;
             }
             8 => {
                 let request = odd_conditions(&mut rng, &obs, &clock, key, body);
-                client.observed_call(request, &mut obs).await;
+                client
+                    .observed_call_until(request, cancel_at(&mut obs, cancel_after_ms), &mut obs)
+                    .await;
             }
             9 => {
                 let request = head_request(&mut rng, &obs, &clock, key);
@@ -307,7 +347,11 @@ pub async fn client_workload(
                     None => Conditions::none(),
                 };
                 client
-                    .observed_call(StoreRequest::Read { key, conditions }, &mut obs)
+                    .observed_call_until(
+                        StoreRequest::Read { key, conditions },
+                        cancel_at(&mut obs, cancel_after_ms),
+                        &mut obs,
+                    )
                     .await;
             }
         }

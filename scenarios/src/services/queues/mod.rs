@@ -411,6 +411,7 @@ impl ScenarioDef for Queues {
                         retry: p.retry.clone(),
                         bugs,
                         send,
+                        connect: Default::default(),
                     };
                     let cfg = ConnectorConfig {
                         datasource: DATASOURCE.into(),

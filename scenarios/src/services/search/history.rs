@@ -109,7 +109,8 @@ impl Outcome {
     /// The history form of a call's result; `None` for an unknown outcome.
     pub fn from_result(r: &CallResult<SearchResponse>) -> Option<Outcome> {
         match r.outcome {
-            FinalOutcome::Unknown { .. } => None,
+            // The workload never cancels a call: a cancelled one would be unknown too.
+            FinalOutcome::Unknown { .. } | FinalOutcome::Cancelled { .. } => None,
             FinalOutcome::Response { status } => {
                 let res = r.response.as_ref().and_then(|x| x.resource.as_ref());
                 Some(Outcome {

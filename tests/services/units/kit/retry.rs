@@ -34,8 +34,88 @@ pub(crate) fn case(
             idempotent,
             attempts,
             surfaced,
+            cancel_ns: None,
         },
     )
+}
+
+/// [`case`] for a call its caller cancelled at `cancel_ms`.
+fn cancelled_case(
+    idempotent: bool,
+    attempts: &[Attempt],
+    surfaced: Surfaced,
+    cancel_ms: u64,
+) -> Option<Violation> {
+    check_case(
+        &RetryRules::default(),
+        &RetryCase {
+            op: 1,
+            idempotent,
+            attempts,
+            surfaced,
+            cancel_ns: Some(cancel_ms * 1_000_000),
+        },
+    )
+}
+
+/// An attempt sent at `sent_ms`, after a wait of `waited_ms`.
+fn sent_at(sent_ms: u64, waited_ms: u64, result: AttemptResult) -> Attempt {
+    Attempt {
+        sent_ns: sent_ms * 1_000_000,
+        waited_ns: waited_ms * 1_000_000,
+        result,
+    }
+}
+
+#[test]
+fn r1_a_write_never_sent_may_be_re_sent_and_ends_as_the_410_window_does() {
+    let a = [
+        at(0, AttemptResult::NotSent),
+        at(0, AttemptResult::NotSent),
+        at(1000, st(201)),
+    ];
+    assert!(case(false, &a, Surfaced::Status(201)).is_none());
+    let spent = [at(0, AttemptResult::NotSent), at(0, AttemptResult::NotSent)];
+    assert!(case(false, &spent, Surfaced::Status(503)).is_none());
+    // Told its outcome is unknown: it never left the client (the seeded bug
+    // `not_sent_taken_as_unknown`).
+    let refused = [at(0, AttemptResult::NotSent)];
+    let v = case(false, &refused, Surfaced::Unknown).expect("R3");
+    assert_eq!(v.property, "R3");
+    assert!(v.message.contains("not sent"), "{}", v.message);
+}
+
+#[test]
+fn r1_nothing_is_sent_at_or_after_the_callers_cancel() {
+    // Cancelled in flight: unknown, nothing after.
+    let a = [sent_at(10, 0, AttemptResult::Cancelled)];
+    assert!(cancelled_case(false, &a, Surfaced::Unknown, 500).is_none());
+    // Cancelled while waiting after a 429: not run.
+    let a = [sent_at(10, 0, throttled(1000))];
+    assert!(cancelled_case(false, &a, Surfaced::CancelledNotRun, 500).is_none());
+    // A read sent again after the cancel (the seeded bug `retry_after_cancel`).
+    let a = [
+        sent_at(10, 0, AttemptResult::Timeout),
+        sent_at(500, 0, st(200)),
+    ];
+    let v = cancelled_case(true, &a, Surfaced::Status(200), 500).expect("R1");
+    assert_eq!(v.property, "R1");
+    assert!(v.message.contains("cancelled"), "{}", v.message);
+    // The same attempts with no cancel: a read's timeout is retried.
+    assert!(case(true, &a, Surfaced::Status(200)).is_none());
+}
+
+#[test]
+fn r3_a_cancelled_write_is_told_not_run_only_when_nothing_of_it_may_have_run() {
+    let in_flight = [sent_at(10, 0, AttemptResult::Cancelled)];
+    let v = cancelled_case(false, &in_flight, Surfaced::CancelledNotRun, 500).expect("R3");
+    assert_eq!(v.property, "R3");
+    // A cancel the call never asked for.
+    let a = [sent_at(10, 0, throttled(1000))];
+    assert_eq!(
+        case(false, &a, Surfaced::CancelledNotRun).map(|v| v.property),
+        Some("R3".into())
+    );
 }
 
 #[test]

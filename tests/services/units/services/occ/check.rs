@@ -84,6 +84,7 @@ mod lost_tests {
                 if_modified_since: None,
                 if_unmodified_since: None,
                 operation: None,
+                cancel_after_ms: None,
             },
             invoke_ns: id * 10,
             return_ns: Some(id * 10 + 5),

@@ -24,6 +24,7 @@ fn op(
             if_modified_since: None,
             if_unmodified_since: None,
             operation: None,
+            cancel_after_ms: None,
         },
         invoke_ns: span.0,
         return_ns: Some(span.1),

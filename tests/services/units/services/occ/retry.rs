@@ -61,8 +61,59 @@ fn judge(attempts: &[SeenAttempt], surfaced: Option<Surfaced>, return_ms: u64) -
         surfaced,
         invoke_ns: Some(0),
         return_ns: Some(return_ms * MS),
+        cancel_ns: None,
+        refused: false,
     })
     .map(|v| v.property.to_string())
+}
+
+#[test]
+fn servers_side_r1_nothing_seen_sent_after_the_callers_cancel() {
+    let a = [
+        seen(1, 0, false, None, None),
+        seen(2, 6000, false, Some(200), None),
+    ];
+    let case = |cancel_ms: u64| ServerCase {
+        op: Some(1),
+        attempts: &a,
+        surfaced: Some(Surfaced::Status(200)),
+        invoke_ns: Some(0),
+        return_ns: Some(6001 * MS),
+        cancel_ns: Some(cancel_ms * MS),
+        refused: false,
+    };
+    let rules = ServerSideRules {
+        retry: RetryOptions::default(),
+    };
+    let v = rules.check(&case(500)).expect("R1");
+    assert_eq!(v.property, "R1");
+    assert!(v.message.contains("cancelled"), "{}", v.message);
+    assert!(rules.check(&case(7000)).is_none());
+}
+
+#[test]
+fn servers_side_r3_is_not_judged_on_a_call_with_a_refused_connect() {
+    // The last attempt seen was answered 429, and the caller was told 503 at once:
+    // wrong, unless refused connects the servers never saw came after it and spent
+    // the 410 window.
+    let a = [seen(1, 0, true, Some(429), Some(10))];
+    let case = |refused: bool| ServerCase {
+        op: Some(1),
+        attempts: &a,
+        surfaced: Some(Surfaced::Status(503)),
+        invoke_ns: Some(0),
+        return_ns: Some(20 * MS),
+        cancel_ns: None,
+        refused,
+    };
+    let rules = ServerSideRules {
+        retry: RetryOptions::default(),
+    };
+    assert_eq!(
+        rules.check(&case(false)).map(|v| v.property.to_string()),
+        Some("R3".into())
+    );
+    assert!(rules.check(&case(true)).is_none());
 }
 
 #[test]
