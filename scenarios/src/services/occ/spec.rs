@@ -382,21 +382,7 @@ impl ItemSpec {
             mutations: s.mutations + 1,
         };
         match out {
-            None => {
-                let mut next: Vec<ItemState> = Vec::new();
-                if may_apply {
-                    next.extend(
-                        orphans
-                            .iter()
-                            .map(|o| written(Some(o.etag), o.last_modified)),
-                    );
-                    next.push(written(None, None));
-                }
-                if decisions.iter().any(|d| *d != Decision::Proceed) {
-                    next.push(s.clone());
-                }
-                Next::Many(next)
-            }
+            None => unknown_write(s, decisions, orphans, written),
             Some(o) if o.status == 200 || o.status == 201 => {
                 // Put Blob answers 201 Created on a create and on a replace alike;
                 // a 200 from a put is never right.
@@ -443,21 +429,7 @@ impl ItemSpec {
             mutations: s.mutations + 1,
         };
         match out {
-            None => {
-                let mut next: Vec<ItemState> = Vec::new();
-                if may_apply {
-                    next.extend(
-                        orphans
-                            .iter()
-                            .map(|o| changed(Some(o.etag), o.last_modified)),
-                    );
-                    next.push(changed(None, None));
-                }
-                if decisions.iter().any(|d| *d != Decision::Proceed) {
-                    next.push(s.clone());
-                }
-                Next::Many(next)
-            }
+            None => unknown_write(s, decisions, orphans, changed),
             // Set Blob Metadata answers 200 with the new ETag, never the old one.
             Some(o) if o.status == 200 => match o.etag {
                 Some(e) if may_apply && o.body.is_none() && s.etag != Some(e) => {
@@ -687,4 +659,24 @@ impl Spec for ItemSpec {
             _ => return None,
         })
     }
+}
+
+/// The states a write with an unknown outcome may leave: applied (`made`
+/// with each orphan's ETag, or with one no answer showed) when a decision
+/// lets it proceed, unchanged when one refuses it.
+fn unknown_write(
+    s: &ItemState,
+    decisions: &[Decision],
+    orphans: &[Orphan],
+    made: impl Fn(Option<Tag>, Option<u64>) -> ItemState,
+) -> Next<ItemState> {
+    let mut next: Vec<ItemState> = Vec::new();
+    if decisions.contains(&Decision::Proceed) {
+        next.extend(orphans.iter().map(|o| made(Some(o.etag), o.last_modified)));
+        next.push(made(None, None));
+    }
+    if decisions.iter().any(|d| *d != Decision::Proceed) {
+        next.push(s.clone());
+    }
+    Next::Many(next)
 }
