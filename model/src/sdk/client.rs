@@ -283,15 +283,9 @@ impl StoreClient {
 
     /// [`StoreClient::call`] on a borrowed request.
     async fn call_ref(&mut self, op: &StoreRequest) -> CallResult {
-        let r = self.request(&Request::Store(op.clone())).await;
-        CallResult {
-            outcome: r.outcome,
-            response: r.response.and_then(Response::into_store),
-            attempts: r.attempts,
-            invoke_ns: r.invoke_ns,
-            return_ns: r.return_ns,
-            operation: r.operation,
-        }
+        self.request(&Request::Store(op.clone()))
+            .await
+            .map_response(Response::into_store)
     }
 
     /// One logical call to any service with the SDK's retries. The request is
@@ -410,17 +404,10 @@ impl StoreClient {
         observer: &mut dyn CallObserver,
     ) -> CallResult {
         observer.on_invoke(&op, sim_now_ns(), self.next_operation());
-        let r = self
+        let result = self
             .request_until(&Request::Store(op.clone()), cancel_at_ns)
-            .await;
-        let result = CallResult {
-            outcome: r.outcome,
-            response: r.response.and_then(Response::into_store),
-            attempts: r.attempts,
-            invoke_ns: r.invoke_ns,
-            return_ns: r.return_ns,
-            operation: r.operation,
-        };
+            .await
+            .map_response(Response::into_store);
         observer.on_call(&op, &result);
         result
     }
