@@ -127,18 +127,32 @@ impl DiskState {
     /// bit, 1 for a byte). `None` when the log holds no record.
     fn landing(&self, what: &[u64], places: usize) -> Option<usize> {
         let len = self.len();
-        let (_, mut rng, start, bytes) = self
+        let records = self
             .records
             .iter()
             .filter(|(_, start, bytes)| *bytes > 0 && *start < len)
-            .map(|(id, start, bytes)| {
-                let mut key = what.to_vec();
-                key.push(*id);
-                let mut rng = self.stream(&key);
-                (rng.gen::<u64>(), rng, *start, (*bytes).min(len - start))
-            })
-            .min_by_key(|(draw, ..)| *draw)?;
+            .map(|(id, start, bytes)| (*id, (*start, (*bytes).min(len - start))));
+        let (mut rng, (start, bytes)) = self.least(what, records)?;
         Some(start * places + rng.gen_range(0..bytes * places))
+    }
+
+    /// Of `items` (each named by an identity), the one whose stream (`what`
+    /// and its identity) draws least, with that stream to draw on: a choice
+    /// that leaving out any other item does not change.
+    fn least<T>(
+        &self,
+        what: &[u64],
+        items: impl Iterator<Item = (u64, T)>,
+    ) -> Option<(crate::rng::Stream, T)> {
+        items
+            .map(|(id, item)| {
+                let mut key = what.to_vec();
+                key.push(id);
+                let mut rng = self.stream(&key);
+                (rng.gen::<u64>(), rng, item)
+            })
+            .min_by_key(|(draw, ..)| *draw)
+            .map(|(_, rng, item)| (rng, item))
     }
 
     /// Forgets the records' places beyond the readable log (after a sync
@@ -314,14 +328,13 @@ impl SimDisk {
         // makes durable, the one whose draw is least: leaving out another of
         // them (a shrunk run writes fewer) does not change it.
         let ids = std::mem::take(&mut s.pending_ids);
-        let mut rng = ids
-            .iter()
-            .map(|id| {
-                let mut rng = s.stream(&[SYNC, *id]);
-                (rng.gen::<u64>(), rng)
-            })
-            .min_by_key(|(draw, _)| *draw)
-            .map_or_else(|| s.stream(&[SYNC]), |(_, rng)| rng);
+        let may_fail =
+            s.faults.rate(DiskFault::FsyncError) > 0.0 || s.faults.rate(DiskFault::LostWrite) > 0.0;
+        // Nothing to draw on a disk whose syncs never fail or lie.
+        let least = may_fail
+            .then(|| s.least(&[SYNC], ids.iter().map(|id| (*id, ()))))
+            .flatten();
+        let mut rng = least.map_or_else(|| s.stream(&[SYNC]), |(rng, ())| rng);
         s.syncs += 1;
         if !pending.is_empty() && s.happens(&mut rng, DiskFault::FsyncError) {
             let keep = rng.gen_range(0..=pending.len());

@@ -113,15 +113,19 @@ fn the_history_pass_leaves_out_operations_and_the_shrunk_file_replays_to_the_sam
     assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }
 
-/// The sideways step: a smaller feed page is no smaller a failure by
-/// itself (the reader pulls more pages), but it lets the history pass
-/// leave out the writes that filled the bigger one. Kept only because the
-/// shrink then ends smaller than its local minimum.
-#[test]
-fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shrinks() {
+/// Feed seed 0's failure under `bug` shrunk (within the default budget),
+/// still failing with `property` first and replaying to the same run, and
+/// each step kept with the size after it.
+fn shrink_feed_seed_0(
+    bug: &str,
+    property: &str,
+) -> (
+    overcast_harness::shrink::Shrunk,
+    Vec<(String, (usize, usize))>,
+) {
     let def = CATALOGUE.find("feed").unwrap();
     let mut s = Scenario::new(def, 0);
-    s.bugs = vec!["page_cut_keeps_log_end".into()];
+    s.bugs = vec![bug.into()];
     let mut steps = Vec::new();
     let shrunk = shrink(def, &s, 500, |step, r| {
         steps.push((step.to_string(), size(r)))
@@ -129,8 +133,21 @@ fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shr
     .expect("it fails");
     assert_eq!(
         shrunk.run.first_property().map(|p| p.as_str()),
-        Some("CF10")
+        Some(property)
     );
+    // The shrunk scenario replays to the same run.
+    let again = run_isolated_with(def, &shrunk.scenario);
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+    (shrunk, steps)
+}
+
+/// The sideways step: a smaller feed page is no smaller a failure by
+/// itself (the reader pulls more pages), but it lets the history pass
+/// leave out the writes that filled the bigger one. Kept only because the
+/// shrink then ends smaller than its local minimum.
+#[test]
+fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shrinks() {
+    let (shrunk, steps) = shrink_feed_seed_0("page_cut_keeps_log_end", "CF10");
     let sideways = steps
         .iter()
         .position(|(step, _)| step.starts_with("halve the page size") && step.contains(", then "))
@@ -141,8 +158,6 @@ fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shr
     );
     let page = shrunk.scenario.params["max_items"].as_u64();
     assert!(matches!(page, Some(n) if n < 6), "page {page:?}");
-    let again = run_isolated_with(def, &shrunk.scenario);
-    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }
 
 /// The swap: leaving out a feed host's first read made it release its
@@ -151,18 +166,7 @@ fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shr
 /// lease; the next comes after the split) tells the story in fewer calls.
 #[test]
 fn a_swap_leaves_out_another_operation_in_place_of_one_left_out_when_the_failure_ends_smaller() {
-    let def = CATALOGUE.find("feed").unwrap();
-    let mut s = Scenario::new(def, 0);
-    s.bugs = vec!["split_keeps_parent".into()];
-    let mut steps = Vec::new();
-    let shrunk = shrink(def, &s, 500, |step, r| {
-        steps.push((step.to_string(), size(r)))
-    })
-    .expect("it fails");
-    assert_eq!(
-        shrunk.run.first_property().map(|p| p.as_str()),
-        Some("CF11")
-    );
+    let (shrunk, steps) = shrink_feed_seed_0("split_keeps_parent", "CF11");
     let swaps: Vec<usize> = (1..steps.len())
         .filter(|i| steps[*i].0.contains("in place of one left out"))
         .collect();
@@ -174,8 +178,6 @@ fn a_swap_leaves_out_another_operation_in_place_of_one_left_out_when_the_failure
         );
     }
     assert!(size(&shrunk.run).0 <= 15, "{steps:?}");
-    let again = run_isolated_with(def, &shrunk.scenario);
-    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }
 
 #[test]

@@ -27,16 +27,7 @@ pub(crate) fn case(
     attempts: &[Attempt],
     surfaced: Surfaced,
 ) -> Option<Violation> {
-    check_case(
-        &RetryRules::default(),
-        &RetryCase {
-            op: 1,
-            idempotent,
-            attempts,
-            surfaced,
-            cancel_ns: None,
-        },
-    )
+    judged(idempotent, attempts, surfaced, None)
 }
 
 /// [`case`] for a call its caller cancelled at `cancel_ms`.
@@ -46,6 +37,16 @@ fn cancelled_case(
     surfaced: Surfaced,
     cancel_ms: u64,
 ) -> Option<Violation> {
+    judged(idempotent, attempts, surfaced, Some(cancel_ms * 1_000_000))
+}
+
+/// One operation's attempts judged by the default rules.
+fn judged(
+    idempotent: bool,
+    attempts: &[Attempt],
+    surfaced: Surfaced,
+    cancel_ns: Option<u64>,
+) -> Option<Violation> {
     check_case(
         &RetryRules::default(),
         &RetryCase {
@@ -53,7 +54,7 @@ fn cancelled_case(
             idempotent,
             attempts,
             surfaced,
-            cancel_ns: Some(cancel_ms * 1_000_000),
+            cancel_ns,
         },
     )
 }
