@@ -113,6 +113,9 @@ fn the_history_pass_leaves_out_operations_and_the_shrunk_file_replays_to_the_sam
     assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }
 
+/// A step a shrink kept, and the size (operations, fault events) after it.
+type Step = (String, (usize, usize));
+
 /// Feed seed 0's failure under `bug` shrunk (within the default budget),
 /// still failing with `property` first and replaying to the same run, and
 /// each step kept with the size after it.
