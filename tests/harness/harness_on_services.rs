@@ -119,13 +119,7 @@ type Step = (String, (usize, usize));
 /// Feed seed 0's failure under `bug` shrunk (within the default budget),
 /// still failing with `property` first and replaying to the same run, and
 /// each step kept with the size after it.
-fn shrink_feed_seed_0(
-    bug: &str,
-    property: &str,
-) -> (
-    overcast_harness::shrink::Shrunk,
-    Vec<(String, (usize, usize))>,
-) {
+fn shrink_feed_seed_0(bug: &str, property: &str) -> (overcast_harness::shrink::Shrunk, Vec<Step>) {
     let def = CATALOGUE.find("feed").unwrap();
     let mut s = Scenario::new(def, 0);
     s.bugs = vec![bug.into()];
