@@ -32,6 +32,14 @@ pub type SkipSet = BTreeMap<String, BTreeSet<usize>>;
 /// each operation may start at, by operation index.
 pub type Pace = BTreeMap<String, BTreeMap<usize, u64>>;
 
+/// Per incarnation (as in [`SkipSet`]), the highest operation index the
+/// run a shrunk scenario was cut from drew: an operation beyond it is left
+/// out too ([`skipped`]; not [`skipped_call`]'s calls, see there). Leaving out the last operation an incarnation drew (one that
+/// ran until the deadline, say) would otherwise free its workload to draw
+/// and send the operations that run never reached, and the candidate would
+/// be larger, not smaller.
+pub type Reached = BTreeMap<String, usize>;
+
 /// Per incarnation (as in [`SkipSet`]), the simulated time (ns) each
 /// operation its workload drew started at, by index (a skipped one: when
 /// it was drawn). Indices need not be dense (a holder numbers its calls by
@@ -47,6 +55,7 @@ pub type Subjects = BTreeMap<String, BTreeMap<usize, String>>;
 /// and what was drawn.
 struct Active {
     skip: SkipSet,
+    reached: Reached,
     pace: Pace,
     drawn: Drawn,
     subjects: Subjects,
@@ -70,10 +79,12 @@ pub struct OpPlan {
 }
 
 impl OpPlan {
-    /// Installs `skip` and `pace` for the run about to start on this thread.
-    pub fn install(skip: &SkipSet, pace: &Pace) -> OpPlan {
+    /// Installs `skip`, `reached` and `pace` for the run about to start on
+    /// this thread.
+    pub fn install(skip: &SkipSet, reached: &Reached, pace: &Pace) -> OpPlan {
         let active = Active {
             skip: skip.clone(),
+            reached: reached.clone(),
             pace: pace.clone(),
             drawn: Drawn::new(),
             subjects: Subjects::new(),
@@ -103,6 +114,16 @@ impl OpPlan {
 impl Drop for OpPlan {
     fn drop(&mut self) {
         self.restore();
+    }
+}
+
+impl Active {
+    /// Whether operation `op` of incarnation `name` is beyond what the run
+    /// the scenario was cut from reached: left out, and not counted as
+    /// drawn (that run never drew it, and what this one reaches must stay
+    /// within it).
+    fn beyond_reach(&self, name: &str, op: usize) -> bool {
+        self.reached.get(name).is_some_and(|last| op > *last)
     }
 }
 
@@ -148,6 +169,9 @@ pub async fn skipped(name: &str, op: usize) -> bool {
         let mut a = a.borrow_mut();
         let a = a.as_mut()?;
         set_current(&mut a.current, node, op);
+        if a.beyond_reach(name, op) {
+            return Some((true, 0));
+        }
         if a.skip.get(name).is_some_and(|s| s.contains(&op)) {
             record(&mut a.drawn, name, op, now_ns());
             return Some((true, 0));
@@ -213,6 +237,10 @@ pub fn call_number(source: &str, key: &str, nth: usize) -> usize {
 /// decided at once, without pacing (its schedule already says when it
 /// starts), and without making it the node's current operation (the call's
 /// requests are named by the socket they are sent from, [`name_socket`]).
+/// [`Reached`] does not bound these calls: a call left out ends as a lost
+/// one and the node goes on otherwise (a feed host whose read is lost
+/// releases its lease), so a call the cut run never reached is not one
+/// that may be left out unasked.
 pub fn skipped_call(name: &str, op: usize) -> bool {
     ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
@@ -276,6 +304,15 @@ pub fn current_at(node: &str, port: u16) -> Option<usize> {
 /// The number of operations in a skip set.
 pub fn count(skip: &SkipSet) -> usize {
     skip.values().map(BTreeSet::len).sum()
+}
+
+/// What a run that drew `drawn` reached: each incarnation's highest
+/// operation index.
+pub fn reached_of(drawn: &Drawn) -> Reached {
+    drawn
+        .iter()
+        .filter_map(|(name, ops)| Some((name.clone(), *ops.keys().next_back()?)))
+        .collect()
 }
 
 /// The pace of a run that drew `drawn`: each operation no earlier than it started there.

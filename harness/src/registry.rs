@@ -783,7 +783,7 @@ impl<D: ScenarioDef> DynScenario for D {
         let deployment = self.deploy(&p, &ctx);
         cfg.resolver = deployment.resolver;
         let program = deployment.program;
-        let plan = crate::ops::OpPlan::install(&s.skip, &s.pace);
+        let plan = crate::ops::OpPlan::install(&s.skip, &s.reached, &s.pace);
         let world = overcast_sim::world::run_world(&cfg, program);
         let (drawn, subjects) = plan.finish();
         let (history, counters) = (deployment.collect)(&world);

@@ -7,7 +7,7 @@
 //! [`Scenario::from_json`] migrates them and says so.
 
 use crate::error::HarnessError;
-use crate::ops::{Pace, SkipSet};
+use crate::ops::{Pace, Reached, SkipSet};
 use crate::registry::DynScenario;
 use overcast_sim::faults::{FaultBudget, FaultMix, FaultPlan};
 use overcast_sim::rng::BranchPath;
@@ -55,6 +55,12 @@ pub struct Scenario {
     /// Absent in files written before it existed (and when empty).
     #[serde(default, skip_serializing_if = "SkipSet::is_empty")]
     pub skip: SkipSet,
+    /// Per node incarnation, the highest operation index it may send: the
+    /// last the run a shrunk scenario was cut from drew; later ones are
+    /// left out too (see [`crate::ops::Reached`]). Absent in files written
+    /// before it existed (and when empty): no bound.
+    #[serde(default, skip_serializing_if = "Reached::is_empty")]
+    pub reached: Reached,
     /// The earliest simulated time (ns) each client operation may start at,
     /// by node name and operation index: a shrunk scenario keeps the
     /// operations it did not leave out at the times they had (see
@@ -110,6 +116,7 @@ impl Scenario {
             beyond_budget: false,
             plan: None,
             skip: SkipSet::new(),
+            reached: Reached::new(),
             pace: Pace::new(),
             branch: BranchPath::new(),
             deadline_ms: d.deadline_ms,

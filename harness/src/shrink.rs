@@ -22,13 +22,19 @@
 //!    near it, left out in its place (numbers pass to the next call of a
 //!    kind, so which one is left out matters).
 //!
+//! Every history candidate is bounded by what the run it was cut from
+//! reached ([`crate::ops::Reached`]): a node whose last operation is left
+//! out does not go on to operations that run never drew. A second search,
+//! from the failure again, goes without that bound; the smaller of the two
+//! results is the shrink's.
+//!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
 //! network and disk draw each datagram's loss, latency and faults and each
 //! record's faults from a stream
 //! keyed by its identity, so they stay on the datagrams and records that
 //! remain (see `bridge::NetworkAdapter`, `overcast_sim::disk`). The whole
-//! shrink is bounded by a number of candidate runs.
+//! shrink is bounded by a number of candidate runs (each of the two searches).
 
 use crate::ops::SkipSet;
 use crate::registry::DynScenario;
@@ -298,6 +304,9 @@ struct Search<'p, F> {
     /// While a sideways step is tried ([`Search::sideways`]): the steps kept
     /// since, told to `progress` only if the step ends smaller.
     trial: Option<Vec<String>>,
+    /// The history passes' candidates leave the bound on what each
+    /// incarnation reached ([`crate::ops::Reached`]) off.
+    unbounded: bool,
 }
 
 impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
@@ -454,6 +463,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         }
         let kept_before = self.kept;
         let pace = crate::ops::pace_of(&self.best.drawn);
+        let reached = crate::ops::reached_of(&self.best.drawn);
         for (node, put_back, leave_out) in swaps {
             // A swap kept earlier may have put this one's operations back or
             // left them out already.
@@ -463,6 +473,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
             }
             let mut c = self.best_s.clone();
             c.pace = pace.clone();
+            c.reached = reached.clone();
             let left = c.skip.entry(node).or_default();
             left.remove(&put_back);
             left.insert(leave_out);
@@ -504,6 +515,11 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     fn history_base(&self, order: Order) -> (Scenario, Vec<Unit>) {
         let mut base = self.best_s.clone();
         base.pace = crate::ops::pace_of(&self.best.drawn);
+        base.reached = if self.unbounded {
+            crate::ops::Reached::new()
+        } else {
+            crate::ops::reached_of(&self.best.drawn)
+        };
         let quiet_ok = self.def.quiet_phase_cuttable(self.property);
         let units = ordered_units(&self.best, &base, quiet_ok, order);
         (base, units)
@@ -739,24 +755,83 @@ pub fn shrink(
     max_tries: usize,
     mut progress: impl FnMut(&str, &RunResult),
 ) -> Option<Shrunk> {
-    let best_s = resolved(def, s).ok()?;
-    let first = run_isolated_with(def, &best_s);
+    let start = resolved(def, s).ok()?;
+    let first = run_isolated_with(def, &start);
     let property = first.first_property()?;
     let ops_before = first.op_count().client;
-    let quiet_ms = best_s.quiet_ms;
-    let broken = first.violations().iter().map(|v| v.property).collect();
+    let broken: Vec<PropertyId> = first.violations().iter().map(|v| v.property).collect();
+    let bounded = search(
+        def,
+        &start,
+        first,
+        property,
+        broken.clone(),
+        false,
+        max_tries,
+        &mut progress,
+    );
+    // A second search from the failure, its history candidates free to go
+    // past what each node reached ([`crate::ops::Reached`]): the greedy
+    // passes reach different minima along the two ways, and either may be
+    // the smaller (a feed writer's write drawn past the reach can let two
+    // others go). Its run is the failure's again (a replay is exact).
+    let mut tell = |step: &str, run: &RunResult| progress(&format!("second search: {step}"), run);
+    let again = run_isolated_with(def, &start);
+    let unbounded = search(
+        def, &start, again, property, broken, true, max_tries, &mut tell,
+    );
+    let tried = bounded.tried + unbounded.tried;
+    let (mut scenario, mut best, kept) = if size(&unbounded.best) < size(&bounded.best) {
+        unbounded
+    } else {
+        bounded
+    }
+    .result();
+    // A skipped operation never waits: its start time says nothing.
+    for (node, ops) in &scenario.skip {
+        if let Some(p) = scenario.pace.get_mut(node) {
+            p.retain(|op, _| !ops.contains(op));
+        }
+    }
+    scenario.pace.retain(|_, p| !p.is_empty());
+    best.scenario.pace = scenario.pace.clone();
+    Some(Shrunk {
+        scenario,
+        run: best,
+        tried,
+        kept,
+        ops_before,
+    })
+}
+
+/// One greedy search from `best_s`, whose run `first` fails with
+/// `property` (and broke `broken`): the passes of the module's doc, in
+/// turn, until none helps or `max_tries` candidates are spent; `unbounded`
+/// leaves the bound on what each node reached off its history candidates.
+#[allow(clippy::too_many_arguments)]
+fn search<'p, F: FnMut(&str, &RunResult)>(
+    def: &'static dyn DynScenario,
+    best_s: &Scenario,
+    first: RunResult,
+    property: PropertyId,
+    broken: Vec<PropertyId>,
+    unbounded: bool,
+    max_tries: usize,
+    progress: &'p mut F,
+) -> Searched {
     let mut search = Search {
         def,
         property,
-        best_s,
+        best_s: best_s.clone(),
         best: first,
         tried: 0,
         kept: 0,
         max_tries,
-        progress: &mut progress,
-        quiet_ms,
+        progress,
+        quiet_ms: best_s.quiet_ms,
         broken,
         trial: None,
+        unbounded,
     };
     search.reduce_parameters();
     // For a prefix-closed failure the cut in time order goes first, and the
@@ -792,20 +867,26 @@ pub fn shrink(
         }
         search.reduce_parameters();
     }
-    let mut scenario = search.best_s;
-    // A skipped operation never waits: its start time says nothing.
-    for (node, ops) in &scenario.skip {
-        if let Some(p) = scenario.pace.get_mut(node) {
-            p.retain(|op, _| !ops.contains(op));
-        }
-    }
-    scenario.pace.retain(|_, p| !p.is_empty());
-    search.best.scenario.pace = scenario.pace.clone();
-    Some(Shrunk {
-        scenario,
-        run: search.best,
+    Searched {
+        best_s: search.best_s,
+        best: search.best,
         tried: search.tried,
         kept: search.kept,
-        ops_before,
-    })
+    }
+}
+
+/// Where one search ended: its smallest failure and run, and the
+/// candidates it tried and kept.
+struct Searched {
+    best_s: Scenario,
+    best: RunResult,
+    tried: usize,
+    kept: usize,
+}
+
+impl Searched {
+    /// The smallest failure, its run, and the candidates kept on the way.
+    fn result(self) -> (Scenario, RunResult, usize) {
+        (self.best_s, self.best, self.kept)
+    }
 }

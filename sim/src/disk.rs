@@ -17,7 +17,9 @@
 //! and the identity of what it hits: a write by its record's identity (the
 //! caller's, [`SimDisk::append_as`], or its number among the disk's writes),
 //! a sync by one of the writes it makes durable (the one whose draw is
-//! least), a read by its number. Where a
+//! least), a read by the power failure it follows and its number since,
+//! the kept part of a crash's unsynced tail by that power failure (named by
+//! the caller, [`SimDisk::crash`]). Where a
 //! fault lands (the bit a read flips, the place a misdirected write lands
 //! at) is a record picked by identity, the one whose draw for that fault is
 //! least, and a place inside it: so a run that writes fewer records (a
@@ -37,6 +39,7 @@ use std::sync::{Arc, Mutex};
 const WRITE: u64 = 1;
 const SYNC: u64 = 2;
 const READ: u64 = 3;
+const CRASH: u64 = 4;
 
 #[derive(Debug)]
 struct DiskState {
@@ -52,8 +55,12 @@ struct DiskState {
     key: [u8; 32],
     /// Appends so far (a record's identity when its writer names none).
     appends: u64,
-    /// Reads so far.
+    /// Reads since the last power failure.
     reads: u64,
+    /// The identity of the last power failure (0 before the first): what a
+    /// read's faults are keyed by, with its number since, so that leaving
+    /// out an earlier crash or read does not move them.
+    power_failure: u64,
     /// How often each record identity was written: a record written again
     /// (after a crash lost it) draws afresh.
     written: BTreeMap<u64, u64>,
@@ -83,6 +90,7 @@ impl Default for DiskState {
             key: ChaCha8Rng::seed_from_u64(0).get_seed(),
             appends: 0,
             reads: 0,
+            power_failure: 0,
             written: BTreeMap::new(),
             pending_ids: Vec::new(),
             records: Vec::new(),
@@ -357,9 +365,10 @@ impl SimDisk {
         let mut all = s.durable.clone();
         all.extend_from_slice(&s.pending);
         s.reads += 1;
-        let mut rng = s.stream(&[READ, s.reads]);
+        let what = [READ, s.power_failure, s.reads];
+        let mut rng = s.stream(&what);
         if !all.is_empty() && s.happens(&mut rng, DiskFault::FlipOnRead) {
-            if let Some(bit) = s.landing(&[READ, s.reads], 8) {
+            if let Some(bit) = s.landing(&what, 8) {
                 all[bit / 8] ^= 1 << (bit % 8);
             }
         }
@@ -388,13 +397,17 @@ impl SimDisk {
     /// flushed everything (a process crash); with it, a random prefix of the
     /// unsynced bytes survives, possibly tearing the last record, and what a
     /// lying disk reported synced is lost: zeros where later bytes follow,
-    /// cut off at the end of the log.
-    pub fn crash(&self, lose_unsynced: bool, rng: &mut impl Rng) {
+    /// cut off at the end of the log. `identity` names the power failure
+    /// (e.g. the fault event's time): how much survives, and the faults of
+    /// the reads after it, are drawn from it, not from the crashes before.
+    pub fn crash(&self, lose_unsynced: bool, identity: u64) {
         let mut s = self.lock();
         let pending = std::mem::take(&mut s.pending);
         s.pending_ids.clear();
+        s.power_failure = identity;
+        s.reads = 0;
         let keep = if lose_unsynced && !pending.is_empty() {
-            rng.gen_range(0..=pending.len())
+            s.stream(&[CRASH, identity]).gen_range(0..=pending.len())
         } else {
             pending.len()
         };
@@ -459,7 +472,7 @@ mod tests {
             d.append(b"abc");
             d.sync().unwrap();
             d.append(b"defgh");
-            d.crash(true, &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+            d.crash(true, seed);
             let after = d.read_all();
             assert!(after.starts_with(b"abc") && b"abcdefgh".starts_with(&after));
             seen.insert(after.len());
@@ -471,7 +484,7 @@ mod tests {
     fn a_process_crash_keeps_unsynced_bytes() {
         let disk = SimDisk::new();
         disk.append(b"xy");
-        disk.crash(false, &mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        disk.crash(false, 1);
         assert_eq!(disk.read_all(), b"xy");
     }
 
@@ -575,7 +588,7 @@ mod tests {
         d.append(b"de");
         d.sync().unwrap();
         assert_eq!(d.read_all(), b"abcde", "readable until the power fails");
-        d.crash(true, &mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        d.crash(true, 1);
         assert_eq!(d.read_all(), b"", "both syncs lied, the log is cut");
         let lost = d.lost_writes();
         assert_eq!(lost.len(), 2);
@@ -592,7 +605,7 @@ mod tests {
             d.append(chunk);
             d.sync().unwrap();
         }
-        d.crash(true, &mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        d.crash(true, 1);
         let after = d.read_all();
         for w in d.lost_writes() {
             if w.offset < after.len() {

@@ -398,7 +398,6 @@ struct FaultPlayer {
     cut: BTreeMap<(String, String), u32>,
     down: BTreeMap<String, ()>,
     paused: BTreeMap<String, ()>,
-    rng: rng::Stream,
     out: Arc<Mutex<WorldOutcome>>,
     resolver: Option<Resolver>,
     clocks: BTreeMap<String, NodeClock>,
@@ -445,7 +444,6 @@ impl FaultPlayer {
             cut: BTreeMap::new(),
             down: BTreeMap::new(),
             paused: BTreeMap::new(),
-            rng: rng::stream(seed, "disk-crash"),
             out,
             resolver,
             clocks: BTreeMap::new(),
@@ -669,7 +667,9 @@ impl FaultPlayer {
                         self.listening.killed(&node);
                         let lose = self.lose_unsynced;
                         if let Some(disk) = self.disk_of(&node).cloned() {
-                            disk.crash(lose, &mut self.rng);
+                            // Named by its time: what it draws does not
+                            // move when a shrunk run leaves out other faults.
+                            disk.crash(lose, now.as_nanos() as u64 + 1);
                         }
                         self.down.insert(node.clone(), ());
                         self.record(

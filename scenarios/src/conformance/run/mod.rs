@@ -663,8 +663,7 @@ async fn run_steps(script: &Script, ctx: &RunCtx) -> ScriptOutcome {
                 let handle = Handle::current();
                 handle.kill(ctx.server_id);
                 // A process crash: the OS keeps what was appended.
-                ctx.disk
-                    .crash(false, &mut stream(ctx.seed, &format!("script-crash-{n}")));
+                ctx.disk.crash(false, n as u64 + 1);
                 let down = c
                     .down
                     .as_deref()
