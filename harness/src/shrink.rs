@@ -809,7 +809,7 @@ pub fn shrink(
 /// turn, until none helps or `max_tries` candidates are spent; `unbounded`
 /// leaves the bound on what each node reached off its history candidates.
 #[allow(clippy::too_many_arguments)]
-fn search<'p, F: FnMut(&str, &RunResult)>(
+fn search<F: FnMut(&str, &RunResult)>(
     def: &'static dyn DynScenario,
     best_s: &Scenario,
     first: RunResult,
@@ -817,7 +817,7 @@ fn search<'p, F: FnMut(&str, &RunResult)>(
     broken: Vec<PropertyId>,
     unbounded: bool,
     max_tries: usize,
-    progress: &'p mut F,
+    progress: &mut F,
 ) -> Searched {
     let mut search = Search {
         def,

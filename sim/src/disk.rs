@@ -457,7 +457,6 @@ impl SimDisk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
 
     #[test]
     fn synced_bytes_survive_and_unsynced_may_not() {

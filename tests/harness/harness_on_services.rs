@@ -177,6 +177,47 @@ fn a_swap_leaves_out_another_operation_in_place_of_one_left_out_when_the_failure
     assert!(size(&shrunk.run).0 <= 15, "{steps:?}");
 }
 
+/// A client's last operation, still running at the deadline, can be left
+/// out without its workload going on to the operations the failure never
+/// reached (`Scenario::reached`), and a read's flipped bit stays on its
+/// record when other crashes of its server go: `skip_crc_on_replay`'s
+/// story (a put, the crash whose recovery read flips its record, the read
+/// that returns it) ends small. Both searches' steps are told, the second's
+/// named so.
+#[test]
+fn a_shrink_keeps_within_what_the_failure_reached_and_a_second_search_goes_beyond() {
+    let def = CATALOGUE.find("occ").unwrap();
+    let mut s = Scenario::new(def, 5);
+    s.bugs = vec!["skip_crc_on_replay".into()];
+    s.faults = overcast_sim::faults::FaultMix::storage(&s.faults);
+    let mut steps = Vec::new();
+    let shrunk = shrink(def, &s, 500, |step, _| steps.push(step.to_string())).expect("it fails");
+    assert_eq!(
+        shrunk.run.first_property().map(|p| p.as_str()),
+        Some("linearizability")
+    );
+    assert!(
+        size(&shrunk.run).0 <= 10,
+        "{:?}: {steps:?}",
+        size(&shrunk.run)
+    );
+    assert!(
+        steps.iter().any(|s| s.starts_with("second search: ")),
+        "{steps:?}"
+    );
+    // The bound is saved with the scenario, and replays to the same run.
+    let again = run_isolated_with(def, &shrunk.scenario);
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+    // The bounded search ends smallest here. Without its bound, what the
+    // kept operations' clients drew after them runs too: more operations
+    // than the shrunk run has.
+    assert!(!shrunk.scenario.reached.is_empty());
+    let mut unbounded = shrunk.scenario.clone();
+    unbounded.reached.clear();
+    let free = run_isolated_with(def, &unbounded);
+    assert!(size(&free).0 > size(&shrunk.run).0, "{:?}", size(&free));
+}
+
 #[test]
 fn occs_probe_calls_are_the_ones_the_size_leaves_out() {
     assert_eq!(

@@ -403,7 +403,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("etag_reuse", 0),
     ("no_dedup", 0),
     ("retry_fsync_after_error", 0),
-    ("skip_crc_on_replay", 1),
+    ("skip_crc_on_replay", 5),
     ("torn_tail_as_end", 39),
     ("dedup_without_session", 0),
     ("rmw_blind_fallback", 2),
