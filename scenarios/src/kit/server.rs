@@ -81,7 +81,8 @@ impl ServerSetup {
         }
     }
 
-    /// The program of server node `env`: sends by `send`, logs to `log`,
+    /// The program of server node `env`: sends by `send`, logs to `log`
+    /// (and to a copy on each of the node's further disks, a mirrored log),
     /// reports its log to `logs` and its counters to `stats`. A restarted
     /// incarnation keeps quiet for the longest a datagram can be in flight,
     /// so no answer of its previous life is taken for one of this.
@@ -114,10 +115,16 @@ impl ServerSetup {
             StreamNames::OneServer => format!("server-{}", env.incarnation),
         };
         let draws = ServerStreams::new(env.seed, name, Some(env.topology.clone()));
+        let mut copies = vec![log];
+        copies.extend(
+            env.mirrors
+                .iter()
+                .map(|d| Arc::new(DiskAdapter(d.clone())) as Arc<dyn LogDevice>),
+        );
         Box::pin(serve(
             cfg,
             Arc::new(ClockAdapter(env.clock.clone())),
-            log,
+            copies,
             draws,
             stats,
         ))
