@@ -302,9 +302,6 @@ pub(crate) fn recover(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered 
     let damaged = scans.iter().all(|(_, s)| !sound(s)) && !bugs.torn_tail_as_end;
     let records = scans[kept].1.records.clone();
     let next_seq = records.len() as u64 + 1;
-    if let Some(first) = copies.first() {
-        first.recovered(records.len() as u64);
-    }
     if damaged {
         let what = |(bytes, s): &(Vec<u8>, Scan)| match &s.end {
             LogEnd::Corrupt { at, reason } => {
@@ -328,6 +325,9 @@ pub(crate) fn recover(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered 
             damage: Some(damage),
             repairs: Vec::new(),
         };
+    }
+    if let Some(first) = copies.first() {
+        first.recovered(records.len() as u64);
     }
     let (good, s) = &scans[kept];
     let good = &good[..s.valid];

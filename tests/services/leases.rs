@@ -7,6 +7,7 @@ use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
 use overcast_scenarios::CATALOGUE;
+use overcast_sim::faults::FaultBudget;
 
 fn leases() -> &'static dyn DynScenario {
     CATALOGUE.find("leases").expect("leases is registered")
@@ -208,4 +209,40 @@ fn a_saved_file_without_the_new_client_kinds_loads_and_the_default_mix_holds_inf
         ops(&new, "acquire") > ops(&old, "acquire"),
         "infinite acquires"
     );
+}
+
+/// The lease server mirrors its log on two disks (`server-0`, `server-0.b`)
+/// and repairs a corrupt copy from the other: within the budget (corrupting
+/// faults on one disk at most) every run passes, many of them with a disk
+/// that took such faults; past it (both disks corrupted) a run passes or
+/// fails loudly, and never gives a wrong answer.
+#[test]
+fn the_mirrored_log_survives_one_corrupt_disk_and_past_the_budget_gives_no_wrong_answer() {
+    let budget = leases().budget();
+    let (mut corrupted, mut past) = (0, 0);
+    for seed in 0..80 {
+        let mut s = Scenario::new(leases(), seed);
+        s.swarm = seed % 2 == 1;
+        let r = run_with(leases(), &s);
+        assert_eq!(r.disks, 2, "two disks");
+        assert!(
+            !budget.exceeded_by(&r.world.disk_faults, r.disks),
+            "{}",
+            r.summary()
+        );
+        assert!(r.passed(), "seed {seed}: {}", r.summary());
+        corrupted += usize::from(!FaultBudget::corrupted_disks(&r.world.disk_faults).is_empty());
+        s.beyond_budget = true;
+        let r = run_with(leases(), &s);
+        if budget.exceeded_by(&r.world.disk_faults, r.disks) {
+            past += 1;
+            assert!(
+                r.outcome.passes() && r.violations().is_empty(),
+                "seed {seed}: {}",
+                r.summary()
+            );
+        }
+    }
+    assert!(corrupted >= 10, "{corrupted} runs had a corrupted disk");
+    assert!(past > 0, "no run went past the budget");
 }

@@ -44,7 +44,9 @@ pub trait LogDevice: Send + Sync {
         self.append_as(identity, bytes)
     }
     /// Told once per recovery, on the log's first copy, how many records it
-    /// kept (what the server redoes). By default, nothing.
+    /// kept (what the server redoes); not told when every copy is corrupt
+    /// (the server refuses service: nothing is kept or dropped, the log is
+    /// left as it is). By default, nothing.
     fn recovered(&self, kept: u64) {
         let _ = kept;
     }
