@@ -224,10 +224,6 @@ overcast_sim::node_roles! {
     }
 }
 
-/// How many disks the lease server mirrors its log on: one copy corrupt
-/// (the budget's bound) is repaired from the other.
-pub const LOG_COPIES: usize = 2;
-
 /// The `leases` scenario.
 pub struct Leases;
 
@@ -240,14 +236,10 @@ impl ScenarioDef for Leases {
     }
 
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
-        // The server keeps its log on two disks and repairs a corrupt copy
-        // from the other: with corrupting faults on both, a record could be
-        // lost from every copy, and the server would refuse service.
-        overcast_sim::faults::FaultBudget {
-            promise: "host clocks within the holders' stated bound (drift and total step size; unless skew_beyond_bound); storage corruption (bit flips on write, misdirected and lost writes) on at most one of the two disks the server mirrors its log on, flips on read and failed syncs on both; every network, crash and pause fault of the mix".into(),
-            corrupt_disks: Some(1),
-            intact_disks: 1,
-        }
+        crate::kit::server::mirrored_log_budget(
+            "host clocks within the holders' stated bound (drift and total step size; unless skew_beyond_bound); ",
+            "every network, crash and pause fault of the mix",
+        )
     }
 
     fn name(&self) -> &'static str {
@@ -374,7 +366,7 @@ impl ScenarioDef for Leases {
         Topology::new(vec![
             // Its log mirrored on two disks (`server-0`, `server-0.b`).
             Role::new(LeasesRole::Server, 1)
-                .with_disks(LOG_COPIES)
+                .with_disks(crate::kit::server::LOG_COPIES)
                 .crashable(),
             Role::new(LeasesRole::Holder, p.holders)
                 .crashable()
