@@ -287,18 +287,29 @@ fn repaired_identity(seq: u64) -> u64 {
 /// behaves exactly as the single log always did.
 ///
 /// Seeded bugs: `skip_crc_on_replay` trusts payloads without their CRC;
-/// `torn_tail_as_end` cuts the log at the first corrupt record as if torn.
+/// `torn_tail_as_end` cuts the log at the first corrupt record as if torn;
+/// `repair_skips_checksum` reads the first copy of a mirrored log without
+/// its payload CRCs and keeps it whenever it reads as sound, so a flipped
+/// record is replayed and copied over the good copy.
 pub(crate) fn recover(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered {
     let scans: Vec<(Vec<u8>, Scan)> = copies
         .iter()
-        .map(|d| read_scan(*d, !bugs.skip_crc_on_replay))
+        .enumerate()
+        .map(|(i, d)| {
+            let trusted = bugs.repair_skips_checksum && i == 0 && copies.len() > 1;
+            read_scan(*d, !bugs.skip_crc_on_replay && !trusted)
+        })
         .collect();
     let sound = |s: &Scan| !matches!(s.end, LogEnd::Corrupt { .. });
-    // The longest valid prefix; the first such copy on a tie.
-    let kept = (0..scans.len())
-        .rev()
-        .max_by_key(|&i| scans[i].1.records.len())
-        .unwrap_or(0);
+    let kept = if bugs.repair_skips_checksum && copies.len() > 1 && sound(&scans[0].1) {
+        0
+    } else {
+        // The longest valid prefix; the first such copy on a tie.
+        (0..scans.len())
+            .rev()
+            .max_by_key(|&i| scans[i].1.records.len())
+            .unwrap_or(0)
+    };
     let damaged = scans.iter().all(|(_, s)| !sound(s)) && !bugs.torn_tail_as_end;
     let records = scans[kept].1.records.clone();
     let next_seq = records.len() as u64 + 1;
@@ -741,5 +752,27 @@ mod tests {
             )
         );
         assert_eq!((r.records.len(), r.repairs.len()), (1, 0));
+    }
+
+    #[test]
+    fn the_repair_bug_keeps_a_flipped_first_copy_and_copies_it_over_the_good_one() {
+        let (a, b) = mirrored(3);
+        let first = encode(1, &record(1)).len();
+        // The last byte of the first record: its item's version.
+        a.bytes.lock().unwrap()[first - 1] ^= 4;
+        let bugs = ModelBugs {
+            repair_skips_checksum: true,
+            ..ModelBugs::default()
+        };
+        let r = recover(&[&a, &b], &bugs);
+        assert_eq!(r.damage, None);
+        assert_ne!(r.records[0], record(1), "a flipped record replayed as data");
+        assert_eq!(bytes_of(&b), bytes_of(&a), "and copied over the good copy");
+        // Without the bug the good copy wins and repairs the other.
+        let (a, b) = mirrored(3);
+        a.bytes.lock().unwrap()[first - 1] ^= 4;
+        let r = recover(&[&a, &b], &ModelBugs::default());
+        assert_eq!(r.records, (1..=3).map(record).collect::<Vec<_>>());
+        assert_eq!(bytes_of(&a), bytes_of(&log_of(3)));
     }
 }

@@ -498,6 +498,12 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["linearizability"],
     },
+    BugInfo {
+        name: "repair_skips_checksum",
+        what: "recovery of a mirrored log reads the first copy without its payload checksums and keeps it whenever it reads as sound, so a record flipped on that copy is served as data and copied over the good copy",
+        scenarios: &["leases"],
+        caught_by: &["L2", "E1", "L1"],
+    },
 ];
 
 /// Bugs no seed of the hunt reaches, which `overcast explore` finds by

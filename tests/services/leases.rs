@@ -246,3 +246,25 @@ fn the_mirrored_log_survives_one_corrupt_disk_and_past_the_budget_gives_no_wrong
     assert!(corrupted >= 10, "{corrupted} runs had a corrupted disk");
     assert!(past > 0, "no run went past the budget");
 }
+
+/// `repair_skips_checksum`: recovery keeps the first copy of the mirrored
+/// log without checking its payloads, so a record flipped on it is served
+/// (and copied over the good copy). Seed 154 of the default mix puts the
+/// corruption on the first copy; the unmodified model passes the same seed
+/// (and every seed of the sweeps in `docs/src/lab/fault-budgets.md`).
+#[test]
+fn a_repair_that_trusts_the_first_copy_unchecked_is_caught() {
+    let info = overcast_scenarios::bugs::find("repair_skips_checksum").expect("in the bug table");
+    let mut s = Scenario::new(leases(), 154);
+    let r = run_with(leases(), &s);
+    assert!(r.passed(), "{}", r.summary());
+    s.bugs = vec!["repair_skips_checksum".into()];
+    let r = run_with(leases(), &s);
+    let v = r.violations();
+    assert!(!v.is_empty(), "{}", r.summary());
+    assert!(
+        info.caught_by.contains(&v[0].property.as_str()),
+        "{}",
+        r.summary()
+    );
+}

@@ -353,6 +353,10 @@ model_bugs! {
     /// naming an ETag the blob no longer has answers 200 instead of 412.
     /// Breaks linearizability.
     head_ignores_if_match,
+    /// Log recovery over a mirrored log: reads the first copy without its
+    /// payload CRCs and keeps it whenever it reads as sound, so a record
+    /// flipped on that copy is replayed as data and copied over the good copy.
+    repair_skips_checksum,
 }
 
 #[cfg(test)]
