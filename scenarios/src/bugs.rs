@@ -504,6 +504,12 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["leases"],
         caught_by: &["L2", "E1", "L1"],
     },
+    BugInfo {
+        name: "mirror_ack_after_one_copy",
+        what: "the server with a mirrored log answers once the first copy's sync succeeded, never syncing the other copies on the reply path, so a crash cuts acknowledged records from them and a corruption of the first copy then loses them from every copy",
+        scenarios: &["leases"],
+        caught_by: &["L2", "E1", "L3", "L9"],
+    },
 ];
 
 /// Bugs no seed of the hunt reaches, which `overcast explore` finds by

@@ -422,6 +422,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("renew_refused_when_expired", 3),
     ("write_blocked_by_lapsed_lease", 6),
     ("repair_skips_checksum", 154),
+    ("mirror_ack_after_one_copy", 67),
     ("upsert_if_match_absent_412", 0),
     ("replace_missing_412", 0),
     ("batch_partial_commit", 0),

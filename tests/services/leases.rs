@@ -268,3 +268,27 @@ fn a_repair_that_trusts_the_first_copy_unchecked_is_caught() {
         r.summary()
     );
 }
+
+/// `mirror_ack_after_one_copy`: a reply waits only for the first copy's
+/// sync, so a crash cuts acknowledged records from the second copy and a
+/// flip on the first then loses them from both (seed 67: the first copy is
+/// corrupt at its first record after the crash at 13.4 s, and recovery keeps
+/// the 22 records the second copy had). The unmodified model passes the
+/// same seed, and the sweeps in `docs/src/lab/fault-budgets.md`.
+#[test]
+fn a_reply_that_waits_for_one_copy_only_is_caught() {
+    let info =
+        overcast_scenarios::bugs::find("mirror_ack_after_one_copy").expect("in the bug table");
+    let mut s = Scenario::new(leases(), 67);
+    let r = run_with(leases(), &s);
+    assert!(r.passed(), "{}", r.summary());
+    s.bugs = vec!["mirror_ack_after_one_copy".into()];
+    let r = run_with(leases(), &s);
+    let v = r.violations();
+    assert!(!v.is_empty(), "{}", r.summary());
+    assert!(
+        info.caught_by.contains(&v[0].property.as_str()),
+        "{}",
+        r.summary()
+    );
+}

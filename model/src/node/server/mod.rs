@@ -235,9 +235,16 @@ type Copies = [Arc<dyn LogDevice>];
 
 /// Syncs every copy of the log; a failure on any copy is the sync's failure
 /// (each copy is synced all the same, so no copy lags on the others' account).
-fn sync_all(logs: &Copies) -> Result<(), crate::core::env::SyncError> {
+/// The seeded bug `mirror_ack_after_one_copy` syncs the first copy only.
+fn sync_all(logs: &Copies, bugs: &ModelBugs) -> Result<(), crate::core::env::SyncError> {
     let mut result = Ok(());
-    for log in logs {
+    // The seeded bug syncs the first copy only.
+    let synced = if bugs.mirror_ack_after_one_copy {
+        &logs[..1]
+    } else {
+        logs
+    };
+    for log in synced {
         if let Err(e) = log.sync() {
             result = Err(e);
         }
@@ -569,7 +576,7 @@ pub async fn serve(
                 let Some(done) = syncing.take() else {
                     continue;
                 };
-                let synced = match sync_all(&logs) {
+                let synced = match sync_all(&logs, &cfg.bugs) {
                     Ok(()) => true,
                     Err(_) => {
                         cfg.log
@@ -577,7 +584,7 @@ pub async fn serve(
                         stats.lock().unwrap_or_else(|e| e.into_inner()).fsync_errors += 1;
                         tracing::warn!("server {}: log sync failed", cfg.bind);
                         // The seeded bug syncs again, which "succeeds" with nothing to write.
-                        cfg.bugs.retry_fsync_after_error && sync_all(&logs).is_ok()
+                        cfg.bugs.retry_fsync_after_error && sync_all(&logs, &cfg.bugs).is_ok()
                     }
                 };
                 if !synced {
