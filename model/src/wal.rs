@@ -17,6 +17,7 @@
 use crate::core::bugs::ModelBugs;
 use crate::core::env::LogDevice;
 pub use crate::partition::LogRecord;
+use serde::{Deserialize, Serialize};
 
 /// Bytes before the payload.
 const HEADER: usize = 24;
@@ -173,7 +174,7 @@ pub fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
     (s.records, s.valid)
 }
 
-/// What recovery found on the device.
+/// What recovery found on the log's copies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Recovered {
     /// The records to redo (none to serve from when `damage` is set).
@@ -183,43 +184,208 @@ pub(crate) struct Recovered {
     /// Why the log cannot be trusted: corruption it cannot repair. The
     /// partitions it holds must not serve.
     pub damage: Option<String>,
+    /// The copies rewritten from the one recovery kept (none with one copy).
+    pub repairs: Vec<Repair>,
 }
 
-/// Reads the device (again, up to [`REREADS`] times, while it looks corrupt:
-/// a flip on read is transient), cuts a torn tail, and returns the records to
-/// redo, or the damage when the log stays corrupt. Seeded bugs:
-/// `skip_crc_on_replay` trusts payloads without their CRC;
-/// `torn_tail_as_end` cuts the log at the first corrupt record as if torn.
-pub(crate) fn recover(device: &dyn LogDevice, bugs: &ModelBugs) -> Recovered {
+/// One copy of a mirrored log that recovery rewrote from another: cut to
+/// where the two agree, then the records it lacked copied over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repair {
+    /// The copy rewritten (0 for the first, `a`).
+    pub copy: usize,
+    /// The copy its records were copied from.
+    pub from: usize,
+    /// The first record copied over (`seq`, from 1).
+    pub first: u64,
+    /// The last record copied over; below `first` when the copy was only cut.
+    pub last: u64,
+    /// Whether the sync of the rewritten copy succeeded (when it did not,
+    /// the next recovery finds the copy short or torn and repairs it again).
+    pub synced: bool,
+}
+
+impl Repair {
+    /// A copy's letter: `a` for the first, `b` for the second...
+    pub fn letter(copy: usize) -> char {
+        char::from(b'a' + (copy % 26) as u8)
+    }
+}
+
+impl std::fmt::Display for Repair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (copy, from) = (Repair::letter(self.copy), Repair::letter(self.from));
+        if self.first <= self.last {
+            write!(
+                f,
+                "copy {copy} repaired from copy {from}, records {}..{}",
+                self.first, self.last
+            )?;
+        } else {
+            write!(
+                f,
+                "copy {copy} cut to its first {} records, as copy {from}",
+                self.first - 1
+            )?;
+        }
+        if !self.synced {
+            write!(f, " (its sync failed)")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads `device` (again, up to [`REREADS`] times, while it looks corrupt: a
+/// flip on read is transient) and scans it.
+fn read_scan(device: &dyn LogDevice, check_payload_crc: bool) -> (Vec<u8>, Scan) {
     let mut reads = 0;
-    let (bytes, s) = loop {
+    loop {
         let bytes = device.read_all();
-        let s = scan(&bytes, !bugs.skip_crc_on_replay);
+        let s = scan(&bytes, check_payload_crc);
         reads += 1;
         if !matches!(s.end, LogEnd::Corrupt { .. }) || reads > REREADS {
-            break (bytes, s);
+            return (bytes, s);
         }
+    }
+}
+
+/// Where each of the first `count` records of a log's valid prefix ends
+/// (their headers are intact, so their lengths are trustworthy).
+fn record_ends(bytes: &[u8], count: usize) -> Vec<usize> {
+    let mut ends = Vec::with_capacity(count);
+    let mut at = 0;
+    for _ in 0..count {
+        at += HEADER + u32_at(bytes, at + 4) as usize;
+        ends.push(at);
+    }
+    ends
+}
+
+/// How many times recovery rewrites a copy whose sync fails during a repair.
+const REPAIR_TRIES: usize = 4;
+
+/// The identity a repaired record is appended under ([`LogDevice::repair`]):
+/// its `seq`, marked apart from the identities of requests.
+fn repaired_identity(seq: u64) -> u64 {
+    (1 << 63) | seq
+}
+
+/// Reads every copy of the log (each again while it looks corrupt, see
+/// [`read_scan`]), keeps the longest valid prefix, cuts torn tails, repairs
+/// the other copies from it, and returns the records to redo, or the damage
+/// when no copy can be trusted.
+///
+/// The rule, kept this simple on purpose: a reply waits until the sync
+/// covering its record succeeded on *every* copy, so an acknowledged record
+/// is within every copy that was not corrupted; records past the end of the
+/// shortest sound copy were never acknowledged. So if at least one copy ends
+/// clean or torn, the longest valid prefix of any copy holds every
+/// acknowledged record (the sound copy's are its prefix, and no record past
+/// it was acknowledged) and is safe to serve. Only when every copy ends in
+/// corruption may an acknowledged record be gone from all of them: that is
+/// data loss, reported as damage (the server refuses service). One copy
+/// behaves exactly as the single log always did.
+///
+/// Seeded bugs: `skip_crc_on_replay` trusts payloads without their CRC;
+/// `torn_tail_as_end` cuts the log at the first corrupt record as if torn;
+/// `repair_skips_checksum` reads the first copy of a mirrored log without
+/// its payload CRCs and keeps it whenever it reads as sound, so a flipped
+/// record is replayed and copied over the good copy.
+pub(crate) fn recover(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered {
+    let scans: Vec<(Vec<u8>, Scan)> = copies
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let trusted = bugs.repair_skips_checksum && i == 0 && copies.len() > 1;
+            read_scan(*d, !bugs.skip_crc_on_replay && !trusted)
+        })
+        .collect();
+    let sound = |s: &Scan| !matches!(s.end, LogEnd::Corrupt { .. });
+    let kept = if bugs.repair_skips_checksum && copies.len() > 1 && sound(&scans[0].1) {
+        0
+    } else {
+        // The longest valid prefix; the first such copy on a tie.
+        (0..scans.len())
+            .rev()
+            .max_by_key(|&i| scans[i].1.records.len())
+            .unwrap_or(0)
     };
-    let next_seq = s.records.len() as u64 + 1;
-    match s.end {
-        LogEnd::Corrupt { at, reason } if !bugs.torn_tail_as_end => Recovered {
-            records: s.records,
-            next_seq,
-            damage: Some(format!(
-                "the log is corrupt at byte {at} of {}: {reason}",
-                bytes.len()
-            )),
-        },
-        _ => {
-            if s.valid < bytes.len() {
-                device.truncate(s.valid);
+    let damaged = scans.iter().all(|(_, s)| !sound(s)) && !bugs.torn_tail_as_end;
+    let records = scans[kept].1.records.clone();
+    let next_seq = records.len() as u64 + 1;
+    if damaged {
+        let what = |(bytes, s): &(Vec<u8>, Scan)| match &s.end {
+            LogEnd::Corrupt { at, reason } => {
+                format!("corrupt at byte {at} of {}: {reason}", bytes.len())
             }
-            Recovered {
-                records: s.records,
-                next_seq,
-                damage: None,
+            _ => unreachable!("every copy is corrupt"),
+        };
+        let damage = if scans.len() == 1 {
+            format!("the log is {}", what(&scans[0]))
+        } else {
+            let each: Vec<String> = scans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| format!("copy {} is {}", Repair::letter(i), what(s)))
+                .collect();
+            format!("every copy of the log is corrupt: {}", each.join("; "))
+        };
+        return Recovered {
+            records,
+            next_seq,
+            damage: Some(damage),
+            repairs: Vec::new(),
+        };
+    }
+    if let Some(first) = copies.first() {
+        first.recovered(records.len() as u64);
+    }
+    let (good, s) = &scans[kept];
+    let good = &good[..s.valid];
+    if s.valid < scans[kept].0.len() {
+        copies[kept].truncate(s.valid);
+    }
+    let ends = record_ends(good, records.len());
+    let mut repairs = Vec::new();
+    for (i, (bytes, _)) in scans.iter().enumerate() {
+        if i == kept || bytes.as_slice() == good {
+            continue;
+        }
+        let same = bytes.iter().zip(good).take_while(|(x, y)| x == y).count();
+        // The records the copy holds as the kept one does.
+        let agreed = ends.iter().take_while(|&&end| end <= same).count();
+        let cut = if agreed == 0 { 0 } else { ends[agreed - 1] };
+        if agreed == records.len() {
+            // Only a torn or corrupt tail past the kept records: cut it, as
+            // a single log's torn tail is cut (no record to copy, no report).
+            copies[i].truncate(cut);
+            continue;
+        }
+        let mut synced = false;
+        for _ in 0..REPAIR_TRIES {
+            copies[i].truncate(cut);
+            for seq in agreed..records.len() {
+                let start = if seq == 0 { 0 } else { ends[seq - 1] };
+                copies[i].repair(repaired_identity(seq as u64 + 1), &good[start..ends[seq]]);
+            }
+            if copies[i].sync().is_ok() {
+                synced = true;
+                break;
             }
         }
+        repairs.push(Repair {
+            copy: i,
+            from: kept,
+            first: agreed as u64 + 1,
+            last: records.len() as u64,
+            synced,
+        });
+    }
+    Recovered {
+        records,
+        next_seq,
+        damage: None,
+        repairs,
     }
 }
 
@@ -396,12 +562,12 @@ mod tests {
     fn recovery_reads_again_past_a_transient_flip_and_reports_lasting_damage() {
         let m = log_of(3);
         *m.flip_reads.lock().unwrap() = 1;
-        let r = recover(&m, &ModelBugs::default());
+        let r = recover(&[&m], &ModelBugs::default());
         assert_eq!((r.records.len(), r.next_seq, r.damage), (3, 4, None));
 
         let m = log_of(3);
         *m.flip_reads.lock().unwrap() = 100;
-        let r = recover(&m, &ModelBugs::default());
+        let r = recover(&[&m], &ModelBugs::default());
         assert!(r.damage.is_some());
         assert_eq!(
             m.bytes.lock().unwrap().len(),
@@ -415,7 +581,7 @@ mod tests {
         let m = log_of(2);
         let whole = m.read_all().len();
         m.append(&encode(3, &record(3))[..30]);
-        let r = recover(&m, &ModelBugs::default());
+        let r = recover(&[&m], &ModelBugs::default());
         assert_eq!((r.records.len(), r.next_seq, r.damage), (2, 3, None));
         assert_eq!(m.read_all().len(), whole);
     }
@@ -429,7 +595,7 @@ mod tests {
             torn_tail_as_end: true,
             ..ModelBugs::default()
         };
-        let r = recover(&m, &bugs);
+        let r = recover(&[&m], &bugs);
         assert_eq!(
             (r.records.len(), r.damage),
             (1, None),
@@ -439,13 +605,174 @@ mod tests {
         let m = log_of(3);
         // The last byte of the first record: its item's version.
         m.bytes.lock().unwrap()[first - 1] ^= 4;
-        assert!(recover(&m, &ModelBugs::default()).damage.is_some());
+        assert!(recover(&[&m], &ModelBugs::default()).damage.is_some());
         let bugs = ModelBugs {
             skip_crc_on_replay: true,
             ..ModelBugs::default()
         };
-        let r = recover(&m, &bugs);
+        let r = recover(&[&m], &bugs);
         assert_eq!(r.damage, None);
         assert_ne!(r.records[0], record(1), "a flipped record replayed as data");
+    }
+
+    /// Two copies of a log of `n` records.
+    fn mirrored(n: u64) -> (Mem, Mem) {
+        (log_of(n), log_of(n))
+    }
+
+    fn bytes_of(m: &Mem) -> Vec<u8> {
+        m.bytes.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn a_flip_on_one_copy_is_repaired_from_the_other() {
+        for flipped in 0..2 {
+            let (a, b) = mirrored(4);
+            let first = encode(1, &record(1)).len();
+            let copies = [&a, &b];
+            copies[flipped].bytes.lock().unwrap()[first + HEADER + 2] ^= 4;
+            let r = recover(&[&a, &b], &ModelBugs::default());
+            assert_eq!(r.damage, None);
+            assert_eq!(r.records, (1..=4).map(record).collect::<Vec<_>>());
+            assert_eq!(r.next_seq, 5);
+            assert_eq!(
+                r.repairs,
+                vec![Repair {
+                    copy: flipped,
+                    from: 1 - flipped,
+                    first: 2,
+                    last: 4,
+                    synced: true,
+                }]
+            );
+            assert_eq!(bytes_of(&a), bytes_of(&log_of(4)), "copy a whole again");
+            assert_eq!(bytes_of(&b), bytes_of(&log_of(4)), "copy b whole again");
+        }
+        let repair = Repair {
+            copy: 1,
+            from: 0,
+            first: 14,
+            last: 20,
+            synced: true,
+        };
+        assert_eq!(
+            repair.to_string(),
+            "copy b repaired from copy a, records 14..20"
+        );
+    }
+
+    #[test]
+    fn a_misdirected_write_on_one_copy_is_repaired_from_the_other() {
+        let (a, b) = mirrored(3);
+        // Record 3 landed over record 1 of copy b; its own place stayed zeros.
+        let whole = bytes_of(&b);
+        let third = encode(3, &record(3));
+        let mut damaged = whole.clone();
+        let at = whole.len() - third.len();
+        damaged[at..].iter_mut().for_each(|x| *x = 0);
+        damaged[..third.len()].copy_from_slice(&third);
+        *b.bytes.lock().unwrap() = damaged;
+        let r = recover(&[&a, &b], &ModelBugs::default());
+        assert_eq!((r.records.len(), r.damage.as_deref()), (3, None));
+        assert_eq!(r.repairs.len(), 1);
+        assert_eq!((r.repairs[0].copy, r.repairs[0].first), (1, 1));
+        assert_eq!(bytes_of(&b), whole);
+    }
+
+    #[test]
+    fn a_short_copy_and_a_copy_corrupt_past_it_are_sound() {
+        // A crash cut copy a after record 2 (torn in record 3); copy b holds
+        // records 1..3 and a flipped record 4, never acknowledged (a never
+        // synced it).
+        let a = log_of(2);
+        a.append(&encode(3, &record(3))[..30]);
+        let b = log_of(4);
+        let last = bytes_of(&b).len() - 1;
+        b.bytes.lock().unwrap()[last] ^= 4;
+        let r = recover(&[&a, &b], &ModelBugs::default());
+        assert_eq!(r.damage, None);
+        assert_eq!(r.records, (1..=3).map(record).collect::<Vec<_>>());
+        assert_eq!(bytes_of(&a), bytes_of(&log_of(3)));
+        assert_eq!(bytes_of(&b), bytes_of(&log_of(3)), "b's corrupt tail cut");
+        assert_eq!(
+            r.repairs,
+            vec![Repair {
+                copy: 0,
+                from: 1,
+                first: 3,
+                last: 3,
+                synced: true,
+            }]
+        );
+    }
+
+    #[test]
+    fn every_copy_corrupt_is_damage() {
+        let (a, b) = mirrored(3);
+        let first = encode(1, &record(1)).len();
+        a.bytes.lock().unwrap()[first + HEADER + 2] ^= 4;
+        b.bytes.lock().unwrap()[HEADER + 2] ^= 4;
+        let (before_a, before_b) = (bytes_of(&a), bytes_of(&b));
+        let r = recover(&[&a, &b], &ModelBugs::default());
+        let damage = r.damage.expect("data loss reported");
+        assert!(damage.starts_with("every copy of the log is corrupt: copy a is corrupt at byte"));
+        assert!(damage.contains("; copy b is corrupt at byte 0"), "{damage}");
+        assert!(r.repairs.is_empty());
+        assert_eq!(
+            (bytes_of(&a), bytes_of(&b)),
+            (before_a, before_b),
+            "nothing cut"
+        );
+    }
+
+    #[test]
+    fn copies_that_agree_are_left_alone_and_a_torn_tail_is_cut_unreported() {
+        let (a, b) = mirrored(3);
+        b.append(&encode(4, &record(4))[..30]);
+        let r = recover(&[&a, &b], &ModelBugs::default());
+        assert_eq!((r.records.len(), r.damage, r.repairs), (3, None, vec![]));
+        assert_eq!(bytes_of(&b), bytes_of(&a));
+    }
+
+    #[test]
+    fn one_copy_recovers_as_the_single_log_did() {
+        // The same answers, and the same cuts, as with the log alone.
+        let m = log_of(3);
+        let first = encode(1, &record(1)).len();
+        m.bytes.lock().unwrap()[first + HEADER + 2] ^= 4;
+        let r = recover(&[&m], &ModelBugs::default());
+        assert_eq!(
+            r.damage.as_deref(),
+            Some(
+                format!(
+                    "the log is corrupt at byte {first} of {}: record 2 fails its checksum",
+                    bytes_of(&m).len()
+                )
+                .as_str()
+            )
+        );
+        assert_eq!((r.records.len(), r.repairs.len()), (1, 0));
+    }
+
+    #[test]
+    fn the_repair_bug_keeps_a_flipped_first_copy_and_copies_it_over_the_good_one() {
+        let (a, b) = mirrored(3);
+        let first = encode(1, &record(1)).len();
+        // The last byte of the first record: its item's version.
+        a.bytes.lock().unwrap()[first - 1] ^= 4;
+        let bugs = ModelBugs {
+            repair_skips_checksum: true,
+            ..ModelBugs::default()
+        };
+        let r = recover(&[&a, &b], &bugs);
+        assert_eq!(r.damage, None);
+        assert_ne!(r.records[0], record(1), "a flipped record replayed as data");
+        assert_eq!(bytes_of(&b), bytes_of(&a), "and copied over the good copy");
+        // Without the bug the good copy wins and repairs the other.
+        let (a, b) = mirrored(3);
+        a.bytes.lock().unwrap()[first - 1] ^= 4;
+        let r = recover(&[&a, &b], &ModelBugs::default());
+        assert_eq!(r.records, (1..=3).map(record).collect::<Vec<_>>());
+        assert_eq!(bytes_of(&a), bytes_of(&log_of(3)));
     }
 }

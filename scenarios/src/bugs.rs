@@ -498,6 +498,18 @@ pub const BUGS: &[BugInfo] = &[
         scenarios: &["occ"],
         caught_by: &["linearizability"],
     },
+    BugInfo {
+        name: "repair_skips_checksum",
+        what: "recovery of a mirrored log reads the first copy without its payload checksums and keeps it whenever it reads as sound, so a record flipped on that copy is served as data and copied over the good copy",
+        scenarios: &["leases"],
+        caught_by: &["L2", "E1", "L1"],
+    },
+    BugInfo {
+        name: "mirror_ack_after_one_copy",
+        what: "the server with a mirrored log answers once the first copy's sync succeeded, never syncing the other copies on the reply path, so a crash cuts acknowledged records from them and a corruption of the first copy then loses them from every copy",
+        scenarios: &["leases"],
+        caught_by: &["L2", "E1", "L3", "L9"],
+    },
 ];
 
 /// Bugs no seed of the hunt reaches, which `overcast explore` finds by

@@ -108,6 +108,20 @@ pub struct Role {
     /// Whether the world waits for its nodes' programs to finish (a workload)
     /// or runs them until the end (a service).
     pub awaited: bool,
+    /// How many disks each node has, when it has any: the copies of a
+    /// mirrored log (1: a single disk). Left out of saved topologies when 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub disks: usize,
+}
+
+/// For serde: a role saved before mirrored disks has one disk per node.
+fn one() -> usize {
+    1
+}
+
+/// For serde: leave the usual single disk out of the saved text.
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 impl Role {
@@ -119,11 +133,19 @@ impl Role {
             disk: false,
             crashable: false,
             awaited: false,
+            disks: 1,
         }
     }
     /// Its nodes have disks.
     pub fn with_disk(mut self) -> Role {
         self.disk = true;
+        self
+    }
+    /// Its nodes have `n` disks each (at least one): the copies of a
+    /// mirrored log.
+    pub fn with_disks(mut self, n: usize) -> Role {
+        self.disk = true;
+        self.disks = n.max(1);
         self
     }
     /// Its nodes may crash and pause.
@@ -229,9 +251,30 @@ impl Topology {
         self.names(|r| !r.crashable)
     }
 
-    /// The names of the nodes with a disk (a budget's corrupt disks are counted among them).
+    /// The names of the disks, node by node (a budget's corrupt disks are
+    /// counted among them): a node's first disk has the node's name, its
+    /// further ones (the copies of a mirrored log) [`Topology::disk_name`]s.
     pub fn disk_names(&self) -> Vec<String> {
-        self.names(|r| r.disk)
+        self.roles
+            .iter()
+            .filter(|r| r.disk)
+            .flat_map(|r| {
+                (0..r.count).flat_map(move |i| {
+                    let node = Self::node_name(&r.name, i);
+                    (0..r.disks).map(move |copy| Self::disk_name(&node, copy))
+                })
+            })
+            .collect()
+    }
+
+    /// The name of disk `copy` (from 0) of node `node`: the node's own name
+    /// for the first, `NODE.b`, `NODE.c`... for the others.
+    pub fn disk_name(node: &str, copy: usize) -> String {
+        if copy == 0 {
+            node.to_string()
+        } else {
+            format!("{node}.{}", char::from(b'a' + (copy % 26) as u8))
+        }
     }
 
     fn names(&self, keep: impl Fn(&Role) -> bool) -> Vec<String> {

@@ -80,6 +80,9 @@ pub struct NodeEnv {
     pub clock: NodeClock,
     /// The node's disk (for roles with disks), which outlives crashes.
     pub disk: Option<SimDisk>,
+    /// The node's further disks (a role with more than one disk per node:
+    /// copies `b`, `c`... of a mirrored log), which outlive crashes too.
+    pub mirrors: Vec<SimDisk>,
     /// 0 on first start, +1 on each restart.
     pub incarnation: u32,
     /// The run's seed (for the node's own random streams).
@@ -227,7 +230,9 @@ where
             .clone()
     };
 
+    // Every disk by its name, and each node's disks' names (a crash hits them all).
     let mut disks: BTreeMap<String, SimDisk> = BTreeMap::new();
+    let mut node_disks: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut nodes: BTreeMap<String, NodeHandle> = BTreeMap::new();
     // The network node, created after every other (their ids do not move):
     // it sends the copies a paused node had on their way.
@@ -239,15 +244,21 @@ where
     for role in &topo.roles {
         for i in 0..role.count {
             let name = Topology::node_name(&role.name, i);
-            let disk = role.disk.then(|| {
-                SimDisk::with_faults(
-                    cfg.plan.storage_of(&name),
-                    rng::stream(cfg.seed, &format!("disk-{name}")),
-                )
-            });
-            if let Some(d) = &disk {
-                disks.insert(name.clone(), d.clone());
-            }
+            let copies = if role.disk { role.disks.max(1) } else { 0 };
+            let mut own: Vec<SimDisk> = (0..copies)
+                .map(|copy| {
+                    let device = Topology::disk_name(&name, copy);
+                    let d = SimDisk::with_faults(
+                        cfg.plan.storage_of(&device),
+                        rng::stream(cfg.seed, &format!("disk-{device}")),
+                    );
+                    disks.insert(device.clone(), d.clone());
+                    node_disks.entry(name.clone()).or_default().push(device);
+                    d
+                })
+                .collect();
+            let mirrors = own.split_off(own.len().min(1));
+            let disk = own.pop();
             let done = Arc::new(AtomicBool::new(false));
             if role.awaited {
                 awaited.push((name.clone(), done.clone()));
@@ -261,6 +272,7 @@ where
                 name: name.clone(),
                 clock: clock_of(&name),
                 disk,
+                mirrors,
                 incarnation: 0,
                 seed: cfg.seed,
                 deadline: cfg.deadline,
@@ -320,6 +332,7 @@ where
         };
         let all_done = || awaited.iter().all(|(_, d)| d.load(Ordering::Relaxed));
         let mut faults = FaultPlayer::new(ids.clone(), disks, plan, seed, out.clone(), resolver);
+        faults.node_disks = node_disks;
         faults.clocks = clocks;
         faults.in_flight = in_flight;
         faults.listening = listening;
@@ -391,7 +404,10 @@ enum Action {
 /// overlapping partitions so that healing one does not heal the other.
 struct FaultPlayer {
     ids: BTreeMap<String, NodeId>,
+    /// Every disk, by its name.
     disks: BTreeMap<String, SimDisk>,
+    /// Each node's disks' names, in order.
+    node_disks: BTreeMap<String, Vec<String>>,
     lose_unsynced: bool,
     queue: Vec<(Duration, u64, Action)>,
     seq: u64,
@@ -438,6 +454,7 @@ impl FaultPlayer {
         let mut p = FaultPlayer {
             ids,
             disks,
+            node_disks: BTreeMap::new(),
             lose_unsynced: plan.lose_unsynced_on_crash,
             queue: Vec::new(),
             seq: 0,
@@ -511,8 +528,14 @@ impl FaultPlayer {
         }
     }
 
-    fn disk_of(&self, node: &str) -> Option<&SimDisk> {
-        self.disks.get(node)
+    /// Every disk of `node`, in order.
+    fn disks_of(&self, node: &str) -> Vec<SimDisk> {
+        self.node_disks
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| self.disks.get(d).cloned())
+            .collect()
     }
 
     /// Cuts every link from `from` to `to` (and back unless `one_way`) for
@@ -666,9 +689,9 @@ impl FaultPlayer {
                         handle.kill(id);
                         self.listening.killed(&node);
                         let lose = self.lose_unsynced;
-                        if let Some(disk) = self.disk_of(&node).cloned() {
-                            // Named by its time: what it draws does not
-                            // move when a shrunk run leaves out other faults.
+                        // Named by its time: what it draws does not move
+                        // when a shrunk run leaves out other faults.
+                        for disk in self.disks_of(&node) {
                             disk.crash(lose, now.as_nanos() as u64 + 1);
                         }
                         self.down.insert(node.clone(), ());

@@ -6,6 +6,7 @@ use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
 use overcast_scenarios::CATALOGUE;
+use overcast_sim::faults::FaultBudget;
 
 fn feed() -> &'static dyn DynScenario {
     CATALOGUE.find("feed").expect("feed is registered")
@@ -354,4 +355,37 @@ fn a_quiet_phase_short_of_the_premise_is_not_judged_at_the_end_and_never_cries_w
 #[ignore]
 fn short_quiet_phases_do_not_cry_wolf_long() {
     short_quiet_phases_do_not_cry_wolf(0..100);
+}
+
+/// The feed server mirrors its log on two disks and repairs a corrupt copy
+/// from the other: within the budget (corrupting faults on one disk at most)
+/// every run passes, many of them with a disk that took such faults; past it
+/// (both disks corrupted) the server refuses service, a run passes (the
+/// end-of-run properties not judged, and saying why) and gives no wrong answer.
+#[test]
+fn the_mirrored_log_survives_one_corrupt_disk_and_past_the_budget_gives_no_wrong_answer() {
+    let budget = feed().budget();
+    let (mut corrupted, mut refused) = (0, 0);
+    for seed in 0..60 {
+        let mut s = Scenario::new(feed(), seed);
+        s.swarm = seed % 2 == 1;
+        let r = run_with(feed(), &s);
+        assert_eq!(r.disks, 2, "two disks");
+        assert!(!budget.exceeded_by(&r.world.disk_faults, r.disks));
+        assert!(r.passed(), "seed {seed}: {}", r.summary());
+        corrupted += usize::from(!FaultBudget::corrupted_disks(&r.world.disk_faults).is_empty());
+        s.beyond_budget = true;
+        let r = run_with(feed(), &s);
+        assert!(
+            r.outcome.passes() && r.violations().is_empty(),
+            "seed {seed}: {}",
+            r.summary()
+        );
+        if r.summary().contains("refused service from") {
+            assert!(budget.exceeded_by(&r.world.disk_faults, r.disks));
+            refused += 1;
+        }
+    }
+    assert!(corrupted >= 10, "{corrupted} runs had a corrupted disk");
+    assert!(refused > 0, "no server refused service past the budget");
 }

@@ -353,6 +353,15 @@ model_bugs! {
     /// naming an ETag the blob no longer has answers 200 instead of 412.
     /// Breaks linearizability.
     head_ignores_if_match,
+    /// Log recovery over a mirrored log: reads the first copy without its
+    /// payload CRCs and keeps it whenever it reads as sound, so a record
+    /// flipped on that copy is replayed as data and copied over the good copy.
+    repair_skips_checksum,
+    /// Server with a mirrored log: a reply waits only for the first copy's
+    /// sync (the others are never synced on the reply path), so a crash cuts
+    /// an acknowledged record from the other copies, and a corruption of the
+    /// first copy then loses it from every copy.
+    mirror_ack_after_one_copy,
 }
 
 #[cfg(test)]

@@ -37,6 +37,19 @@ pub trait LogDevice: Send + Sync {
     fn read_all(&self) -> Vec<u8>;
     /// Cuts the device to `len` bytes.
     fn truncate(&self, len: usize);
+    /// Appends the bytes of a record recovery copies from another copy of
+    /// the log (a repair: not a new record), under `identity` as
+    /// [`LogDevice::append_as`]. By default, `append_as`.
+    fn repair(&self, identity: u64, bytes: &[u8]) {
+        self.append_as(identity, bytes)
+    }
+    /// Told once per recovery, on the log's first copy, how many records it
+    /// kept (what the server redoes); not told when every copy is corrupt
+    /// (the server refuses service: nothing is kept or dropped, the log is
+    /// left as it is). By default, nothing.
+    fn recovered(&self, kept: u64) {
+        let _ = kept;
+    }
 }
 
 /// What the network does to one datagram the model sends, beyond the least

@@ -138,17 +138,24 @@ impl<C: Send, R: Send, E: Send> LogDevice for RecordingDisk<C, R, E> {
         self.disk.sync()
     }
     fn read_all(&self) -> Vec<u8> {
-        let bytes = self.disk.read_all();
-        let kept = overcast_model::wal::decode_all(&bytes).0.len() as u64;
+        self.disk.read_all()
+    }
+    fn truncate(&self, len: usize) {
+        self.disk.truncate(len)
+    }
+    /// A record copied from another copy of the log is not a new record:
+    /// appended, not recorded.
+    fn repair(&self, identity: u64, bytes: &[u8]) {
+        self.disk.append_as(identity, bytes);
+    }
+    /// What the log kept, as the recovery over every copy decided it (once
+    /// per recovery, however often a copy was read).
+    fn recovered(&self, kept: u64) {
         self.recorder.event(
             self.node.clone(),
             self.clock.now_ms(),
             (self.recovered)(kept),
         );
-        bytes
-    }
-    fn truncate(&self, len: usize) {
-        self.disk.truncate(len)
     }
 }
 

@@ -14,6 +14,25 @@ use overcast_sim::world::NodeEnv;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// How many disks a server with a mirrored log keeps it on: one copy
+/// corrupt (the bound of [`mirrored_log_budget`]) is repaired from the other.
+pub const LOG_COPIES: usize = 2;
+
+/// The budget of a scenario whose one server mirrors its log on
+/// [`LOG_COPIES`] disks: corrupting disk faults on at most one of them (with
+/// both corrupt a record could be lost from every copy, and the server would
+/// refuse service), the others on both; `before` and `after` are the rest of
+/// the promise.
+pub fn mirrored_log_budget(before: &str, after: &str) -> overcast_sim::faults::FaultBudget {
+    overcast_sim::faults::FaultBudget {
+        promise: format!(
+            "{before}storage corruption (bit flips on write, misdirected and lost writes) on at most one of the two disks the server mirrors its log on, flips on read and failed syncs on both; {after}"
+        ),
+        corrupt_disks: Some(1),
+        intact_disks: 1,
+    }
+}
+
 /// The server fault points a scenario runs with unless it says otherwise:
 /// a few percent of throttling and transient statuses, with the sub-statuses
 /// and retry-after variants the SDK must tell apart.
@@ -81,7 +100,8 @@ impl ServerSetup {
         }
     }
 
-    /// The program of server node `env`: sends by `send`, logs to `log`,
+    /// The program of server node `env`: sends by `send`, logs to `log`
+    /// (and to a copy on each of the node's further disks, a mirrored log),
     /// reports its log to `logs` and its counters to `stats`. A restarted
     /// incarnation keeps quiet for the longest a datagram can be in flight,
     /// so no answer of its previous life is taken for one of this.
@@ -114,10 +134,16 @@ impl ServerSetup {
             StreamNames::OneServer => format!("server-{}", env.incarnation),
         };
         let draws = ServerStreams::new(env.seed, name, Some(env.topology.clone()));
+        let mut copies = vec![log];
+        copies.extend(
+            env.mirrors
+                .iter()
+                .map(|d| Arc::new(DiskAdapter(d.clone())) as Arc<dyn LogDevice>),
+        );
         Box::pin(serve(
             cfg,
             Arc::new(ClockAdapter(env.clock.clone())),
-            log,
+            copies,
             draws,
             stats,
         ))

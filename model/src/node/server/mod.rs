@@ -188,20 +188,68 @@ pub struct Recovery {
     pub unavailable: Option<String>,
     /// Records replayed (0 when unavailable).
     pub replayed: u64,
+    /// The copies of a mirrored log that recovery rewrote from the one it
+    /// kept (none with one copy, or when every copy agreed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repaired: Vec<wal::Repair>,
 }
 
-/// The partitions rebuilt from the log (empty when it is corrupt), the
-/// number of records replayed, the next record's `seq`, and why the log
-/// cannot be served from, if it cannot.
-fn recover(cfg: &ServerConfig, log: &dyn LogDevice) -> (Partitions, u64, u64, Option<String>) {
+/// What a start-up (or a recovery in place) rebuilt from the log's copies.
+struct Rebuilt {
+    /// The partitions (empty when the log is corrupt).
+    partitions: Partitions,
+    /// Records replayed.
+    replayed: u64,
+    /// The next record's `seq`.
+    next_seq: u64,
+    /// Why the log cannot be served from, if it cannot.
+    damage: Option<String>,
+    /// The copies repaired from another.
+    repaired: Vec<wal::Repair>,
+}
+
+/// Rebuilds the partitions from every copy of the log ([`wal::recover`]).
+fn recover(cfg: &ServerConfig, logs: &Copies) -> Rebuilt {
     let mut partitions =
         Partitions::new(cfg.bugs, cfg.containers.clone()).with_feed_ranges(cfg.feed_ranges);
-    let r = wal::recover(log, &cfg.bugs);
-    if r.damage.is_some() {
-        return (partitions, 0, r.next_seq, r.damage);
+    let copies: Vec<&dyn LogDevice> = logs.iter().map(|l| l.as_ref()).collect();
+    let r = wal::recover(&copies, &cfg.bugs);
+    let replayed = if r.damage.is_some() {
+        0
+    } else {
+        partitions.redo_all(&r.records);
+        r.records.len() as u64
+    };
+    Rebuilt {
+        partitions,
+        replayed,
+        next_seq: r.next_seq,
+        damage: r.damage,
+        repaired: r.repairs,
     }
-    partitions.redo_all(&r.records);
-    (partitions, r.records.len() as u64, r.next_seq, None)
+}
+
+/// Every copy of the server's log (the first is `a`): a record is appended
+/// to each, and a reply waits until every copy's sync covering it succeeded.
+type Copies = [Arc<dyn LogDevice>];
+
+/// Syncs every copy of the log; a failure on any copy is the sync's failure
+/// (each copy is synced all the same, so no copy lags on the others' account).
+/// The seeded bug `mirror_ack_after_one_copy` syncs the first copy only.
+fn sync_all(logs: &Copies, bugs: &ModelBugs) -> Result<(), crate::core::env::SyncError> {
+    let mut result = Ok(());
+    // The seeded bug syncs the first copy only.
+    let synced = if bugs.mirror_ack_after_one_copy {
+        &logs[..1]
+    } else {
+        logs
+    };
+    for log in synced {
+        if let Err(e) = log.sync() {
+            result = Err(e);
+        }
+    }
+    result
 }
 
 /// Where a reply goes and under which table key it is remembered.
@@ -451,15 +499,26 @@ async fn next_event(recv: &mut Receiving, mut sync: Option<&mut SyncInFlight>) -
 pub async fn serve(
     cfg: ServerConfig,
     clock: Arc<dyn Clock>,
-    log: Arc<dyn LogDevice>,
+    logs: Vec<Arc<dyn LogDevice>>,
     draws: Arc<dyn ServerDraws>,
     stats: Arc<std::sync::Mutex<ServerStats>>,
 ) {
-    let (mut partitions, replayed, mut next_seq, mut damage) = recover(&cfg, log.as_ref());
-    report_recovered(&cfg, clock.as_ref(), next_seq);
+    assert!(
+        !logs.is_empty(),
+        "a server keeps at least one copy of its log"
+    );
+    let rebuilt = recover(&cfg, &logs);
+    let replayed = rebuilt.replayed;
+    report_recovered(&cfg, clock.as_ref(), rebuilt.next_seq);
     tracing::info!("server {} up: replayed {replayed} log records", cfg.bind);
     stats.lock().unwrap_or_else(|e| e.into_inner()).replayed += replayed;
-    report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
+    report_damage(&cfg, &rebuilt, clock.as_ref(), &stats);
+    let Rebuilt {
+        mut partitions,
+        mut next_seq,
+        mut damage,
+        ..
+    } = rebuilt;
     if !cfg.quiet_after_restart.is_zero() {
         sleep(cfg.quiet_after_restart).await;
     }
@@ -517,7 +576,7 @@ pub async fn serve(
                 let Some(done) = syncing.take() else {
                     continue;
                 };
-                let synced = match log.sync() {
+                let synced = match sync_all(&logs, &cfg.bugs) {
                     Ok(()) => true,
                     Err(_) => {
                         cfg.log
@@ -525,7 +584,7 @@ pub async fn serve(
                         stats.lock().unwrap_or_else(|e| e.into_inner()).fsync_errors += 1;
                         tracing::warn!("server {}: log sync failed", cfg.bind);
                         // The seeded bug syncs again, which "succeeds" with nothing to write.
-                        cfg.bugs.retry_fsync_after_error && log.sync().is_ok()
+                        cfg.bugs.retry_fsync_after_error && sync_all(&logs, &cfg.bugs).is_ok()
                     }
                 };
                 if !synced {
@@ -540,10 +599,11 @@ pub async fn serve(
                         }
                         w.arrival.record(w.req_id, None, &stats);
                     }
-                    let replayed;
-                    (partitions, replayed, next_seq, damage) = recover(&cfg, log.as_ref());
-                    report_recovered(&cfg, clock.as_ref(), next_seq);
-                    report_damage(&cfg, replayed, &damage, clock.as_ref(), &stats);
+                    let rebuilt = recover(&cfg, &logs);
+                    report_recovered(&cfg, clock.as_ref(), rebuilt.next_seq);
+                    report_damage(&cfg, &rebuilt, clock.as_ref(), &stats);
+                    (partitions, next_seq, damage) =
+                        (rebuilt.partitions, rebuilt.next_seq, rebuilt.damage);
                     commit = GroupCommit::new(next_seq);
                     unsynced.truncate(1);
                     stats.lock().unwrap_or_else(|e| e.into_inner()).unsynced = 0;
@@ -701,7 +761,9 @@ pub async fn serve(
                     effect,
                 },
             );
-            log.append_as(identity, &record);
+            for log in &logs {
+                log.append_as(identity, &record);
+            }
             unsynced.push(identity);
             next_seq += 1;
             let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
@@ -774,11 +836,13 @@ fn report_ack(cfg: &ServerConfig, clock: &dyn Clock, arrival: &Arrival, req_id: 
 /// partitions are unavailable, if they are.
 fn report_damage(
     cfg: &ServerConfig,
-    replayed: u64,
-    damage: &Option<String>,
+    rebuilt: &Rebuilt,
     clock: &dyn Clock,
     stats: &std::sync::Mutex<ServerStats>,
 ) {
+    for repair in &rebuilt.repaired {
+        tracing::warn!("server {}: {repair}", cfg.bind);
+    }
     stats
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -786,10 +850,11 @@ fn report_damage(
         .push(Recovery {
             at_ns: crate::core::env::sim_now_ns(),
             local_ms: clock.now_ms(),
-            unavailable: damage.clone(),
-            replayed,
+            unavailable: rebuilt.damage.clone(),
+            replayed: rebuilt.replayed,
+            repaired: rebuilt.repaired.clone(),
         });
-    if let Some(reason) = damage {
+    if let Some(reason) = &rebuilt.damage {
         tracing::error!(
             "server {}: every partition unavailable (503): {reason}",
             cfg.bind

@@ -339,7 +339,7 @@ pub fn run_script(script: &Script, seed: u64) -> ScriptOutcome {
                 serve(
                     cfg.clone(),
                     Arc::new(clock.clone()),
-                    Arc::new(DiskAdapter(disk.clone())),
+                    vec![Arc::new(DiskAdapter(disk.clone()))],
                     ServerStreams::new(seed, format!("script-server-{n}"), None),
                     stats.clone(),
                 )

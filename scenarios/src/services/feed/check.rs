@@ -179,6 +179,21 @@ fn short_quiet_phase(
     })
 }
 
+/// Why the end-of-run properties cannot be judged when the server refused
+/// service (every copy of its log corrupt, past the fault budget): from then
+/// on no host could read, deliver or take a lease, and an undelivered change
+/// or an unbalanced lease says nothing of the processor.
+fn refused_service(h: &FeedHistory) -> Option<String> {
+    h.node_events.iter().find_map(|e| match &e.event {
+        FeedEvent::Refused { reason } => Some(format!(
+            "{} refused service from {} ({reason})",
+            e.node,
+            secs(e.at_ns)
+        )),
+        _ => None,
+    })
+}
+
 /// The operations' client number of host `host` (`host-2`).
 fn host_client(p: &FeedParams, host: &str) -> Option<usize> {
     host.strip_prefix("host-")
@@ -1127,7 +1142,9 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
     // whose quiet phase falls short of it (a shrunk one) is not judged on
     // them: a change not yet delivered is not a lost one, nor a lease not
     // yet taken back an unowned one.
-    if let Some(why) = short_quiet_phase(h, p, &items, final_leases.len(), end_ns) {
+    if let Some(why) =
+        short_quiet_phase(h, p, &items, final_leases.len(), end_ns).or_else(|| refused_service(h))
+    {
         v.retain(|x| !END_OF_RUN.contains(&x.property.as_str()));
         for id in END_OF_RUN {
             partly.insert(id);

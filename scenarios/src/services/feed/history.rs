@@ -62,6 +62,12 @@ pub enum FeedEvent {
         /// What the call was for and is (`renew: replace lease`).
         what: String,
     },
+    /// The server found every copy of its log corrupt at a start-up and
+    /// refuses service (503) from then on: a run past the fault budget.
+    Refused {
+        /// What recovery found.
+        reason: String,
+    },
 }
 
 /// One operation of the `feed` scenario (counted in the run summary; the
@@ -105,3 +111,29 @@ pub type FeedHistory =
 
 /// Its recorder.
 pub type FeedRecorder = Recorder<FeedCall, FeedResult, FeedEvent>;
+
+/// Adds to `history` a [`FeedEvent::Refused`] for each of the server's
+/// `recoveries` that found its log beyond repair, in time order among the
+/// other events.
+pub fn note_refusals<L>(
+    history: &mut History<FeedCall, FeedResult, FeedEvent, L>,
+    recoveries: &[overcast_model::server::Recovery],
+) {
+    for r in recoveries {
+        let Some(reason) = &r.unavailable else {
+            continue;
+        };
+        let at = history.node_events.partition_point(|e| e.at_ns <= r.at_ns);
+        history.node_events.insert(
+            at,
+            overcast_sim::history::NodeEvent {
+                node: "server-0".into(),
+                at_ns: r.at_ns,
+                local_ms: r.local_ms,
+                event: FeedEvent::Refused {
+                    reason: reason.clone(),
+                },
+            },
+        );
+    }
+}

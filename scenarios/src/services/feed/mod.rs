@@ -227,8 +227,9 @@ impl ScenarioDef for Feed {
     }
 
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
-        overcast_sim::faults::FaultBudget::unbounded(
-            "host clock offsets within the processor's premise (a quarter of expiration minus renew interval), drift within 200 ppm, no steps; no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
+        crate::kit::server::mirrored_log_budget(
+            "host clock offsets within the processor's premise (a quarter of expiration minus renew interval), drift within 200 ppm, no steps; ",
+            "every network, crash and pause fault of the mix",
         )
     }
 
@@ -262,7 +263,7 @@ impl ScenarioDef for Feed {
                 max_clock_offset_ms: 1_000,
                 max_drift_ppm: 200,
                 clock_steps_per_min: 0.0,
-                storage: Default::default(),
+                storage: FaultMix::DEFAULT_STORAGE,
                 network: Default::default(),
             },
             fault_window_ms: 30_000,
@@ -366,7 +367,10 @@ impl ScenarioDef for Feed {
 
     fn topology(&self, p: &FeedParams) -> Topology {
         Topology::new(vec![
-            Role::new(FeedRole::Server, 1).with_disk().crashable(),
+            // Its log mirrored on two disks (`server-0`, `server-0.b`).
+            Role::new(FeedRole::Server, 1)
+                .with_disks(crate::kit::server::LOG_COPIES)
+                .crashable(),
             Role::new(FeedRole::Host, p.hosts).crashable(),
             Role::new(FeedRole::Writer, p.writers).awaited(),
             Role::new(FeedRole::Splitter, 1),
@@ -383,9 +387,6 @@ impl ScenarioDef for Feed {
             skew.drift_ppm = skew.drift_ppm.clamp(-200, 200);
             skew.steps.clear();
         }
-        // The one server has no replica to repair a corrupt log from (as in
-        // `leases`): disk faults are judged by `occ`.
-        plan.storage = Default::default();
     }
 
     fn deploy(&self, p: &FeedParams, ctx: &RunCtx) -> Deployment<FeedHistory> {
@@ -545,8 +546,9 @@ impl ScenarioDef for Feed {
             fut
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
-            let history = recorder.take_history(world.events.clone());
+            let mut history = recorder.take_history(world.events.clone());
             let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
+            history::note_refusals(&mut history, &stats.recoveries);
             let counters = stats
                 .transient
                 .iter()

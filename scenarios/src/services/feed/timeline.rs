@@ -260,6 +260,18 @@ pub fn draw(p: &FeedParams, h: &FeedHistory, t: &mut Timeline) {
                 kind: MarkKind::Fault,
                 highlight: false,
             }),
+            FeedEvent::Refused { reason } => t.marks.push(Mark {
+                lane: lane_host,
+                at_ns: e.at_ns,
+                label: "refused".into(),
+                detail: format!(
+                    "{} found every copy of its log corrupt at {} and refuses service: {reason}",
+                    e.node,
+                    secs(e.at_ns)
+                ),
+                kind: MarkKind::Fault,
+                highlight: false,
+            }),
             FeedEvent::Split { range, status } => t.marks.push(Mark {
                 lane: lane_host,
                 at_ns: e.at_ns,

@@ -236,8 +236,9 @@ impl ScenarioDef for Leases {
     }
 
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
-        overcast_sim::faults::FaultBudget::unbounded(
-            "host clocks within the holders' stated bound (drift and total step size; unless skew_beyond_bound); no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
+        crate::kit::server::mirrored_log_budget(
+            "host clocks within the holders' stated bound (drift and total step size; unless skew_beyond_bound); ",
+            "every network, crash and pause fault of the mix",
         )
     }
 
@@ -266,9 +267,9 @@ impl ScenarioDef for Leases {
                 max_drift_ppm: 200,
                 // Over the 60 s window: exactly one step per clock.
                 clock_steps_per_min: 1.0,
-                // Disk and duplicated-datagram faults are not yet
-                // part of this scenario's default mix.
-                storage: Default::default(),
+                // Duplicated-datagram faults are not yet part of this
+                // scenario's default mix.
+                storage: FaultMix::DEFAULT_STORAGE,
                 network: Default::default(),
             },
             fault_window_ms: 60_000,
@@ -363,7 +364,10 @@ impl ScenarioDef for Leases {
 
     fn topology(&self, p: &LeasesParams) -> Topology {
         Topology::new(vec![
-            Role::new(LeasesRole::Server, 1).with_disk().crashable(),
+            // Its log mirrored on two disks (`server-0`, `server-0.b`).
+            Role::new(LeasesRole::Server, 1)
+                .with_disks(crate::kit::server::LOG_COPIES)
+                .crashable(),
             Role::new(LeasesRole::Holder, p.holders)
                 .crashable()
                 .awaited(),
@@ -374,12 +378,6 @@ impl ScenarioDef for Leases {
     fn adjust_plan(&self, p: &LeasesParams, plan: &mut FaultPlan) {
         let bound = (!p.skew_beyond_bound).then_some(ClockBound::DEFAULT);
         shape_plan(plan, bound, p.holder_pause_factor);
-        // The one lease server has no replica to repair a corrupt log from: a
-        // disk fault it detects makes it refuse everything for the rest of
-        // the run, and the lease checks would then judge an idle world.
-        // Disk faults are judged by `occ`; here they are off, in
-        // swarm mode too.
-        plan.storage = Default::default();
     }
 
     fn deploy(&self, p: &LeasesParams, ctx: &RunCtx) -> Deployment<LeaseHistory> {
