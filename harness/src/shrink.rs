@@ -25,8 +25,10 @@
 //! Every history candidate is bounded by what the run it was cut from
 //! reached ([`crate::ops::Reached`]): a node whose last operation is left
 //! out does not go on to operations that run never drew. A second search,
-//! from the failure again, goes without that bound; the smaller of the two
-//! results is the shrink's.
+//! from the failure again, goes without that bound; a third, when the
+//! first broken property is judged on the whole run and the failure broke
+//! a prefix-closed one too, holds that one. The smallest result is the
+//! shrink's.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
@@ -34,7 +36,7 @@
 //! record's faults from a stream
 //! keyed by its identity, so they stay on the datagrams and records that
 //! remain (see `bridge::NetworkAdapter`, `overcast_sim::disk`). The whole
-//! shrink is bounded by a number of candidate runs (each of the two searches).
+//! shrink is bounded by a number of candidate runs per search.
 
 use crate::ops::SkipSet;
 use crate::registry::DynScenario;
