@@ -818,7 +818,12 @@ pub fn shrink(
             searched = third;
         }
     }
-    let (mut scenario, mut best, kept) = searched.result();
+    let Searched {
+        best_s: mut scenario,
+        mut best,
+        kept,
+        ..
+    } = searched;
     // A skipped operation never waits: its start time says nothing.
     for (node, ops) in &scenario.skip {
         if let Some(p) = scenario.pace.get_mut(node) {
@@ -914,11 +919,4 @@ struct Searched {
     best: RunResult,
     tried: usize,
     kept: usize,
-}
-
-impl Searched {
-    /// The smallest failure, its run, and the candidates kept on the way.
-    fn result(self) -> (Scenario, RunResult, usize) {
-        (self.best_s, self.best, self.kept)
-    }
 }
