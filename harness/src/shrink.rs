@@ -20,7 +20,10 @@
 //!    on it then end smaller (a smaller page needs fewer items to fill);
 //! 5. then: a left-out operation put back and another of its node, drawn
 //!    near it, left out in its place (numbers pass to the next call of a
-//!    kind, so which one is left out matters).
+//!    kind, so which one is left out matters);
+//! 6. then: one unit left out whose absence keeps the failure but makes it
+//!    larger, kept only if the history passes on it then end smaller (a
+//!    race lost one way is often lost another, shorter way).
 //!
 //! Every history candidate is bounded by what the run it was cut from
 //! reached ([`crate::ops::Reached`]): a node whose last operation is left
@@ -403,30 +406,68 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
                     1 => reduction_name(self.def, r).to_string(),
                     n => format!("{} ({n} times)", reduction_name(self.def, r)),
                 };
-                let kept_before = self.kept;
-                let max_tries = self.max_tries;
-                self.max_tries = max_tries.min(self.tried + SIDEWAYS_TRIES);
-                let best = std::mem::replace(&mut self.best, run);
-                let best_s = std::mem::replace(&mut self.best_s, c);
-                self.trial = Some(Vec::new());
-                self.remove_subjects();
-                self.remove_history(Order::ByTime);
-                self.remove_history(Order::ByNode);
-                let steps = self.trial.take().unwrap_or_default();
-                self.max_tries = max_tries;
-                if size(&self.best) < floor {
-                    self.kept += 1;
-                    let step = if steps.is_empty() {
-                        name
-                    } else {
-                        format!("{name}, then {}", steps.join(", "))
-                    };
-                    (self.progress)(&step, &self.best);
+                if self.trial(c, run, floor, name) {
                     return true;
                 }
-                self.best = best;
-                self.best_s = best_s;
-                self.kept = kept_before;
+            }
+        }
+        false
+    }
+
+    /// Takes `c` (whose `run` fails as the minimum does but is no smaller
+    /// than `floor`) for a while: the history passes run on it within
+    /// [`SIDEWAYS_TRIES`] candidates, and it is kept, with what they left
+    /// out, only if the failure ends smaller than `floor`; else the minimum
+    /// is restored. `name` is the step that led to `c`. True if kept.
+    fn trial(&mut self, c: Scenario, run: RunResult, floor: (usize, usize), name: String) -> bool {
+        let kept_before = self.kept;
+        let max_tries = self.max_tries;
+        self.max_tries = max_tries.min(self.tried + SIDEWAYS_TRIES);
+        let best = std::mem::replace(&mut self.best, run);
+        let best_s = std::mem::replace(&mut self.best_s, c);
+        self.trial = Some(Vec::new());
+        self.remove_subjects();
+        self.remove_history(Order::ByTime);
+        self.remove_history(Order::ByNode);
+        let steps = self.trial.take().unwrap_or_default();
+        self.max_tries = max_tries;
+        if size(&self.best) < floor {
+            self.kept += 1;
+            let step = if steps.is_empty() {
+                name
+            } else {
+                format!("{name}, then {}", steps.join(", "))
+            };
+            (self.progress)(&step, &self.best);
+            return true;
+        }
+        self.best = best;
+        self.best_s = best_s;
+        self.kept = kept_before;
+        false
+    }
+
+    /// At a local minimum of every other pass: leave out one unit whose
+    /// absence keeps the failure but makes it larger (a feed host whose
+    /// renewal is left out takes another path through its rounds, and the
+    /// race it loses comes about another way), and take it for a while as
+    /// [`Search::trial`] does: kept only if the failure then ends smaller.
+    /// True if one was kept.
+    fn leave_out_uphill(&mut self) -> bool {
+        let floor = size(&self.best);
+        let (base, units) = self.history_base(Order::ByTime);
+        for u in 0..units.len() {
+            let rest: Vec<usize> = (0..units.len()).filter(|k| *k != u).collect();
+            let c = with_units(&base, &units, &rest);
+            let Some(run) = self.run(&c) else {
+                return false;
+            };
+            if !self.same_failure(&c, &run) || run.trace_hash == self.best.trace_hash {
+                continue;
+            }
+            let step = removal_step(std::iter::once(&units[u]));
+            if self.trial(c, run, floor, step) {
+                return true;
             }
         }
         false
@@ -764,12 +805,16 @@ pub fn shrink(
     let property = first.first_property()?;
     let ops_before = first.op_count().client;
     let broken: Vec<PropertyId> = first.violations().iter().map(|v| v.property).collect();
+    let target = Target {
+        property,
+        broken: broken.clone(),
+        quiet_ms: start.quiet_ms,
+    };
     let bounded = search(
         def,
-        &start,
+        start.clone(),
         first,
-        property,
-        broken.clone(),
+        target.clone(),
         false,
         max_tries,
         &mut progress,
@@ -783,10 +828,9 @@ pub fn shrink(
     let again = run_isolated_with(def, &start);
     let unbounded = search(
         def,
-        &start,
+        start.clone(),
         again,
-        property,
-        broken.clone(),
+        target.clone(),
         true,
         max_tries,
         &mut tell,
@@ -810,20 +854,38 @@ pub fn shrink(
         let mut tell =
             |step: &str, run: &RunResult| progress(&format!("search for {other}: {step}"), run);
         let again = run_isolated_with(def, &start);
-        let third = search(
-            def, &start, again, other, broken, false, max_tries, &mut tell,
-        );
+        let held = Target {
+            property: other,
+            ..target
+        };
+        let third = search(def, start.clone(), again, held, false, max_tries, &mut tell);
         tried += third.tried;
         if size(&third.best) < size(&searched.best) {
             searched = third;
         }
     }
+    // The smallest failure is searched once more, with a budget of its
+    // own: the searches from the failure may spend theirs on its long runs
+    // before the last passes (the uphill step) had their turn, and the
+    // runs of a small failure are short.
+    let mut tell =
+        |step: &str, run: &RunResult| progress(&format!("from the smallest: {step}"), run);
+    let Searched {
+        best_s,
+        best,
+        target,
+        kept: kept_before,
+        ..
+    } = searched;
+    let polished = search(def, best_s, best, target, false, max_tries, &mut tell);
+    tried += polished.tried;
     let Searched {
         best_s: mut scenario,
         mut best,
         kept,
         ..
-    } = searched;
+    } = polished;
+    let kept = kept + kept_before;
     // A skipped operation never waits: its start time says nothing.
     for (node, ops) in &scenario.skip {
         if let Some(p) = scenario.pace.get_mut(node) {
@@ -841,32 +903,30 @@ pub fn shrink(
     })
 }
 
-/// One greedy search from `best_s`, whose run `first` fails with
-/// `property` (and broke `broken`): the passes of the module's doc, in
-/// turn, until none helps or `max_tries` candidates are spent; `unbounded`
-/// leaves the bound on what each node reached off its history candidates.
-#[allow(clippy::too_many_arguments)]
+/// One greedy search from `best_s`, whose run `first` fails as `target`
+/// says: the passes of the module's doc, in turn, until none helps or
+/// `max_tries` candidates are spent; `unbounded` leaves the bound on what
+/// each node reached off its history candidates.
 fn search<F: FnMut(&str, &RunResult)>(
     def: &'static dyn DynScenario,
-    best_s: &Scenario,
+    best_s: Scenario,
     first: RunResult,
-    property: PropertyId,
-    broken: Vec<PropertyId>,
+    target: Target,
     unbounded: bool,
     max_tries: usize,
     progress: &mut F,
 ) -> Searched {
     let mut search = Search {
         def,
-        property,
-        best_s: best_s.clone(),
+        property: target.property,
+        best_s,
         best: first,
         tried: 0,
         kept: 0,
         max_tries,
         progress,
-        quiet_ms: best_s.quiet_ms,
-        broken,
+        quiet_ms: target.quiet_ms,
+        broken: target.broken.clone(),
         trial: None,
         unbounded,
     };
@@ -898,7 +958,8 @@ fn search<F: FnMut(&str, &RunResult)>(
         if !(search.remove_pairs(Order::ByTime)
             || search.remove_pairs(Order::ByNode)
             || search.sideways()
-            || search.swap_left_out())
+            || search.swap_left_out()
+            || search.leave_out_uphill())
         {
             break;
         }
@@ -907,16 +968,28 @@ fn search<F: FnMut(&str, &RunResult)>(
     Searched {
         best_s: search.best_s,
         best: search.best,
+        target,
         tried: search.tried,
         kept: search.kept,
     }
 }
 
-/// Where one search ended: its smallest failure and run, and the
-/// candidates it tried and kept.
+/// What a search holds its candidates to: the property they must break
+/// first, the properties the failure broke, and the failure's quiet phase
+/// (ms) before shrinking.
+#[derive(Clone)]
+struct Target {
+    property: PropertyId,
+    broken: Vec<PropertyId>,
+    quiet_ms: u64,
+}
+
+/// Where one search ended: its smallest failure and run, what it held
+/// them to, and the candidates it tried and kept.
 struct Searched {
     best_s: Scenario,
     best: RunResult,
+    target: Target,
     tried: usize,
     kept: usize,
 }

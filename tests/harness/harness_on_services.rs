@@ -3,7 +3,9 @@
 //! small to show it: occ's seeded bugs shrink by items and operations, and a
 //! sweep keeps the runs of the lowest failing seeds only; a sideways step
 //! takes a smaller feed page when the history then shrinks further; a swap
-//! leaves out a feed host's listing in place of the read it led to.
+//! leaves out a feed host's listing in place of the read it led to; an
+//! uphill step, in the search from the smallest failure, leaves out an
+//! operation that makes a feed race larger and then smaller.
 
 use overcast_harness::run::run_isolated_with;
 use overcast_harness::scenario::Scenario;
@@ -178,6 +180,41 @@ fn a_swap_leaves_out_another_operation_in_place_of_one_left_out_when_the_failure
         );
     }
     assert!(size(&shrunk.run).0 <= 15, "{steps:?}");
+}
+
+/// The uphill step: at the smallest failure the searches from the seed
+/// found, leaving out one of a feed host's calls makes the stale
+/// checkpoint's race come about another way, larger at first; the history
+/// passes on it then end smaller than the minimum, and only then is it
+/// kept. The search from the smallest runs with a budget of its own, and
+/// its steps are told so.
+#[test]
+fn an_uphill_step_from_the_smallest_failure_is_kept_only_when_the_failure_then_ends_smaller() {
+    let def = CATALOGUE.find("feed").unwrap();
+    let mut s = Scenario::new(def, 0);
+    s.bugs = vec!["checkpoint_without_owner_check".into()];
+    let mut steps: Vec<Step> = Vec::new();
+    let shrunk = shrink(def, &s, 500, |step, r| {
+        steps.push((step.to_string(), size(r)))
+    })
+    .expect("it fails");
+    assert_eq!(shrunk.run.first_property().map(|p| p.as_str()), Some("CF6"));
+    let uphill: Vec<usize> = (1..steps.len())
+        .filter(|i| {
+            let step = steps[*i].0.strip_prefix("from the smallest: leave out ");
+            step.is_some_and(|s| s.contains(", then "))
+        })
+        .collect();
+    assert!(!uphill.is_empty(), "no uphill step: {steps:?}");
+    for i in uphill {
+        assert!(
+            steps[i].1 < steps[i - 1].1,
+            "kept only when smaller: {steps:?}"
+        );
+    }
+    assert!(size(&shrunk.run).0 < 30, "{steps:?}");
+    let again = run_isolated_with(def, &shrunk.scenario);
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }
 
 /// A client's last operation, still running at the deadline, can be left
