@@ -440,9 +440,11 @@ impl Timeline {
         events: &[WorldEvent],
         lost_writes: &BTreeMap<String, usize>,
     ) {
+        let mut nodes: BTreeSet<String> = BTreeSet::new();
         for role in &topology.roles {
             for i in 0..role.count {
                 let name = Topology::node_name(&role.name, i);
+                nodes.insert(name.clone());
                 let mut note = vec![role.name.clone()];
                 if role.disk {
                     note.push("disk".into());
@@ -461,7 +463,9 @@ impl Timeline {
             }
         }
         for (node, skew) in &plan.clocks {
-            if *skew == ClockSkew::default() {
+            // A plan may name nodes the run does not have (one a shrink
+            // took away keeps its clock in the plan).
+            if *skew == ClockSkew::default() || !nodes.contains(node) {
                 continue;
             }
             self.clocks.push(ClockLine {

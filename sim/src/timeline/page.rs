@@ -197,6 +197,7 @@ impl Timeline {
             "<svg id=\"tl-overview\" class=\"overview\" xmlns=\"http://www.w3.org/2000/svg\" aria-label=\"the whole run: click to go there\"></svg><div id=\"tl\" class=\"tl\"><div id=\"tl-labels\" class=\"labels\"></div><div id=\"tl-scroll\" class=\"scroll\" tabindex=\"0\" aria-label=\"timeline; + and - zoom, v jumps to the violation\"><svg id=\"tl-svg\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div></div>\n<div id=\"tl-detail\" class=\"detail\" aria-live=\"polite\">Click a bar or a mark for its details.</div>\n",
         );
         h.push_str(LEGEND);
+        self.story(&mut h);
         if !self.facts.is_empty() {
             h.push_str("<h2>The run</h2><table class=\"facts\">");
             for (k, v) in &self.facts {
@@ -313,6 +314,102 @@ impl Timeline {
         h.push_str("</section>\n");
     }
 
+    /// A short run's every operation and fault, in the order they began:
+    /// the story a shrunk failure tells, readable without the drawing.
+    /// Nothing for a run with more than [`STORY_MAX_ROWS`] of them (the
+    /// drawing is for those).
+    fn story(&self, h: &mut String) {
+        let spans = self
+            .spans
+            .iter()
+            .filter(|x| matches!(x.kind, SpanKind::Crash | SpanKind::Pause | SpanKind::Fault));
+        let marks = self.marks.iter().filter(|m| m.kind == MarkKind::Fault);
+        let count =
+            self.ops.len() + self.bands.len() + spans.clone().count() + marks.clone().count();
+        if count == 0 || count > STORY_MAX_ROWS {
+            return;
+        }
+        // (start, a fault first at the same instant, the row's HTML)
+        let mut rows: Vec<(u64, bool, String)> = Vec::with_capacity(count);
+        let lanes: BTreeSet<&str> = self.lanes.iter().map(|l| l.id.as_str()).collect();
+        let side = |nodes: &[String]| {
+            // The plan names every node it could cut; the run has fewer
+            // after a shrink.
+            let here: Vec<&str> = nodes
+                .iter()
+                .map(String::as_str)
+                .filter(|n| lanes.contains(n))
+                .collect();
+            if here.is_empty() {
+                nodes.join(", ")
+            } else {
+                here.join(", ")
+            }
+        };
+        let fault_row = |at: u64, node: &str, what: &str, until: &str| {
+            (
+                at,
+                false,
+                format!(
+                    "<tr class=\"fault\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    secs(at),
+                    esc(node),
+                    esc(what),
+                    esc(until)
+                ),
+            )
+        };
+        for b in &self.bands {
+            let what = format!(
+                "partition: {} {} {}",
+                side(&b.from),
+                if b.one_way { "→" } else { "|" },
+                side(&b.to)
+            );
+            rows.push(fault_row(b.start_ns, "network", &what, &secs(b.end_ns)));
+        }
+        for x in spans {
+            let until = x.end_ns.map_or("the end".to_string(), secs);
+            rows.push(fault_row(x.start_ns, node_lane(&x.lane), &x.label, &until));
+        }
+        for m in marks {
+            let node = if m.lane.is_empty() {
+                "world"
+            } else {
+                node_lane(&m.lane)
+            };
+            let what = if m.detail.is_empty() {
+                &m.label
+            } else {
+                &m.detail
+            };
+            rows.push(fault_row(m.at_ns, node, what, ""));
+        }
+        for o in &self.ops {
+            let named = self.highlight.contains(&o.id) || self.lead.contains(&o.id);
+            rows.push((
+                o.start_ns,
+                true,
+                format!(
+                    "<tr{}><td><a href=\"#\" data-op=\"{}\">{}</a></td><td>{}</td><td>{}{}</td><td>{}</td></tr>",
+                    if named { " class=\"marked\"" } else { "" },
+                    o.id,
+                    secs(o.start_ns),
+                    esc(node_lane(&o.lane)),
+                    if named { "★ " } else { "" },
+                    esc(&o.label),
+                    o.end_ns.map_or("no answer".to_string(), secs)
+                ),
+            ));
+        }
+        rows.sort_by_key(|(at, op, _)| (*at, *op));
+        h.push_str("<h2 id=\"story\">The story</h2><p class=\"story-lead\">Every operation and fault of the run, in the order they began (★: named by a violation; a time links to the bar).</p><table class=\"named story\"><tr><th>began</th><th>node</th><th>what</th><th>until</th></tr>");
+        for (_, _, row) in rows {
+            h.push_str(&row);
+        }
+        h.push_str("</table>");
+    }
+
     /// The table of the operations the violation names: the lead
     /// operations (those of the violation that names the outcome); every
     /// highlighted one on a page with no lead violation (no window set).
@@ -349,6 +446,10 @@ impl Timeline {
         h.push_str("</table>");
     }
 }
+
+/// The most operations and faults a run may have for its page to list them
+/// all under "The story" (a shrunk failure has a few dozen at most).
+pub(super) const STORY_MAX_ROWS: usize = 60;
 
 const TOOLBAR: &str = "<div class=\"toolbar\" role=\"toolbar\"><button id=\"b-in\" title=\"zoom in (+)\">+ zoom in</button><button id=\"b-out\" title=\"zoom out (-)\">− zoom out</button><button id=\"b-fit\" title=\"whole run (0)\">0 whole run</button><button id=\"b-viol\" title=\"jump to the violation (v)\">v violation</button><button id=\"b-prev\" title=\"previous named item (p)\">p prev</button><button id=\"b-next\" title=\"next named item (n)\">n next</button><span class=\"keys\">keys: <kbd>+</kbd>/<kbd>−</kbd> zoom · <kbd>0</kbd> whole run · <kbd>v</kbd> violation · <kbd>n</kbd>/<kbd>p</kbd> named items · <kbd>←</kbd>/<kbd>→</kbd> scroll</span><span id=\"tl-view\" class=\"view\"></span></div>\n";
 
@@ -388,6 +489,7 @@ pre{font-size:12px;background:#f6f8fa;padding:8px;overflow-x:auto}
 iframe.embedded{width:100%;border:1px solid #ddd;border-radius:4px;min-height:200px}
 .evidence{max-width:1300px;margin:10px 0 4px}.evidence p{font-size:14px;margin:4px 0;line-height:1.4}.evidence p.note{color:#444;font-size:13px}
 .named tr.marked td{background:#fff4f4;font-weight:600;color:#8a1010}
+.story tr.fault td{color:#7a4a00;background:#fff8ec}.story-lead{font-size:13px;color:#555;margin:0 0 4px}
 .checks td,.checks th{border-bottom:1px solid #eee;padding:3px 14px 3px 0}.checks tr.broken td{color:#8a1010}.checks td:first-child{white-space:nowrap;cursor:help}
 "#;
 

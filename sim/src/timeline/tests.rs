@@ -270,3 +270,58 @@ fn the_nodes_a_violation_names_come_first_with_their_lanes_and_the_rest_keep_the
     t.marks.clear();
     assert_eq!(order(&t)[1], ("server-1".to_string(), false));
 }
+
+/// The story of a short run: its operations and faults in the order they
+/// began, the named operation starred, a partition named by the lanes the
+/// run has; a run with more rows than a story holds has none.
+#[test]
+fn a_short_run_tells_its_operations_and_faults_in_order_and_a_long_one_does_not() {
+    let mut t = Timeline::new("t", 3_000_000_000);
+    t.lane("client-0", "client-0", "client");
+    t.lane("server-0", "server-0", "server");
+    let op = |id: u64, at_ms: u64| OpRecord {
+        id,
+        client: 0,
+        key: "k".to_string(),
+        call: "put",
+        invoke_ns: at_ms * 1_000_000,
+        return_ns: Some(at_ms * 1_000_000 + 5_000_000),
+        result: Some(200u16),
+        attempts: vec![],
+    };
+    let (late, early) = (op(2, 2_000), op(1, 100));
+    t.add_ops(
+        [&late, &early],
+        |_| "client-0".into(),
+        |o| (format!("{} k#{}", o.call, o.id), Tone::Ok),
+    );
+    t.highlight.insert(2);
+    t.bands.push(Band {
+        from: vec!["server-0".into(), "server-7".into()],
+        to: vec!["client-0".into()],
+        one_way: false,
+        start_ns: 1_000_000_000,
+        end_ns: 1_500_000_000,
+    });
+    let page = t.to_html();
+    let story = &page[page.find("The story").expect("a story")..];
+    let first = story.find("put k#1").expect("the early put");
+    let cut = story
+        .find("partition: server-0 | client-0")
+        .expect("the partition");
+    let second = story.find("★ put k#2").expect("the named put, starred");
+    assert!(first < cut && cut < second, "{story}");
+    assert!(!story[..story.find("</table>").unwrap()].contains("server-7"));
+
+    let many: Vec<OpRecord<&str, u16>> = (0..page::STORY_MAX_ROWS as u64 + 1)
+        .map(|i| op(i, i))
+        .collect();
+    let mut long = Timeline::new("t", 3_000_000_000);
+    long.lane("client-0", "client-0", "client");
+    long.add_ops(
+        many.iter(),
+        |_| "client-0".into(),
+        |o| (o.call.into(), Tone::Ok),
+    );
+    assert!(!long.to_html().contains("The story"));
+}
