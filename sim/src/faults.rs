@@ -171,6 +171,11 @@ pub struct FaultBudget {
     /// corrupt disk alone would let every copy be corrupt.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub intact_disks: usize,
+    /// Nodes, by name prefix (a role), whose disks take none of those
+    /// faults within the budget: their logs cannot repair or detect a
+    /// corrupt record (empty: every node's may).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spared: Vec<String>,
 }
 
 /// For serde: leave a zero count out of the saved text.
@@ -188,8 +193,17 @@ impl FaultBudget {
         disk_faults: &BTreeMap<String, BTreeMap<String, u64>>,
         disks: usize,
     ) -> bool {
-        self.corrupt_bound(disks)
-            .is_some_and(|bound| FaultBudget::corrupted_disks(disk_faults).len() > bound)
+        let corrupted = FaultBudget::corrupted_disks(disk_faults);
+        corrupted.iter().any(|n| self.spares(n))
+            || self
+                .corrupt_bound(disks)
+                .is_some_and(|bound| corrupted.len() > bound)
+    }
+
+    /// Whether node `node`'s disk is one the budget keeps corrupting
+    /// faults off ([`FaultBudget::spared`]).
+    pub fn spares(&self, node: &str) -> bool {
+        self.spared.iter().any(|prefix| node.starts_with(prefix.as_str()))
     }
 
     /// How many of a deployment's `disks` nodes with disks may take the
@@ -220,6 +234,12 @@ impl FaultBudget {
     /// written record ([`FaultPlan::storage_of`]). What
     /// [`FaultBudget::confine`] makes true of every plan it is handed.
     pub fn admits(&self, plan: &FaultPlan, disk_nodes: &[String]) -> bool {
+        if disk_nodes
+            .iter()
+            .any(|n| self.spares(n) && plan.storage_of(n).corrupts())
+        {
+            return false;
+        }
         let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
             return true;
         };
@@ -236,6 +256,7 @@ impl FaultBudget {
             promise: promise.to_string(),
             corrupt_disks: None,
             intact_disks: 0,
+            spared: Vec::new(),
         }
     }
 
@@ -246,10 +267,15 @@ impl FaultBudget {
         let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
             return;
         };
-        if !plan.storage.corrupts() || disk_nodes.len() <= bound {
+        let candidates: Vec<String> = disk_nodes
+            .iter()
+            .filter(|n| !self.spares(n))
+            .cloned()
+            .collect();
+        if !plan.storage.corrupts() || (candidates.len() == disk_nodes.len() && disk_nodes.len() <= bound) {
             return;
         }
-        let mut chosen: Vec<String> = disk_nodes.choose_multiple(rng, bound).cloned().collect();
+        let mut chosen: Vec<String> = candidates.choose_multiple(rng, bound).cloned().collect();
         chosen.sort();
         plan.corrupt_disks = Some(chosen);
     }
@@ -863,6 +889,7 @@ mod tests {
             promise: "one corrupt copy".into(),
             corrupt_disks: Some(1),
             intact_disks: 0,
+            spared: Vec::new(),
         };
         assert!(!budget.admits(&plan, &servers), "both disks may corrupt");
         budget.confine(&mut plan, &servers, &mut crate::rng::stream(4, "budget"));
@@ -895,6 +922,7 @@ mod tests {
             promise: "one corrupt copy, never every copy".into(),
             corrupt_disks: Some(1),
             intact_disks: 1,
+            spared: Vec::new(),
         };
         assert_eq!(
             (0..4).map(|n| budget.corrupt_bound(n)).collect::<Vec<_>>(),

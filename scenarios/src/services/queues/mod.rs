@@ -1,6 +1,6 @@
 //! The `queues` scenario (Google Cloud Search indexing queues and the
-//! full-traversal connector, SPEC §5): one server (crashable, with a disk)
-//! holding the indexing service; one or two connectors (crashable, each with
+//! full-traversal connector, SPEC §5): one server (crashable, its log
+//! mirrored on two disks) holding the indexing service; one or two connectors (crashable, each with
 //! its own disk for checkpoints) over one datasource — connector 0 runs the
 //! full traversal with two alternating queues and the incremental traversal,
 //! every connector runs traverser workers; an editor that adds, changes and
@@ -176,9 +176,12 @@ impl ScenarioDef for Queues {
     }
 
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
-        overcast_sim::faults::FaultBudget::unbounded(
-            "no clock steps on the server (the real service's reservation timers never step back); no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
-        )
+        let mut budget = crate::kit::server::mirrored_log_budget(
+            "no clock steps on the server (the real service's reservation timers never step back); ",
+            "none on the connectors' disks (a checkpoint log that loses or corrupts a record reads back as an older checkpoint, undetectably after a lost write, and a connector resuming from it breaks Q8 and Q9), flips on read, failed syncs and torn tails there; every network, crash and pause fault of the mix",
+        );
+        budget.spared = vec![QueuesRole::Connector.name().to_string()];
+        budget
     }
 
     fn name(&self) -> &'static str {
@@ -206,8 +209,9 @@ impl ScenarioDef for Queues {
                 max_drift_ppm: 100,
                 // The connectors' only (`adjust_plan`).
                 clock_steps_per_min: 4.0,
-                // Disk faults are judged by `occ`; see `adjust_plan`.
-                storage: Default::default(),
+                // The server's within the budget (its mirrored log), the
+                // connectors' without the corrupting ones.
+                storage: FaultMix::DEFAULT_STORAGE,
                 network: Default::default(),
             },
             fault_window_ms: 30_000,
@@ -311,7 +315,10 @@ impl ScenarioDef for Queues {
 
     fn topology(&self, p: &QueuesParams) -> Topology {
         Topology::new(vec![
-            Role::new(QueuesRole::Server, 1).with_disk().crashable(),
+            // Its log mirrored on two disks (`server-0`, `server-0.b`).
+            Role::new(QueuesRole::Server, 1)
+                .with_disks(crate::kit::server::LOG_COPIES)
+                .crashable(),
             Role::new(QueuesRole::Connector, p.connectors)
                 .with_disk()
                 .crashable()
@@ -344,9 +351,6 @@ impl ScenarioDef for Queues {
                 skew.steps.clear();
             }
         }
-        // The one server has no replica to repair a corrupt log from: disk
-        // faults are judged by `occ`, off here, in swarm mode too.
-        plan.storage = Default::default();
     }
 
     fn deploy(&self, p: &QueuesParams, ctx: &RunCtx) -> Deployment<QueueHistory> {
