@@ -242,33 +242,56 @@ impl ConnectorConfig {
 pub(crate) struct Checkpoints {
     dev: Rc<dyn LogDevice>,
     values: BTreeMap<String, String>,
+    /// Where the last whole record ends: a save whose sync failed is cut
+    /// back to it, so no torn frame hides the records saved after it.
+    end: usize,
+}
+
+/// How often a load reads the device again while a record looks corrupt
+/// (a bit flipped on the way from the disk is gone on the next read; as
+/// the server's log recovery does).
+const CHECKPOINT_REREADS: usize = 8;
+
+/// The `(name, value)` records of `bytes` up to the first that is torn or
+/// corrupt, and where the last of them ends.
+fn scan_checkpoints(bytes: &[u8]) -> (BTreeMap<String, String>, usize) {
+    let mut values = BTreeMap::new();
+    let mut at = 0;
+    while at + 8 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
+        let Some(body) = bytes.get(at + 8..at + 8 + len) else {
+            break;
+        };
+        if crc32fast::hash(body) != crc {
+            break;
+        }
+        let Ok((name, value)) = bincode::deserialize::<(String, String)>(body) else {
+            break;
+        };
+        values.insert(name, value);
+        at += 8 + len;
+    }
+    (values, at)
 }
 
 impl Checkpoints {
-    /// Reads every checkpoint from `dev` (a torn tail is cut off).
+    /// Reads every checkpoint from `dev` (again while it looks corrupt: a
+    /// flip on read is transient; a torn tail is cut off).
     pub fn load(dev: Rc<dyn LogDevice>) -> Checkpoints {
-        let bytes = dev.read_all();
-        let mut values = BTreeMap::new();
-        let mut at = 0;
-        while at + 8 <= bytes.len() {
-            let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
-            let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
-            let Some(body) = bytes.get(at + 8..at + 8 + len) else {
-                break;
-            };
-            if crc32fast::hash(body) != crc {
-                break;
+        let mut reads = 0;
+        let (values, end) = loop {
+            let bytes = dev.read_all();
+            let (values, end) = scan_checkpoints(&bytes);
+            reads += 1;
+            if end == bytes.len() || reads > CHECKPOINT_REREADS {
+                if end < bytes.len() {
+                    dev.truncate(end);
+                }
+                break (values, end);
             }
-            let Ok((name, value)) = bincode::deserialize::<(String, String)>(body) else {
-                break;
-            };
-            values.insert(name, value);
-            at += 8 + len;
-        }
-        if at < bytes.len() {
-            dev.truncate(at);
-        }
-        Checkpoints { dev, values }
+        };
+        Checkpoints { dev, values, end }
     }
 
     /// The value of `name`.
@@ -276,7 +299,8 @@ impl Checkpoints {
         self.values.get(name).map(String::as_str)
     }
 
-    /// Saves `name = value` durably; false when the sync failed.
+    /// Saves `name = value` durably; false when the sync failed (its frame
+    /// is then cut off the device, whatever part of it became durable).
     pub fn save(&mut self, name: &str, value: &str) -> bool {
         let body = bincode::serialize(&(name, value)).expect("strings serialise");
         let mut frame = Vec::with_capacity(body.len() + 8);
@@ -285,8 +309,10 @@ impl Checkpoints {
         frame.extend_from_slice(&body);
         self.dev.append(&frame);
         if self.dev.sync().is_err() {
+            self.dev.truncate(self.end);
             return false;
         }
+        self.end += frame.len();
         self.values.insert(name.to_string(), value.to_string());
         true
     }
