@@ -434,7 +434,7 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("poll_ignores_priority", 0),
     ("delete_current_queue", 0),
     ("traverse_without_waiting", 0),
-    ("index_ignores_version", 2),
+    ("index_ignores_version", 0),
     ("checkpoint_before_push", 0),
     ("reservation_never_expires", 0),
     ("requeue_keeps_time", 0),
