@@ -905,3 +905,65 @@ pub(crate) fn queue_checkpoint(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::env::SyncError;
+    use std::sync::Mutex;
+
+    /// A device whose next sync fails (keeping all but the last 3 bytes
+    /// appended: a torn frame) and whose next reads flip a bit.
+    #[derive(Default)]
+    struct Faulty {
+        bytes: Mutex<Vec<u8>>,
+        fail_sync: Mutex<bool>,
+        flipped_reads: Mutex<usize>,
+    }
+
+    impl LogDevice for Faulty {
+        fn append(&self, bytes: &[u8]) {
+            self.bytes.lock().unwrap().extend_from_slice(bytes);
+        }
+        fn sync(&self) -> Result<(), SyncError> {
+            let mut fail = self.fail_sync.lock().unwrap();
+            if std::mem::take(&mut *fail) {
+                let mut bytes = self.bytes.lock().unwrap();
+                let torn = bytes.len() - 3;
+                bytes.truncate(torn);
+                return Err(SyncError);
+            }
+            Ok(())
+        }
+        fn read_all(&self) -> Vec<u8> {
+            let mut bytes = self.bytes.lock().unwrap().clone();
+            let mut flips = self.flipped_reads.lock().unwrap();
+            if *flips > 0 {
+                *flips -= 1;
+                bytes[10] ^= 1;
+            }
+            bytes
+        }
+        fn truncate(&self, len: usize) {
+            self.bytes.lock().unwrap().truncate(len);
+        }
+    }
+
+    #[test]
+    fn a_failed_save_hides_no_later_checkpoint_and_a_read_flip_cuts_nothing() {
+        let dev = Rc::new(Faulty::default());
+        let mut ck = Checkpoints::load(dev.clone());
+        assert!(ck.save(CHECKPOINT_FULL, "d001"));
+        *dev.fail_sync.lock().unwrap() = true;
+        assert!(!ck.save(CHECKPOINT_FULL, "d002"));
+        assert!(ck.save(CHECKPOINT_FULL, "d003"));
+        assert!(ck.save(CHECKPOINT_QUEUE, "A"));
+        *dev.flipped_reads.lock().unwrap() = 3;
+        let again = Checkpoints::load(dev.clone());
+        assert_eq!(again.get(CHECKPOINT_FULL), Some("d003"));
+        assert_eq!(again.get(CHECKPOINT_QUEUE), Some("A"));
+        // A flip on every read is lasting damage: the log is cut before it.
+        *dev.flipped_reads.lock().unwrap() = usize::MAX;
+        assert_eq!(Checkpoints::load(dev).get(CHECKPOINT_FULL), None);
+    }
+}
