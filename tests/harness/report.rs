@@ -303,17 +303,17 @@ fn the_queue_item_s_path_marks_the_poll_whose_reservation_was_crossed() {
         .map(|r| &r.cells)
         .collect();
     assert_eq!(marked.len(), 2, "{marked:?}");
-    // The earlier poll reserved d002; the later one returned it anyway.
+    // The earlier poll reserved d008; the later one returned it anyway.
     assert!(marked[0][1].starts_with("poll ") && marked[1][1].starts_with("poll "));
     assert!(
-        marked[0][2].contains("reserved until 18.421 s true"),
+        marked[0][2].contains("reserved until 25.744 s true"),
         "{marked:?}"
     );
     assert_eq!(account.rows.last().map(|r| r.marked), Some(true));
     // The message tells the reservation's end as the path does.
     assert!(
         lead.message
-            .contains("reserved until 18.421 s true, 18.835 s on server-0's clock"),
+            .contains("reserved until 25.744 s true, 26.159 s on server-0's clock"),
         "{}",
         lead.message
     );
