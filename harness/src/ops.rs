@@ -34,10 +34,11 @@ pub type Pace = BTreeMap<String, BTreeMap<usize, u64>>;
 
 /// Per incarnation (as in [`SkipSet`]), the highest operation index the
 /// run a shrunk scenario was cut from drew: an operation beyond it is left
-/// out too ([`skipped`]; not [`skipped_call`]'s calls, see there). Leaving out the last operation an incarnation drew (one that
-/// ran until the deadline, say) would otherwise free its workload to draw
-/// and send the operations that run never reached, and the candidate would
-/// be larger, not smaller.
+/// out too ([`skipped`]; not [`skipped_call`]'s calls, see there).
+/// Leaving out the last operation an incarnation drew (one that ran until
+/// the deadline, say) would otherwise free its workload to draw and send
+/// the operations that run never reached, and the candidate would be
+/// larger, not smaller.
 pub type Reached = BTreeMap<String, usize>;
 
 /// Per incarnation (as in [`SkipSet`]), the simulated time (ns) each

@@ -25,8 +25,10 @@
 //! Every history candidate is bounded by what the run it was cut from
 //! reached ([`crate::ops::Reached`]): a node whose last operation is left
 //! out does not go on to operations that run never drew. A second search,
-//! from the failure again, goes without that bound; the smaller of the two
-//! results is the shrink's.
+//! from the failure again, goes without that bound; a third, when the
+//! first broken property is judged on the whole run and the failure broke
+//! a prefix-closed one too, holds that one. The smallest result is the
+//! shrink's.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
@@ -34,7 +36,7 @@
 //! record's faults from a stream
 //! keyed by its identity, so they stay on the datagrams and records that
 //! remain (see `bridge::NetworkAdapter`, `overcast_sim::disk`). The whole
-//! shrink is bounded by a number of candidate runs (each of the two searches).
+//! shrink is bounded by a number of candidate runs per search.
 
 use crate::ops::SkipSet;
 use crate::registry::DynScenario;
@@ -745,9 +747,11 @@ pub fn removal_step<'a>(removed: impl Iterator<Item = &'a Unit>) -> String {
     }
 }
 
-/// Shrinks `s`, which must fail, keeping the first violated property:
-/// parameters, then the history, again while the parameters still shrink,
-/// at most `max_tries` candidate runs in all. `progress` is told about every
+/// Shrinks `s`, which must fail, keeping the first violated property (or,
+/// when that one needs the whole run, another it violated that can be cut
+/// short, if that ends smaller): parameters, then the history, again while
+/// the parameters still shrink, at most `max_tries` candidate runs per
+/// search. `progress` is told about every
 /// kept step. Returns `None` if `s` passes.
 pub fn shrink(
     def: &'static dyn DynScenario,
@@ -778,15 +782,48 @@ pub fn shrink(
     let mut tell = |step: &str, run: &RunResult| progress(&format!("second search: {step}"), run);
     let again = run_isolated_with(def, &start);
     let unbounded = search(
-        def, &start, again, property, broken, true, max_tries, &mut tell,
+        def,
+        &start,
+        again,
+        property,
+        broken.clone(),
+        true,
+        max_tries,
+        &mut tell,
     );
-    let tried = bounded.tried + unbounded.tried;
-    let (mut scenario, mut best, kept) = if size(&unbounded.best) < size(&bounded.best) {
+    let mut tried = bounded.tried + unbounded.tried;
+    let mut searched = if size(&unbounded.best) < size(&bounded.best) {
         unbounded
     } else {
         bounded
+    };
+    // A failure that broke a property judged on the whole run (CF3: an
+    // item never delivered) and one judged on what came before its
+    // violation (CF4: a checkpoint before its delegate returned) is the
+    // same slip told twice, and the second story can be cut short after its
+    // violation: a third search holds it, and the smallest of all is kept.
+    let cut_short = broken
+        .iter()
+        .copied()
+        .find(|p| *p != property && def.prefix_closed(*p));
+    if let Some(other) = cut_short.filter(|_| !def.prefix_closed(property)) {
+        let mut tell =
+            |step: &str, run: &RunResult| progress(&format!("search for {other}: {step}"), run);
+        let again = run_isolated_with(def, &start);
+        let third = search(
+            def, &start, again, other, broken, false, max_tries, &mut tell,
+        );
+        tried += third.tried;
+        if size(&third.best) < size(&searched.best) {
+            searched = third;
+        }
     }
-    .result();
+    let Searched {
+        best_s: mut scenario,
+        mut best,
+        kept,
+        ..
+    } = searched;
     // A skipped operation never waits: its start time says nothing.
     for (node, ops) in &scenario.skip {
         if let Some(p) = scenario.pace.get_mut(node) {
@@ -882,11 +919,4 @@ struct Searched {
     best: RunResult,
     tried: usize,
     kept: usize,
-}
-
-impl Searched {
-    /// The smallest failure, its run, and the candidates kept on the way.
-    fn result(self) -> (Scenario, RunResult, usize) {
-        (self.best_s, self.best, self.kept)
-    }
 }

@@ -254,11 +254,17 @@ fn the_mirrored_log_survives_one_corrupt_disk_and_past_the_budget_gives_no_wrong
 /// (and every seed of the sweeps in `docs/src/lab/fault-budgets.md`).
 #[test]
 fn a_repair_that_trusts_the_first_copy_unchecked_is_caught() {
-    let info = overcast_scenarios::bugs::find("repair_skips_checksum").expect("in the bug table");
-    let mut s = Scenario::new(leases(), 154);
+    assert_caught_where_the_model_passes("repair_skips_checksum", 154);
+}
+
+/// Runs leases seed `seed` without bugs (it must pass), then with `bug` on:
+/// the first violation is of a property the bug table says catches it.
+fn assert_caught_where_the_model_passes(bug: &str, seed: u64) {
+    let info = overcast_scenarios::bugs::find(bug).expect("in the bug table");
+    let mut s = Scenario::new(leases(), seed);
     let r = run_with(leases(), &s);
     assert!(r.passed(), "{}", r.summary());
-    s.bugs = vec!["repair_skips_checksum".into()];
+    s.bugs = vec![bug.into()];
     let r = run_with(leases(), &s);
     let v = r.violations();
     assert!(!v.is_empty(), "{}", r.summary());
@@ -277,18 +283,5 @@ fn a_repair_that_trusts_the_first_copy_unchecked_is_caught() {
 /// same seed, and the sweeps in `docs/src/lab/fault-budgets.md`.
 #[test]
 fn a_reply_that_waits_for_one_copy_only_is_caught() {
-    let info =
-        overcast_scenarios::bugs::find("mirror_ack_after_one_copy").expect("in the bug table");
-    let mut s = Scenario::new(leases(), 67);
-    let r = run_with(leases(), &s);
-    assert!(r.passed(), "{}", r.summary());
-    s.bugs = vec!["mirror_ack_after_one_copy".into()];
-    let r = run_with(leases(), &s);
-    let v = r.violations();
-    assert!(!v.is_empty(), "{}", r.summary());
-    assert!(
-        info.caught_by.contains(&v[0].property.as_str()),
-        "{}",
-        r.summary()
-    );
+    assert_caught_where_the_model_passes("mirror_ack_after_one_copy", 67);
 }
