@@ -40,6 +40,7 @@ use crate::core::bugs::ModelBugs;
 use crate::core::env::sim_now_ns;
 use crate::core::env::{Clock, LogDevice};
 use crate::partition::{Request, Response};
+use crate::sdk::checkpoint_log::{Checkpoints, LogEnd};
 use crate::sdk::client::{CallResult, ClientConfig, StoreClient};
 use crate::sdk::retry::FinalOutcome;
 use crate::services::queue::{
@@ -47,7 +48,6 @@ use crate::services::queue::{
 };
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -89,6 +89,17 @@ pub enum ConnectorEvent {
         full: Option<String>,
         /// `checkpoint_incremental`: the change sequence handled.
         incremental: u64,
+    },
+    /// A (re)started connector found a record of its checkpoint log
+    /// damaged (its CRC wrong on every read, or it does not decode) and cut
+    /// the log before it: the checkpoints saved in and after it are lost.
+    /// It then saves `checkpoint_full` empty, so its full traversal starts
+    /// over.
+    CheckpointsCorrupt {
+        /// Bytes of whole records kept before the damaged one.
+        kept: u64,
+        /// Bytes cut off, from the damaged record to the end of the log.
+        cut: u64,
     },
     /// A checkpoint was saved durably (after its sync).
     CheckpointSaved {
@@ -236,87 +247,9 @@ impl ConnectorConfig {
     }
 }
 
-/// The checkpoints on the connector's disk: an append-only log of
-/// `(name, value)` records, each framed with its length and CRC; the last
-/// whole record of a name wins.
-pub(crate) struct Checkpoints {
-    dev: Rc<dyn LogDevice>,
-    values: BTreeMap<String, String>,
-    /// Where the last whole record ends: a save whose sync failed is cut
-    /// back to it, so no torn frame hides the records saved after it.
-    end: usize,
-}
-
-/// How often a load reads the device again while a record looks corrupt
-/// (a bit flipped on the way from the disk is gone on the next read; as
-/// the server's log recovery does).
-const CHECKPOINT_REREADS: usize = 8;
-
-/// The `(name, value)` records of `bytes` up to the first that is torn or
-/// corrupt, and where the last of them ends.
-fn scan_checkpoints(bytes: &[u8]) -> (BTreeMap<String, String>, usize) {
-    let mut values = BTreeMap::new();
-    let mut at = 0;
-    while at + 8 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
-        let Some(body) = bytes.get(at + 8..at + 8 + len) else {
-            break;
-        };
-        if crc32fast::hash(body) != crc {
-            break;
-        }
-        let Ok((name, value)) = bincode::deserialize::<(String, String)>(body) else {
-            break;
-        };
-        values.insert(name, value);
-        at += 8 + len;
-    }
-    (values, at)
-}
-
-impl Checkpoints {
-    /// Reads every checkpoint from `dev` (again while it looks corrupt: a
-    /// flip on read is transient; a torn tail is cut off).
-    pub fn load(dev: Rc<dyn LogDevice>) -> Checkpoints {
-        let mut reads = 0;
-        let (values, end) = loop {
-            let bytes = dev.read_all();
-            let (values, end) = scan_checkpoints(&bytes);
-            reads += 1;
-            if end == bytes.len() || reads > CHECKPOINT_REREADS {
-                if end < bytes.len() {
-                    dev.truncate(end);
-                }
-                break (values, end);
-            }
-        };
-        Checkpoints { dev, values, end }
-    }
-
-    /// The value of `name`.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.values.get(name).map(String::as_str)
-    }
-
-    /// Saves `name = value` durably; false when the sync failed (its frame
-    /// is then cut off the device, whatever part of it became durable).
-    pub fn save(&mut self, name: &str, value: &str) -> bool {
-        let body = bincode::serialize(&(name, value)).expect("strings serialise");
-        let mut frame = Vec::with_capacity(body.len() + 8);
-        frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        frame.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        frame.extend_from_slice(&body);
-        self.dev.append(&frame);
-        if self.dev.sync().is_err() {
-            self.dev.truncate(self.end);
-            return false;
-        }
-        self.end += frame.len();
-        self.values.insert(name.to_string(), value.to_string());
-        true
-    }
-}
+/// How often a connector that found its checkpoint log damaged tries to
+/// save `checkpoint_full` empty (a failed sync leaves the log as it was).
+const CHECKPOINT_RESET_TRIES: usize = 8;
 
 /// `checkpoint_full`.
 pub const CHECKPOINT_FULL: &str = "checkpoint_full";
@@ -488,7 +421,20 @@ impl Connector {
         while ok(&self.call(&mut client, create.clone(), Source::Setup).await) != Some(200) {
             sleep_ms(self.cfg.poll_interval_ms).await;
         }
-        let mut ck = Checkpoints::load(dev);
+        let (mut ck, end) = Checkpoints::load(dev);
+        if let LogEnd::Corrupt { kept, cut } = end {
+            // Checkpoints saved in and after the damaged record are lost, and
+            // the surviving `checkpoint_full` may be one of a traversal that
+            // ended since: the full traversal starts over (skipping nothing),
+            // and says so before it does.
+            self.obs
+                .event(ConnectorEvent::CheckpointsCorrupt { kept, cut });
+            for _ in 0..CHECKPOINT_RESET_TRIES {
+                if self.save(&mut ck, CHECKPOINT_FULL, "") {
+                    break;
+                }
+            }
+        }
         let (current, pending) = queue_checkpoint(&self.cfg, ck.get(CHECKPOINT_QUEUE));
         self.obs.event(ConnectorEvent::Started {
             current,
@@ -903,67 +849,5 @@ pub(crate) fn queue_checkpoint(
             Some((q, op)) => (q.to_string(), Some(op.to_string())),
             None => (v.to_string(), None),
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::env::SyncError;
-    use std::sync::Mutex;
-
-    /// A device whose next sync fails (keeping all but the last 3 bytes
-    /// appended: a torn frame) and whose next reads flip a bit.
-    #[derive(Default)]
-    struct Faulty {
-        bytes: Mutex<Vec<u8>>,
-        fail_sync: Mutex<bool>,
-        flipped_reads: Mutex<usize>,
-    }
-
-    impl LogDevice for Faulty {
-        fn append(&self, bytes: &[u8]) {
-            self.bytes.lock().unwrap().extend_from_slice(bytes);
-        }
-        fn sync(&self) -> Result<(), SyncError> {
-            let mut fail = self.fail_sync.lock().unwrap();
-            if std::mem::take(&mut *fail) {
-                let mut bytes = self.bytes.lock().unwrap();
-                let torn = bytes.len() - 3;
-                bytes.truncate(torn);
-                return Err(SyncError);
-            }
-            Ok(())
-        }
-        fn read_all(&self) -> Vec<u8> {
-            let mut bytes = self.bytes.lock().unwrap().clone();
-            let mut flips = self.flipped_reads.lock().unwrap();
-            if *flips > 0 {
-                *flips -= 1;
-                bytes[10] ^= 1;
-            }
-            bytes
-        }
-        fn truncate(&self, len: usize) {
-            self.bytes.lock().unwrap().truncate(len);
-        }
-    }
-
-    #[test]
-    fn a_failed_save_hides_no_later_checkpoint_and_a_read_flip_cuts_nothing() {
-        let dev = Rc::new(Faulty::default());
-        let mut ck = Checkpoints::load(dev.clone());
-        assert!(ck.save(CHECKPOINT_FULL, "d001"));
-        *dev.fail_sync.lock().unwrap() = true;
-        assert!(!ck.save(CHECKPOINT_FULL, "d002"));
-        assert!(ck.save(CHECKPOINT_FULL, "d003"));
-        assert!(ck.save(CHECKPOINT_QUEUE, "A"));
-        *dev.flipped_reads.lock().unwrap() = 3;
-        let again = Checkpoints::load(dev.clone());
-        assert_eq!(again.get(CHECKPOINT_FULL), Some("d003"));
-        assert_eq!(again.get(CHECKPOINT_QUEUE), Some("A"));
-        // A flip on every read is lasting damage: the log is cut before it.
-        *dev.flipped_reads.lock().unwrap() = usize::MAX;
-        assert_eq!(Checkpoints::load(dev).get(CHECKPOINT_FULL), None);
     }
 }

@@ -340,6 +340,12 @@ impl ScenarioDef for Queues {
         timeline::draw(h, t);
     }
 
+    /// The connectors' final pass needs the server: one that refused
+    /// service to the end (every copy of its log corrupt) leaves them at it.
+    fn cannot_finish(&self, _p: &QueuesParams, h: &QueueHistory) -> Option<String> {
+        history::refused_to_the_end(h)
+    }
+
     fn adjust_plan(&self, _p: &QueuesParams, plan: &mut FaultPlan) {
         // Connector clocks skew, drift and step like every node's (versions
         // are their clocks, SPEC §5.1; the connector handles the refusals).
@@ -472,8 +478,14 @@ impl ScenarioDef for Queues {
             fut
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
-            let history = recorder.take_history(world.events.clone());
+            let mut history = recorder.take_history(world.events.clone());
             let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
+            history::note_refusals(&mut history, &stats.recoveries);
+            let connectors = world
+                .lost_writes
+                .iter()
+                .filter(|(node, _)| node.starts_with(QueuesRole::Connector.name()));
+            history::note_lost_checkpoints(&mut history, connectors, world.sim_ns);
             let counters = stats
                 .transient
                 .iter()
