@@ -178,7 +178,7 @@ impl ScenarioDef for Queues {
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
         let mut budget = crate::kit::server::mirrored_log_budget(
             "no clock steps on the server (the real service's reservation timers never step back); ",
-            "none on the connectors' disks (a checkpoint log that loses or corrupts a record reads back as an older checkpoint, undetectably after a lost write, and a connector resuming from it breaks Q8 and Q9), flips on read, failed syncs and torn tails there; every network, crash and pause fault of the mix",
+            "none on the connectors' disks (a checkpoint log has one copy: a connector finds a corrupt record and starts its full traversal over, but the checkpoints in and after it are lost, a lost checkpoint_queue forgets a pending deleteQueueItems (Q8), and a write a lying disk lost at the log's end goes unseen), flips on read, failed syncs and torn tails there; every network, crash and pause fault of the mix",
         );
         budget.spared = vec![QueuesRole::Connector.name().to_string()];
         budget
