@@ -536,6 +536,15 @@ pub trait ScenarioDef: Send + Sync + 'static {
     fn judges_its_premise(&self, _property: PropertyId) -> bool {
         false
     }
+    /// Why the awaited nodes of the run that recorded `h` could not finish
+    /// whatever they did, if they could not (its server refused service,
+    /// every copy of its log corrupt). In a run past the fault budget the
+    /// liveness check then judges nothing and says why: the damage was
+    /// detected and refused, which is that run's expected end. Within the
+    /// budget it changes nothing. Default: never.
+    fn cannot_finish(&self, _p: &Self::Params, _h: &Self::History) -> Option<String> {
+        None
+    }
     /// Reshapes the resolved fault plan before the world runs (e.g. keeps the
     /// clocks within a bound the scenario's clients state). Called on every
     /// run, drawn or saved plan alike, so replays agree. Default: unchanged.
@@ -623,6 +632,8 @@ pub struct Executed {
     pub drawn: crate::ops::Drawn,
     /// What each of those operations was about ([`crate::ops::about`]).
     pub subjects: crate::ops::Subjects,
+    /// [`ScenarioDef::cannot_finish`] of the history.
+    pub cannot_finish: Option<String>,
 }
 
 /// A scenario with its parameters as JSON: what the runner, the shrinker,
@@ -789,6 +800,7 @@ impl<D: ScenarioDef> DynScenario for D {
         let (history, counters) = (deployment.collect)(&world);
         let started = std::time::Instant::now();
         let checks = judge(self, &p, &history);
+        let cannot_finish = ScenarioDef::cannot_finish(self, &p, &history);
         Ok(Executed {
             history: Box::new(history),
             world,
@@ -797,6 +809,7 @@ impl<D: ScenarioDef> DynScenario for D {
             check_wall: started.elapsed(),
             drawn,
             subjects,
+            cannot_finish,
         })
     }
     fn reduction_names(&self) -> Vec<&'static str> {

@@ -403,8 +403,26 @@ pub fn resolved(def: &dyn DynScenario, s: &Scenario) -> Result<Scenario, Harness
 
 /// The liveness check: every awaited node finished after every fault was
 /// healed. A violation names, on each unfinished node's lane, the time from
-/// the heal to the end of the run.
-fn liveness(world: &WorldOutcome, stop_ms: Option<u64>) -> CheckRecord {
+/// the heal to the end of the run. Not judged when the run was stopped
+/// early, nor (`cannot_finish`, past the fault budget) when the nodes could
+/// not finish whatever they did: the note says why.
+fn liveness(
+    world: &WorldOutcome,
+    stop_ms: Option<u64>,
+    cannot_finish: Option<String>,
+) -> CheckRecord {
+    if let Some(why) = cannot_finish.filter(|_| !world.unfinished.is_empty()) {
+        return CheckRecord {
+            properties: &[LIVENESS],
+            label: "",
+            checked: Checked::new(Verdict::Held)
+                .with_note(format!(
+                    "not judged: {} could not finish past the fault budget ({why})",
+                    world.unfinished.join(", ")
+                ))
+                .partly(true),
+        };
+    }
     if let Some(ms) = stop_ms.filter(|_| !world.unfinished.is_empty()) {
         // A run stopped before its end (a shrunk one) leaves its nodes at work.
         return CheckRecord {
@@ -466,21 +484,21 @@ pub fn run_with(def: &dyn DynScenario, s: &Scenario) -> RunResult {
         Ok(x) => x,
         Err(e) => return harness_failure(&resolved, e.to_string(), started.elapsed()),
     };
-    let mut checks = executed.checks;
-    checks.push(liveness(&executed.world, resolved.stop_ms));
-    let mut outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
     let disks = def
         .topology(&resolved.params)
         .map_or(0, |t| t.disk_names().len());
-    // Past the budget, a check that could not judge is the expected end:
-    // nothing wrong was served, the damage was refused.
-    if outcome == Outcome::Undecided
-        && resolved.beyond_budget
+    let past_budget = resolved.beyond_budget
         && resolved
             .budget
             .as_ref()
-            .is_some_and(|b| b.exceeded_by(&executed.world.disk_faults, disks))
-    {
+            .is_some_and(|b| b.exceeded_by(&executed.world.disk_faults, disks));
+    let mut checks = executed.checks;
+    let excuse = executed.cannot_finish.filter(|_| past_budget);
+    checks.push(liveness(&executed.world, resolved.stop_ms, excuse));
+    let mut outcome = Outcome::of(checks.iter().map(|c| c.checked.verdict()));
+    // Past the budget, a check that could not judge is the expected end:
+    // nothing wrong was served, the damage was refused.
+    if outcome == Outcome::Undecided && past_budget {
         outcome = Outcome::FailedLoudly;
     }
     let trace_hash = executed.history.trace_hash();

@@ -44,7 +44,7 @@ pub mod wire;
 pub use crate::core::{bugs, conditions, env};
 pub use crate::node::{replica, replica_server, server};
 pub use crate::sdk::{
-    client, connector, cosmos_client, feed_processor, lease_client, lease_holder, region_client,
-    retry, search_client,
+    checkpoint_log, client, connector, cosmos_client, feed_processor, lease_client, lease_holder,
+    region_client, retry, search_client,
 };
 pub use crate::services::{cosmos, feed, lease, queue, search, store};

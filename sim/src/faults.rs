@@ -1,6 +1,9 @@
 //! The fault plan: explicit fault events at simulated times plus network
 //! rates, serialisable so a failing run can be saved and replayed exactly,
 //! and generated from a seed (with swarm mode drawing the kinds at random).
+//!
+//! Long because the plan, the mixes it is drawn from and the budget that
+//! confines it are one saved format, and their tests read them together.
 
 use crate::clock::ClockSkew;
 use crate::disk::DiskFault;
@@ -171,6 +174,11 @@ pub struct FaultBudget {
     /// corrupt disk alone would let every copy be corrupt.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub intact_disks: usize,
+    /// Nodes, by name prefix (a role), whose disks take none of those
+    /// faults within the budget: their logs cannot repair or detect a
+    /// corrupt record (empty: every node's may).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spared: Vec<String>,
 }
 
 /// For serde: leave a zero count out of the saved text.
@@ -188,8 +196,19 @@ impl FaultBudget {
         disk_faults: &BTreeMap<String, BTreeMap<String, u64>>,
         disks: usize,
     ) -> bool {
-        self.corrupt_bound(disks)
-            .is_some_and(|bound| FaultBudget::corrupted_disks(disk_faults).len() > bound)
+        let corrupted = FaultBudget::corrupted_disks(disk_faults);
+        corrupted.iter().any(|n| self.spares(n))
+            || self
+                .corrupt_bound(disks)
+                .is_some_and(|bound| corrupted.len() > bound)
+    }
+
+    /// Whether node `node`'s disk is one the budget keeps corrupting
+    /// faults off ([`FaultBudget::spared`]).
+    pub fn spares(&self, node: &str) -> bool {
+        self.spared
+            .iter()
+            .any(|prefix| node.starts_with(prefix.as_str()))
     }
 
     /// How many of a deployment's `disks` nodes with disks may take the
@@ -220,6 +239,12 @@ impl FaultBudget {
     /// written record ([`FaultPlan::storage_of`]). What
     /// [`FaultBudget::confine`] makes true of every plan it is handed.
     pub fn admits(&self, plan: &FaultPlan, disk_nodes: &[String]) -> bool {
+        if disk_nodes
+            .iter()
+            .any(|n| self.spares(n) && plan.storage_of(n).corrupts())
+        {
+            return false;
+        }
         let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
             return true;
         };
@@ -236,6 +261,7 @@ impl FaultBudget {
             promise: promise.to_string(),
             corrupt_disks: None,
             intact_disks: 0,
+            spared: Vec::new(),
         }
     }
 
@@ -246,10 +272,17 @@ impl FaultBudget {
         let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
             return;
         };
-        if !plan.storage.corrupts() || disk_nodes.len() <= bound {
+        let candidates: Vec<String> = disk_nodes
+            .iter()
+            .filter(|n| !self.spares(n))
+            .cloned()
+            .collect();
+        if !plan.storage.corrupts()
+            || (candidates.len() == disk_nodes.len() && disk_nodes.len() <= bound)
+        {
             return;
         }
-        let mut chosen: Vec<String> = disk_nodes.choose_multiple(rng, bound).cloned().collect();
+        let mut chosen: Vec<String> = candidates.choose_multiple(rng, bound).cloned().collect();
         chosen.sort();
         plan.corrupt_disks = Some(chosen);
     }
@@ -863,6 +896,7 @@ mod tests {
             promise: "one corrupt copy".into(),
             corrupt_disks: Some(1),
             intact_disks: 0,
+            spared: Vec::new(),
         };
         assert!(!budget.admits(&plan, &servers), "both disks may corrupt");
         budget.confine(&mut plan, &servers, &mut crate::rng::stream(4, "budget"));
@@ -895,6 +929,7 @@ mod tests {
             promise: "one corrupt copy, never every copy".into(),
             corrupt_disks: Some(1),
             intact_disks: 1,
+            spared: Vec::new(),
         };
         assert_eq!(
             (0..4).map(|n| budget.corrupt_bound(n)).collect::<Vec<_>>(),
@@ -934,6 +969,52 @@ mod tests {
         let old: FaultBudget =
             serde_json::from_str(r#"{"promise":"p","corrupt_disks":1}"#).unwrap();
         assert_eq!(old.intact_disks, 0);
+    }
+
+    #[test]
+    fn a_budget_never_picks_a_spared_node_s_disk_for_corruption() {
+        let disks: Vec<String> = ["connector-0", "connector-1", "server-0", "server-0.b"]
+            .map(String::from)
+            .to_vec();
+        let budget = FaultBudget {
+            promise: "one server copy, no connector".into(),
+            corrupt_disks: Some(1),
+            intact_disks: 1,
+            spared: vec!["connector".into()],
+        };
+        for seed in 0..64 {
+            let mut plan = FaultMix::storage(&FaultMix::default()).plan(
+                &mut crate::rng::stream(seed, "f"),
+                &disks,
+                &[],
+                5_000,
+            );
+            assert!(!budget.admits(&plan, &disks), "every disk may corrupt");
+            budget.confine(&mut plan, &disks, &mut crate::rng::stream(seed, "budget"));
+            assert!(budget.admits(&plan, &disks), "seed {seed}");
+            let kept = plan.corrupt_disks.clone().expect("bounded");
+            assert_eq!(kept.len(), 1, "seed {seed}");
+            assert!(kept[0].starts_with("server-0"), "seed {seed}: {kept:?}");
+            for c in &disks[..2] {
+                assert_eq!(plan.storage_of(c), plan.storage.corrupting_off());
+                assert!(plan.storage_of(c).fsync_error > 0.0);
+            }
+        }
+        // A spared disk that took a corrupting fault is past the budget,
+        // even within its bound of disks.
+        let took: BTreeMap<String, BTreeMap<String, u64>> = [(
+            "connector-1".to_string(),
+            [("lost_write".to_string(), 1)].into(),
+        )]
+        .into();
+        assert!(budget.exceeded_by(&took, 4));
+        let unspared = FaultBudget {
+            spared: Vec::new(),
+            ..budget.clone()
+        };
+        assert!(!unspared.exceeded_by(&took, 4));
+        let text = serde_json::to_string(&unspared).unwrap();
+        assert!(!text.contains("spared"));
     }
 
     #[test]

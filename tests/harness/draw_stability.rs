@@ -13,8 +13,11 @@
 //! its number, so however much one operation draws (what it draws may follow
 //! what the run answered, or come after the shrinker is asked), the others
 //! draw as before. A workload whose operations draw whole before asking,
-//! by the draws alone and not the answers (regions, the queues' editor,
-//! the feed's writers), keeps them with its node's stream alone.
+//! by the draws alone and not the answers (regions, the feed's writers),
+//! keeps them with its node's stream alone. The queues' editor, whose
+//! change picks a document, picks it from the documents its earlier
+//! changes drew (each added or removed, left out or not), never from the
+//! repository those changes left.
 //!
 //! The same holds of a shrunk run, whose every operation is left out in
 //! turn: what a user holds after `overcast shrink`, and where the shrinker

@@ -306,14 +306,14 @@ fn the_queue_item_s_path_marks_the_poll_whose_reservation_was_crossed() {
     // The earlier poll reserved d002; the later one returned it anyway.
     assert!(marked[0][1].starts_with("poll ") && marked[1][1].starts_with("poll "));
     assert!(
-        marked[0][2].contains("reserved until 18.421 s true"),
+        marked[0][2].contains("reserved until 28.400 s true"),
         "{marked:?}"
     );
     assert_eq!(account.rows.last().map(|r| r.marked), Some(true));
     // The message tells the reservation's end as the path does.
     assert!(
         lead.message
-            .contains("reserved until 18.421 s true, 18.835 s on server-0's clock"),
+            .contains("reserved until 28.400 s true, 28.814 s on server-0's clock"),
         "{}",
         lead.message
     );
@@ -434,11 +434,13 @@ const FIRST_CATCH: &[(&str, u64)] = &[
     ("poll_ignores_priority", 0),
     ("delete_current_queue", 0),
     ("traverse_without_waiting", 0),
-    ("index_ignores_version", 2),
+    ("index_ignores_version", 1),
     ("checkpoint_before_push", 0),
-    ("reservation_never_expires", 0),
+    ("reservation_never_expires", 1),
     ("requeue_keeps_time", 0),
-    ("stale_refusal_taken_as_done", 2),
+    // Seed 2's first named item spans too narrow a sliver of its view to
+    // open the page on; 4 is the next catch.
+    ("stale_refusal_taken_as_done", 4),
     ("checkpoint_before_delegate", 0),
     ("checkpoint_without_owner_check", 0),
     ("resume_from_memory", 0),

@@ -40,6 +40,7 @@ use crate::core::bugs::ModelBugs;
 use crate::core::env::sim_now_ns;
 use crate::core::env::{Clock, LogDevice};
 use crate::partition::{Request, Response};
+use crate::sdk::checkpoint_log::{Checkpoints, LogEnd};
 use crate::sdk::client::{CallResult, ClientConfig, StoreClient};
 use crate::sdk::retry::FinalOutcome;
 use crate::services::queue::{
@@ -47,7 +48,6 @@ use crate::services::queue::{
 };
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -89,6 +89,17 @@ pub enum ConnectorEvent {
         full: Option<String>,
         /// `checkpoint_incremental`: the change sequence handled.
         incremental: u64,
+    },
+    /// A (re)started connector found a record of its checkpoint log
+    /// damaged (its CRC wrong on every read, or it does not decode) and cut
+    /// the log before it: the checkpoints saved in and after it are lost.
+    /// It then saves `checkpoint_full` empty, so its full traversal starts
+    /// over.
+    CheckpointsCorrupt {
+        /// Bytes of whole records kept before the damaged one.
+        kept: u64,
+        /// Bytes cut off, from the damaged record to the end of the log.
+        cut: u64,
     },
     /// A checkpoint was saved durably (after its sync).
     CheckpointSaved {
@@ -236,61 +247,9 @@ impl ConnectorConfig {
     }
 }
 
-/// The checkpoints on the connector's disk: an append-only log of
-/// `(name, value)` records, each framed with its length and CRC; the last
-/// whole record of a name wins.
-pub(crate) struct Checkpoints {
-    dev: Rc<dyn LogDevice>,
-    values: BTreeMap<String, String>,
-}
-
-impl Checkpoints {
-    /// Reads every checkpoint from `dev` (a torn tail is cut off).
-    pub fn load(dev: Rc<dyn LogDevice>) -> Checkpoints {
-        let bytes = dev.read_all();
-        let mut values = BTreeMap::new();
-        let mut at = 0;
-        while at + 8 <= bytes.len() {
-            let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
-            let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
-            let Some(body) = bytes.get(at + 8..at + 8 + len) else {
-                break;
-            };
-            if crc32fast::hash(body) != crc {
-                break;
-            }
-            let Ok((name, value)) = bincode::deserialize::<(String, String)>(body) else {
-                break;
-            };
-            values.insert(name, value);
-            at += 8 + len;
-        }
-        if at < bytes.len() {
-            dev.truncate(at);
-        }
-        Checkpoints { dev, values }
-    }
-
-    /// The value of `name`.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.values.get(name).map(String::as_str)
-    }
-
-    /// Saves `name = value` durably; false when the sync failed.
-    pub fn save(&mut self, name: &str, value: &str) -> bool {
-        let body = bincode::serialize(&(name, value)).expect("strings serialise");
-        let mut frame = Vec::with_capacity(body.len() + 8);
-        frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        frame.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        frame.extend_from_slice(&body);
-        self.dev.append(&frame);
-        if self.dev.sync().is_err() {
-            return false;
-        }
-        self.values.insert(name.to_string(), value.to_string());
-        true
-    }
-}
+/// How often a connector that found its checkpoint log damaged tries to
+/// save `checkpoint_full` empty (a failed sync leaves the log as it was).
+const CHECKPOINT_RESET_TRIES: usize = 8;
 
 /// `checkpoint_full`.
 pub const CHECKPOINT_FULL: &str = "checkpoint_full";
@@ -462,7 +421,20 @@ impl Connector {
         while ok(&self.call(&mut client, create.clone(), Source::Setup).await) != Some(200) {
             sleep_ms(self.cfg.poll_interval_ms).await;
         }
-        let mut ck = Checkpoints::load(dev);
+        let (mut ck, end) = Checkpoints::load(dev);
+        if let LogEnd::Corrupt { kept, cut } = end {
+            // Checkpoints saved in and after the damaged record are lost, and
+            // the surviving `checkpoint_full` may be one of a traversal that
+            // ended since: the full traversal starts over (skipping nothing),
+            // and says so before it does.
+            self.obs
+                .event(ConnectorEvent::CheckpointsCorrupt { kept, cut });
+            for _ in 0..CHECKPOINT_RESET_TRIES {
+                if self.save(&mut ck, CHECKPOINT_FULL, "") {
+                    break;
+                }
+            }
+        }
         let (current, pending) = queue_checkpoint(&self.cfg, ck.get(CHECKPOINT_QUEUE));
         self.obs.event(ConnectorEvent::Started {
             current,

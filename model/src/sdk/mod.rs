@@ -4,6 +4,7 @@
 //! programs that run on top of the SDK (the lease holder, the change feed
 //! processor, the Cloud Search connector).
 
+pub mod checkpoint_log;
 pub mod client;
 pub mod connector;
 pub mod cosmos_client;

@@ -30,6 +30,7 @@ pub fn mirrored_log_budget(before: &str, after: &str) -> overcast_sim::faults::F
         ),
         corrupt_disks: Some(1),
         intact_disks: 1,
+        spared: Vec::new(),
     }
 }
 

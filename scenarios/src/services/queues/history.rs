@@ -78,6 +78,21 @@ pub enum QueueEvent {
         #[serde(default)]
         seq: u64,
     },
+    /// Server: a start-up found every copy of its log corrupt and refuses
+    /// service (503) until a later start-up finds one sound: a run past the
+    /// fault budget.
+    Refused {
+        /// What recovery found.
+        reason: String,
+    },
+    /// A connector's lying disk lost these checkpoint records at a power
+    /// failure after their sync reported them durable (from the bytes the
+    /// world kept; noted at the end of the run): a loss at the end of the
+    /// log no connector can see, which Q9 excuses.
+    CheckpointsLost {
+        /// The `(name, value)` records lost, in the order they were saved.
+        records: Vec<(String, String)>,
+    },
     /// A connector's own report.
     Connector(ConnectorEvent),
 }
@@ -87,3 +102,74 @@ pub type QueueHistory = History<Call, Outcome, QueueEvent, overcast_model::durab
 
 /// The `queues` recorder.
 pub type QueueRecorder = Recorder<Call, Outcome, QueueEvent>;
+
+/// Adds to `history` a [`QueueEvent::Refused`] for each of the server's
+/// `recoveries` that found its log beyond repair, in time order among the
+/// other events.
+pub fn note_refusals<L>(
+    history: &mut History<Call, Outcome, QueueEvent, L>,
+    recoveries: &[overcast_model::server::Recovery],
+) {
+    for r in recoveries {
+        let Some(reason) = &r.unavailable else {
+            continue;
+        };
+        let at = history.node_events.partition_point(|e| e.at_ns <= r.at_ns);
+        history.node_events.insert(
+            at,
+            overcast_sim::history::NodeEvent {
+                node: "server-0".into(),
+                at_ns: r.at_ns,
+                local_ms: r.local_ms,
+                event: QueueEvent::Refused {
+                    reason: reason.clone(),
+                },
+            },
+        );
+    }
+}
+
+/// Why no connector could finish its work in `history`, if none could: the
+/// server's last start-up found every copy of its log corrupt, so it
+/// refused service from then to the end of the run.
+pub fn refused_to_the_end<L>(history: &History<Call, Outcome, QueueEvent, L>) -> Option<String> {
+    let last = history
+        .node_events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            QueueEvent::Recovered { .. } => Some(None),
+            QueueEvent::Refused { reason } => Some(Some((e, reason))),
+            _ => None,
+        })??;
+    let (e, reason) = last;
+    Some(format!(
+        "{} refused service from {} to the end ({reason})",
+        e.node,
+        overcast_sim::timeline::secs(e.at_ns)
+    ))
+}
+
+/// Adds to `history`, at its end, a [`QueueEvent::CheckpointsLost`] for
+/// each connector whose lying disk lost checkpoint records (`lost_writes`,
+/// the world's, of the connectors' disks).
+pub fn note_lost_checkpoints<'a, L>(
+    history: &mut History<Call, Outcome, QueueEvent, L>,
+    lost_writes: impl Iterator<Item = &'a (String, overcast_sim::disk::LostWrite)>,
+    end_ns: u64,
+) {
+    let mut lost: std::collections::BTreeMap<&str, Vec<(String, String)>> = Default::default();
+    for (node, w) in lost_writes {
+        lost.entry(node)
+            .or_default()
+            .extend(overcast_model::checkpoint_log::records_in(&w.bytes));
+    }
+    for (node, records) in lost {
+        history.node_events.push(overcast_sim::history::NodeEvent {
+            node: node.to_string(),
+            at_ns: end_ns,
+            local_ms: end_ns / 1_000_000,
+            event: QueueEvent::CheckpointsLost { records },
+        });
+    }
+}

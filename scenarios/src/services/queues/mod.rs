@@ -1,6 +1,6 @@
 //! The `queues` scenario (Google Cloud Search indexing queues and the
-//! full-traversal connector, SPEC §5): one server (crashable, with a disk)
-//! holding the indexing service; one or two connectors (crashable, each with
+//! full-traversal connector, SPEC §5): one server (crashable, its log
+//! mirrored on two disks) holding the indexing service; one or two connectors (crashable, each with
 //! its own disk for checkpoints) over one datasource — connector 0 runs the
 //! full traversal with two alternating queues and the incremental traversal,
 //! every connector runs traverser workers; an editor that adds, changes and
@@ -176,9 +176,12 @@ impl ScenarioDef for Queues {
     }
 
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
-        overcast_sim::faults::FaultBudget::unbounded(
-            "no clock steps on the server (the real service's reservation timers never step back); no disk faults (its one server keeps a single copy of its log and cannot repair it); every network, crash and pause fault of the mix",
-        )
+        let mut budget = crate::kit::server::mirrored_log_budget(
+            "no clock steps on the server (the real service's reservation timers never step back); ",
+            "none on the connectors' disks (a checkpoint log has one copy: a connector finds a corrupt record and starts its full traversal over, but the checkpoints in and after it are lost, a lost checkpoint_queue forgets a pending deleteQueueItems (Q8), and a write a lying disk lost at the log's end goes unseen), flips on read, failed syncs and torn tails there; every network, crash and pause fault of the mix",
+        );
+        budget.spared = vec![QueuesRole::Connector.name().to_string()];
+        budget
     }
 
     fn name(&self) -> &'static str {
@@ -206,8 +209,9 @@ impl ScenarioDef for Queues {
                 max_drift_ppm: 100,
                 // The connectors' only (`adjust_plan`).
                 clock_steps_per_min: 4.0,
-                // Disk faults are judged by `occ`; see `adjust_plan`.
-                storage: Default::default(),
+                // The server's within the budget (its mirrored log), the
+                // connectors' without the corrupting ones.
+                storage: FaultMix::DEFAULT_STORAGE,
                 network: Default::default(),
             },
             fault_window_ms: 30_000,
@@ -311,7 +315,10 @@ impl ScenarioDef for Queues {
 
     fn topology(&self, p: &QueuesParams) -> Topology {
         Topology::new(vec![
-            Role::new(QueuesRole::Server, 1).with_disk().crashable(),
+            // Its log mirrored on two disks (`server-0`, `server-0.b`).
+            Role::new(QueuesRole::Server, 1)
+                .with_disks(crate::kit::server::LOG_COPIES)
+                .crashable(),
             Role::new(QueuesRole::Connector, p.connectors)
                 .with_disk()
                 .crashable()
@@ -333,6 +340,12 @@ impl ScenarioDef for Queues {
         timeline::draw(h, t);
     }
 
+    /// The connectors' final pass needs the server: one that refused
+    /// service to the end (every copy of its log corrupt) leaves them at it.
+    fn cannot_finish(&self, _p: &QueuesParams, h: &QueueHistory) -> Option<String> {
+        history::refused_to_the_end(h)
+    }
+
     fn adjust_plan(&self, _p: &QueuesParams, plan: &mut FaultPlan) {
         // Connector clocks skew, drift and step like every node's (versions
         // are their clocks, SPEC §5.1; the connector handles the refusals).
@@ -344,9 +357,6 @@ impl ScenarioDef for Queues {
                 skew.steps.clear();
             }
         }
-        // The one server has no replica to repair a corrupt log from: disk
-        // faults are judged by `occ`, off here, in swarm mode too.
-        plan.storage = Default::default();
     }
 
     fn deploy(&self, p: &QueuesParams, ctx: &RunCtx) -> Deployment<QueueHistory> {
@@ -468,8 +478,14 @@ impl ScenarioDef for Queues {
             fut
         });
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
-            let history = recorder.take_history(world.events.clone());
+            let mut history = recorder.take_history(world.events.clone());
             let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
+            history::note_refusals(&mut history, &stats.recoveries);
+            let connectors = world
+                .lost_writes
+                .iter()
+                .filter(|(node, _)| node.starts_with(QueuesRole::Connector.name()));
+            history::note_lost_checkpoints(&mut history, connectors, world.sim_ns);
             let counters = stats
                 .transient
                 .iter()

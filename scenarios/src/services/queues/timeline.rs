@@ -122,6 +122,12 @@ pub(super) fn report_words(e: &ConnectorEvent) -> (String, String) {
                     .map_or(String::new(), |f| format!(" and checkpoint_full {f}"))
             ),
         ),
+        ConnectorEvent::CheckpointsCorrupt { kept, cut } => (
+            "checkpoints corrupt".into(),
+            format!(
+                "found a damaged record in its checkpoint log: cut {cut} bytes after the {kept} it kept (the checkpoints saved there are lost), and starts the full traversal over"
+            ),
+        ),
         ConnectorEvent::CheckpointSaved { name, value } => (
             "checkpoint".into(),
             format!("saved {name} = {}", value.replace('\n', " ")),
@@ -192,6 +198,23 @@ pub fn draw(h: &QueueHistory, t: &mut Timeline) {
                 format!("recovered {kept}"),
                 format!("started and recovered the first {kept} records of its log"),
                 MarkKind::Event,
+            ),
+            QueueEvent::CheckpointsLost { records } => (
+                "checkpoints lost".into(),
+                format!(
+                    "its lying disk lost synced checkpoint records at a power failure: {}",
+                    records
+                        .iter()
+                        .map(|(n, v)| format!("{n} = {}", v.replace('\n', " ")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                MarkKind::Fault,
+            ),
+            QueueEvent::Refused { reason } => (
+                "refused".into(),
+                format!("found every copy of its log corrupt and refuses service: {reason}"),
+                MarkKind::Fault,
             ),
             QueueEvent::Repo {
                 id, rev, content, ..

@@ -8,6 +8,7 @@ use super::history::{Call, Outcome, QueueEvent, QueueRecorder};
 use super::QueuesParams;
 use crate::kit::attempts::attempt;
 use crate::kit::bridge::ClockAdapter;
+use crate::kit::draws::unit_stream;
 use overcast_model::client::{sim_now_ns, CallResult};
 use overcast_model::connector::{ConnectorEvent, ConnectorObserver, Doc, Repository, Source};
 use overcast_model::env::Clock;
@@ -63,19 +64,27 @@ impl SimRepository {
 
     /// Adds a new document; returns it.
     pub fn add(&self) -> Doc {
+        let id = format!("d{:03}", self.lock().created);
+        self.insert(&id).expect("a fresh id")
+    }
+
+    /// Adds document `id` at revision 1 (`None`: it is there already).
+    pub fn insert(&self, id: &str) -> Option<Doc> {
         let mut s = self.lock();
-        let id = format!("d{:03}", s.created);
+        if s.docs.contains_key(id) {
+            return None;
+        }
         s.created += 1;
         let doc = Doc {
-            content: content(&id, 1),
-            id: id.clone(),
+            content: content(id, 1),
+            id: id.to_string(),
             rev: 1,
         };
         s.seq += 1;
         let seq = s.seq;
-        s.changes.push((seq, id.clone()));
-        s.docs.insert(id, doc.clone());
-        doc
+        s.changes.push((seq, id.to_string()));
+        s.docs.insert(id.to_string(), doc.clone());
+        Some(doc)
     }
 
     /// Changes document `id` (a new revision); returns it.
@@ -134,12 +143,19 @@ impl Repository for SimRepository {
 
 /// The editor: records the initial documents, then adds, changes and
 /// removes documents until the deadline.
+///
+/// Each change draws from a stream of its own (`kit::draws`), and picks its
+/// document from the documents there would be had every earlier change
+/// been made (`planned`: the initial ones, plus each earlier change's add,
+/// less its removal), not from the repository: a change left out of a
+/// shrunk run moves no other change's draws or document. A change of a
+/// document whose add was left out (or a second removal) changes nothing.
 pub async fn editor(
     p: &QueuesParams,
     repo: &SimRepository,
     rec: &QueueRecorder,
     name: &str,
-    mut rng: impl Rng,
+    mut changes: impl Rng,
     deadline: Duration,
 ) {
     let event = |id: &str, rev: u64, content: Option<String>| {
@@ -153,32 +169,46 @@ pub async fn editor(
         };
         rec.event(name.to_string(), sim_now_ns() / 1_000_000, e);
     };
+    let mut planned: Vec<String> = Vec::new();
     for d in repo.docs() {
         event(&d.id, d.rev, Some(d.content));
+        planned.push(d.id);
     }
+    // Added documents are named by the change that adds them, after the
+    // initial ones (whatever earlier changes were left out).
+    let mut next_id = planned.len();
     let deadline_ns = deadline.as_nanos() as u64;
     for n in 0..p.edits {
+        let mut rng = unit_stream(&mut changes);
         let (lo, hi) = p.edit_ms;
         madsim::time::sleep(Duration::from_millis(rng.gen_range(lo..=hi.max(lo)).max(1))).await;
         if sim_now_ns() >= deadline_ns {
             break;
         }
-        let docs = repo.docs();
         let draw: f64 = rng.gen();
-        let add = docs.len() < 2 || draw < p.add_share;
-        let id = (!add).then(|| docs[rng.gen_range(0..docs.len())].id.clone());
-        if let Some(id) = &id {
-            overcast_harness::ops::about(name, n, id);
+        let add = planned.len() < 2 || draw < p.add_share;
+        let pick = rng.gen_range(0..planned.len().max(1));
+        let id = if add {
+            next_id += 1;
+            format!("d{:03}", next_id - 1)
+        } else {
+            planned[pick].clone()
+        };
+        let remove = !add && draw < p.add_share + p.remove_share;
+        if add {
+            planned.push(id.clone());
+        } else if remove {
+            planned.remove(pick);
         }
+        overcast_harness::ops::about(name, n, &id);
         if overcast_harness::ops::skipped(name, n).await {
             continue;
         }
-        let Some(id) = id else {
-            let d = repo.add();
-            event(&d.id, d.rev, Some(d.content));
-            continue;
-        };
-        if draw < p.add_share + p.remove_share {
+        if add {
+            if let Some(d) = repo.insert(&id) {
+                event(&d.id, d.rev, Some(d.content));
+            }
+        } else if remove {
             if let Some(rev) = repo.remove(&id) {
                 event(&id, rev, None);
             }

@@ -26,22 +26,91 @@ struct Pass {
     deleted: String,
 }
 
-/// The completed passes of the full traversal, and Q9's resume violations.
-fn passes(h: &QueueHistory) -> (Vec<Pass>, Vec<Violation>) {
+/// The `checkpoint_full` values a lying disk lost from the connectors'
+/// checkpoint logs (`None`: an empty one, saved at a traversal's end).
+fn lost_full_checkpoints(h: &QueueHistory) -> Vec<Option<String>> {
+    h.node_events
+        .iter()
+        .filter_map(|e| match &e.event {
+            QueueEvent::CheckpointsLost { records } => Some(records),
+            _ => None,
+        })
+        .flatten()
+        .filter(|(name, _)| name == CHECKPOINT_FULL)
+        .map(|(_, value)| Some(value.clone()).filter(|v| !v.is_empty()))
+        .collect()
+}
+
+/// Whether a resume after `resume` is what the checkpoint log holds once a
+/// lying disk lost records of `lost` from its end: some save of `resume`
+/// in `saved` (the values saved so far, oldest first, `None` first of all)
+/// is followed only by saves whose records were lost. If so, where in
+/// `saved` it is, and the lost records it uses are taken out of `lost`.
+fn resumed_past_a_loss(
+    saved: &[Option<String>],
+    resume: &Option<String>,
+    lost: &mut Vec<Option<String>>,
+) -> Option<usize> {
+    'candidate: for j in (0..saved.len()).rev().filter(|j| saved[*j] == *resume) {
+        let mut left = lost.clone();
+        for later in &saved[j + 1..] {
+            let Some(at) = left.iter().position(|l| l == later) else {
+                continue 'candidate;
+            };
+            left.remove(at);
+        }
+        *lost = left;
+        return Some(j);
+    }
+    None
+}
+
+/// The completed passes of the full traversal, Q9's resume violations, and
+/// how many resumes a lying disk's loss explained.
+///
+/// A traversal resumes after the last `checkpoint_full` saved, except after
+/// a loss its connector saw (it reports a corrupt checkpoint log, then saves
+/// the checkpoint empty: that save is the last) or one no connector can see
+/// (a lying disk lost the last records of its log: the resume is then
+/// judged against the checkpoint the log held without them, and a pass the
+/// lost records had ended goes on).
+fn passes(h: &QueueHistory) -> (Vec<Pass>, Vec<Violation>, usize) {
     let mut out = Vec::new();
     let mut v = Vec::new();
     let mut open: Option<(String, u64, String)> = None;
     let mut saved_full: Option<String> = None;
+    // Every value saved, oldest first, and how many had been when each
+    // completed pass ended.
+    let mut saved: Vec<Option<String>> = vec![None];
+    let mut closed_at: Vec<usize> = Vec::new();
+    let mut lost = lost_full_checkpoints(h);
+    let mut excused_resumes = 0;
     for (at, node, e) in reports(h) {
         match e {
             ConnectorEvent::CheckpointSaved { name, value } if name == CHECKPOINT_FULL => {
                 saved_full = Some(value.clone()).filter(|v| !v.is_empty());
+                saved.push(saved_full.clone());
             }
             ConnectorEvent::FullIndexing {
                 queue,
                 resume_after,
             } => {
-                if *resume_after != saved_full {
+                let excused = (*resume_after != saved_full)
+                    .then(|| resumed_past_a_loss(&saved, resume_after, &mut lost))
+                    .flatten();
+                if let Some(j) = excused {
+                    excused_resumes += 1;
+                    saved.truncate(j + 1);
+                    saved_full = resume_after.clone();
+                    // The lost records had ended a pass that now goes on.
+                    if open.is_none() && closed_at.last().is_some_and(|c| *c > j + 1) {
+                        closed_at.pop();
+                        if let Some(p) = out.pop() {
+                            let p: Pass = p;
+                            open = Some((p.queue, p.start_ns, p.node));
+                        }
+                    }
+                } else if *resume_after != saved_full {
                     let or_start = |c: &Option<String>| {
                         c.as_deref()
                             .map_or("none (from the start)".to_string(), |c| format!("'{c}'"))
@@ -80,13 +149,14 @@ fn passes(h: &QueueHistory) -> (Vec<Pass>, Vec<Violation>) {
                             operation: operation.clone(),
                             deleted: deleted.clone(),
                         });
+                        closed_at.push(saved.len());
                     }
                 }
             }
             _ => {}
         }
     }
-    (out, v)
+    (out, v, excused_resumes)
 }
 
 /// Items the full traversal indexed into `queue` within the pass (answered
@@ -173,7 +243,7 @@ impl Checker<QueueHistory> for DeleteDetection {
                 at_start.insert(op.name.clone(), (op.items.clone(), labels));
             }
         });
-        let (passes, _) = passes(h);
+        let (passes, _, _) = passes(h);
         for p in &passes {
             let Some(op) = &p.operation else { continue };
             let Some((items, labels)) = at_start.get(op) else {
@@ -424,7 +494,7 @@ impl Checker<QueueHistory> for CheckpointResume {
     }
 
     fn check(&self, h: &QueueHistory) -> Checked {
-        let (passes, mut v) = passes(h);
+        let (passes, mut v, excused) = passes(h);
         for p in &passes {
             let at_start = repository_at(h, p.start_ns);
             let removed: BTreeSet<&String> = h
@@ -465,8 +535,29 @@ impl Checker<QueueHistory> for CheckpointResume {
         let (saves, missed) = incremental_saves(h);
         v.extend(missed);
         v.truncate(20);
+        let corrupt = h
+            .node_events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.event,
+                    QueueEvent::Connector(ConnectorEvent::CheckpointsCorrupt { .. })
+                )
+            })
+            .count();
+        let mut losses = String::new();
+        if corrupt > 0 {
+            losses += &format!(
+                "; {corrupt} corrupt checkpoint logs reported, the traversal started over"
+            );
+        }
+        if excused > 0 {
+            losses += &format!(
+                "; {excused} resumes judged against the checkpoints a lying disk's loss left"
+            );
+        }
         Checked::new(Verdict::from_violations(v)).with_note(format!(
-            "{} traversals, {saves} incremental checkpoints",
+            "{} traversals, {saves} incremental checkpoints{losses}",
             passes.len()
         ))
     }
@@ -715,9 +806,13 @@ impl Checker<QueueHistory> for EndToEnd {
             });
         let finished = last.as_ref().map(|(complete, ..)| *complete);
         if finished != Some(true) {
+            // Past the fault budget the server may refuse service to the
+            // end: the final pass cannot end then, and the reason says so.
+            let refused = crate::services::queues::history::refused_to_the_end(h)
+                .map_or(String::new(), |why| format!(": {why}"));
             return Checked::new(Verdict::Undecided {
                 reason: format!(
-                    "connector 0's final traversals {}",
+                    "connector 0's final traversals {}{refused}",
                     if finished.is_some() {
                         "did not complete"
                     } else {

@@ -96,3 +96,90 @@ fn an_incremental_checkpoint_is_saved_only_after_its_changes_are_pushed() {
         assert_eq!(judge(&history(ops, 40)), want, "{at_ms} {status}");
     }
 }
+
+/// Q9's resume after a loss of checkpoint records: a resume from the start
+/// after `checkpoint_full = d003` breaks it, unless a lying disk lost the
+/// record of d003 (the log then held no checkpoint: from the start is what
+/// the connector could know); the loss of another record explains nothing.
+#[test]
+fn a_resume_is_judged_against_what_a_lying_disk_left() {
+    use overcast_model::connector::CHECKPOINT_FULL;
+    use overcast_scenarios::services::queues::check::connector::CheckpointResume;
+    use overcast_sim::check::Checker;
+    let indexing = |at_ms, resume_after: Option<&str>| {
+        event(
+            "connector-0",
+            at_ms,
+            QueueEvent::Connector(ConnectorEvent::FullIndexing {
+                queue: "A".into(),
+                resume_after: resume_after.map(str::to_string),
+            }),
+        )
+    };
+    let saved = event(
+        "connector-0",
+        20,
+        QueueEvent::Connector(ConnectorEvent::CheckpointSaved {
+            name: CHECKPOINT_FULL.into(),
+            value: "d003".into(),
+        }),
+    );
+    let lost = |value: &str| {
+        event(
+            "connector-0",
+            90,
+            QueueEvent::CheckpointsLost {
+                records: vec![(CHECKPOINT_FULL.to_string(), value.to_string())],
+            },
+        )
+    };
+    let broken = |mut node_events: Vec<NodeEvent<QueueEvent>>| {
+        node_events.sort_by_key(|e| e.at_ns);
+        let h: QueueHistory = History {
+            version: HISTORY_VERSION,
+            ops: Vec::new(),
+            events: Vec::new(),
+            node_events,
+            log_events: Vec::new(),
+        };
+        let checked = CheckpointResume.check(&h);
+        (checked.verdict().violations().len(), checked.note)
+    };
+    let from_start = indexing(50, None);
+    assert_eq!(
+        broken(vec![indexing(10, None), saved.clone(), from_start.clone()]).0,
+        1
+    );
+    let (n, note) = broken(vec![
+        indexing(10, None),
+        saved.clone(),
+        from_start.clone(),
+        lost("d003"),
+    ]);
+    assert_eq!(n, 0);
+    assert!(
+        note.contains("1 resumes judged against the checkpoints a lying disk's loss left"),
+        "{note}"
+    );
+    assert_eq!(
+        broken(vec![
+            indexing(10, None),
+            saved.clone(),
+            from_start,
+            lost("d002")
+        ])
+        .0,
+        1
+    );
+    // Resuming after a checkpoint never saved is a skip, lost records or not.
+    assert_eq!(
+        broken(vec![
+            indexing(10, None),
+            saved,
+            indexing(50, Some("d007")),
+            lost("d003")
+        ])
+        .0,
+        1
+    );
+}
