@@ -73,6 +73,10 @@ pub struct Shrunk {
     pub ops_before: usize,
 }
 
+/// The most searches from the smallest failure a shrink runs, one after
+/// another while each ends smaller.
+const POLISH_ROUNDS: usize = 3;
+
 /// The candidates a sideways step ([`Search::sideways`]) may spend on the
 /// history passes before it is given up.
 const SIDEWAYS_TRIES: usize = 60;
@@ -693,28 +697,40 @@ pub fn shrink(
             searched = third;
         }
     }
-    // The smallest failure is searched once more, with a budget of its
-    // own: the searches from the failure may spend theirs on its long runs
-    // before the last passes (the uphill step) had their turn, and the
-    // runs of a small failure are short.
+    // The smallest failure is searched again, each time with a budget of
+    // its own, while that ends smaller (at most [`POLISH_ROUNDS`] times):
+    // the searches from the failure may spend theirs on its long runs
+    // before the last passes (the uphill step) had their turn, a search
+    // from a smaller start takes other greedy paths, and the runs of a
+    // small failure are short.
     let mut tell =
         |step: &str, run: &RunResult| progress(&format!("from the smallest: {step}"), run);
-    let Searched {
-        best_s,
-        best,
-        target,
-        kept: kept_before,
-        ..
-    } = searched;
-    let polished = search(def, best_s, best, target, false, max_tries, &mut tell);
-    tried += polished.tried;
+    let mut kept = 0;
+    for _ in 0..POLISH_ROUNDS {
+        let Searched {
+            best_s,
+            best,
+            target,
+            kept: kept_before,
+            ..
+        } = searched;
+        let floor = size(&best);
+        let polished = search(def, best_s, best, target, false, max_tries, &mut tell);
+        tried += polished.tried;
+        kept += kept_before;
+        let smaller = size(&polished.best) < floor;
+        searched = polished;
+        if !smaller {
+            break;
+        }
+    }
     let Searched {
         best_s: mut scenario,
         mut best,
-        kept,
+        kept: last,
         ..
-    } = polished;
-    let kept = kept + kept_before;
+    } = searched;
+    let kept = kept + last;
     // A skipped operation never waits: its start time says nothing.
     for (node, ops) in &scenario.skip {
         if let Some(p) = scenario.pace.get_mut(node) {
