@@ -186,3 +186,29 @@ pub fn recording_disk<C, R, E>(
         recovered,
     }
 }
+
+/// Adds to `history` the event `refused(reason)` on `server-0` for each of
+/// its `recoveries` that found the log beyond repair (every copy corrupt),
+/// in time order among the other events: the checks that need the server
+/// to serve read it to say why they judged nothing.
+pub fn note_refusals<C, R, E, L>(
+    history: &mut overcast_sim::history::History<C, R, E, L>,
+    recoveries: &[overcast_model::server::Recovery],
+    refused: impl Fn(String) -> E,
+) {
+    for r in recoveries {
+        let Some(reason) = &r.unavailable else {
+            continue;
+        };
+        let at = history.node_events.partition_point(|e| e.at_ns <= r.at_ns);
+        history.node_events.insert(
+            at,
+            overcast_sim::history::NodeEvent {
+                node: "server-0".into(),
+                at_ns: r.at_ns,
+                local_ms: r.local_ms,
+                event: refused(reason.clone()),
+            },
+        );
+    }
+}

@@ -111,29 +111,3 @@ pub type FeedHistory =
 
 /// Its recorder.
 pub type FeedRecorder = Recorder<FeedCall, FeedResult, FeedEvent>;
-
-/// Adds to `history` a [`FeedEvent::Refused`] for each of the server's
-/// `recoveries` that found its log beyond repair, in time order among the
-/// other events.
-pub fn note_refusals<L>(
-    history: &mut History<FeedCall, FeedResult, FeedEvent, L>,
-    recoveries: &[overcast_model::server::Recovery],
-) {
-    for r in recoveries {
-        let Some(reason) = &r.unavailable else {
-            continue;
-        };
-        let at = history.node_events.partition_point(|e| e.at_ns <= r.at_ns);
-        history.node_events.insert(
-            at,
-            overcast_sim::history::NodeEvent {
-                node: "server-0".into(),
-                at_ns: r.at_ns,
-                local_ms: r.local_ms,
-                event: FeedEvent::Refused {
-                    reason: reason.clone(),
-                },
-            },
-        );
-    }
-}

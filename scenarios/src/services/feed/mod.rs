@@ -548,7 +548,9 @@ impl ScenarioDef for Feed {
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
             let mut history = recorder.take_history(world.events.clone());
             let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
-            history::note_refusals(&mut history, &stats.recoveries);
+            crate::kit::server::note_refusals(&mut history, &stats.recoveries, |reason| {
+                history::FeedEvent::Refused { reason }
+            });
             let counters = stats
                 .transient
                 .iter()

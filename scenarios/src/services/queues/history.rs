@@ -103,32 +103,6 @@ pub type QueueHistory = History<Call, Outcome, QueueEvent, overcast_model::durab
 /// The `queues` recorder.
 pub type QueueRecorder = Recorder<Call, Outcome, QueueEvent>;
 
-/// Adds to `history` a [`QueueEvent::Refused`] for each of the server's
-/// `recoveries` that found its log beyond repair, in time order among the
-/// other events.
-pub fn note_refusals<L>(
-    history: &mut History<Call, Outcome, QueueEvent, L>,
-    recoveries: &[overcast_model::server::Recovery],
-) {
-    for r in recoveries {
-        let Some(reason) = &r.unavailable else {
-            continue;
-        };
-        let at = history.node_events.partition_point(|e| e.at_ns <= r.at_ns);
-        history.node_events.insert(
-            at,
-            overcast_sim::history::NodeEvent {
-                node: "server-0".into(),
-                at_ns: r.at_ns,
-                local_ms: r.local_ms,
-                event: QueueEvent::Refused {
-                    reason: reason.clone(),
-                },
-            },
-        );
-    }
-}
-
 /// Why no connector could finish its work in `history`, if none could: the
 /// server's last start-up found every copy of its log corrupt, so it
 /// refused service from then to the end of the run.

@@ -480,7 +480,9 @@ impl ScenarioDef for Queues {
         let collect = Box::new(move |world: &overcast_sim::world::WorldOutcome| {
             let mut history = recorder.take_history(world.events.clone());
             let stats = stats.lock().unwrap_or_else(|e| e.into_inner());
-            history::note_refusals(&mut history, &stats.recoveries);
+            crate::kit::server::note_refusals(&mut history, &stats.recoveries, |reason| {
+                history::QueueEvent::Refused { reason }
+            });
             let connectors = world
                 .lost_writes
                 .iter()
