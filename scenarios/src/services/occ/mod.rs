@@ -313,6 +313,7 @@ impl ScenarioDef for Occ {
             promise: "storage corruption (bit flips on write, misdirected and lost writes) on the disk of at most one server in a run, and never on every server's, so some server always serves; every other fault of the mix".into(),
             corrupt_disks: Some(1),
             intact_disks: 1,
+            per_node: false,
         }
     }
 
