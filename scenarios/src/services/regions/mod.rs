@@ -1148,6 +1148,16 @@ impl ScenarioDef for Regions {
                         },
                     });
                 }
+                if let Some(refusal) = &r.refused {
+                    history.node_events.push(NodeEvent {
+                        node: refusal.node.clone(),
+                        at_ns: refusal.at_ns,
+                        local_ms: refusal.local_ms,
+                        event: RegionEvent::Refused {
+                            reason: refusal.reason.clone(),
+                        },
+                    });
+                }
                 for (k, n) in &r.counts {
                     *counters.entry(k.clone()).or_default() += n;
                 }
