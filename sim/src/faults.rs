@@ -1,6 +1,11 @@
 //! The fault plan: explicit fault events at simulated times plus network
 //! rates, serialisable so a failing run can be saved and replayed exactly,
 //! and generated from a seed (with swarm mode drawing the kinds at random).
+//!
+//! Long because the budget that bounds a drawn plan confines the plan's own
+//! fields (which disks may take corruption, for a deployment or node by
+//! node), so the plan, its drawing and the budget are kept and tested
+//! together.
 
 use crate::clock::ClockSkew;
 use crate::disk::DiskFault;
