@@ -195,11 +195,16 @@ impl RunResult {
         } else {
             format!("records corrupted or lost on {}", disks.join(", "))
         };
-        Some(format!(
-            "{whether}: {on} (it allows {bound} of the {} disk{})",
-            self.disks,
-            if self.disks == 1 { "" } else { "s" }
-        ))
+        let allows = if s.budget.as_ref().is_some_and(|b| b.per_node) {
+            format!("it allows {bound} of each node's disks")
+        } else {
+            format!(
+                "it allows {bound} of the {} disk{}",
+                self.disks,
+                if self.disks == 1 { "" } else { "s" }
+            )
+        };
+        Some(format!("{whether}: {on} ({allows})"))
     }
 
     /// A few lines for the terminal.

@@ -13,10 +13,15 @@
 //! or lost write). A torn tail is cut off; corruption is never replayed,
 //! served or cut off: with one replica the log cannot be repaired, and
 //! recovery reports the damage instead.
+//!
+//! The framing and the recovery over copies serve any record type
+//! ([`Framed`]): the replicas of a replicated partition frame the records of
+//! one step (terms, votes, entries, commit marks) the same way.
 
 use crate::core::bugs::ModelBugs;
 use crate::core::env::LogDevice;
 pub use crate::partition::LogRecord;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// Bytes before the payload.
@@ -29,6 +34,40 @@ const MAGIC: u32 = 0x4F43_574C;
 /// server's service for good on seed 24, nine in a row is out of reach.
 const REREADS: usize = 8;
 
+/// A record type the log frames: what a scan checks, besides the frame's
+/// own checks, for each record to follow the ones before it.
+pub trait Framed: Serialize + DeserializeOwned + Clone {
+    /// What a scan keeps of the records read so far to judge the next.
+    type Order: Default;
+    /// Whether this record may follow the records `order` was told of
+    /// (and tells it of this one); why not, if it may not. `from_start` is
+    /// false for a fragment cut from the middle of a log, whose first
+    /// records follow records not read.
+    fn follows(&self, order: &mut Self::Order, from_start: bool) -> Result<(), String>;
+}
+
+impl Framed for LogRecord {
+    /// Each partition's last LSN: redo needs them in order.
+    type Order = std::collections::BTreeMap<u32, u64>;
+    fn follows(&self, lsns: &mut Self::Order, from_start: bool) -> Result<(), String> {
+        let last = lsns.entry(self.partition).or_insert(if from_start {
+            0
+        } else {
+            self.lsn.saturating_sub(1)
+        });
+        if self.lsn != *last + 1 {
+            return Err(format!(
+                "has LSN {} of partition {} where {} belongs",
+                self.lsn,
+                self.partition,
+                *last + 1
+            ));
+        }
+        *last = self.lsn;
+        Ok(())
+    }
+}
+
 /// Frames a record for appending as the log's record number `seq` (1 for the first).
 pub fn encode(seq: u64, record: &LogRecord) -> Vec<u8> {
     let mut out = Vec::new();
@@ -36,8 +75,9 @@ pub fn encode(seq: u64, record: &LogRecord) -> Vec<u8> {
     out
 }
 
-/// [`encode`] into `out` (cleared first), reusing its memory.
-pub(crate) fn encode_into(out: &mut Vec<u8>, seq: u64, record: &LogRecord) {
+/// [`encode`] into `out` (cleared first), reusing its memory, for a record
+/// of any [`Framed`] type.
+pub(crate) fn encode_into<R: Serialize>(out: &mut Vec<u8>, seq: u64, record: &R) {
     out.clear();
     out.extend_from_slice(&[0; HEADER]);
     bincode::serialize_into(&mut *out, record).expect("log records serialise");
@@ -69,9 +109,9 @@ pub enum LogEnd {
 
 /// What a scan of a log's bytes found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Scan {
+pub struct Scan<R = LogRecord> {
     /// The records before the end, in order.
-    pub records: Vec<LogRecord>,
+    pub records: Vec<R>,
     /// The length of the bytes they fill.
     pub valid: usize,
     /// How the log ends.
@@ -89,6 +129,11 @@ pub(crate) fn scan(bytes: &[u8], check_payload_crc: bool) -> Scan {
     scan_from(bytes, check_payload_crc, true)
 }
 
+/// [`scan`] for records of type `R`.
+pub(crate) fn scan_as<R: Framed>(bytes: &[u8], check_payload_crc: bool) -> Scan<R> {
+    scan_from(bytes, check_payload_crc, true)
+}
+
 /// The records of a piece cut from the middle of a log (e.g. what a lying
 /// disk lost): checked like [`scan`] except that their `seq` and LSNs need
 /// not start at the beginning.
@@ -96,10 +141,9 @@ pub fn scan_fragment(bytes: &[u8]) -> Scan {
     scan_from(bytes, true, false)
 }
 
-fn scan_from(bytes: &[u8], check_payload_crc: bool, from_start: bool) -> Scan {
+fn scan_from<R: Framed>(bytes: &[u8], check_payload_crc: bool, from_start: bool) -> Scan<R> {
     let mut records = Vec::new();
-    // Each partition's last LSN: redo needs them in order.
-    let mut lsns: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    let mut order = R::Order::default();
     let mut at = 0;
     let corrupt = |at: usize, reason: String| LogEnd::Corrupt { at, reason };
     let end = loop {
@@ -137,26 +181,12 @@ fn scan_from(bytes: &[u8], check_payload_crc: bool, from_start: bool) -> Scan {
         if check_payload_crc && crc32fast::hash(payload) != u32_at(h, 16) {
             break corrupt(at, format!("record {seq} fails its checksum"));
         }
-        let Ok(record) = bincode::deserialize::<LogRecord>(payload) else {
+        let Ok(record) = bincode::deserialize::<R>(payload) else {
             break corrupt(at, format!("record {seq} does not decode"));
         };
-        let last = lsns.entry(record.partition).or_insert(if from_start {
-            0
-        } else {
-            record.lsn.saturating_sub(1)
-        });
-        if record.lsn != *last + 1 {
-            break corrupt(
-                at,
-                format!(
-                    "record {seq} has LSN {} of partition {} where {} belongs",
-                    record.lsn,
-                    record.partition,
-                    *last + 1
-                ),
-            );
+        if let Err(why) = record.follows(&mut order, from_start) {
+            break corrupt(at, format!("record {seq} {why}"));
         }
-        *last = record.lsn;
         records.push(record);
         at += HEADER + len;
     };
@@ -176,9 +206,9 @@ pub fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
 
 /// What recovery found on the log's copies.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Recovered {
+pub(crate) struct Recovered<R = LogRecord> {
     /// The records to redo (none to serve from when `damage` is set).
-    pub records: Vec<LogRecord>,
+    pub records: Vec<R>,
     /// The `seq` the next appended record gets.
     pub next_seq: u64,
     /// Why the log cannot be trusted: corruption it cannot repair. The
@@ -237,11 +267,11 @@ impl std::fmt::Display for Repair {
 
 /// Reads `device` (again, up to [`REREADS`] times, while it looks corrupt: a
 /// flip on read is transient) and scans it.
-fn read_scan(device: &dyn LogDevice, check_payload_crc: bool) -> (Vec<u8>, Scan) {
+fn read_scan<R: Framed>(device: &dyn LogDevice, check_payload_crc: bool) -> (Vec<u8>, Scan<R>) {
     let mut reads = 0;
     loop {
         let bytes = device.read_all();
-        let s = scan(&bytes, check_payload_crc);
+        let s = scan_as(&bytes, check_payload_crc);
         reads += 1;
         if !matches!(s.end, LogEnd::Corrupt { .. }) || reads > REREADS {
             return (bytes, s);
@@ -292,7 +322,12 @@ fn repaired_identity(seq: u64) -> u64 {
 /// its payload CRCs and keeps it whenever it reads as sound, so a flipped
 /// record is replayed and copied over the good copy.
 pub(crate) fn recover(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered {
-    let scans: Vec<(Vec<u8>, Scan)> = copies
+    recover_as(copies, bugs)
+}
+
+/// [`recover`] for records of type `R`.
+pub(crate) fn recover_as<R: Framed>(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered<R> {
+    let scans: Vec<(Vec<u8>, Scan<R>)> = copies
         .iter()
         .enumerate()
         .map(|(i, d)| {
@@ -300,7 +335,7 @@ pub(crate) fn recover(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered 
             read_scan(*d, !bugs.skip_crc_on_replay && !trusted)
         })
         .collect();
-    let sound = |s: &Scan| !matches!(s.end, LogEnd::Corrupt { .. });
+    let sound = |s: &Scan<R>| !matches!(s.end, LogEnd::Corrupt { .. });
     let kept = if bugs.repair_skips_checksum && copies.len() > 1 && sound(&scans[0].1) {
         0
     } else {
@@ -314,7 +349,7 @@ pub(crate) fn recover(copies: &[&dyn LogDevice], bugs: &ModelBugs) -> Recovered 
     let records = scans[kept].1.records.clone();
     let next_seq = records.len() as u64 + 1;
     if damaged {
-        let what = |(bytes, s): &(Vec<u8>, Scan)| match &s.end {
+        let what = |(bytes, s): &(Vec<u8>, Scan<R>)| match &s.end {
             LogEnd::Corrupt { at, reason } => {
                 format!("corrupt at byte {at} of {}: {reason}", bytes.len())
             }

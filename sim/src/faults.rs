@@ -2,8 +2,10 @@
 //! rates, serialisable so a failing run can be saved and replayed exactly,
 //! and generated from a seed (with swarm mode drawing the kinds at random).
 //!
-//! Long because the plan, the mixes it is drawn from and the budget that
-//! confines it are one saved format, and their tests read them together.
+//! Long because the budget that bounds a drawn plan confines the plan's own
+//! fields (which disks may take corruption, for a deployment or node by
+//! node), so the plan, its drawing and the budget are kept and tested
+//! together.
 
 use crate::clock::ClockSkew;
 use crate::disk::DiskFault;
@@ -179,6 +181,11 @@ pub struct FaultBudget {
     /// corrupt record (empty: every node's may).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spared: Vec<String>,
+    /// The two bounds above hold for each node's disks (the copies of its
+    /// mirrored log, `NODE`, `NODE.b`...) rather than the deployment's: a
+    /// deployment of replicas, each repairing its own log.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub per_node: bool,
 }
 
 /// For serde: leave a zero count out of the saved text.
@@ -186,21 +193,53 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// For serde: leave a false flag out of the saved text.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The node a disk belongs to: the disk's name up to its copy's letter
+/// (`replica-0.b` is `replica-0`'s, see `Topology::disk_name`).
+fn node_of(disk: &str) -> &str {
+    disk.split_once('.').map_or(disk, |(node, _)| node)
+}
+
+/// `disks` grouped by node ([`node_of`]), each group in the given order.
+fn by_node<'a, T>(disks: impl IntoIterator<Item = (&'a str, T)>) -> BTreeMap<&'a str, Vec<T>> {
+    let mut out: BTreeMap<&str, Vec<T>> = BTreeMap::new();
+    for (disk, x) in disks {
+        out.entry(node_of(disk)).or_default().push(x);
+    }
+    out
+}
+
 impl FaultBudget {
     /// Whether a run of a deployment with `disks` nodes with disks, whose
     /// disks took `disk_faults` (by node, then kind, as the world counts
     /// them), went past the budget: more disks took a corrupting fault than
-    /// it allows ([`FaultBudget::corrupt_bound`]).
+    /// it allows ([`FaultBudget::corrupt_bound`]). A bound per node is
+    /// judged on each node's disks against [`FaultBudget::corrupt_disks`]
+    /// (the floor of intact disks applies where the plan is drawn, which
+    /// knows how many disks each node has).
     pub fn exceeded_by(
         &self,
         disk_faults: &BTreeMap<String, BTreeMap<String, u64>>,
         disks: usize,
     ) -> bool {
         let corrupted = FaultBudget::corrupted_disks(disk_faults);
-        corrupted.iter().any(|n| self.spares(n))
-            || self
-                .corrupt_bound(disks)
-                .is_some_and(|bound| corrupted.len() > bound)
+        if corrupted.iter().any(|n| self.spares(n)) {
+            return true;
+        }
+        if self.per_node {
+            let Some(bound) = self.corrupt_disks else {
+                return false;
+            };
+            return by_node(corrupted.iter().map(|d| (d.as_str(), ())))
+                .values()
+                .any(|on_node| on_node.len() > bound);
+        }
+        self.corrupt_bound(disks)
+            .is_some_and(|bound| corrupted.len() > bound)
     }
 
     /// Whether node `node`'s disk is one the budget keeps corrupting
@@ -211,7 +250,8 @@ impl FaultBudget {
             .any(|prefix| node.starts_with(prefix.as_str()))
     }
 
-    /// How many of a deployment's `disks` nodes with disks may take the
+    /// How many of a deployment's `disks` nodes with disks (of a node's
+    /// `disks` disks, for a bound [`FaultBudget::per_node`]) may take the
     /// faults that corrupt or lose a written record in one run: the lower
     /// of [`FaultBudget::corrupt_disks`] and what
     /// [`FaultBudget::intact_disks`] leaves; `None` when neither bounds it.
@@ -245,6 +285,19 @@ impl FaultBudget {
         {
             return false;
         }
+        if self.per_node {
+            return by_node(disk_nodes.iter().map(|d| (d.as_str(), d)))
+                .values()
+                .all(|on_node| {
+                    self.corrupt_bound(on_node.len()).is_none_or(|bound| {
+                        on_node
+                            .iter()
+                            .filter(|d| plan.storage_of(d).corrupts())
+                            .count()
+                            <= bound
+                    })
+                });
+        }
         let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
             return true;
         };
@@ -262,6 +315,7 @@ impl FaultBudget {
             corrupt_disks: None,
             intact_disks: 0,
             spared: Vec::new(),
+            per_node: false,
         }
     }
 
@@ -269,6 +323,21 @@ impl FaultBudget {
     /// corrupting faults on, draws (from `rng`, a stream of its own so
     /// that no other draw moves) which of `disk_nodes` may take them.
     pub fn confine(&self, plan: &mut FaultPlan, disk_nodes: &[String], rng: &mut impl Rng) {
+        if self.per_node {
+            if !plan.storage.corrupts() || self.corrupt_bound(2).is_none() {
+                return;
+            }
+            // Node by node, in name order, each from its own disks.
+            let mut chosen = Vec::new();
+            let candidates = disk_nodes.iter().filter(|d| !self.spares(d));
+            for on_node in by_node(candidates.map(|d| (d.as_str(), d.clone()))).values() {
+                let bound = self.corrupt_bound(on_node.len()).unwrap_or(on_node.len());
+                chosen.extend(on_node.choose_multiple(rng, bound).cloned());
+            }
+            chosen.sort();
+            plan.corrupt_disks = Some(chosen);
+            return;
+        }
         let Some(bound) = self.corrupt_bound(disk_nodes.len()) else {
             return;
         };
@@ -897,6 +966,7 @@ mod tests {
             corrupt_disks: Some(1),
             intact_disks: 0,
             spared: Vec::new(),
+            per_node: false,
         };
         assert!(!budget.admits(&plan, &servers), "both disks may corrupt");
         budget.confine(&mut plan, &servers, &mut crate::rng::stream(4, "budget"));
@@ -930,6 +1000,7 @@ mod tests {
             corrupt_disks: Some(1),
             intact_disks: 1,
             spared: Vec::new(),
+            per_node: false,
         };
         assert_eq!(
             (0..4).map(|n| budget.corrupt_bound(n)).collect::<Vec<_>>(),
@@ -981,6 +1052,7 @@ mod tests {
             corrupt_disks: Some(1),
             intact_disks: 1,
             spared: vec!["connector".into()],
+            per_node: false,
         };
         for seed in 0..64 {
             let mut plan = FaultMix::storage(&FaultMix::default()).plan(
@@ -1015,6 +1087,57 @@ mod tests {
         assert!(!unspared.exceeded_by(&took, 4));
         let text = serde_json::to_string(&unspared).unwrap();
         assert!(!text.contains("spared"));
+    }
+
+    #[test]
+    fn a_bound_per_node_confines_each_nodes_disks_and_is_judged_node_by_node() {
+        let budget = FaultBudget {
+            promise: "one corrupt copy of each replica's log".into(),
+            corrupt_disks: Some(1),
+            intact_disks: 1,
+            spared: Vec::new(),
+            per_node: true,
+        };
+        let disks: Vec<String> = ["r-0", "r-0.b", "r-1", "r-1.b", "r-2", "r-2.b"]
+            .map(String::from)
+            .to_vec();
+        let mut plan = FaultMix::storage(&FaultMix::default()).plan(
+            &mut crate::rng::stream(4, "f"),
+            &names("r", 3),
+            &names("c", 2),
+            5_000,
+        );
+        assert!(plan.storage.corrupts() && !budget.admits(&plan, &disks));
+        let drawn = plan.clone();
+        budget.confine(&mut plan, &disks, &mut crate::rng::stream(4, "budget"));
+        assert!(budget.admits(&plan, &disks));
+        // One disk of each node, three in all (a bound for the deployment
+        // would have allowed one).
+        let kept = plan.corrupt_disks.clone().expect("bounded");
+        assert_eq!(kept.len(), 3);
+        for node in ["r-0", "r-1", "r-2"] {
+            assert_eq!(kept.iter().filter(|d| node_of(d) == node).count(), 1);
+        }
+        assert_eq!(
+            FaultPlan {
+                corrupt_disks: None,
+                ..plan.clone()
+            },
+            drawn
+        );
+        // Both disks of one node go past it; one disk of each does not.
+        let took = |on: &[&str]| -> BTreeMap<String, BTreeMap<String, u64>> {
+            on.iter()
+                .map(|d| (d.to_string(), [("flip_on_write".to_string(), 1)].into()))
+                .collect()
+        };
+        assert!(!budget.exceeded_by(&took(&["r-0", "r-1.b", "r-2"]), 6));
+        assert!(budget.exceeded_by(&took(&["r-1", "r-1.b"]), 6));
+        // Saved budgets without the flag load as a bound for the deployment.
+        let old: FaultBudget =
+            serde_json::from_str(r#"{"promise":"p","corrupt_disks":1}"#).unwrap();
+        assert!(!old.per_node);
+        assert!(!serde_json::to_string(&old).unwrap().contains("per_node"));
     }
 
     #[test]

@@ -1,24 +1,27 @@
 //! The madsim node around [`Replica`]: one replica of every partition, the
-//! messages between replicas, a durable log on the node's disk, and client
-//! requests with a consistency level.
+//! messages between replicas, a durable log mirrored on the node's disks,
+//! and client requests with a consistency level.
 //!
 //! One loop, one event at a time: a datagram (a peer's [`Message`] or a
 //! client's [`RegionRequest`]) or a tick. After each event everything the
-//! replicas asked to persist is appended to the disk as one frame and synced
-//! *before* any message or reply of that event leaves: an append is
-//! acknowledged, a vote granted, a write answered only once durable, so a
-//! replica's own log always counts as durable when the next event comes.
-//! A failed sync is never retried: the node rebuilds its state from what is
-//! on the disk, dropping what the event produced (nothing of it was sent).
+//! replicas asked to persist is appended to every copy of the log as one
+//! record and synced *before* any message or reply of that event leaves: an
+//! append is acknowledged, a vote granted, a write answered only once
+//! durable on every copy, so a replica's own log always counts as durable
+//! when the next event comes. A failed sync (on any copy) is never retried:
+//! the node rebuilds its state from what is on the disks, dropping what the
+//! event produced (nothing of it was sent).
 //!
-//! The log is framed here, not with [`crate::wal`], because a replica logs
-//! terms, votes, truncations and commit marks besides effects (`wal`'s
-//! record is `(partition, lsn, effect)`): `[length: u32][crc32: u32][payload]`,
-//! payload the bincode of the step's `(partition, Persist)` records. A crash
-//! can tear the last frame (it was never synced, so nothing of it was sent):
-//! recovery cuts it. The scenario keeps the disk honest (no bit flips, no
-//! lying disk): with replicas a corrupt log could be repaired from peers, but
-//! that is not modelled.
+//! The log is framed as [`crate::wal`] frames its records, a record being a
+//! step's `(partition, Persist)` list (a replica logs terms, votes,
+//! truncations and commit marks besides entries), and recovered by the same
+//! rule over its copies ([`crate::wal::recover`]): a torn tail (a crash cut
+//! the unsynced last record, nothing of it was sent) is cut; a copy that
+//! ends in corruption (a flipped bit, a misdirected or lost write) is
+//! repaired from a sound one; when every copy is corrupt the node refuses:
+//! no vote, no acknowledgement, every client request answered 503, for the
+//! rest of its incarnation (a record it acknowledged may be gone from every
+//! copy; repair from its peers is not modelled).
 //!
 //! Answers (SPEC §4.1): while the node's region is being removed from the
 //! account, 403/1008 to every client request; a write at a read replica
@@ -247,10 +250,27 @@ pub struct ReplicaReport {
     pub primaries: Vec<PrimaryChange>,
     /// What its replicas applied, step by step.
     pub applied: Vec<AppliedChange>,
-    /// Counts: `answered_<status>`, `fsync_errors`, `torn_frames`, `duplicate_writes`.
+    /// Counts: `answered_<status>`, `fsync_errors`, `log_repairs`,
+    /// `duplicate_writes`.
     pub counts: BTreeMap<String, u64>,
     /// The node's clock when it last handled an event, ms.
     pub last_local_ms: u64,
+    /// Set when a recovery found every copy of the log corrupt: when, and
+    /// what it found. The node refuses from then on.
+    pub refused: Option<Refusal>,
+}
+
+/// A recovery that found every copy of a replica's log corrupt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The node (incarnation name).
+    pub node: String,
+    /// True simulated ns.
+    pub at_ns: u64,
+    /// The node's clock, ms.
+    pub local_ms: u64,
+    /// What recovery found.
+    pub reason: String,
 }
 
 /// A replica node's report, shared.
@@ -260,62 +280,95 @@ fn lock(r: &SharedReport) -> std::sync::MutexGuard<'_, ReplicaReport> {
     r.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Frames one step's records.
-fn encode_frame(records: &[(u32, Persist)]) -> Vec<u8> {
-    let payload = bincode::serialize(records).expect("records serialise");
-    let mut out = Vec::with_capacity(payload.len() + 8);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
-    out
-}
+/// One step's records, the record of a replica's log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Step(Vec<(u32, Persist)>);
 
-/// The records of every whole frame from the start, and the length they fill.
-fn decode_frames(bytes: &[u8]) -> (Vec<(u32, Persist)>, usize) {
-    let mut records = Vec::new();
-    let mut at = 0;
-    while bytes.len() >= at + 8 {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
-        let Some(payload) = bytes.get(at + 8..at + 8 + len) else {
-            break;
-        };
-        if crc32fast::hash(payload) != crc {
-            break;
-        }
-        let Ok(step) = bincode::deserialize::<Vec<(u32, Persist)>>(payload) else {
-            break;
-        };
-        records.extend(step);
-        at += 8 + len;
+impl crate::wal::Framed for Step {
+    /// Steps carry no order of their own: the frame's `seq` places them.
+    type Order = ();
+    fn follows(&self, _: &mut (), _: bool) -> Result<(), String> {
+        Ok(())
     }
-    (records, at)
 }
 
-/// Rebuilds every partition's replica from the disk, cutting a torn tail
-/// (counted in `counts`).
+/// Every copy of a replica's log (the first is `a`).
+type Copies = [Arc<dyn LogDevice>];
+
+/// What a recovery rebuilt: every partition's replica and the next
+/// record's `seq`, or why no copy of the log can be trusted.
+type Rebuilt = Result<(BTreeMap<u32, Replica>, u64), String>;
+
+/// Rebuilds every partition's replica from the copies of the log
+/// ([`crate::wal::recover`]: torn tails cut, a corrupt copy repaired from a
+/// sound one, counted in `counts`); the damage when every copy is corrupt.
 fn recover(
     cfg: &ReplicaServerConfig,
-    log: &dyn LogDevice,
+    logs: &Copies,
     now: Millis,
     counts: &mut BTreeMap<String, u64>,
-) -> BTreeMap<u32, Replica> {
-    let bytes = log.read_all();
-    let (records, valid) = decode_frames(&bytes);
-    if valid < bytes.len() {
-        log.truncate(valid);
-        *counts.entry("torn_frames".into()).or_default() += 1;
+) -> Rebuilt {
+    let copies: Vec<&dyn LogDevice> = logs.iter().map(|l| l.as_ref()).collect();
+    let r = crate::wal::recover_as::<Step>(&copies, &cfg.bugs);
+    if let Some(damage) = r.damage {
+        return Err(damage);
+    }
+    for repair in &r.repairs {
+        tracing::warn!("replica {}: {repair}", cfg.node);
+        *counts.entry("log_repairs".into()).or_default() += 1;
     }
     let mut by_partition: BTreeMap<u32, Vec<Persist>> = BTreeMap::new();
-    for (p, r) in records {
-        by_partition.entry(p).or_default().push(r);
+    for (p, x) in r.records.into_iter().flat_map(|s| s.0) {
+        by_partition.entry(p).or_default().push(x);
     }
-    (0..cfg.partitions)
+    let replicas = (0..cfg.partitions)
         .map(|p| {
             let records = by_partition.remove(&p).unwrap_or_default();
             (p, Replica::recover(cfg.replica_config(), &records, now))
         })
-        .collect()
+        .collect();
+    Ok((replicas, r.next_seq))
+}
+
+/// Takes what a recovery rebuilt into `rep` (reported to the log's
+/// observer), returning the next record's `seq`; on damage, leaves `rep`
+/// without replicas and its refusal set (nothing reported as kept or lost).
+fn rebuild(
+    cfg: &ReplicaServerConfig,
+    clock: &dyn Clock,
+    logs: &Copies,
+    rep: &mut ReplicaReport,
+) -> u64 {
+    match recover(cfg, logs, clock.now_ms(), &mut rep.counts) {
+        Ok((replicas, next_seq)) => {
+            rep.replicas = replicas;
+            report_recovered(cfg, clock, &rep.replicas);
+            next_seq
+        }
+        Err(reason) => {
+            tracing::error!("replica {}: refuses, {reason}", cfg.node);
+            rep.replicas.clear();
+            rep.refused = Some(Refusal {
+                node: cfg.node.clone(),
+                at_ns: crate::core::env::sim_now_ns(),
+                local_ms: clock.now_ms(),
+                reason,
+            });
+            1
+        }
+    }
+}
+
+/// Syncs every copy of the log; a failure on any copy is the sync's failure
+/// (each copy is synced all the same).
+fn sync_all(logs: &Copies) -> Result<(), crate::core::env::SyncError> {
+    let mut result = Ok(());
+    for log in logs {
+        if let Err(e) = log.sync() {
+            result = Err(e);
+        }
+    }
+    result
 }
 
 /// A write waiting for its commit.
@@ -426,23 +479,24 @@ enum Event {
     Received(Vec<u8>, std::io::Result<(usize, SocketAddr)>),
 }
 
-/// Runs one replica node until it is killed. `rng` draws the sync latency.
+/// Runs one replica node until it is killed, its log on `logs` (at least
+/// one copy). `rng` draws the sync latency.
 pub async fn serve_replica(
     cfg: ReplicaServerConfig,
     clock: Arc<dyn Clock>,
-    log: Arc<dyn LogDevice>,
+    logs: Vec<Arc<dyn LogDevice>>,
     mut rng: Box<dyn RngCore + Send>,
     report: SharedReport,
 ) {
+    assert!(
+        !logs.is_empty(),
+        "a replica keeps at least one copy of its log"
+    );
     if !cfg.quiet_after_restart.is_zero() {
         sleep(cfg.quiet_after_restart).await;
     }
-    {
-        let mut rep = lock(&report);
-        let rep = &mut *rep;
-        rep.replicas = recover(&cfg, log.as_ref(), clock.now_ms(), &mut rep.counts);
-        report_recovered(&cfg, clock.as_ref(), &rep.replicas);
-    }
+    let mut next_seq = rebuild(&cfg, clock.as_ref(), &logs, &mut lock(&report));
+    let mut frame = Vec::new();
     let Some(bind) = cfg.addrs.get(&cfg.me).copied() else {
         tracing::error!("replica {} has no address", cfg.me);
         return;
@@ -505,7 +559,23 @@ pub async fn serve_replica(
                             Some(Datagram::Client(req)) => {
                                 let key = (req.session, req.req_id);
                                 let duplicate = req.op.is_write() && seen.contains(&key);
-                                if duplicate {
+                                if rep.refused.is_some() {
+                                    // Its log lost: no answer but "unavailable".
+                                    replies.push((
+                                        from,
+                                        RegionResponse {
+                                            req_id: req.req_id,
+                                            session: req.session,
+                                            reply: RegionReply::Refused {
+                                                status: 503,
+                                                sub_status: 0,
+                                                primary_hint: None,
+                                            },
+                                            node: cfg.node.clone(),
+                                            region: cfg.region.clone(),
+                                        },
+                                    ));
+                                } else if duplicate {
                                     *rep.counts.entry("duplicate_writes".into()).or_default() += 1;
                                 } else if let Some(r) = rep.replicas.get_mut(&req.partition) {
                                     if req.op.is_write() {
@@ -580,7 +650,12 @@ pub async fn serve_replica(
         // The peer messages the seeded bug sends before the sync, by partition.
         let mut held_out: Vec<(u32, ReplicaId, Message)> = Vec::new();
         if !records.is_empty() {
-            log.append(&encode_frame(&records));
+            let touched: BTreeSet<u32> = records.iter().map(|(p, _)| *p).collect();
+            crate::wal::encode_into(&mut frame, next_seq, &Step(records));
+            for log in &logs {
+                log.append(&frame);
+            }
+            next_seq += 1;
             if cfg.bugs.replica_ack_before_sync {
                 // The seeded bug: the append acknowledgements go now; the
                 // other messages wait for the sync as they should.
@@ -604,8 +679,7 @@ pub async fn serve_replica(
             let (lo, hi) = cfg.fsync_ms;
             let fsync = Duration::from_micros(rng.gen_range(lo * 1000..=hi.max(lo) * 1000));
             sleep(fsync).await;
-            let touched: BTreeSet<u32> = records.iter().map(|(p, _)| *p).collect();
-            if log.sync().is_err() {
+            if sync_all(&logs).is_err() {
                 // Nothing of this event left the node: rebuild from the disk.
                 for p in &touched {
                     cfg.log.report(clock.as_ref(), || LogEvent::SyncFailed {
@@ -613,10 +687,8 @@ pub async fn serve_replica(
                     });
                 }
                 let mut rep = lock(&report);
-                let rep = &mut *rep;
                 *rep.counts.entry("fsync_errors".into()).or_default() += 1;
-                rep.replicas = recover(&cfg, log.as_ref(), clock.now_ms(), &mut rep.counts);
-                report_recovered(&cfg, clock.as_ref(), &rep.replicas);
+                next_seq = rebuild(&cfg, clock.as_ref(), &logs, &mut rep);
                 pending.clear();
                 continue;
             }
@@ -814,15 +886,15 @@ mod tests {
     use crate::node::replica::Entry;
 
     #[test]
-    fn frames_round_trip_and_a_torn_last_frame_is_cut() {
-        let a = vec![(
+    fn steps_round_trip_and_a_torn_last_step_is_cut() {
+        let a = Step(vec![(
             0,
             Persist::Term {
                 term: 2,
                 voted_for: Some(1),
             },
-        )];
-        let b = vec![
+        )]);
+        let b = Step(vec![
             (
                 1,
                 Persist::Entry(Entry {
@@ -834,15 +906,20 @@ mod tests {
                 }),
             ),
             (1, Persist::Commit(1)),
-        ];
-        let mut bytes = encode_frame(&a);
+        ]);
+        let (mut bytes, mut frame) = (Vec::new(), Vec::new());
+        crate::wal::encode_into(&mut frame, 1, &a);
+        bytes.extend_from_slice(&frame);
         let first = bytes.len();
-        bytes.extend(encode_frame(&b));
-        let (records, valid) = decode_frames(&bytes);
-        assert_eq!(valid, bytes.len());
-        assert_eq!(records, [a.clone(), b].concat());
-        let torn = &bytes[..bytes.len() - 3];
-        let (records, valid) = decode_frames(torn);
-        assert_eq!((records, valid), (a, first));
+        crate::wal::encode_into(&mut frame, 2, &b);
+        bytes.extend_from_slice(&frame);
+        let s = crate::wal::scan_as::<Step>(&bytes, true);
+        assert_eq!((s.valid, s.end), (bytes.len(), crate::wal::LogEnd::Clean));
+        assert_eq!(s.records, [a.clone(), b]);
+        let torn = crate::wal::scan_as::<Step>(&bytes[..bytes.len() - 3], true);
+        assert_eq!(
+            (torn.records, torn.valid, torn.end),
+            (vec![a], first, crate::wal::LogEnd::Torn)
+        );
     }
 }

@@ -168,12 +168,16 @@ pub struct RegionCallResult {
 }
 
 /// Where the next attempt goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Aim {
     /// The `i`-th region of the current preferred order (reads).
     Preferred(usize),
     /// The write region (writes, strong reads, session retries).
     WriteRegion,
+    /// This region again (a read retried in the region it was sent to: the
+    /// preferred order may change meanwhile, as an unavailable mark ends,
+    /// and an index into it would then name another region).
+    Same(String),
 }
 
 /// The SDK client of one process.
@@ -399,13 +403,14 @@ impl RegionClient {
             return_ns: sim_now_ns(),
         };
         loop {
-            let region = match aim {
+            let region = match &aim {
                 Aim::WriteRegion if is_write => self.write_region.clone(),
                 Aim::WriteRegion => true_write_region(&self.cfg.regions),
                 Aim::Preferred(i) => {
                     let order = self.read_order();
                     order[i % order.len().max(1)].clone()
                 }
+                Aim::Same(region) => region.clone(),
             };
             let to_primary = primary_only || aim == Aim::WriteRegion;
             let Some((_, addr)) = self.replica_in(&region, partition, to_primary) else {
@@ -516,7 +521,10 @@ impl RegionClient {
                 routes.push(self.route("refresh_addresses", &region, status, sub_status));
             }
             aim = match route {
-                Route::Same => aim,
+                Route::Same => match aim {
+                    Aim::Preferred(_) => Aim::Same(region),
+                    aim => aim,
+                },
                 // Told of one region, the policy does not send these here;
                 // were it to, the primary is still only in the write region.
                 Route::NextPreferred if primary_only => Aim::WriteRegion,

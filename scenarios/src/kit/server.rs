@@ -31,6 +31,28 @@ pub fn mirrored_log_budget(before: &str, after: &str) -> overcast_sim::faults::F
         corrupt_disks: Some(1),
         intact_disks: 1,
         spared: Vec::new(),
+        per_node: false,
+    }
+}
+
+/// The budget of a scenario whose every replica mirrors its log on
+/// [`LOG_COPIES`] disks and repairs it alone: corrupting disk faults on at
+/// most one of each replica's disks (with both of one replica's corrupt, a
+/// record it acknowledged could be lost from every copy, and that replica
+/// would refuse), the others on every disk; `before` and `after` are the
+/// rest of the promise.
+pub fn mirrored_replica_logs_budget(
+    before: &str,
+    after: &str,
+) -> overcast_sim::faults::FaultBudget {
+    overcast_sim::faults::FaultBudget {
+        promise: format!(
+            "{before}storage corruption (bit flips on write, misdirected and lost writes) on at most one of the two disks each replica mirrors its log on, flips on read and failed syncs on all; {after}"
+        ),
+        corrupt_disks: Some(1),
+        intact_disks: 1,
+        spared: Vec::new(),
+        per_node: true,
     }
 }
 

@@ -112,7 +112,7 @@ pub(super) fn deploy(
                 serve_replica(
                     cfg.clone(),
                     Arc::new(clock.clone()),
-                    Arc::new(DiskAdapter(disk.clone())),
+                    vec![Arc::new(DiskAdapter(disk.clone()))],
                     Box::new(stream(seed, &format!("script-{node}"))),
                     node_report.clone(),
                 )

@@ -314,6 +314,7 @@ impl ScenarioDef for Occ {
             corrupt_disks: Some(1),
             intact_disks: 1,
             spared: Vec::new(),
+            per_node: false,
         }
     }
 

@@ -7,12 +7,21 @@
 //! every replica of the partition (as many as its `replicas` field says) and
 //! one of them a primary. Otherwise the note says which partitions were not
 //! judged; that is not a pass of the end-state half, only of the phantom half.
+//! Nor is a partition whose primary announced itself less than
+//! [`SETTLE_MS`] before the end (a failed log sync in the quiet phase
+//! rebuilds a replica as a follower, and a new primary is elected): its read
+//! replicas may not have been shipped its first entries yet.
 
 use super::history::{FinalItem, RegionEvent, RegionOp, RegionsHistory};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
 use overcast_sim::timeline::secs;
 use overcast_sim::world::Happening;
 use std::collections::BTreeMap;
+
+/// How long before the end of the run a partition's primary must have
+/// announced itself for the end state to be judged: past the default
+/// shipping interval (300 ms) and a datagram's latency.
+pub const SETTLE_MS: u64 = 1_000;
 
 /// The convergence checker.
 #[derive(Clone, Copy, Debug, Default)]
@@ -102,6 +111,11 @@ impl Checker<RegionsHistory> for Convergence {
         let finals = finals(history);
         let mut unsettled = Vec::new();
         let mut judged = 0;
+        let end = history
+            .events
+            .iter()
+            .find(|e| e.what == Happening::End)
+            .map_or(0, |e| e.at_ns);
         for (partition, replicas) in &finals {
             let primary = match settled_primary(*partition, replicas) {
                 Ok(p) => p,
@@ -110,15 +124,21 @@ impl Checker<RegionsHistory> for Convergence {
                     continue;
                 }
             };
+            if let Some(at) = announced(history, *partition, primary) {
+                if at + SETTLE_MS * 1_000_000 > end {
+                    unsettled.push(format!(
+                        "partition {partition}: its primary {} announced itself for term {} at {}, less than {SETTLE_MS} ms before the end",
+                        primary.node,
+                        primary.term,
+                        secs(at)
+                    ));
+                    continue;
+                }
+            }
             judged += 1;
             for f in replicas.values() {
                 if f.node != primary.node {
                     if let Some(v) = differs(*partition, primary, f) {
-                        let end = history
-                            .events
-                            .iter()
-                            .find(|e| e.what == Happening::End)
-                            .map_or(0, |e| e.at_ns);
                         violations.push(
                             v.at(f.node, end, format!("applied LSN {}", f.applied_lsn))
                                 .at(
@@ -140,11 +160,45 @@ impl Checker<RegionsHistory> for Convergence {
                 "; end state not judged (run not settled): {}",
                 unsettled.join(", ")
             ));
+            if let Some(why) = refusals(history) {
+                note.push_str(&format!(" ({why})"));
+            }
         }
         Checked::new(Verdict::from_violations(violations))
             .with_note(note)
             .partly(finals.is_empty() || !unsettled.is_empty())
     }
+}
+
+/// The replicas that refused service (every copy of their log corrupt, past
+/// the fault budget) and when, in words: why some reported no final state.
+pub fn refusals(history: &RegionsHistory) -> Option<String> {
+    let each: Vec<String> = history
+        .node_events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RegionEvent::Refused { reason } => Some(format!(
+                "{} refused service from {} ({reason})",
+                e.node,
+                secs(e.at_ns)
+            )),
+            _ => None,
+        })
+        .collect();
+    (!each.is_empty()).then(|| each.join("; "))
+}
+
+/// When `primary` announced itself primary of `partition` for its final
+/// term, if the history holds it.
+fn announced(history: &RegionsHistory, partition: u32, primary: &FinalState) -> Option<u64> {
+    history.node_events.iter().find_map(|e| match &e.event {
+        RegionEvent::Primary { partition: p, term }
+            if *p == partition && *term == primary.term && e.node == primary.node =>
+        {
+            Some(e.at_ns)
+        }
+        _ => None,
+    })
 }
 
 /// Reads (any consistency) whose body no write of the item produced, whose

@@ -71,6 +71,9 @@ impl Checker<RegionsHistory> for Durability {
             note.push_str(&format!(
                 "; {unsettled} judged by forks only (their partition did not settle or left no final state)"
             ));
+            if let Some(why) = super::converge::refusals(history) {
+                note.push_str(&format!(" ({why})"));
+            }
         }
         Checked::new(Verdict::from_violations(violations))
             .with_note(note)

@@ -251,6 +251,13 @@ pub enum RegionEvent {
         #[serde(default)]
         replicas: u32,
     },
+    /// A replica found every copy of its log corrupt (past the fault
+    /// budget) and refuses from then on: no vote, no acknowledgement, every
+    /// client request answered 503; it reports no final state.
+    Refused {
+        /// What recovery found.
+        reason: String,
+    },
     /// An SDK routing decision, recorded by the client (the event's node is
     /// the session, see [`RegionCall::session`]). For R6.
     ///

@@ -555,8 +555,12 @@ impl ScenarioDef for Regions {
     }
 
     fn budget(&self) -> overcast_sim::faults::FaultBudget {
-        overcast_sim::faults::FaultBudget::unbounded(
-            "honest disks (replicas do not yet repair a corrupt log from their peers; torn tails on crashes remain); replica clocks drifting within the stated bound, never stepping; every network, crash and pause fault of the mix and the scenario's own aimed faults",
+        // Each replica keeps its log on two disks and repairs a corrupt copy
+        // from the other; it does not repair from its peers, so with both
+        // of its copies corrupt it refuses (past the budget).
+        crate::kit::server::mirrored_replica_logs_budget(
+            "",
+            "replica clocks drifting within the stated bound, never stepping; every network, crash and pause fault of the mix and the scenario's own aimed faults",
         )
     }
 
@@ -808,11 +812,13 @@ impl ScenarioDef for Regions {
 
     fn topology(&self, p: &RegionsParams) -> Topology {
         Topology::new(vec![
+            // Each replica's log mirrored on two disks (`replica-0`,
+            // `replica-0.b`).
             WorldRole::new(RegionsRole::Replica, p.replicas)
-                .with_disk()
+                .with_disks(crate::kit::server::LOG_COPIES)
                 .crashable(),
             WorldRole::new(RegionsRole::Reader, p.read_regions)
-                .with_disk()
+                .with_disks(crate::kit::server::LOG_COPIES)
                 .crashable(),
             WorldRole::new(RegionsRole::Client, p.client_nodes())
                 .awaited()
@@ -830,10 +836,6 @@ impl ScenarioDef for Regions {
     }
 
     fn adjust_plan(&self, p: &RegionsParams, plan: &mut FaultPlan) {
-        // Replicas with a corrupt log would need repair from their peers,
-        // which the model does not do: the disk stays honest here (torn
-        // tails on crashes remain). Disk faults are judged by `occ`.
-        plan.storage = Default::default();
         // Replica clocks: a drifting clock runs at 80% to 100% of the
         // stated bound, fast or slow as the mix drew it: the lease argument
         // is tested at its edge, where replicas drifting in opposite
@@ -1009,11 +1011,16 @@ impl ScenarioDef for Regions {
                     report.clone(),
                 ));
                 let rng = stream(env.seed, &format!("{}-{}", env.name, env.incarnation));
-                let disk = env.disk.clone().expect("replicas have disks");
+                // The log on every disk of the node (`replica-0`,
+                // `replica-0.b`): a mirrored log.
+                let disks = env.disk.iter().chain(&env.mirrors);
+                let logs: Vec<Arc<dyn overcast_model::env::LogDevice>> = disks
+                    .map(|d| Arc::new(DiskAdapter(d.clone())) as _)
+                    .collect();
                 Box::pin(serve_replica(
                     cfg,
                     Arc::new(ClockAdapter(env.clock.clone())),
-                    Arc::new(DiskAdapter(disk)),
+                    logs,
                     Box::new(rng),
                     report,
                 ))
@@ -1138,6 +1145,16 @@ impl ScenarioDef for Regions {
                                     digest: e.digest,
                                 })
                                 .collect(),
+                        },
+                    });
+                }
+                if let Some(refusal) = &r.refused {
+                    history.node_events.push(NodeEvent {
+                        node: refusal.node.clone(),
+                        at_ns: refusal.at_ns,
+                        local_ms: refusal.local_ms,
+                        event: RegionEvent::Refused {
+                            reason: refusal.reason.clone(),
                         },
                     });
                 }

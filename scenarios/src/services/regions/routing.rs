@@ -145,7 +145,9 @@ impl Checker<RegionsHistory> for Routing {
                 RegionEvent::Final { region, .. } => {
                     regions.insert(region);
                 }
-                RegionEvent::Primary { .. } | RegionEvent::Applied { .. } => {}
+                RegionEvent::Primary { .. }
+                | RegionEvent::Applied { .. }
+                | RegionEvent::Refused { .. } => {}
             }
         }
         for op in &history.ops {

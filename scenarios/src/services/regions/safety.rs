@@ -120,7 +120,9 @@ impl Checker<RegionsHistory> for RaftSafety {
                         }
                     }
                 }
-                RegionEvent::Final { .. } | RegionEvent::Route { .. } => {}
+                RegionEvent::Final { .. }
+                | RegionEvent::Route { .. }
+                | RegionEvent::Refused { .. } => {}
             }
         }
         for (partition, (lsn, was, now, n)) in conflicts {
