@@ -1113,7 +1113,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         let h = if args.no_shrink {
             both.first().clone()
         } else {
-            both.shrunk_smallest(def, args.shrink_tries)
+            both.shrunk_smallest(def, args.shrink_tries, jobs)
         };
         missed += usize::from(!h.found);
         if args.json {

@@ -161,23 +161,41 @@ impl BothHunts {
     }
 
     /// Each mix's failing run shrunk ([`shrink_found`], at most
-    /// `max_tries` candidates each), and the hunt whose counterexample
-    /// ended smaller ([`BothHunts::first`] on a tie, or when only one mix
+    /// `max_tries` candidates each; side by side when `jobs` is above 1),
+    /// and the hunt whose counterexample ended smaller ([`BothHunts::first`] on a tie, or when only one mix
     /// found the bug). A greedy shrink stops at a local minimum that
     /// depends on where it starts, and the mix that finds a bug on fewer
     /// seeds often does so in a run with many more faults.
-    pub fn shrunk_smallest(&self, def: &'static dyn DynScenario, max_tries: usize) -> BugHunt {
+    pub fn shrunk_smallest(
+        &self,
+        def: &'static dyn DynScenario,
+        max_tries: usize,
+        jobs: usize,
+    ) -> BugHunt {
         let mut first = self.first().clone();
-        shrink_found(&mut first, def, max_tries);
         let mut other = if first.swarm {
             self.default.clone()
         } else {
             self.swarm.clone()
         };
         if !other.found {
+            shrink_found(&mut first, def, max_tries);
             return first;
         }
-        shrink_found(&mut other, def, max_tries);
+        if jobs > 1 {
+            // The two shrinks share nothing (each run has a thread of its
+            // own): side by side, a bug takes the longer one's time.
+            std::thread::scope(|s| {
+                let side = s.spawn(|| shrink_found(&mut other, def, max_tries));
+                shrink_found(&mut first, def, max_tries);
+                if let Err(panic) = side.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            });
+        } else {
+            shrink_found(&mut first, def, max_tries);
+            shrink_found(&mut other, def, max_tries);
+        }
         match (first.shrunk_ops, other.shrunk_ops) {
             (Some(a), Some(b)) if b < a => other,
             (None, Some(_)) => other,
