@@ -24,16 +24,18 @@
 //! 6. then: one unit left out whose absence keeps the failure but makes it
 //!    larger, kept only if the history passes on it then end smaller (a
 //!    race lost one way is often lost another, shorter way);
-//! 7. last, each kind of fault the size does not count (packet loss, disk
-//!    faults, clock skew) is taken away if the failure stays no larger.
+//! 7. last, at the end of each search, each kind of fault the size does
+//!    not count (packet loss, disk faults, duplicated or reordered
+//!    datagrams, clock skew) is taken away if the failure stays no larger.
 //!
 //! Every history candidate is bounded by what the run it was cut from
 //! reached ([`crate::ops::Reached`]): a node whose last operation is left
 //! out does not go on to operations that run never drew. A second search,
 //! from the failure again, goes without that bound; a third, when the
 //! first broken property is judged on the whole run and the failure broke
-//! a prefix-closed one too, holds that one. The smallest result is the
-//! shrink's.
+//! a prefix-closed one too, holds that one. The smallest result is searched
+//! again, each time with a budget of its own, while that ends smaller (at
+//! most [`POLISH_ROUNDS`] times), and is the shrink's.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
