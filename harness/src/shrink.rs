@@ -35,7 +35,7 @@
 //! first broken property is judged on the whole run and the failure broke
 //! a prefix-closed one too, holds that one. The smallest result is searched
 //! again, each time with a budget of its own, while that ends smaller (at
-//! most [`POLISH_ROUNDS`] times), and is the shrink's.
+//! most three times), and is the shrink's.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
