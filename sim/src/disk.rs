@@ -432,6 +432,14 @@ impl SimDisk {
         s.cut_records();
     }
 
+    /// From now on syncs do not fail: the world's heal. A failed sync
+    /// crashes a server that handles it right ("fsyncgate"), and crashes end
+    /// at the heal, so that the quiet phase lets liveness be judged. The
+    /// faults that damage records stay: a deployment repairs those.
+    pub fn stop_failing_syncs(&self) {
+        self.lock().faults.fsync_error = 0.0;
+    }
+
     /// Disk faults injected so far, by kind (`lost_write` counts lying syncs,
     /// whether or not a power failure followed).
     pub fn injected(&self) -> BTreeMap<&'static str, u64> {
@@ -624,6 +632,22 @@ mod tests {
         let a = d.read_all();
         assert!(b"abcdef".starts_with(&a), "{a:?}");
         assert_eq!(d.injected()["fsync_error"], 1);
+    }
+
+    #[test]
+    fn after_the_heal_syncs_succeed_and_writes_are_still_damaged() {
+        let d = faulty(StorageFaults {
+            fsync_error: 1.0,
+            flip_on_write: 1.0,
+            ..StorageFaults::default()
+        });
+        d.append(b"abc");
+        assert_eq!(d.sync(), Err(SyncFailed));
+        d.stop_failing_syncs();
+        d.append(b"abcdef");
+        assert_eq!(d.sync(), Ok(()));
+        assert_eq!(d.injected()["fsync_error"], 1);
+        assert_eq!(d.injected()["flip_on_write"], 2);
     }
 
     #[test]

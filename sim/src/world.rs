@@ -793,9 +793,13 @@ impl FaultPlayer {
     }
 
     /// Ends every fault now: links mended, paused nodes resumed, crashed
-    /// nodes restarted; later fault starts are dropped.
+    /// nodes restarted, syncs no longer failing; later fault starts are
+    /// dropped.
     fn heal_all(&mut self) {
         let now = Duration::from_nanos(now_ns());
+        for disk in self.disks.values() {
+            disk.stop_failing_syncs();
+        }
         let pending: Vec<Action> = self.queue.drain(..).map(|(_, _, a)| a).collect();
         for action in pending {
             if !matches!(action, Action::Start(_)) {
