@@ -314,7 +314,9 @@ impl Checker<RegionsHistory> for Routing {
         // client's clock, unless every other region may be marked then (the
         // SDK's marks, with the slack). Other retries walk the list, whose
         // end holds the marked regions, so they are not judged here.
-        let mut removed: BTreeMap<&str, Vec<(&str, u64, u64)>> = BTreeMap::new();
+        // Per session: (region, answered on the client's clock, op, answered
+        // in simulated time).
+        let mut removed: BTreeMap<&str, Vec<(&str, u64, u64, u64)>> = BTreeMap::new();
         let mut removals_seen = 0usize;
         for (node, op, events, attempts) in &calls {
             if op.call.is_write() || op.call.consistency == Consistency::Strong {
@@ -332,11 +334,11 @@ impl Checker<RegionsHistory> for Routing {
                 // Each answer replaces the region's mark, so the newest
                 // answer of a region decides until when it is marked (a
                 // clock stepped back since an older one makes it end sooner).
-                let newest: BTreeMap<&str, (u64, u64)> = earlier
+                let newest: BTreeMap<&str, (u64, u64, u64)> = earlier
                     .iter()
-                    .map(|&(region, from_ms, by)| (region, (from_ms, by)))
+                    .map(|&(region, from_ms, by, answered_ns)| (region, (from_ms, by, answered_ns)))
                     .collect();
-                for (&region, &(from_ms, by)) in &newest {
+                for (&region, &(from_ms, by, answered_ns)) in &newest {
                     let within = a.region == region
                         && a.local_ms >= from_ms
                         && a.local_ms + self.bounds.slack_ms < from_ms + self.bounds.unavailable_ms;
@@ -351,6 +353,20 @@ impl Checker<RegionsHistory> for Routing {
                         .filter(|m| m.at_ns <= at_ns)
                     {
                         latest.insert(m.region, m);
+                    }
+                    // A later mark of the region for the whole unavailable
+                    // time (say after a timeout there) replaces the one the
+                    // answer asked for, in the SDK as in the real one, which
+                    // keeps one per region: on a clock stepped back since, it
+                    // ends sooner. First attempts are judged against it by
+                    // the mark rule above.
+                    let remarked = latest.get(region).is_some_and(|m| {
+                        m.at_ns > answered_ns
+                            && m.until_ms - m.from_ms >= self.bounds.unavailable_ms
+                            && a.local_ms + self.bounds.slack_ms >= m.until_ms
+                    });
+                    if remarked {
+                        continue;
                     }
                     let all_marked = regions.iter().all(|r| {
                         *r == region
@@ -389,10 +405,12 @@ impl Checker<RegionsHistory> for Routing {
                     let answered_ms = events
                         .get(a.at + 1)
                         .map_or(a.local_ms, |e| e.local_ms.min(a.local_ms));
-                    removed
-                        .entry(node)
-                        .or_default()
-                        .push((a.region, answered_ms, op.id));
+                    removed.entry(node).or_default().push((
+                        a.region,
+                        answered_ms,
+                        op.id,
+                        events[a.at].at_ns,
+                    ));
                 }
             }
         }
