@@ -8,9 +8,11 @@
 //! one of them a primary. Otherwise the note says which partitions were not
 //! judged; that is not a pass of the end-state half, only of the phantom half.
 //! Nor is a partition whose primary announced itself less than
-//! [`SETTLE_MS`] before the end (a failed log sync in the quiet phase
-//! rebuilds a replica as a follower, and a new primary is elected): its read
-//! replicas may not have been shipped its first entries yet.
+//! [`SETTLE_MS`] before the end: its read replicas may not have been
+//! shipped its first entries yet. (A failed log sync in the quiet phase used
+//! to rebuild a replica as a follower and a new primary was elected then;
+//! syncs no longer fail after the heal, and the rule stays so that an
+//! election late for any other reason is not read as divergence.)
 
 use super::history::{FinalItem, RegionEvent, RegionOp, RegionsHistory};
 use overcast_sim::check::{Checked, Checker, Verdict, Violation};
