@@ -416,30 +416,25 @@ fn liveness(
     stop_ms: Option<u64>,
     cannot_finish: Option<String>,
 ) -> CheckRecord {
+    let not_judged = |why: String| CheckRecord {
+        properties: &[LIVENESS],
+        label: "",
+        checked: Checked::new(Verdict::Held)
+            .with_note(format!("not judged: {why}"))
+            .partly(true),
+    };
     if let Some(why) = cannot_finish.filter(|_| !world.unfinished.is_empty()) {
-        return CheckRecord {
-            properties: &[LIVENESS],
-            label: "",
-            checked: Checked::new(Verdict::Held)
-                .with_note(format!(
-                    "not judged: {} could not finish past the fault budget ({why})",
-                    world.unfinished.join(", ")
-                ))
-                .partly(true),
-        };
+        return not_judged(format!(
+            "{} could not finish past the fault budget ({why})",
+            world.unfinished.join(", ")
+        ));
     }
     if let Some(ms) = stop_ms.filter(|_| !world.unfinished.is_empty()) {
         // A run stopped before its end (a shrunk one) leaves its nodes at work.
-        return CheckRecord {
-            properties: &[LIVENESS],
-            label: "",
-            checked: Checked::new(Verdict::Held)
-                .with_note(format!(
-                    "not judged: the run was stopped at {}, before its end",
-                    overcast_sim::timeline::secs(ms * 1_000_000)
-                ))
-                .partly(true),
-        };
+        return not_judged(format!(
+            "the run was stopped at {}, before its end",
+            overcast_sim::timeline::secs(ms * 1_000_000)
+        ));
     }
     let verdict = if world.unfinished.is_empty() {
         Verdict::Held
