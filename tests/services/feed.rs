@@ -2,6 +2,7 @@
 //! check, each seeded feed bug is caught by a property it is meant to break
 //! (so no check is vacuous), and a seed replays exactly.
 
+use crate::budget::within_and_past_budget;
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
@@ -364,28 +365,21 @@ fn short_quiet_phases_do_not_cry_wolf_long() {
 /// end-of-run properties not judged, and saying why) and gives no wrong answer.
 #[test]
 fn the_mirrored_log_survives_one_corrupt_disk_and_past_the_budget_gives_no_wrong_answer() {
-    let budget = feed().budget();
     let (mut corrupted, mut refused) = (0, 0);
-    for seed in 0..60 {
-        let mut s = Scenario::new(feed(), seed);
-        s.swarm = seed % 2 == 1;
-        let r = run_with(feed(), &s);
-        assert_eq!(r.disks, 2, "two disks");
-        assert!(!budget.exceeded_by(&r.world.disk_faults, r.disks));
-        assert!(r.passed(), "seed {seed}: {}", r.summary());
-        corrupted += usize::from(!FaultBudget::corrupted_disks(&r.world.disk_faults).is_empty());
-        s.beyond_budget = true;
-        let r = run_with(feed(), &s);
-        assert!(
-            r.outcome.passes() && r.violations().is_empty(),
-            "seed {seed}: {}",
-            r.summary()
-        );
-        if r.summary().contains("refused service from") {
-            assert!(budget.exceeded_by(&r.world.disk_faults, r.disks));
-            refused += 1;
-        }
-    }
+    within_and_past_budget(
+        feed(),
+        0..60,
+        |seed| seed % 2 == 1,
+        |r| {
+            assert_eq!(r.within.disks, 2, "two disks");
+            corrupted +=
+                usize::from(!FaultBudget::corrupted_disks(&r.within.world.disk_faults).is_empty());
+            if r.past.summary().contains("refused service from") {
+                assert!(r.exceeded, "seed {}", r.seed);
+                refused += 1;
+            }
+        },
+    );
     assert!(corrupted >= 10, "{corrupted} runs had a corrupted disk");
     assert!(refused > 0, "no server refused service past the budget");
 }

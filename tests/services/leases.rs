@@ -3,6 +3,7 @@
 //! exclusivity (L9) holds within the library's stated clock bound and is
 //! broken beyond it (the check is not vacuous); a seed replays exactly.
 
+use crate::budget::within_and_past_budget;
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
@@ -218,31 +219,18 @@ fn a_saved_file_without_the_new_client_kinds_loads_and_the_default_mix_holds_inf
 /// fails loudly, and never gives a wrong answer.
 #[test]
 fn the_mirrored_log_survives_one_corrupt_disk_and_past_the_budget_gives_no_wrong_answer() {
-    let budget = leases().budget();
     let (mut corrupted, mut past) = (0, 0);
-    for seed in 0..80 {
-        let mut s = Scenario::new(leases(), seed);
-        s.swarm = seed % 2 == 1;
-        let r = run_with(leases(), &s);
-        assert_eq!(r.disks, 2, "two disks");
-        assert!(
-            !budget.exceeded_by(&r.world.disk_faults, r.disks),
-            "{}",
-            r.summary()
-        );
-        assert!(r.passed(), "seed {seed}: {}", r.summary());
-        corrupted += usize::from(!FaultBudget::corrupted_disks(&r.world.disk_faults).is_empty());
-        s.beyond_budget = true;
-        let r = run_with(leases(), &s);
-        if budget.exceeded_by(&r.world.disk_faults, r.disks) {
-            past += 1;
-            assert!(
-                r.outcome.passes() && r.violations().is_empty(),
-                "seed {seed}: {}",
-                r.summary()
-            );
-        }
-    }
+    within_and_past_budget(
+        leases(),
+        0..80,
+        |seed| seed % 2 == 1,
+        |r| {
+            assert_eq!(r.within.disks, 2, "two disks");
+            corrupted +=
+                usize::from(!FaultBudget::corrupted_disks(&r.within.world.disk_faults).is_empty());
+            past += usize::from(r.exceeded);
+        },
+    );
     assert!(corrupted >= 10, "{corrupted} runs had a corrupted disk");
     assert!(past > 0, "no run went past the budget");
 }

@@ -3,6 +3,7 @@
 //! fires on the unmodified model, the final pass decides the end-to-end
 //! property, and a seed replays exactly.
 
+use crate::budget::within_and_past_budget;
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
@@ -228,42 +229,38 @@ fn a_stopped_queues_run_breaks_a_prefix_closed_property_only_where_the_whole_run
 /// traversal over (Q9 judged as ever).
 #[test]
 fn past_the_budget_a_queues_run_fails_loudly_and_gives_no_wrong_answer() {
-    let budget = queues().budget();
     let (mut refused, mut unjudged, mut corrupt) = (0, 0, 0);
-    for seed in 0..100 {
-        let mut s = Scenario::new(queues(), seed);
-        s.swarm = true;
-        let r = run_with(queues(), &s);
-        assert!(!budget.exceeded_by(&r.world.disk_faults, r.disks));
-        assert!(r.passed(), "seed {seed}: {}", r.summary());
-        s.beyond_budget = true;
-        let r = run_with(queues(), &s);
-        assert!(
-            r.outcome.passes() && r.violations().is_empty(),
-            "seed {seed}: {}",
-            r.summary()
-        );
-        let summary = r.summary();
-        if summary.contains("refused service from") {
-            assert!(budget.exceeded_by(&r.world.disk_faults, r.disks));
-            assert_eq!(r.outcome, Outcome::FailedLoudly, "seed {seed}: {summary}");
-            refused += 1;
-        }
-        // Connector 0 may also give its final pass up and finish: liveness
-        // is then judged as ever.
-        if summary.contains("could not finish past the fault budget") {
-            assert!(
-                summary.contains("liveness held, partly judged"),
-                "seed {seed}: {summary}"
-            );
-            assert!(
-                summary.contains("refused service from"),
-                "seed {seed}: {summary}"
-            );
-            unjudged += 1;
-        }
-        corrupt += usize::from(summary.contains("corrupt checkpoint logs reported"));
-    }
+    within_and_past_budget(
+        queues(),
+        0..100,
+        |_| true,
+        |r| {
+            let (seed, summary) = (r.seed, r.past.summary());
+            if summary.contains("refused service from") {
+                assert!(r.exceeded, "seed {seed}");
+                assert_eq!(
+                    r.past.outcome,
+                    Outcome::FailedLoudly,
+                    "seed {seed}: {summary}"
+                );
+                refused += 1;
+            }
+            // Connector 0 may also give its final pass up and finish: liveness
+            // is then judged as ever.
+            if summary.contains("could not finish past the fault budget") {
+                assert!(
+                    summary.contains("liveness held, partly judged"),
+                    "seed {seed}: {summary}"
+                );
+                assert!(
+                    summary.contains("refused service from"),
+                    "seed {seed}: {summary}"
+                );
+                unjudged += 1;
+            }
+            corrupt += usize::from(summary.contains("corrupt checkpoint logs reported"));
+        },
+    );
     assert!(refused > 0, "no server refused service past the budget");
     assert!(unjudged > 0, "no run left liveness unjudged");
     assert!(corrupt > 0, "no connector found its checkpoint log corrupt");

@@ -3,6 +3,7 @@
 //! and a seed replays exactly. `occ-replicated` (the same deployment with
 //! the object store's blobs) is held to the same, in the Blob dialect.
 
+use crate::budget::within_and_past_budget;
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_with;
 use overcast_harness::scenario::Scenario;
@@ -386,33 +387,22 @@ fn every_wait_of_the_region_rows_is_judged_from_both_sides() {
 /// judged, naming the replica that refused, and gives no wrong answer.
 #[test]
 fn mirrored_replica_logs_survive_a_corrupt_copy_each_and_past_the_budget_give_no_wrong_answer() {
-    let budget = regions().budget();
     let (mut repaired, mut refused) = (0, 0);
-    for seed in 0..40 {
-        let mut s = Scenario::new(regions(), seed);
-        s.swarm = seed % 2 == 1;
-        let r = run_with(regions(), &s);
-        assert_eq!(r.disks, 10, "two disks for each of five replicas");
-        assert!(
-            !budget.exceeded_by(&r.world.disk_faults, r.disks),
-            "{}",
-            r.summary()
-        );
-        assert!(r.passed(), "seed {seed}: {}", r.summary());
-        repaired += usize::from(r.counters.get("log_repairs").is_some_and(|n| *n > 0));
-        s.beyond_budget = true;
-        let r = run_with(regions(), &s);
-        assert!(
-            r.outcome.passes() && r.violations().is_empty(),
-            "seed {seed}: {}",
-            r.summary()
-        );
-        if r.summary().contains("refused service from") {
-            assert!(budget.exceeded_by(&r.world.disk_faults, r.disks));
-            assert!(r.summary().contains("end state not judged"));
-            refused += 1;
-        }
-    }
+    within_and_past_budget(
+        regions(),
+        0..40,
+        |seed| seed % 2 == 1,
+        |r| {
+            assert_eq!(r.within.disks, 10, "two disks for each of five replicas");
+            repaired += usize::from(r.within.counters.get("log_repairs").is_some_and(|n| *n > 0));
+            let summary = r.past.summary();
+            if summary.contains("refused service from") {
+                assert!(r.exceeded, "seed {}", r.seed);
+                assert!(summary.contains("end state not judged"), "{summary}");
+                refused += 1;
+            }
+        },
+    );
     assert!(repaired >= 20, "{repaired} runs repaired a copy");
     assert!(refused > 0, "no replica refused service past the budget");
 }
