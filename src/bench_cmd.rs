@@ -22,12 +22,13 @@ pub struct BenchArgs {
     /// Rounds (the figures are medians over rounds).
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
-    /// Worker threads (default: all cores).
+    /// Worker threads (default: all cores; for `--soak`, one).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Soak instead: run every registered scenario's seeds one job at a time
-    /// and report resident memory and seeds per second after 1,000 seeds and
-    /// at the end (`--soak-seeds`), so a leak or a slowdown shows.
+    /// Soak instead: run every registered scenario's seeds, one job at a time
+    /// unless `--jobs` says more, and report resident memory and seeds per
+    /// second after 1,000 seeds and at each tenth of `--soak-seeds`, so a
+    /// leak or a slowdown shows.
     #[arg(long)]
     pub soak: bool,
     /// Seeds per scenario of the soak.
@@ -113,46 +114,76 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// `overcast bench --soak`: seeds of every scenario in turn, one job, with
-/// memory and speed checkpoints after 1,000 seeds and at each tenth.
-fn soak(seeds: u64) -> u8 {
+/// `overcast bench --soak`: seeds of every scenario in turn, `jobs` seeds at
+/// a time, with memory and speed checkpoints after 1,000 seeds and at each
+/// tenth. A reading is taken after each group of `jobs` seeds.
+fn soak(seeds: u64, jobs: usize) -> u8 {
     if seeds < 1_000 {
         eprintln!("overcast: --soak-seeds must be at least 1000");
         return 2;
     }
+    let jobs = jobs.max(1);
     println!(
-        "overcast bench --soak: {seeds} seeds of each of {} scenarios, one job, release={}",
+        "overcast bench --soak: {seeds} seeds of each of {} scenarios, {jobs} job{}, release={}",
         CATALOGUE.scenarios.len(),
+        if jobs == 1 { "" } else { "s" },
         !cfg!(debug_assertions)
     );
     let started = Instant::now();
     let mut window = (Instant::now(), 0u64);
     let mut points: Vec<SoakPoint> = Vec::new();
+    // One reading per group of `jobs` seeds: the window spans the same seeds.
+    let window_len = (SOAK_WINDOW / jobs).max(1);
     let mut readings: std::collections::VecDeque<u64> =
-        std::collections::VecDeque::with_capacity(SOAK_WINDOW);
+        std::collections::VecDeque::with_capacity(window_len);
     let mut checkpoints: Vec<u64> = (1..=10).map(|k| seeds * k / 10).collect();
     checkpoints.push(1_000);
-    for seed in 0..seeds {
-        for def in CATALOGUE.scenarios {
-            let s = Scenario::new(*def, seed);
-            let r = overcast_harness::run::run_isolated_with(*def, &s);
-            if !r.passed() {
-                println!(
-                    "seed {seed} of {}: {}",
-                    def.name(),
-                    r.first_problem().unwrap_or_default()
-                );
+    let opts = SweepOptions {
+        jobs,
+        progress: false,
+        stop_after_failures: None,
+    };
+    let mut done = 0u64;
+    while done < seeds {
+        let group: Vec<u64> = (done..(done + jobs as u64).min(seeds)).collect();
+        let results = sweep(
+            &group,
+            &opts,
+            |seed| {
+                CATALOGUE
+                    .scenarios
+                    .iter()
+                    .filter_map(|def| {
+                        let s = Scenario::new(*def, seed);
+                        let r = overcast_harness::run::run_isolated_with(*def, &s);
+                        (!r.passed()).then(|| {
+                            format!(
+                                "seed {seed} of {}: {}",
+                                def.name(),
+                                r.first_problem().unwrap_or_default()
+                            )
+                        })
+                    })
+                    .collect::<Vec<String>>()
+            },
+            |problems| !problems.is_empty(),
+        );
+        for (seed, r) in results {
+            match r {
+                Ok(problems) => problems.iter().for_each(|p| println!("{p}")),
+                Err(panic) => println!("seed {seed}: the run panicked: {panic}"),
             }
         }
-        let done = seed + 1;
+        let before = done;
+        done += group.len() as u64;
         // Freed memory back to the system first, so that resident memory is
         // what the process holds, not the allocator's high-water mark.
         let now = resident_collected();
-        if readings.len() == SOAK_WINDOW {
+        if readings.len() == window_len {
             readings.pop_front();
         }
         readings.push_back(now.total);
-        if checkpoints.contains(&done) && points.last().is_none_or(|p| p.seeds != done) {
+        if checkpoints.iter().any(|c| before < *c && *c <= done) {
             let rate = (done - window.1) as f64 / window.0.elapsed().as_secs_f64();
             window = (Instant::now(), done);
             let mut sorted: Vec<u64> = readings.iter().copied().collect();
@@ -173,7 +204,7 @@ fn soak(seeds: u64) -> u8 {
                 mib(r.total * 1024),
                 mib(r.anon * 1024),
                 mib(r.file * 1024),
-                sorted.len(),
+                sorted.len() * jobs,
                 mib(median * 1024),
                 mib(least * 1024),
                 mib(most * 1024),
@@ -217,7 +248,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Runs the benchmark; returns the exit code.
 pub fn run(args: &BenchArgs) -> u8 {
     if args.soak {
-        return soak(args.soak_seeds);
+        return soak(args.soak_seeds, args.jobs.unwrap_or(1));
     }
     let def = match CATALOGUE.find(&args.scenario) {
         Ok(d) => d,
