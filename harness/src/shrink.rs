@@ -730,7 +730,6 @@ pub fn shrink(
             &mut tell,
         )
     });
-    let mut tried = stopped.as_ref().map_or(0, |s| s.tried);
     let mut searches: Vec<Searched> = Vec::new();
     if !stopped.as_ref().is_some_and(|s| size(&s.best) == SMALLEST) {
         searches.push(search(
@@ -791,66 +790,43 @@ pub fn shrink(
             ));
         }
     }
-    // The smallest of all is kept; on a tie, the one searched without the
-    // stop (listed first).
-    searches.extend(stopped);
-    tried += searches.iter().map(|s| s.tried).sum::<usize>();
-    let mut searched = searches
+    // The smallest of the searches without the stop, and the stopped one,
+    // are each searched again from their smallest failure ([`polish`]),
+    // and the smaller is kept (on a tie, the one without the stop): what
+    // the searches without it find, they find as they would alone.
+    let tried_before: usize = searches.iter().map(|s| s.tried).sum();
+    let others = searches
         .into_iter()
         .reduce(|a, b| if size(&b.best) < size(&a.best) { b } else { a })
-        .expect("at least one search");
-    // The smallest failure is searched again, each time with a budget of
-    // its own, while that ends smaller (at most [`POLISH_ROUNDS`] times):
-    // the searches from the failure may spend theirs on its long runs
-    // before the last passes (the uphill step) had their turn, a search
-    // from a smaller start takes other greedy paths, and the runs of a
-    // small failure are short.
-    let mut tell =
-        |step: &str, run: &RunResult| progress(&format!("from the smallest: {step}"), run);
-    let mut kept = 0;
-    for _ in 0..POLISH_ROUNDS {
-        let Searched {
-            best_s,
-            best,
-            target,
-            kept: kept_before,
-            ..
-        } = searched;
-        let floor = size(&best);
-        if floor == SMALLEST {
-            searched = Searched {
-                best_s,
-                best,
-                target,
-                tried: 0,
-                kept: kept_before,
-            };
-            break;
+        .map(|mut s| {
+            s.tried = tried_before;
+            let mut tell =
+                |step: &str, run: &RunResult| progress(&format!("from the smallest: {step}"), run);
+            polish(def, s, max_tries, &mut tell)
+        });
+    let stopped = stopped.map(|s| {
+        let mut tell = |step: &str, run: &RunResult| {
+            progress(&format!("from the smallest stopped soon: {step}"), run)
+        };
+        polish(def, s, max_tries, &mut tell)
+    });
+    let searched = match (others, stopped) {
+        (Some(a), Some(b)) => {
+            let both = a.tried + b.tried;
+            let mut smaller = if size(&b.best) < size(&a.best) { b } else { a };
+            smaller.tried = both;
+            smaller
         }
-        let polished = search(
-            def,
-            best_s,
-            best,
-            target,
-            Way::Bounded,
-            max_tries,
-            &mut tell,
-        );
-        tried += polished.tried;
-        kept += kept_before;
-        let smaller = size(&polished.best) < floor;
-        searched = polished;
-        if !smaller {
-            break;
-        }
-    }
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => unreachable!("the bounded search runs unless the stopped one ran"),
+    };
     let Searched {
         best_s: mut scenario,
         mut best,
-        kept: last,
+        tried,
+        kept,
         ..
     } = searched;
-    let kept = kept + last;
     // A skipped operation never waits: its start time says nothing.
     for (node, ops) in &scenario.skip {
         if let Some(p) = scenario.pace.get_mut(node) {
@@ -867,6 +843,44 @@ pub fn shrink(
         ops_before,
         property,
     })
+}
+
+/// `searched` searched again from its smallest failure, each time with a
+/// budget of its own, while that ends smaller (at most [`POLISH_ROUNDS`]
+/// times): the searches from the failure may spend theirs on its long runs
+/// before the last passes (the uphill step) had their turn, a search from a
+/// smaller start takes other greedy paths, and the runs of a small failure
+/// are short. The result counts the candidates of every round, and of
+/// `searched`, tried and kept.
+fn polish<F: FnMut(&str, &RunResult)>(
+    def: &'static dyn DynScenario,
+    mut searched: Searched,
+    max_tries: usize,
+    progress: &mut F,
+) -> Searched {
+    let (mut tried, mut kept) = (0, 0);
+    for _ in 0..POLISH_ROUNDS {
+        let floor = size(&searched.best);
+        if floor == SMALLEST {
+            break;
+        }
+        let Searched {
+            best_s,
+            best,
+            target,
+            tried: t,
+            kept: k,
+        } = searched;
+        tried += t;
+        kept += k;
+        searched = search(def, best_s, best, target, Way::Bounded, max_tries, progress);
+        if size(&searched.best) >= floor {
+            break;
+        }
+    }
+    searched.tried += tried;
+    searched.kept += kept;
+    searched
 }
 
 /// One greedy search from `best_s`, whose run `first` fails as `target`
