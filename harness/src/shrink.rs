@@ -36,11 +36,16 @@
 //! a prefix-closed one too, holds both: its candidates break the first
 //! property first and the prefix-closed one anywhere, and may be cut
 //! short after the violation as far as the first property allows (a check
-//! that judges its premise is not judged on a run cut too short). The
-//! smallest result is searched again, each time with a budget of its own,
-//! while that ends smaller (at most three times), and is the shrink's:
-//! every candidate kept, and so the shrunk run, fails with the property the
-//! failure was found by.
+//! that judges its premise is not judged on a run cut too short). When the
+//! first property is prefix-closed, a search before all these stops the
+//! run soon after the violation first, again while that keeps the failure
+//! and makes it smaller, so that each of its candidates costs a fraction of
+//! a whole run; when it ends with no operation and no fault event, no other
+//! search runs. The smallest result of the searches without that stop, and
+//! the stopped one's, are each searched again, each time with a budget of
+//! its own, while that ends smaller (at most three times), and the smaller
+//! is the shrink's: every candidate kept, and so the shrunk run, fails with
+//! the property the failure was found by.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
@@ -51,11 +56,13 @@
 //! shrink is bounded by a number of candidate runs per search.
 
 mod reductions;
+mod units;
 
 pub use reductions::{candidate, candidate_cut, Cuttable, EnvelopeReduction, ENVELOPE_REDUCTIONS};
 use reductions::{reduction_name, FAULT_KINDS, STOP_SOONER};
+use units::{ordered_units, Order};
+pub use units::{removal_step, with_units, Unit};
 
-use crate::ops::SkipSet;
 use crate::registry::DynScenario;
 use crate::run::{resolved, run_isolated_with, RunResult};
 use crate::scenario::Scenario;
@@ -580,114 +587,6 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     }
 }
 
-/// [`history_units`] in `order`.
-fn ordered_units(run: &RunResult, base: &Scenario, quiet_ok: bool, order: Order) -> Vec<Unit> {
-    let mut units = history_units(run, base, quiet_ok);
-    if order == Order::ByTime {
-        let start = |u: &Unit| match u {
-            Unit::Op(node, i) => base
-                .pace
-                .get(node)
-                .and_then(|p| p.get(i))
-                .copied()
-                .unwrap_or(0),
-            Unit::Fault(e) => base
-                .plan
-                .as_ref()
-                .map_or(0, |p| p.events[*e].at_ms * 1_000_000),
-        };
-        units.sort_by_key(start);
-    }
-    units
-}
-
-/// The order of the units the history pass cuts into chunks.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Order {
-    /// Node by node, then the fault events: early chunks are whole clients.
-    ByNode,
-    /// By start time, operations and fault events together: early chunks
-    /// are stretches of the run (all that happened before the failure, say).
-    ByTime,
-}
-
-/// What the history pass may leave out.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Unit {
-    /// A client operation: node name, operation index.
-    Op(String, usize),
-    /// A fault event, by its index in the plan the pass started from.
-    Fault(usize),
-}
-
-/// The operations `run` drew and did not skip, node by node (so that early
-/// chunks are whole clients), then its scenario's fault events. Operations
-/// of the quiet phase ([`crate::ops::QUIET_OP`]) only if `quiet_ok`.
-fn history_units(run: &RunResult, s: &Scenario, quiet_ok: bool) -> Vec<Unit> {
-    let mut units = Vec::new();
-    for (node, drawn) in &run.drawn {
-        let skipped = s.skip.get(node);
-        units.extend(
-            drawn
-                .keys()
-                .filter(|i| quiet_ok || *i & crate::ops::QUIET_OP == 0)
-                .filter(|i| !skipped.is_some_and(|k| k.contains(i)))
-                .map(|i| Unit::Op(node.clone(), *i)),
-        );
-    }
-    let events = s.plan.as_ref().map_or(0, |p| p.events.len());
-    units.extend((0..events).map(Unit::Fault));
-    units
-}
-
-/// `base` keeping only the units `live` (indices into `units`): the other
-/// operations join its skip set, the other fault events leave its plan.
-pub fn with_units(base: &Scenario, units: &[Unit], live: &[usize]) -> Scenario {
-    let mut s = base.clone();
-    let mut keep_event = vec![false; base.plan.as_ref().map_or(0, |p| p.events.len())];
-    let mut alive = vec![false; units.len()];
-    for u in live {
-        alive[*u] = true;
-    }
-    let mut skip: SkipSet = base.skip.clone();
-    for (u, unit) in units.iter().enumerate() {
-        match (unit, alive[u]) {
-            (Unit::Op(node, i), false) => {
-                skip.entry(node.clone()).or_default().insert(*i);
-            }
-            (Unit::Fault(e), true) => keep_event[*e] = true,
-            _ => {}
-        }
-    }
-    s.skip = skip;
-    if let Some(plan) = s.plan.as_mut() {
-        let mut keep = keep_event.into_iter();
-        plan.events.retain(|_| keep.next().unwrap_or(true));
-    }
-    s
-}
-
-/// The name of a history step: "leave out 3 operations and 1 fault event".
-pub fn removal_step<'a>(removed: impl Iterator<Item = &'a Unit>) -> String {
-    let (mut ops, mut faults) = (0, 0);
-    for u in removed {
-        match u {
-            Unit::Op(..) => ops += 1,
-            Unit::Fault(_) => faults += 1,
-        }
-    }
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-    match (ops, faults) {
-        (o, 0) => format!("leave out {}", plural(o, "operation")),
-        (0, f) => format!("leave out {}", plural(f, "fault event")),
-        (o, f) => format!(
-            "leave out {} and {}",
-            plural(o, "operation"),
-            plural(f, "fault event")
-        ),
-    }
-}
-
 /// Shrinks `s`, which must fail, keeping the first violated property (and,
 /// when that one needs the whole run, trying too to keep another it
 /// violated that can be cut short, if that ends smaller): parameters, then the history, again while
@@ -769,8 +668,7 @@ pub fn shrink(
             .iter()
             .copied()
             .find(|p| *p != property && def.prefix_closed(*p));
-        let third = std::env::var("OVERCAST_SHRINK_THIRD").map_or(true, |v| v != "0");
-        if let Some(other) = cut_short.filter(|_| third && !def.prefix_closed(property)) {
+        if let Some(other) = cut_short.filter(|_| !def.prefix_closed(property)) {
             let mut tell = |step: &str, run: &RunResult| {
                 progress(&format!("search holding {other}: {step}"), run)
             };
