@@ -630,7 +630,7 @@ pub fn shrink(
         )
     });
     let mut searches: Vec<Searched> = Vec::new();
-    if !stopped.as_ref().is_some_and(|s| size(&s.best) == SMALLEST) {
+    if stopped.as_ref().is_none_or(|s| size(&s.best) != SMALLEST) {
         searches.push(search(
             def,
             start.clone(),

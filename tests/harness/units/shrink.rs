@@ -4,7 +4,6 @@ mod reductions;
 mod units;
 
 use crate::toy_scenario::{COUNTER, DOUBLE_INCREMENT};
-use overcast_harness::ops::SkipSet;
 use overcast_harness::registry::DynScenario;
 use overcast_harness::run::run_isolated_with;
 use overcast_harness::scenario::Scenario;
