@@ -562,6 +562,7 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
         shrunk.tried,
         started.elapsed().as_secs_f64()
     );
+    println!("fails   with {} first, as the failure did", shrunk.property);
     print_summary(&shrunk.run);
     let path = args.file.with_extension("shrunk.json");
     match std::fs::write(&path, SavedRun::of(&shrunk.run).to_json()) {

@@ -33,9 +33,19 @@
 //! out does not go on to operations that run never drew. A second search,
 //! from the failure again, goes without that bound; a third, when the
 //! first broken property is judged on the whole run and the failure broke
-//! a prefix-closed one too, holds that one. The smallest result is searched
-//! again, each time with a budget of its own, while that ends smaller (at
-//! most three times), and is the shrink's.
+//! a prefix-closed one too, holds both: its candidates break the first
+//! property first and the prefix-closed one anywhere, and may be cut
+//! short after the violation as far as the first property allows (a check
+//! that judges its premise is not judged on a run cut too short). When the
+//! first property is prefix-closed, a search before all these stops the
+//! run soon after the violation first, again while that keeps the failure
+//! and makes it smaller, so that each of its candidates costs a fraction of
+//! a whole run; when it ends with no operation and no fault event, no other
+//! search runs. The smallest result of the searches without that stop, and
+//! the stopped one's, are each searched again, each time with a budget of
+//! its own, while that ends smaller (at most three times), and the smaller
+//! is the shrink's: every candidate kept, and so the shrunk run, fails with
+//! the property the failure was found by.
 //!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
@@ -46,11 +56,13 @@
 //! shrink is bounded by a number of candidate runs per search.
 
 mod reductions;
+mod units;
 
-pub use reductions::{candidate, Cuttable, EnvelopeReduction, ENVELOPE_REDUCTIONS};
-use reductions::{reduction_name, FAULT_KINDS};
+pub use reductions::{candidate, candidate_cut, Cuttable, EnvelopeReduction, ENVELOPE_REDUCTIONS};
+use reductions::{reduction_name, FAULT_KINDS, STOP_SOONER};
+use units::{ordered_units, Order};
+pub use units::{removal_step, with_units, Unit};
 
-use crate::ops::SkipSet;
 use crate::registry::DynScenario;
 use crate::run::{resolved, run_isolated_with, RunResult};
 use crate::scenario::Scenario;
@@ -73,6 +85,9 @@ pub struct Shrunk {
     pub kept: usize,
     /// Workload operations of the failing run before shrinking (see [`size`]).
     pub ops_before: usize,
+    /// The property the failure was found by, which the shrunk run breaks
+    /// first too.
+    pub property: PropertyId,
 }
 
 /// The most searches from the smallest failure a shrink runs, one after
@@ -103,6 +118,10 @@ pub fn size(r: &RunResult) -> (usize, usize) {
 struct Search<'p, F> {
     def: &'static dyn DynScenario,
     property: PropertyId,
+    /// A prefix-closed property the failure broke too, held by the third
+    /// search: its candidates break it as well, anywhere among their
+    /// violations, and may be cut short after it ([`Search::cut`]).
+    held: Option<PropertyId>,
     best_s: Scenario,
     best: RunResult,
     tried: usize,
@@ -151,8 +170,28 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         Some(better)
     }
 
+    /// What the envelope's reductions may cut from this search's candidates:
+    /// what the property allows, or, with a held property, what both do,
+    /// and the run after the violation when the held one is prefix-closed
+    /// and the first lets its quiet phase be cut (a check that judges its
+    /// premise is not judged on a run stopped too soon).
+    fn cut(&self) -> Cuttable {
+        let own = Cuttable::of(self.def, self.property);
+        match self.held {
+            None => own,
+            Some(h) => {
+                let held = Cuttable::of(self.def, h);
+                Cuttable {
+                    quiet_phase: own.quiet_phase && held.quiet_phase,
+                    after_violation: own.quiet_phase && held.after_violation,
+                }
+            }
+        }
+    }
+
     /// Whether `run`, of candidate `c`, fails as the failure does: with the
-    /// same property first, and, when `c` cuts the quiet phase short or
+    /// same property first, breaking the held property too if there is one,
+    /// and, when `c` cuts the quiet phase short or
     /// leaves out operations of it, breaking no other property that needs
     /// the whole quiet phase.
     fn same_failure(&self, c: &Scenario, run: &RunResult) -> bool {
@@ -163,6 +202,9 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
                 .flatten()
                 .any(|op| op & crate::ops::QUIET_OP != 0);
         run.first_property() == Some(self.property)
+            && self
+                .held
+                .is_none_or(|h| run.violations().iter().any(|v| v.property == h))
             && (!quiet_cut
                 || run.violations().iter().all(|v| {
                     self.def.quiet_phase_cuttable(v.property) || self.broken.contains(&v.property)
@@ -182,7 +224,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         let floor = size(&self.best);
         for r in 0..reductions {
             let mut i = 0;
-            while let Some(c) = candidate(self.def, &self.best_s, self.property, r, i) {
+            while let Some(c) = candidate_cut(self.def, &self.best_s, self.cut(), r, i) {
                 i += 1;
                 let Some(mut run) = self.run(&c) else {
                     return false;
@@ -199,7 +241,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
                 let mut c = c;
                 let mut times = 1;
                 for _ in 0..SIDEWAYS_REPEATS {
-                    let Some(further) = candidate(self.def, &c, self.property, r, 0) else {
+                    let Some(further) = candidate_cut(self.def, &c, self.cut(), r, 0) else {
                         break;
                     };
                     let Some(next) = self.run(&further) else {
@@ -293,7 +335,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
             if !FAULT_KINDS.contains(name) {
                 continue;
             }
-            let Some(c) = candidate(self.def, &self.best_s, self.property, own + k, 0) else {
+            let Some(c) = candidate_cut(self.def, &self.best_s, self.cut(), own + k, 0) else {
                 continue;
             };
             let Some(run) = self.run(&c) else {
@@ -365,6 +407,36 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         self.kept > kept_before
     }
 
+    /// Before pass 1, for a failure that may be cut short after its
+    /// violation: the run stopped sooner, again while that keeps the
+    /// failure and makes it smaller, so that it ends soon after the
+    /// violation before any other reduction moves it. Every later
+    /// candidate inherits the stop, and a run stopped early is cheap (a
+    /// replica set's heartbeats fill the whole simulated time, however few
+    /// operations are left). True if a stop was kept.
+    fn stop_sooner(&mut self) -> bool {
+        if !self.cut().after_violation {
+            return false;
+        }
+        let Some(k) = ENVELOPE_REDUCTIONS
+            .iter()
+            .position(|(name, _)| *name == STOP_SOONER)
+        else {
+            return false;
+        };
+        let r = self.def.reduction_names().len() + k;
+        let kept_before = self.kept;
+        let mut i = 0;
+        while let Some(c) = candidate_cut(self.def, &self.best_s, self.cut(), r, i) {
+            match self.try_candidate(c, STOP_SOONER) {
+                None => break,
+                Some(true) => i = 0,
+                Some(false) => i += 1,
+            }
+        }
+        self.kept > kept_before
+    }
+
     /// Pass 1: the scenario's reductions, then the envelope's, restarting
     /// from the most powerful after each one kept. True if one was kept.
     fn reduce_parameters(&mut self) -> bool {
@@ -373,7 +445,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         'outer: loop {
             for r in 0..reductions {
                 let mut i = 0;
-                while let Some(c) = candidate(self.def, &self.best_s, self.property, r, i) {
+                while let Some(c) = candidate_cut(self.def, &self.best_s, self.cut(), r, i) {
                     match self.try_candidate(c, reduction_name(self.def, r)) {
                         None => break 'outer,
                         // Restart from the most powerful reduction on the smaller scenario.
@@ -398,7 +470,7 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         } else {
             crate::ops::reached_of(&self.best.drawn)
         };
-        let quiet_ok = self.def.quiet_phase_cuttable(self.property);
+        let quiet_ok = self.cut().quiet_phase;
         let units = ordered_units(&self.best, &base, quiet_ok, order);
         (base, units)
     }
@@ -515,117 +587,9 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     }
 }
 
-/// [`history_units`] in `order`.
-fn ordered_units(run: &RunResult, base: &Scenario, quiet_ok: bool, order: Order) -> Vec<Unit> {
-    let mut units = history_units(run, base, quiet_ok);
-    if order == Order::ByTime {
-        let start = |u: &Unit| match u {
-            Unit::Op(node, i) => base
-                .pace
-                .get(node)
-                .and_then(|p| p.get(i))
-                .copied()
-                .unwrap_or(0),
-            Unit::Fault(e) => base
-                .plan
-                .as_ref()
-                .map_or(0, |p| p.events[*e].at_ms * 1_000_000),
-        };
-        units.sort_by_key(start);
-    }
-    units
-}
-
-/// The order of the units the history pass cuts into chunks.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Order {
-    /// Node by node, then the fault events: early chunks are whole clients.
-    ByNode,
-    /// By start time, operations and fault events together: early chunks
-    /// are stretches of the run (all that happened before the failure, say).
-    ByTime,
-}
-
-/// What the history pass may leave out.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Unit {
-    /// A client operation: node name, operation index.
-    Op(String, usize),
-    /// A fault event, by its index in the plan the pass started from.
-    Fault(usize),
-}
-
-/// The operations `run` drew and did not skip, node by node (so that early
-/// chunks are whole clients), then its scenario's fault events. Operations
-/// of the quiet phase ([`crate::ops::QUIET_OP`]) only if `quiet_ok`.
-fn history_units(run: &RunResult, s: &Scenario, quiet_ok: bool) -> Vec<Unit> {
-    let mut units = Vec::new();
-    for (node, drawn) in &run.drawn {
-        let skipped = s.skip.get(node);
-        units.extend(
-            drawn
-                .keys()
-                .filter(|i| quiet_ok || *i & crate::ops::QUIET_OP == 0)
-                .filter(|i| !skipped.is_some_and(|k| k.contains(i)))
-                .map(|i| Unit::Op(node.clone(), *i)),
-        );
-    }
-    let events = s.plan.as_ref().map_or(0, |p| p.events.len());
-    units.extend((0..events).map(Unit::Fault));
-    units
-}
-
-/// `base` keeping only the units `live` (indices into `units`): the other
-/// operations join its skip set, the other fault events leave its plan.
-pub fn with_units(base: &Scenario, units: &[Unit], live: &[usize]) -> Scenario {
-    let mut s = base.clone();
-    let mut keep_event = vec![false; base.plan.as_ref().map_or(0, |p| p.events.len())];
-    let mut alive = vec![false; units.len()];
-    for u in live {
-        alive[*u] = true;
-    }
-    let mut skip: SkipSet = base.skip.clone();
-    for (u, unit) in units.iter().enumerate() {
-        match (unit, alive[u]) {
-            (Unit::Op(node, i), false) => {
-                skip.entry(node.clone()).or_default().insert(*i);
-            }
-            (Unit::Fault(e), true) => keep_event[*e] = true,
-            _ => {}
-        }
-    }
-    s.skip = skip;
-    if let Some(plan) = s.plan.as_mut() {
-        let mut keep = keep_event.into_iter();
-        plan.events.retain(|_| keep.next().unwrap_or(true));
-    }
-    s
-}
-
-/// The name of a history step: "leave out 3 operations and 1 fault event".
-pub fn removal_step<'a>(removed: impl Iterator<Item = &'a Unit>) -> String {
-    let (mut ops, mut faults) = (0, 0);
-    for u in removed {
-        match u {
-            Unit::Op(..) => ops += 1,
-            Unit::Fault(_) => faults += 1,
-        }
-    }
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-    match (ops, faults) {
-        (o, 0) => format!("leave out {}", plural(o, "operation")),
-        (0, f) => format!("leave out {}", plural(f, "fault event")),
-        (o, f) => format!(
-            "leave out {} and {}",
-            plural(o, "operation"),
-            plural(f, "fault event")
-        ),
-    }
-}
-
-/// Shrinks `s`, which must fail, keeping the first violated property (or,
-/// when that one needs the whole run, another it violated that can be cut
-/// short, if that ends smaller): parameters, then the history, again while
+/// Shrinks `s`, which must fail, keeping the first violated property (and,
+/// when that one needs the whole run, trying too to keep another it
+/// violated that can be cut short, if that ends smaller): parameters, then the history, again while
 /// the parameters still shrink, at most `max_tries` candidate runs per
 /// search. `progress` is told about every
 /// kept step. Returns `None` if `s` passes.
@@ -642,97 +606,125 @@ pub fn shrink(
     let broken: Vec<PropertyId> = first.violations().iter().map(|v| v.property).collect();
     let target = Target {
         property,
+        held: None,
         broken: broken.clone(),
         quiet_ms: start.quiet_ms,
     };
-    let bounded = search(
-        def,
-        start.clone(),
-        first,
-        target.clone(),
-        false,
-        max_tries,
-        &mut progress,
-    );
-    // A second search from the failure, its history candidates free to go
-    // past what each node reached ([`crate::ops::Reached`]): the greedy
-    // passes reach different minima along the two ways, and either may be
-    // the smaller (a feed writer's write drawn past the reach can let two
-    // others go). Its run is the failure's again (a replay is exact).
-    let mut tell = |step: &str, run: &RunResult| progress(&format!("second search: {step}"), run);
-    let again = run_isolated_with(def, &start);
-    let unbounded = search(
-        def,
-        start.clone(),
-        again,
-        target.clone(),
-        true,
-        max_tries,
-        &mut tell,
-    );
-    let mut tried = bounded.tried + unbounded.tried;
-    let mut searched = if size(&unbounded.best) < size(&bounded.best) {
-        unbounded
-    } else {
-        bounded
-    };
-    // A failure that broke a property judged on the whole run (CF3: an
-    // item never delivered) and one judged on what came before its
-    // violation (CF4: a checkpoint before its delegate returned) is the
-    // same slip told twice, and the second story can be cut short after its
-    // violation: a third search holds it, and the smallest of all is kept.
-    let cut_short = broken
-        .iter()
-        .copied()
-        .find(|p| *p != property && def.prefix_closed(*p));
-    if let Some(other) = cut_short.filter(|_| !def.prefix_closed(property)) {
+    // A failure that may be cut short after its violation is searched first
+    // with its run stopped soon after it ([`Search::stop_sooner`]): each
+    // candidate of that search is cheap (a replica set's heartbeats fill the
+    // whole simulated time, however few operations are left), and a failure
+    // it leaves with no operation and no fault event needs no other search.
+    let stopped = Cuttable::of(def, property).after_violation.then(|| {
         let mut tell =
-            |step: &str, run: &RunResult| progress(&format!("search for {other}: {step}"), run);
+            |step: &str, run: &RunResult| progress(&format!("search stopped soon: {step}"), run);
         let again = run_isolated_with(def, &start);
-        let held = Target {
-            property: other,
-            ..target
+        search(
+            def,
+            start.clone(),
+            again,
+            target.clone(),
+            Way::StoppedSoon,
+            max_tries,
+            &mut tell,
+        )
+    });
+    let mut searches: Vec<Searched> = Vec::new();
+    if stopped.as_ref().is_none_or(|s| size(&s.best) != SMALLEST) {
+        searches.push(search(
+            def,
+            start.clone(),
+            first,
+            target.clone(),
+            Way::Bounded,
+            max_tries,
+            &mut progress,
+        ));
+        // A second search from the failure, its history candidates free to
+        // go past what each node reached ([`crate::ops::Reached`]): the
+        // greedy passes reach different minima along the two ways, and
+        // either may be the smaller (a feed writer's write drawn past the
+        // reach can let two others go). Its run is the failure's again (a
+        // replay is exact).
+        let mut tell =
+            |step: &str, run: &RunResult| progress(&format!("second search: {step}"), run);
+        let again = run_isolated_with(def, &start);
+        searches.push(search(
+            def,
+            start.clone(),
+            again,
+            target.clone(),
+            Way::Unbounded,
+            max_tries,
+            &mut tell,
+        ));
+        // A failure that broke a property judged on the whole run (CF3: an
+        // item never delivered) and one judged on what came before its
+        // violation (CF4: a checkpoint before its delegate returned) is
+        // often the same slip told twice, and the second story can be cut
+        // short after its violation: a third search holds both (the first
+        // still first).
+        let cut_short = broken
+            .iter()
+            .copied()
+            .find(|p| *p != property && def.prefix_closed(*p));
+        if let Some(other) = cut_short.filter(|_| !def.prefix_closed(property)) {
+            let mut tell = |step: &str, run: &RunResult| {
+                progress(&format!("search holding {other}: {step}"), run)
+            };
+            let again = run_isolated_with(def, &start);
+            let held = Target {
+                held: Some(other),
+                ..target
+            };
+            searches.push(search(
+                def,
+                start.clone(),
+                again,
+                held,
+                Way::Bounded,
+                max_tries,
+                &mut tell,
+            ));
+        }
+    }
+    // The smallest of the searches without the stop, and the stopped one,
+    // are each searched again from their smallest failure ([`polish`]),
+    // and the smaller is kept (on a tie, the one without the stop): what
+    // the searches without it find, they find as they would alone.
+    let tried_before: usize = searches.iter().map(|s| s.tried).sum();
+    let others = searches
+        .into_iter()
+        .reduce(|a, b| if size(&b.best) < size(&a.best) { b } else { a })
+        .map(|mut s| {
+            s.tried = tried_before;
+            let mut tell =
+                |step: &str, run: &RunResult| progress(&format!("from the smallest: {step}"), run);
+            polish(def, s, max_tries, &mut tell)
+        });
+    let stopped = stopped.map(|s| {
+        let mut tell = |step: &str, run: &RunResult| {
+            progress(&format!("from the smallest stopped soon: {step}"), run)
         };
-        let third = search(def, start.clone(), again, held, false, max_tries, &mut tell);
-        tried += third.tried;
-        if size(&third.best) < size(&searched.best) {
-            searched = third;
+        polish(def, s, max_tries, &mut tell)
+    });
+    let searched = match (others, stopped) {
+        (Some(a), Some(b)) => {
+            let both = a.tried + b.tried;
+            let mut smaller = if size(&b.best) < size(&a.best) { b } else { a };
+            smaller.tried = both;
+            smaller
         }
-    }
-    // The smallest failure is searched again, each time with a budget of
-    // its own, while that ends smaller (at most [`POLISH_ROUNDS`] times):
-    // the searches from the failure may spend theirs on its long runs
-    // before the last passes (the uphill step) had their turn, a search
-    // from a smaller start takes other greedy paths, and the runs of a
-    // small failure are short.
-    let mut tell =
-        |step: &str, run: &RunResult| progress(&format!("from the smallest: {step}"), run);
-    let mut kept = 0;
-    for _ in 0..POLISH_ROUNDS {
-        let Searched {
-            best_s,
-            best,
-            target,
-            kept: kept_before,
-            ..
-        } = searched;
-        let floor = size(&best);
-        let polished = search(def, best_s, best, target, false, max_tries, &mut tell);
-        tried += polished.tried;
-        kept += kept_before;
-        let smaller = size(&polished.best) < floor;
-        searched = polished;
-        if !smaller {
-            break;
-        }
-    }
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => unreachable!("the bounded search runs unless the stopped one ran"),
+    };
     let Searched {
         best_s: mut scenario,
         mut best,
-        kept: last,
+        tried,
+        kept,
         ..
     } = searched;
-    let kept = kept + last;
     // A skipped operation never waits: its start time says nothing.
     for (node, ops) in &scenario.skip {
         if let Some(p) = scenario.pace.get_mut(node) {
@@ -747,25 +739,64 @@ pub fn shrink(
         tried,
         kept,
         ops_before,
+        property,
     })
+}
+
+/// `searched` searched again from its smallest failure, each time with a
+/// budget of its own, while that ends smaller (at most [`POLISH_ROUNDS`]
+/// times): the searches from the failure may spend theirs on its long runs
+/// before the last passes (the uphill step) had their turn, a search from a
+/// smaller start takes other greedy paths, and the runs of a small failure
+/// are short. The result counts the candidates of every round, and of
+/// `searched`, tried and kept.
+fn polish<F: FnMut(&str, &RunResult)>(
+    def: &'static dyn DynScenario,
+    mut searched: Searched,
+    max_tries: usize,
+    progress: &mut F,
+) -> Searched {
+    let (mut tried, mut kept) = (0, 0);
+    for _ in 0..POLISH_ROUNDS {
+        let floor = size(&searched.best);
+        if floor == SMALLEST {
+            break;
+        }
+        let Searched {
+            best_s,
+            best,
+            target,
+            tried: t,
+            kept: k,
+        } = searched;
+        tried += t;
+        kept += k;
+        searched = search(def, best_s, best, target, Way::Bounded, max_tries, progress);
+        if size(&searched.best) >= floor {
+            break;
+        }
+    }
+    searched.tried += tried;
+    searched.kept += kept;
+    searched
 }
 
 /// One greedy search from `best_s`, whose run `first` fails as `target`
 /// says: the passes of the module's doc, in turn, until none helps or
-/// `max_tries` candidates are spent; `unbounded` leaves the bound on what
-/// each node reached off its history candidates.
+/// `max_tries` candidates are spent, the `way` it is told.
 fn search<F: FnMut(&str, &RunResult)>(
     def: &'static dyn DynScenario,
     best_s: Scenario,
     first: RunResult,
     target: Target,
-    unbounded: bool,
+    way: Way,
     max_tries: usize,
     progress: &mut F,
 ) -> Searched {
     let mut search = Search {
         def,
         property: target.property,
+        held: target.held,
         best_s,
         best: first,
         tried: 0,
@@ -775,8 +806,11 @@ fn search<F: FnMut(&str, &RunResult)>(
         quiet_ms: target.quiet_ms,
         broken: target.broken.clone(),
         trial: None,
-        unbounded,
+        unbounded: way == Way::Unbounded,
     };
+    if way == Way::StoppedSoon {
+        search.stop_sooner();
+    }
     search.reduce_parameters();
     // For a prefix-closed failure the cut in time order goes first, and the
     // parameters are tried again after it: its early candidates leave out
@@ -822,12 +856,29 @@ fn search<F: FnMut(&str, &RunResult)>(
     }
 }
 
+/// How a search goes about its history candidates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Way {
+    /// Bounded by what each node reached in the run they were cut from.
+    Bounded,
+    /// Free to go past what each node reached.
+    Unbounded,
+    /// Bounded, after the run is stopped soon after its violation, again
+    /// while that keeps the failure and makes it smaller.
+    StoppedSoon,
+}
+
+/// The size no failure is smaller than: no operation, no fault event.
+const SMALLEST: (usize, usize) = (0, 0);
+
 /// What a search holds its candidates to: the property they must break
-/// first, the properties the failure broke, and the failure's quiet phase
+/// first, a prefix-closed one they must break too (the third search's), the
+/// properties the failure broke, and the failure's quiet phase
 /// (ms) before shrinking.
 #[derive(Clone)]
 struct Target {
     property: PropertyId,
+    held: Option<PropertyId>,
     broken: Vec<PropertyId>,
     quiet_ms: u64,
 }

@@ -5,7 +5,10 @@
 //! takes a smaller feed page when the history then shrinks further; a swap
 //! leaves out a feed host's listing in place of the read it led to; an
 //! uphill step, in the search from the smallest failure, leaves out an
-//! operation that makes a feed race larger and then smaller.
+//! operation that makes a feed race larger and then smaller; a failure that
+//! broke a whole-run and a prefix-closed property shrinks to one still
+//! breaking the whole-run one first; a failure of a prefix-closed property
+//! is searched first with its run stopped soon after the violation.
 
 use overcast_harness::run::run_isolated_with;
 use overcast_harness::scenario::Scenario;
@@ -311,4 +314,76 @@ fn a_sweep_keeps_the_runs_of_the_lowest_failing_seeds_only_whatever_the_jobs() {
             assert_eq!((run.scenario.seed, run.trace_hash), (r.seed, r.trace_hash));
         }
     }
+}
+
+/// A failure that broke a property judged on the whole run (feed's CF3: a
+/// change never delivered, judged once the hosts had time to settle) and a
+/// prefix-closed one (CF4: a checkpoint before its delegate returned) is
+/// searched a third time holding the second too, whose run may stop soon
+/// after its violation; whichever search ends smallest, the shrunk run
+/// breaks CF3 first, as the failure did, and the shrink and its saved file
+/// say so. (A run stopped soon after CF4's violation is too short for CF3
+/// to be judged: the third search's candidates must break CF3 as well.)
+#[test]
+fn a_shrink_whose_failure_broke_a_whole_run_and_a_prefix_closed_property_ends_failing_the_whole_run_one(
+) {
+    let def = CATALOGUE.find("feed").unwrap();
+    let s = overcast_harness::hunt::hunt_scenario(def, 0, "checkpoint_before_delegate");
+    let before = run_isolated_with(def, &s);
+    let cf3 = overcast_sim::check::PropertyId::new("CF3");
+    assert_eq!(before.first_property(), Some(cf3));
+    assert!(!def.prefix_closed(cf3));
+    assert!(before
+        .violations()
+        .iter()
+        .any(|v| v.property.as_str() == "CF4" && def.prefix_closed(v.property)));
+    let mut steps = Vec::new();
+    let shrunk = shrink(def, &s, 500, |step, _| steps.push(step.to_string())).expect("it fails");
+    assert!(
+        steps.iter().any(|s| s.starts_with("search holding CF4: ")),
+        "{steps:?}"
+    );
+    assert_eq!(shrunk.property, cf3);
+    assert_eq!(shrunk.run.first_property(), Some(cf3));
+    assert!(size(&shrunk.run) < size(&before));
+    let saved = overcast_harness::saved::SavedRun::of(&shrunk.run);
+    assert_eq!(saved.outcome.property.as_deref(), Some("CF3"));
+    let again = run_isolated_with(def, &shrunk.scenario);
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
+}
+
+/// A failure of a prefix-closed property (regions' election safety: two
+/// primaries of one term) is searched first with its run stopped soon
+/// after the violation, where every candidate is cheap; vote_twice's
+/// failure of seed 19 ends there with no operation and no fault event (two
+/// replicas win the first election), and no other search is run.
+#[test]
+fn a_prefix_closed_failure_is_searched_first_with_its_run_stopped_soon_after_the_violation() {
+    let def = CATALOGUE.find("regions").unwrap();
+    let election = overcast_sim::check::PropertyId::new("election safety");
+    assert!(def.prefix_closed(election));
+    let mut s = Scenario::new(def, 19);
+    s.bugs = vec!["vote_twice".into()];
+    let before = run_isolated_with(def, &s);
+    assert_eq!(before.first_property(), Some(election));
+    let mut steps = Vec::new();
+    let shrunk = shrink(def, &s, 500, |step, _| steps.push(step.to_string())).expect("it fails");
+    assert_eq!(
+        steps.first().map(String::as_str),
+        Some("search stopped soon: stop the run sooner"),
+        "{steps:?}"
+    );
+    assert!(
+        steps.iter().all(|s| s.starts_with("search stopped soon: ")),
+        "{steps:?}"
+    );
+    assert_eq!(size(&shrunk.run), (0, 0));
+    assert_eq!(shrunk.run.first_property(), Some(election));
+    let stop = shrunk.scenario.stop_ms.expect("stopped");
+    assert!(
+        stop * 4 < before.scenario.deadline_ms + before.scenario.quiet_ms,
+        "{stop}"
+    );
+    let again = run_isolated_with(def, &shrunk.scenario);
+    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }

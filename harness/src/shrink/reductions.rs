@@ -148,7 +148,7 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
         }
         (t.quiet_ms < s.quiet_ms).then_some(t)
     }),
-    ("stop the run sooner", |s, i, cut| {
+    (STOP_SOONER, |s, i, cut| {
         // Only for a property judged on what came before the violation:
         // the run up to the stop is the run it was, so a violation before
         // the stop is still there, and what came after it is never run.
@@ -178,6 +178,10 @@ pub const ENVELOPE_REDUCTIONS: &[(&str, EnvelopeReduction)] = &[
     }),
 ];
 
+/// The name of the envelope's reduction that stops a run sooner, which a
+/// search tries first ([`super::Search::stop_sooner`]).
+pub(super) const STOP_SOONER: &str = "stop the run sooner";
+
 /// The envelope's reductions that take away a kind of fault the size does
 /// not count: rates and clocks, not fault events ([`Search::tidy`]).
 pub(super) const FAULT_KINDS: &[&str] = &[
@@ -199,6 +203,17 @@ pub fn candidate(
     r: usize,
     i: usize,
 ) -> Option<Scenario> {
+    candidate_cut(def, s, Cuttable::of(def, property), r, i)
+}
+
+/// [`candidate`] for a failure that lets `cut` be cut.
+pub fn candidate_cut(
+    def: &dyn DynScenario,
+    s: &Scenario,
+    cut: Cuttable,
+    r: usize,
+    i: usize,
+) -> Option<Scenario> {
     let own = def.reduction_names().len();
     if r < own {
         let params = def.reduce(&s.params, r, i)?;
@@ -207,7 +222,7 @@ pub fn candidate(
             ..s.clone()
         })
     } else {
-        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i, Cuttable::of(def, property))
+        (ENVELOPE_REDUCTIONS.get(r - own)?.1)(s, i, cut)
     }
 }
 
