@@ -322,8 +322,9 @@ fn a_sweep_keeps_the_runs_of_the_lowest_failing_seeds_only_whatever_the_jobs() {
 /// searched a third time holding the second too, whose run may stop soon
 /// after its violation; whichever search ends smallest, the shrunk run
 /// breaks CF3 first, as the failure did, and the shrink and its saved file
-/// say so. (A run stopped soon after CF4's violation is too short for CF3
-/// to be judged: the third search's candidates must break CF3 as well.)
+/// say so. (On a run stopped soon after CF4's violation CF3 is judged only
+/// for a change a checkpoint has passed: the third search's candidates must
+/// break CF3 as well.)
 #[test]
 fn a_shrink_whose_failure_broke_a_whole_run_and_a_prefix_closed_property_ends_failing_the_whole_run_one(
 ) {
@@ -346,6 +347,18 @@ fn a_shrink_whose_failure_broke_a_whole_run_and_a_prefix_closed_property_ends_fa
     assert_eq!(shrunk.property, cf3);
     assert_eq!(shrunk.run.first_property(), Some(cf3));
     assert!(size(&shrunk.run) < size(&before));
+    // CF3 is judged on the run cut short for the change its checkpoint
+    // passed, so the run need not wait for the hosts to settle.
+    assert!(size(&shrunk.run).0 <= 15, "{}", shrunk.run.summary());
+    let cf3_note = &shrunk
+        .run
+        .checks
+        .iter()
+        .find(|c| c.name() == cf3)
+        .expect("CF3")
+        .checked
+        .note;
+    assert!(cf3_note.contains("checkpointed past it"), "{cf3_note}");
     let saved = overcast_harness::saved::SavedRun::of(&shrunk.run);
     assert_eq!(saved.outcome.property.as_deref(), Some("CF3"));
     let again = run_isolated_with(def, &shrunk.scenario);
