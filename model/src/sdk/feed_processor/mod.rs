@@ -870,6 +870,27 @@ fn cached_from(id: &str, resp: &CosmosResponse) -> Option<CachedLease> {
     })
 }
 
+/// Initialises the lease container as an earlier deployment of the
+/// processor would have left it, before the hosts of this one start: the
+/// bootstrap of SPEC §3.3.3 (`.info`, a lease per range of the monitored
+/// container), run by `opts.instance` and reported to no observer. False
+/// if simulated time `until_ns` came first.
+pub async fn prepare_lease_container(
+    opts: ProcessorOptions,
+    clock: Arc<dyn Clock>,
+    client: &mut StoreClient,
+    until_ns: u64,
+) -> bool {
+    /// Sees nothing: what it prepares is the world the run starts from.
+    struct Unobserved;
+    impl ProcessorObserver for Unobserved {
+        fn event(&self, _e: ProcessorEvent) {}
+    }
+    let mut host = Host::new(opts, clock, Rc::new(Unobserved));
+    host.setup = true;
+    host.bootstrap(client, until_ns).await
+}
+
 /// Runs one host process (`StartAsync` … `StopAsync`) until simulated time
 /// `until_ns`: bootstrap, re-acquire its own leases, then balance, renew and
 /// process. At the end it releases every lease it owns (a crash releases

@@ -25,7 +25,9 @@ use history::{FeedHistory, FeedRecorder};
 use overcast_harness::bug::BugInfo;
 use overcast_harness::params::{self, ParamError, SizeLimit};
 use overcast_harness::registry::{once, Deployment, Reduction, RunCtx, RunDefaults, ScenarioDef};
-use overcast_model::feed_processor::{run_host, ProcessorOptions, ProcessorStart};
+use overcast_model::feed_processor::{
+    prepare_lease_container, run_host, ProcessorOptions, ProcessorStart,
+};
 use overcast_model::retry::RetryOptions;
 use overcast_model::server::{FaultRates, ServerStats};
 use overcast_sim::check::Checker;
@@ -101,6 +103,13 @@ pub struct FeedParams {
     /// run may poll less often: fewer feed reads tell the same story).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll_ms: Option<u64>,
+    /// The lease container was initialised before the hosts started, as an
+    /// earlier deployment leaves it (`.info` and a lease per range, by
+    /// host-0, its calls not part of the run's operations), so every host's
+    /// bootstrap finds `.info` at once. A shrunk run: the bootstrap's race
+    /// and its half-dozen calls are a story of their own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prepared: bool,
 }
 
 fn four_ranges() -> u32 {
@@ -143,6 +152,7 @@ impl Default for FeedParams {
             retry: scaled_retry(0.1),
             fsync_ms: (1, 3),
             poll_ms: None,
+            prepared: false,
         }
     }
 }
@@ -179,6 +189,30 @@ pub fn options(
         },
         bugs,
         ..scaled_options(p, name)
+    }
+}
+
+/// With `prepared`: host-0 initialises the lease container, unless a life
+/// of it before did ([`prepare_lease_container`]); every other host waits
+/// until that is done, so each one's bootstrap finds `.info` at once.
+async fn prepare_or_wait(
+    opts: &ProcessorOptions,
+    env: &NodeEnv,
+    client: &mut overcast_model::client::StoreClient,
+    ready: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    if env.index == 0 {
+        if !ready.load(Ordering::Relaxed) {
+            let clock = Arc::new(ClockAdapter(env.clock.clone()));
+            if prepare_lease_container(opts.clone(), clock, client, u64::MAX).await {
+                ready.store(true, Ordering::Relaxed);
+            }
+        }
+    } else {
+        while !ready.load(Ordering::Relaxed) {
+            madsim::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
 
@@ -344,7 +378,7 @@ impl ScenarioDef for Feed {
     fn header(&self, p: &FeedParams) -> String {
         let o = scaled_options(p, "h");
         format!(
-            "hosts={} ranges={} writers={} keys={}×{} splits={} start={} max_items={}\n\
+            "hosts={} ranges={} writers={} keys={}×{} splits={} start={} max_items={}{}\n\
              processor: renew {} ms, acquire {} ms, expiration {} ms, poll {} ms; delegate fail={} slow={}; server 429={} 408={}",
             p.hosts,
             p.ranges,
@@ -354,6 +388,11 @@ impl ScenarioDef for Feed {
             p.splits,
             if p.start_now { "now" } else { "beginning" },
             p.max_items,
+            if p.prepared {
+                " lease-container=initialised-beforehand"
+            } else {
+                ""
+            },
             o.renew_ms,
             o.acquire_ms,
             o.expiration_ms,
@@ -396,6 +435,8 @@ impl ScenarioDef for Feed {
         let logs = crate::kit::durability::LogSink::new();
         let program_logs = logs.clone();
         let recorder = FeedRecorder::new();
+        // Set once host-0 has prepared the lease container (`prepared`).
+        let lease_container_ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let params = p.clone();
         let program_stats = stats.clone();
         let program_recorder = recorder.clone();
@@ -404,6 +445,7 @@ impl ScenarioDef for Feed {
             let p = params.clone();
             let stats = program_stats.clone();
             let recorder = program_recorder.clone();
+            let ready = lease_container_ready.clone();
             let send = NetworkAdapter::policy(&env, &network_counts);
             let fut: overcast_harness::registry::NodeFuture = if env.role_as::<FeedRole>()
                 == FeedRole::Server
@@ -501,6 +543,9 @@ impl ScenarioDef for Feed {
                                 deadline_ns,
                                 asked: Default::default(),
                             });
+                            if p.prepared {
+                                prepare_or_wait(&opts, &env, &mut client, &ready).await;
+                            }
                             // Some hosts leave once (StopAsync) and rejoin, in the window.
                             let leave = env.incarnation == 0 && rng.gen_bool(p.leave_probability);
                             if leave {
@@ -664,6 +709,14 @@ impl ScenarioDef for Feed {
                     let slower = (o.poll_ms * 4).min(o.expiration_ms);
                     (slower > o.poll_ms).then(|| FeedParams {
                         poll_ms: Some(slower),
+                        ..p.clone()
+                    })
+                })
+            }),
+            ("lease container initialised beforehand", |p, i| {
+                once(i, || {
+                    (!p.prepared).then(|| FeedParams {
+                        prepared: true,
                         ..p.clone()
                     })
                 })
