@@ -555,11 +555,12 @@ pub fn shrink(args: &ShrinkArgs) -> u8 {
     };
     let (ops, events) = overcast_harness::shrink::size(&shrunk.run);
     println!(
-        "shrunk  from {} to {} ({} of {} candidates kept, {:.1} s)",
+        "shrunk  from {} to {} ({} of {} candidates kept, {} runs, {:.1} s)",
         shrunk.ops_before,
         size_words(ops, events),
         shrunk.kept,
         shrunk.tried,
+        shrunk.ran,
         started.elapsed().as_secs_f64()
     );
     println!("fails   with {} first, as the failure did", shrunk.property);
@@ -1099,8 +1100,16 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         .max("property".len());
     if !args.json {
         println!(
-            "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8} {:>13}  replay",
-            "bug", "found", "property", "mix", "seeds", "swarm", "seconds", "ops (shrunk)"
+            "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8} {:>8} {:>13}  replay",
+            "bug",
+            "found",
+            "property",
+            "mix",
+            "seeds",
+            "swarm",
+            "seconds",
+            "shrink s",
+            "ops (shrunk)"
         );
     }
     let mut missed = 0;
@@ -1114,7 +1123,10 @@ pub fn bugs(args: &BugsArgs) -> u8 {
         let h = if args.no_shrink {
             both.first().clone()
         } else {
-            both.shrunk_smallest(def, args.shrink_tries, jobs)
+            let started = std::time::Instant::now();
+            let mut h = both.shrunk_smallest(def, args.shrink_tries, jobs);
+            h.shrink_seconds = Some(started.elapsed().as_secs_f64());
+            h
         };
         missed += usize::from(!h.found);
         if args.json {
@@ -1143,7 +1155,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 }
             };
             println!(
-                "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8.2} {:>13}  {}",
+                "{:<28} {:<6} {:<pw$} {:<8} {:>6} {:>6} {:>8.2} {:>8} {:>13}  {}",
                 h.bug,
                 if h.found { "yes" } else { "NO" },
                 h.property.map_or("-", |p| p.as_str()),
@@ -1151,6 +1163,7 @@ pub fn bugs(args: &BugsArgs) -> u8 {
                 seeds(&both.default),
                 seeds(&both.swarm),
                 both.default.seconds + both.swarm.seconds,
+                h.shrink_seconds.map_or("-".into(), |s| format!("{s:.2}")),
                 ops,
                 replay
             );

@@ -38,6 +38,10 @@ pub struct BugHunt {
     /// asked for; a check's own calls, such as occ's probe, not counted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrunk_ops: Option<usize>,
+    /// Wall seconds the shrinking of the bug's failing runs took (both
+    /// mixes', side by side with two jobs or more), on the row shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrink_seconds: Option<f64>,
     /// The shrunk counterexample (when shrinking was asked for), to save or replay.
     #[serde(skip)]
     pub shrunk: Option<Scenario>,
@@ -119,6 +123,7 @@ pub fn hunt_in(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize, swarm: b
                 seed: Some(*seed),
                 ops,
                 shrunk_ops: None,
+                shrink_seconds: None,
                 shrunk: None,
             };
         }
@@ -135,6 +140,7 @@ pub fn hunt_in(bug: &str, def: &dyn DynScenario, cap: u64, jobs: usize, swarm: b
         seed: None,
         ops: None,
         shrunk_ops: None,
+        shrink_seconds: None,
         shrunk: None,
     }
 }

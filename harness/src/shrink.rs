@@ -47,6 +47,12 @@
 //! is the shrink's: every candidate kept, and so the shrunk run, fails with
 //! the property the failure was found by.
 //!
+//! A run is a function of its scenario, so a candidate met again in one
+//! shrink (the later searches begin as the first did) is judged from a
+//! memo of its first run instead of being run again; it counts against the
+//! budget all the same, so the shrink ends where it would without the
+//! memo, only sooner.
+//!
 //! Every candidate carries an explicit fault plan and skip set, so removing
 //! a fault event or an operation never reshuffles the others, and the
 //! network and disk draw each datagram's loss, latency and faults and each
@@ -88,6 +94,9 @@ pub struct Shrunk {
     /// The property the failure was found by, which the shrunk run breaks
     /// first too.
     pub property: PropertyId,
+    /// Candidate runs made: fewer than `tried`, since a candidate met again
+    /// is judged from its first run ([`Memo`]).
+    pub ran: usize,
 }
 
 /// The most searches from the smallest failure a shrink runs, one after
@@ -105,6 +114,62 @@ const SIDEWAYS_REPEATS: usize = 3;
 /// How many of a node's operations, nearest in time to one left out, a
 /// swap ([`Search::swap_left_out`]) tries leaving out in its place.
 const SWAP_NEIGHBOURS: usize = 3;
+
+/// What a search needs to know of a candidate's run to judge it: the
+/// property it broke first, every property it broke, its size and its
+/// trace. Kept for every candidate run ([`Memo`]); the whole run is kept
+/// only for the candidates taken.
+#[derive(Clone, Debug)]
+struct Glance {
+    first: Option<PropertyId>,
+    broken: Vec<PropertyId>,
+    size: (usize, usize),
+    trace_hash: u64,
+}
+
+impl Glance {
+    fn of(run: &RunResult) -> Glance {
+        Glance {
+            first: run.first_property(),
+            broken: run.violations().iter().map(|v| v.property).collect(),
+            size: size(run),
+            trace_hash: run.trace_hash,
+        }
+    }
+}
+
+/// The glances of every candidate run so far in one shrink, by the
+/// candidate's hash: a run is a function of its scenario, and the searches
+/// of a shrink take the same first steps and meet the same candidates
+/// again (the second and third searches start from the same failure as the
+/// first), so a candidate met before is judged without running it. It
+/// still counts against the search's budget, so a shrink ends where it
+/// would without the memo, only sooner. The last run is kept whole, for
+/// the caller that takes it.
+#[derive(Default)]
+struct Memo {
+    glances: BTreeMap<u64, Glance>,
+    last: Option<(u64, RunResult)>,
+    /// Runs made.
+    ran: usize,
+}
+
+/// How a shrink's candidates are run: each search's budget, and the memo
+/// of every run so far.
+struct Runs {
+    max_tries: usize,
+    memo: Memo,
+}
+
+/// The key of candidate `c` in the [`Memo`]: a hash of all it says.
+fn memo_key(c: &Scenario) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(c)
+        .expect("scenarios serialise")
+        .hash(&mut h);
+    h.finish()
+}
 
 /// The size a shrink minimises: the workload's operations first (a check's
 /// own calls, such as occ's liveness probe, are not counted: a failure that
@@ -140,25 +205,51 @@ struct Search<'p, F> {
     /// The history passes' candidates leave the bound on what each
     /// incarnation reached ([`crate::ops::Reached`]) off.
     unbounded: bool,
+    /// The runs of the whole shrink so far.
+    memo: &'p mut Memo,
 }
 
 impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
-    /// Runs `c`, counting it against the budget; `None` when the budget is
-    /// spent (nothing was run).
-    fn run(&mut self, c: &Scenario) -> Option<RunResult> {
+    /// Runs `c`, counting it against the budget, or recalls its run from
+    /// the [`Memo`] (counted the same); `None` when the budget is spent
+    /// (nothing was run).
+    fn run(&mut self, c: &Scenario) -> Option<Glance> {
         if self.tried >= self.max_tries {
             return None;
         }
         self.tried += 1;
-        Some(run_isolated_with(self.def, c))
+        let key = memo_key(c);
+        if let Some(g) = self.memo.glances.get(&key) {
+            return Some(g.clone());
+        }
+        let run = run_isolated_with(self.def, c);
+        self.memo.ran += 1;
+        let g = Glance::of(&run);
+        self.memo.glances.insert(key, g.clone());
+        self.memo.last = Some((key, run));
+        Some(g)
+    }
+
+    /// The whole run of `c`, a candidate [`Search::run`] judged: the last
+    /// one run, or run again (a run is a function of its scenario).
+    fn result(&mut self, c: &Scenario) -> RunResult {
+        let key = memo_key(c);
+        match self.memo.last.take() {
+            Some((k, run)) if k == key => run,
+            _ => {
+                self.memo.ran += 1;
+                run_isolated_with(self.def, c)
+            }
+        }
     }
 
     /// Runs `c`; keeps it when it fails with the same property and is
     /// smaller. `None` when the budget is spent (nothing was run).
     fn try_candidate(&mut self, c: Scenario, step: &str) -> Option<bool> {
-        let run = self.run(&c)?;
-        let better = self.same_failure(&c, &run) && size(&run) < size(&self.best);
+        let glance = self.run(&c)?;
+        let better = self.same_failure(&c, &glance) && glance.size < size(&self.best);
         if better {
+            let run = self.result(&c);
             self.kept += 1;
             match self.trial.as_mut() {
                 Some(steps) => steps.push(step.to_string()),
@@ -194,21 +285,20 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
     /// and, when `c` cuts the quiet phase short or
     /// leaves out operations of it, breaking no other property that needs
     /// the whole quiet phase.
-    fn same_failure(&self, c: &Scenario, run: &RunResult) -> bool {
+    fn same_failure(&self, c: &Scenario, run: &Glance) -> bool {
         let quiet_cut = c.quiet_ms < self.quiet_ms
             || c.stop_ms.is_some()
             || c.skip
                 .values()
                 .flatten()
                 .any(|op| op & crate::ops::QUIET_OP != 0);
-        run.first_property() == Some(self.property)
-            && self
-                .held
-                .is_none_or(|h| run.violations().iter().any(|v| v.property == h))
+        run.first == Some(self.property)
+            && self.held.is_none_or(|h| run.broken.contains(&h))
             && (!quiet_cut
-                || run.violations().iter().all(|v| {
-                    self.def.quiet_phase_cuttable(v.property) || self.broken.contains(&v.property)
-                }))
+                || run
+                    .broken
+                    .iter()
+                    .all(|p| self.def.quiet_phase_cuttable(*p) || self.broken.contains(p)))
     }
 
     /// At a local minimum: a reduction of the parameters or the envelope
@@ -226,17 +316,18 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
             let mut i = 0;
             while let Some(c) = candidate_cut(self.def, &self.best_s, self.cut(), r, i) {
                 i += 1;
-                let Some(mut run) = self.run(&c) else {
+                let Some(glance) = self.run(&c) else {
                     return false;
                 };
                 // A reduction that changed nothing the run did (no fault of
                 // the kind it removes came about) opens no new way.
-                if !self.same_failure(&c, &run)
-                    || size(&run) > floor
-                    || run.trace_hash == self.best.trace_hash
+                if !self.same_failure(&c, &glance)
+                    || glance.size > floor
+                    || glance.trace_hash == self.best.trace_hash
                 {
                     continue;
                 }
+                let mut run = self.result(&c);
                 // As far as it goes: a page of one item, not of three.
                 let mut c = c;
                 let mut times = 1;
@@ -247,10 +338,11 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
                     let Some(next) = self.run(&further) else {
                         break;
                     };
-                    if !self.same_failure(&further, &next) || size(&next) > floor {
+                    if !self.same_failure(&further, &next) || next.size > floor {
                         break;
                     }
-                    (c, run) = (further, next);
+                    run = self.result(&further);
+                    c = further;
                     times += 1;
                 }
                 let name = match times {
@@ -310,12 +402,13 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
         for u in 0..units.len() {
             let rest: Vec<usize> = (0..units.len()).filter(|k| *k != u).collect();
             let c = with_units(&base, &units, &rest);
-            let Some(run) = self.run(&c) else {
+            let Some(glance) = self.run(&c) else {
                 return false;
             };
-            if !self.same_failure(&c, &run) || run.trace_hash == self.best.trace_hash {
+            if !self.same_failure(&c, &glance) || glance.trace_hash == self.best.trace_hash {
                 continue;
             }
+            let run = self.result(&c);
             let step = removal_step(std::iter::once(&units[u]));
             if self.trial(c, run, floor, step) {
                 return true;
@@ -338,10 +431,11 @@ impl<F: FnMut(&str, &RunResult)> Search<'_, F> {
             let Some(c) = candidate_cut(self.def, &self.best_s, self.cut(), own + k, 0) else {
                 continue;
             };
-            let Some(run) = self.run(&c) else {
+            let Some(glance) = self.run(&c) else {
                 return;
             };
-            if self.same_failure(&c, &run) && size(&run) <= size(&self.best) {
+            if self.same_failure(&c, &glance) && glance.size <= size(&self.best) {
+                let run = self.result(&c);
                 self.kept += 1;
                 (self.progress)(name, &run);
                 self.best = run;
@@ -600,6 +694,10 @@ pub fn shrink(
     mut progress: impl FnMut(&str, &RunResult),
 ) -> Option<Shrunk> {
     let start = resolved(def, s).ok()?;
+    let mut runs = Runs {
+        max_tries,
+        memo: Memo::default(),
+    };
     let first = run_isolated_with(def, &start);
     let property = first.first_property()?;
     let ops_before = first.op_count().client;
@@ -625,7 +723,7 @@ pub fn shrink(
             again,
             target.clone(),
             Way::StoppedSoon,
-            max_tries,
+            &mut runs,
             &mut tell,
         )
     });
@@ -637,7 +735,7 @@ pub fn shrink(
             first,
             target.clone(),
             Way::Bounded,
-            max_tries,
+            &mut runs,
             &mut progress,
         ));
         // A second search from the failure, its history candidates free to
@@ -655,7 +753,7 @@ pub fn shrink(
             again,
             target.clone(),
             Way::Unbounded,
-            max_tries,
+            &mut runs,
             &mut tell,
         ));
         // A failure that broke a property judged on the whole run (CF3: an
@@ -683,7 +781,7 @@ pub fn shrink(
                 again,
                 held,
                 Way::Bounded,
-                max_tries,
+                &mut runs,
                 &mut tell,
             ));
         }
@@ -700,13 +798,13 @@ pub fn shrink(
             s.tried = tried_before;
             let mut tell =
                 |step: &str, run: &RunResult| progress(&format!("from the smallest: {step}"), run);
-            polish(def, s, max_tries, &mut tell)
+            polish(def, s, &mut runs, &mut tell)
         });
     let stopped = stopped.map(|s| {
         let mut tell = |step: &str, run: &RunResult| {
             progress(&format!("from the smallest stopped soon: {step}"), run)
         };
-        polish(def, s, max_tries, &mut tell)
+        polish(def, s, &mut runs, &mut tell)
     });
     let searched = match (others, stopped) {
         (Some(a), Some(b)) => {
@@ -740,6 +838,7 @@ pub fn shrink(
         kept,
         ops_before,
         property,
+        ran: runs.memo.ran,
     })
 }
 
@@ -753,7 +852,7 @@ pub fn shrink(
 fn polish<F: FnMut(&str, &RunResult)>(
     def: &'static dyn DynScenario,
     mut searched: Searched,
-    max_tries: usize,
+    runs: &mut Runs,
     progress: &mut F,
 ) -> Searched {
     let (mut tried, mut kept) = (0, 0);
@@ -771,7 +870,7 @@ fn polish<F: FnMut(&str, &RunResult)>(
         } = searched;
         tried += t;
         kept += k;
-        searched = search(def, best_s, best, target, Way::Bounded, max_tries, progress);
+        searched = search(def, best_s, best, target, Way::Bounded, runs, progress);
         if size(&searched.best) >= floor {
             break;
         }
@@ -790,7 +889,7 @@ fn search<F: FnMut(&str, &RunResult)>(
     first: RunResult,
     target: Target,
     way: Way,
-    max_tries: usize,
+    runs: &mut Runs,
     progress: &mut F,
 ) -> Searched {
     let mut search = Search {
@@ -801,12 +900,13 @@ fn search<F: FnMut(&str, &RunResult)>(
         best: first,
         tried: 0,
         kept: 0,
-        max_tries,
+        max_tries: runs.max_tries,
         progress,
         quiet_ms: target.quiet_ms,
         broken: target.broken.clone(),
         trial: None,
         unbounded: way == Way::Unbounded,
+        memo: &mut runs.memo,
     };
     if way == Way::StoppedSoon {
         search.stop_sooner();

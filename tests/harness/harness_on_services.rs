@@ -171,7 +171,18 @@ fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shr
 /// lease; the next comes after the split) tells the story in fewer calls.
 #[test]
 fn a_swap_leaves_out_another_operation_in_place_of_one_left_out_when_the_failure_ends_smaller() {
-    let (shrunk, steps) = shrink_feed_seed_0("split_keeps_parent", "CF11");
+    let def = CATALOGUE.find("feed").unwrap();
+    let mut s = Scenario::new(def, 0);
+    s.bugs = vec!["split_keeps_parent".into()];
+    let mut steps: Vec<Step> = Vec::new();
+    let shrunk = shrink(def, &s, 500, |step, r| {
+        steps.push((step.to_string(), size(r)))
+    })
+    .expect("it fails");
+    assert_eq!(
+        shrunk.run.first_property().map(|p| p.as_str()),
+        Some("CF11")
+    );
     let swaps: Vec<usize> = (1..steps.len())
         .filter(|i| steps[*i].0.contains("in place of one left out"))
         .collect();
@@ -359,6 +370,14 @@ fn a_shrink_whose_failure_broke_a_whole_run_and_a_prefix_closed_property_ends_fa
         .checked
         .note;
     assert!(cf3_note.contains("checkpointed past it"), "{cf3_note}");
+    // The later searches begin as the first did: their candidates are
+    // judged from the memo of the first's runs.
+    assert!(
+        shrunk.ran < shrunk.tried,
+        "{} runs, {} tried",
+        shrunk.ran,
+        shrunk.tried
+    );
     let saved = overcast_harness::saved::SavedRun::of(&shrunk.run);
     assert_eq!(saved.outcome.property.as_deref(), Some("CF3"));
     let again = run_isolated_with(def, &shrunk.scenario);
