@@ -127,9 +127,21 @@ type Step = (String, (usize, usize));
 /// `property` first and replaying to the same run, and each step kept with
 /// the size after it.
 fn shrink_feed_seed_0(bug: &str, property: &str) -> (overcast_harness::shrink::Shrunk, Vec<Step>) {
+    shrink_feed_seed_0_in(bug, property, false)
+}
+
+/// [`shrink_feed_seed_0`], with the default mix's disk faults when
+/// `disk_faults`.
+fn shrink_feed_seed_0_in(
+    bug: &str,
+    property: &str,
+    disk_faults: bool,
+) -> (overcast_harness::shrink::Shrunk, Vec<Step>) {
     let def = CATALOGUE.find("feed").unwrap();
     let mut s = Scenario::new(def, 0);
-    s.faults.storage = Default::default();
+    if !disk_faults {
+        s.faults.storage = Default::default();
+    }
     s.bugs = vec![bug.into()];
     let mut steps = Vec::new();
     let shrunk = shrink(def, &s, 500, |step, r| {
@@ -171,18 +183,7 @@ fn a_sideways_step_takes_a_reduction_no_smaller_itself_when_the_history_then_shr
 /// lease; the next comes after the split) tells the story in fewer calls.
 #[test]
 fn a_swap_leaves_out_another_operation_in_place_of_one_left_out_when_the_failure_ends_smaller() {
-    let def = CATALOGUE.find("feed").unwrap();
-    let mut s = Scenario::new(def, 0);
-    s.bugs = vec!["split_keeps_parent".into()];
-    let mut steps: Vec<Step> = Vec::new();
-    let shrunk = shrink(def, &s, 500, |step, r| {
-        steps.push((step.to_string(), size(r)))
-    })
-    .expect("it fails");
-    assert_eq!(
-        shrunk.run.first_property().map(|p| p.as_str()),
-        Some("CF11")
-    );
+    let (shrunk, steps) = shrink_feed_seed_0_in("split_keeps_parent", "CF11", true);
     let swaps: Vec<usize> = (1..steps.len())
         .filter(|i| steps[*i].0.contains("in place of one left out"))
         .collect();
@@ -203,18 +204,7 @@ fn a_swap_leaves_out_another_operation_in_place_of_one_left_out_when_the_failure
 /// the smallest runs with a budget of its own, and its steps are told so.
 #[test]
 fn an_uphill_step_from_the_smallest_failure_is_kept_only_when_the_failure_then_ends_smaller() {
-    let def = CATALOGUE.find("feed").unwrap();
-    let mut s = Scenario::new(def, 0);
-    s.bugs = vec!["split_keeps_parent".into()];
-    let mut steps: Vec<Step> = Vec::new();
-    let shrunk = shrink(def, &s, 500, |step, r| {
-        steps.push((step.to_string(), size(r)))
-    })
-    .expect("it fails");
-    assert_eq!(
-        shrunk.run.first_property().map(|p| p.as_str()),
-        Some("CF11")
-    );
+    let (shrunk, steps) = shrink_feed_seed_0_in("split_keeps_parent", "CF11", true);
     let uphill: Vec<usize> = (1..steps.len())
         .filter(|i| {
             let step = steps[*i].0.strip_prefix("from the smallest: leave out ");
@@ -229,8 +219,6 @@ fn an_uphill_step_from_the_smallest_failure_is_kept_only_when_the_failure_then_e
         );
     }
     assert!(size(&shrunk.run).0 <= 15, "{steps:?}");
-    let again = run_isolated_with(def, &shrunk.scenario);
-    assert_eq!(again.trace_hash, shrunk.run.trace_hash);
 }
 
 /// A client's last operation, still running at the deadline, can be left
