@@ -108,7 +108,8 @@ struct Analysis {
 
 /// The properties judged on the state at the end of the run, once the
 /// hosts have settled: they need the quiet phase [`settle_ns`] long after
-/// the last disturbance ([`short_quiet_phase`]).
+/// the last disturbance ([`short_quiet_phase`]), but for CF3 on a version
+/// every lease covering it has checkpointed past.
 pub const END_OF_RUN: [&str; 3] = ["CF3", "CF7", "CF8"];
 
 /// How long the hosts need, after the last disturbance, before the state

@@ -637,7 +637,8 @@ impl ScenarioDef for Feed {
     /// CF3, CF7 and CF8 are not judged on a run whose quiet phase ended
     /// too soon after the last fault, write or left-out call for the hosts
     /// to settle (`check::settle_ns`): a shorter run never breaks them for
-    /// want of time.
+    /// want of time (CF3 judges there only a version every lease covering
+    /// it has checkpointed past, which no host reads again).
     fn judges_its_premise(&self, property: overcast_sim::check::PropertyId) -> bool {
         check::END_OF_RUN.contains(&property.as_str())
     }
