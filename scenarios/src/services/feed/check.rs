@@ -722,15 +722,18 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         .collect();
     let hosts: Vec<String> = (0..p.hosts).map(|i| format!("host-{i}")).collect();
 
+    // The premise of the end-of-run properties: the hosts had time to
+    // settle and deliver after the last thing that disturbed them. A run
+    // whose quiet phase falls short of it (a shrunk one) is not judged on
+    // them (below): a change not yet delivered is not a lost one, nor a
+    // lease not yet taken back an unowned one.
+    let short =
+        short_quiet_phase(h, p, &items, final_leases.len(), end_ns).or_else(|| refused_service(h));
+
     // CF3: every final version delivered to a delegate that returned.
     let mut exempt = 0usize;
     let mut live = 0usize;
-    // The CF3 violations (their places in `v`) whose version every lease
-    // covering it at the end has checkpointed past, with no delegate call
-    // still holding it: no host reads it again (checkpoints only move
-    // forward, CF5, and a split's children start at the parent's), so it is
-    // lost however soon the run ended.
-    let mut passed: BTreeSet<usize> = BTreeSet::new();
+    let mut lost_for_good = 0usize;
     for (k, fin) in &final_items {
         let Some((version, lsn)) = fin else {
             continue;
@@ -749,17 +752,25 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
             exempt += 1;
             continue;
         }
-        let committed_ns = items.iter().find(|c| c.lsn == *lsn).map_or(0, |c| c.at_ns);
-        let mut covering = final_leases
-            .iter()
-            .filter(|d| d.min <= e && e < d.max)
-            .peekable();
-        if covering.peek().is_some()
-            && covering.all(|d| d.continuation.is_some_and(|c| c >= *lsn))
-            && !in_flight.contains(&(k.clone(), *version))
-        {
-            passed.insert(v.len());
+        // Short of the premise, only a version every lease covering it at
+        // the end has checkpointed past, with no delegate call still
+        // holding it, is judged: no host reads it again (checkpoints only
+        // move forward, CF5, and a split's children start at the
+        // parent's), so it is lost however soon the run ended.
+        if short.is_some() {
+            let mut covering = final_leases
+                .iter()
+                .filter(|d| d.min <= e && e < d.max)
+                .peekable();
+            let passed = covering.peek().is_some()
+                && covering.all(|d| d.continuation.is_some_and(|c| c >= *lsn))
+                && !in_flight.contains(&(k.clone(), *version));
+            if !passed {
+                continue;
+            }
+            lost_for_good += 1;
         }
+        let committed_ns = items.iter().find(|c| c.lsn == *lsn).map_or(0, |c| c.at_ns);
         v.push(missing(
             h,
             k,
@@ -1164,22 +1175,9 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         .join(" ");
     notes.entry("CF8").or_insert(counts_note);
 
-    // The premise of the end-of-run properties: the hosts had time to
-    // settle and deliver after the last thing that disturbed them. A run
-    // whose quiet phase falls short of it (a shrunk one) is not judged on
-    // them: a change not yet delivered is not a lost one, nor a lease not
-    // yet taken back an unowned one.
-    // Only a version a checkpoint has passed is judged on CF3 there
-    // (`passed`).
-    if let Some(why) =
-        short_quiet_phase(h, p, &items, final_leases.len(), end_ns).or_else(|| refused_service(h))
-    {
-        let mut at = 0usize;
-        v.retain(|x| {
-            at += 1;
-            !END_OF_RUN.contains(&x.property.as_str())
-                || (x.property.as_str() == "CF3" && passed.contains(&(at - 1)))
-        });
+    // Short of the premise: CF7 and CF8 not judged, CF3 only as above.
+    if let Some(why) = short {
+        v.retain(|x| x.property == "CF3" || !END_OF_RUN.contains(&x.property.as_str()));
         for id in END_OF_RUN {
             partly.insert(id);
             notes.insert(id, format!("not judged: {why}"));
@@ -1187,8 +1185,7 @@ fn analyse(h: &FeedHistory, p: &FeedParams) -> Analysis {
         notes.insert(
             "CF3",
             format!(
-                "{live} final versions, judged only where every lease covering the version has checkpointed past it ({} such never delivered): {why}",
-                passed.len()
+                "{live} final versions, judged only where every lease covering the version has checkpointed past it ({lost_for_good} such never delivered): {why}"
             ),
         );
     }
